@@ -1,0 +1,17 @@
+// The `tessera` command's subcommands. Each takes its arguments after the subcommand name and
+// returns the process exit code (0 ok, 1 failure, 2 bad input). app/tessera_main.cpp dispatches.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+using CliArgs = std::vector<std::string>;
+
+int cli_train(const CliArgs& args);   // tessera train CONFIG [--steps N] [--db FILE] [--set k=v]...
+int cli_check(const CliArgs& args);   // tessera check CONFIG [--set k=v]...
+int cli_runs(const CliArgs& args);    // tessera runs list|show|export --db FILE [--run ID] [--csv]
+int cli_data(const CliArgs& args);    // tessera data prepare|where ...
+int cli_sample(const CliArgs& args);  // tessera sample --checkpoint DIR --prompt TEXT ...
+
+}  // namespace tessera

@@ -1,0 +1,104 @@
+// Run configuration: the one YAML file (project.yaml) that describes a run. Every key is
+// documented in docs/config.md. Parsing is strict: unknown or duplicate keys, wrong types,
+// out-of-range values and broken cross-field rules each raise one InputError naming
+// file:line:col, the key path, and expected versus found.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+struct ModelConfig {
+    std::string preset = "gpt-tiny";  // gpt-tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl | mlp
+    int n_layer = 0;                  // 0 = take the preset's value
+    int n_head = 0;
+    int d_model = 0;
+    int seq_len = 0;
+    std::string vocab = "bytes";      // bytes | gpt2 (GPT models)
+    // MLP only: hidden layer widths (preset mlp: {256})
+    std::vector<int> hidden;
+    std::string init_from;            // optional safetensors file (HF GPT-2 names accepted)
+};
+
+struct DataConfig {
+    std::string dataset;  // "" | brown | fashion-mnist (prepared into the data cache)
+    std::string train;    // token shard (.bin) path, resolved relative to the config file
+    std::string val;
+};
+
+struct TrainConfig {
+    int64_t steps = 100;
+    int micro_batch = 8;
+    int grad_accum = 1;
+    double lr = 1e-3;
+    double min_lr = 1e-4;
+    int64_t warmup_steps = 10;
+    double weight_decay = 0.1;
+    double grad_clip = 1.0;  // 0 = off
+    double beta1 = 0.9;
+    double beta2 = 0.95;
+    double eps = 1e-8;
+    uint64_t seed = 1337;
+    int64_t eval_every = 50;  // 0 = never
+    int eval_steps = 10;
+    int threads = 0;          // CPU threads per rank; 0 = all cores / ranks on this host
+    int restarts = 0;         // relaunches after a failure (parallel runtime)
+};
+
+struct RuntimeConfig {
+    std::string device = "cpu";       // cpu | cuda
+    std::string precision = "fp32";   // fp32 | bf16
+};
+
+struct ParallelConfig {
+    int dp = 1, tp = 1, pp = 1;
+    int zero = 0;                      // 0..3
+    std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved
+    int virtual_stages = 1;
+    std::vector<int> stages;           // layers per stage (sum = n_layer); empty = balanced
+    std::vector<std::string> recompute;  // one per stage or a single value: none|selective|full
+    bool offload_activations = false;
+    bool offload_optimizer = false;
+};
+
+struct CheckpointConfig {
+    std::string dir;  // "" = no checkpoints; resolved relative to the config file
+    int64_t every = 0;  // steps; 0 = only at the end
+    int keep = 3;
+};
+
+struct LogConfig {
+    std::string db = "runs.db";  // resolved relative to the config file
+    int every = 1;
+};
+
+struct RunConfig {
+    std::string name = "run";
+    ModelConfig model;
+    DataConfig data;
+    TrainConfig train;
+    RuntimeConfig runtime;
+    ParallelConfig parallel;
+    CheckpointConfig checkpoint;
+    LogConfig log;
+
+    std::string source_path;  // the file it was read from ("" for text)
+    std::string source_text;  // the YAML text after overrides (stored with the run)
+    std::string base_dir;     // directory relative paths are resolved against
+};
+
+// Reads, overrides ("key.path=value", applied before validation) and validates.
+RunConfig config_load(const std::string& path,
+                      const std::vector<std::string>& overrides = {});
+// The same from text; `name` stands for the file in messages.
+RunConfig config_parse(const std::string& text, const std::string& name,
+                       const std::vector<std::string>& overrides = {});
+// Canonical YAML for a config (every key, resolved values) — what the studio saves.
+std::string config_to_yaml(const RunConfig& cfg);
+// Resolves a path from the config relative to cfg.base_dir.
+std::string config_resolve_path(const RunConfig& cfg, const std::string& p);
+
+}  // namespace tessera

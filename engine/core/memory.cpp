@@ -1,0 +1,45 @@
+#include "engine/core/memory.h"
+
+namespace tessera {
+
+std::string_view mem_category_name(MemCategory c) {
+    switch (c) {
+        case MemCategory::params: return "params";
+        case MemCategory::grads: return "grads";
+        case MemCategory::optimizer: return "optimizer";
+        case MemCategory::activations: return "activations";
+        case MemCategory::workspace: return "workspace";
+        case MemCategory::comm: return "comm";
+        default: return "unknown";
+    }
+}
+
+static void atomic_max(std::atomic<int64_t>& a, int64_t v) {
+    int64_t cur = a.load();
+    while (v > cur && !a.compare_exchange_weak(cur, v)) {
+    }
+}
+
+void MemoryTracker::add(MemCategory c, int64_t bytes) {
+    int64_t now = current_[idx(c)].fetch_add(bytes) + bytes;
+    atomic_max(peak_[idx(c)], now);
+    int64_t tot = total_.fetch_add(bytes) + bytes;
+    atomic_max(total_peak_, tot);
+}
+
+void MemoryTracker::sub(MemCategory c, int64_t bytes) {
+    current_[idx(c)].fetch_sub(bytes);
+    total_.fetch_sub(bytes);
+}
+
+void MemoryTracker::reset_peaks() {
+    for (int i = 0; i < kMemCategoryCount; ++i) peak_[i] = current_[i].load();
+    total_peak_ = total_.load();
+}
+
+MemoryTracker& memory_tracker() {
+    static MemoryTracker tracker;
+    return tracker;
+}
+
+}  // namespace tessera

@@ -1,0 +1,37 @@
+// Per-process memory accounting by category, with peaks. Every buffer the engine allocates for
+// training is charged to one category; the studio charts these and the estimator predicts them.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace tessera {
+
+enum class MemCategory : int { params, grads, optimizer, activations, workspace, comm, count };
+inline constexpr int kMemCategoryCount = static_cast<int>(MemCategory::count);
+
+std::string_view mem_category_name(MemCategory c);  // "params", "grads", ...
+
+class MemoryTracker {
+public:
+    void add(MemCategory c, int64_t bytes);
+    void sub(MemCategory c, int64_t bytes);
+    int64_t current_bytes(MemCategory c) const { return current_[idx(c)].load(); }
+    int64_t peak_bytes(MemCategory c) const { return peak_[idx(c)].load(); }
+    int64_t total_current_bytes() const { return total_.load(); }
+    int64_t total_peak_bytes() const { return total_peak_.load(); }
+    void reset_peaks();  // peaks := current values
+
+private:
+    static int idx(MemCategory c) { return static_cast<int>(c); }
+    std::array<std::atomic<int64_t>, kMemCategoryCount> current_{};
+    std::array<std::atomic<int64_t>, kMemCategoryCount> peak_{};
+    std::atomic<int64_t> total_{0}, total_peak_{0};
+};
+
+// The tracker of this process (one rank per process).
+MemoryTracker& memory_tracker();
+
+}  // namespace tessera

@@ -1,0 +1,108 @@
+#include "engine/core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "engine/core/error.h"
+
+namespace tessera {
+
+int dtype_size(DType t) {
+    switch (t) {
+        case DType::f32: return 4;
+        case DType::bf16: return 2;
+        case DType::u16: return 2;
+        case DType::i32: return 4;
+        case DType::u8: return 1;
+    }
+    return 0;
+}
+
+const char* dtype_name(DType t) {
+    switch (t) {
+        case DType::f32: return "F32";
+        case DType::bf16: return "BF16";
+        case DType::u16: return "U16";
+        case DType::i32: return "I32";
+        case DType::u8: return "U8";
+    }
+    return "?";
+}
+
+int64_t shape_numel(const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+}
+
+std::string shape_str(const Shape& s) {
+    std::ostringstream os;
+    os << "(";
+    for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+    os << ")";
+    return os.str();
+}
+
+Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype) {
+    Tensor t;
+    for (int64_t d : shape) TS_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
+    t.shape_ = std::move(shape);
+    t.numel_ = shape_numel(t.shape_);
+    t.dtype_ = dtype;
+    t.cat_ = cat;
+    size_t bytes = static_cast<size_t>(t.nbytes());
+    size_t rounded = ((bytes + 63) / 64) * 64;
+    t.data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+    if (!t.data_) throw Error(str_cat("out of host memory allocating ", bytes, " bytes"));
+    memory_tracker().add(cat, static_cast<int64_t>(bytes));
+    return t;
+}
+
+Tensor Tensor::zeros(Shape shape, MemCategory cat, DType dtype) {
+    Tensor t = empty(std::move(shape), cat, dtype);
+    t.zero();
+    return t;
+}
+
+void Tensor::zero() {
+    if (data_) std::memset(data_, 0, static_cast<size_t>(nbytes()));
+}
+
+Tensor Tensor::clone() const {
+    Tensor t = empty(shape_, cat_, dtype_);
+    if (numel_) std::memcpy(t.data_, data_, static_cast<size_t>(nbytes()));
+    return t;
+}
+
+void Tensor::release() {
+    if (data_) {
+        memory_tracker().sub(cat_, nbytes());
+        std::free(data_);
+        data_ = nullptr;
+    }
+}
+
+Tensor::~Tensor() { release(); }
+
+Tensor::Tensor(Tensor&& o) noexcept
+    : data_(o.data_), shape_(std::move(o.shape_)), numel_(o.numel_), dtype_(o.dtype_), cat_(o.cat_) {
+    o.data_ = nullptr;
+    o.numel_ = 0;
+}
+
+Tensor& Tensor::operator=(Tensor&& o) noexcept {
+    if (this != &o) {
+        release();
+        data_ = o.data_;
+        shape_ = std::move(o.shape_);
+        numel_ = o.numel_;
+        dtype_ = o.dtype_;
+        cat_ = o.cat_;
+        o.data_ = nullptr;
+        o.numel_ = 0;
+    }
+    return *this;
+}
+
+}  // namespace tessera

@@ -1,0 +1,56 @@
+// Tensor: an owning, 64-byte aligned host buffer with a shape, a dtype and a memory category.
+// Kernels take raw pointers plus sizes (llm.c style); Tensor only owns and accounts memory.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "engine/core/memory.h"
+
+namespace tessera {
+
+enum class DType : int { f32, bf16, u16, i32, u8 };
+int dtype_size(DType t);
+const char* dtype_name(DType t);  // "F32", "BF16", ... (safetensors spelling)
+
+using Shape = std::vector<int64_t>;
+int64_t shape_numel(const Shape& s);
+std::string shape_str(const Shape& s);  // "(2, 3)"
+
+class Tensor {
+public:
+    Tensor() = default;
+    static Tensor empty(Shape shape, MemCategory cat, DType dtype = DType::f32);
+    static Tensor zeros(Shape shape, MemCategory cat, DType dtype = DType::f32);
+    ~Tensor();
+    Tensor(Tensor&& o) noexcept;
+    Tensor& operator=(Tensor&& o) noexcept;
+    Tensor(const Tensor&) = delete;
+    Tensor& operator=(const Tensor&) = delete;
+
+    float* f32() { return static_cast<float*>(data_); }
+    const float* f32() const { return static_cast<const float*>(data_); }
+    void* data() { return data_; }
+    const void* data() const { return data_; }
+    const Shape& shape() const { return shape_; }
+    int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }
+    int64_t numel() const { return numel_; }
+    int64_t nbytes() const { return numel_ * dtype_size(dtype_); }
+    DType dtype() const { return dtype_; }
+    MemCategory category() const { return cat_; }
+    bool defined() const { return data_ != nullptr; }
+    void zero();
+    // Same shape, dtype and category, fresh copy of the contents.
+    Tensor clone() const;
+
+private:
+    void release();
+    void* data_ = nullptr;
+    Shape shape_;
+    int64_t numel_ = 0;
+    DType dtype_ = DType::f32;
+    MemCategory cat_ = MemCategory::workspace;
+};
+
+}  // namespace tessera
