@@ -15,6 +15,14 @@ int dtype_size(DType t) {
         case DType::u16: return 2;
         case DType::i32: return 4;
         case DType::u8: return 1;
+        case DType::f16: return 2;
+        case DType::f64: return 8;
+        case DType::i8: return 1;
+        case DType::i16: return 2;
+        case DType::i64: return 8;
+        case DType::u32: return 4;
+        case DType::u64: return 8;
+        case DType::boolean: return 1;
     }
     return 0;
 }
@@ -26,6 +34,14 @@ const char* dtype_name(DType t) {
         case DType::u16: return "U16";
         case DType::i32: return "I32";
         case DType::u8: return "U8";
+        case DType::f16: return "F16";
+        case DType::f64: return "F64";
+        case DType::i8: return "I8";
+        case DType::i16: return "I16";
+        case DType::i64: return "I64";
+        case DType::u32: return "U32";
+        case DType::u64: return "U64";
+        case DType::boolean: return "BOOL";
     }
     return "?";
 }

@@ -10,7 +10,8 @@
 
 namespace tessera {
 
-enum class DType : int { f32, bf16, u16, i32, u8 };
+// Existing values keep their numbers; the rest mirror safetensors' dtypes for import.
+enum class DType : int { f32, bf16, u16, i32, u8, f16, f64, i8, i16, i64, u32, u64, boolean };
 int dtype_size(DType t);
 const char* dtype_name(DType t);  // "F32", "BF16", ... (safetensors spelling)
 

@@ -1,0 +1,142 @@
+// Durable file plumbing: mapping, crc32, fsync'ing writer, atomic small-file replace.
+#include "engine/io/file_util.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "engine/core/error.h"
+
+namespace tessera {
+
+static std::string errno_str() { return std::strerror(errno); }
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+MappedFile io_map_file(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw InputError(str_cat(path, ": cannot open: ", errno_str()));
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+        std::string e = errno_str();
+        ::close(fd);
+        throw InputError(str_cat(path, ": cannot stat: ", e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        throw InputError(str_cat(path, ": expected a regular file, found something else"));
+    }
+    MappedFile m;
+    m.size = static_cast<size_t>(st.st_size);
+    if (m.size == 0) {
+        ::close(fd);
+        return m;
+    }
+    void* p = ::mmap(nullptr, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+    std::string e = errno_str();
+    ::close(fd);
+    if (p == MAP_FAILED) throw Error(str_cat(path, ": mmap of ", m.size, " bytes failed: ", e));
+    size_t n = m.size;
+    m.data = std::shared_ptr<const uint8_t>(static_cast<const uint8_t*>(p),
+                                            [n](const uint8_t* q) { ::munmap((void*)q, n); });
+    return m;
+}
+
+uint32_t io_crc32(const void* data, size_t n, uint32_t crc) {
+    const Bytef* p = static_cast<const Bytef*>(data);
+    uLong c = crc;
+    while (n > 0) {
+        uInt chunk = n > (1u << 30) ? (1u << 30) : static_cast<uInt>(n);
+        c = ::crc32(c, p, chunk);
+        p += chunk;
+        n -= chunk;
+    }
+    return static_cast<uint32_t>(c);
+}
+
+std::string io_hex32(uint32_t v) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%08x", v);
+    return buf;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+FileWriter::FileWriter(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error(str_cat(path, ": cannot create: ", errno_str()));
+}
+
+FileWriter::~FileWriter() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void FileWriter::write(const void* data, size_t n) {
+    TS_CHECK(fd_ >= 0, "write after finish on ", path_);
+    crc_ = io_crc32(data, n, crc_);
+    const char* p = static_cast<const char*>(data);
+    size_t left = n;
+    while (left > 0) {
+        ssize_t w = ::write(fd_, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            throw Error(str_cat(path_, ": write failed after ", bytes_, " bytes: ", errno_str()));
+        }
+        p += w;
+        left -= static_cast<size_t>(w);
+        bytes_ += static_cast<uint64_t>(w);
+    }
+}
+
+void FileWriter::finish() {
+    TS_CHECK(fd_ >= 0, "finish called twice on ", path_);
+    if (::fsync(fd_) != 0) throw Error(str_cat(path_, ": fsync failed: ", errno_str()));
+    int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) throw Error(str_cat(path_, ": close failed: ", errno_str()));
+}
+
+void io_fsync_dir(const std::string& dir) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw Error(str_cat(dir, ": cannot open directory for fsync: ", errno_str()));
+    int rc = ::fsync(fd);
+    std::string e = errno_str();
+    ::close(fd);
+    if (rc != 0) throw Error(str_cat(dir, ": directory fsync failed: ", e));
+}
+
+void io_rename(const std::string& from, const std::string& to) {
+    if (::rename(from.c_str(), to.c_str()) != 0)
+        throw Error(str_cat("cannot rename ", from, " to ", to, ": ", errno_str()));
+}
+
+std::string io_parent_dir(const std::string& path) {
+    size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+void io_write_file_atomic(const std::string& path, const std::string& content) {
+    std::string tmp = str_cat(path, ".tmp.", ::getpid());
+    try {
+        FileWriter w(tmp);
+        w.write(content.data(), content.size());
+        w.finish();
+        io_rename(tmp, path);
+    } catch (...) {
+        ::unlink(tmp.c_str());
+        throw;
+    }
+    io_fsync_dir(io_parent_dir(path));
+}
+
+}  // namespace tessera
