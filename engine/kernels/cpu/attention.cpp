@@ -1,0 +1,85 @@
+#include "engine/kernels/cpu/attention.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <vector>
+
+namespace tessera {
+
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+    const int hs = C / NH;
+    const int C3 = 3 * C;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    for (int b = 0; b < B; ++b) {
+        for (int h = 0; h < NH; ++h) {
+            const float* q = qkv + (long)b * T * C3 + h * hs;
+            const float* k = q + C;
+            const float* v = q + 2 * C;
+            float* a = att + ((long)b * NH + h) * T * T;
+            // scores (T, T) = scale * q @ k^T
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
+                        0.0f, a, T);
+#pragma omp parallel for
+            for (int t = 0; t < T; ++t) {
+                float* row = a + (long)t * T;
+                float maxv = row[0];
+                for (int j = 1; j <= t; ++j) maxv = row[j] > maxv ? row[j] : maxv;
+                float sum = 0.0f;
+                for (int j = 0; j <= t; ++j) {
+                    row[j] = std::exp(row[j] - maxv);
+                    sum += row[j];
+                }
+                float inv = 1.0f / sum;
+                for (int j = 0; j <= t; ++j) row[j] *= inv;
+                for (int j = t + 1; j < T; ++j) row[j] = 0.0f;
+            }
+            // out (T, hs) = att (T, T) @ v (T, hs)
+            float* o = out + (long)b * T * C + h * hs;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v, C3,
+                        0.0f, o, C);
+        }
+    }
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
+                        int T, int C, int NH) {
+    const int hs = C / NH;
+    const int C3 = 3 * C;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    std::vector<float> datt((size_t)T * T);
+    for (int b = 0; b < B; ++b) {
+        for (int h = 0; h < NH; ++h) {
+            const float* q = qkv + (long)b * T * C3 + h * hs;
+            const float* k = q + C;
+            const float* v = q + 2 * C;
+            float* dq = dqkv + (long)b * T * C3 + h * hs;
+            float* dk = dq + C;
+            float* dv = dq + 2 * C;
+            const float* a = att + ((long)b * NH + h) * T * T;
+            const float* g = dout + (long)b * T * C + h * hs;
+            // datt (T, T) = dout (T, hs) @ v^T ; dv (T, hs) += att^T @ dout
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, g, C, v, C3, 0.0f,
+                        datt.data(), T);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, g, C, 1.0f,
+                        dv, C3);
+            // softmax backward, in place: dscores = att * (datt - sum_j att * datt)
+#pragma omp parallel for
+            for (int t = 0; t < T; ++t) {
+                const float* arow = a + (long)t * T;
+                float* drow = datt.data() + (long)t * T;
+                float dot = 0.0f;
+                for (int j = 0; j <= t; ++j) dot += arow[j] * drow[j];
+                for (int j = 0; j <= t; ++j) drow[j] = arow[j] * (drow[j] - dot);
+                for (int j = t + 1; j < T; ++j) drow[j] = 0.0f;
+            }
+            // dq += scale * dscores @ k ; dk += scale * dscores^T @ q
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, datt.data(), T,
+                        k, C3, 1.0f, dq, C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, datt.data(), T, q,
+                        C3, 1.0f, dk, C3);
+        }
+    }
+}
+
+}  // namespace tessera
