@@ -53,7 +53,7 @@ def lr_at(h, step):
 def gpt_loss(P, idx, tgt, h):
     B, T = idx.shape
     C, NH, L = h["d_model"], h["n_head"], h["n_layer"]
-    x = P["wte.weight"][idx] + P["wpe.weight"][:T]
+    x = P["wte.weight"][idx.long()] + P["wpe.weight"][:T]
     for l in range(L):
         p = f"h.{l}."
         a = F.layer_norm(x, (C,), P[p + "ln_1.weight"], P[p + "ln_1.bias"], 1e-5)
