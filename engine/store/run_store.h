@@ -1,0 +1,128 @@
+// Run store: runs.db, the SQLite file that holds every run's config, metrics, spans, checkpoints
+// and errors. Qt-free; the CLI (`tessera runs`) and the studio both read it.
+//
+// Design (docs/telemetry.md): WAL journal, one writer process (the launcher) appending batches in
+// `BEGIN IMMEDIATE` transactions, any number of reader connections polling concurrently (readers
+// never block the writer and never see half a batch). busy_timeout is 5000 ms. The schema version
+// lives in `PRAGMA user_version`, the file is tagged with `PRAGMA application_id`, and opening runs
+// the migration steps from the file's version up to kStoreSchemaVersion.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/telemetry/telemetry.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace tessera {
+
+inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreApplicationId = 0x54535352;  // "TSSR"
+
+// One row of `runs`. end_time is 0 while the run is still running.
+struct RunRow {
+    int64_t id = 0;
+    std::string name;
+    std::string config_text;
+    std::string status;  // running|completed|failed|stopped
+    std::string message;
+    double start_time = 0;  // seconds since epoch
+    double end_time = 0;
+    std::string host;
+    int world_size = 1;
+    std::string plan_json;
+    int64_t last_step = 0;
+};
+
+// One row of `metrics`. rowid grows with insertion order: pass the last one seen as after_rowid
+// to read only what arrived since (live charts).
+struct MetricRow {
+    int64_t rowid = 0;
+    int64_t run_id = 0;
+    int64_t step = 0;
+    int rank = 0;
+    std::string name;
+    double value = 0;  // NaN if the stored value was NaN
+    double wall_time = 0;
+};
+
+struct CheckpointRow {
+    int64_t step = 0;
+    std::string path;
+    double wall_time = 0;
+};
+
+struct ErrorRow {
+    int rank = 0;
+    int64_t step = 0;
+    std::string message;
+    double wall_time = 0;
+};
+
+namespace detail {
+struct SqliteCloser { void operator()(sqlite3* db) const; };
+struct StmtFinalizer { void operator()(sqlite3_stmt* st) const; };
+using SqlitePtr = std::unique_ptr<sqlite3, SqliteCloser>;
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+}  // namespace detail
+
+class RunStore {
+public:
+    // Opens (read-write: creating and migrating if needed) the database at `path`. Throws
+    // InputError naming the file if it is missing (read-only), not a SQLite file, not a Tessera
+    // run database, or has a newer schema than this build.
+    static RunStore open(const std::string& path, bool read_only = false);
+
+    RunStore(RunStore&&) noexcept = default;
+    RunStore& operator=(RunStore&&) noexcept = default;
+    ~RunStore();
+
+    const std::string& path() const { return path_; }
+    bool read_only() const { return read_only_; }
+    int schema_version() const;  // PRAGMA user_version
+
+    // ---- writing (one writer process) ----
+    int64_t run_begin(const RunStartRecord& r);  // status = running; returns the run id
+    // All records in one transaction. RunEndRecord finishes the run; RunStartRecord is refused
+    // (use run_begin). runs.last_step follows the highest step appended.
+    void append(int64_t run_id, const std::vector<Record>& records);
+    void run_finish(int64_t run_id, const std::string& status, const std::string& message,
+                    int64_t last_step);
+
+    // ---- reading ----
+    std::vector<RunRow> runs_list() const;  // by id
+    std::optional<RunRow> run_get(int64_t id) const;
+    // Metric rows with rowid > after_rowid (all names if name is empty), in insertion order.
+    std::vector<MetricRow> metrics(int64_t run_id, const std::string& name = "",
+                                   int64_t after_rowid = 0) const;
+    std::vector<std::string> metric_names(int64_t run_id) const;  // sorted
+    std::optional<MetricRow> metric_last(int64_t run_id, const std::string& name) const;
+    std::vector<MetricRow> metrics_latest(int64_t run_id) const;  // last row of each name
+    std::vector<SpanRecord> spans(int64_t run_id, std::optional<int64_t> step = {}) const;
+    std::vector<CheckpointRow> checkpoints(int64_t run_id) const;
+    std::vector<ErrorRow> errors(int64_t run_id) const;
+    // CSV with header run,step,rank,name,value,wall_time; every run if run_ids is empty.
+    void export_csv(std::ostream& out, const std::vector<int64_t>& run_ids) const;
+    std::string integrity_check() const;  // "ok" when fine
+
+private:
+    RunStore() = default;
+    sqlite3_stmt* cached(int slot, const char* sql);  // prepared writer statements
+
+    std::string path_;
+    bool read_only_ = false;
+    detail::SqlitePtr db_;                // declared first: destroyed after the statements
+    std::vector<detail::StmtPtr> stmts_;  // writer statements, indexed by slot
+};
+
+// A sink that buffers records and appends them to `store` in one transaction per `batch_rows`
+// records, on flush(), on a RunEndRecord, and on destruction. `store` must outlive the sink
+// (and must not be moved while it exists).
+std::unique_ptr<TelemetrySink> store_sink(RunStore& store, int64_t run_id, int batch_rows = 512);
+
+}  // namespace tessera

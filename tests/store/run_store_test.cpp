@@ -1,0 +1,314 @@
+// RunStore: records written through append/store_sink read back unchanged; schema versioning and
+// migrations; refusal of files that are not Tessera run databases; `tessera runs` output.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "engine/cli/cli.h"
+#include "engine/core/error.h"
+#include "engine/store/run_report.h"
+#include "engine/store/run_store.h"
+#include "store_test_util.h"
+
+using namespace tessera;
+
+namespace {
+
+std::string open_error(const std::string& path, bool read_only) {
+    try {
+        RunStore::open(path, read_only);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "opened " << path;
+    return "";
+}
+
+void raw_exec(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+}
+
+// A finished run with two steps of metrics, spans, a checkpoint and an error.
+int64_t write_sample_run(RunStore& store, const std::string& name, double loss_at_end) {
+    int64_t id = store.run_begin(RunStartRecord{name, "model:\n  preset: gpt-tiny\n", "host-a", 2,
+                                                "{\"pp\":2}", 1000.0});
+    auto sink = store_sink(store, id, 3);
+    for (int64_t step = 1; step <= 2; ++step) {
+        sink->write(MetricRecord{step, 0, "train/loss", step == 2 ? loss_at_end : 4.0,
+                                 1000.0 + double(step)});
+        sink->write(MetricRecord{step, 0, "train/lr", 1e-3 * double(step), 1000.0 + double(step)});
+        sink->write(SpanRecord{step, 1, 1, 0, "forward", 0.5, 0.75});
+    }
+    sink->write(CheckpointRecord{2, "ckpt/step_2", 1003});
+    sink->write(ErrorRecord{1, 2, "rank 1: slow", 1003.5});
+    sink->write(RunEndRecord{"completed", "done", 2, 1010.0});
+    return id;
+}
+
+}  // namespace
+
+TEST(RunStore, RoundTrip) {
+    TempDir tmp;
+    RunStore store = RunStore::open(tmp.file("runs.db"));
+    int64_t id = write_sample_run(store, "first", 2.5);
+    EXPECT_EQ(store.integrity_check(), "ok");
+
+    auto runs = store.runs_list();
+    ASSERT_EQ(runs.size(), 1u);
+    const RunRow& r = runs[0];
+    EXPECT_EQ(r.id, id);
+    EXPECT_EQ(r.name, "first");
+    EXPECT_EQ(r.config_text, "model:\n  preset: gpt-tiny\n");
+    EXPECT_EQ(r.status, "completed");
+    EXPECT_EQ(r.message, "done");
+    EXPECT_EQ(r.start_time, 1000.0);
+    EXPECT_EQ(r.end_time, 1010.0);
+    EXPECT_EQ(r.host, "host-a");
+    EXPECT_EQ(r.world_size, 2);
+    EXPECT_EQ(r.plan_json, "{\"pp\":2}");
+    EXPECT_EQ(r.last_step, 2);
+
+    auto all = store.metrics(id);
+    ASSERT_EQ(all.size(), 4u);
+    EXPECT_EQ(all[0].name, "train/loss");
+    EXPECT_EQ(all[0].value, 4.0);
+    EXPECT_EQ(all[0].wall_time, 1001.0);
+    auto loss = store.metrics(id, "train/loss");
+    ASSERT_EQ(loss.size(), 2u);
+    EXPECT_EQ(loss[1].step, 2);
+    EXPECT_EQ(loss[1].value, 2.5);
+    // incremental: only rows after the last seen rowid
+    auto newer = store.metrics(id, "", all[1].rowid);
+    ASSERT_EQ(newer.size(), 2u);
+    EXPECT_EQ(newer[0].rowid, all[2].rowid);
+    EXPECT_TRUE(store.metrics(id, "", all[3].rowid).empty());
+
+    EXPECT_EQ(store.metric_names(id), (std::vector<std::string>{"train/loss", "train/lr"}));
+    EXPECT_EQ(store.metric_last(id, "train/lr")->value, 2e-3);
+    EXPECT_FALSE(store.metric_last(id, "val/loss"));
+    EXPECT_EQ(store.metrics_latest(id).size(), 2u);
+
+    auto spans = store.spans(id);
+    ASSERT_EQ(spans.size(), 2u);
+    EXPECT_EQ(spans[0].kind, "forward");
+    EXPECT_EQ(spans[0].rank, 1);
+    EXPECT_EQ(spans[0].stage, 1);
+    EXPECT_EQ(spans[0].micro_batch, 0);
+    EXPECT_EQ(spans[0].end_s, 0.75);
+    EXPECT_EQ(store.spans(id, 2).size(), 1u);
+    EXPECT_TRUE(store.spans(id, 3).empty());
+
+    ASSERT_EQ(store.checkpoints(id).size(), 1u);
+    EXPECT_EQ(store.checkpoints(id)[0].path, "ckpt/step_2");
+    ASSERT_EQ(store.errors(id).size(), 1u);
+    EXPECT_EQ(store.errors(id)[0].message, "rank 1: slow");
+    EXPECT_FALSE(store.run_get(id + 1));
+}
+
+TEST(RunStore, ReopenReadOnlySeesDataAndRefusesWrites) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    {
+        RunStore store = RunStore::open(path);
+        write_sample_run(store, "a", 1.0);
+    }
+    RunStore ro = RunStore::open(path, true);
+    EXPECT_EQ(ro.runs_list().size(), 1u);
+    EXPECT_THROW(ro.run_begin(RunStartRecord{"b"}), Error);
+}
+
+TEST(RunStore, NanValuesAndRunningRun) {
+    TempDir tmp;
+    RunStore store = RunStore::open(tmp.file("runs.db"));
+    int64_t id = store.run_begin(RunStartRecord{"diverged"});
+    store.append(id, {MetricRecord{5, 0, "train/loss", std::nan(""), 1.0}});
+    auto rows = store.metrics(id);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_TRUE(std::isnan(rows[0].value));
+    auto run = store.run_get(id);
+    EXPECT_EQ(run->status, "running");
+    EXPECT_EQ(run->end_time, 0);
+    EXPECT_EQ(run->last_step, 5);
+    EXPECT_GT(run->start_time, 1.6e9);  // wall_time 0 -> now
+    store.run_finish(id, "failed", "loss is NaN", 5);
+    EXPECT_EQ(store.run_get(id)->status, "failed");
+    EXPECT_GT(store.run_get(id)->end_time, 1.6e9);
+    EXPECT_THROW(store.run_finish(id, "exploded", "", 5), InputError);
+    EXPECT_THROW(store.append(id, {RunStartRecord{"x"}}), Error);
+}
+
+TEST(RunStore, FailedAppendLeavesNothing) {
+    TempDir tmp;
+    RunStore store = RunStore::open(tmp.file("runs.db"));
+    int64_t id = store.run_begin(RunStartRecord{"r"});
+    EXPECT_THROW(store.append(id, {MetricRecord{1, 0, "a", 1, 1}, RunEndRecord{"bogus", "", 1, 1}}),
+                 InputError);
+    EXPECT_TRUE(store.metrics(id).empty());  // rolled back as one transaction
+    store.append(id, {MetricRecord{1, 0, "a", 1, 1}});
+    EXPECT_EQ(store.metrics(id).size(), 1u);
+}
+
+TEST(RunStore, ExportCsv) {
+    TempDir tmp;
+    RunStore store = RunStore::open(tmp.file("runs.db"));
+    int64_t a = write_sample_run(store, "a", 2.5);
+    int64_t b = store.run_begin(RunStartRecord{"b"});
+    store.append(b, {MetricRecord{1, 3, "odd,\"name\"", 0.1, 2.0}});
+    std::ostringstream one, both;
+    store.export_csv(one, {b});
+    EXPECT_EQ(one.str(), "run,step,rank,name,value,wall_time\n2,1,3,\"odd,\"\"name\"\"\",0.1,2\n");
+    store.export_csv(both, {});
+    std::string s = both.str();
+    EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1 + 4 + 1);
+    EXPECT_NE(s.find(str_cat(a, ",2,0,train/loss,2.5,1002\n")), std::string::npos) << s;
+}
+
+TEST(RunStoreSchema, NewFileHasCurrentVersionAndApplicationId) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    { RunStore s = RunStore::open(path); EXPECT_EQ(s.schema_version(), kStoreSchemaVersion); }
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, nullptr);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(st, 0), kStoreApplicationId);
+    sqlite3_finalize(st);
+    sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+TEST(RunStoreSchema, MigratesTaggedVersionZeroFile) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    raw_exec(path, str_cat("PRAGMA application_id = ", kStoreApplicationId));
+    RunStore s = RunStore::open(path);
+    EXPECT_EQ(s.schema_version(), kStoreSchemaVersion);
+    int64_t id = s.run_begin(RunStartRecord{"after-migration"});
+    EXPECT_EQ(s.run_get(id)->name, "after-migration");
+    // Reopening an up-to-date file is a no-op, data kept.
+    RunStore again = RunStore::open(path);
+    EXPECT_EQ(again.runs_list().size(), 1u);
+}
+
+TEST(RunStoreSchema, RefusesNewerSchema) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    { RunStore s = RunStore::open(path); }
+    raw_exec(path, str_cat("PRAGMA user_version = ", kStoreSchemaVersion + 1));
+    std::string e = open_error(path, false);
+    EXPECT_NE(e.find("newer than this build"), std::string::npos) << e;
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+    EXPECT_NE(open_error(path, true).find("newer"), std::string::npos);
+}
+
+TEST(RunStoreSchema, RefusesForeignFiles) {
+    TempDir tmp;
+    std::string other = tmp.file("other.db");
+    raw_exec(other, "CREATE TABLE t(x)");
+    std::string e = open_error(other, false);
+    EXPECT_NE(e.find("not a Tessera run database"), std::string::npos) << e;
+    EXPECT_NE(e.find(other), std::string::npos) << e;
+
+    std::string text = tmp.file("notes.txt");
+    std::ofstream(text) << "this is not a database, just some text that is long enough to matter "
+                           "for the sqlite header check...................................\n";
+    std::string t = open_error(text, true);
+    EXPECT_NE(t.find(text), std::string::npos) << t;
+    EXPECT_NE(t.find("not a Tessera run database"), std::string::npos) << t;
+    EXPECT_NE(open_error(text, false).find(text), std::string::npos);
+
+    std::string missing = tmp.file("missing.db");
+    std::string m = open_error(missing, true);
+    EXPECT_NE(m.find(missing), std::string::npos) << m;
+    EXPECT_NE(m.find("not found"), std::string::npos) << m;
+    EXPECT_FALSE(std::filesystem::exists(missing));  // reading never creates a database
+}
+
+// ---- `tessera runs` ---------------------------------------------------------------------------
+
+namespace {
+std::string run_cli(const CliArgs& args, int expect_rc = 0) {
+    testing::internal::CaptureStdout();
+    int rc = cli_runs(args);
+    std::string out = testing::internal::GetCapturedStdout();
+    EXPECT_EQ(rc, expect_rc);
+    return out;
+}
+std::string cli_error(const CliArgs& args) {
+    try {
+        cli_runs(args);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "accepted";
+    return "";
+}
+}  // namespace
+
+TEST(RunsCli, ListShowExport) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    {
+        RunStore store = RunStore::open(path);
+        write_sample_run(store, "tiny-shakespeare", 2.5);
+        store.run_begin(RunStartRecord{"second", "", "h", 1, "", telemetry_now()});
+    }
+    std::string list = run_cli({"list", "--db", path});
+    std::istringstream lines(list);
+    std::string header, row1, row2;
+    std::getline(lines, header);
+    std::getline(lines, row1);
+    std::getline(lines, row2);
+    EXPECT_EQ(header.rfind("id  name", 0), 0u) << list;
+    EXPECT_NE(header.find("train/loss"), std::string::npos) << list;
+    EXPECT_NE(row1.find("tiny-shakespeare"), std::string::npos) << list;
+    EXPECT_NE(row1.find("completed"), std::string::npos) << list;
+    EXPECT_NE(row1.find("10.0s"), std::string::npos) << list;  // 1000 -> 1010
+    EXPECT_EQ(row1.substr(row1.size() - 3), "2.5") << list;
+    EXPECT_NE(row2.find("running"), std::string::npos) << list;
+
+    std::string show = run_cli({"show", "--db", path, "--run", "1"});
+    EXPECT_NE(show.find("run 1: tiny-shakespeare"), std::string::npos) << show;
+    EXPECT_NE(show.find("completed — done"), std::string::npos) << show;
+    EXPECT_NE(show.find("train/loss  step 2  2.5"), std::string::npos) << show;
+    EXPECT_NE(show.find("step 2  ckpt/step_2"), std::string::npos) << show;
+    EXPECT_NE(show.find("  preset: gpt-tiny"), std::string::npos) << show;
+
+    std::string csv = run_cli({"export", "--db", path, "--run", "1", "--csv"});
+    EXPECT_EQ(csv.rfind("run,step,rank,name,value,wall_time\n1,1,0,train/loss,4,1001\n", 0), 0u)
+        << csv;
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+}
+
+TEST(RunsCli, BadInput) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    { RunStore s = RunStore::open(path); }
+    std::string missing = tmp.file("nope.db");
+    EXPECT_NE(cli_error({"list", "--db", missing}).find(missing), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(missing));
+    EXPECT_NE(cli_error({"list"}).find("--db FILE is required"), std::string::npos);
+    EXPECT_NE(cli_error({"frobnicate", "--db", path}).find("found 'frobnicate'"),
+              std::string::npos);
+    EXPECT_NE(cli_error({"show", "--db", path, "--run", "x1"}).find("found 'x1'"),
+              std::string::npos);
+    EXPECT_NE(cli_error({"show", "--db", path, "--run", "7"}).find("run 7 not found"),
+              std::string::npos);
+    EXPECT_NE(cli_error({"show", "--db", path}).find("--run ID is required"), std::string::npos);
+    EXPECT_NE(cli_error({"list", "--db"}).find("--db expects a value"), std::string::npos);
+    EXPECT_NE(cli_error({"list", "--db", path, "--bogus"}).find("unknown option '--bogus'"),
+              std::string::npos);
+    EXPECT_EQ(run_cli({"list", "--db", path}), str_cat("no runs in ", path, "\n"));
+}

@@ -1,0 +1,148 @@
+// Telemetry wire format: every record type survives encode -> decode, and bad lines are refused
+// with one InputError that says what was expected.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/telemetry/telemetry.h"
+
+using namespace tessera;
+
+namespace {
+
+Record round_trip(const Record& r) {
+    std::string line = telemetry_encode(r);
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    return telemetry_decode(line);
+}
+
+std::string decode_error(const std::string& line) {
+    try {
+        telemetry_decode(line);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "accepted: " << line;
+    return "";
+}
+
+}  // namespace
+
+TEST(Telemetry, EncodeStartsWithVersionAndType) {
+    std::string line = telemetry_encode(MetricRecord{7, 1, "train/loss", 2.5, 100.25});
+    EXPECT_EQ(line.rfind("{\"v\":1,\"type\":\"metric\",", 0), 0u) << line;
+}
+
+TEST(Telemetry, RunStartRoundTrip) {
+    RunStartRecord in{"gpt-tiny \"quoted\"", "model:\n  preset: gpt-tiny\n", "node-0", 4,
+                      "{\"stages\":2}", 1700000000.123456};
+    auto out = std::get<RunStartRecord>(round_trip(in));
+    EXPECT_EQ(out.name, in.name);
+    EXPECT_EQ(out.config_text, in.config_text);
+    EXPECT_EQ(out.host, in.host);
+    EXPECT_EQ(out.world_size, 4);
+    EXPECT_EQ(out.plan_json, in.plan_json);
+    EXPECT_EQ(out.wall_time, in.wall_time);
+}
+
+TEST(Telemetry, MetricRoundTripIncludingNonFinite) {
+    for (double v : {0.1, -3.0e300, 1e-310, std::nan(""), double(INFINITY), -double(INFINITY)}) {
+        MetricRecord in{int64_t(1) << 40, 3, "train/loss", v, 1700000000.5};
+        auto out = std::get<MetricRecord>(round_trip(in));
+        EXPECT_EQ(out.step, in.step);
+        EXPECT_EQ(out.rank, 3);
+        EXPECT_EQ(out.name, "train/loss");
+        if (std::isnan(v)) EXPECT_TRUE(std::isnan(out.value));
+        else EXPECT_EQ(out.value, v);
+        EXPECT_EQ(out.wall_time, in.wall_time);
+    }
+}
+
+TEST(Telemetry, SpanErrorCheckpointRunEndRoundTrip) {
+    auto s = std::get<SpanRecord>(round_trip(SpanRecord{12, 2, 1, 5, "backward", 0.25, 0.75}));
+    EXPECT_EQ(s.step, 12);
+    EXPECT_EQ(s.rank, 2);
+    EXPECT_EQ(s.stage, 1);
+    EXPECT_EQ(s.micro_batch, 5);
+    EXPECT_EQ(s.kind, "backward");
+    EXPECT_EQ(s.start_s, 0.25);
+    EXPECT_EQ(s.end_s, 0.75);
+    auto none = std::get<SpanRecord>(round_trip(SpanRecord{1, 0, 0, -1, "optimizer", 1, 2}));
+    EXPECT_EQ(none.micro_batch, -1);
+
+    auto e = std::get<ErrorRecord>(round_trip(ErrorRecord{1, 9, "CUDA: out of memory\nline 2", 5}));
+    EXPECT_EQ(e.rank, 1);
+    EXPECT_EQ(e.step, 9);
+    EXPECT_EQ(e.message, "CUDA: out of memory\nline 2");
+    EXPECT_EQ(e.wall_time, 5);
+
+    auto c = std::get<CheckpointRecord>(round_trip(CheckpointRecord{100, "ckpt/step_100", 6}));
+    EXPECT_EQ(c.step, 100);
+    EXPECT_EQ(c.path, "ckpt/step_100");
+    EXPECT_EQ(c.wall_time, 6);
+
+    auto r = std::get<RunEndRecord>(round_trip(RunEndRecord{"failed", "rank 1 died", 42, 7}));
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.message, "rank 1 died");
+    EXPECT_EQ(r.last_step, 42);
+    EXPECT_EQ(r.wall_time, 7);
+}
+
+TEST(Telemetry, DecodeIgnoresUnknownKeysAndTrailingNewline) {
+    Record r = telemetry_decode(
+        "{\"v\":1,\"type\":\"checkpoint\",\"step\":3,\"path\":\"p\",\"wall_time\":1,"
+        "\"added_later\":[1,2]}\n");
+    EXPECT_EQ(std::get<CheckpointRecord>(r).step, 3);
+}
+
+TEST(Telemetry, DecodeRejectsBadLines) {
+    EXPECT_NE(decode_error("").find("malformed JSON"), std::string::npos);
+    EXPECT_NE(decode_error("{\"v\":1,\"type\":\"metric\"").find("malformed JSON"),
+              std::string::npos);
+    EXPECT_NE(decode_error("[1,2]").find("expected a JSON object"), std::string::npos);
+    EXPECT_NE(decode_error("{\"type\":\"metric\"}").find("missing key 'v'"), std::string::npos);
+    std::string v2 = decode_error(
+        "{\"v\":2,\"type\":\"checkpoint\",\"step\":3,\"path\":\"p\",\"wall_time\":1}");
+    EXPECT_NE(v2.find("unsupported version 2"), std::string::npos) << v2;
+    std::string unk = decode_error("{\"v\":1,\"type\":\"bogus\"}");
+    EXPECT_NE(unk.find("found 'bogus'"), std::string::npos) << unk;
+    std::string missing = decode_error("{\"v\":1,\"type\":\"metric\",\"step\":1,\"rank\":0,"
+                                       "\"name\":\"x\",\"wall_time\":1}");
+    EXPECT_NE(missing.find("missing key 'value'"), std::string::npos) << missing;
+    std::string typed = decode_error("{\"v\":1,\"type\":\"metric\",\"step\":\"one\",\"rank\":0,"
+                                     "\"name\":\"x\",\"value\":1,\"wall_time\":1}");
+    EXPECT_NE(typed.find("key 'step': expected an integer, found string"), std::string::npos)
+        << typed;
+    std::string big = decode_error("{\"v\":1,\"type\":\"error\",\"rank\":99999999999,\"step\":0,"
+                                   "\"message\":\"m\",\"wall_time\":1}");
+    EXPECT_NE(big.find("key 'rank'"), std::string::npos) << big;
+    std::string val = decode_error("{\"v\":1,\"type\":\"metric\",\"step\":1,\"rank\":0,"
+                                   "\"name\":\"x\",\"value\":\"NaN?\",\"wall_time\":1}");
+    EXPECT_NE(val.find("key 'value'"), std::string::npos) << val;
+}
+
+TEST(Telemetry, StreamSinkWritesOneLinePerRecord) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    {
+        auto sink = telemetry_stream_sink(fds[1]);
+        sink->write(MetricRecord{1, 0, "train/loss", 3.5, telemetry_now()});
+        sink->write(RunEndRecord{"completed", "", 1, telemetry_now()});
+        sink->flush();
+    }
+    close(fds[1]);
+    std::string all;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) all.append(buf, size_t(n));
+    close(fds[0]);
+    size_t nl = all.find('\n');
+    ASSERT_NE(nl, std::string::npos);
+    ASSERT_EQ(all.back(), '\n');
+    EXPECT_EQ(std::get<MetricRecord>(telemetry_decode(all.substr(0, nl))).value, 3.5);
+    EXPECT_EQ(std::get<RunEndRecord>(telemetry_decode(all.substr(nl + 1))).status, "completed");
+    EXPECT_GT(telemetry_now(), 1.6e9);
+}
