@@ -21,12 +21,16 @@ struct ModelConfig {
     // MLP only: hidden layer widths (preset mlp: {256})
     std::vector<int> hidden;
     std::string init_from;            // optional safetensors file (HF GPT-2 names accepted)
+
+    bool operator==(const ModelConfig&) const = default;
 };
 
 struct DataConfig {
     std::string dataset;  // "" | brown | fashion-mnist (prepared into the data cache)
     std::string train;    // token shard (.bin) path, resolved relative to the config file
     std::string val;
+
+    bool operator==(const DataConfig&) const = default;
 };
 
 struct TrainConfig {
@@ -46,11 +50,15 @@ struct TrainConfig {
     int eval_steps = 10;
     int threads = 0;          // CPU threads per rank; 0 = all cores / ranks on this host
     int restarts = 0;         // relaunches after a failure (parallel runtime)
+
+    bool operator==(const TrainConfig&) const = default;
 };
 
 struct RuntimeConfig {
     std::string device = "cpu";       // cpu | cuda
     std::string precision = "fp32";   // fp32 | bf16
+
+    bool operator==(const RuntimeConfig&) const = default;
 };
 
 struct ParallelConfig {
@@ -62,17 +70,23 @@ struct ParallelConfig {
     std::vector<std::string> recompute;  // one per stage or a single value: none|selective|full
     bool offload_activations = false;
     bool offload_optimizer = false;
+
+    bool operator==(const ParallelConfig&) const = default;
 };
 
 struct CheckpointConfig {
     std::string dir;  // "" = no checkpoints; resolved relative to the config file
     int64_t every = 0;  // steps; 0 = only at the end
     int keep = 3;
+
+    bool operator==(const CheckpointConfig&) const = default;
 };
 
 struct LogConfig {
     std::string db = "runs.db";  // resolved relative to the config file
     int every = 1;
+
+    bool operator==(const LogConfig&) const = default;
 };
 
 struct RunConfig {
@@ -88,6 +102,9 @@ struct RunConfig {
     std::string source_path;  // the file it was read from ("" for text)
     std::string source_text;  // the YAML text after overrides (stored with the run)
     std::string base_dir;     // directory relative paths are resolved against
+
+    // Compares every field, source_path/source_text/base_dir included.
+    bool operator==(const RunConfig&) const = default;
 };
 
 // Reads, overrides ("key.path=value", applied before validation) and validates.

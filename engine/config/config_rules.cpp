@@ -1,0 +1,411 @@
+// The config's meaning: each section's keys with their types and ranges, model presets, the
+// cross-field rules (parallel layout vs. model shape, data vs. preset, precision vs. device), and
+// the canonical YAML writer. Reading helpers and locations live in config.cpp / config_reader.h.
+#include <charconv>
+#include <filesystem>
+#include <numeric>
+#include <set>
+
+#include "engine/config/config_reader.h"
+#include "engine/config/config_yaml.h"
+#include "engine/core/error.h"
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+namespace {
+
+// ----------------------------------------------------------------------------
+// model presets: dims a preset fills in when the key is absent
+
+struct ModelPreset {
+    const char* name;
+    int n_layer, n_head, d_model, seq_len;
+    const char* vocab;
+};
+
+const ModelPreset kPresets[] = {
+    {"gpt-tiny", 4, 4, 128, 128, "bytes"},     {"gpt2", 12, 12, 768, 1024, "gpt2"},
+    {"gpt2-medium", 24, 16, 1024, 1024, "gpt2"}, {"gpt2-large", 36, 20, 1280, 1024, "gpt2"},
+    {"gpt2-xl", 48, 25, 1600, 1024, "gpt2"},   {"mlp", 0, 0, 0, 0, ""},
+};
+
+std::vector<std::string> preset_names() {
+    std::vector<std::string> names;
+    for (const auto& p : kPresets) names.push_back(p.name);
+    return names;
+}
+
+const ModelPreset& preset_find(const std::string& name) {
+    for (const auto& p : kPresets)
+        if (name == p.name) return p;
+    return kPresets[0];
+}
+
+const std::vector<std::string> kGptOnlyKeys = {"n_layer", "n_head", "d_model", "seq_len", "vocab"};
+
+// ----------------------------------------------------------------------------
+// sections
+
+std::string key_of(const ConfigField& f) { return f.path.substr(f.path.find_last_of('.') + 1); }
+
+void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m) {
+    std::set<std::string> given;
+    std::vector<ConfigField> fields = r.read_map(sec.value, "model", sec.at, config_section_keys("model"));
+    for (const auto& f : fields) {
+        std::string k = key_of(f);
+        given.insert(k);
+        if (k == "preset") m.preset = r.read_enum(f, preset_names());
+        else if (k == "n_layer") m.n_layer = (int)r.read_int(f, 1, 4096);
+        else if (k == "n_head") m.n_head = (int)r.read_int(f, 1, 4096);
+        else if (k == "d_model") m.d_model = (int)r.read_int(f, 1, 1 << 16);
+        else if (k == "seq_len") m.seq_len = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "vocab") m.vocab = r.read_enum(f, {"bytes", "gpt2"});
+        else if (k == "hidden") {
+            m.hidden = r.read_int_list(f, 1, 1 << 20);
+            if (m.hidden.empty()) r.fail_field(f, "at least one hidden width like [256]", "[]");
+        } else if (k == "init_from") m.init_from = r.read_string(f, true);
+    }
+    // Resolve the preset: absent dims come from it, explicit keys win.
+    if (m.preset == "mlp") {
+        for (const auto& f : fields)
+            for (const auto& g : kGptOnlyKeys)
+                if (key_of(f) == g)
+                    r.fail_field(f, str_cat("no ", g, " with preset mlp (an MLP is sized by model.hidden)"),
+                                 yaml_describe_node(f.value));
+        if (m.hidden.empty()) m.hidden = {256};
+        m.vocab = "bytes";  // unused by the MLP; kept at the struct default so configs compare equal
+        return;
+    }
+    for (const auto& f : fields)
+        if (key_of(f) == "hidden")
+            r.fail_field(f, str_cat("no hidden with preset ", m.preset, " (hidden is for preset mlp)"),
+                         yaml_describe_node(f.value));
+    const ModelPreset& p = preset_find(m.preset);
+    if (!m.n_layer) m.n_layer = p.n_layer;
+    if (!m.n_head) m.n_head = p.n_head;
+    if (!m.d_model) m.d_model = p.d_model;
+    if (!m.seq_len) m.seq_len = p.seq_len;
+    if (!given.count("vocab")) m.vocab = p.vocab;
+}
+
+void read_data(ConfigReader& r, const ConfigField& sec, DataConfig& d) {
+    for (const auto& f : r.read_map(sec.value, "data", sec.at, config_section_keys("data"))) {
+        std::string k = key_of(f);
+        if (k == "dataset") d.dataset = r.read_enum(f, {"brown", "fashion-mnist"});
+        else if (k == "train") d.train = r.read_string(f, true);
+        else if (k == "val") d.val = r.read_string(f, true);
+    }
+}
+
+void read_train(ConfigReader& r, const ConfigField& sec, TrainConfig& t) {
+    for (const auto& f : r.read_map(sec.value, "train", sec.at, config_section_keys("train"))) {
+        std::string k = key_of(f);
+        if (k == "steps") t.steps = r.read_int(f, 1);
+        else if (k == "micro_batch") t.micro_batch = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "grad_accum") t.grad_accum = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "lr") t.lr = r.read_double(f, 0.0, true);
+        else if (k == "min_lr") t.min_lr = r.read_double(f, 0.0, false);
+        else if (k == "warmup_steps") t.warmup_steps = r.read_int(f, 0);
+        else if (k == "weight_decay") t.weight_decay = r.read_double(f, 0.0, false);
+        else if (k == "grad_clip") t.grad_clip = r.read_double(f, 0.0, false);
+        else if (k == "seed") t.seed = r.read_uint64(f);
+        else if (k == "eval_every") t.eval_every = r.read_int(f, 0);
+        else if (k == "eval_steps") t.eval_steps = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "beta1") t.beta1 = r.read_double(f, 0.0, false, 1.0, true);
+        else if (k == "beta2") t.beta2 = r.read_double(f, 0.0, false, 1.0, true);
+        else if (k == "eps") t.eps = r.read_double(f, 0.0, true);
+        else if (k == "threads") t.threads = (int)r.read_int(f, 0, 4096);
+        else if (k == "restarts") t.restarts = (int)r.read_int(f, 0, 1000);
+    }
+}
+
+void read_runtime(ConfigReader& r, const ConfigField& sec, RuntimeConfig& rt) {
+    for (const auto& f : r.read_map(sec.value, "runtime", sec.at, config_section_keys("runtime"))) {
+        std::string k = key_of(f);
+        if (k == "device") rt.device = r.read_enum(f, {"cpu", "cuda"});
+        else if (k == "precision") rt.precision = r.read_enum(f, {"fp32", "bf16"});
+    }
+}
+
+void read_parallel(ConfigReader& r, const ConfigField& sec, ParallelConfig& p) {
+    const std::vector<std::string> recompute_modes = {"none", "selective", "full"};
+    for (const auto& f : r.read_map(sec.value, "parallel", sec.at, config_section_keys("parallel"))) {
+        std::string k = key_of(f);
+        if (k == "dp") p.dp = (int)r.read_int(f, 1, 4096);
+        else if (k == "tp") p.tp = (int)r.read_int(f, 1, 4096);
+        else if (k == "pp") p.pp = (int)r.read_int(f, 1, 4096);
+        else if (k == "zero") p.zero = (int)r.read_int(f, 0, 3);
+        else if (k == "schedule") p.schedule = r.read_enum(f, {"gpipe", "1f1b", "interleaved"});
+        else if (k == "virtual_stages") p.virtual_stages = (int)r.read_int(f, 1, 4096);
+        else if (k == "stages") p.stages = r.read_int_list(f, 1, 1 << 20);
+        else if (k == "recompute") {
+            p.recompute.clear();
+            if (f.value.IsSequence()) {
+                if (f.value.size() == 0)
+                    r.fail_field(f, "none|selective|full or a list of them, one per stage", "[]");
+                for (size_t i = 0; i < f.value.size(); ++i)
+                    p.recompute.push_back(r.read_enum(r.element(f, i), recompute_modes));
+            } else {
+                p.recompute.push_back(r.read_enum(f, recompute_modes));
+            }
+        } else if (k == "offload_activations") p.offload_activations = r.read_bool(f);
+        else if (k == "offload_optimizer") p.offload_optimizer = r.read_bool(f);
+    }
+    if (p.recompute.empty()) p.recompute = {"none"};
+}
+
+void read_checkpoint(ConfigReader& r, const ConfigField& sec, CheckpointConfig& c) {
+    for (const auto& f : r.read_map(sec.value, "checkpoint", sec.at, config_section_keys("checkpoint"))) {
+        std::string k = key_of(f);
+        if (k == "dir") c.dir = r.read_string(f, true);
+        else if (k == "every") c.every = r.read_int(f, 0);
+        else if (k == "keep") c.keep = (int)r.read_int(f, 1, 1 << 20);
+    }
+}
+
+void read_log(ConfigReader& r, const ConfigField& sec, LogConfig& l) {
+    for (const auto& f : r.read_map(sec.value, "log", sec.at, config_section_keys("log"))) {
+        std::string k = key_of(f);
+        if (k == "db") l.db = r.read_string(f, false);
+        else if (k == "every") l.every = (int)r.read_int(f, 1, 1 << 30);
+    }
+}
+
+}  // namespace
+
+void config_read_tree(ConfigReader& r, const YAML::Node& root, RunConfig& cfg) {
+    bool has_data = false;
+    for (const auto& sec : r.read_map(root, "", str_cat(r.file, ":1:1"), config_top_keys())) {
+        const std::string& k = sec.path;
+        if (k == "name") cfg.name = r.read_string(sec, false);
+        else if (k == "model") read_model(r, sec, cfg.model);
+        else if (k == "data") read_data(r, sec, cfg.data), has_data = true;
+        else if (k == "train") read_train(r, sec, cfg.train);
+        else if (k == "runtime") read_runtime(r, sec, cfg.runtime);
+        else if (k == "parallel") read_parallel(r, sec, cfg.parallel);
+        else if (k == "checkpoint") read_checkpoint(r, sec, cfg.checkpoint);
+        else if (k == "log") read_log(r, sec, cfg.log);
+    }
+    // Sections that were absent still need their defaults resolved.
+    if (!r.locs.count("model")) read_model(r, {"model", YAML::Node(), r.loc("")}, cfg.model);
+    if (!r.locs.count("parallel")) cfg.parallel.recompute = {"none"};
+    if (!has_data)
+        r.fail(r.loc(""), "data", "a data section (data.dataset or data.train)", "none");
+}
+
+// ----------------------------------------------------------------------------
+// cross-field rules
+
+void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
+    const ModelConfig& m = cfg.model;
+    const ParallelConfig& p = cfg.parallel;
+    const DataConfig& d = cfg.data;
+    bool mlp = m.preset == "mlp";
+
+    // model shape
+    if (!mlp && m.d_model % m.n_head != 0)
+        r.fail_key({"model.d_model", "model.n_head", "model.preset"},
+                   str_cat("d_model divisible by n_head (", m.n_head, ")"),
+                   str_cat("d_model ", m.d_model));
+
+    // parallel layout
+    if (mlp && p.tp != 1)
+        r.fail_key({"parallel.tp"}, "tp 1 with preset mlp (an MLP is not tensor-split)", str_cat(p.tp));
+    if (mlp && p.pp != 1)
+        r.fail_key({"parallel.pp"}, "pp 1 with preset mlp (an MLP is not pipelined)", str_cat(p.pp));
+    if (!mlp && m.n_head % p.tp != 0)
+        r.fail_key({"parallel.tp", "model.n_head"},
+                   str_cat("tp dividing model.n_head (", m.n_head, ")"), str_cat("tp ", p.tp));
+    if (!mlp && m.d_model % p.tp != 0)
+        r.fail_key({"parallel.tp", "model.d_model"},
+                   str_cat("tp dividing model.d_model (", m.d_model, ")"), str_cat("tp ", p.tp));
+    if (!mlp && p.pp > m.n_layer)
+        r.fail_key({"parallel.pp", "model.n_layer"},
+                   str_cat("pp at most model.n_layer (", m.n_layer, ")"), str_cat("pp ", p.pp));
+    if (p.virtual_stages > 1 && p.schedule != "interleaved")
+        r.fail_key({"parallel.virtual_stages", "parallel.schedule"},
+                   "virtual_stages 1 unless schedule is interleaved",
+                   str_cat("virtual_stages ", p.virtual_stages, " with schedule ", p.schedule));
+    if (p.schedule == "interleaved" && p.virtual_stages < 2)
+        r.fail_key({"parallel.virtual_stages", "parallel.schedule"},
+                   "virtual_stages >= 2 with schedule interleaved",
+                   str_cat("virtual_stages ", p.virtual_stages));
+    int n_chunks = p.pp * p.virtual_stages;  // model chunks across the pipeline
+    if (!mlp && n_chunks > m.n_layer)
+        r.fail_key({"parallel.virtual_stages", "parallel.pp"},
+                   str_cat("pp x virtual_stages at most model.n_layer (", m.n_layer, ")"),
+                   str_cat(p.pp, " x ", p.virtual_stages, " = ", n_chunks));
+    if (!p.stages.empty()) {
+        if ((int)p.stages.size() != n_chunks)
+            r.fail_key({"parallel.stages"},
+                       str_cat("pp x virtual_stages = ", n_chunks, " entries"),
+                       str_cat(p.stages.size(), " entries"));
+        int64_t sum = std::accumulate(p.stages.begin(), p.stages.end(), int64_t(0));
+        if (!mlp && sum != m.n_layer)
+            r.fail_key({"parallel.stages"},
+                       str_cat("entries summing to model.n_layer (", m.n_layer, ")"),
+                       str_cat("sum ", sum));
+    } else if (p.schedule == "interleaved" && !mlp && m.n_layer % n_chunks != 0) {
+        r.fail_key({"parallel.virtual_stages", "parallel.schedule"},
+                   str_cat("model.n_layer (", m.n_layer, ") divisible by pp x virtual_stages (",
+                           n_chunks, ") for an interleaved schedule, or explicit parallel.stages"),
+                   str_cat("remainder ", m.n_layer % n_chunks));
+    }
+    if (p.recompute.size() != 1 && (int)p.recompute.size() != p.pp)
+        r.fail_key({"parallel.recompute"}, str_cat("one value or pp (", p.pp, ") values"),
+                   str_cat(p.recompute.size(), " values"));
+    if (p.zero == 3 && p.pp > 1)
+        r.fail_key({"parallel.zero"}, "zero <= 2 with pp > 1 (ZeRO-3 with pipeline stages is unsupported)",
+                   "zero 3");
+
+    // data
+    bool has_files = !d.train.empty() || !d.val.empty();
+    if (!d.dataset.empty() && has_files)
+        r.fail_key({d.train.empty() ? "data.val" : "data.train", "data"},
+                   "either data.dataset or data.train/val, not both",
+                   str_cat("both (dataset ", d.dataset, ")"));
+    if (d.dataset.empty() && d.train.empty()) {
+        if (!d.val.empty()) r.fail_key({"data.val"}, "data.train alongside data.val", "no data.train");
+        r.fail_key({"data"}, "data.dataset or data.train", "neither");
+    }
+    if (d.dataset == "fashion-mnist" && !mlp)
+        r.fail_key({"data.dataset"}, str_cat("brown with preset ", m.preset, " (fashion-mnist is for preset mlp)"),
+                   "fashion-mnist");
+    if (d.dataset == "brown" && mlp)
+        r.fail_key({"data.dataset"}, "fashion-mnist with preset mlp (brown is text for GPT presets)", "brown");
+    if (mlp && d.dataset.empty())
+        r.fail_key({"data.train"}, "data.dataset: fashion-mnist with preset mlp (token shards are for GPT presets)",
+                   "token shards");
+    auto must_exist = [&](const std::string& key, const std::string& value) {
+        if (value.empty()) return;
+        std::string full = config_resolve_path(cfg, value);
+        std::error_code ec;
+        if (!fs::is_regular_file(full, ec))
+            r.fail_key({key}, "an existing file",
+                       str_cat("'", value, "' (", fs::exists(full, ec) ? "not a regular file: " : "no file at ",
+                               full, ")"));
+    };
+    must_exist("data.train", d.train);
+    must_exist("data.val", d.val);
+    must_exist("model.init_from", m.init_from);
+
+    // optimizer, runtime
+    if (cfg.train.min_lr > cfg.train.lr)
+        r.fail_key({"train.min_lr", "train.lr"}, str_cat("min_lr <= lr (", cfg.train.lr, ")"),
+                   str_cat("min_lr ", cfg.train.min_lr));
+    if (cfg.runtime.precision == "bf16" && cfg.runtime.device != "cuda")
+        r.fail_key({"runtime.precision", "runtime.device"}, "fp32 on device cpu (bf16 needs device cuda)",
+                   "bf16");
+}
+
+// ----------------------------------------------------------------------------
+// canonical YAML
+
+namespace {
+
+std::string num_text(double v) {
+    char buf[64];
+    auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);  // shortest exact round-trip
+    std::string s(buf, ptr);
+    return s;
+}
+
+YAML::Emitter& emit_ints(YAML::Emitter& e, const std::vector<int>& v) {
+    e << YAML::Flow << YAML::BeginSeq;
+    for (int x : v) e << x;
+    return e << YAML::EndSeq;
+}
+
+}  // namespace
+
+std::string config_to_yaml(const RunConfig& c) {
+    YAML::Emitter e;
+    e << YAML::BeginMap;
+    e << YAML::Key << "name" << YAML::Value << c.name;
+
+    e << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "preset" << YAML::Value << c.model.preset;
+    if (c.model.preset == "mlp") {
+        e << YAML::Key << "hidden" << YAML::Value;
+        emit_ints(e, c.model.hidden);
+    } else {
+        e << YAML::Key << "n_layer" << YAML::Value << c.model.n_layer;
+        e << YAML::Key << "n_head" << YAML::Value << c.model.n_head;
+        e << YAML::Key << "d_model" << YAML::Value << c.model.d_model;
+        e << YAML::Key << "seq_len" << YAML::Value << c.model.seq_len;
+        e << YAML::Key << "vocab" << YAML::Value << c.model.vocab;
+    }
+    if (!c.model.init_from.empty()) e << YAML::Key << "init_from" << YAML::Value << c.model.init_from;
+    e << YAML::EndMap;
+
+    e << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+    if (!c.data.dataset.empty()) e << YAML::Key << "dataset" << YAML::Value << c.data.dataset;
+    if (!c.data.train.empty()) e << YAML::Key << "train" << YAML::Value << c.data.train;
+    if (!c.data.val.empty()) e << YAML::Key << "val" << YAML::Value << c.data.val;
+    e << YAML::EndMap;
+
+    const TrainConfig& t = c.train;
+    e << YAML::Key << "train" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "steps" << YAML::Value << t.steps;
+    e << YAML::Key << "micro_batch" << YAML::Value << t.micro_batch;
+    e << YAML::Key << "grad_accum" << YAML::Value << t.grad_accum;
+    e << YAML::Key << "lr" << YAML::Value << num_text(t.lr);
+    e << YAML::Key << "min_lr" << YAML::Value << num_text(t.min_lr);
+    e << YAML::Key << "warmup_steps" << YAML::Value << t.warmup_steps;
+    e << YAML::Key << "weight_decay" << YAML::Value << num_text(t.weight_decay);
+    e << YAML::Key << "grad_clip" << YAML::Value << num_text(t.grad_clip);
+    e << YAML::Key << "seed" << YAML::Value << t.seed;
+    e << YAML::Key << "eval_every" << YAML::Value << t.eval_every;
+    e << YAML::Key << "eval_steps" << YAML::Value << t.eval_steps;
+    e << YAML::Key << "beta1" << YAML::Value << num_text(t.beta1);
+    e << YAML::Key << "beta2" << YAML::Value << num_text(t.beta2);
+    e << YAML::Key << "eps" << YAML::Value << num_text(t.eps);
+    e << YAML::Key << "threads" << YAML::Value << t.threads;
+    e << YAML::Key << "restarts" << YAML::Value << t.restarts;
+    e << YAML::EndMap;
+
+    e << YAML::Key << "runtime" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "device" << YAML::Value << c.runtime.device;
+    e << YAML::Key << "precision" << YAML::Value << c.runtime.precision;
+    e << YAML::EndMap;
+
+    const ParallelConfig& p = c.parallel;
+    e << YAML::Key << "parallel" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "dp" << YAML::Value << p.dp;
+    e << YAML::Key << "tp" << YAML::Value << p.tp;
+    e << YAML::Key << "pp" << YAML::Value << p.pp;
+    e << YAML::Key << "zero" << YAML::Value << p.zero;
+    e << YAML::Key << "schedule" << YAML::Value << p.schedule;
+    e << YAML::Key << "virtual_stages" << YAML::Value << p.virtual_stages;
+    e << YAML::Key << "stages" << YAML::Value;
+    emit_ints(e, p.stages);
+    e << YAML::Key << "recompute" << YAML::Value;
+    if (p.recompute.size() == 1) {
+        e << p.recompute[0];
+    } else {
+        e << YAML::Flow << YAML::BeginSeq;
+        for (const auto& s : p.recompute) e << s;
+        e << YAML::EndSeq;
+    }
+    e << YAML::Key << "offload_activations" << YAML::Value << p.offload_activations;
+    e << YAML::Key << "offload_optimizer" << YAML::Value << p.offload_optimizer;
+    e << YAML::EndMap;
+
+    e << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "dir" << YAML::Value << c.checkpoint.dir;
+    e << YAML::Key << "every" << YAML::Value << c.checkpoint.every;
+    e << YAML::Key << "keep" << YAML::Value << c.checkpoint.keep;
+    e << YAML::EndMap;
+
+    e << YAML::Key << "log" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "db" << YAML::Value << c.log.db;
+    e << YAML::Key << "every" << YAML::Value << c.log.every;
+    e << YAML::EndMap;
+
+    e << YAML::EndMap;
+    return str_cat(e.c_str(), "\n");
+}
+
+}  // namespace tessera
