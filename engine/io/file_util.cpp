@@ -31,7 +31,8 @@ MappedFile io_map_file(const std::string& path) {
     }
     if (!S_ISREG(st.st_mode)) {
         ::close(fd);
-        throw InputError(str_cat(path, ": expected a regular file, found something else"));
+        throw InputError(str_cat(path, ": expected a regular file, found ",
+                                 S_ISDIR(st.st_mode) ? "a directory" : "something else"));
     }
     MappedFile m;
     m.size = static_cast<size_t>(st.st_size);
