@@ -1,5 +1,9 @@
 // YAML plumbing for the config loader: guarded parsing (depth, aliases, documents, duplicate
 // keys), mark formatting and message helpers. See config_yaml.h.
+// GCC 12 reports false -Wdangling-pointer warnings inside yaml-cpp's node/impl.h.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
 #include "engine/config/config_yaml.h"
 
 #include <algorithm>
