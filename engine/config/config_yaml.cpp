@@ -24,12 +24,23 @@ std::string yaml_format_mark(const std::string& file, const YAML::Mark& mark) {
     return str_cat(file, ":", mark.line + 1, ":", mark.column + 1);
 }
 
+namespace {
+
+// Control and non-ASCII bytes shown as '?', long text cut: messages stay one readable line.
+std::string printable(std::string s, size_t max_chars) {
+    if (s.size() > max_chars) s = s.substr(0, max_chars - 3) + "...";
+    for (char& c : s)
+        if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f) c = '?';
+    return s;
+}
+
+}  // namespace
+
 std::string yaml_describe_node(const YAML::Node& node) {
     if (!node.IsDefined() || node.IsNull()) return "nothing (null)";
     if (node.IsSequence()) return str_cat("a sequence of ", node.size(), " item(s)");
     if (node.IsMap()) return "a map";
-    std::string s = node.Scalar();
-    if (s.size() > 40) s = s.substr(0, 37) + "...";
+    std::string s = printable(node.Scalar(), 40);
     if (node.Tag() == "!") return str_cat("the quoted string \"", s, "\"");
     return str_cat("'", s, "'");
 }
@@ -157,10 +168,10 @@ YAML::Node yaml_load_guarded(const std::string& text, const std::string& where,
         return root;
     } catch (const YAML::ParserException& e) {
         throw InputError(str_cat(at(e.mark), ": ", key_path, ": expected valid YAML, found a syntax ",
-                                 "error (", e.msg, ")"));
+                                 "error (", printable(e.msg, 120), ")"));
     } catch (const YAML::Exception& e) {
         throw InputError(str_cat(at(e.mark), ": ", key_path, ": expected valid YAML, found an ",
-                                 "error (", e.msg, ")"));
+                                 "error (", printable(e.msg, 120), ")"));
     }
 }
 

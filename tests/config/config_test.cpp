@@ -182,6 +182,15 @@ TEST_F(ConfigTest, DeepUnclosedNestingRejected) {
     EXPECT_NE(err.find("expected nesting at most 64 levels deep"), std::string::npos) << err;
 }
 
+TEST_F(ConfigTest, BinaryGarbageGivesOneReadableError) {
+    std::string junk;
+    uint32_t x = 12345;
+    for (int i = 0; i < 200000; ++i) junk += (char)((x = x * 1664525u + 1013904223u) >> 24);
+    std::string err = error_of(junk);
+    ASSERT_FALSE(err.empty());
+    for (char c : err) EXPECT_TRUE((unsigned char)c >= 0x20 && (unsigned char)c < 0x7f) << err;
+}
+
 TEST_F(ConfigTest, DeepBlockNestingRejected) {
     std::string text;
     for (int i = 0; i < 200; ++i) text += std::string(2 * i, ' ') + "k:\n";
