@@ -1,0 +1,72 @@
+// `tessera sample --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]`
+#include <iostream>
+
+#include "engine/cli/cli.h"
+#include "engine/config/config.h"
+#include "engine/core/error.h"
+#include "engine/data/tokenizer.h"
+#include "engine/io/checkpoint.h"
+#include "engine/model/gpt.h"
+#include "engine/train/sampler.h"
+
+namespace tessera {
+
+static const char* kSampleUsage =
+    "usage: tessera sample --checkpoint DIR [--prompt TEXT] [--tokens N] [--temperature T]\n"
+    "                      [--top-k K] [--seed S]\n"
+    "  DIR is a checkpoint directory or a checkpoint root (its newest checkpoint is used).\n";
+
+int cli_sample(const CliArgs& args) {
+    std::string ckpt, prompt;
+    SampleOptions o;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw InputError(str_cat("sample: ", a, " needs a value"));
+            return args[++i];
+        };
+        auto number = [&](double lo, double hi) {
+            const std::string& v = value();
+            try {
+                size_t used = 0;
+                double d = std::stod(v, &used);
+                if (used == v.size() && d >= lo && d <= hi) return d;
+            } catch (const std::exception&) {
+            }
+            throw InputError(str_cat("sample: ", a, ": expected a number in [", lo, ", ", hi,
+                                     "], found '", v, "'"));
+        };
+        if (a == "--help" || a == "-h") {
+            std::cout << kSampleUsage;
+            return 0;
+        } else if (a == "--checkpoint") ckpt = value();
+        else if (a == "--prompt") prompt = value();
+        else if (a == "--tokens") o.max_new_tokens = (int)number(1, 100000);
+        else if (a == "--temperature") o.temperature = number(0, 100);
+        else if (a == "--top-k") o.top_k = (int)number(0, 1e9);
+        else if (a == "--seed") o.seed = (uint64_t)number(0, 1e18);
+        else throw InputError(str_cat("sample: unknown argument '", a, "'\n", kSampleUsage));
+    }
+    if (ckpt.empty()) throw InputError(str_cat("sample: missing --checkpoint DIR\n", kSampleUsage));
+    Checkpoint ck = checkpoint_load(ckpt);
+    std::string text = ck.state.value("config_text", std::string());
+    if (text.empty()) throw InputError(str_cat("checkpoint ", ck.dir, ": state has no config_text"));
+    RunConfig cfg = config_parse(text, ck.dir + "/manifest.json (config_text)");
+    if (cfg.model.preset == "mlp")
+        throw InputError(str_cat("checkpoint ", ck.dir, ": an MLP classifier cannot generate text"));
+    auto tok = tokenizer_make(cfg.model.vocab);
+    GptDims d{cfg.model.n_layer, cfg.model.n_head, cfg.model.d_model, cfg.model.seq_len,
+              tok->vocab_size()};
+    GptModel model(d);
+    auto it = ck.files.find("model");
+    if (it == ck.files.end()) throw InputError(str_cat("checkpoint ", ck.dir, ": no model.safetensors"));
+    for (const auto& p : model.param_table().entries())
+        it->second.read_f32(p.name, p.shape, model.params().f32() + p.offset);
+    o.stop_token = tok->eot_token();
+    std::vector<int> ids = tok->encode(prompt);
+    std::vector<int> gen = sample_tokens(model, ids, o);
+    std::cout << prompt << tok->decode(gen) << std::endl;
+    return 0;
+}
+
+}  // namespace tessera

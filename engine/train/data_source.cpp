@@ -1,0 +1,138 @@
+#include "engine/train/data_source.h"
+
+#include "engine/core/error.h"
+#include "engine/data/brown.h"
+#include "engine/data/fashion_mnist.h"
+#include "engine/data/shard.h"
+#include "engine/data/token_sampler.h"
+#include "engine/data/tokenizer.h"
+#include "engine/model/params.h"
+
+namespace tessera {
+
+namespace {
+
+// ---- GPT: windows of seq_len + 1 tokens from llm.c token shards -------------------------------
+class TokenData final : public DataSource {
+public:
+    TokenData(std::vector<uint16_t> train, std::vector<uint16_t> val, int seq_len, uint64_t seed,
+              int vocab, std::string desc)
+        : train_(std::move(train)), val_(std::move(val)), seq_len_(seq_len), seed_(seed),
+          vocab_(vocab), desc_(std::move(desc)) {}
+
+    Batch train_batch(int64_t step, int64_t first, int n) const override {
+        return make(train_, seed_, step, first, n);
+    }
+    Batch eval_batch(int64_t index, int64_t first, int n) const override {
+        // a separate stream: evaluation windows never depend on the training seed's progress
+        return make(val_, splitmix64(seed_ ^ 0xE7A1ull), index, first, n);
+    }
+    int vocab_size() const override { return vocab_; }
+    std::string describe() const override { return desc_; }
+
+private:
+    Batch make(const std::vector<uint16_t>& tokens, uint64_t seed, int64_t step, int64_t first,
+               int n) const {
+        Batch b;
+        b.batch_size = n;
+        b.seq_len = seq_len_;
+        b.inputs.resize((size_t)n * seq_len_);
+        b.targets.resize((size_t)n * seq_len_);
+        sample_token_batch(tokens, seed, step, first, n, seq_len_, b.inputs.data(),
+                           b.targets.data());
+        return b;
+    }
+    std::vector<uint16_t> train_, val_;
+    int seq_len_;
+    uint64_t seed_;
+    int vocab_;
+    std::string desc_;
+};
+
+// ---- MLP: Fashion-MNIST images, pixels scaled to [0, 1] ---------------------------------------
+class ImageData final : public DataSource {
+public:
+    ImageData(ImageSet train, ImageSet test, uint64_t seed)
+        : train_(std::move(train)), test_(std::move(test)), seed_(seed) {}
+
+    Batch train_batch(int64_t step, int64_t first, int n) const override {
+        Batch b = alloc(n);
+        for (int i = 0; i < n; ++i) {
+            uint64_t h = splitmix64(seed_ ^ splitmix64((uint64_t)step * 0x9E3779B97F4A7C15ull +
+                                                       (uint64_t)(first + i)));
+            copy(train_, (int64_t)(h % (uint64_t)train_.count), b, i);
+        }
+        return b;
+    }
+    Batch eval_batch(int64_t index, int64_t first, int n) const override {
+        // sequential passes over the test set: batch `index` of size n starts at index * n
+        int64_t start = index * n + first;
+        int count = (int)std::max<int64_t>(0, std::min<int64_t>(n, test_.count - start));
+        Batch b = alloc(count);
+        for (int i = 0; i < count; ++i) copy(test_, start + i, b, i);
+        return b;
+    }
+    int64_t eval_set_size() const override { return test_.count; }
+    int vocab_size() const override { return 10; }
+    std::string describe() const override {
+        return str_cat("Fashion-MNIST (", train_.count, " train, ", test_.count, " test images)");
+    }
+
+private:
+    static Batch alloc(int n) {
+        Batch b;
+        b.batch_size = n;
+        b.seq_len = 1;
+        b.features.resize((size_t)n * 784);
+        b.targets.resize(n);
+        return b;
+    }
+    static void copy(const ImageSet& s, int64_t idx, Batch& b, int i) {
+        const uint8_t* px = s.pixels.data() + idx * 784;
+        for (int k = 0; k < 784; ++k) b.features[(size_t)i * 784 + k] = px[k] * (1.0f / 255.0f);
+        b.targets[i] = s.labels[idx];
+    }
+    ImageSet train_, test_;
+    uint64_t seed_;
+};
+
+}  // namespace
+
+std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
+    const auto& d = cfg.data;
+    if (cfg.model.preset == "mlp") {
+        if (d.dataset != "fashion-mnist")
+            throw InputError(str_cat(cfg.source_path, ": data.dataset: the mlp preset trains on "
+                                                      "'fashion-mnist', found '", d.dataset, "'"));
+        ImageSet train = fashion_mnist_load("train"), test = fashion_mnist_load("test");
+        TS_CHECK(train.rows * train.cols == 784, "Fashion-MNIST images are not 28x28");
+        return std::make_unique<ImageData>(std::move(train), std::move(test), cfg.train.seed);
+    }
+    auto tok = tokenizer_make(cfg.model.vocab);
+    std::string train_path, val_path;
+    if (d.dataset == "brown") {
+        ShardPaths p = brown_prepare(cfg.model.vocab);
+        train_path = p.train;
+        val_path = p.val;
+    } else if (!d.dataset.empty()) {
+        throw InputError(str_cat(cfg.source_path, ": data.dataset: expected brown for a GPT "
+                                                  "model, found '", d.dataset, "'"));
+    } else {
+        train_path = config_resolve_path(cfg, d.train);
+        val_path = d.val.empty() ? train_path : config_resolve_path(cfg, d.val);
+    }
+    auto train = shard_read(train_path);
+    auto val = shard_read(val_path);
+    for (auto* v : {&train, &val})
+        for (uint16_t t : *v)
+            if (t >= tok->vocab_size())
+                throw InputError(str_cat(v == &train ? train_path : val_path, ": token id ", t,
+                                         " outside the ", cfg.model.vocab, " vocabulary (size ",
+                                         tok->vocab_size(), ")"));
+    std::string desc = str_cat(d.dataset.empty() ? train_path : d.dataset, " (", train.size(),
+                               " train / ", val.size(), " val tokens, vocab ", cfg.model.vocab, ")");
+    return std::make_unique<TokenData>(std::move(train), std::move(val), cfg.model.seq_len,
+                                       cfg.train.seed, tok->vocab_size(), desc);
+}
+
+}  // namespace tessera
