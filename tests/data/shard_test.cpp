@@ -138,8 +138,12 @@ TEST(TokenSampler, DependsOnlyOnSeedStepAndGlobalIndex) {
     EXPECT_NE(in, whole_in);
     sample_token_batch(tokens, 43, 7, 0, n, T, in.data(), tg.data());
     EXPECT_NE(in, whole_in);
-    // Same (seed, step, index) -> same start, pinned so a change to the rule is noticed.
-    EXPECT_EQ(token_sampler_start(42, 7, 3, 50000, T), token_sampler_start(42, 7, 3, 50000, T));
+    // The documented rule (docs/data.md), pinned with values from an independent Python
+    // evaluation of splitmix64 so that a change to the rule is noticed.
+    EXPECT_EQ(token_sampler_start(42, 7, 0, 50000, T), 16725);
+    EXPECT_EQ(token_sampler_start(42, 7, 1, 50000, T), 10970);
+    EXPECT_EQ(token_sampler_start(42, 7, 2, 50000, T), 12026);
+    EXPECT_EQ(whole_in[1 * T], tokens[10970]);
 }
 
 TEST(TokenSampler, ShortShardIsAnInputError) {
