@@ -56,7 +56,7 @@ std::string brown_detag_line(const std::string& tagged_line) {
             left = single_open;
             single_open = !single_open;
         }
-        if (w == "``" || w == "''") w = "\"";
+        if (w == "``" || w == "''") w.assign(1, '"');
         if (!glue_next && !left) out += ' ';
         out += w;
         glue_next = right;
@@ -119,8 +119,9 @@ ShardPaths brown_prepare(const std::string& vocab, bool force) {
     // Documents are independent; the tokenizer's cache is thread-safe.
 #pragma omp parallel for schedule(dynamic, 4)
     for (size_t d = 0; d < docs.size(); d++) {
-        std::string text = brown_document_text(docs[d]);
-        if (tok->eot_token() < 0 && d > 0) text.insert(0, "\n");  // bytes: blank line between docs
+        std::string text;
+        if (tok->eot_token() < 0 && d > 0) text.push_back('\n');  // bytes: blank line between docs
+        text += brown_document_text(docs[d]);
         encoded[d] = tok->encode(text);
         if (tok->eot_token() >= 0) encoded[d].insert(encoded[d].begin(), tok->eot_token());
     }
