@@ -34,7 +34,7 @@ double seconds_since(Clock::time_point t0) {
 void set_threads(int threads) {
     int n = threads > 0 ? threads : (int)std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
     omp_set_num_threads(n);
-    openblas_set_num_threads(n);
+    openblas_set_num_threads(1);  // kernels split GEMMs over OpenMP threads themselves
 }
 
 std::string host_name() {
@@ -192,6 +192,7 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
     };
 
     try {
+        if (cfg.train.eval_every > 0 && start_step == 0) evaluate(0);  // the untrained baseline
         for (int64_t step = start_step; step < cfg.train.steps; ++step) {
             auto t0 = Clock::now();
             model->zero_grads();

@@ -11,8 +11,10 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
     const int hs = C / NH;
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    for (int b = 0; b < B; ++b) {
-        for (int h = 0; h < NH; ++h) {
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) {
+        {
+            const int b = bh / NH, h = bh % NH;
             const float* q = qkv + (long)b * T * C3 + h * hs;
             const float* k = q + C;
             const float* v = q + 2 * C;
@@ -20,7 +22,6 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
             // scores (T, T) = scale * q @ k^T
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
                         0.0f, a, T);
-#pragma omp parallel for
             for (int t = 0; t < T; ++t) {
                 float* row = a + (long)t * T;
                 float maxv = row[0];
@@ -47,9 +48,13 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
     const int hs = C / NH;
     const int C3 = 3 * C;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    std::vector<float> datt((size_t)T * T);
-    for (int b = 0; b < B; ++b) {
-        for (int h = 0; h < NH; ++h) {
+#pragma omp parallel
+    {
+    std::vector<float> datt((size_t)T * T);  // per thread
+#pragma omp for schedule(static)
+    for (int bh = 0; bh < B * NH; ++bh) {
+        {
+            const int b = bh / NH, h = bh % NH;
             const float* q = qkv + (long)b * T * C3 + h * hs;
             const float* k = q + C;
             const float* v = q + 2 * C;
@@ -64,7 +69,6 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, g, C, 1.0f,
                         dv, C3);
             // softmax backward, in place: dscores = att * (datt - sum_j att * datt)
-#pragma omp parallel for
             for (int t = 0; t < T; ++t) {
                 const float* arow = a + (long)t * T;
                 float* drow = datt.data() + (long)t * T;
@@ -79,6 +83,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, datt.data(), T, q,
                         C3, 1.0f, dk, C3);
         }
+    }
     }
 }
 
