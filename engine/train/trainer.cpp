@@ -14,6 +14,7 @@
 #include "engine/core/error.h"
 #include "engine/core/memory.h"
 #include "engine/io/checkpoint.h"
+#include "engine/model/gpt_import.h"
 #include "engine/model/model.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/telemetry.h"
@@ -115,8 +116,12 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
     model->init_params(cfg.train.seed);
     if (!cfg.model.init_from.empty()) {
         SafetensorsFile f = SafetensorsFile::open(config_resolve_path(cfg, cfg.model.init_from));
-        for (const auto& p : model->param_table().entries())
-            f.read_f32(p.name, p.shape, model->params().f32() + p.offset);
+        if (auto* gpt = dynamic_cast<GptModel*>(model.get())) {
+            gpt_load_weights(*gpt, f);  // Tessera or Hugging Face GPT-2 names
+        } else {
+            for (const auto& p : model->param_table().entries())
+                f.read_f32(p.name, p.shape, model->params().f32() + p.offset);
+        }
     }
     OptimizerConfig oc;
     oc.lr = cfg.train.lr;

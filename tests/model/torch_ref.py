@@ -29,8 +29,9 @@ def st_read(path):
         out[name] = torch.from_numpy(arr.copy())
     return out, meta
 
-def st_write(path, tensors):
+def st_write(path, tensors, metadata=None):
     header, blobs, off = {}, [], 0
+    if metadata: header["__metadata__"] = metadata
     for name, t in tensors.items():
         a = t.detach().contiguous().numpy().astype(np.float32)
         b = a.tobytes()
@@ -79,8 +80,27 @@ def mlp_loss(P, feats, tgt, h):
         if i + 1 < n: x = F.relu(x)
     return F.cross_entropy(x, tgt.long())
 
+def hf_export(inp, outp):
+    """Writes the parameters in Hugging Face GPT2LMHeadModel's layout: "transformer." names,
+    Conv1D weights stored (in, out), the tied lm_head.weight and the causal-mask buffers."""
+    T, meta = st_read(inp)
+    h = json.loads(meta["hyper"])
+    out = {}
+    for n in json.loads(meta["params"]):
+        t = T[n]
+        if n.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")):
+            t = t.t().contiguous()
+        out["transformer." + n] = t
+    out["lm_head.weight"] = T["wte.weight"]
+    S = T["wpe.weight"].shape[0]
+    for l in range(h["n_layer"]):
+        out[f"transformer.h.{l}.attn.bias"] = torch.ones(S, S).tril().view(1, 1, S, S)
+    st_write(outp, out, {"format": "pt", "n_head": str(h["n_head"])})
+
 def main():
     kind, inp, outp = sys.argv[1:4]
+    if kind == "hf-export":
+        return hf_export(inp, outp)
     T, meta = st_read(inp)
     h = json.loads(meta["hyper"])
     names = json.loads(meta["params"])

@@ -5,12 +5,15 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "engine/io/safetensors.h"
+#include "engine/core/error.h"
 #include "engine/model/gpt.h"
+#include "engine/model/gpt_import.h"
 #include "engine/model/mlp.h"
 #include "engine/train/optimizer.h"
 
@@ -191,4 +194,47 @@ TEST(TorchReference, MlpLossGradientsAndTenAdamWSteps) {
         c.batches.push_back(std::move(b));
     }
     check_against_torch(c, "mlp");
+}
+
+// Hugging Face GPT-2 layout (transformer.* names, Conv1D weights transposed, tied lm_head,
+// mask buffers) written by Python from our weights: the architecture is read back from the
+// shapes and every parameter loads bit for bit.
+TEST(HfImport, Gpt2LayoutLoadsExactly) {
+    GptDims d;
+    d.n_layer = 3;
+    d.n_head = 2;
+    d.d_model = 32;
+    d.seq_len = 16;
+    d.vocab = 50;
+    Case c;
+    c.kind = "hf-export";
+    c.model = std::make_unique<GptModel>(d);
+    c.model->init_params(5);
+    c.hyper = base_hyper();
+    c.hyper["n_layer"] = d.n_layer;
+    c.hyper["n_head"] = d.n_head;
+    fs::path dir = fs::temp_directory_path() / ("tessera_hf_" + std::to_string(::getpid()));
+    SafetensorsFile hf = run_reference(c, dir);
+    GptDims got = gpt_dims_from_safetensors(hf);
+    EXPECT_EQ(got.n_layer, d.n_layer);
+    EXPECT_EQ(got.n_head, d.n_head);
+    EXPECT_EQ(got.d_model, d.d_model);
+    EXPECT_EQ(got.seq_len, d.seq_len);
+    EXPECT_EQ(got.vocab, d.vocab);
+    GptModel loaded(got);
+    gpt_load_weights(loaded, hf);
+    ASSERT_EQ(loaded.param_table().total_numel(), c.model->param_table().total_numel());
+    EXPECT_EQ(0, std::memcmp(loaded.params().f32(), c.model->params().f32(),
+                             sizeof(float) * loaded.param_table().total_numel()));
+    // a model with one more layer than the file: the missing tensor is named
+    GptDims bigger = d;
+    bigger.n_layer = 4;
+    GptModel too_big(bigger);
+    try {
+        gpt_load_weights(too_big, hf);
+        ADD_FAILURE() << "expected an error for the missing layer";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("h.3.ln_1.weight"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
 }
