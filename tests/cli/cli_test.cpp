@@ -1,0 +1,358 @@
+// End-to-end tests of the `tessera` command: each runs the real binary on a tiny config in a
+// fresh temp dir and checks what a user sees (exit code, stdout/stderr lines) and what was stored
+// (runs.db through RunStore, checkpoints through checkpoint_load).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <regex>
+
+#include "cli_test_util.h"
+#include "engine/io/checkpoint.h"
+#include "engine/store/run_store.h"
+
+using namespace tessera_cli_test;
+using tessera::RunStore;
+
+namespace {
+
+std::string show(const ProcResult& r) {
+    return "exit " + std::to_string(r.exit_code) + " (signal " + std::to_string(r.term_signal) +
+           ")\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
+}
+
+// Trains and asserts success; returns the result.
+ProcResult train_ok(const std::vector<std::string>& args) {
+    std::vector<std::string> a{"train"};
+    a.insert(a.end(), args.begin(), args.end());
+    ProcResult r = run_tessera(a);
+    EXPECT_EQ(r.exit_code, 0) << show(r);
+    return r;
+}
+
+std::vector<tessera::MetricRow> metric_rows(const std::string& db, int64_t run, const char* name) {
+    RunStore s = RunStore::open(db, true);
+    return s.metrics(run, name);
+}
+
+// Asserts two safetensors files hold the same tensors (names, shapes, bytes).
+void expect_same_tensors(const std::string& a, const std::string& b) {
+    auto fa = tessera::SafetensorsFile::open(a);
+    auto fb = tessera::SafetensorsFile::open(b);
+    ASSERT_EQ(fa.entries().size(), fb.entries().size());
+    ASSERT_GT(fa.entries().size(), 0u);
+    for (const auto& ea : fa.entries()) {
+        const auto* eb = fb.find(ea.name);
+        ASSERT_NE(eb, nullptr) << ea.name;
+        ASSERT_EQ(ea.nbytes, eb->nbytes) << ea.name;
+        EXPECT_EQ(std::memcmp(ea.data, eb->data, ea.nbytes), 0) << "tensor " << ea.name
+                                                                << " differs: " << a << " vs " << b;
+    }
+}
+
+// The resume check shared by the GPT and MLP configs: one run of 2N steps vs N steps + --resume.
+void check_bit_exact_resume(const std::function<std::string(int, int, int)>& yaml, int n) {
+    TempDir full, split;
+    write_file(full / "p.yaml", yaml(2 * n, n, n));
+    write_file(split / "p.yaml", yaml(2 * n, n, n));
+    train_ok({full / "p.yaml"});
+    // First half: --steps N (warm-up covers it, so the LR schedule equals the 2N run's).
+    ProcResult a = train_ok({split / "p.yaml", "--steps", std::to_string(n)});
+    ProcResult b = train_ok({split / "p.yaml", "--resume"});
+    EXPECT_NE(b.out.find("resumed from"), std::string::npos) << show(b);
+    EXPECT_NE(b.out.find("at step " + std::to_string(n)), std::string::npos) << show(b);
+    EXPECT_EQ(b.out.find("step      1/"), std::string::npos) << "resume re-ran step 1\n" << show(b);
+
+    auto ref = metric_rows(full / "runs.db", 1, "train/loss");
+    auto first = metric_rows(split / "runs.db", 1, "train/loss");
+    auto second = metric_rows(split / "runs.db", 2, "train/loss");
+    ASSERT_EQ(ref.size(), (size_t)(2 * n));
+    ASSERT_EQ(first.size(), (size_t)n);
+    ASSERT_EQ(second.size(), (size_t)n);
+    for (int i = 0; i < n; ++i) {
+        EXPECT_EQ(first[i].step, i + 1);
+        EXPECT_EQ(first[i].value, ref[i].value) << "step " << i + 1;  // bit-exact
+        EXPECT_EQ(second[i].step, n + i + 1);
+        EXPECT_EQ(second[i].value, ref[n + i].value) << "step " << n + i + 1;  // bit-exact
+    }
+    // The loss must actually move, or equality would prove nothing.
+    EXPECT_NE(ref.front().value, ref.back().value);
+    expect_same_tensors(step_dir(full / "ck", n) + "/model.safetensors",
+                        step_dir(split / "ck", n) + "/model.safetensors");
+    expect_same_tensors(step_dir(full / "ck", 2 * n) + "/model.safetensors",
+                        step_dir(split / "ck", 2 * n) + "/model.safetensors");
+    expect_same_tensors(step_dir(full / "ck", 2 * n) + "/optimizer.safetensors",
+                        step_dir(split / "ck", 2 * n) + "/optimizer.safetensors");
+}
+
+}  // namespace
+
+// 1. ---------------------------------------------------------------------------------------
+TEST(CliResume, GptResumeIsBitExact) {
+    check_bit_exact_resume([](int s, int e, int w) { return tiny_gpt_yaml(s, e, w); }, 6);
+}
+
+TEST(CliResume, MlpResumeIsBitExact) {
+    check_bit_exact_resume([](int s, int e, int w) { return tiny_mlp_yaml(s, e, w); }, 3);
+}
+
+// 2. ---------------------------------------------------------------------------------------
+TEST(CliCheckpoint, CorruptModelFileIsRejectedAndDbKept) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(4, 2, 2));
+    train_ok({t / "p.yaml"});
+    const std::string good = step_dir(t / "ck", 4);
+    ASSERT_TRUE(fs::exists(good + "/model.safetensors"));
+
+    const std::string truncated = t / "truncated", flipped = t / "flipped";
+    fs::copy(good, truncated, fs::copy_options::recursive);
+    fs::copy(good, flipped, fs::copy_options::recursive);
+    const auto size = fs::file_size(good + "/model.safetensors");
+    fs::resize_file(truncated + "/model.safetensors", size / 2);
+    {
+        std::string bytes = read_file(flipped + "/model.safetensors");
+        bytes[bytes.size() - 100] ^= 0x01;
+        write_file(flipped + "/model.safetensors", bytes);
+    }
+    struct Case { std::string dir, expected, found; };
+    const std::vector<Case> cases{
+        {truncated, std::to_string(size) + " bytes", std::to_string(size / 2)},
+        {flipped, "crc32", "found"}};
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.dir);
+        ProcResult tr = run_tessera({"train", t / "p.yaml", "--steps", "8", "--resume-from", c.dir});
+        ProcResult sa = run_tessera({"sample", "--checkpoint", c.dir, "--prompt", "The ", "--tokens", "5"});
+        for (const ProcResult* r : {&tr, &sa}) {
+            EXPECT_EQ(r->exit_code, 2) << show(*r);
+            EXPECT_EQ(count_lines(r->err), 1u) << show(*r);
+            EXPECT_NE(r->err.find("model.safetensors"), std::string::npos) << show(*r);
+            EXPECT_NE(r->err.find("expected"), std::string::npos) << show(*r);
+            EXPECT_NE(r->err.find(c.expected), std::string::npos) << show(*r);
+            EXPECT_NE(r->err.find(c.found), std::string::npos) << show(*r);
+            EXPECT_EQ(r->out.find("step "), std::string::npos) << "trained anyway\n" << show(*r);
+        }
+    }
+    // The earlier run is intact and no failed run was added.
+    RunStore s = RunStore::open(t / "runs.db", true);
+    auto runs = s.runs_list();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "completed");
+    EXPECT_EQ(s.metrics(runs[0].id, "train/loss").size(), 4u);
+    EXPECT_EQ(s.integrity_check(), "ok");
+    // The good checkpoint still samples.
+    ProcResult ok = run_tessera({"sample", "--checkpoint", good, "--prompt", "The ", "--tokens", "5"});
+    EXPECT_EQ(ok.exit_code, 0) << show(ok);
+}
+
+// 3. ---------------------------------------------------------------------------------------
+TEST(CliCheck, EveryShippedProjectIsValid) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(projects_dir())) {
+        const std::string p = e.path().string() + "/project.yaml";
+        if (!fs::exists(p)) continue;
+        ++n;
+        ProcResult r = run_tessera({"check", p});
+        EXPECT_EQ(r.exit_code, 0) << p << "\n" << show(r);
+        EXPECT_EQ(r.out.rfind("ok: ", 0), 0u) << show(r);
+        EXPECT_TRUE(r.err.empty()) << show(r);
+    }
+    EXPECT_GE(n, 2) << "expected projects/quickstart and projects/mlp-fashion-mnist";
+}
+
+TEST(CliCheck, UnknownKeyNamesPlaceAndSuggestsAndWritesNoDb) {
+    TempDir t;
+    // train.stpes is on line 4, column 3.
+    write_file(t / "bad.yaml",
+               "name: typo\n"
+               "data: {dataset: brown}\n"
+               "train:\n"
+               "  stpes: 5\n"
+               "log: {db: runs.db}\n");
+    ProcResult c = run_tessera({"check", t / "bad.yaml"});
+    ProcResult tr = run_tessera({"train", t / "bad.yaml"});
+    ProcResult tr2 = run_tessera({"train", t / "bad.yaml", "--db", t / "other.db"});
+    for (const ProcResult* r : {&c, &tr, &tr2}) {
+        EXPECT_EQ(r->exit_code, 2) << show(*r);
+        EXPECT_EQ(count_lines(r->err), 1u) << show(*r);
+        EXPECT_NE(r->err.find("bad.yaml:4:3:"), std::string::npos) << show(*r);
+        EXPECT_NE(r->err.find("train.stpes"), std::string::npos) << show(*r);
+        EXPECT_NE(r->err.find("did you mean 'steps'"), std::string::npos) << show(*r);
+    }
+    EXPECT_FALSE(fs::exists(t / "runs.db"));
+    EXPECT_FALSE(fs::exists(t / "other.db"));
+    EXPECT_FALSE(fs::exists(t / "ck"));
+}
+
+// 4. ---------------------------------------------------------------------------------------
+TEST(CliRuns, ExportCsvListAndShowMatchTheDb) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(5, 0, 2));
+    train_ok({t / "p.yaml", "--db", t / "r.db"});
+    EXPECT_FALSE(fs::exists(t / "runs.db")) << "--db was ignored";
+
+    ProcResult ex = run_tessera({"runs", "export", "--db", t / "r.db", "--run", "1", "--csv"});
+    ASSERT_EQ(ex.exit_code, 0) << show(ex);
+    auto lines = split_lines(ex.out);
+    ASSERT_GT(lines.size(), 1u);
+    EXPECT_EQ(lines[0], "run,step,rank,name,value,wall_time");
+    std::vector<std::pair<int64_t, double>> csv_loss;
+    for (size_t i = 1; i < lines.size(); ++i) {
+        std::vector<std::string> f;
+        std::stringstream s(lines[i]);
+        std::string x;
+        while (std::getline(s, x, ',')) f.push_back(x);
+        ASSERT_EQ(f.size(), 6u) << lines[i];
+        EXPECT_EQ(f[0], "1") << lines[i];
+        EXPECT_EQ(f[2], "0") << lines[i];
+        if (f[3] == "train/loss") csv_loss.push_back({std::stoll(f[1]), std::strtod(f[4].c_str(), nullptr)});
+    }
+    auto db_loss = metric_rows(t / "r.db", 1, "train/loss");
+    ASSERT_EQ(db_loss.size(), 5u);
+    ASSERT_EQ(csv_loss.size(), db_loss.size());
+    for (size_t i = 0; i < db_loss.size(); ++i) {
+        EXPECT_EQ(csv_loss[i].first, db_loss[i].step);
+        EXPECT_EQ(csv_loss[i].second, db_loss[i].value) << "CSV must round-trip the double";
+    }
+
+    ProcResult ls = run_tessera({"runs", "list", "--db", t / "r.db"});
+    ASSERT_EQ(ls.exit_code, 0) << show(ls);
+    bool found = false;
+    for (const auto& l : split_lines(ls.out))
+        if (std::regex_search(l, std::regex(R"(^\s*1\s+tiny-gpt\s+completed\s+5\b)"))) found = true;
+    EXPECT_TRUE(found) << show(ls);
+
+    ProcResult sh = run_tessera({"runs", "show", "--db", t / "r.db", "--run", "1"});
+    ASSERT_EQ(sh.exit_code, 0) << show(sh);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(sh.out, m, std::regex(R"(train/loss\s+step 5\s+(\S+))"))) << show(sh);
+    const double shown = std::stod(m[1].str());
+    EXPECT_NEAR(shown, db_loss.back().value, 1e-5 * std::fabs(db_loss.back().value)) << show(sh);
+    EXPECT_NE(sh.out.find("completed"), std::string::npos) << show(sh);
+
+    ProcResult missing = run_tessera({"runs", "export", "--db", t / "r.db", "--run", "9", "--csv"});
+    EXPECT_EQ(missing.exit_code, 2) << show(missing);
+    EXPECT_EQ(count_lines(missing.err), 1u) << show(missing);
+}
+
+// 5. ---------------------------------------------------------------------------------------
+TEST(CliMetrics, MemoryAndThroughputMetrics) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(3, 0, 2));
+    ProcResult r = train_ok({t / "p.yaml"});
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(tessera: GPT .*, (\d+) parameters)"))) << show(r);
+    const int64_t n_params = std::stoll(m[1].str());
+    // 2 layers, d_model 64, seq 32, vocab 256 (tied embeddings): 118528 by hand.
+    EXPECT_EQ(n_params, 118528);
+    RunStore s = RunStore::open(t / "runs.db", true);
+    auto pb = s.metric_last(1, "mem/params_bytes");
+    auto ab = s.metric_last(1, "mem/activations_bytes");
+    auto tps = s.metric_last(1, "perf/tok_per_s");
+    ASSERT_TRUE(pb && ab && tps);
+    EXPECT_EQ(pb->value, 4.0 * (double)n_params);
+    EXPECT_GT(ab->value, 0.0);
+    EXPECT_GT(tps->value, 0.0);
+    EXPECT_TRUE(std::isfinite(tps->value));
+    for (const auto& row : s.metrics(1, "perf/tok_per_s")) EXPECT_GT(row.value, 0.0);
+}
+
+// 6. ---------------------------------------------------------------------------------------
+TEST(CliSample, PromptThenDeterministicText) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(4, 0, 2));
+    train_ok({t / "p.yaml"});
+    const std::string prompt = "The jury said";
+    auto sample = [&](const std::string& seed) {
+        return run_tessera({"sample", "--checkpoint", t / "ck", "--prompt", prompt, "--tokens", "40",
+                            "--seed", seed});
+    };
+    ProcResult a = sample("1"), b = sample("1"), c = sample("2");
+    for (const ProcResult* r : {&a, &b, &c}) {
+        ASSERT_EQ(r->exit_code, 0) << show(*r);
+        EXPECT_EQ(r->out.rfind(prompt, 0), 0u) << "output must start with the prompt\n" << show(*r);
+        EXPECT_GT(r->out.size(), prompt.size() + 1) << "no generated text\n" << show(*r);
+    }
+    EXPECT_EQ(a.out, b.out) << "same seed, different text";
+    EXPECT_NE(a.out, c.out) << "different seed, same text";
+}
+
+// 9. ---------------------------------------------------------------------------------------
+TEST(CliStop, SigintStopsSavesAndRecordsStopped) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(1000000, 0, 10));
+    Child c({"train", t / "p.yaml"});
+    ASSERT_TRUE(c.read_until([](const std::string& o) { return o.find("\nstep ") != std::string::npos; },
+                             60))
+        << "no step line\n" << c.out() << c.err();
+    auto t0 = std::chrono::steady_clock::now();
+    kill(c.pid(), SIGINT);
+    ProcResult r = c.finish(30);
+    const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(exit_s, 5.0) << show(r);
+    EXPECT_EQ(r.term_signal, 0) << "killed instead of a clean stop\n" << show(r);
+    EXPECT_NE(r.exit_code, 0) << "a stopped run is not a completed one\n" << show(r);
+    EXPECT_NE(r.exit_code, 2) << show(r);
+    EXPECT_NE(r.out.find("stopped"), std::string::npos) << show(r);
+
+    RunStore s = RunStore::open(t / "runs.db", true);
+    auto runs = s.runs_list();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, "stopped");
+    EXPECT_GT(runs[0].end_time, 0.0);
+    EXPECT_GE(runs[0].last_step, 1);
+    EXPECT_LT(runs[0].last_step, 1000000);
+    auto cks = s.checkpoints(runs[0].id);
+    ASSERT_FALSE(cks.empty()) << "no checkpoint recorded on stop";
+    auto ck = tessera::checkpoint_load(t / "ck");
+    EXPECT_EQ(ck.step, cks.back().step);
+    EXPECT_EQ(ck.state.value("steps_done", (int64_t)-1), runs[0].last_step);
+    EXPECT_EQ(metric_rows(t / "runs.db", 1, "train/loss").back().step, runs[0].last_step);
+}
+
+// 10. --------------------------------------------------------------------------------------
+TEST(CliErrors, MissingConfig) {
+    TempDir t;
+    ProcResult r = run_tessera({"train", t / "nope.yaml"});
+    EXPECT_EQ(r.exit_code, 2) << show(r);
+    EXPECT_EQ(count_lines(r.err), 1u) << show(r);
+    EXPECT_NE(r.err.find("nope.yaml"), std::string::npos) << show(r);
+    EXPECT_FALSE(fs::exists(t / "runs.db"));
+}
+
+TEST(CliErrors, NonNumericSteps) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(4, 0, 2));
+    ProcResult r = run_tessera({"train", t / "p.yaml", "--steps", "abc"});
+    EXPECT_EQ(r.exit_code, 2) << show(r);
+    EXPECT_EQ(count_lines(r.err), 1u) << show(r);
+    EXPECT_NE(r.err.find("train.steps"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("'abc'"), std::string::npos) << show(r);
+    EXPECT_FALSE(fs::exists(t / "runs.db"));
+}
+
+TEST(CliErrors, TextFileAsTokenShard) {
+    TempDir t;
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += "this is plain text, not an llm.c token shard.\n";
+    write_file(t / "train.txt", text);  // > the 1024-byte shard header, so the magic is read
+    write_file(t / "p.yaml", "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+                             "data: {train: train.txt}\n"
+                             "train: {steps: 2, micro_batch: 4, eval_every: 0}\n");
+    ProcResult r = run_tessera({"train", t / "p.yaml"});
+    EXPECT_EQ(r.exit_code, 2) << show(r);
+    EXPECT_EQ(count_lines(r.err), 1u) << show(r);
+    EXPECT_NE(r.err.find("train.txt"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("magic"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("expected"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("found"), std::string::npos) << show(r);
+    EXPECT_EQ(r.out.find("step "), std::string::npos) << show(r);
+}
+
+TEST(CliErrors, UnknownCommandAndOption) {
+    ProcResult a = run_tessera({"trian"});
+    EXPECT_EQ(a.exit_code, 2) << show(a);
+    EXPECT_EQ(count_lines(a.err), 1u) << show(a);
+    ProcResult v = run_tessera({"--version"});
+    EXPECT_EQ(v.exit_code, 0) << show(v);
+    EXPECT_EQ(v.out.rfind("tessera ", 0), 0u) << show(v);
+}
