@@ -1,0 +1,69 @@
+// One communicator interface for every backend: Gloo for CPU ranks, NCCL for GPUs (CUDA issue).
+// Collectives are blocking from the caller's point of view and are issued in the same order on
+// every member of a group. Each call carries a sequence number; a collective that does not
+// complete within the timeout raises an Error naming the rank, the group, the collective and its
+// sequence number (the watchdog), after which the communicator is unusable.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/parallel/mesh.h"
+
+namespace tessera {
+
+enum class ReduceOp { sum, max };
+
+class Communicator {
+public:
+    virtual ~Communicator() = default;
+    virtual int rank() const = 0;  // rank within this group
+    virtual int size() const = 0;
+    virtual const std::string& name() const = 0;  // e.g. "dp[0,2]" — for messages
+
+    // data (n) := reduction over the group of data (n)
+    virtual void all_reduce(float* data, int64_t n, ReduceOp op = ReduceOp::sum) = 0;
+    // out (n) := sum over the group of in[rank * n .. (rank + 1) * n); in is (size * n)
+    virtual void reduce_scatter(const float* in, float* out, int64_t n) = 0;
+    // out (size * n) := concatenation of every member's in (n), in group-rank order
+    virtual void all_gather(const float* in, float* out, int64_t n) = 0;
+    virtual void broadcast(float* data, int64_t n, int root) = 0;
+    // point to point with a group-rank peer; tags separate concurrent streams
+    virtual void send(const float* data, int64_t n, int peer, int tag) = 0;
+    virtual void recv(float* data, int64_t n, int peer, int tag) = 0;
+    virtual void barrier() = 0;
+    virtual int64_t sequence() const = 0;  // collectives issued so far
+};
+
+// How this process learned its place in the job: from `tessera train`'s launcher, or from
+// torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), mpirun
+// (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK) or srun (SLURM_PROCID/NTASKS/LOCALID).
+struct RankEnv {
+    int rank = 0, world_size = 1, local_rank = 0;
+    std::string master_addr = "127.0.0.1";
+    int master_port = 0;
+    std::string source;  // "tessera" | "torchrun" | "mpirun" | "srun" | "single"
+};
+RankEnv rank_env_from_environment();
+
+// The communicators one rank needs, built from the mesh; null where the group has one member.
+struct ProcessGroups {
+    MeshShape mesh;
+    MeshCoord coord;
+    int rank = 0;
+    std::unique_ptr<Communicator> world, dp, tp, pp, embedding;
+    // A second DP communicator for the gradient-bucket thread (collectives on one communicator
+    // are never issued from two threads).
+    std::unique_ptr<Communicator> dp_async;
+};
+
+struct CommOptions {
+    std::string backend = "gloo";  // gloo | nccl
+    std::chrono::milliseconds timeout{60000};
+};
+
+ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, const CommOptions& o);
+
+}  // namespace tessera
