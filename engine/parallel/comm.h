@@ -16,6 +16,14 @@ namespace tessera {
 
 enum class ReduceOp { sum, max };
 
+// A point-to-point operation in flight; wait() blocks until it completed (or throws the
+// watchdog's Error). The buffer must stay alive until then. Destroying an unwaited request waits.
+class CommRequest {
+public:
+    virtual ~CommRequest() = default;
+    virtual void wait() = 0;
+};
+
 class Communicator {
 public:
     virtual ~Communicator() = default;
@@ -33,6 +41,9 @@ public:
     // point to point with a group-rank peer; tags separate concurrent streams
     virtual void send(const float* data, int64_t n, int peer, int tag) = 0;
     virtual void recv(float* data, int64_t n, int peer, int tag) = 0;
+    // Non-blocking variants (pipeline schedules post sends and keep going).
+    virtual std::unique_ptr<CommRequest> isend(const float* data, int64_t n, int peer, int tag) = 0;
+    virtual std::unique_ptr<CommRequest> irecv(float* data, int64_t n, int peer, int tag) = 0;
     virtual void barrier() = 0;
     virtual int64_t sequence() const = 0;  // collectives issued so far
 };
