@@ -9,7 +9,9 @@
 
 namespace tessera {
 
-enum class MemCategory : int { params, grads, optimizer, activations, workspace, comm, count };
+// host: offloaded activations and optimizer states (pinned host memory on GPUs; on CPU ranks the
+// same bytes, accounted apart so the offload mechanics are visible).
+enum class MemCategory : int { params, grads, optimizer, activations, workspace, comm, host, count };
 inline constexpr int kMemCategoryCount = static_cast<int>(MemCategory::count);
 
 std::string_view mem_category_name(MemCategory c);  // "params", "grads", ...
