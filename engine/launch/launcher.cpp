@@ -397,31 +397,43 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
     result.run_id = store.run_begin(start);
     TcpStoreServer server("0.0.0.0", 0);
     g_stop_requests.store(0);
-    {
-        auto sink = store_sink(store, result.run_id);
-        AttemptResult ar;
-        for (int attempt = 1;; ++attempt) {
-            server.clear();  // a fresh rendezvous for every attempt
-            result.attempts = attempt;
-            sink->write(MetricRecord{result.last_step, -1, "launch/attempt", double(attempt),
-                                     telemetry_now()});
-            if (attempt > 1)
-                out << "[launcher] attempt " << attempt << " of " << spec.restarts + 1
-                    << ": relaunching every rank with resume arguments" << std::endl;
-            {
-                Attempt a(spec, *sink, out);
-                ar = a.run(attempt, server.port(), result.run_id, result.last_step);
+    try {
+        {
+            auto sink = store_sink(store, result.run_id);
+            AttemptResult ar;
+            for (int attempt = 1;; ++attempt) {
+                server.clear();  // a fresh rendezvous for every attempt
+                result.attempts = attempt;
+                sink->write(MetricRecord{result.last_step, -1, "launch/attempt", double(attempt),
+                                         telemetry_now()});
+                if (attempt > 1)
+                    out << "[launcher] attempt " << attempt << " of " << spec.restarts + 1
+                        << ": relaunching every rank with resume arguments" << std::endl;
+                {
+                    Attempt a(spec, *sink, out);
+                    ar = a.run(attempt, server.port(), result.run_id, result.last_step);
+                }
+                result.last_step = std::max(result.last_step, ar.last_step);
+                if (ar.status != "failed") break;
+                sink->write(ErrorRecord{ar.failed_rank, ar.last_step,
+                                        str_cat("attempt ", attempt, ": ", ar.message),
+                                        telemetry_now()});
+                if (attempt > spec.restarts || g_stop_requests.load() > 0) break;
             }
-            result.last_step = std::max(result.last_step, ar.last_step);
-            if (ar.status != "failed") break;
-            sink->write(ErrorRecord{ar.failed_rank, ar.last_step,
-                                    str_cat("attempt ", attempt, ": ", ar.message),
-                                    telemetry_now()});
-            if (attempt > spec.restarts || g_stop_requests.load() > 0) break;
+            sink->flush();
+            result.status = ar.status;
+            result.message = ar.message;
         }
-        sink->flush();
-        result.status = ar.status;
-        result.message = ar.message;
+    } catch (const std::exception& e) {
+        // The launcher itself failed (fork, pipes, the store): every rank is already gone
+        // (~Attempt); leave the run row finished, not "running" forever.
+        try {
+            store.run_finish(result.run_id, "failed", str_cat("launcher: ", e.what()),
+                             result.last_step);
+        } catch (const std::exception&) {
+            // the original error is the one to report
+        }
+        throw;
     }
     store.run_finish(result.run_id, result.status, result.message, result.last_step);
     out << "[launcher] run " << result.run_id << " " << result.status

@@ -158,6 +158,24 @@ TEST(Launcher, KilledRankTearsDownTheJob) {
     EXPECT_NE(errors[0].message.find("SIGKILL"), std::string::npos);
 }
 
+TEST(Launcher, RanksIgnoringSigtermAreKilledAfterGrace) {
+    TempDir t;
+    std::ostringstream out;
+    auto t0 = std::chrono::steady_clock::now();
+    LaunchSpec s = spec_for({3, 1, 1},
+                            "if [ $TESSERA_RANK = 0 ]; then sleep 0.2; exit 1; fi; "
+                            "trap '' TERM; sleep 30",
+                            t.path + "/runs.db");
+    s.kill_grace = std::chrono::milliseconds(700);
+    LaunchResult r = launch_job(s, out);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 0");
+    EXPECT_GE(ms, 700 + 200);  // waited out the grace period
+    EXPECT_LT(ms, 5000);
+}
+
 TEST(Launcher, ExitCodeIsNamed) {
     TempDir t;
     std::ostringstream out;
