@@ -19,7 +19,7 @@ const char* kUsage =
     "  train CONFIG [--steps N] [--db FILE] [--set key.path=value]...   train a model\n"
     "  check CONFIG [--set key.path=value]...                           validate a config\n"
     "  runs list|show|export --db FILE [--run ID] [--csv]               inspect stored runs\n"
-    "  data prepare brown|fashion-mnist [--out DIR] | data where        prepare data sets\n"
+    "  data prepare brown [--vocab bytes|gpt2] [--force] | data prepare fashion-mnist | data where\n"
     "  sample --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
     "  --version, --help\n"
     "\n"
@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
         if (cmd == "runs") return tessera::cli_runs(args);
         if (cmd == "data") return tessera::cli_data(args);
         if (cmd == "sample") return tessera::cli_sample(args);
+        if (cmd == "_rank") return tessera::cli_rank(args);
         std::fprintf(stderr, "tessera: unknown command '%s' (try `tessera --help`)\n", cmd.c_str());
         return 2;
     } catch (const tessera::Error& e) {

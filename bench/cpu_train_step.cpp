@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/model/gpt.h"
-#include "engine/train/optimizer.h"
+#include "engine/optim/optimizer.h"
 
 using namespace tessera;
 using Clock = std::chrono::steady_clock;

@@ -1,10 +1,22 @@
 // `tessera train CONFIG [--steps N] [--db FILE] [--set k=v]... [--resume | --resume-from DIR]`
+//
+// One rank (dp = tp = pp = 1): trains in this process. Several: this process becomes the job's
+// launcher (engine/launch) and starts one `tessera _rank` process per rank. Started by torchrun,
+// mpirun or srun (RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_* set), it runs as one rank itself;
+// rank 0 then writes the run store.
+#include <unistd.h>
+
 #include <csignal>
 #include <iostream>
 
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/kernels/cpu/threads.h"
+#include "engine/launch/launcher.h"
+#include "engine/parallel/comm.h"
+#include "engine/store/run_store.h"
+#include "engine/train/parallel_trainer.h"
 #include "engine/train/trainer.h"
 
 namespace tessera {
@@ -17,49 +29,156 @@ static const char* kTrainUsage =
     "  --resume           continue from the newest checkpoint in checkpoint.dir\n"
     "  --resume-from DIR  continue from this checkpoint\n";
 
-int cli_train(const CliArgs& args) {
+namespace {
+
+struct TrainArgs {
     std::string config_path;
     std::vector<std::string> sets;
     TrainOptions opts;
+    bool help = false;
+};
+
+TrainArgs parse_train_args(const CliArgs& args, const char* cmd) {
+    TrainArgs t;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw InputError(str_cat("train: ", a, " needs a value"));
+            if (i + 1 >= args.size()) throw InputError(str_cat(cmd, ": ", a, " needs a value"));
             return args[++i];
         };
-        if (a == "--help" || a == "-h") {
-            std::cout << kTrainUsage;
-            return 0;
-        } else if (a == "--steps") {
-            sets.push_back("train.steps=" + value());
-        } else if (a == "--db") {
-            opts.db_path = value();
-        } else if (a == "--set") {
-            sets.push_back(value());
-        } else if (a == "--resume") {
-            opts.resume = true;
-        } else if (a == "--resume-from") {
-            opts.resume_from = value();
-        } else if (!a.empty() && a[0] == '-') {
-            throw InputError(str_cat("train: unknown option '", a, "'\n", kTrainUsage));
-        } else if (config_path.empty()) {
-            config_path = a;
-        } else {
-            throw InputError(str_cat("train: unexpected argument '", a, "'"));
-        }
+        if (a == "--help" || a == "-h") t.help = true;
+        else if (a == "--steps") t.sets.push_back("train.steps=" + value());
+        else if (a == "--db") t.opts.db_path = value();
+        else if (a == "--set") t.sets.push_back(value());
+        else if (a == "--resume") t.opts.resume = true;
+        else if (a == "--resume-from") t.opts.resume_from = value();
+        else if (!a.empty() && a[0] == '-')
+            throw InputError(str_cat(cmd, ": unknown option '", a, "'\n", kTrainUsage));
+        else if (t.config_path.empty()) t.config_path = a;
+        else throw InputError(str_cat(cmd, ": unexpected argument '", a, "'"));
     }
-    if (config_path.empty()) throw InputError(str_cat("train: missing CONFIG\n", kTrainUsage));
-    RunConfig cfg = config_load(config_path, sets);
-    std::signal(SIGINT, [](int) { train_request_stop(); });
-    std::signal(SIGTERM, [](int) { train_request_stop(); });
-    TrainResult r = train_run(cfg, opts);
-    std::cout << "tessera: run " << r.run_id << " " << r.status << " after " << r.steps_done
-              << " steps; train loss " << r.last_train_loss;
-    if (r.last_val_loss >= 0) std::cout << ", val loss " << r.last_val_loss;
-    if (cfg.model.preset == "mlp" && r.last_val_accuracy >= 0)
-        std::cout << ", test accuracy " << r.last_val_accuracy;
+    if (!t.help && t.config_path.empty())
+        throw InputError(str_cat(cmd, ": missing CONFIG\n", kTrainUsage));
+    return t;
+}
+
+std::string self_exe() {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) throw Error("cannot find the tessera executable (/proc/self/exe)");
+    buf[n] = 0;
+    return buf;
+}
+
+std::string host_name() {
+    char buf[256] = {0};
+    gethostname(buf, sizeof buf - 1);
+    return buf;
+}
+
+class NullSink final : public TelemetrySink {
+public:
+    void write(const Record&) override {}
+};
+
+// Runs this process as one rank of a parallel job.
+int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts) {
+    MeshShape mesh{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};
+    if (env.world_size != mesh.world())
+        throw InputError(str_cat(cfg.source_path, ": parallel: dp x tp x pp = ", mesh.world(),
+                                 " but the launcher (", env.source, ") started ", env.world_size,
+                                 " ranks"));
+    // ranks on this host share its cores (the launcher's ranks all run here)
+    int local_ranks = env.source == "tessera" ? mesh.world() : 1;
+    if (const char* n = std::getenv("LOCAL_WORLD_SIZE")) local_ranks = std::max(1, std::atoi(n));
+    threads_configure(cfg.train.threads, local_ranks);
+    CommOptions co;
+    ProcessGroups groups = comm_create_groups(env, mesh, co);
+    std::unique_ptr<TelemetrySink> sink;
+    std::unique_ptr<RunStore> store;
+    int64_t run_id = 0;
+    if (const char* fd = std::getenv("TESSERA_TELEMETRY_FD")) {
+        sink = telemetry_stream_sink(std::atoi(fd));
+    } else if (env.rank == 0) {  // torchrun / mpirun / srun: rank 0 writes the store itself
+        std::string db = opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : opts.db_path;
+        store = std::make_unique<RunStore>(RunStore::open(db));
+        RunStartRecord start{cfg.name, cfg.source_text, host_name(), mesh.world(), "", telemetry_now()};
+        run_id = store->run_begin(start);
+        sink = store_sink(*store, run_id);
+    } else {
+        sink = std::make_unique<NullSink>();
+    }
+    try {
+        TrainResult r = parallel_train_rank(cfg, groups, *sink, opts, std::cout);
+        if (env.rank == 0) sink->write(RunEndRecord{r.status, "", r.steps_done, telemetry_now()});
+        sink->flush();
+        return r.status == "completed" ? 0 : 1;
+    } catch (const std::exception& e) {
+        sink->write(ErrorRecord{env.rank, 0, e.what(), telemetry_now()});
+        if (store) sink->write(RunEndRecord{"failed", e.what(), 0, telemetry_now()});
+        sink->flush();
+        throw;
+    }
+}
+
+}  // namespace
+
+int cli_train(const CliArgs& args) {
+    TrainArgs t = parse_train_args(args, "train");
+    if (t.help) {
+        std::cout << kTrainUsage;
+        return 0;
+    }
+    RunConfig cfg = config_load(t.config_path, t.sets);
+    const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
+    RankEnv env = rank_env_from_environment();
+    if (env.source != "single" && env.source != "tessera") return run_rank(cfg, env, t.opts);
+    if (world == 1) {
+        std::signal(SIGINT, [](int) { train_request_stop(); });
+        std::signal(SIGTERM, [](int) { train_request_stop(); });
+        TrainResult r = train_run(cfg, t.opts);
+        std::cout << "tessera: run " << r.run_id << " " << r.status << " after " << r.steps_done
+                  << " steps; train loss " << r.last_train_loss;
+        if (r.last_val_loss >= 0) std::cout << ", val loss " << r.last_val_loss;
+        if (cfg.model.preset == "mlp" && r.last_val_accuracy >= 0)
+            std::cout << ", test accuracy " << r.last_val_accuracy;
+        std::cout << "\n";
+        return r.status == "completed" ? 0 : 1;
+    }
+    // the launcher: one `tessera _rank` process per rank, this process writes the store
+    LaunchSpec spec;
+    spec.mesh = MeshShape{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};
+    spec.argv = {self_exe(), "_rank", t.config_path};
+    for (const auto& s : t.sets) {
+        spec.argv.push_back("--set");
+        spec.argv.push_back(s);
+    }
+    if (t.opts.resume) spec.argv.push_back("--resume");
+    if (!t.opts.resume_from.empty()) {
+        spec.argv.push_back("--resume-from");
+        spec.argv.push_back(t.opts.resume_from);
+    }
+    spec.resume_argv = {"--resume"};
+    spec.restarts = cfg.train.restarts;
+    spec.run = RunStartRecord{cfg.name, cfg.source_text, host_name(), world, "", telemetry_now()};
+    spec.db_path = t.opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : t.opts.db_path;
+    std::signal(SIGINT, [](int) { launch_request_stop(); });
+    std::signal(SIGTERM, [](int) { launch_request_stop(); });
+    LaunchResult r = launch_job(spec, std::cout);
+    std::cout << "tessera: run " << r.run_id << " " << r.status << " after " << r.last_step
+              << " steps (" << world << " ranks, " << r.attempts << " attempt"
+              << (r.attempts == 1 ? "" : "s") << ")";
+    if (!r.message.empty()) std::cout << ": " << r.message;
     std::cout << "\n";
     return r.status == "completed" ? 0 : 1;
+}
+
+// `tessera _rank CONFIG ...`: one rank, started by the launcher (not for users).
+int cli_rank(const CliArgs& args) {
+    TrainArgs t = parse_train_args(args, "_rank");
+    RunConfig cfg = config_load(t.config_path, t.sets);
+    std::signal(SIGINT, [](int) { train_request_stop(); });
+    return run_rank(cfg, rank_env_from_environment(), t.opts);
 }
 
 }  // namespace tessera

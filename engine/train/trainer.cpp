@@ -1,7 +1,5 @@
 #include "engine/train/trainer.h"
 
-#include <cblas.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,12 +12,13 @@
 #include "engine/core/error.h"
 #include "engine/core/memory.h"
 #include "engine/io/checkpoint.h"
+#include "engine/kernels/cpu/threads.h"
 #include "engine/model/gpt_import.h"
 #include "engine/model/model.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/telemetry.h"
 #include "engine/train/data_source.h"
-#include "engine/train/optimizer.h"
+#include "engine/optim/optimizer.h"
 
 namespace tessera {
 
@@ -30,12 +29,6 @@ std::atomic<bool> g_stop{false};
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-void set_threads(int threads) {
-    int n = threads > 0 ? threads : (int)std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-    omp_set_num_threads(n);
-    openblas_set_num_threads(1);  // kernels split GEMMs over OpenMP threads themselves
 }
 
 std::string host_name() {
@@ -106,10 +99,9 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
         throw InputError(str_cat(cfg.source_path, ": runtime.device: this build trains on 'cpu' "
                                                   "only, found '", cfg.runtime.device, "'"));
     const auto& par = cfg.parallel;
-    if (par.dp * par.tp * par.pp != 1)
-        throw InputError(str_cat(cfg.source_path, ": parallel: world size ", par.dp * par.tp * par.pp,
-                                 " needs the parallel runtime (not in this build); use dp=tp=pp=1"));
-    set_threads(cfg.train.threads);
+    TS_CHECK(par.dp * par.tp * par.pp == 1, "train_run is the single-rank loop; the launcher runs "
+                                            "parallel plans");
+    threads_configure(cfg.train.threads);
 
     auto data = data_source_open(cfg);
     auto model = model_create(cfg.model, data->vocab_size());
@@ -180,13 +172,18 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
         StepResult tot;
         int64_t n_batches = cfg.train.eval_steps;
         if (data->eval_set_size() > 0) n_batches = (data->eval_set_size() + mb - 1) / mb;
+        // GPT: evaluation batch i is a global batch (micro_batch x grad_accum samples), the same
+        // samples whatever the plan; a finite test set is read in plain micro-batches.
+        const int parts = data->eval_set_size() > 0 ? 1 : accum;
         for (int64_t i = 0; i < n_batches; ++i) {
-            Batch b = data->eval_batch(i, 0, mb);
-            if (b.batch_size == 0) break;
-            StepResult r = model->evaluate(b);
-            tot.loss_sum += r.loss_sum;
-            tot.count += r.count;
-            tot.correct += r.correct;
+            for (int part = 0; part < parts; ++part) {
+                Batch b = data->eval_batch(i, (int64_t)part * mb, mb);
+                if (b.batch_size == 0) break;
+                StepResult r = model->evaluate(b);
+                tot.loss_sum += r.loss_sum;
+                tot.count += r.count;
+                tot.correct += r.correct;
+            }
         }
         res.last_val_loss = tot.loss_sum / std::max<int64_t>(1, tot.count);
         res.last_val_accuracy = (double)tot.correct / std::max<int64_t>(1, tot.count);

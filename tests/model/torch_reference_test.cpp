@@ -15,7 +15,7 @@
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_import.h"
 #include "engine/model/mlp.h"
-#include "engine/train/optimizer.h"
+#include "engine/optim/optimizer.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;

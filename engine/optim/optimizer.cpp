@@ -1,4 +1,4 @@
-#include "engine/train/optimizer.h"
+#include "engine/optim/optimizer.h"
 
 #include <cmath>
 

@@ -1,0 +1,64 @@
+#include "engine/parallel/comm_worker.h"
+
+namespace tessera {
+
+CommWorker::CommWorker() : thread_([this] { run(); }) {}
+
+CommWorker::~CommWorker() {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+}
+
+std::shared_future<void> CommWorker::post(std::function<void()> task) {
+    std::promise<void> p;
+    std::shared_future<void> f = p.get_future().share();
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        queue_.emplace_back(std::move(task), std::move(p));
+        pending_.push_back(f);
+    }
+    cv_.notify_one();
+    return f;
+}
+
+void CommWorker::drain() {
+    std::vector<std::shared_future<void>> pending;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        pending.swap(pending_);
+    }
+    std::exception_ptr first;
+    for (auto& f : pending) {
+        try {
+            f.get();
+        } catch (...) {
+            if (!first) first = std::current_exception();
+        }
+    }
+    if (first) std::rethrow_exception(first);
+}
+
+void CommWorker::run() {
+    for (;;) {
+        std::pair<std::function<void()>, std::promise<void>> item;
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+            if (queue_.empty()) return;
+            item = std::move(queue_.front());
+            queue_.pop_front();
+        }
+        try {
+            item.first();
+            item.second.set_value();
+        } catch (...) {
+            item.second.set_exception(std::current_exception());
+        }
+    }
+}
+
+}  // namespace tessera

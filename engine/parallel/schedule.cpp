@@ -1,0 +1,148 @@
+#include "engine/parallel/schedule.h"
+
+#include <algorithm>
+#include <map>
+
+#include "engine/core/error.h"
+
+namespace tessera {
+
+ScheduleKind schedule_kind_parse(const std::string& s) {
+    if (s == "gpipe") return ScheduleKind::gpipe;
+    if (s == "1f1b") return ScheduleKind::one_f_one_b;
+    if (s == "interleaved") return ScheduleKind::interleaved;
+    throw InputError(str_cat("schedule: expected gpipe, 1f1b or interleaved, found '", s, "'"));
+}
+
+const char* schedule_kind_name(ScheduleKind k) {
+    switch (k) {
+        case ScheduleKind::gpipe: return "gpipe";
+        case ScheduleKind::one_f_one_b: return "1f1b";
+        case ScheduleKind::interleaved: return "interleaved";
+    }
+    return "?";
+}
+
+namespace {
+
+StageSchedule gpipe_stage(int m) {
+    StageSchedule s;
+    for (int i = 0; i < m; ++i) s.push_back({PipeAction::forward, i, 0});
+    for (int i = 0; i < m; ++i) s.push_back({PipeAction::backward, i, 0});
+    return s;
+}
+
+StageSchedule one_f_one_b_stage(int pp, int stage, int m) {
+    StageSchedule s;
+    int warmup = std::min(pp - stage - 1, m);
+    int f = 0, b = 0;
+    for (; f < warmup; ++f) s.push_back({PipeAction::forward, f, 0});
+    while (f < m) {  // steady state: one forward, one backward
+        s.push_back({PipeAction::forward, f++, 0});
+        s.push_back({PipeAction::backward, b++, 0});
+    }
+    while (b < m) s.push_back({PipeAction::backward, b++, 0});
+    return s;
+}
+
+// Megatron-LM's interleaved 1F1B: virtual step k maps to (micro-batch, chunk); forwards walk the
+// chunks upwards in groups of pp micro-batches, backwards walk them downwards.
+StageSchedule interleaved_stage(int pp, int stage, int m, int v) {
+    const int total = m * v;
+    auto micro_of = [&](int k) { return (k / (pp * v)) * pp + k % pp; };
+    auto fchunk = [&](int k) { return (k / pp) % v; };
+    auto bchunk = [&](int k) { return v - 1 - (k / pp) % v; };
+    int warmup = std::min(total, (pp - stage - 1) * 2 + (v - 1) * pp);
+    StageSchedule s;
+    int f = 0, b = 0;
+    for (; f < warmup; ++f) s.push_back({PipeAction::forward, micro_of(f), fchunk(f)});
+    while (f < total) {
+        s.push_back({PipeAction::forward, micro_of(f), fchunk(f)});
+        ++f;
+        s.push_back({PipeAction::backward, micro_of(b), bchunk(b)});
+        ++b;
+    }
+    for (; b < total; ++b) s.push_back({PipeAction::backward, micro_of(b), bchunk(b)});
+    return s;
+}
+
+}  // namespace
+
+std::vector<StageSchedule> schedule_build(ScheduleKind kind, int pp, int m, int v) {
+    TS_CHECK(pp >= 1 && m >= 1 && v >= 1, "schedule needs pp, micro-batches and virtual stages >= 1");
+    if (kind == ScheduleKind::interleaved) {
+        if (v < 2)
+            throw InputError("the interleaved schedule needs virtual_stages >= 2");
+        if (m % pp != 0)
+            throw InputError(str_cat("the interleaved schedule needs micro-batches (", m,
+                                     ") divisible by pp (", pp, ")"));
+    } else if (v != 1) {
+        throw InputError(str_cat(schedule_kind_name(kind), " runs one model chunk per stage "
+                                                           "(virtual_stages 1), found ", v));
+    }
+    std::vector<StageSchedule> out;
+    for (int s = 0; s < pp; ++s) {
+        switch (kind) {
+            case ScheduleKind::gpipe: out.push_back(gpipe_stage(m)); break;
+            case ScheduleKind::one_f_one_b: out.push_back(one_f_one_b_stage(pp, s, m)); break;
+            case ScheduleKind::interleaved: out.push_back(interleaved_stage(pp, s, m, v)); break;
+        }
+    }
+    return out;
+}
+
+double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp, double f,
+                                double b) {
+    // Event simulation: an action starts when its stage is free and its input has arrived.
+    // Global chunk g = chunk * pp + stage; forward of g needs forward of g-1 (same micro);
+    // backward of g needs backward of g+1 (or its own forward, for the last chunk).
+    const int v = [&] {
+        int mx = 0;
+        for (const auto& s : sched)
+            for (const auto& a : s) mx = std::max(mx, a.chunk);
+        return mx + 1;
+    }();
+    const int G = v * pp;
+    std::map<std::tuple<int, int, int>, double> done;  // (kind, g, micro) -> finish time
+    std::vector<size_t> pos(pp, 0);
+    std::vector<double> free_at(pp, 0.0);
+    double busy = 0;
+    size_t remaining = 0;
+    for (const auto& s : sched) remaining += s.size();
+    while (remaining > 0) {
+        bool progressed = false;
+        for (int st = 0; st < pp; ++st) {
+            while (pos[st] < sched[st].size()) {
+                const PipeAction& a = sched[st][pos[st]];
+                int g = a.chunk * pp + st;
+                double ready = 0;
+                bool ok = true;
+                auto dep = [&](int kind, int gg) {
+                    auto it = done.find({kind, gg, a.micro});
+                    if (it == done.end()) ok = false;
+                    else ready = std::max(ready, it->second);
+                };
+                if (a.kind == PipeAction::forward) {
+                    if (g > 0) dep(0, g - 1);
+                } else {
+                    if (g < G - 1) dep(1, g + 1);
+                    else dep(0, g);
+                }
+                if (!ok) break;
+                double cost = a.kind == PipeAction::forward ? f : b;
+                double start = std::max(ready, free_at[st]);
+                free_at[st] = start + cost;
+                busy += cost;
+                done[{a.kind == PipeAction::forward ? 0 : 1, g, a.micro}] = free_at[st];
+                ++pos[st];
+                --remaining;
+                progressed = true;
+            }
+        }
+        TS_CHECK(progressed, "pipeline schedule deadlocks");
+    }
+    double makespan = *std::max_element(free_at.begin(), free_at.end());
+    return 1.0 - busy / (pp * makespan);
+}
+
+}  // namespace tessera

@@ -1,0 +1,100 @@
+// GPT-2 layers for the parallel runtime, Megatron style. Each layer holds its tensor-parallel
+// shard of the parameters (attention QKV and MLP fc column-parallel, attention and MLP output
+// projections row-parallel, vocab-parallel embedding and cross-entropy) and keeps the saved
+// activations of every micro-batch in flight, with per-layer recompute (none / selective / full)
+// and optional activation offload to a host pool. With tp = 1 the math is GptModel's.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/model/gpt.h"
+#include "engine/model/model.h"
+#include "engine/parallel/comm.h"
+
+namespace tessera {
+
+enum class Recompute { none, selective, full };
+Recompute recompute_parse(const std::string& s);
+
+// This rank's place in its tensor-parallel group (comm null when tp = 1).
+struct TpGroup {
+    Communicator* comm = nullptr;
+    int rank = 0, size = 1;
+    void all_reduce(float* x, int64_t n, ReduceOp op = ReduceOp::sum) const {
+        if (comm) comm->all_reduce(x, n, op);
+    }
+};
+
+// Where a local parameter's elements sit in the full (single-rank) tensor: the local tensor is
+// the rows of `row_blocks` (first global row, count), restricted to columns [col0, col1).
+// 1-D tensors are viewed as (n, 1).
+struct ParamShard {
+    int global_index = 0;  // position in gpt_param_table(dims): the init stream
+    Shape global_shape;
+    std::vector<std::pair<int64_t, int64_t>> row_blocks;
+    int64_t col0 = 0, col1 = 1;
+    // global flat index of local element i
+    int64_t global_offset(int64_t i) const;
+};
+
+class GptLayer {
+public:
+    virtual ~GptLayer() = default;
+    const std::string& name() const { return name_; }
+    const ParamTable& table() const { return table_; }
+    const std::vector<ParamShard>& shards() const { return shards_; }
+    // Where each parameter and its gradient live (one pointer per table entry), bound by the
+    // owner before every forward/backward (ZeRO-3 gathers parameters just in time).
+    std::vector<float*> param_ptr, grad_ptr;
+    int param_index(const std::string& n) const;
+
+    // x: the input hidden state (B, T, C) — ownership moves into the layer (saved for backward);
+    // null for the embedding. Returns the output (B, T, C); the head returns its per-token losses (N).
+    virtual Tensor forward(int micro, Tensor x, const Batch& batch) = 0;
+    // dout: gradient of the output (B, T, C) (empty for the head, which starts from the loss).
+    // Returns the gradient of the input (empty for the embedding). grads += this micro-batch's.
+    virtual Tensor backward(int micro, Tensor dout, const Batch& batch, float loss_scale) = 0;
+    // Activation offload: move micro's saved tensors to the host pool / back.
+    void offload(int micro);
+    void drop(int micro) {  // forget a forward-only micro-batch (evaluation)
+        saved_.erase(micro);
+        offloaded_.erase(micro);
+    }
+    void fetch(int micro);
+    int64_t saved_bytes(int micro) const;
+    // The head on a pp = 1 rank shares the embedding's wte: that embedding layer, else null.
+    virtual GptLayer* tied_embedding() const { return nullptr; }
+
+protected:
+    float* p(const std::string& n) { return param_ptr[param_index(n)]; }
+    float* g(const std::string& n) { return grad_ptr[param_index(n)]; }
+    // Registers a parameter: local shape and shard description.
+    void add_param(const ParamTable& global, const std::string& gname, Shape local,
+                   std::vector<std::pair<int64_t, int64_t>> row_blocks, int64_t col0,
+                   int64_t col1);
+    std::string name_;
+    ParamTable table_;
+    std::vector<ParamShard> shards_;
+    std::map<int, std::vector<Tensor>> saved_;  // micro -> saved tensors (layer-specific order)
+    std::map<int, bool> offloaded_;
+};
+
+struct GptShardSpec {
+    GptDims dims;
+    TpGroup tp;
+    Recompute recompute = Recompute::none;
+};
+
+// Layer index in the global layer list: 0 = embedding, 1..L = blocks, L+1 = head.
+// `tied_embedding`: the embedding layer on this rank whose wte the head shares (pp = 1), or null
+// (the head then holds its own copy of its wte shard, kept equal through the embedding group).
+std::unique_ptr<GptLayer> gpt_layer_create(const GptShardSpec& spec, int index,
+                                           GptLayer* tied_embedding);
+
+// The vocabulary rows [first, last) tensor-parallel rank r of t holds (uneven splits allowed).
+std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t);
+
+}  // namespace tessera

@@ -1,0 +1,354 @@
+#include "engine/parallel/zero.h"
+
+#include <cstring>
+
+#include "engine/core/error.h"
+#include "engine/kernels/cpu/adamw.h"
+#include "engine/kernels/cpu/elementwise.h"
+#include "engine/model/params.h"
+
+namespace tessera {
+
+struct ParamStore::Unit {
+    GptLayer* layer = nullptr;
+    std::vector<int> params;        // indices in layer->table()
+    std::vector<int64_t> offset;    // element offset of each param within the unit
+    int64_t len = 0, S = 0, pad = 0;
+    int64_t shard_begin = 0, shard_end = 0;  // this DP rank's slice [begin, end) within len
+    bool is_wte = false, tied_copy = false;
+    Tensor full, shard, grad_full, grad_shard, m, v;
+    std::shared_future<void> gathering;
+    bool gather_posted = false;
+};
+
+namespace {
+
+bool replicated(const ParamShard& s) {
+    int64_t rows = 0;
+    for (auto& b : s.row_blocks) rows += b.second;
+    int64_t grows = s.global_shape.empty() ? 1 : s.global_shape[0];
+    int64_t gcols = s.global_shape.size() == 2 ? s.global_shape[1] : 1;
+    return rows == grows && s.col0 == 0 && s.col1 == gcols;
+}
+
+float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t i) {
+    switch (p.init) {
+        case InitKind::zeros: return 0.0f;
+        case InitKind::ones: return 1.0f;
+        case InitKind::normal:
+            return p.init_std * counter_normal(seed, (uint64_t)s.global_index, (uint64_t)s.global_offset(i));
+    }
+    return 0.0f;
+}
+
+}  // namespace
+
+ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
+                       Communicator* dp_async, int tp_rank, bool last_stage_copy)
+    : layers_(std::move(layers)), o_(o), dp_(dp_async), tp_rank_(tp_rank),
+      last_stage_copy_(last_stage_copy) {
+    if (dp_) {
+        dp_rank_ = dp_->rank();
+        dp_size_ = dp_->size();
+    }
+    worker_ = std::make_unique<CommWorker>();
+    const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
+    for (GptLayer* l : layers_) {
+        const auto& es = l->table().entries();
+        std::vector<int> rest, wte;
+        for (int i = 0; i < (int)es.size(); ++i) (es[i].name == "wte.weight" ? wte : rest).push_back(i);
+        for (auto* group : {&wte, &rest}) {
+            if (group->empty()) continue;
+            auto u = std::make_unique<Unit>();
+            u->layer = l;
+            u->params = *group;
+            for (int i : *group) {
+                u->offset.push_back(u->len);
+                u->len += es[i].numel;
+            }
+            u->is_wte = group == &wte;
+            u->tied_copy = u->is_wte && last_stage_copy_ && l->name() == "head";
+            u->S = (u->len + dp_size_ - 1) / dp_size_;
+            u->pad = u->S * dp_size_;
+            u->shard_begin = std::min(u->len, dp_rank_ * u->S);
+            u->shard_end = std::min(u->len, u->shard_begin + u->S);
+            int64_t opt_n = o_.stage >= 1 ? u->S : u->len;
+            u->m = Tensor::zeros({opt_n}, opt_cat);
+            u->v = Tensor::zeros({opt_n}, opt_cat);
+            if (o_.stage >= 3) {
+                u->shard = Tensor::zeros({u->S}, MemCategory::params);
+            } else {
+                u->full = Tensor::zeros({u->pad}, MemCategory::params);
+            }
+            if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads);
+            else u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads);
+            // initialise what this rank stores, straight from the counter-based init
+            const auto& shards = l->shards();
+            for (size_t k = 0; k < u->params.size(); ++k) {
+                int pi = u->params[k];
+                const ParamInfo& info = es[pi];
+                int64_t lo = 0, hi = info.numel, base = u->offset[k];
+                float* dst = nullptr;
+                if (o_.stage >= 3) {
+                    lo = std::max<int64_t>(0, u->shard_begin - base);
+                    hi = std::min<int64_t>(info.numel, u->shard_end - base);
+                    dst = u->shard.f32() + (base - u->shard_begin);
+                } else {
+                    dst = u->full.f32() + base;
+                }
+                for (int64_t i = lo; i < hi; ++i) dst[i] = init_value(info, shards[pi], o_.seed, i);
+            }
+            units_.push_back(std::move(u));
+        }
+    }
+    for (GptLayer* l : layers_) {
+        l->param_ptr.assign(l->table().entries().size(), nullptr);
+        l->grad_ptr.assign(l->table().entries().size(), nullptr);
+        if (o_.stage < 3) bind(l);
+    }
+}
+
+ParamStore::~ParamStore() {
+    try {
+        worker_->drain();
+    } catch (...) {
+    }
+}
+
+ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
+    for (auto& u : units_)
+        if (u->layer == l)
+            for (int p : u->params)
+                if (p == param) return u.get();
+    return nullptr;
+}
+
+void ParamStore::bind(GptLayer* layer) {
+    for (auto& u : units_) {
+        if (u->layer != layer) continue;
+        for (size_t k = 0; k < u->params.size(); ++k) {
+            layer->param_ptr[u->params[k]] = u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
+            layer->grad_ptr[u->params[k]] =
+                u->grad_full.defined() ? u->grad_full.f32() + u->offset[k] : nullptr;
+        }
+    }
+}
+
+// ZeRO-3: all-gathers a unit's parameters into a fresh full buffer on the worker thread.
+void ParamStore::gather(Unit& u) {
+    if (u.gather_posted || u.full.defined()) return;
+    Tensor full = Tensor::empty({u.pad}, MemCategory::params);
+    float* out = full.f32();
+    const float* in = u.shard.f32();
+    Communicator* dp = dp_;
+    int64_t S = u.S;
+    u.full = std::move(full);
+    u.gathering = worker_->post([dp, in, out, S] {
+        if (dp) dp->all_gather(in, out, S);
+        else std::memcpy(out, in, sizeof(float) * S);
+    });
+    u.gather_posted = true;
+}
+
+void ParamStore::before_forward(GptLayer* layer, GptLayer* next) {
+    if (o_.stage >= 3) {
+        std::vector<GptLayer*> need{layer};
+        if (layer->tied_embedding()) need.push_back(layer->tied_embedding());
+        for (GptLayer* l : need)
+            for (auto& u : units_)
+                if (u->layer == l) gather(*u);
+        if (next)
+            for (auto& u : units_)
+                if (u->layer == next) gather(*u);
+        for (GptLayer* l : need)
+            for (auto& u : units_)
+                if (u->layer == l && u->gather_posted) {
+                    u->gathering.get();
+                    u->gather_posted = false;
+                }
+        for (GptLayer* l : need) bind(l);
+    }
+}
+
+void ParamStore::after_forward(GptLayer* layer) {
+    if (o_.stage < 3) return;
+    std::vector<GptLayer*> done{layer};
+    if (layer->tied_embedding()) done.push_back(layer->tied_embedding());
+    for (GptLayer* l : done)
+        for (auto& u : units_)
+            if (u->layer == l && !u->gather_posted) u->full = Tensor();
+}
+
+void ParamStore::before_backward(GptLayer* layer, GptLayer* next) {
+    before_forward(layer, next);
+    if (o_.stage >= 2) {
+        std::vector<GptLayer*> need{layer};
+        if (layer->tied_embedding()) need.push_back(layer->tied_embedding());
+        for (GptLayer* l : need)
+            for (auto& u : units_)
+                if (u->layer == l && !u->grad_full.defined())
+                    u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads);
+    }
+    bind(layer);
+    if (layer->tied_embedding()) bind(layer->tied_embedding());
+}
+
+void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
+    for (auto& up : units_) {
+        Unit& u = *up;
+        if (u.layer != layer) continue;
+        if (o_.stage < 2) {
+            if (last_micro && dp_) {
+                float* g = u.grad_full.f32();
+                int64_t n = u.len;
+                Communicator* dp = dp_;
+                worker_->post([dp, g, n] { dp->all_reduce(g, n); });
+            }
+        } else {
+            // reduce-scatter this micro-batch's gradient into the slice, then drop the buffer
+            auto full = std::make_shared<Tensor>(std::move(u.grad_full));
+            float* acc = u.grad_shard.f32();
+            int64_t S = u.S;
+            Communicator* dp = dp_;
+            worker_->post([dp, full, acc, S] {
+                Tensor part = Tensor::empty({S}, MemCategory::comm);
+                if (dp) dp->reduce_scatter(full->f32(), part.f32(), S);
+                else std::memcpy(part.f32(), full->f32(), sizeof(float) * S);
+                accumulate(acc, part.f32(), S);
+            });
+        }
+    }
+    after_forward(layer);  // ZeRO-3: release the gathered parameters
+}
+
+void ParamStore::zero_grads() {
+    worker_->drain();
+    for (auto& u : units_) {
+        if (u->grad_full.defined()) u->grad_full.zero();
+        if (u->grad_shard.defined()) u->grad_shard.zero();
+    }
+}
+
+double ParamStore::finish_gradients(Communicator* embedding) {
+    worker_->drain();
+    for (auto& u : units_) {
+        if (!u->is_wte || !embedding) continue;
+        if (o_.stage < 2) embedding->all_reduce(u->grad_full.f32(), u->len);
+        else embedding->all_reduce(u->grad_shard.f32(), u->S);
+    }
+    double sq = 0;
+    for (auto& up : units_) {
+        Unit& u = *up;
+        if (u.tied_copy) continue;
+        const auto& es = u.layer->table().entries();
+        for (size_t k = 0; k < u.params.size(); ++k) {
+            if (tp_rank_ != 0 && replicated(u.layer->shards()[u.params[k]])) continue;
+            int64_t lo = std::max(u.offset[k], u.shard_begin);
+            int64_t hi = std::min(u.offset[k] + es[u.params[k]].numel, u.shard_end);
+            if (lo >= hi) continue;
+            const float* g = o_.stage < 2 ? u.grad_full.f32() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
+            sq += sum_squares(g, hi - lo);
+        }
+    }
+    return sq;
+}
+
+void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double grad_norm) {
+    double lr = lr_at_step(oc, step);
+    float scale = 1.0f;
+    if (oc.grad_clip > 0.0) {
+        double coef = oc.grad_clip / (grad_norm + 1e-6);
+        if (coef < 1.0) scale = static_cast<float>(coef);
+    }
+    ++t_;
+    for (auto& up : units_) {
+        Unit& u = *up;
+        const auto& es = u.layer->table().entries();
+        // the range this rank updates: everything (zero 0) or its slice
+        int64_t r0 = o_.stage >= 1 ? u.shard_begin : 0, r1 = o_.stage >= 1 ? u.shard_end : u.len;
+        for (size_t k = 0; k < u.params.size(); ++k) {
+            const ParamInfo& info = es[u.params[k]];
+            int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + info.numel, r1);
+            if (lo >= hi) continue;
+            float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
+            const float* g = o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin)
+                                           : u.grad_full.f32() + lo;
+            int64_t mo = o_.stage >= 1 ? lo - u.shard_begin : lo;
+            AdamWHyper h{static_cast<float>(lr), static_cast<float>(oc.beta1),
+                         static_cast<float>(oc.beta2), static_cast<float>(oc.eps),
+                         info.decay ? static_cast<float>(oc.weight_decay) : 0.0f, t_};
+            adamw_update(p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo, h, scale);
+        }
+        if ((o_.stage == 1 || o_.stage == 2) && dp_) {
+            // every DP rank updated its slice: all-gather the full parameters
+            auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm));
+            std::memcpy(slice->f32(), u.full.f32() + u.shard_begin,
+                        sizeof(float) * (u.shard_end - u.shard_begin));
+            float* out = u.full.f32();
+            int64_t S = u.S;
+            Communicator* dp = dp_;
+            worker_->post([dp, slice, out, S] { dp->all_gather(slice->f32(), out, S); });
+        }
+    }
+    worker_->drain();
+}
+
+std::vector<ParamStore::Held> ParamStore::held() const {
+    std::vector<Held> out;
+    for (auto& up : units_) {
+        const Unit& u = *up;
+        if (u.tied_copy) continue;
+        const auto& es = u.layer->table().entries();
+        int64_t r0 = o_.stage >= 1 ? u.shard_begin : (dp_rank_ == 0 ? 0 : u.len);
+        int64_t r1 = o_.stage >= 1 ? u.shard_end : u.len;
+        for (size_t k = 0; k < u.params.size(); ++k) {
+            int pi = u.params[k];
+            if (tp_rank_ != 0 && replicated(u.layer->shards()[pi])) continue;
+            int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + es[pi].numel, r1);
+            if (lo >= hi) continue;
+            Held h;
+            h.layer = u.layer;
+            h.param = pi;
+            h.begin = lo - u.offset[k];
+            h.end = hi - u.offset[k];
+            h.param_values = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
+            int64_t mo = o_.stage >= 1 ? lo - u.shard_begin : lo;
+            h.m = u.m.f32() + mo;
+            h.v = u.v.f32() + mo;
+            out.push_back(h);
+        }
+    }
+    return out;
+}
+
+void ParamStore::load(const std::function<void(const std::string&, int, const ParamShard&,
+                                               int64_t, int64_t, float*)>& get) {
+    for (auto& up : units_) {
+        Unit& u = *up;
+        const auto& es = u.layer->table().entries();
+        for (size_t k = 0; k < u.params.size(); ++k) {
+            int pi = u.params[k];
+            const ParamShard& sh = u.layer->shards()[pi];
+            const std::string& name = es[pi].name;
+            int64_t base = u.offset[k], n = es[pi].numel;
+            int64_t slo = std::max<int64_t>(0, u.shard_begin - base);
+            int64_t shi = std::min<int64_t>(n, u.shard_end - base);
+            if (o_.stage >= 3) {
+                if (slo < shi) get(name, 0, sh, slo, shi, u.shard.f32() + (base + slo - u.shard_begin));
+            } else {
+                get(name, 0, sh, 0, n, u.full.f32() + base);
+            }
+            if (o_.stage >= 1) {
+                if (slo < shi) {
+                    get(name, 1, sh, slo, shi, u.m.f32() + (base + slo - u.shard_begin));
+                    get(name, 2, sh, slo, shi, u.v.f32() + (base + slo - u.shard_begin));
+                }
+            } else {
+                get(name, 1, sh, 0, n, u.m.f32() + base);
+                get(name, 2, sh, 0, n, u.v.f32() + base);
+            }
+        }
+    }
+}
+
+}  // namespace tessera

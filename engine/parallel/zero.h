@@ -1,0 +1,91 @@
+// Parameter, gradient and optimizer-state storage for one rank's layers, with data-parallel
+// gradient reduction and ZeRO sharding over the DP group:
+//   zero 0: full parameters, gradients and AdamW moments on every DP rank; gradients all-reduced.
+//   zero 1: moments sharded (each DP rank updates its 1/dp slice, then parameters all-gathered).
+//   zero 2: also gradients: reduce-scattered into the rank's slice after each micro-batch.
+//   zero 3: also parameters: only the slice persists; a layer's parameters are all-gathered just
+//           before it runs (the next layer prefetched) and freed after.
+// Storage is per unit: a layer's parameters except a vocab embedding, and each vocab embedding
+// (wte) alone — so the first and last pipeline stages shard their tied copies identically and
+// can all-reduce their gradients.
+#pragma once
+#include <future>
+#include <memory>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/parallel/comm.h"
+#include "engine/parallel/comm_worker.h"
+#include "engine/parallel/tp_layers.h"
+#include "engine/optim/optimizer.h"
+
+namespace tessera {
+
+struct ZeroOptions {
+    int stage = 0;
+    bool offload_optimizer = false;  // AdamW moments in the host pool
+    uint64_t seed = 0;               // parameter initialisation (counter-based, plan-independent)
+};
+
+class ParamStore {
+public:
+    // layers: this rank's layers in forward order. dp: the DP communicators (null when dp = 1):
+    // `dp_async` runs on the worker thread. tp_rank: for counting replicated parameters once.
+    // last_stage_copy: this rank is the last pipeline stage of pp > 1 (its wte is the tied copy).
+    ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o, Communicator* dp_async,
+               int tp_rank, bool last_stage_copy);
+    ~ParamStore();
+
+    // Binds a layer's parameter pointers (ZeRO-3: gathers them, and prefetches `next`).
+    void before_forward(GptLayer* layer, GptLayer* next);
+    void after_forward(GptLayer* layer);
+    // Binds parameters and fresh/persistent gradient buffers for a backward pass.
+    void before_backward(GptLayer* layer, GptLayer* next);
+    // After a layer's backward on one micro-batch: `last_micro` tells whether it was the last of
+    // the step (zero 0/1 reduce then); zero 2/3 reduce-scatter every micro-batch.
+    void after_backward(GptLayer* layer, bool last_micro);
+
+    void zero_grads();
+    // Waits for every gradient reduction, all-reduces the tied embedding copies over `embedding`
+    // (null when pp = 1), and returns this rank's share of the squared gradient norm (each
+    // element of the model counted once over the whole world).
+    double finish_gradients(Communicator* embedding);
+    // AdamW on this rank's slices; zero 1/2 then all-gather the updated parameters.
+    void optimizer_step(const OptimizerConfig& oc, int64_t step, double grad_norm);
+
+    // Checkpoints: visits every element this rank holds authoritatively (its DP slice, TP shard
+    // counted once, tied copy excluded) — `fn(layer, param index, local flat index in the
+    // parameter, value pointers {param, m, v})`.
+    struct Held {
+        GptLayer* layer;
+        int param;
+        int64_t begin, end;  // local element range within the parameter
+        const float* param_values;
+        const float* m;
+        const float* v;
+    };
+    std::vector<Held> held() const;
+    // Loads parameters and moments for every element this rank stores (its slices) from full
+    // tensors: get(global name, global flat index range source) supplies values.
+    void load(const std::function<void(const std::string& name, int which /*0 param 1 m 2 v*/,
+                                       const ParamShard& shard, int64_t local_begin,
+                                       int64_t local_end, float* dst)>& get);
+    int64_t optimizer_steps() const { return t_; }
+    void set_optimizer_steps(int64_t t) { t_ = t; }
+
+private:
+    struct Unit;
+    Unit* unit_of(GptLayer* l, int param);
+    void gather(Unit& u);
+    void bind(GptLayer* layer);
+    std::vector<std::unique_ptr<Unit>> units_;
+    std::vector<GptLayer*> layers_;
+    ZeroOptions o_;
+    Communicator* dp_;
+    int dp_rank_ = 0, dp_size_ = 1, tp_rank_ = 0;
+    bool last_stage_copy_;
+    std::unique_ptr<CommWorker> worker_;
+    int64_t t_ = 0;
+};
+
+}  // namespace tessera

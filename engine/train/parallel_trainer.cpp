@@ -1,0 +1,421 @@
+#include "engine/train/parallel_trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+
+#include "engine/core/error.h"
+#include "engine/data/tokenizer.h"
+#include "engine/io/checkpoint.h"
+#include "engine/model/gpt.h"
+#include "engine/parallel/schedule.h"
+#include "engine/parallel/tp_layers.h"
+#include "engine/parallel/zero.h"
+#include "engine/train/data_source.h"
+#include "engine/optim/optimizer.h"
+
+namespace tessera {
+
+std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg) {
+    const int chunks = cfg.parallel.pp * cfg.parallel.virtual_stages;
+    const int L = cfg.model.n_layer;
+    if (!cfg.parallel.stages.empty()) {
+        if ((int)cfg.parallel.stages.size() != chunks)
+            throw InputError(str_cat(cfg.source_path, ": parallel.stages: expected ", chunks,
+                                     " entries (pp x virtual_stages), found ",
+                                     cfg.parallel.stages.size()));
+        return cfg.parallel.stages;
+    }
+    std::vector<int> out(chunks, L / chunks);
+    for (int i = 0; i < L % chunks; ++i) out[chunks - 1 - i] += 1;  // the first chunk has the embedding
+    return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Chunk {
+    int global = 0;  // global chunk index: chunk * pp + stage
+    std::vector<std::unique_ptr<GptLayer>> layers;
+};
+
+// Tags of point-to-point messages: unique per (direction, global chunk, micro-batch) in a step.
+int p2p_tag(int dir, int g, int micro) { return (dir << 24) | (g << 12) | micro; }
+
+class RankRunner {
+public:
+    RankRunner(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink, std::ostream& out)
+        : cfg_(cfg), g_(groups), sink_(sink), out_(out) {
+        const auto& par = cfg.parallel;
+        pp_ = par.pp;
+        v_ = par.virtual_stages;
+        stage_ = groups.coord.pp;
+        micro_ = cfg.train.grad_accum;
+        data_ = data_source_open(cfg);
+        dims_ = GptDims{cfg.model.n_layer, cfg.model.n_head, cfg.model.d_model, cfg.model.seq_len,
+                        data_->vocab_size()};
+        TpGroup tp{groups.tp.get(), groups.coord.tp, par.tp};
+        std::vector<int> blocks = pipeline_blocks_per_chunk(cfg);
+        std::vector<int> first_layer(blocks.size() + 1, 1);  // global layer index of each chunk
+        for (size_t c = 0; c < blocks.size(); ++c) first_layer[c + 1] = first_layer[c] + blocks[c];
+        const int G = pp_ * v_;
+        GptLayer* embedding = nullptr;
+        for (int c = 0; c < v_; ++c) {
+            Chunk ch;
+            ch.global = c * pp_ + stage_;
+            int lo = ch.global == 0 ? 0 : first_layer[ch.global];
+            int hi = ch.global == G - 1 ? dims_.n_layer + 2 : first_layer[ch.global + 1];
+            std::string rc = par.recompute.size() == 1 ? par.recompute[0]
+                                                       : par.recompute.at(stage_);
+            GptShardSpec spec{dims_, tp, recompute_parse(rc)};
+            for (int li = lo; li < hi; ++li) {
+                auto layer = gpt_layer_create(spec, li, pp_ == 1 ? embedding : nullptr);
+                if (li == 0) embedding = layer.get();
+                all_layers_.push_back(layer.get());
+                ch.layers.push_back(std::move(layer));
+            }
+            chunks_.push_back(std::move(ch));
+        }
+        ZeroOptions zo{par.zero, par.offload_optimizer, cfg.train.seed};
+        store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
+                                              pp_ > 1 && stage_ == pp_ - 1);
+        schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];
+        oc_.lr = cfg.train.lr;
+        oc_.min_lr = cfg.train.min_lr;
+        oc_.warmup_steps = cfg.train.warmup_steps;
+        oc_.total_steps = cfg.train.steps;
+        oc_.beta1 = cfg.train.beta1;
+        oc_.beta2 = cfg.train.beta2;
+        oc_.eps = cfg.train.eps;
+        oc_.weight_decay = cfg.train.weight_decay;
+        oc_.grad_clip = cfg.train.grad_clip;
+        run_t0_ = Clock::now();
+    }
+
+    TrainResult run(const TrainOptions& opts);
+
+private:
+    double now_s() const { return std::chrono::duration<double>(Clock::now() - run_t0_).count(); }
+    int prev_stage(int g) const { return (g - 1) % pp_; }
+    int next_stage(int g) const { return (g + 1) % pp_; }
+    const Batch& batch(int64_t step, int micro, bool eval);
+    void forward(int micro, Chunk& ch, const Batch& b, int64_t step, bool eval);
+    void backward(int micro, Chunk& ch, const Batch& b, int64_t step);
+    void metric(int64_t step, const std::string& name, double v) {
+        sink_.write(MetricRecord{step, g_.rank, name, v, telemetry_now()});
+    }
+    double evaluate(int64_t index);
+    std::string save_checkpoint(int64_t steps_done);
+    int64_t load_checkpoint(const std::string& path);
+
+    const RunConfig& cfg_;
+    ProcessGroups& g_;
+    TelemetrySink& sink_;
+    std::ostream& out_;
+    std::unique_ptr<DataSource> data_;
+    GptDims dims_;
+    int pp_ = 1, v_ = 1, stage_ = 0, micro_ = 1;
+    std::vector<Chunk> chunks_;
+    std::vector<GptLayer*> all_layers_;
+    std::unique_ptr<ParamStore> store_;
+    StageSchedule schedule_;
+    OptimizerConfig oc_;
+    Clock::time_point run_t0_;
+    std::map<std::pair<int, bool>, Batch> batches_;  // (micro, eval) -> batch of this step
+    std::map<GptLayer*, int> backward_count_;
+    std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
+    double loss_sum_ = 0, busy_s_ = 0;
+    float loss_scale_ = 1.0f;
+};
+
+const Batch& RankRunner::batch(int64_t step, int micro, bool eval) {
+    auto key = std::make_pair(micro, eval);
+    auto it = batches_.find(key);
+    if (it != batches_.end()) return it->second;
+    const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
+    int64_t first = ((int64_t)micro * dp + g_.coord.dp) * mb;
+    Batch b = eval ? data_->eval_batch(step, first, mb) : data_->train_batch(step, first, mb);
+    return batches_.emplace(key, std::move(b)).first->second;
+}
+
+void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, bool eval) {
+    const int G = pp_ * v_, C = dims_.d_model;
+    const int tag_micro = eval ? micro + 2048 : micro;
+    Tensor x;
+    if (ch.global > 0) {
+        double r0 = now_s();
+        x = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations);
+        g_.pp->recv(x.f32(), x.numel(), prev_stage(ch.global), p2p_tag(0, ch.global, tag_micro));
+        if (!eval) sink_.write(SpanRecord{step, g_.rank, stage_, micro, "recv", r0, now_s()});
+    }
+    double t0 = now_s();
+    for (size_t i = 0; i < ch.layers.size(); ++i) {
+        GptLayer* l = ch.layers[i].get();
+        store_->before_forward(l, i + 1 < ch.layers.size() ? ch.layers[i + 1].get() : nullptr);
+        x = l->forward(eval ? -1 - micro : micro, std::move(x), b);
+        store_->after_forward(l);
+    }
+    double t1 = now_s();
+    if (!eval) {
+        busy_s_ += t1 - t0;
+        sink_.write(SpanRecord{step, g_.rank, stage_, micro, "forward", t0, t1});
+    }
+    if (ch.global == G - 1) {
+        double s = 0;
+        for (int64_t i = 0; i < x.numel(); ++i) s += x.f32()[i];
+        if (g_.coord.tp == 0) loss_sum_ += s;  // every TP rank holds the same losses
+    } else {
+        auto req = g_.pp->isend(x.f32(), x.numel(), next_stage(ch.global),
+                                p2p_tag(0, ch.global + 1, tag_micro));
+        sends_.emplace_back(std::move(req), std::move(x));
+    }
+    if (eval) {
+        for (auto& l : ch.layers) l->drop(-1 - micro);
+    } else if (cfg_.parallel.offload_activations) {
+        for (auto& l : ch.layers) l->offload(micro);
+    }
+}
+
+void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
+    const int G = pp_ * v_, C = dims_.d_model;
+    Tensor dout;
+    if (ch.global < G - 1) {
+        double r0 = now_s();
+        dout = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations);
+        g_.pp->recv(dout.f32(), dout.numel(), next_stage(ch.global), p2p_tag(1, ch.global, micro));
+        sink_.write(SpanRecord{step, g_.rank, stage_, micro, "recv", r0, now_s()});
+    }
+    if (cfg_.parallel.offload_activations)
+        for (auto& l : ch.layers) l->fetch(micro);
+    double t0 = now_s();
+    for (size_t i = ch.layers.size(); i-- > 0;) {
+        GptLayer* l = ch.layers[i].get();
+        store_->before_backward(l, i > 0 ? ch.layers[i - 1].get() : nullptr);
+        dout = l->backward(micro, std::move(dout), b, loss_scale_);
+        store_->after_backward(l, ++backward_count_[l] == micro_);
+    }
+    double t1 = now_s();
+    busy_s_ += t1 - t0;
+    sink_.write(SpanRecord{step, g_.rank, stage_, micro, "backward", t0, t1});
+    if (ch.global > 0) {
+        auto req = g_.pp->isend(dout.f32(), dout.numel(), prev_stage(ch.global),
+                                p2p_tag(1, ch.global - 1, micro));
+        sends_.emplace_back(std::move(req), std::move(dout));
+    }
+}
+
+double RankRunner::evaluate(int64_t index) {
+    batches_.clear();
+    loss_sum_ = 0;
+    for (int m = 0; m < micro_; ++m)
+        for (auto& ch : chunks_) forward(m, ch, batch(index, m, true), index, true);
+    for (auto& s : sends_) s.first->wait();
+    sends_.clear();
+    float v = (float)loss_sum_;
+    if (g_.world) g_.world->all_reduce(&v, 1);
+    batches_.clear();
+    return v;
+}
+
+TrainResult RankRunner::run(const TrainOptions& opts) {
+    TrainResult res;
+    const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
+    const int64_t targets = (int64_t)mb * micro_ * dp * dims_.seq_len;
+    loss_scale_ = 1.0f / (float)targets;
+    int64_t start = 0;
+    std::string resume = opts.resume_from;
+    if (resume.empty() && opts.resume && !cfg_.checkpoint.dir.empty()) {
+        auto latest = checkpoint_latest(config_resolve_path(cfg_, cfg_.checkpoint.dir));
+        if (latest) resume = *latest;
+    }
+    if (!resume.empty()) start = load_checkpoint(resume);
+    res.steps_done = start;
+    const bool leader = g_.rank == 0;
+    if (leader)
+        out_ << "tessera: rank " << g_.rank << " of " << g_.mesh.world() << ": " << dims_.n_layer
+             << " layers over " << pp_ * v_ << " chunks, dp " << dp << " x tp " << cfg_.parallel.tp
+             << " x pp " << pp_ << ", zero " << cfg_.parallel.zero << ", schedule "
+             << cfg_.parallel.schedule << std::endl;
+    auto eval_and_log = [&](int64_t s1) {
+        double total = 0;
+        for (int i = 0; i < cfg_.train.eval_steps; ++i) total += evaluate(i);
+        res.last_val_loss = total / ((double)targets * cfg_.train.eval_steps);
+        if (leader) {
+            metric(s1, "val/loss", res.last_val_loss);
+            out_ << "eval step " << s1 << " | val loss " << res.last_val_loss << std::endl;
+        }
+    };
+    if (cfg_.train.eval_every > 0 && start == 0) eval_and_log(0);
+    for (int64_t step = start; step < cfg_.train.steps; ++step) {
+        auto t0 = Clock::now();
+        double step_t0 = now_s();
+        store_->zero_grads();
+        batches_.clear();
+        backward_count_.clear();
+        loss_sum_ = 0;
+        busy_s_ = 0;
+        for (const PipeAction& a : schedule_) {
+            Chunk& ch = chunks_[a.chunk];
+            const Batch& b = batch(step, a.micro, false);
+            if (a.kind == PipeAction::forward) forward(a.micro, ch, b, step, false);
+            else backward(a.micro, ch, b, step);
+        }
+        for (auto& s : sends_) s.first->wait();
+        sends_.clear();
+        double o0 = now_s();
+        float red[2] = {(float)store_->finish_gradients(g_.embedding.get()), (float)loss_sum_};
+        if (g_.world) g_.world->all_reduce(red, 2);
+        double norm = std::sqrt((double)red[0]);
+        store_->optimizer_step(oc_, step, norm);
+        double lr = lr_at_step(oc_, step);
+        double o1 = now_s();
+        sink_.write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", o0, o1});
+        double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        double loss = red[1] / (double)targets;
+        res.last_train_loss = loss;
+        res.steps_done = step + 1;
+        if (!std::isfinite(loss))
+            throw Error(str_cat("step ", step, ": the loss is ", loss, " (diverged)"));
+        const int64_t s1 = step + 1;
+        if (s1 % cfg_.log.every == 0 || s1 == cfg_.train.steps) {
+            MemoryTracker& mt = memory_tracker();
+            for (int c = 0; c < kMemCategoryCount; ++c) {
+                auto cat = static_cast<MemCategory>(c);
+                metric(s1, str_cat("mem/", mem_category_name(cat), "_bytes"), (double)mt.peak_bytes(cat));
+            }
+            metric(s1, "mem/total_bytes", (double)mt.total_peak_bytes());
+            double pipe_s = o0 - step_t0;
+            if (pp_ > 1) metric(s1, "pipeline/bubble", pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
+            if (leader) {
+                metric(s1, "train/loss", loss);
+                metric(s1, "train/lr", lr);
+                metric(s1, "train/grad_norm", norm);
+                metric(s1, "perf/step_ms", step_s * 1e3);
+                metric(s1, "perf/tok_per_s", targets / step_s);
+                char line[256];
+                std::snprintf(line, sizeof line,
+                              "step %6lld/%lld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | "
+                              "%7.1f ms",
+                              (long long)s1, (long long)cfg_.train.steps, loss, lr, norm,
+                              targets / step_s, step_s * 1e3);
+                out_ << line << std::endl;
+            }
+        }
+        if (cfg_.train.eval_every > 0 && (s1 % cfg_.train.eval_every == 0 || s1 == cfg_.train.steps))
+            eval_and_log(s1);
+        if (!cfg_.checkpoint.dir.empty() &&
+            ((cfg_.checkpoint.every > 0 && s1 % cfg_.checkpoint.every == 0) || s1 == cfg_.train.steps)) {
+            res.checkpoint_dir = save_checkpoint(s1);
+            if (leader) sink_.write(CheckpointRecord{s1, res.checkpoint_dir, telemetry_now()});
+        }
+        sink_.flush();
+    }
+    res.status = "completed";
+    return res;
+}
+
+// ---- checkpoints: gathered full tensors, the single-rank trainer's layout -------------------
+
+std::string RankRunner::save_checkpoint(int64_t steps_done) {
+    ParamTable global = gpt_param_table(dims_);
+    auto held = store_->held();
+    std::vector<Tensor> model_t, m_t, v_t;
+    for (const ParamInfo& p : global.entries()) {
+        Tensor buf = Tensor::zeros({3, p.numel}, MemCategory::comm);
+        float* pv = buf.f32();
+        float* mv = pv + p.numel;
+        float* vv = mv + p.numel;
+        for (const auto& h : held) {
+            const ParamInfo& lp = h.layer->table().entries()[h.param];
+            if (lp.name != p.name) continue;
+            const ParamShard& sh = h.layer->shards()[h.param];
+            for (int64_t i = h.begin; i < h.end; ++i) {
+                int64_t gi = sh.global_offset(i);
+                pv[gi] = h.param_values[i - h.begin];
+                mv[gi] = h.m[i - h.begin];
+                vv[gi] = h.v[i - h.begin];
+            }
+        }
+        if (g_.world) g_.world->all_reduce(buf.f32(), buf.numel());
+        if (g_.rank == 0) {
+            Tensor a = Tensor::empty(p.shape, MemCategory::comm), b = Tensor::empty(p.shape, MemCategory::comm),
+                   c = Tensor::empty(p.shape, MemCategory::comm);
+            std::memcpy(a.f32(), pv, sizeof(float) * p.numel);
+            std::memcpy(b.f32(), mv, sizeof(float) * p.numel);
+            std::memcpy(c.f32(), vv, sizeof(float) * p.numel);
+            model_t.push_back(std::move(a));
+            m_t.push_back(std::move(b));
+            v_t.push_back(std::move(c));
+        }
+    }
+    std::string dir;
+    if (g_.rank == 0) {
+        std::vector<CheckpointFile> files{{"model", {}}, {"optimizer", {}}};
+        const auto& es = global.entries();
+        for (size_t i = 0; i < es.size(); ++i) {
+            files[0].tensors.push_back({es[i].name, DType::f32, es[i].shape, model_t[i].f32()});
+            files[1].tensors.push_back({"m." + es[i].name, DType::f32, es[i].shape, m_t[i].f32()});
+        }
+        for (size_t i = 0; i < es.size(); ++i)
+            files[1].tensors.push_back({"v." + es[i].name, DType::f32, es[i].shape, v_t[i].f32()});
+        nlohmann::json state = {{"steps_done", steps_done},
+                                {"optimizer_t", store_->optimizer_steps()},
+                                {"config_text", cfg_.source_text},
+                                {"name", cfg_.name},
+                                {"tessera_version", TESSERA_VERSION}};
+        dir = checkpoint_save(config_resolve_path(cfg_, cfg_.checkpoint.dir), steps_done, files,
+                              state, cfg_.checkpoint.keep);
+    }
+    if (g_.world) g_.world->barrier();  // nobody resumes from a half-written checkpoint
+    return dir;
+}
+
+int64_t RankRunner::load_checkpoint(const std::string& path) {
+    Checkpoint ck = checkpoint_load(path);
+    auto file = [&](const char* n) -> const SafetensorsFile& {
+        auto it = ck.files.find(n);
+        if (it == ck.files.end())
+            throw InputError(str_cat("checkpoint ", ck.dir, ": missing ", n, ".safetensors"));
+        return it->second;
+    };
+    const SafetensorsFile& mf = file("model");
+    const SafetensorsFile& of = file("optimizer");
+    ParamTable global = gpt_param_table(dims_);
+    std::map<std::string, std::vector<float>> cache;
+    auto full = [&](const std::string& key, const SafetensorsFile& f, const std::string& name)
+        -> const std::vector<float>& {
+        auto it = cache.find(key);
+        if (it != cache.end()) return it->second;
+        const ParamInfo& p = global.at(name);
+        std::vector<float> v(p.numel);
+        f.read_f32(key, p.shape, v.data());
+        return cache.emplace(key, std::move(v)).first->second;
+    };
+    store_->load([&](const std::string& name, int which, const ParamShard& sh, int64_t lo,
+                     int64_t hi, float* dst) {
+        const std::vector<float>& src = which == 0   ? full(name, mf, name)
+                                        : which == 1 ? full("m." + name, of, name)
+                                                     : full("v." + name, of, name);
+        for (int64_t i = lo; i < hi; ++i) dst[i - lo] = src[sh.global_offset(i)];
+    });
+    store_->set_optimizer_steps(ck.state.value("optimizer_t", (int64_t)0));
+    return ck.state.value("steps_done", ck.step);
+}
+
+}  // namespace
+
+TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,
+                                const TrainOptions& opts, std::ostream& out) {
+    if (cfg.model.preset == "mlp")
+        throw InputError(str_cat(cfg.source_path, ": parallel: the MLP trains on one rank only"));
+    RankRunner r(cfg, groups, sink, out);
+    return r.run(opts);
+}
+
+}  // namespace tessera

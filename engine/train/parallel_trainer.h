@@ -1,0 +1,23 @@
+// One rank of a parallel training job (dp × tp × pp processes): builds this rank's pipeline
+// chunks of tensor-parallel GPT layers, runs the pipeline schedule over the step's micro-batches,
+// reduces gradients over data parallel (ZeRO 0-3), steps AdamW on its slices, and streams
+// telemetry (metrics, per-rank memory, timeline spans) to the launcher. Checkpoints hold gathered
+// full tensors under Tessera's names, so any plan (or the single-rank trainer) can resume them.
+#pragma once
+#include <iosfwd>
+
+#include "engine/config/config.h"
+#include "engine/parallel/comm.h"
+#include "engine/telemetry/telemetry.h"
+#include "engine/train/trainer.h"
+
+namespace tessera {
+
+// Which blocks each of the pp × virtual_stages model chunks holds: from parallel.stages, or an
+// even split. Chunk 0 also holds the embedding, the last chunk the head.
+std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg);
+
+TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,
+                                const TrainOptions& opts, std::ostream& out);
+
+}  // namespace tessera
