@@ -42,6 +42,8 @@ TEST(CliSlow, QuickstartAsShipped) {
     EXPECT_EQ(runs[0].status, "completed");
     auto val = s.metrics(runs[0].id, "val/loss");
     ASSERT_GE(val.size(), 2u);
+    std::printf("[ quickstart ] val/loss %.4f at step 0 -> %.4f at step %lld\n", val.front().value,
+                val.back().value, (long long)val.back().step);
     EXPECT_EQ(val.front().step, 0);
     EXPECT_NEAR(val.front().value, std::log(256.0), 0.3) << "untrained byte model";
     EXPECT_LT(val.back().value, 2.2) << "final val/loss at step " << val.back().step;
@@ -61,6 +63,7 @@ TEST(CliSlow, MlpFashionMnistAsShipped) {
     EXPECT_EQ(runs[0].status, "completed");
     auto acc = s.metric_last(runs[0].id, "val/accuracy");
     ASSERT_TRUE(acc.has_value());
+    std::printf("[ mlp-fashion-mnist ] val/accuracy %.4f at step %lld\n", acc->value, (long long)acc->step);
     EXPECT_EQ(acc->step, runs[0].last_step);
     EXPECT_GE(acc->value, 0.88);
     EXPECT_NE(r.out.find("test accuracy"), std::string::npos) << show(r);
