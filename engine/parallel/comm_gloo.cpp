@@ -418,7 +418,10 @@ ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, cons
                     {"dp_async", GroupKind::dp, &g.dp_async}};
     for (const Slot& s : slots) {
         std::vector<int> members = mesh_group(mesh, env.rank, s.kind);
-        if (members.size() <= 1) continue;
+        // a middle pipeline stage is in no embedding group (mesh_group names first and last)
+        if (members.size() <= 1 ||
+            std::find(members.begin(), members.end(), env.rank) == members.end())
+            continue;
         std::string name = group_name(s.name, members);
         int grank = int(std::find(members.begin(), members.end(), env.rank) - members.begin());
         auto ctx = std::make_shared<gloo::rendezvous::Context>(grank, int(members.size()));

@@ -24,7 +24,8 @@ int mesh_rank(const MeshShape& m, const MeshCoord& c);
 MeshCoord mesh_coord(const MeshShape& m, int rank);
 // The global ranks of `rank`'s group of this kind, in group-rank order:
 //   dp: same (tp, pp), varying dp; tp: same (dp, pp); pp: same (dp, tp), varying stage;
-//   embedding: the first and last stage of the same (dp, tp) (one rank when pp == 1).
+//   embedding: the first and last stage of the same (dp, tp) (one rank when pp == 1); a middle
+//   stage is not a member of the group this returns.
 std::vector<int> mesh_group(const MeshShape& m, int rank, GroupKind kind);
 // "dp1.tp0.pp2" — the prefix of a rank's log lines and the name of its groups.
 std::string mesh_coord_str(const MeshCoord& c);

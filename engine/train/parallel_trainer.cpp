@@ -323,12 +323,14 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
 // ---- checkpoints: gathered full tensors, the single-rank trainer's layout -------------------
 
 std::string RankRunner::save_checkpoint(int64_t steps_done) {
+    // Staging buffers are plain host vectors, outside the memory accounting: they are not part
+    // of the training step's footprint.
     ParamTable global = gpt_param_table(dims_);
     auto held = store_->held();
-    std::vector<Tensor> model_t, m_t, v_t;
+    std::vector<std::vector<float>> model_t, m_t, v_t;
     for (const ParamInfo& p : global.entries()) {
-        Tensor buf = Tensor::zeros({3, p.numel}, MemCategory::comm);
-        float* pv = buf.f32();
+        std::vector<float> buf(3 * p.numel, 0.0f);
+        float* pv = buf.data();
         float* mv = pv + p.numel;
         float* vv = mv + p.numel;
         for (const auto& h : held) {
@@ -342,16 +344,11 @@ std::string RankRunner::save_checkpoint(int64_t steps_done) {
                 vv[gi] = h.v[i - h.begin];
             }
         }
-        if (g_.world) g_.world->all_reduce(buf.f32(), buf.numel());
+        if (g_.world) g_.world->all_reduce(buf.data(), (int64_t)buf.size());
         if (g_.rank == 0) {
-            Tensor a = Tensor::empty(p.shape, MemCategory::comm), b = Tensor::empty(p.shape, MemCategory::comm),
-                   c = Tensor::empty(p.shape, MemCategory::comm);
-            std::memcpy(a.f32(), pv, sizeof(float) * p.numel);
-            std::memcpy(b.f32(), mv, sizeof(float) * p.numel);
-            std::memcpy(c.f32(), vv, sizeof(float) * p.numel);
-            model_t.push_back(std::move(a));
-            m_t.push_back(std::move(b));
-            v_t.push_back(std::move(c));
+            model_t.emplace_back(pv, pv + p.numel);
+            m_t.emplace_back(mv, mv + p.numel);
+            v_t.emplace_back(vv, vv + p.numel);
         }
     }
     std::string dir;
@@ -359,11 +356,11 @@ std::string RankRunner::save_checkpoint(int64_t steps_done) {
         std::vector<CheckpointFile> files{{"model", {}}, {"optimizer", {}}};
         const auto& es = global.entries();
         for (size_t i = 0; i < es.size(); ++i) {
-            files[0].tensors.push_back({es[i].name, DType::f32, es[i].shape, model_t[i].f32()});
-            files[1].tensors.push_back({"m." + es[i].name, DType::f32, es[i].shape, m_t[i].f32()});
+            files[0].tensors.push_back({es[i].name, DType::f32, es[i].shape, model_t[i].data()});
+            files[1].tensors.push_back({"m." + es[i].name, DType::f32, es[i].shape, m_t[i].data()});
         }
         for (size_t i = 0; i < es.size(); ++i)
-            files[1].tensors.push_back({"v." + es[i].name, DType::f32, es[i].shape, v_t[i].f32()});
+            files[1].tensors.push_back({"v." + es[i].name, DType::f32, es[i].shape, v_t[i].data()});
         nlohmann::json state = {{"steps_done", steps_done},
                                 {"optimizer_t", store_->optimizer_steps()},
                                 {"config_text", cfg_.source_text},
