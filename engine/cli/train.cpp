@@ -93,6 +93,8 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     if (const char* n = std::getenv("LOCAL_WORLD_SIZE")) local_ranks = std::max(1, std::atoi(n));
     threads_configure(cfg.train.threads, local_ranks);
     CommOptions co;
+    if (const char* ms = std::getenv("TESSERA_COMM_TIMEOUT_MS"))  // watchdog; default 60 s
+        co.timeout = std::chrono::milliseconds(std::max(100, std::atoi(ms)));
     ProcessGroups groups = comm_create_groups(env, mesh, co);
     std::unique_ptr<TelemetrySink> sink;
     std::unique_ptr<RunStore> store;
@@ -110,9 +112,11 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     }
     try {
         TrainResult r = parallel_train_rank(cfg, groups, *sink, opts, std::cout);
-        if (env.rank == 0) sink->write(RunEndRecord{r.status, "", r.steps_done, telemetry_now()});
+        if (env.rank == 0 || r.status == "stopped")
+            sink->write(RunEndRecord{r.status, r.status == "stopped" ? "stopped by the user" : "",
+                                     r.steps_done, telemetry_now()});
         sink->flush();
-        return r.status == "completed" ? 0 : 1;
+        return r.status == "failed" ? 1 : 0;
     } catch (const std::exception& e) {
         sink->write(ErrorRecord{env.rank, 0, e.what(), telemetry_now()});
         if (store) sink->write(RunEndRecord{"failed", e.what(), 0, telemetry_now()});

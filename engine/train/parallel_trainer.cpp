@@ -48,6 +48,28 @@ struct Chunk {
 // Tags of point-to-point messages: unique per (direction, global chunk, micro-batch) in a step.
 int p2p_tag(int dir, int g, int micro) { return (dir << 24) | (g << 12) | micro; }
 
+// Fault injection for the failure tests: TESSERA_FAULT_STALL="RANK:STEP" makes that rank sleep
+// (as if stuck) after completing STEP, before the next step's collectives.
+void fault_stall_check(int rank, int64_t step) {
+    const char* f = std::getenv("TESSERA_FAULT_STALL");
+    if (!f) return;
+    int r = -1;
+    long long s = -1;
+    if (std::sscanf(f, "%d:%lld", &r, &s) == 2 && r == rank && s == step) {
+        std::fprintf(stderr, "fault injection: rank %d stalls after step %lld\n", r, s);
+        ::sleep(3600);
+    }
+    // TESSERA_FAULT_CRASH="RANK:STEP": that rank aborts after STEP, on the first attempt only
+    // (a restarted job then runs through)
+    const char* c = std::getenv("TESSERA_FAULT_CRASH");
+    const char* attempt = std::getenv("TESSERA_ATTEMPT");
+    if (c && (!attempt || std::atoi(attempt) <= 1) && std::sscanf(c, "%d:%lld", &r, &s) == 2 &&
+        r == rank && s == step) {
+        std::fprintf(stderr, "fault injection: rank %d crashes after step %lld\n", r, s);
+        std::abort();
+    }
+}
+
 class RankRunner {
 public:
     RankRunner(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink, std::ostream& out)
@@ -107,6 +129,7 @@ private:
     const Batch& batch(int64_t step, int micro, bool eval);
     void forward(int micro, Chunk& ch, const Batch& b, int64_t step, bool eval);
     void backward(int micro, Chunk& ch, const Batch& b, int64_t step);
+    void fault_stall(int64_t step) { fault_stall_check(g_.rank, step); }
     void metric(int64_t step, const std::string& name, double v) {
         sink_.write(MetricRecord{step, g_.rank, name, v, telemetry_now()});
     }
@@ -269,8 +292,12 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         for (auto& s : sends_) s.first->wait();
         sends_.clear();
         double o0 = now_s();
-        float red[2] = {(float)store_->finish_gradients(g_.embedding.get()), (float)loss_sum_};
-        if (g_.world) g_.world->all_reduce(red, 2);
+        // one all-reduce carries the squared gradient norm, the loss and the stop votes: every
+        // rank leaves after the same step when any of them was asked to stop (Ctrl-C)
+        float red[3] = {(float)store_->finish_gradients(g_.embedding.get()), (float)loss_sum_,
+                        train_stop_requested() ? 1.0f : 0.0f};
+        if (g_.world) g_.world->all_reduce(red, 3);
+        const bool stop = red[2] > 0.0f;
         double norm = std::sqrt((double)red[0]);
         store_->optimizer_step(oc_, step, norm);
         double lr = lr_at_step(oc_, step);
@@ -310,11 +337,17 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         if (cfg_.train.eval_every > 0 && (s1 % cfg_.train.eval_every == 0 || s1 == cfg_.train.steps))
             eval_and_log(s1);
         if (!cfg_.checkpoint.dir.empty() &&
-            ((cfg_.checkpoint.every > 0 && s1 % cfg_.checkpoint.every == 0) || s1 == cfg_.train.steps)) {
+            ((cfg_.checkpoint.every > 0 && s1 % cfg_.checkpoint.every == 0) ||
+             s1 == cfg_.train.steps || stop)) {
             res.checkpoint_dir = save_checkpoint(s1);
             if (leader) sink_.write(CheckpointRecord{s1, res.checkpoint_dir, telemetry_now()});
         }
         sink_.flush();
+        if (stop && s1 < cfg_.train.steps) {
+            res.status = "stopped";
+            return res;
+        }
+        fault_stall(s1);
     }
     res.status = "completed";
     return res;

@@ -88,6 +88,7 @@ int64_t load_checkpoint(const std::string& path, Model& model, AdamW& opt) {
 }  // namespace
 
 void train_request_stop() { g_stop = true; }
+bool train_stop_requested() { return g_stop; }
 
 // ------------------------------------------------------------------------------------------
 // The loop

@@ -31,5 +31,6 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts);
 
 // Asks a running train_run (this process) to stop after the current step (SIGINT handler).
 void train_request_stop();
+bool train_stop_requested();
 
 }  // namespace tessera
