@@ -18,6 +18,7 @@ const char* kUsage =
     "commands:\n"
     "  train CONFIG [--steps N] [--db FILE] [--set key.path=value]...   train a model\n"
     "  check CONFIG [--set key.path=value]...                           validate a config\n"
+    "  plan CONFIG [--device H200|H100|A100-80GB|A100-40GB|cpu] [--json] [--set k=v]...  estimate memory/time\n"
     "  runs list|show|export --db FILE [--run ID] [--csv]               inspect stored runs\n"
     "  data prepare brown [--vocab bytes|gpt2] [--force] | data prepare fashion-mnist | data where\n"
     "  sample --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
     try {
         if (cmd == "train") return tessera::cli_train(args);
         if (cmd == "check") return tessera::cli_check(args);
+        if (cmd == "plan") return tessera::cli_plan(args);
         if (cmd == "runs") return tessera::cli_runs(args);
         if (cmd == "data") return tessera::cli_data(args);
         if (cmd == "sample") return tessera::cli_sample(args);

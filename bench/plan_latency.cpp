@@ -1,0 +1,63 @@
+// How long the estimator takes: `tessera plan` must answer interactively (< 100 ms) for
+// gpt2-large dp8 x tp2 x pp4 and for 64-GPU plans. Prints the median of repeated estimates
+// (the config is a struct: no YAML in the timed path) and the balanced split's time.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/config/config.h"
+#include "engine/plan/estimator.h"
+#include "engine/plan/partitioner.h"
+
+using namespace tessera;
+
+namespace {
+
+double median_ms(const std::vector<double>& v) {
+    std::vector<double> s = v;
+    std::sort(s.begin(), s.end());
+    return s[s.size() / 2];
+}
+
+void bench(const char* label, const std::vector<std::string>& sets) {
+    RunConfig cfg = config_parse("name: bench\nmodel: {preset: gpt2-large}\ndata: {dataset: brown}\n", "bench.yaml", sets);
+    DeviceSpec dev = device_spec("H200");
+    std::vector<double> est_ms, bal_ms;
+    PlanEstimate e;
+    for (int i = 0; i < 7; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        e = estimate_plan(cfg, dev);
+        auto t1 = std::chrono::steady_clock::now();
+        try {
+            if (cfg.parallel.pp > 1) balance_stages(cfg, dev);
+        } catch (const std::exception&) {
+        }
+        auto t2 = std::chrono::steady_clock::now();
+        est_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        bal_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    }
+    std::printf("%-44s world %3d | estimate %7.2f ms | balance %7.2f ms | step %.3f s, MFU %.1f%%\n",
+                label, e.world, median_ms(est_ms), median_ms(bal_ms), e.step_s, 100 * e.mfu);
+}
+
+}  // namespace
+
+int main() {
+    std::printf("plan_latency: gpt2-large (36 layers, 20 heads, d_model 1280), H200, median of 7\n");
+    bench("dp8 x tp2 x pp4, 1f1b, accum 8",
+          {"parallel.dp=8", "parallel.tp=2", "parallel.pp=4", "train.grad_accum=8"});
+    bench("dp8 x tp2 x pp4, interleaved v3, accum 32",
+          {"parallel.dp=8", "parallel.tp=2", "parallel.pp=4", "parallel.schedule=interleaved",
+           "parallel.virtual_stages=3", "train.grad_accum=32"});
+    bench("dp64, zero 3, accum 4", {"parallel.dp=64", "parallel.zero=3", "train.grad_accum=4"});
+    bench("dp16 x tp4, zero 1", {"parallel.dp=16", "parallel.tp=4", "parallel.zero=1"});
+    bench("dp4 x tp4 x pp4, gpipe, accum 64",
+          {"parallel.dp=4", "parallel.tp=4", "parallel.pp=4", "parallel.schedule=gpipe",
+           "train.grad_accum=64"});
+    bench("tp4 x pp4 x dp4, 1f1b, recompute full, offload",
+          {"parallel.dp=4", "parallel.tp=4", "parallel.pp=4", "parallel.recompute=full",
+           "parallel.offload_activations=true", "train.grad_accum=16"});
+    return 0;
+}

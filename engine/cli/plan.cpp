@@ -1,0 +1,204 @@
+// `tessera plan CONFIG [--device H200] [--json] [--set k=v]...`: the estimator's prediction for a
+// plan without running it — per rank class (ranks with identical figures grouped): memory by
+// category and total against the device's capacity, FLOPs, communication volume, plus the
+// pipeline bubble, step time, tokens/s, MFU and the balanced stage split. Bad input: exit 2.
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/cli/cli.h"
+#include "engine/config/config.h"
+#include "engine/core/error.h"
+#include "engine/plan/estimator.h"
+#include "engine/plan/partitioner.h"
+
+namespace tessera {
+
+namespace {
+
+const char* kPlanUsage =
+    "usage: tessera plan CONFIG [--device NAME] [--json] [--set key.path=value]...\n"
+    "\n"
+    "Predicts every rank's peak memory by category, FLOPs, communication per step, the pipeline\n"
+    "bubble, step time, tokens/s and MFU for a run config, without running it.\n"
+    "\n"
+    "options:\n"
+    "  --device NAME   H100 | H200 (default) | A100-80GB | A100-40GB | cpu (measured sgemm)\n"
+    "  --json          the same as JSON\n"
+    "  --set k=v       override a config key (repeatable)\n";
+
+std::string mib(int64_t b) {
+    char s[32];
+    if (b >= (10LL << 30)) std::snprintf(s, sizeof s, "%.1fG", b / 1073741824.0);
+    else std::snprintf(s, sizeof s, "%.1fM", b / 1048576.0);
+    return s;
+}
+
+std::string si(double x, const char* unit) {
+    char s[32];
+    const char* p[] = {"", "K", "M", "G", "T", "P", "E"};
+    int i = 0;
+    while (x >= 1000 && i < 6) x /= 1000, ++i;
+    std::snprintf(s, sizeof s, "%.3g%s%s", x, p[i], unit);
+    return s;
+}
+
+// Ranks with identical figures form one class (e.g. every DP replica of a stage).
+std::vector<std::vector<int>> rank_classes(const PlanEstimate& e) {
+    std::map<std::vector<double>, std::vector<int>> by;
+    std::vector<std::vector<double>> order;
+    for (const auto& r : e.ranks) {
+        std::vector<double> key(r.peak_bytes.begin(), r.peak_bytes.end());
+        key.insert(key.end(), {(double)r.total_peak_bytes, r.flops_per_step, r.comm_dp_bytes,
+                               r.comm_tp_bytes, r.comm_pp_bytes, r.comm_embedding_bytes});
+        if (!by.count(key)) order.push_back(key);
+        by[key].push_back(r.rank);
+    }
+    std::vector<std::vector<int>> out;
+    for (auto& k : order) out.push_back(by[k]);
+    return out;
+}
+
+std::string ranks_str(const std::vector<int>& rs) {
+    std::string s;
+    for (size_t i = 0; i < rs.size(); ++i) {
+        size_t j = i;
+        while (j + 1 < rs.size() && rs[j + 1] == rs[j] + 1) ++j;
+        s += (s.empty() ? "" : ",") + std::to_string(rs[i]);
+        if (j > i) s += "-" + std::to_string(rs[j]);
+        i = j;
+    }
+    return s;
+}
+
+}  // namespace
+
+int cli_plan(const CliArgs& args) {
+    std::string path, device = "H200";
+    bool json = false;
+    std::vector<std::string> overrides;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--help" || a == "-h") {
+            std::fputs(kPlanUsage, stdout);
+            return 0;
+        } else if (a == "--json") {
+            json = true;
+        } else if (a == "--device" || a == "--set") {
+            if (i + 1 >= args.size())
+                throw InputError(str_cat(a, ": expected a value after ", a, ", found the end of the arguments"));
+            (a == "--device" ? device : overrides.emplace_back()) = args[++i];
+        } else if (a.rfind("--device=", 0) == 0) {
+            device = a.substr(9);
+        } else if (a.rfind("--set=", 0) == 0) {
+            overrides.push_back(a.substr(6));
+        } else if (!a.empty() && a[0] == '-') {
+            throw InputError(str_cat(a, ": expected CONFIG, --device, --json, --set or --help, found an "
+                                     "unknown option (see `tessera plan --help`)"));
+        } else if (path.empty()) {
+            path = a;
+        } else {
+            throw InputError(str_cat(a, ": expected one CONFIG, found a second one (first: ", path, ")"));
+        }
+    }
+    if (path.empty())
+        throw InputError("expected a CONFIG file argument, found none (usage: tessera plan CONFIG "
+                         "[--device NAME] [--json] [--set key.path=value]...)");
+    DeviceSpec dev = device_spec(device);
+    RunConfig cfg = config_load(path, overrides);
+    PlanEstimate e = estimate_plan(cfg, dev);
+    std::string balanced;
+    std::vector<int> blocks;
+    if (cfg.parallel.pp * cfg.parallel.virtual_stages > 1) {
+        try {
+            blocks = balance_stages(cfg, dev);
+        } catch (const InputError& err) {
+            balanced = err.what();
+        }
+    }
+    const int64_t cap = dev.shared_host ? dev.memory_bytes / e.world : dev.memory_bytes;
+    auto classes = rank_classes(e);
+
+    if (json) {
+        nlohmann::json j;
+        j["config"] = path;
+        j["device"] = {{"name", dev.name}, {"peak_flops", dev.peak_flops},
+                       {"memory_bytes", cap}, {"efficiency", dev.efficiency}};
+        j["world"] = e.world;
+        j["tokens_per_step"] = e.tokens_per_step;
+        j["flops_per_step"] = e.flops_per_step;
+        j["model_flops_per_step"] = e.model_flops_per_step;
+        j["bubble_fraction"] = e.bubble_fraction;
+        j["step_s"] = e.step_s;
+        j["tokens_per_s"] = e.tokens_per_s;
+        j["mfu"] = e.mfu;
+        j["fits"] = e.fits;
+        if (!e.fits) j["reason"] = e.reason;
+        if (!blocks.empty()) j["balanced_stages"] = blocks;
+        if (!balanced.empty()) j["balanced_stages_error"] = balanced;
+        j["ranks"] = nlohmann::json::array();
+        for (const auto& cls : classes) {
+            const RankEstimate& r = e.ranks[cls[0]];
+            nlohmann::json mem;
+            for (int c = 0; c < kMemCategoryCount; ++c)
+                mem[std::string(mem_category_name((MemCategory)c)) + "_bytes"] = r.peak_bytes[c];
+            mem["total_bytes"] = r.total_peak_bytes;
+            mem["device_bytes"] = r.device_peak_bytes;
+            nlohmann::json coords = nlohmann::json::array();
+            for (int rk : cls) {
+                const MeshCoord& c = e.ranks[rk].coord;
+                coords.push_back({{"rank", rk}, {"dp", c.dp}, {"tp", c.tp}, {"pp", c.pp}});
+            }
+            j["ranks"].push_back({{"ranks", coords},
+                                  {"memory", mem},
+                                  {"max_in_flight", r.max_in_flight},
+                                  {"layers", r.layers},
+                                  {"flops_per_step", r.flops_per_step},
+                                  {"comm_bytes", {{"dp", r.comm_dp_bytes}, {"tp", r.comm_tp_bytes},
+                                                  {"pp", r.comm_pp_bytes},
+                                                  {"embedding", r.comm_embedding_bytes}}},
+                                  {"compute_s", r.compute_s},
+                                  {"comm_s", r.comm_s}});
+        }
+        std::printf("%s\n", j.dump(2).c_str());
+        return 0;
+    }
+
+    const ParallelConfig& p = cfg.parallel;
+    std::printf("plan %s: %s, %d layers, d_model %d, seq %d; world %d = dp%d x tp%d x pp%d "
+                "(v%d, %s), zero %d, micro_batch %d x %d\n",
+                path.c_str(), cfg.model.preset.c_str(), cfg.model.n_layer, cfg.model.d_model,
+                cfg.model.seq_len, e.world, p.dp, p.tp, p.pp, p.virtual_stages, p.schedule.c_str(),
+                p.zero, cfg.train.micro_batch, cfg.train.grad_accum);
+    std::printf("device %s: %s peak, %s per device, efficiency %.2f\n\n", dev.name.c_str(),
+                si(dev.peak_flops, "FLOP/s").c_str(), mib(cap).c_str(), dev.efficiency);
+    std::printf("%-14s %8s %8s %8s %8s %8s %8s %8s %8s %8s %4s %10s %9s %9s %9s\n", "ranks",
+                "params", "grads", "optim", "activ", "work", "comm", "host", "total", "device",
+                "infl", "FLOP/step", "dp comm", "tp comm", "pp comm");
+    for (const auto& cls : classes) {
+        const RankEstimate& r = e.ranks[cls[0]];
+        std::printf("%-14s", ranks_str(cls).c_str());
+        for (int c = 0; c < kMemCategoryCount; ++c) std::printf(" %8s", mib(r.peak_bytes[c]).c_str());
+        std::printf(" %8s %7s%s %4d %10s %9s %9s %9s\n", mib(r.total_peak_bytes).c_str(),
+                    mib(r.device_peak_bytes).c_str(), r.device_peak_bytes > cap ? "!" : " ",
+                    r.max_in_flight, si(r.flops_per_step, "").c_str(),
+                    si(r.comm_dp_bytes + r.comm_embedding_bytes, "B").c_str(),
+                    si(r.comm_tp_bytes, "B").c_str(), si(r.comm_pp_bytes, "B").c_str());
+    }
+    std::printf("\nbubble %.1f%% | step %.4g s | %s tokens/s | MFU %.1f%% | %s FLOP/step\n",
+                100 * e.bubble_fraction, e.step_s, si(e.tokens_per_s, "").c_str(), 100 * e.mfu,
+                si(e.flops_per_step, "").c_str());
+    if (!blocks.empty()) {
+        std::string s;
+        for (int b : blocks) s += (s.empty() ? "" : ",") + std::to_string(b);
+        std::printf("balanced parallel.stages: [%s]\n", s.c_str());
+    } else if (!balanced.empty()) {
+        std::printf("balanced parallel.stages: none fits (%s)\n", balanced.c_str());
+    }
+    std::printf("%s\n", e.fits ? "fits: yes" : ("fits: NO — " + e.reason).c_str());
+    return 0;
+}
+
+}  // namespace tessera

@@ -1,0 +1,586 @@
+// Plan estimator: replays one training step of a rank as allocation events (sizes and order as
+// the runtime allocates them), then derives FLOPs, communication and step time. See estimator.h
+// and docs/parallelism.md ("The estimator") for the formulas.
+#include "engine/plan/estimator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include <cblas.h>
+
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
+#include "engine/model/gpt.h"
+#include "engine/parallel/schedule.h"
+#include "engine/parallel/tp_layers.h"
+
+namespace tessera {
+
+// ------------------------------------------------------------------------------------------
+// Devices
+
+const std::vector<std::string>& device_names() {
+    static const std::vector<std::string> n{"H100", "H200", "A100-80GB", "A100-40GB", "cpu"};
+    return n;
+}
+
+double cpu_sgemm_flops() {
+    static const double rate = [] {
+        const int n = 384;
+        std::vector<float> a((size_t)n * n, 0.5f), b((size_t)n * n, 0.25f), c((size_t)n * n);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
+                    b.data(), n, 0.0f, c.data(), n);  // warm-up (thread pool start)
+        double best = 1e30;
+        for (int r = 0; r < 5; ++r) {
+            auto t0 = std::chrono::steady_clock::now();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
+                        b.data(), n, 0.0f, c.data(), n);
+            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return 2.0 * n * n * n / std::max(best, 1e-9);
+    }();
+    return rate;
+}
+
+DeviceSpec device_spec(const std::string& name) {
+    const double T = 1e12, G = 1e9;
+    const int64_t GiB = 1LL << 30;
+    DeviceSpec d;
+    d.name = name;
+    // Dense bf16 (no sparsity) datasheet figures; NVLink: half the bidirectional figure;
+    // network: one 400 Gb/s NDR port per GPU (A100: 200 Gb/s HDR).
+    if (name == "H100") {
+        d.peak_flops = 989 * T, d.hbm_bytes_per_s = 3350 * G, d.memory_bytes = 80 * GiB;
+        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G;
+    } else if (name == "H200") {
+        d.peak_flops = 989 * T, d.hbm_bytes_per_s = 4800 * G, d.memory_bytes = 141 * GiB;
+        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G;
+    } else if (name == "A100-80GB") {
+        d.peak_flops = 312 * T, d.hbm_bytes_per_s = 2039 * G, d.memory_bytes = 80 * GiB;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G;
+    } else if (name == "A100-40GB") {
+        d.peak_flops = 312 * T, d.hbm_bytes_per_s = 1555 * G, d.memory_bytes = 40 * GiB;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G;
+    } else if (name == "cpu") {
+        d.peak_flops = cpu_sgemm_flops();
+        d.hbm_bytes_per_s = 20 * G;  // a typical dual-channel DDR figure; not measured
+        d.memory_bytes = (int64_t)sysconf(_SC_PHYS_PAGES) * (int64_t)sysconf(_SC_PAGE_SIZE);
+        d.nvlink_bytes_per_s = 5 * G;  // Gloo over loopback TCP
+        d.network_bytes_per_s = 5 * G;
+        d.gpus_per_node = 1 << 20;
+        d.efficiency = 0.6;  // non-matmul kernels (attention, layernorm, AdamW) at lower rates
+        d.shared_host = true;
+    } else {
+        std::string known;
+        for (const auto& n : device_names()) known += (known.empty() ? "" : ", ") + n;
+        throw InputError(str_cat("--device: expected one of ", known, ", found '", name, "'"));
+    }
+    return d;
+}
+
+int plan_vocab_size(const ModelConfig& m) { return m.vocab == "gpt2" ? 50257 : 256; }
+
+std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
+    const int chunks = cfg.parallel.pp * cfg.parallel.virtual_stages;
+    const int L = cfg.model.n_layer;
+    if (!cfg.parallel.stages.empty()) {
+        if ((int)cfg.parallel.stages.size() != chunks)
+            throw InputError(str_cat(cfg.source_path, ": parallel.stages: expected ", chunks,
+                                     " entries (pp x virtual_stages), found ",
+                                     cfg.parallel.stages.size()));
+        int sum = 0;
+        for (int s : cfg.parallel.stages) sum += s;
+        if (sum != L)
+            throw InputError(str_cat(cfg.source_path, ": parallel.stages: expected entries summing to "
+                                     "n_layer ", L, ", found ", sum));
+        return cfg.parallel.stages;
+    }
+    std::vector<int> out(chunks, L / chunks);
+    for (int i = 0; i < L % chunks; ++i) out[chunks - 1 - i] += 1;
+    return out;
+}
+
+namespace {
+
+constexpr int64_t kF = 4;  // bytes per element: the engine keeps fp32 everywhere
+const MemCategory kParams = MemCategory::params, kGrads = MemCategory::grads,
+                  kOpt = MemCategory::optimizer, kAct = MemCategory::activations,
+                  kWork = MemCategory::workspace, kComm = MemCategory::comm,
+                  kHost = MemCategory::host;
+
+// ------------------------------------------------------------------------------------------
+// Timeline: current and peak bytes per category, as MemoryTracker keeps them
+
+struct Timeline {
+    std::array<int64_t, kMemCategoryCount> cur{}, peak{};
+    int64_t total = 0, total_peak = 0;
+    int64_t device_peak = 0;  // peak of the total without the host category
+    void alloc(MemCategory c, int64_t elems) {
+        int i = (int)c;
+        cur[i] += elems * kF;
+        peak[i] = std::max(peak[i], cur[i]);
+        total += elems * kF;
+        total_peak = std::max(total_peak, total);
+        device_peak = std::max(device_peak, total - cur[(int)MemCategory::host]);
+    }
+    void free(MemCategory c, int64_t elems) {
+        cur[(int)c] -= elems * kF;
+        total -= elems * kF;
+    }
+};
+
+// ------------------------------------------------------------------------------------------
+// World 1: GptModel + AdamW allocate everything once (engine/model/gpt.cpp ensure_acts)
+
+void single_rank_memory(const GptDims& d, int B, Timeline& tl) {
+    const int64_t P = gpt_param_table(d).total_numel();
+    const int64_t C = d.d_model, T = d.seq_len, V = d.vocab, NH = d.n_head, N = (int64_t)B * T;
+    tl.alloc(kParams, P);
+    tl.alloc(kGrads, P);
+    tl.alloc(kOpt, 2 * P);
+    // per block: ln1, qkv (3C), atty, res1, ln2, fch (4C), fch_gelu (4C), out = 16C per token,
+    // 4 LayerNorm statistics per token, attention probabilities (B, NH, T, T)
+    const int64_t block = 16 * N * C + 4 * N + (int64_t)B * NH * T * T;
+    tl.alloc(kAct, N * C + d.n_layer * block + N * C + 2 * N + N * V + N);
+    tl.alloc(kWork, 14 * N * C);  // dresidual, dln, dqkv (3C), datty, dfch (4C), dfch_gelu (4C)
+}
+
+// ------------------------------------------------------------------------------------------
+// Parallel ranks: a replay of RankRunner's step over the rank's layers
+
+enum class LayerKind { embedding, block, head };
+
+struct SimTensor {
+    int64_t elems;
+    MemCategory cat;
+};
+
+struct SimUnit {
+    int64_t len = 0, S = 0, pad = 0;
+    bool full = false, gather_posted = false, grad_full = false;
+};
+
+struct SimLayer {
+    LayerKind kind;
+    std::vector<SimUnit> units;
+    SimLayer* tied = nullptr;  // the head's tied embedding (pp = 1)
+    std::map<int, std::vector<SimTensor>> saved;
+};
+
+struct RankSim {
+    // dims
+    int64_t B, T, C, Cl, NHl, N, Vl;
+    int dp, zero, pp, v, stage, m;
+    Recompute rc;
+    bool offload_act, offload_opt;
+    std::vector<std::vector<SimLayer>> chunks;  // this rank's chunks (local index) -> layers
+    std::vector<int> global_chunk;
+    Timeline tl;
+    std::vector<int64_t> sends;  // act tensors held by pending isends until the step ends
+
+    // ---- ParamStore
+    void store_init() {
+        const MemCategory oc = offload_opt ? kHost : kOpt;
+        for (auto& ch : chunks)
+            for (auto& l : ch)
+                for (auto& u : l.units) {
+                    u.S = (u.len + dp - 1) / dp;
+                    u.pad = u.S * dp;
+                    int64_t opt_n = zero >= 1 ? u.S : u.len;
+                    tl.alloc(oc, opt_n);
+                    tl.alloc(oc, opt_n);
+                    if (zero >= 3) tl.alloc(kParams, u.S);
+                    else tl.alloc(kParams, u.pad), u.full = true;
+                    if (zero >= 2) tl.alloc(kGrads, u.S);
+                    else tl.alloc(kGrads, u.pad), u.grad_full = true;
+                }
+    }
+    void gather(SimUnit& u) {
+        if (u.gather_posted || u.full) return;
+        tl.alloc(kParams, u.pad);
+        u.full = true;
+        u.gather_posted = true;
+    }
+    std::vector<SimLayer*> with_tied(SimLayer* l) {
+        std::vector<SimLayer*> need{l};
+        if (l->tied) need.push_back(l->tied);
+        return need;
+    }
+    void before_forward(SimLayer* l, SimLayer* next) {
+        if (zero < 3) return;
+        auto need = with_tied(l);
+        for (SimLayer* x : need)
+            for (auto& u : x->units) gather(u);
+        if (next)
+            for (auto& u : next->units) gather(u);
+        for (SimLayer* x : need)
+            for (auto& u : x->units) u.gather_posted = false;
+    }
+    void after_forward(SimLayer* l) {
+        if (zero < 3) return;
+        for (SimLayer* x : with_tied(l))
+            for (auto& u : x->units)
+                if (!u.gather_posted && u.full) tl.free(kParams, u.pad), u.full = false;
+    }
+    void before_backward(SimLayer* l, SimLayer* next) {
+        before_forward(l, next);
+        if (zero >= 2)
+            for (SimLayer* x : with_tied(l))
+                for (auto& u : x->units)
+                    if (!u.grad_full) tl.alloc(kGrads, u.pad), u.grad_full = true;
+    }
+    void after_backward(SimLayer* l) {
+        if (zero >= 2)
+            for (auto& u : l->units) {
+                // the worker reduce-scatters into a comm slice, then drops both buffers (modelled
+                // as finishing before the next layer's backward allocates)
+                tl.alloc(kComm, u.S);
+                tl.free(kComm, u.S);
+                tl.free(kGrads, u.pad);
+                u.grad_full = false;
+            }
+        after_forward(l);
+    }
+    void optimizer_step() {
+        if ((zero == 1 || zero == 2) && dp > 1)
+            for (auto& ch : chunks)
+                for (auto& l : ch)
+                    for (auto& u : l.units) tl.alloc(kComm, u.S), tl.free(kComm, u.S);
+    }
+
+    // ---- layers (tp_layers.cpp): returns the output tensor's (elems, category)
+    SimTensor layer_forward(SimLayer& l, int micro, SimTensor x) {
+        auto& s = l.saved[micro];
+        if (l.kind == LayerKind::embedding) {
+            tl.alloc(kAct, N * C);
+            return {N * C, kAct};
+        }
+        if (l.kind == LayerKind::head) {
+            s = {x, {N * C, kAct}, {N, kAct}, {N, kAct}, {N * Vl, kAct}};
+            for (size_t i = 1; i < s.size(); ++i) tl.alloc(kAct, s[i].elems);
+            tl.alloc(kWork, 3 * N);  // max / sum / target statistics
+            tl.alloc(kWork, N);      // per-token losses (returned)
+            tl.free(kWork, 3 * N);
+            return {N, kWork};
+        }
+        // block: compute() allocates every intermediate, forward keeps a subset
+        const int64_t att = B * NHl * T * T;
+        // X LN1 M1 R1 QKV ATT ATTY RES1 LN2 M2 R2 FCH FCG
+        std::vector<int64_t> all{x.elems, N * C, N, N, 3 * N * Cl, att, N * Cl, N * C, N * C, N, N,
+                                 4 * N * Cl, 4 * N * Cl};
+        for (size_t i = 1; i < all.size(); ++i) tl.alloc(kAct, all[i]);
+        tl.alloc(kAct, N * C);  // out
+        s.clear();
+        for (size_t i = 0; i < all.size(); ++i) {
+            bool keep = i == 0 || rc == Recompute::none ||
+                        (rc == Recompute::selective && i != 5 && i != 12);
+            if (keep) s.push_back({all[i], kAct});
+            else tl.free(kAct, all[i]);
+        }
+        return {N * C, kAct};
+    }
+
+    // dout: the incoming gradient (already allocated; empty for the head). Returns the outgoing one.
+    SimTensor layer_backward(SimLayer& l, int micro, SimTensor dout) {
+        auto it = l.saved.find(micro);
+        auto free_saved = [&] {
+            for (auto& t : it->second) tl.free(t.cat, t.elems);
+            l.saved.erase(it);
+        };
+        if (l.kind == LayerKind::embedding) {
+            free_saved();
+            tl.free(dout.cat, dout.elems);  // consumed
+            return {0, kAct};
+        }
+        if (l.kind == LayerKind::head) {
+            tl.alloc(kWork, N * C);  // dln
+            tl.alloc(kAct, N * C);   // dx
+            free_saved();
+            tl.free(kWork, N * C);
+            return {N * C, kAct};
+        }
+        auto& s = it->second;
+        const int64_t att = B * NHl * T * T;
+        if (rc == Recompute::full) {
+            std::vector<int64_t> re{N * C, N, N, 3 * N * Cl, att, N * Cl, N * C, N * C, N, N,
+                                    4 * N * Cl, 4 * N * Cl};
+            for (int64_t e : re) tl.alloc(kAct, e), s.push_back({e, kAct});
+            tl.alloc(kAct, N * C);  // the recomputed output, dropped
+            tl.free(kAct, N * C);
+        } else if (rc == Recompute::selective) {
+            tl.alloc(kAct, att), s.push_back({att, kAct});
+            tl.alloc(kWork, N * Cl);  // scratch attention output
+            tl.alloc(kAct, 4 * N * Cl), s.push_back({4 * N * Cl, kAct});
+            tl.free(kWork, N * Cl);
+        }
+        tl.alloc(kWork, 4 * N * Cl);  // dfcg
+        tl.alloc(kWork, 4 * N * Cl);  // dfch
+        tl.free(kWork, 4 * N * Cl);
+        tl.alloc(kWork, N * C);       // dln
+        tl.free(kWork, 4 * N * Cl);
+        tl.alloc(kWork, N * Cl);      // datty
+        tl.alloc(kWork, 3 * N * Cl);  // dqkv
+        tl.free(kWork, N * Cl);
+        tl.free(kWork, 3 * N * Cl);
+        free_saved();
+        tl.free(kWork, N * C);
+        return dout;  // d(input) computed in place
+    }
+
+    void offload(SimLayer& l, int micro, bool to_host) {
+        auto it = l.saved.find(micro);
+        if (it == l.saved.end()) return;
+        for (auto& t : it->second) {
+            tl.alloc(to_host ? kHost : kAct, t.elems);
+            tl.free(t.cat, t.elems);
+            t.cat = to_host ? kHost : kAct;
+        }
+    }
+
+    // ---- the rank loop (parallel_trainer.cpp RankRunner::forward / backward)
+    void forward(int micro, int c) {
+        auto& ch = chunks[c];
+        const int g = global_chunk[c], G = pp * v;
+        SimTensor x{0, kAct};
+        if (g > 0) tl.alloc(kAct, N * C), x = {N * C, kAct};  // recv buffer
+        for (size_t i = 0; i < ch.size(); ++i) {
+            before_forward(&ch[i], i + 1 < ch.size() ? &ch[i + 1] : nullptr);
+            x = layer_forward(ch[i], micro, x);
+            after_forward(&ch[i]);
+        }
+        if (g == G - 1) tl.free(x.cat, x.elems);  // the losses, summed
+        else sends.push_back(x.elems);
+        if (offload_act)
+            for (auto& l : ch) offload(l, micro, true);
+    }
+    void backward(int micro, int c) {
+        auto& ch = chunks[c];
+        const int g = global_chunk[c], G = pp * v;
+        SimTensor dout{0, kAct};
+        if (g < G - 1) tl.alloc(kAct, N * C), dout = {N * C, kAct};
+        if (offload_act)
+            for (auto& l : ch) offload(l, micro, false);
+        for (size_t i = ch.size(); i-- > 0;) {
+            before_backward(&ch[i], i > 0 ? &ch[i - 1] : nullptr);
+            dout = layer_backward(ch[i], micro, dout);
+            after_backward(&ch[i]);
+        }
+        if (g > 0) sends.push_back(dout.elems);
+    }
+    int run_step(const StageSchedule& sched) {
+        std::vector<int> in_flight(v, 0);
+        int total_in_flight = 0, max_in_flight = 0;
+        for (const PipeAction& a : sched) {
+            if (a.kind == PipeAction::forward) {
+                forward(a.micro, a.chunk);
+                max_in_flight = std::max(max_in_flight, ++total_in_flight);
+            } else {
+                backward(a.micro, a.chunk);
+                --total_in_flight;
+            }
+        }
+        for (int64_t e : sends) tl.free(kAct, e);
+        sends.clear();
+        optimizer_step();
+        return max_in_flight;
+    }
+};
+
+// Ring all-reduce sends 2 (n-1)/n of the buffer per rank; all-gather / reduce-scatter (n-1)/n.
+double ring_all_reduce(double bytes, int n) { return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0; }
+double ring_gather(double bytes, int n) { return n > 1 ? (double)(n - 1) / n * bytes : 0.0; }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// estimate_plan
+
+PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
+    const ModelConfig& mc = cfg.model;
+    const ParallelConfig& par = cfg.parallel;
+    if (mc.preset == "mlp")
+        throw InputError(str_cat(cfg.source_path, ": model.preset: the estimator covers GPT presets, "
+                                                  "found mlp"));
+    GptDims d{mc.n_layer, mc.n_head, mc.d_model, mc.seq_len, plan_vocab_size(mc)};
+    if (d.n_layer < 1 || d.n_head < 1 || d.d_model < 1 || d.seq_len < 1)
+        throw InputError(str_cat(cfg.source_path, ": model: expected positive n_layer, n_head, "
+                                 "d_model, seq_len, found ", d.n_layer, ", ", d.n_head, ", ",
+                                 d.d_model, ", ", d.seq_len));
+    if (d.d_model % d.n_head != 0 || d.n_head % par.tp != 0)
+        throw InputError(str_cat(cfg.source_path, ": parallel.tp: expected n_head (", d.n_head,
+                                 ") divisible by tp and d_model (", d.d_model,
+                                 ") by n_head, found tp ", par.tp));
+    const MeshShape mesh{par.dp, par.tp, par.pp};
+    const int world = mesh.world(), m = cfg.train.grad_accum, B = cfg.train.micro_batch;
+    const int64_t C = d.d_model, T = d.seq_len, N = (int64_t)B * T;
+    PlanEstimate est;
+    est.device = dev;
+    est.world = world;
+    est.tokens_per_step = N * m * par.dp;
+    // model FLOPs per token (forward): blocks + LM head, as GptModel::train_flops_per_target
+    double fwd_tok = 2.0 * C * d.vocab;
+    const double block_fwd_tok = 2.0 * 12 * C * C + 2.0 * 2 * T * C;
+    fwd_tok += d.n_layer * block_fwd_tok;
+    est.model_flops_per_step = 3.0 * fwd_tok * (double)est.tokens_per_step;
+    const double per_rank_peak = dev.shared_host ? dev.peak_flops / world : dev.peak_flops;
+    const double rate = per_rank_peak * dev.efficiency;
+    const int64_t capacity = dev.shared_host ? dev.memory_bytes / world : dev.memory_bytes;
+
+    if (world == 1) {
+        Timeline tl;
+        single_rank_memory(d, B, tl);
+        RankEstimate r;
+        r.peak_bytes = tl.peak;
+        r.total_peak_bytes = tl.total_peak;
+        r.device_peak_bytes = tl.device_peak;
+        r.max_in_flight = 1;
+        r.layers = d.n_layer + 2;
+        r.flops_per_step = est.model_flops_per_step;
+        r.compute_s = r.flops_per_step / rate;
+        est.ranks.push_back(r);
+        est.flops_per_step = r.flops_per_step;
+        est.step_s = r.compute_s;
+    } else {
+        const ScheduleKind sk = schedule_kind_parse(par.schedule);
+        const int v = par.virtual_stages;
+        auto sched = schedule_build(sk, par.pp, m, v);
+        est.bubble_fraction = par.pp > 1 ? schedule_bubble_fraction(sched, par.pp, 1.0, 2.0) : 0.0;
+        std::vector<int> blocks = plan_blocks_per_chunk(cfg);
+        std::vector<int> first(blocks.size() + 1, 1);
+        for (size_t c = 0; c < blocks.size(); ++c) first[c + 1] = first[c] + blocks[c];
+        const int G = par.pp * v;
+        if (!par.recompute.empty() && par.recompute.size() != 1 && (int)par.recompute.size() != par.pp)
+            throw InputError(str_cat(cfg.source_path, ": parallel.recompute: expected 1 or pp (",
+                                     par.pp, ") entries, found ", par.recompute.size()));
+        // memory and FLOPs depend on (stage, tp rank) only: DP ranks are identical
+        std::vector<RankEstimate> cls((size_t)par.pp * par.tp);
+        for (int s = 0; s < par.pp; ++s) {
+            std::string rcs = par.recompute.empty() ? "none"
+                              : par.recompute.size() == 1 ? par.recompute[0] : par.recompute[s];
+            Recompute rc = recompute_parse(rcs);
+            for (int t = 0; t < par.tp; ++t) {
+                auto [v0, v1] = vocab_shard(d.vocab, t, par.tp);
+                RankSim sim;
+                sim.B = B, sim.T = T, sim.C = C, sim.Cl = C / par.tp, sim.NHl = d.n_head / par.tp;
+                sim.N = N, sim.Vl = v1 - v0;
+                sim.dp = par.dp, sim.zero = par.zero, sim.pp = par.pp, sim.v = v, sim.stage = s;
+                sim.m = m, sim.rc = rc;
+                sim.offload_act = par.offload_activations, sim.offload_opt = par.offload_optimizer;
+                const int64_t Cl = sim.Cl;
+                double flops_tok = 0;  // executed forward+backward(+recompute) FLOPs per token
+                int layers = 0;
+                sim.chunks.resize(v);
+                for (int c = 0; c < v; ++c) {
+                    const int g = c * par.pp + s;
+                    sim.global_chunk.push_back(g);
+                    int lo = g == 0 ? 0 : first[g];
+                    int hi = g == G - 1 ? d.n_layer + 2 : first[g + 1];
+                    auto& ch = sim.chunks[c];
+                    ch.reserve(hi - lo);
+                    for (int li = lo; li < hi; ++li) {
+                        SimLayer l;
+                        if (li == 0) {
+                            l.kind = LayerKind::embedding;
+                            l.units = {{sim.Vl * C}, {T * C}};
+                        } else if (li <= d.n_layer) {
+                            l.kind = LayerKind::block;
+                            l.units = {{12 * Cl * C + 7 * Cl + 6 * C}};
+                            double f = block_fwd_tok / par.tp;
+                            double extra = rc == Recompute::full ? f
+                                           : rc == Recompute::selective ? 2.0 * 2 * T * C / par.tp
+                                                                        : 0.0;
+                            flops_tok += 3 * f + extra;
+                        } else {
+                            l.kind = LayerKind::head;
+                            l.units = {{2 * C}};
+                            if (par.pp > 1) l.units.push_back({sim.Vl * C});
+                            flops_tok += 3 * 2.0 * C * sim.Vl;
+                        }
+                        ch.push_back(std::move(l));
+                        ++layers;
+                    }
+                }
+                if (par.pp == 1) {  // the head's wte is the embedding's
+                    SimLayer* emb = &sim.chunks[0][0];
+                    SimLayer* head = &sim.chunks[v - 1].back();
+                    head->tied = emb;
+                }
+                sim.store_init();
+                RankEstimate r;
+                r.max_in_flight = sim.run_step(sched[s]);
+                r.peak_bytes = sim.tl.peak;
+                r.total_peak_bytes = sim.tl.total_peak;
+                r.device_peak_bytes = sim.tl.device_peak;
+                r.layers = layers;
+                r.flops_per_step = flops_tok * (double)N * m;
+                r.compute_s = r.flops_per_step / rate;
+                // ---- communication per step (bytes sent by this rank)
+                double unit_bytes = 0, wte_bytes = 0;
+                for (auto& ch : sim.chunks)
+                    for (auto& l : ch)
+                        for (size_t k = 0; k < l.units.size(); ++k) {
+                            unit_bytes += (double)l.units[k].pad * kF;
+                            bool wte = (l.kind == LayerKind::embedding && k == 0) ||
+                                       (l.kind == LayerKind::head && k == 1);
+                            if (wte) wte_bytes += (double)(par.zero >= 2 ? l.units[k].S : l.units[k].len) * kF;
+                        }
+                const int dpn = par.dp;
+                if (par.zero < 2) r.comm_dp_bytes += ring_all_reduce(unit_bytes, dpn);
+                if (par.zero == 1 || par.zero == 2) r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
+                if (par.zero >= 2) r.comm_dp_bytes += m * ring_gather(unit_bytes, dpn);
+                if (par.zero >= 3) r.comm_dp_bytes += 2.0 * m * ring_gather(unit_bytes, dpn);
+                const double act = (double)N * C * kF;
+                int n_blocks = 0;
+                for (auto& ch : sim.chunks)
+                    for (auto& l : ch) n_blocks += l.kind == LayerKind::block;
+                double tp_per_micro = n_blocks * (4 + (rc == Recompute::full ? 2 : 0)) * act;
+                for (int c = 0; c < v; ++c) {
+                    int g = c * par.pp + s;
+                    if (g == 0) tp_per_micro += act;
+                    if (g == G - 1) tp_per_micro += act + 3.0 * N * kF;
+                    if (g > 0) r.comm_pp_bytes += 2.0 * act * m;  // backward send + forward recv side
+                }
+                r.comm_tp_bytes = m * ring_all_reduce(tp_per_micro, par.tp);
+                r.comm_pp_bytes /= 2;  // counted once per boundary: the forward send and backward send
+                if (par.pp > 1 && wte_bytes > 0) r.comm_embedding_bytes = ring_all_reduce(wte_bytes, 2);
+                const bool dp_cross_node = (int64_t)par.tp * par.dp > dev.gpus_per_node;
+                const double dp_bw = dp_cross_node ? dev.network_bytes_per_s : dev.nvlink_bytes_per_s;
+                const double pp_bw = world > dev.gpus_per_node ? dev.network_bytes_per_s
+                                                               : dev.nvlink_bytes_per_s;
+                r.comm_s = r.comm_tp_bytes / dev.nvlink_bytes_per_s + r.comm_pp_bytes / pp_bw +
+                           r.comm_dp_bytes / dp_bw + r.comm_embedding_bytes / pp_bw;
+                cls[(size_t)s * par.tp + t] = r;
+            }
+        }
+        est.ranks.resize(world);
+        double slowest = 0;
+        for (int rank = 0; rank < world; ++rank) {
+            MeshCoord c = mesh_coord(mesh, rank);
+            RankEstimate r = cls[(size_t)c.pp * par.tp + c.tp];
+            r.rank = rank;
+            r.coord = c;
+            est.ranks[rank] = r;
+            est.flops_per_step += r.flops_per_step;
+            slowest = std::max(slowest, r.compute_s / (1.0 - est.bubble_fraction) + r.comm_s);
+        }
+        est.step_s = slowest;
+    }
+    for (auto& r : est.ranks) {
+        if (est.fits && r.device_peak_bytes > capacity) {
+            est.fits = false;
+            est.reason = str_cat("rank ", r.rank, " (", mesh_coord_str(r.coord), ") needs ",
+                                 r.device_peak_bytes, " bytes, more than the ", dev.name, "'s ",
+                                 capacity, " bytes");
+        }
+    }
+    est.tokens_per_s = est.step_s > 0 ? est.tokens_per_step / est.step_s : 0;
+    est.mfu = est.step_s > 0 ? est.model_flops_per_step / (est.step_s * world * per_rank_peak) : 0;
+    return est;
+}
+
+}  // namespace tessera

@@ -1,0 +1,83 @@
+// The plan estimator: for a RunConfig (a struct — no YAML in the hot path) and a device, predicts
+// every rank's memory by category (the MemoryTracker categories the runtime reports), FLOPs,
+// communication volume, the pipeline bubble and the step time. Memory comes from replaying the
+// rank's training step as allocation events that mirror the runtime (engine/parallel/tp_layers,
+// zero, engine/train/parallel_trainer, and GptModel for world 1) at tensor granularity, driven by
+// the real pipeline schedule (schedule_build). Formulas: docs/parallelism.md, "The estimator".
+// Qt-free: the CLI (`tessera plan`) and the studio both call it.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/config/config.h"
+#include "engine/core/memory.h"
+#include "engine/parallel/mesh.h"
+
+namespace tessera {
+
+// A device the step time is predicted for. Constants (per GPU) are documented in
+// docs/parallelism.md; "cpu" is measured (OpenBLAS sgemm on this host, cached per process).
+struct DeviceSpec {
+    std::string name;                 // H100 | H200 | A100-80GB | A100-40GB | cpu
+    double peak_flops = 0;            // dense bf16 tensor-core FLOP/s (cpu: fp32 sgemm, all cores)
+    double hbm_bytes_per_s = 0;       // device memory bandwidth
+    int64_t memory_bytes = 0;         // capacity per device (cpu: physical RAM of the host)
+    double nvlink_bytes_per_s = 0;    // per-GPU intra-node bandwidth, one direction
+    double network_bytes_per_s = 0;   // per-GPU inter-node bandwidth (InfiniBand), one direction
+    int gpus_per_node = 8;            // beyond this, DP groups cross nodes
+    double efficiency = 0.5;          // fraction of peak a training step sustains (MFU ceiling)
+    bool shared_host = false;         // cpu: every rank shares peak_flops and memory_bytes
+};
+
+// Throws InputError naming the known devices for an unknown name.
+DeviceSpec device_spec(const std::string& name);
+const std::vector<std::string>& device_names();
+// Measured single-precision sgemm FLOP/s of this host (all threads), once per process.
+double cpu_sgemm_flops();
+
+// One rank's prediction. All memory figures are peaks over a training step, in bytes.
+struct RankEstimate {
+    int rank = 0;
+    MeshCoord coord;
+    std::array<int64_t, kMemCategoryCount> peak_bytes{};  // per MemCategory (peak of each)
+    int64_t total_peak_bytes = 0;   // peak of the sum (what mem/total_bytes reports)
+    int64_t device_peak_bytes = 0;  // total peak without the host category (vs capacity)
+    int max_in_flight = 0;          // most micro-batches with saved activations at once
+    int layers = 0;                 // layers (embedding, blocks, head) this rank holds
+    double flops_per_step = 0;      // executed, recompute included
+    double comm_dp_bytes = 0;       // bytes this rank sends per step, by group
+    double comm_tp_bytes = 0;
+    double comm_pp_bytes = 0;
+    double comm_embedding_bytes = 0;
+    double compute_s = 0;           // busy compute time per step (no bubble)
+    double comm_s = 0;              // exposed communication time per step
+};
+
+struct PlanEstimate {
+    DeviceSpec device;
+    int world = 1;
+    std::vector<RankEstimate> ranks;  // indexed by global rank (mesh order)
+    double flops_per_step = 0;        // all ranks, executed
+    double model_flops_per_step = 0;  // 6 N + attention per token, no recompute (for MFU)
+    int64_t tokens_per_step = 0;
+    double bubble_fraction = 0;       // schedule_bubble_fraction(f = 1, b = 2)
+    double step_s = 0;
+    double tokens_per_s = 0;
+    double mfu = 0;
+    bool fits = true;                 // every rank's device_peak_bytes <= device.memory_bytes
+    std::string reason;               // why not, when !fits
+};
+
+// Throws InputError for configs it cannot estimate (the MLP preset, indivisible heads, bad
+// parallel.stages, a schedule that cannot be built).
+PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev);
+
+// Blocks per model chunk the runtime uses (engine/train's pipeline_blocks_per_chunk, repeated
+// here: plan sits below train): parallel.stages, or L / chunks with the remainder on the last.
+std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg);
+// Vocabulary size of a GPT config's tokenizer (bytes: 256, gpt2: 50257).
+int plan_vocab_size(const ModelConfig& m);
+
+}  // namespace tessera

@@ -1,0 +1,171 @@
+// Unit tests of the plan estimator and the stage balancer on hand-computable cases.
+#include <gtest/gtest.h>
+
+#include "engine/core/error.h"
+#include "engine/model/gpt.h"
+#include "engine/plan/estimator.h"
+#include "engine/plan/partitioner.h"
+
+using namespace tessera;
+
+namespace {
+
+const char* kTiny = R"(name: t
+model: {preset: gpt-tiny, n_layer: 8, n_head: 4, d_model: 32, seq_len: 16}
+data: {dataset: brown}
+train: {steps: 3, micro_batch: 2, grad_accum: 2, eval_every: 0}
+)";
+
+RunConfig tiny(const std::vector<std::string>& sets = {}) { return config_parse(kTiny, "tiny.yaml", sets); }
+
+int64_t cat(const RankEstimate& r, MemCategory c) { return r.peak_bytes[(int)c]; }
+
+const GptDims kDims{8, 4, 32, 16, 256};
+
+// ParamStore units of a tp = 1 rank holding everything: wte, wpe, 8 blocks, ln_f
+std::vector<int64_t> units() {
+    std::vector<int64_t> u{256 * 32, 16 * 32};
+    for (int l = 0; l < 8; ++l) u.push_back(12 * 32 * 32 + 13 * 32);
+    u.push_back(2 * 32);
+    return u;
+}
+
+TEST(Estimator, SingleRankParamsAreFourBytesPerElement) {
+    PlanEstimate e = estimate_plan(tiny(), device_spec("H100"));
+    ASSERT_EQ(e.world, 1);
+    const int64_t numel = gpt_param_table(kDims).total_numel();
+    EXPECT_EQ(cat(e.ranks[0], MemCategory::params), 4 * numel);
+    EXPECT_EQ(cat(e.ranks[0], MemCategory::grads), 4 * numel);
+    EXPECT_EQ(cat(e.ranks[0], MemCategory::optimizer), 8 * numel);
+    EXPECT_GT(cat(e.ranks[0], MemCategory::activations), 0);
+    EXPECT_EQ(e.tokens_per_step, 2 * 2 * 16);
+}
+
+TEST(Estimator, ZeroShardsOptimizerGradsAndParamsOverDp) {
+    const int dp = 4;
+    int64_t sum_len = 0, sum_S = 0, sum_pad = 0, max_pad = 0;
+    for (int64_t len : units()) {
+        int64_t S = (len + dp - 1) / dp;
+        sum_len += len, sum_S += S, sum_pad += S * dp, max_pad = std::max(max_pad, S * dp);
+    }
+    auto z = [&](int stage) {
+        return estimate_plan(tiny({"parallel.dp=4", "parallel.zero=" + std::to_string(stage)}),
+                             device_spec("H100")).ranks[0];
+    };
+    RankEstimate z0 = z(0), z1 = z(1), z2 = z(2), z3 = z(3);
+    // zero 0: everything replicated; units padded to a multiple of dp (moments are not)
+    EXPECT_EQ(cat(z0, MemCategory::params), 4 * sum_pad);
+    EXPECT_EQ(cat(z0, MemCategory::grads), 4 * sum_pad);
+    EXPECT_EQ(cat(z0, MemCategory::optimizer), 8 * sum_len);
+    // zero 1: moments / dp
+    EXPECT_EQ(cat(z1, MemCategory::optimizer), 8 * sum_S);
+    EXPECT_EQ(cat(z1, MemCategory::grads), 4 * sum_pad);
+    // zero 2: gradients / dp plus the full gradients in flight: the head's backward also opens
+    // the tied embedding's (wte and wpe, kept until the embedding's backward), then one block
+    EXPECT_EQ(cat(z2, MemCategory::optimizer), 8 * sum_S);
+    EXPECT_EQ(cat(z2, MemCategory::grads),
+              4 * (sum_S + 256 * 32 + 16 * 32 + (12 * 32 * 32 + 13 * 32)));
+    // zero 3: parameters / dp plus at most two gathered layers
+    EXPECT_GE(cat(z3, MemCategory::params), 4 * sum_S);
+    EXPECT_LE(cat(z3, MemCategory::params), 4 * (sum_S + 2 * max_pad));
+    EXPECT_LT(cat(z3, MemCategory::params), cat(z0, MemCategory::params) / 2);
+}
+
+TEST(Estimator, TensorParallelShardsBlockMatricesAndVocab) {
+    // tp 2 (with dp 2 so both take the parallel runtime path) against dp 2 alone
+    RankEstimate t1 = estimate_plan(tiny({"parallel.dp=2"}), device_spec("H100")).ranks[0];
+    RankEstimate t2 = estimate_plan(tiny({"parallel.dp=2", "parallel.tp=2"}), device_spec("H100")).ranks[0];
+    const int64_t C = 32, Cl = 16, T = 16, V = 256;
+    auto padded = [](int64_t len) { return (len + 1) / 2 * 2; };
+    int64_t want = padded(V / 2 * C) + padded(T * C) + 8 * padded(12 * Cl * C + 7 * Cl + 6 * C) +
+                   padded(2 * C);
+    EXPECT_EQ(cat(t2, MemCategory::params), 4 * want);
+    EXPECT_LT(cat(t2, MemCategory::params), cat(t1, MemCategory::params) * 0.55);
+}
+
+TEST(Estimator, RecomputeOrdersActivations) {
+    auto act = [](const std::string& rc) {
+        return cat(estimate_plan(tiny({"parallel.pp=2", "parallel.recompute=" + rc}),
+                                 device_spec("H100")).ranks[0], MemCategory::activations);
+    };
+    int64_t none = act("none"), sel = act("selective"), full = act("full");
+    EXPECT_LT(full, sel);
+    EXPECT_LT(sel, none);
+}
+
+TEST(Estimator, OffloadMovesActivationsToHost) {
+    RankEstimate on = estimate_plan(tiny({"parallel.pp=2", "parallel.offload_activations=true"}),
+                                    device_spec("H100")).ranks[0];
+    RankEstimate off = estimate_plan(tiny({"parallel.pp=2"}), device_spec("H100")).ranks[0];
+    EXPECT_EQ(cat(off, MemCategory::host), 0);
+    EXPECT_GT(cat(on, MemCategory::host), 0);
+    EXPECT_LT(cat(on, MemCategory::activations), cat(off, MemCategory::activations));
+    EXPECT_LT(on.device_peak_bytes, off.device_peak_bytes);
+}
+
+TEST(Estimator, ScheduleInFlightAndBubble) {
+    // 1F1B with pp 4 and 8 micro-batches: stage s holds pp - s in flight; bubble 3 / 11
+    PlanEstimate e = estimate_plan(tiny({"parallel.pp=4", "train.grad_accum=8"}), device_spec("H100"));
+    ASSERT_EQ(e.world, 4);
+    for (int s = 0; s < 4; ++s) EXPECT_EQ(e.ranks[s].max_in_flight, 4 - s) << "stage " << s;
+    EXPECT_NEAR(e.bubble_fraction, 3.0 / 11.0, 1e-9);
+    PlanEstimate g = estimate_plan(tiny({"parallel.pp=4", "train.grad_accum=8",
+                                         "parallel.schedule=gpipe"}), device_spec("H100"));
+    EXPECT_EQ(g.ranks[3].max_in_flight, 8);
+    EXPECT_GT(cat(g.ranks[3], MemCategory::activations), cat(e.ranks[3], MemCategory::activations));
+}
+
+TEST(Estimator, FlopsCommAndTime) {
+    PlanEstimate e = estimate_plan(tiny({"parallel.dp=2", "parallel.tp=2"}), device_spec("H200"));
+    ASSERT_EQ(e.world, 4);
+    EXPECT_GT(e.ranks[0].comm_dp_bytes, 0);
+    EXPECT_GT(e.ranks[0].comm_tp_bytes, 0);
+    EXPECT_EQ(e.ranks[0].comm_pp_bytes, 0);
+    EXPECT_GT(e.step_s, 0);
+    EXPECT_GT(e.tokens_per_s, 0);
+    EXPECT_GT(e.mfu, 0);
+    EXPECT_LE(e.mfu, 1.0);
+    // executed FLOPs: every rank does 1/tp of its replica's work
+    EXPECT_NEAR(e.flops_per_step, e.model_flops_per_step, 1e-6 * e.model_flops_per_step);
+}
+
+TEST(Estimator, BadInputIsAnInputError) {
+    EXPECT_THROW(device_spec("TPUv9"), InputError);
+    EXPECT_THROW(estimate_plan(tiny({"parallel.tp=3", "parallel.dp=1"}), device_spec("H100")), InputError);
+}
+
+TEST(Balance, KnownOptimum) {
+    ChunkCostModel m;
+    m.block_s = 1.0;
+    m.fixed_s = {0.0, 2.5};  // a heavy head on the last chunk
+    m.mem_base = {0, 0};
+    m.mem_per_block = {1, 1};
+    m.capacity_bytes = 100;
+    EXPECT_EQ(balance_blocks(8, m), (std::vector<int>{5, 3}));
+    m.capacity_bytes = 4;  // at most 4 blocks per chunk
+    EXPECT_EQ(balance_blocks(8, m), (std::vector<int>{4, 4}));
+    m.capacity_bytes = 3;
+    try {
+        balance_blocks(8, m);
+        FAIL() << "expected no split to fit";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("no split of 8 blocks over 2 chunks"), std::string::npos)
+            << e.what();
+    }
+    m.fixed_s = {0, 0, 0};
+    m.mem_base = {0, 0, 0};
+    m.mem_per_block = {1, 1, 1};
+    m.capacity_bytes = 100;
+    EXPECT_EQ(balance_blocks(9, m), (std::vector<int>{3, 3, 3}));
+}
+
+TEST(Balance, HeavyHeadGetsFewerBlocks) {
+    // GPT-2 vocabulary on a tiny model: the LM head dominates, the last stage takes fewer blocks
+    RunConfig c = tiny({"parallel.pp=2", "model.vocab=gpt2"});
+    std::vector<int> b = balance_stages(c, device_spec("H100"));
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(b[0] + b[1], 8);
+    EXPECT_GT(b[0], b[1]);
+}
+
+}  // namespace
