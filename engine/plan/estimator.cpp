@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -163,6 +164,7 @@ struct SimTensor {
 struct SimUnit {
     int64_t len = 0, S = 0, pad = 0;
     bool full = false, gather_posted = false, grad_full = false;
+    size_t gather_task = 0;
 };
 
 struct SimLayer {
@@ -183,7 +185,22 @@ struct RankSim {
     Timeline tl;
     std::vector<int64_t> sends;  // act tensors held by pending isends until the step ends
 
-    // ---- ParamStore
+    // ---- ParamStore. Its DP comm thread is modelled as lazy: a posted task runs only when the
+    // main thread waits for it or for a later task (FIFO), or drains the queue. On CPU ranks the
+    // compute threads starve the comm thread, and the runtime's peaks match this model: ZeRO-2
+    // keeps every micro-batch's full gradients queued until the step's drain.
+    std::vector<std::function<void()>> tasks;
+    size_t tasks_done = 0;
+    size_t post(std::function<void()> f) {
+        tasks.push_back(std::move(f));
+        return tasks.size() - 1;
+    }
+    void run_until(size_t k) {
+        while (tasks_done <= k && tasks_done < tasks.size()) tasks[tasks_done++]();
+    }
+    void drain() {
+        if (!tasks.empty()) run_until(tasks.size() - 1);
+    }
     void store_init() {
         const MemCategory oc = offload_opt ? kHost : kOpt;
         for (auto& ch : chunks)
@@ -202,9 +219,10 @@ struct RankSim {
     }
     void gather(SimUnit& u) {
         if (u.gather_posted || u.full) return;
-        tl.alloc(kParams, u.pad);
+        tl.alloc(kParams, u.pad);  // the full buffer exists from the post on
         u.full = true;
         u.gather_posted = true;
+        u.gather_task = post([] {});
     }
     std::vector<SimLayer*> with_tied(SimLayer* l) {
         std::vector<SimLayer*> need{l};
@@ -219,7 +237,8 @@ struct RankSim {
         if (next)
             for (auto& u : next->units) gather(u);
         for (SimLayer* x : need)
-            for (auto& u : x->units) u.gather_posted = false;
+            for (auto& u : x->units)
+                if (u.gather_posted) run_until(u.gather_task), u.gather_posted = false;
     }
     void after_forward(SimLayer* l) {
         if (zero < 3) return;
@@ -237,11 +256,13 @@ struct RankSim {
     void after_backward(SimLayer* l) {
         if (zero >= 2)
             for (auto& u : l->units) {
-                // the worker reduce-scatters into a comm slice, then drops both buffers (modelled
-                // as finishing before the next layer's backward allocates)
-                tl.alloc(kComm, u.S);
-                tl.free(kComm, u.S);
-                tl.free(kGrads, u.pad);
+                // the full gradient moves into a reduce-scatter task (a comm slice, then both freed)
+                const int64_t S = u.S, pad = u.pad;
+                post([this, S, pad] {
+                    tl.alloc(kComm, S);
+                    tl.free(kComm, S);
+                    tl.free(kGrads, pad);
+                });
                 u.grad_full = false;
             }
         after_forward(l);
@@ -250,7 +271,12 @@ struct RankSim {
         if ((zero == 1 || zero == 2) && dp > 1)
             for (auto& ch : chunks)
                 for (auto& l : ch)
-                    for (auto& u : l.units) tl.alloc(kComm, u.S), tl.free(kComm, u.S);
+                    for (auto& u : l.units) {
+                        const int64_t S = u.S;
+                        tl.alloc(kComm, S);  // the updated slice, all-gathered by the worker
+                        post([this, S] { tl.free(kComm, S); });
+                    }
+        drain();
     }
 
     // ---- layers (tp_layers.cpp): returns the output tensor's (elems, category)
@@ -386,6 +412,7 @@ struct RankSim {
         }
         for (int64_t e : sends) tl.free(kAct, e);
         sends.clear();
+        drain();  // finish_gradients
         optimizer_step();
         return max_in_flight;
     }
@@ -543,10 +570,10 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                     int g = c * par.pp + s;
                     if (g == 0) tp_per_micro += act;
                     if (g == G - 1) tp_per_micro += act + 3.0 * N * kF;
-                    if (g > 0) r.comm_pp_bytes += 2.0 * act * m;  // backward send + forward recv side
+                    if (g < G - 1) r.comm_pp_bytes += act * m;  // forward outputs sent on
+                    if (g > 0) r.comm_pp_bytes += act * m;      // input gradients sent back
                 }
                 r.comm_tp_bytes = m * ring_all_reduce(tp_per_micro, par.tp);
-                r.comm_pp_bytes /= 2;  // counted once per boundary: the forward send and backward send
                 if (par.pp > 1 && wte_bytes > 0) r.comm_embedding_bytes = ring_all_reduce(wte_bytes, 2);
                 const bool dp_cross_node = (int64_t)par.tp * par.dp > dev.gpus_per_node;
                 const double dp_bw = dp_cross_node ? dev.network_bytes_per_s : dev.nvlink_bytes_per_s;
