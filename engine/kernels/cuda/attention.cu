@@ -1,0 +1,468 @@
+// Fused causal attention (FlashAttention-2 style), forward and backward; see attention.cuh.
+//
+// Design, chosen to be easy to check rather than the last word in speed: every block works on
+// square TILE x TILE tiles held in shared memory. All matrix products go through one helper,
+// block_matmul, which multiplies shared-memory tiles into an fp32 shared-memory tile: with WMMA
+// (bf16 16x16x16 fragments, fp32 accumulators) for bf16, with scalar fp32 FMAs for float. The
+// softmax bookkeeping is plain fp32 code on those shared tiles, identical for both types.
+//   forward:  one block per (query tile, head, batch); loop over key tiles 0 .. diagonal with an
+//             online softmax (running max m and sum l per row); the output accumulator lives in
+//             shared memory (fp32) and is rescaled by exp(m_old - m_new) before each P·V.
+//   backward: D = rowsum(dout ∘ out) first (attention_dd_kernel); then one block per
+//             (key tile, head, batch) loops over query tiles diagonal .. end, recomputes
+//             P = exp(scale·S - lse), accumulates dV and dK in shared memory and adds each
+//             tile's dQ into an fp32 (B, T, C) buffer with atomics; a last kernel casts dQ into
+//             dqkv. Causality and T not a multiple of TILE are handled by masking P (k <= q < T)
+//             and zero-filling the tile rows past T.
+#include <mma.h>
+
+#include <cmath>
+#include <memory>
+#include <type_traits>
+
+#include "engine/kernels/cuda/attention.cuh"
+#include "engine/kernels/cuda/device_helpers.cuh"
+
+namespace tessera {
+
+// ---------------------------------------------------------------------------------------------
+// tiles and shared-memory layouts
+
+constexpr int ATT_THREADS = 256;  // 8 warps per block
+constexpr int ATT_WARPS = ATT_THREADS / 32;
+constexpr size_t ATT_MAX_SMEM = 227 * 1024;  // sm_90 opt-in limit per block
+
+// Query/key tile edge. bf16 forward: 64; fp32 (4-byte tiles) and the larger bf16 backward: 32.
+template <typename T>
+constexpr int fwd_tile() { return std::is_same_v<T, float> ? 32 : 64; }
+template <typename T, int HS>
+constexpr int bwd_tile() { return (std::is_same_v<T, float> || HS > 64) ? 32 : 64; }
+
+__host__ __device__ constexpr size_t align128(size_t bytes) { return (bytes + 127) / 128 * 128; }
+
+// Leading dimensions (elements). Padding keeps WMMA's rules (ldm a multiple of 8 for bf16 and 4
+// for fp32; every fragment's base 32-byte aligned, since fragments start at multiples of 16 rows
+// and 16 columns) and spreads rows over the shared-memory banks.
+template <int HS, int TILE>
+struct AttLd {
+    static constexpr int t = HS + 8;    // q, k, v, dout tiles (TILE x HS, type T)
+    static constexpr int s = TILE + 4;  // scores / probabilities (TILE x TILE, fp32)
+    static constexpr int p = TILE + 8;  // P or dS as a matmul operand (TILE x TILE, type T)
+    static constexpr int a = HS + 4;    // fp32 accumulators (TILE x HS)
+};
+
+// Forward, byte offsets: q, k, v tiles; scores s; probabilities p; output accumulator o; running
+// max m and sum l per row.
+template <typename T, int HS, int TILE>
+struct FwdSmem {
+    using Ld = AttLd<HS, TILE>;
+    static constexpr size_t q = 0;
+    static constexpr size_t k = q + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t v = k + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t s = v + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t p = s + align128(sizeof(float) * TILE * Ld::s);
+    static constexpr size_t o = p + align128(sizeof(T) * TILE * Ld::p);
+    static constexpr size_t m = o + align128(sizeof(float) * TILE * Ld::a);
+    static constexpr size_t l = m + align128(sizeof(float) * TILE);
+    static constexpr size_t bytes = l + align128(sizeof(float) * TILE);
+    static_assert(bytes <= ATT_MAX_SMEM, "attention forward: tile too large for shared memory");
+};
+
+// Backward, byte offsets: k, v tiles (fixed per block); q, dout tiles (per query tile); s holds
+// scores then dP; pf the fp32 probabilities; pt P then dS as a matmul operand; dk, dv
+// accumulators; dq this query tile's dQ; lse and dd per query row.
+template <typename T, int HS, int TILE>
+struct BwdSmem {
+    using Ld = AttLd<HS, TILE>;
+    static constexpr size_t k = 0;
+    static constexpr size_t v = k + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t q = v + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t dout = q + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t s = dout + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t pf = s + align128(sizeof(float) * TILE * Ld::s);
+    static constexpr size_t pt = pf + align128(sizeof(float) * TILE * Ld::s);
+    static constexpr size_t dk = pt + align128(sizeof(T) * TILE * Ld::p);
+    static constexpr size_t dv = dk + align128(sizeof(float) * TILE * Ld::a);
+    static constexpr size_t dq = dv + align128(sizeof(float) * TILE * Ld::a);
+    static constexpr size_t lse = dq + align128(sizeof(float) * TILE * Ld::a);
+    static constexpr size_t dd = lse + align128(sizeof(float) * TILE);
+    static constexpr size_t bytes = dd + align128(sizeof(float) * TILE);
+    static_assert(bytes <= ATT_MAX_SMEM, "attention backward: tile too large for shared memory");
+};
+
+// ---------------------------------------------------------------------------------------------
+// block-wide device helpers (called by all ATT_THREADS threads; callers synchronise around them)
+
+// dst (TILE x HS, leading dim ld) = rows row0 .. row0+TILE of src (row stride src_ld elements),
+// zero past row T_. 16-byte accesses: src, src_ld*sizeof(T) and HS*sizeof(T) are 16-byte aligned.
+template <typename T, int HS, int TILE>
+static __device__ void load_tile(T* dst, int ld, const T* src, long src_ld, int row0, int T_) {
+    constexpr int VEC = (int)(16 / sizeof(T));  // elements per 16-byte access
+    constexpr int CHUNKS = HS / VEC;  // 16-byte chunks per row
+    for (int i = threadIdx.x; i < TILE * CHUNKS; i += ATT_THREADS) {
+        const int r = i / CHUNKS, c = (i % CHUNKS) * VEC;
+        int4 x = make_int4(0, 0, 0, 0);
+        if (row0 + r < T_) x = *reinterpret_cast<const int4*>(src + (long)(row0 + r) * src_ld + c);
+        *reinterpret_cast<int4*>(dst + r * ld + c) = x;
+    }
+}
+
+// c (M x N, fp32, leading dim ldc) = [c +] a (M x K) · b (K x N). a is row-major (a[m*lda + k])
+// or, with A_COL, column-major (a[k*lda + m], i.e. the transpose of a stored row-major tile);
+// likewise b (b[k*ldb + n], or b[n*ldb + k] with B_COL). M, N, K are multiples of 16. Each 16x16
+// block of c belongs to one warp (bf16) or each element to one thread (float).
+template <typename T, int M, int N, int K, bool A_COL, bool B_COL, bool ACCUM>
+static __device__ void block_matmul(float* c, int ldc, const T* a, int lda, const T* b, int ldb) {
+    static_assert(M % 16 == 0 && N % 16 == 0 && K % 16 == 0, "block_matmul: 16-multiples only");
+    if constexpr (std::is_same_v<T, bf16>) {
+        namespace wmma = nvcuda::wmma;
+        using LayoutA = std::conditional_t<A_COL, wmma::col_major, wmma::row_major>;
+        using LayoutB = std::conditional_t<B_COL, wmma::col_major, wmma::row_major>;
+        constexpr int FN = N / 16;
+        for (int f = threadIdx.x / 32; f < (M / 16) * FN; f += ATT_WARPS) {
+            const int m0 = (f / FN) * 16, n0 = (f % FN) * 16;
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            if constexpr (ACCUM)
+                wmma::load_matrix_sync(acc, c + m0 * ldc + n0, ldc, wmma::mem_row_major);
+            else
+                wmma::fill_fragment(acc, 0.0f);
+            for (int k0 = 0; k0 < K; k0 += 16) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, LayoutA> fa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, LayoutB> fb;
+                wmma::load_matrix_sync(fa, A_COL ? a + k0 * lda + m0 : a + m0 * lda + k0, lda);
+                wmma::load_matrix_sync(fb, B_COL ? b + n0 * ldb + k0 : b + k0 * ldb + n0, ldb);
+                wmma::mma_sync(acc, fa, fb, acc);
+            }
+            wmma::store_matrix_sync(c + m0 * ldc + n0, acc, ldc, wmma::mem_row_major);
+        }
+    } else {
+        for (int i = threadIdx.x; i < M * N; i += ATT_THREADS) {
+            const int m = i / N, n = i % N;
+            float sum = ACCUM ? c[m * ldc + n] : 0.0f;
+            for (int k = 0; k < K; ++k) {
+                const float av = A_COL ? a[k * lda + m] : a[m * lda + k];
+                const float bv = B_COL ? b[n * ldb + k] : b[k * ldb + n];
+                sum = fmaf(av, bv, sum);
+            }
+            c[m * ldc + n] = sum;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// kernels
+
+// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, 3C); grid (query tiles, NH, B), ATT_THREADS.
+template <typename T, int HS, int TILE>
+static __global__ void __launch_bounds__(ATT_THREADS)
+    attention_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int NH, float scale) {
+    using L = FwdSmem<T, HS, TILE>;
+    using Ld = AttLd<HS, TILE>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    T* qs = reinterpret_cast<T*>(smem + L::q);
+    T* ks = reinterpret_cast<T*>(smem + L::k);
+    T* vs = reinterpret_cast<T*>(smem + L::v);
+    float* ss = reinterpret_cast<float*>(smem + L::s);
+    T* ps = reinterpret_cast<T*>(smem + L::p);
+    float* os = reinterpret_cast<float*>(smem + L::o);
+    float* ms = reinterpret_cast<float*>(smem + L::m);
+    float* ls = reinterpret_cast<float*>(smem + L::l);
+
+    const int n_tiles = (T_ + TILE - 1) / TILE;
+    const int qt = n_tiles - 1 - (int)blockIdx.x;  // the longest (last) query tiles start first
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int q0 = qt * TILE;
+    const long C3 = 3L * C;
+    const T* qkv_bh = qkv + (long)b * T_ * C3 + h * HS;  // q of head h; k at +C, v at +2C
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+    load_tile<T, HS, TILE>(qs, Ld::t, qkv_bh, C3, q0, T_);
+    for (int i = threadIdx.x; i < TILE * Ld::a; i += ATT_THREADS) os[i] = 0.0f;
+    for (int i = threadIdx.x; i < TILE; i += ATT_THREADS) {
+        ms[i] = -INFINITY;
+        ls[i] = 0.0f;
+    }
+
+    for (int kt = 0; kt <= qt; ++kt) {
+        const int k0 = kt * TILE;
+        __syncthreads();  // the previous P·V is done with ks, vs, ps
+        load_tile<T, HS, TILE>(ks, Ld::t, qkv_bh + C, C3, k0, T_);
+        load_tile<T, HS, TILE>(vs, Ld::t, qkv_bh + 2 * C, C3, k0, T_);
+        __syncthreads();
+        // S (TILE x TILE) = Q · K^T
+        block_matmul<T, TILE, TILE, HS, false, true, false>(ss, Ld::s, qs, Ld::t, ks, Ld::t);
+        __syncthreads();
+        // online softmax, one warp per row. Key 0 is in tile 0 and key q0+r's column r is in the
+        // diagonal tile, so every row has an unmasked score in every tile: m_new is finite.
+        for (int r = warp; r < TILE; r += ATT_WARPS) {
+            const int q = q0 + r;
+            float x[TILE / 32];
+            float m_tile = -INFINITY;
+#pragma unroll
+            for (int u = 0; u < TILE / 32; ++u) {
+                const int c = lane + 32 * u, k = k0 + c;
+                x[u] = (k <= q && k < T_) ? ss[r * Ld::s + c] * scale : -INFINITY;
+                m_tile = fmaxf(m_tile, x[u]);
+            }
+            m_tile = warp_max(m_tile);
+            const float m_old = ms[r], l_old = ls[r];
+            const float m_new = fmaxf(m_old, m_tile);
+            float l_tile = 0.0f;
+#pragma unroll
+            for (int u = 0; u < TILE / 32; ++u) {
+                const float p = expf(x[u] - m_new);  // 0 for masked (-inf) scores
+                ps[r * Ld::p + lane + 32 * u] = from_float<T>(p);
+                l_tile += p;
+            }
+            l_tile = warp_sum(l_tile);
+            const float alpha = expf(m_old - m_new);  // 0 on the first tile (m_old = -inf)
+            for (int d = lane; d < HS; d += 32) os[r * Ld::a + d] *= alpha;
+            __syncwarp();  // every lane has read ms[r], ls[r]
+            if (lane == 0) {
+                ms[r] = m_new;
+                ls[r] = l_old * alpha + l_tile;
+            }
+        }
+        __syncthreads();
+        // O (TILE x HS) += P · V
+        block_matmul<T, TILE, HS, TILE, false, false, true>(os, Ld::a, ps, Ld::p, vs, Ld::t);
+    }
+    __syncthreads();
+    for (int r = warp; r < TILE; r += ATT_WARPS) {
+        const int q = q0 + r;
+        if (q >= T_) break;  // rows only grow with r
+        const float inv = 1.0f / ls[r];
+        T* o = out + ((long)b * T_ + q) * C + h * HS;
+        for (int d = lane; d < HS; d += 32) o[d] = from_float<T>(os[r * Ld::a + d] * inv);
+        if (lane == 0) lse[((long)b * NH + h) * T_ + q] = ms[r] + logf(ls[r]);
+    }
+}
+
+// dd (B, NH, T_) = per-head rowsum of dout ∘ out, both (B, T_, C); one warp per (b, t, h).
+template <typename T>
+static __global__ void attention_dd_kernel(float* dd, const T* dout, const T* out, int B, int T_,
+                                           int C, int NH) {
+    const long row = ((long)blockIdx.x * blockDim.x + threadIdx.x) / 32;  // (b*T_ + t)*NH + h
+    const int lane = threadIdx.x % 32;
+    if (row >= (long)B * T_ * NH) return;  // whole warps
+    const int hs = C / NH;
+    const int h = (int)(row % NH);
+    const long bt = row / NH;
+    const int b = (int)(bt / T_), t = (int)(bt % T_);
+    const T* g = dout + bt * C + h * hs;
+    const T* o = out + bt * C + h * hs;
+    float sum = 0.0f;
+    for (int d = lane; d < hs; d += 32) sum += to_float(g[d]) * to_float(o[d]);
+    sum = warp_sum(sum);
+    if (lane == 0) dd[((long)b * NH + h) * T_ + t] = sum;
+}
+
+// dqkv (B, T_, 3C): dk, dv parts written; dq_acc (B, T_, C) fp32 += this block's dQ; dout
+// (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_); grid (key tiles, NH, B), ATT_THREADS.
+template <typename T, int HS, int TILE>
+static __global__ void __launch_bounds__(ATT_THREADS)
+    attention_backward_kernel(T* dqkv, float* dq_acc, const T* dout, const T* qkv,
+                              const float* lse, const float* dd, int T_, int C, int NH,
+                              float scale) {
+    using L = BwdSmem<T, HS, TILE>;
+    using Ld = AttLd<HS, TILE>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    T* ks = reinterpret_cast<T*>(smem + L::k);
+    T* vs = reinterpret_cast<T*>(smem + L::v);
+    T* qs = reinterpret_cast<T*>(smem + L::q);
+    T* dos = reinterpret_cast<T*>(smem + L::dout);
+    float* ss = reinterpret_cast<float*>(smem + L::s);
+    float* pf = reinterpret_cast<float*>(smem + L::pf);
+    T* pt = reinterpret_cast<T*>(smem + L::pt);
+    float* dks = reinterpret_cast<float*>(smem + L::dk);
+    float* dvs = reinterpret_cast<float*>(smem + L::dv);
+    float* dqs = reinterpret_cast<float*>(smem + L::dq);
+    float* lse_s = reinterpret_cast<float*>(smem + L::lse);
+    float* dd_s = reinterpret_cast<float*>(smem + L::dd);
+
+    const int n_tiles = (T_ + TILE - 1) / TILE;
+    const int kt = blockIdx.x;  // tile 0 sees the most query tiles and starts first
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int k0 = kt * TILE;
+    const long C3 = 3L * C;
+    const T* qkv_bh = qkv + (long)b * T_ * C3 + h * HS;
+    const T* dout_bh = dout + (long)b * T_ * C + h * HS;
+    const float* lse_bh = lse + ((long)b * NH + h) * T_;
+    const float* dd_bh = dd + ((long)b * NH + h) * T_;
+
+    load_tile<T, HS, TILE>(ks, Ld::t, qkv_bh + C, C3, k0, T_);
+    load_tile<T, HS, TILE>(vs, Ld::t, qkv_bh + 2 * C, C3, k0, T_);
+    for (int i = threadIdx.x; i < TILE * Ld::a; i += ATT_THREADS) dks[i] = dvs[i] = 0.0f;
+
+    for (int qt = kt; qt < n_tiles; ++qt) {
+        const int q0 = qt * TILE;
+        __syncthreads();  // the previous tile is done with qs, dos, pt, dqs, lse_s, dd_s
+        load_tile<T, HS, TILE>(qs, Ld::t, qkv_bh, C3, q0, T_);
+        load_tile<T, HS, TILE>(dos, Ld::t, dout_bh, C, q0, T_);
+        for (int i = threadIdx.x; i < TILE; i += ATT_THREADS) {
+            const bool in = q0 + i < T_;
+            lse_s[i] = in ? lse_bh[q0 + i] : 0.0f;
+            dd_s[i] = in ? dd_bh[q0 + i] : 0.0f;
+        }
+        __syncthreads();
+        // S (TILE x TILE) = Q · K^T
+        block_matmul<T, TILE, TILE, HS, false, true, false>(ss, Ld::s, qs, Ld::t, ks, Ld::t);
+        __syncthreads();
+        // P = exp(scale·S - lse) where key <= query < T_, else 0
+        for (int i = threadIdx.x; i < TILE * TILE; i += ATT_THREADS) {
+            const int r = i / TILE, c = i % TILE;
+            const int q = q0 + r, k = k0 + c;
+            const float p = (k <= q && q < T_) ? expf(ss[r * Ld::s + c] * scale - lse_s[r]) : 0.0f;
+            pf[r * Ld::s + c] = p;
+            pt[r * Ld::p + c] = from_float<T>(p);
+        }
+        __syncthreads();
+        // dV (TILE keys x HS) += P^T · dO ; dP (TILE x TILE) = dO · V^T (into ss)
+        block_matmul<T, TILE, HS, TILE, true, false, true>(dvs, Ld::a, pt, Ld::p, dos, Ld::t);
+        block_matmul<T, TILE, TILE, HS, false, true, false>(ss, Ld::s, dos, Ld::t, vs, Ld::t);
+        __syncthreads();
+        // dS = scale · P ∘ (dP - D) (into pt; P's fp32 copy is in pf)
+        for (int i = threadIdx.x; i < TILE * TILE; i += ATT_THREADS) {
+            const int r = i / TILE, c = i % TILE;
+            const float ds = scale * pf[r * Ld::s + c] * (ss[r * Ld::s + c] - dd_s[r]);
+            pt[r * Ld::p + c] = from_float<T>(ds);
+        }
+        __syncthreads();
+        // dK (TILE keys x HS) += dS^T · Q ; dQ tile (TILE queries x HS) = dS · K
+        block_matmul<T, TILE, HS, TILE, true, false, true>(dks, Ld::a, pt, Ld::p, qs, Ld::t);
+        block_matmul<T, TILE, HS, TILE, false, false, false>(dqs, Ld::a, pt, Ld::p, ks, Ld::t);
+        __syncthreads();
+        for (int i = threadIdx.x; i < TILE * HS; i += ATT_THREADS) {
+            const int r = i / HS, d = i % HS;
+            const int q = q0 + r;
+            if (q < T_) atomicAdd(dq_acc + ((long)b * T_ + q) * C + h * HS + d, dqs[r * Ld::a + d]);
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < TILE * HS; i += ATT_THREADS) {
+        const int r = i / HS, d = i % HS;
+        const int k = k0 + r;
+        if (k >= T_) continue;
+        T* dk = dqkv + ((long)b * T_ + k) * C3 + C + h * HS;  // dv at +C
+        dk[d] = from_float<T>(dks[r * Ld::a + d]);
+        dk[C + d] = from_float<T>(dvs[r * Ld::a + d]);
+    }
+}
+
+// dqkv (B, T_, 3C): q part = dq (B, T_, C) fp32; n = B*T_*C.
+template <typename T>
+static __global__ void attention_dq_store_kernel(T* dqkv, const float* dq, long n, int C) {
+    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        const long bt = i / C;
+        const int c = (int)(i % C);
+        dqkv[bt * 3 * C + c] = from_float<T>(dq[i]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// launchers
+
+static void attention_check_shapes(const char* op, int B, int T_, int C, int NH) {
+    TS_CHECK(B > 0 && T_ > 0 && C > 0 && NH > 0, op, ": expected positive B, T, C, NH, found B=", B,
+             " T=", T_, " C=", C, " NH=", NH);
+    TS_CHECK(C % NH == 0, op, ": C=", C, " is not a multiple of NH=", NH);
+    const int hs = C / NH;
+    TS_CHECK(hs == 32 || hs == 64 || hs == 128, op, ": head size C/NH=", hs,
+             " is not supported (expected 32, 64 or 128)");
+    TS_CHECK(NH <= 65535 && B <= 65535, op, ": NH=", NH, " and B=", B,
+             " must be at most 65535 (grid limits)");
+}
+
+template <typename T, int HS>
+static void attention_forward_launch(T* out, float* lse, const T* qkv, int B, int T_, int C,
+                                     int NH, cudaStream_t s) {
+    constexpr int TILE = fwd_tile<T>();
+    constexpr size_t smem = FwdSmem<T, HS, TILE>::bytes;
+    auto kernel = attention_forward_kernel<T, HS, TILE>;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const dim3 grid(ceil_div(T_, TILE), NH, B);
+    const float scale = 1.0f / sqrtf((float)HS);
+    kernel<<<grid, ATT_THREADS, smem, s>>>(out, lse, qkv, T_, C, NH, scale);
+    CUDA_CHECK_LAUNCH("attention_forward_kernel");
+}
+
+template <typename T>
+void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH,
+                            cudaStream_t s) {
+    attention_check_shapes("attention_forward_cuda", B, T_, C, NH);
+    TS_CHECK(out && lse && qkv, "attention_forward_cuda: null pointer (out, lse or qkv)");
+    TS_CHECK(aligned16(qkv), "attention_forward_cuda: qkv must be 16-byte aligned");
+    switch (C / NH) {
+        case 32: attention_forward_launch<T, 32>(out, lse, qkv, B, T_, C, NH, s); break;
+        case 64: attention_forward_launch<T, 64>(out, lse, qkv, B, T_, C, NH, s); break;
+        default: attention_forward_launch<T, 128>(out, lse, qkv, B, T_, C, NH, s); break;
+    }
+}
+
+template <typename T, int HS>
+static void attention_backward_launch(T* dqkv, float* dq_acc, const T* dout, const T* qkv,
+                                      const float* lse, const float* dd, int B, int T_, int C,
+                                      int NH, cudaStream_t s) {
+    constexpr int TILE = bwd_tile<T, HS>();
+    constexpr size_t smem = BwdSmem<T, HS, TILE>::bytes;
+    auto kernel = attention_backward_kernel<T, HS, TILE>;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const dim3 grid(ceil_div(T_, TILE), NH, B);
+    const float scale = 1.0f / sqrtf((float)HS);
+    kernel<<<grid, ATT_THREADS, smem, s>>>(dqkv, dq_acc, dout, qkv, lse, dd, T_, C, NH, scale);
+    CUDA_CHECK_LAUNCH("attention_backward_kernel");
+}
+
+namespace {
+struct CudaFreeAsync {
+    cudaStream_t s;
+    void operator()(float* p) const { cudaFreeAsync(p, s); }  // no throw from a deleter
+};
+}  // namespace
+
+template <typename T>
+void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse,
+                             int B, int T_, int C, int NH, cudaStream_t s) {
+    attention_check_shapes("attention_backward_cuda", B, T_, C, NH);
+    TS_CHECK(dqkv && dout && qkv && out && lse,
+             "attention_backward_cuda: null pointer (dqkv, dout, qkv, out or lse)");
+    TS_CHECK(aligned16(qkv) && aligned16(dout),
+             "attention_backward_cuda: qkv and dout must be 16-byte aligned");
+    const long n_dq = (long)B * T_ * C, n_dd = (long)B * NH * T_;
+    float* raw = nullptr;
+    CUDA_CHECK(cudaMallocAsync((void**)&raw, sizeof(float) * (n_dq + n_dd), s));
+    std::unique_ptr<float, CudaFreeAsync> scratch(raw, CudaFreeAsync{s});
+    float* dq_acc = scratch.get();  // (B, T_, C)
+    float* dd = dq_acc + n_dq;      // (B, NH, T_)
+    CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, sizeof(float) * n_dq, s));
+
+    const int dd_block = 256;  // 8 rows per block
+    attention_dd_kernel<T><<<ceil_div(n_dd * 32, dd_block), dd_block, 0, s>>>(dd, dout, out, B, T_,
+                                                                              C, NH);
+    CUDA_CHECK_LAUNCH("attention_dd_kernel");
+    switch (C / NH) {
+        case 32:
+            attention_backward_launch<T, 32>(dqkv, dq_acc, dout, qkv, lse, dd, B, T_, C, NH, s);
+            break;
+        case 64:
+            attention_backward_launch<T, 64>(dqkv, dq_acc, dout, qkv, lse, dd, B, T_, C, NH, s);
+            break;
+        default:
+            attention_backward_launch<T, 128>(dqkv, dq_acc, dout, qkv, lse, dd, B, T_, C, NH, s);
+            break;
+    }
+    attention_dq_store_kernel<T><<<grid_for(n_dq, 256), 256, 0, s>>>(dqkv, dq_acc, n_dq, C);
+    CUDA_CHECK_LAUNCH("attention_dq_store_kernel");
+}
+
+template void attention_forward_cuda<float>(float*, float*, const float*, int, int, int, int,
+                                            cudaStream_t);
+template void attention_forward_cuda<bf16>(bf16*, float*, const bf16*, int, int, int, int,
+                                           cudaStream_t);
+template void attention_backward_cuda<float>(float*, const float*, const float*, const float*,
+                                             const float*, int, int, int, int, cudaStream_t);
+template void attention_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*,
+                                            const float*, int, int, int, int, cudaStream_t);
+
+}  // namespace tessera
