@@ -70,6 +70,8 @@ std::string ranks_str(const std::vector<int>& rs) {
         if (j > i) s += "-" + std::to_string(rs[j]);
         i = j;
     }
+    if (s.size() > 14)  // a long strided list (e.g. one TP rank of every DP replica)
+        s = str_cat(rs.front(), "..", rs.back(), " (", rs.size(), ")");
     return s;
 }
 
