@@ -1,0 +1,37 @@
+// Softmax + cross-entropy over a vocab-parallel shard of the logits, on the GPU, in three launches
+// so tensor parallelism can all-reduce between them:
+//   ce_row_max_cuda      -> all-reduce(max) rowmax
+//   ce_row_sumexp_cuda   -> all-reduce(sum) sumexp and target_term
+//   ce_loss_and_grad_cuda (training: logits become dlogits in place) or ce_loss_only_cuda (eval).
+// With one shard (v0 = 0, V = full vocab) this is engine/kernels/cpu/cross_entropy.h's
+// forward + backward. logits (N, V) are this rank's columns [v0, v0 + V) of the vocabulary.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace tessera {
+
+// rowmax (N) = max over this shard of logits (N, V).
+template <typename T>
+void ce_row_max_cuda(float* rowmax, const T* logits, int N, int V, cudaStream_t s);
+
+// sumexp (N) = sum over the shard of exp(logit - rowmax); target_term (N) = exp(logit[t] - rowmax)
+// when t = targets[n] is in [v0, v0 + V), else 0 (targets < 0 are ignored). rowmax is the global
+// (all-reduced) row max.
+template <typename T>
+void ce_row_sumexp_cuda(float* sumexp, float* target_term, const T* logits, const float* rowmax,
+                        const int* targets, long v0, int N, int V, cudaStream_t s);
+
+// losses (N) = -log(target_term / sumexp), 0 for ignored rows (losses may be null); logits (N, V)
+// are overwritten in place with dlogits = (softmax - onehot(target)) * dloss, 0 for ignored rows.
+// rowmax, sumexp, target_term are the global (all-reduced) values.
+template <typename T>
+void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const float* sumexp,
+                           const float* target_term, const int* targets, long v0, float dloss,
+                           int N, int V, cudaStream_t s);
+
+// Eval: losses (N) as above, no gradient.
+void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_term,
+                       const int* targets, int N, cudaStream_t s);
+
+}  // namespace tessera

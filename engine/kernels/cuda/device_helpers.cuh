@@ -1,0 +1,113 @@
+// Device-side helpers shared by the CUDA ops (include from .cu files only: device code):
+// warp/block reductions, 16-byte vector loads/stores, grid sizing for grid-stride loops, and
+// per-thread scratch buffers for the deterministic two-pass reductions.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace tessera {
+
+// ---------------------------------------------------------------------------------------------
+// reductions
+
+__device__ inline float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ inline float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+__device__ inline double warp_sum_double(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Block-wide sum/max over a 1-D block (blockDim.x a multiple of 32, at most 1024); every thread
+// gets the result. Safe to call several times in a row (the leading barrier guards the buffer).
+__device__ inline float block_sum(float v) {
+    __shared__ float sh[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    return warp_sum(lane < nwarps ? sh[lane] : 0.0f);
+}
+
+__device__ inline float block_max(float v) {
+    __shared__ float sh[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    return warp_max(lane < nwarps ? sh[lane] : -INFINITY);
+}
+
+// ---------------------------------------------------------------------------------------------
+// vector loads: VEC elements of T in one access (VEC * sizeof(T) is 16 bytes, or VEC = 1)
+
+template <typename T, int VEC>
+struct alignas(sizeof(T) * VEC) Vec {
+    T v[VEC];
+};
+
+template <int VEC, typename T>
+__device__ inline Vec<T, VEC> load_vec(const T* p) {
+    return *reinterpret_cast<const Vec<T, VEC>*>(p);
+}
+
+template <int VEC, typename T>
+__device__ inline void store_vec(T* p, const Vec<T, VEC>& x) {
+    *reinterpret_cast<Vec<T, VEC>*>(p) = x;
+}
+
+// Elements of T per 16-byte access.
+template <typename T>
+constexpr int vec16() { return (int)(16 / sizeof(T)); }
+
+inline bool aligned16(const void* p) { return p == nullptr || ((uintptr_t)p % 16) == 0; }
+
+// ---------------------------------------------------------------------------------------------
+// GELU, tanh approximation (GPT-2), written exactly as the CPU kernel (engine/kernels/cpu/gelu.cpp)
+
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
+
+__device__ inline float gelu_tanh(float x) {
+    float cube = 0.044715f * x * x * x;
+    return 0.5f * x * (1.0f + tanhf(kGeluScale * (x + cube)));
+}
+
+// d gelu(x) / dx, with sech^2 = 1 - tanh^2 as PyTorch computes it.
+__device__ inline float gelu_tanh_grad(float x) {
+    float cube = 0.044715f * x * x * x;
+    float tanh_out = tanhf(kGeluScale * (x + cube));
+    float sech2 = 1.0f - tanh_out * tanh_out;
+    return 0.5f * (1.0f + tanh_out) +
+           x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// launch sizing
+
+// Blocks for a grid-stride loop over n elements (capped; the loop covers the rest).
+inline int grid_for(long n, int block) {
+    long g = (n + block - 1) / block;
+    return (int)std::max(1L, std::min(g, 65536L * 4));
+}
+
+// ---------------------------------------------------------------------------------------------
+// scratch: one growable device buffer per (thread, device, slot). Launchers from one host thread
+// are stream-ordered on that thread's stream; two streams of one thread must not run the same
+// op concurrently (they would share the slot).
+
+enum class ScratchSlot { matmul_dbias, layernorm_dparams, sum_squares, count };
+void* cuda_scratch(ScratchSlot slot, size_t bytes);
+
+}  // namespace tessera

@@ -1,0 +1,140 @@
+// Elementwise kernels (grid-stride loops) and the two-pass deterministic sum of squares.
+#include "engine/kernels/cuda/elementwise.cuh"
+
+#include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device_helpers.cuh"
+
+namespace tessera {
+
+static constexpr int kEwBlock = 256;
+static constexpr int kSsqBlocks = 1024;  // partial sums of sum_squares (fixed: deterministic)
+
+#define TS_GRID_STRIDE(i, n)                                                                  \
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n);                      \
+         i += (long)gridDim.x * blockDim.x)
+
+// ---------------------------------------------------------------------------------------------
+// kernels
+
+// dst, src are (n).
+static __global__ void accumulate_kernel(float* dst, const float* src, long n) {
+    TS_GRID_STRIDE(i, n) dst[i] += src[i];
+}
+
+// x is (n).
+static __global__ void scale_kernel(float* x, float factor, long n) {
+    TS_GRID_STRIDE(i, n) x[i] *= factor;
+}
+
+// x is (n).
+static __global__ void fill_kernel(float* x, float value, long n) {
+    TS_GRID_STRIDE(i, n) x[i] = value;
+}
+
+// dst, src are (n).
+template <typename TO, typename TI>
+static __global__ void cast_kernel(TO* dst, const TI* src, long n) {
+    TS_GRID_STRIDE(i, n) dst[i] = from_float<TO>(to_float(src[i]));
+}
+
+// y, res are (N, C) (res may be null); bias is (C) or null.
+template <typename T>
+static __global__ void add_bias_residual_kernel(T* y, const T* bias, const T* res, long N, int C) {
+    TS_GRID_STRIDE(i, N * C) {
+        float x = to_float(y[i]);
+        if (bias) x = to_float(bias[i % C]) + x;
+        if (res) x = x + to_float(res[i]);
+        y[i] = from_float<T>(x);
+    }
+}
+
+// partial (gridDim.x) = per-block sums of x^2 in double; x is (n). Block of kEwBlock threads.
+static __global__ void sum_squares_partial_kernel(double* partial, const float* x, long n) {
+    __shared__ double sh[kEwBlock / 32];
+    double acc = 0.0;
+    TS_GRID_STRIDE(i, n) acc += (double)x[i] * x[i];
+    acc = warp_sum_double(acc);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double s = 0.0;
+        for (int w = 0; w < kEwBlock / 32; ++w) s += sh[w];
+        partial[blockIdx.x] = s;
+    }
+}
+
+// *out += sum of partial (count), in order; one thread.
+static __global__ void sum_squares_final_kernel(double* out, const double* partial, int count) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    double s = 0.0;
+    for (int b = 0; b < count; ++b) s += partial[b];
+    *out += s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// launchers
+
+#define TS_EW_REQUIRE(name, n, ...)                                                           \
+    TS_CUDA_REQUIRE((n) >= 0, name ": negative n=", (n));                                     \
+    if ((n) == 0) return;                                                                     \
+    TS_CUDA_REQUIRE(__VA_ARGS__, name ": null pointer argument")
+
+void accumulate_cuda(float* dst, const float* src, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("accumulate_cuda", n, dst && src);
+    accumulate_kernel<<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    CUDA_CHECK_LAUNCH("accumulate_kernel");
+}
+
+void scale_cuda(float* x, float factor, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("scale_cuda", n, x);
+    scale_kernel<<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(x, factor, n);
+    CUDA_CHECK_LAUNCH("scale_kernel");
+}
+
+void fill_cuda(float* x, float value, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("fill_cuda", n, x);
+    fill_kernel<<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(x, value, n);
+    CUDA_CHECK_LAUNCH("fill_kernel");
+}
+
+void cast_f32_to_bf16_cuda(bf16* dst, const float* src, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("cast_f32_to_bf16_cuda", n, dst && src);
+    cast_kernel<bf16, float><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    CUDA_CHECK_LAUNCH("cast_kernel");
+}
+
+template <typename T>
+void cast_to_f32_cuda(float* dst, const T* src, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("cast_to_f32_cuda", n, dst && src);
+    cast_kernel<float, T><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    CUDA_CHECK_LAUNCH("cast_kernel");
+}
+
+template <typename T>
+void add_bias_residual_cuda(T* y, const T* bias, const T* res, int N, int C, cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0, "add_bias_residual_cuda: bad shape N=", N, " C=", C);
+    if (N == 0) return;
+    TS_CUDA_REQUIRE(y, "add_bias_residual_cuda: null y");
+    add_bias_residual_kernel<T><<<grid_for((long)N * C, kEwBlock), kEwBlock, 0, s>>>(y, bias, res,
+                                                                                   N, C);
+    CUDA_CHECK_LAUNCH("add_bias_residual_kernel");
+}
+
+void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("sum_squares_cuda", n, out && x);
+    const int blocks = std::min(kSsqBlocks, grid_for(n, kEwBlock));
+    double* partial = static_cast<double*>(
+        cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
+    sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n);
+    CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
+    sum_squares_final_kernel<<<1, 32, 0, s>>>(out, partial, blocks);
+    CUDA_CHECK_LAUNCH("sum_squares_final_kernel");
+}
+
+template void cast_to_f32_cuda<float>(float*, const float*, long, cudaStream_t);
+template void cast_to_f32_cuda<bf16>(float*, const bf16*, long, cudaStream_t);
+template void add_bias_residual_cuda<float>(float*, const float*, const float*, int, int,
+                                            cudaStream_t);
+template void add_bias_residual_cuda<bf16>(bf16*, const bf16*, const bf16*, int, int, cudaStream_t);
+
+}  // namespace tessera

@@ -1,0 +1,237 @@
+// LayerNorm on the GPU: one warp per row for the forward and for dinp, a column-tiled two-pass
+// reduction for dweight/dbias (deterministic). Rows are read with 16-byte vector loads when C and
+// the pointers allow it (VEC = 4 floats or 8 bf16), else element by element (any C works).
+#include "engine/kernels/cuda/layernorm.cuh"
+
+#include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device_helpers.cuh"
+
+namespace tessera {
+
+static constexpr float kLnEps = 1e-5f;
+static constexpr int kLnWarps = 4;  // rows per block in the warp-per-row kernels
+
+// ---------------------------------------------------------------------------------------------
+// kernels
+
+// out, resid_out are (N, C); mean, rstd are (N) or null; a, b are (N, C), b null for a plain
+// layernorm of a; weight, bias are (C). One warp per row; lanes own the same VEC-chunks in every
+// pass, so a lane re-reads only the residual values it wrote itself.
+template <typename T, int VEC>
+static __global__ void layernorm_forward_kernel(T* out, T* resid_out, float* mean, float* rstd,
+                                                const T* a, const T* b, const T* weight,
+                                                const T* bias, int N, int C) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= N) return;  // whole warp leaves together; no block barriers below
+    const long off = (long)row * C;
+    const T* x = a + off;
+    float sum = 0.0f;
+    if (b) {
+        for (int i = lane * VEC; i < C; i += 32 * VEC) {
+            Vec<T, VEC> va = load_vec<VEC>(a + off + i), vb = load_vec<VEC>(b + off + i), r;
+            for (int k = 0; k < VEC; ++k) {
+                r.v[k] = from_float<T>(to_float(va.v[k]) + to_float(vb.v[k]));
+                sum += to_float(r.v[k]);
+            }
+            store_vec<VEC>(resid_out + off + i, r);
+        }
+        x = resid_out + off;
+    } else {
+        for (int i = lane * VEC; i < C; i += 32 * VEC) {
+            Vec<T, VEC> vx = load_vec<VEC>(x + i);
+            for (int k = 0; k < VEC; ++k) sum += to_float(vx.v[k]);
+        }
+    }
+    const float m = warp_sum(sum) / C;
+    float var = 0.0f;
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(x + i);
+        for (int k = 0; k < VEC; ++k) {
+            float d = to_float(vx.v[k]) - m;
+            var += d * d;
+        }
+    }
+    const float s = 1.0f / sqrtf(warp_sum(var) / C + kLnEps);
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(x + i), vw = load_vec<VEC>(weight + i),
+                    vb = load_vec<VEC>(bias + i), o;
+        for (int k = 0; k < VEC; ++k)
+            o.v[k] = from_float<T>((s * (to_float(vx.v[k]) - m)) * to_float(vw.v[k]) +
+                                   to_float(vb.v[k]));
+        store_vec<VEC>(out + off + i, o);
+    }
+    if (lane == 0) {
+        if (mean) mean[row] = m;
+        if (rstd) rstd[row] = s;
+    }
+}
+
+// dinp, dout, inp are (N, C); weight is (C); mean, rstd are (N). dinp += d layernorm / d inp.
+// One warp per row.
+template <typename T, int VEC>
+static __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp,
+                                                      const T* weight, const float* mean,
+                                                      const float* rstd, int N, int C) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= N) return;
+    const long off = (long)row * C;
+    const float m = mean[row], s = rstd[row];
+    float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                    vw = load_vec<VEC>(weight + i);
+        for (int k = 0; k < VEC; ++k) {
+            float norm = (to_float(vx.v[k]) - m) * s;
+            float dnorm = to_float(vw.v[k]) * to_float(vg.v[k]);
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+    }
+    dnorm_mean = warp_sum(dnorm_mean) / C;
+    dnorm_norm_mean = warp_sum(dnorm_norm_mean) / C;
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                    vw = load_vec<VEC>(weight + i), vd = load_vec<VEC>(dinp + off + i);
+        for (int k = 0; k < VEC; ++k) {
+            float norm = (to_float(vx.v[k]) - m) * s;
+            float dnorm = to_float(vw.v[k]) * to_float(vg.v[k]);
+            vd.v[k] = from_float<T>(to_float(vd.v[k]) +
+                                    (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
+        }
+        store_vec<VEC>(dinp + off + i, vd);
+    }
+}
+
+// dout, inp are (N, C); mean, rstd are (N); partial is (chunks, 2, C): [c, 0, i] = sum of
+// norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block (32, 8), fixed order.
+template <typename T>
+static __global__ void layernorm_dparams_partial_kernel(float* partial, const T* dout, const T* inp,
+                                                        const float* mean, const float* rstd, int N,
+                                                        int C, int rows_per_chunk) {
+    __shared__ float sw[8][33], sb[8][33];
+    const int i = blockIdx.x * 32 + threadIdx.x;
+    const int r0 = blockIdx.y * rows_per_chunk;
+    const int r1 = min(N, r0 + rows_per_chunk);
+    float aw = 0.0f, ab = 0.0f;
+    if (i < C)
+        for (int n = r0 + threadIdx.y; n < r1; n += 8) {
+            float g = to_float(dout[(long)n * C + i]);
+            float norm = (to_float(inp[(long)n * C + i]) - mean[n]) * rstd[n];
+            aw += norm * g;
+            ab += g;
+        }
+    sw[threadIdx.y][threadIdx.x] = aw;
+    sb[threadIdx.y][threadIdx.x] = ab;
+    __syncthreads();
+    if (threadIdx.y == 0 && i < C) {
+        float w = 0.0f, bsum = 0.0f;
+        for (int k = 0; k < 8; ++k) {
+            w += sw[k][threadIdx.x];
+            bsum += sb[k][threadIdx.x];
+        }
+        partial[((long)blockIdx.y * 2) * C + i] = w;
+        partial[((long)blockIdx.y * 2 + 1) * C + i] = bsum;
+    }
+}
+
+// dweight, dbias (C) += the chunk partials (chunks, 2, C), summed in chunk order.
+static __global__ void layernorm_dparams_final_kernel(float* dweight, float* dbias,
+                                                      const float* partial, int chunks, int C) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= C) return;
+    float w = 0.0f, b = 0.0f;
+    for (int c = 0; c < chunks; ++c) {
+        w += partial[((long)c * 2) * C + i];
+        b += partial[((long)c * 2 + 1) * C + i];
+    }
+    if (dweight) dweight[i] += w;
+    if (dbias) dbias[i] += b;
+}
+
+// ---------------------------------------------------------------------------------------------
+// launchers
+
+template <typename T>
+static void layernorm_forward_launch(T* out, T* resid_out, float* mean, float* rstd, const T* a,
+                                     const T* b, const T* weight, const T* bias, int N, int C,
+                                     cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0, "layernorm_forward_cuda: bad shape N=", N, " C=", C);
+    TS_CUDA_REQUIRE(out && a && weight && bias, "layernorm_forward_cuda: null out/inp/weight/bias");
+    if (N == 0) return;
+    constexpr int V = vec16<T>();
+    const bool vec = C % V == 0 && aligned16(out) && aligned16(resid_out) && aligned16(a) &&
+                     aligned16(b) && aligned16(weight) && aligned16(bias);
+    const int grid = ceil_div(N, kLnWarps);
+    if (vec)
+        layernorm_forward_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(out, resid_out, mean, rstd, a,
+                                                                     b, weight, bias, N, C);
+    else
+        layernorm_forward_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(out, resid_out, mean, rstd, a,
+                                                                     b, weight, bias, N, C);
+    CUDA_CHECK_LAUNCH("layernorm_forward_kernel");
+}
+
+template <typename T>
+void layernorm_forward_cuda(T* out, float* mean, float* rstd, const T* inp, const T* weight,
+                            const T* bias, int N, int C, cudaStream_t s) {
+    layernorm_forward_launch<T>(out, nullptr, mean, rstd, inp, nullptr, weight, bias, N, C, s);
+}
+
+template <typename T>
+void fused_residual_layernorm_forward_cuda(T* residual_out, T* ln_out, float* mean, float* rstd,
+                                           const T* a, const T* b, const T* weight, const T* bias,
+                                           int N, int C, cudaStream_t s) {
+    TS_CUDA_REQUIRE(residual_out && b, "fused_residual_layernorm_forward_cuda: null residual_out/b");
+    layernorm_forward_launch<T>(ln_out, residual_out, mean, rstd, a, b, weight, bias, N, C, s);
+}
+
+template <typename T>
+void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
+                             const T* weight, const float* mean, const float* rstd, int N, int C,
+                             cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0, "layernorm_backward_cuda: bad shape N=", N, " C=", C);
+    TS_CUDA_REQUIRE(dout && inp && mean && rstd, "layernorm_backward_cuda: null dout/inp/mean/rstd");
+    if (N == 0) return;
+    if (dinp) {
+        TS_CUDA_REQUIRE(weight, "layernorm_backward_cuda: dinp needs weight");
+        constexpr int V = vec16<T>();
+        const bool vec = C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
+                         aligned16(weight);
+        const int grid = ceil_div(N, kLnWarps);
+        if (vec)
+            layernorm_backward_dinp_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(
+                dinp, dout, inp, weight, mean, rstd, N, C);
+        else
+            layernorm_backward_dinp_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(
+                dinp, dout, inp, weight, mean, rstd, N, C);
+        CUDA_CHECK_LAUNCH("layernorm_backward_dinp_kernel");
+    }
+    if (dweight || dbias) {
+        const int rows_per_chunk = std::max(64, ceil_div(N, 65535));
+        const int chunks = ceil_div(N, rows_per_chunk);
+        float* partial = static_cast<float*>(cuda_scratch(
+            ScratchSlot::layernorm_dparams, sizeof(float) * 2 * (size_t)chunks * C));
+        dim3 grid(ceil_div(C, 32), chunks), block(32, 8);
+        layernorm_dparams_partial_kernel<T><<<grid, block, 0, s>>>(partial, dout, inp, mean, rstd,
+                                                                   N, C, rows_per_chunk);
+        CUDA_CHECK_LAUNCH("layernorm_dparams_partial_kernel");
+        layernorm_dparams_final_kernel<<<ceil_div(C, 256), 256, 0, s>>>(dweight, dbias, partial,
+                                                                         chunks, C);
+        CUDA_CHECK_LAUNCH("layernorm_dparams_final_kernel");
+    }
+}
+
+#define TS_INSTANTIATE_LN(T)                                                                     \
+    template void layernorm_forward_cuda<T>(T*, float*, float*, const T*, const T*, const T*, int, \
+                                            int, cudaStream_t);                                   \
+    template void fused_residual_layernorm_forward_cuda<T>(T*, T*, float*, float*, const T*,       \
+                                                           const T*, const T*, const T*, int, int, \
+                                                           cudaStream_t);                         \
+    template void layernorm_backward_cuda<T>(T*, float*, float*, const T*, const T*, const T*,     \
+                                             const float*, const float*, int, int, cudaStream_t);
+TS_INSTANTIATE_LN(float)
+TS_INSTANTIATE_LN(bf16)
+
+}  // namespace tessera

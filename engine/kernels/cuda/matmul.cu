@@ -1,0 +1,300 @@
+// Linear layer through cuBLASLt (row-major semantics of engine/kernels/cpu/matmul.h).
+//
+// cuBLASLt is column-major; a row-major (R, K) matrix is a column-major (K, R) one. So
+//   forward  out^T (OC, N) = weight^T-view... i.e. D(OC,N) = op_T(W: C x OC) * inp(C x N)
+//   dinp     D(C, N)  = W(C x OC) * dout(OC x N)
+//   dweight  D(C, OC) = inp(C x N) * op_T(dout: OC x N)       (fp32 C/D, beta = 1)
+// Plans (descriptors, layouts, the heuristic's algorithm) are cached per shape, dtype, epilogue
+// and pointer alignment in a per-thread map (the cuBLASLt handle is per thread too).
+#include "engine/kernels/cuda/matmul.cuh"
+
+#include <map>
+#include <tuple>
+#include <type_traits>
+
+#include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device_helpers.cuh"
+
+namespace tessera {
+
+// ---------------------------------------------------------------------------------------------
+// kernels
+
+// out, pre are (N, OC); bias is (OC) or null. x = out + bias; pre = x (if not null);
+// out = gelu(x) if gelu else x.
+template <typename T>
+static __global__ void bias_gelu_kernel(T* out, T* pre, const T* bias, long N, int OC, bool gelu) {
+    long total = N * OC;
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < total;
+         i += (long)gridDim.x * blockDim.x) {
+        float x = to_float(out[i]);
+        if (bias) x = to_float(from_float<T>(x + to_float(bias[i % OC])));  // round like a GEMM
+        if (pre) pre[i] = from_float<T>(x);
+        out[i] = from_float<T>(gelu ? gelu_tanh(x) : x);
+    }
+}
+
+// dout is (N, OC); partial is (chunks, OC): partial[c, o] = sum of dout[n, o] over the rows n of
+// chunk c. Block (32, 8): x walks 32 columns, y strides the chunk's rows; fixed order.
+template <typename T>
+static __global__ void column_sum_partial_kernel(float* partial, const T* dout, int N, int OC,
+                                                 int rows_per_chunk) {
+    __shared__ float sh[8][33];
+    const int o = blockIdx.x * 32 + threadIdx.x;
+    const int r0 = blockIdx.y * rows_per_chunk;
+    const int r1 = min(N, r0 + rows_per_chunk);
+    float acc = 0.0f;
+    if (o < OC)
+        for (int n = r0 + threadIdx.y; n < r1; n += 8) acc += to_float(dout[(long)n * OC + o]);
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && o < OC) {
+        float s = 0.0f;
+        for (int k = 0; k < 8; ++k) s += sh[k][threadIdx.x];
+        partial[(long)blockIdx.y * OC + o] = s;
+    }
+}
+
+// dbias (OC) += sum over chunks of partial (chunks, OC), in chunk order.
+static __global__ void column_sum_final_kernel(float* dbias, const float* partial, int chunks,
+                                               int OC) {
+    const int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OC) return;
+    float s = 0.0f;
+    for (int c = 0; c < chunks; ++c) s += partial[(long)c * OC + o];
+    dbias[o] += s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// cuBLASLt plans
+
+namespace {
+
+struct DescDeleter {
+    void operator()(cublasLtMatmulDesc_t d) const { cublasLtMatmulDescDestroy(d); }
+};
+struct LayoutDeleter {
+    void operator()(cublasLtMatrixLayout_t l) const { cublasLtMatrixLayoutDestroy(l); }
+};
+struct PrefDeleter {
+    void operator()(cublasLtMatmulPreference_t p) const { cublasLtMatmulPreferenceDestroy(p); }
+};
+using DescPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, DescDeleter>;
+using LayoutPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, LayoutDeleter>;
+using PrefPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PrefDeleter>;
+
+// D (m, n) = op(A) (m, k) * op(B) (k, n) [+ beta * D], column-major, with an epilogue.
+struct GemmShape {
+    int device;
+    cudaDataType_t ab_type, d_type;
+    bool trans_a, trans_b;
+    int m, n, k;
+    long lda, ldb, ldd;
+    cublasLtEpilogue_t epilogue;
+    long aux_ld;
+    int align_a, align_b, align_d;  // bytes, up to 256
+    auto tie() const {
+        return std::tie(device, ab_type, d_type, trans_a, trans_b, m, n, k, lda, ldb, ldd,
+                        epilogue, aux_ld, align_a, align_b, align_d);
+    }
+    bool operator<(const GemmShape& o) const { return tie() < o.tie(); }
+};
+
+struct GemmPlan {
+    bool supported = false;  // the heuristic found an algorithm
+    DescPtr desc;
+    LayoutPtr a, b, d;
+    cublasLtMatmulAlgo_t algo{};
+};
+
+int ptr_align(const void* p) {
+    int a = 256;
+    while (a > 1 && ((uintptr_t)p % a) != 0) a /= 2;
+    return a;
+}
+
+template <typename T>
+cudaDataType_t cuda_type() {
+    return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
+}
+
+LayoutPtr make_layout(cudaDataType_t type, long rows, long cols, long ld) {
+    cublasLtMatrixLayout_t l = nullptr;
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
+    return LayoutPtr(l);
+}
+
+const GemmPlan& gemm_plan(const GemmShape& g) {
+    thread_local std::map<GemmShape, GemmPlan> plans;
+    auto it = plans.find(g);
+    if (it != plans.end()) return it->second;
+    GemmPlan p;
+    cublasLtMatmulDesc_t desc = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    p.desc.reset(desc);
+    cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue,
+                                                sizeof(g.epilogue)));
+    if (g.aux_ld > 0) {
+        int64_t ld = g.aux_ld;
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
+                                                    sizeof(ld)));
+    }
+    p.a = g.trans_a ? make_layout(g.ab_type, g.k, g.m, g.lda) : make_layout(g.ab_type, g.m, g.k, g.lda);
+    p.b = g.trans_b ? make_layout(g.ab_type, g.n, g.k, g.ldb) : make_layout(g.ab_type, g.k, g.n, g.ldb);
+    p.d = make_layout(g.d_type, g.m, g.n, g.ldd);
+
+    CublasLt& lt = cublaslt();
+    cublasLtMatmulPreference_t pref_raw = nullptr;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
+    PrefPtr pref(pref_raw);
+    uint64_t ws = lt.workspace_bytes;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    uint32_t al_a = g.align_a, al_b = g.align_b, al_d = g.align_d;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.handle, desc, p.a.get(), p.b.get(),
+                                                       p.d.get(), p.d.get(), pref_raw, 1, &result,
+                                                       &found);
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
+        p.supported = true;
+        p.algo = result.algo;
+    } else if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_SUCCESS) {
+        CUBLAS_CHECK(st);
+    }
+    return plans.emplace(g, std::move(p)).first->second;
+}
+
+// Runs D = op(A) op(B) + beta D with the plan's epilogue; returns false when cuBLASLt has no
+// algorithm for it (the caller falls back or fails).
+bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float beta,
+              const void* bias, void* aux, cudaStream_t s) {
+    const GemmPlan& p = gemm_plan(g);
+    if (!p.supported) return false;
+    cublasLtMatmulDesc_t desc = p.desc.get();
+    if (bias)
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof(bias)));
+    if (aux)
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                    &aux, sizeof(aux)));
+    const float alpha = 1.0f;
+    CublasLt& lt = cublaslt();
+    CUBLAS_CHECK(cublasLtMatmul(lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D,
+                                p.d.get(), D, p.d.get(), &p.algo, lt.workspace, lt.workspace_bytes,
+                                s));
+    return true;
+}
+
+GemmShape gemm_shape(cudaDataType_t ab, cudaDataType_t d, bool ta, bool tb, int m, int n, int k,
+                     long lda, long ldb, long ldd, const void* A, const void* B, const void* D,
+                     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT, long aux_ld = 0) {
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    return GemmShape{dev, ab, d, ta, tb, m, n, k, lda, ldb, ldd, epi, aux_ld,
+                     ptr_align(A), ptr_align(B), ptr_align(D)};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// launchers
+
+template <typename T>
+void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
+                         cudaStream_t s, bool gelu, T* pre_gelu) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_forward_cuda: bad shape N=", N, " C=", C,
+                    " OC=", OC);
+    TS_CUDA_REQUIRE(out && inp && weight, "matmul_forward_cuda: null out/inp/weight");
+    TS_CUDA_REQUIRE(gelu || !pre_gelu, "matmul_forward_cuda: pre_gelu given without gelu");
+    if (N == 0) return;
+    const cudaDataType_t t = cuda_type<T>();
+    constexpr bool is_bf16 = std::is_same_v<T, bf16>;
+    // 1) bf16 + gelu: try the fused GELU_AUX(_BIAS) epilogue (aux ld must be a multiple of 8)
+    const bool bias_ok = bias && ptr_align(bias) >= 16;
+    if (is_bf16 && gelu && (!bias || bias_ok) &&
+        (!pre_gelu || (OC % 8 == 0 && ptr_align(pre_gelu) >= 16))) {
+        cublasLtEpilogue_t epi = pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                  : CUBLASLT_EPILOGUE_GELU_AUX)
+                                          : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                  : CUBLASLT_EPILOGUE_GELU);
+        GemmShape g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, weight, inp, out, epi,
+                                 pre_gelu ? OC : 0);
+        if (gemm_run(g, weight, inp, out, 0.0f, bias, pre_gelu, s)) return;
+    }
+    // 2) GEMM (+ bias epilogue when the bias is aligned), then bias/gelu in a kernel if needed
+    cublasLtEpilogue_t epi = bias_ok ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    GemmShape g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, weight, inp, out, epi);
+    bool bias_done = bias_ok;
+    if (!gemm_run(g, weight, inp, out, 0.0f, bias_ok ? bias : nullptr, nullptr, s)) {
+        g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, weight, inp, out);
+        bias_done = false;
+        TS_CUDA_REQUIRE(gemm_run(g, weight, inp, out, 0.0f, nullptr, nullptr, s),
+                        "matmul_forward_cuda: cuBLASLt has no algorithm for N=", N, " C=", C,
+                        " OC=", OC);
+    }
+    const T* kbias = bias_done ? nullptr : bias;
+    if (gelu || kbias) {
+        bias_gelu_kernel<T><<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, kbias, N,
+                                                                       OC, gelu);
+        CUDA_CHECK_LAUNCH("bias_gelu_kernel");
+    }
+}
+
+template <typename T>
+void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
+                          const T* weight, int N, int C, int OC, cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_backward_cuda: bad shape N=", N, " C=", C,
+                    " OC=", OC);
+    TS_CUDA_REQUIRE(dout, "matmul_backward_cuda: null dout");
+    if (N == 0) return;
+    const cudaDataType_t t = cuda_type<T>();
+    if (dinp) {
+        TS_CUDA_REQUIRE(weight, "matmul_backward_cuda: dinp needs weight");
+        GemmShape g = gemm_shape(t, t, false, false, C, N, OC, C, OC, C, weight, dout, dinp);
+        TS_CUDA_REQUIRE(gemm_run(g, weight, dout, dinp, 0.0f, nullptr, nullptr, s),
+                        "matmul_backward_cuda: cuBLASLt has no dinp algorithm for N=", N,
+                        " C=", C, " OC=", OC);
+    }
+    if (dweight) {
+        TS_CUDA_REQUIRE(inp, "matmul_backward_cuda: dweight needs inp");
+        GemmShape g = gemm_shape(t, CUDA_R_32F, false, true, C, OC, N, C, OC, C, inp, dout, dweight);
+        TS_CUDA_REQUIRE(gemm_run(g, inp, dout, dweight, 1.0f, nullptr, nullptr, s),
+                        "matmul_backward_cuda: cuBLASLt has no dweight algorithm for N=", N,
+                        " C=", C, " OC=", OC);
+    }
+    if (dbias) {
+        int rows_per_chunk = std::max(128, ceil_div(N, 65535));
+        int chunks = ceil_div(N, rows_per_chunk);
+        float* partial = static_cast<float*>(
+            cuda_scratch(ScratchSlot::matmul_dbias, sizeof(float) * (size_t)chunks * OC));
+        dim3 grid(ceil_div(OC, 32), chunks), block(32, 8);
+        column_sum_partial_kernel<T><<<grid, block, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
+        CUDA_CHECK_LAUNCH("column_sum_partial_kernel");
+        column_sum_final_kernel<<<ceil_div(OC, 256), 256, 0, s>>>(dbias, partial, chunks, OC);
+        CUDA_CHECK_LAUNCH("column_sum_final_kernel");
+    }
+}
+
+template void matmul_forward_cuda<float>(float*, const float*, const float*, const float*, int, int,
+                                         int, cudaStream_t, bool, float*);
+template void matmul_forward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*, int, int, int,
+                                        cudaStream_t, bool, bf16*);
+template void matmul_backward_cuda<float>(float*, float*, float*, const float*, const float*,
+                                          const float*, int, int, int, cudaStream_t);
+template void matmul_backward_cuda<bf16>(bf16*, float*, float*, const bf16*, const bf16*,
+                                         const bf16*, int, int, int, cudaStream_t);
+
+}  // namespace tessera

@@ -1,0 +1,26 @@
+// Linear layer on the GPU through cuBLASLt, with the CPU matmul's row-major semantics: weights are
+// (OC, C) like nn.Linear. T is float (fp32 mode: CUBLAS_COMPUTE_32F, no TF32) or bf16 (bf16
+// inputs, fp32 accumulation). Descriptors and heuristics are cached per shape.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace tessera {
+
+// out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC, may be null).
+// gelu: out = gelu_tanh(x) where x is the pre-activation above; pre_gelu (N, OC), if not null,
+// receives x (for the backward). bf16 uses cuBLASLt's GELU_AUX(_BIAS) epilogue when the shape and
+// alignment allow it; fp32 (and any fallback) applies a separate kernel that matches the CPU gelu.
+template <typename T>
+void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
+                         cudaStream_t s, bool gelu = false, T* pre_gelu = nullptr);
+
+// dinp (N, C)   = dout (N, OC) @ weight (OC, C)        -- OVERWRITTEN (unlike the CPU's +=)
+// dweight (OC, C) += dout^T @ inp (N, C)                -- fp32, accumulates (beta = 1)
+// dbias (OC)    += sum over n of dout[n]               -- fp32, accumulates, deterministic
+// Any of dinp / dweight / dbias may be null to skip it. Uses the matmul_dbias scratch slot.
+template <typename T>
+void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
+                          const T* weight, int N, int C, int OC, cudaStream_t s);
+
+}  // namespace tessera
