@@ -13,6 +13,9 @@
 #include "engine/config/config.h"
 #include "engine/core/error.h"
 #include "engine/kernels/cpu/threads.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "engine/kernels/cuda/device.cuh"
+#endif
 #include "engine/launch/launcher.h"
 #include "engine/parallel/comm.h"
 #include "engine/store/run_store.h"
@@ -93,6 +96,15 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     if (const char* n = std::getenv("LOCAL_WORLD_SIZE")) local_ranks = std::max(1, std::atoi(n));
     threads_configure(cfg.train.threads, local_ranks);
     CommOptions co;
+    if (cfg.runtime.device == "cuda") {
+#ifdef TESSERA_HAVE_CUDA
+        cuda_device_init(env.local_rank);  // before NCCL: one GPU per rank on its host
+        co.backend = "nccl";
+#else
+        throw InputError(str_cat(cfg.source_path, ": runtime.device: cuda, but this tessera was "
+                                                  "built without CUDA (configure with nvcc present)"));
+#endif
+    }
     if (const char* ms = std::getenv("TESSERA_COMM_TIMEOUT_MS"))  // watchdog; default 60 s
         co.timeout = std::chrono::milliseconds(std::max(100, std::atoi(ms)));
     ProcessGroups groups = comm_create_groups(env, mesh, co);
@@ -116,7 +128,9 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
             sink->write(RunEndRecord{r.status, r.status == "stopped" ? "stopped by the user" : "",
                                      r.steps_done, telemetry_now()});
         sink->flush();
-        return r.status == "failed" ? 1 : 0;
+        // under the launcher a stopped rank exits 0: the launcher reads "stopped" from run_end
+        if (r.status == "stopped") return std::getenv("TESSERA_TELEMETRY_FD") ? 0 : 130;
+        return r.status == "completed" ? 0 : 1;
     } catch (const std::exception& e) {
         sink->write(ErrorRecord{env.rank, 0, e.what(), telemetry_now()});
         if (store) sink->write(RunEndRecord{"failed", e.what(), 0, telemetry_now()});
@@ -137,6 +151,11 @@ int cli_train(const CliArgs& args) {
     const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
     RankEnv env = rank_env_from_environment();
     if (env.source != "single" && env.source != "tessera") return run_rank(cfg, env, t.opts);
+    if (world == 1 && cfg.runtime.device == "cuda") {
+        // one GPU: the rank loop in this process (it writes the store itself)
+        std::signal(SIGINT, [](int) { train_request_stop(); });
+        return run_rank(cfg, env, t.opts);
+    }
     if (world == 1) {
         std::signal(SIGINT, [](int) { train_request_stop(); });
         std::signal(SIGTERM, [](int) { train_request_stop(); });
@@ -147,7 +166,7 @@ int cli_train(const CliArgs& args) {
         if (cfg.model.preset == "mlp" && r.last_val_accuracy >= 0)
             std::cout << ", test accuracy " << r.last_val_accuracy;
         std::cout << "\n";
-        return r.status == "completed" ? 0 : 1;
+        return r.status == "completed" ? 0 : r.status == "stopped" ? 130 : 1;
     }
     // the launcher: one `tessera _rank` process per rank, this process writes the store
     LaunchSpec spec;
@@ -174,7 +193,7 @@ int cli_train(const CliArgs& args) {
               << (r.attempts == 1 ? "" : "s") << ")";
     if (!r.message.empty()) std::cout << ": " << r.message;
     std::cout << "\n";
-    return r.status == "completed" ? 0 : 1;
+    return r.status == "completed" ? 0 : r.status == "stopped" ? 130 : 1;  // 130: stopped by Ctrl-C
 }
 
 // `tessera _rank CONFIG ...`: one rank, started by the launcher (not for users).

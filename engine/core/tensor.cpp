@@ -60,41 +60,68 @@ std::string shape_str(const Shape& s) {
     return os.str();
 }
 
-Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype) {
+static DeviceAllocator g_cuda_alloc;
+
+void device_register_cuda_allocator(const DeviceAllocator& a) { g_cuda_alloc = a; }
+bool device_cuda_available() { return g_cuda_alloc.alloc != nullptr; }
+
+void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
+    if (bytes == 0) return;
+    if (dst_dev == Device::cpu && src_dev == Device::cpu) {
+        std::memcpy(dst, src, bytes);
+        return;
+    }
+    TS_CHECK(device_cuda_available(), "CUDA tensor copy without a CUDA backend");
+    g_cuda_alloc.copy(dst, src, bytes, dst_dev == Device::cuda, src_dev == Device::cuda);
+}
+
+Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype, Device device) {
     Tensor t;
+    t.device_ = device;
     for (int64_t d : shape) TS_CHECK(d >= 0, "negative dimension in shape ", shape_str(shape));
     t.shape_ = std::move(shape);
     t.numel_ = shape_numel(t.shape_);
     t.dtype_ = dtype;
     t.cat_ = cat;
     size_t bytes = static_cast<size_t>(t.nbytes());
-    size_t rounded = ((bytes + 63) / 64) * 64;
-    t.data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    if (!t.data_) throw Error(str_cat("out of host memory allocating ", bytes, " bytes"));
+    if (device == Device::cuda) {
+        TS_CHECK(device_cuda_available(), "a CUDA tensor was requested but this process has no "
+                                          "CUDA backend (runtime.device: cuda needs a CUDA build)");
+        t.data_ = g_cuda_alloc.alloc(bytes == 0 ? 16 : bytes);
+    } else {
+        size_t rounded = ((bytes + 63) / 64) * 64;
+        t.data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+        if (!t.data_) throw Error(str_cat("out of host memory allocating ", bytes, " bytes"));
+    }
     memory_tracker().add(cat, static_cast<int64_t>(bytes));
     return t;
 }
 
-Tensor Tensor::zeros(Shape shape, MemCategory cat, DType dtype) {
-    Tensor t = empty(std::move(shape), cat, dtype);
+Tensor Tensor::zeros(Shape shape, MemCategory cat, DType dtype, Device device) {
+    Tensor t = empty(std::move(shape), cat, dtype, device);
     t.zero();
     return t;
 }
 
 void Tensor::zero() {
-    if (data_) std::memset(data_, 0, static_cast<size_t>(nbytes()));
+    if (!data_) return;
+    if (device_ == Device::cuda) g_cuda_alloc.zero(data_, static_cast<size_t>(nbytes()));
+    else std::memset(data_, 0, static_cast<size_t>(nbytes()));
 }
 
-Tensor Tensor::clone() const {
-    Tensor t = empty(shape_, cat_, dtype_);
-    if (numel_) std::memcpy(t.data_, data_, static_cast<size_t>(nbytes()));
+Tensor Tensor::clone() const { return to(device_, cat_); }
+
+Tensor Tensor::to(Device device, MemCategory cat) const {
+    Tensor t = empty(shape_, cat, dtype_, device);
+    device_copy(t.data_, device, data_, device_, static_cast<size_t>(nbytes()));
     return t;
 }
 
 void Tensor::release() {
     if (data_) {
         memory_tracker().sub(cat_, nbytes());
-        std::free(data_);
+        if (device_ == Device::cuda) g_cuda_alloc.free(data_, static_cast<size_t>(nbytes()));
+        else std::free(data_);
         data_ = nullptr;
     }
 }
@@ -102,7 +129,8 @@ void Tensor::release() {
 Tensor::~Tensor() { release(); }
 
 Tensor::Tensor(Tensor&& o) noexcept
-    : data_(o.data_), shape_(std::move(o.shape_)), numel_(o.numel_), dtype_(o.dtype_), cat_(o.cat_) {
+    : data_(o.data_), shape_(std::move(o.shape_)), numel_(o.numel_), dtype_(o.dtype_), cat_(o.cat_),
+      device_(o.device_) {
     o.data_ = nullptr;
     o.numel_ = 0;
 }
@@ -115,6 +143,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
         numel_ = o.numel_;
         dtype_ = o.dtype_;
         cat_ = o.cat_;
+        device_ = o.device_;
         o.data_ = nullptr;
         o.numel_ = 0;
     }

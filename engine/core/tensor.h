@@ -16,14 +16,31 @@ int dtype_size(DType t);
 const char* dtype_name(DType t);  // "F32", "BF16", ... (safetensors spelling)
 
 using Shape = std::vector<int64_t>;
+
+// Where a tensor's bytes live. CUDA memory comes from the allocator the CUDA backend registers
+// (engine/kernels/cuda/device.cu: stream-ordered, caching); core itself has no CUDA dependency.
+enum class Device : int { cpu, cuda };
+
+struct DeviceAllocator {
+    void* (*alloc)(size_t bytes) = nullptr;
+    void (*free)(void* p, size_t bytes) = nullptr;
+    void (*zero)(void* p, size_t bytes) = nullptr;
+    void (*copy)(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) = nullptr;
+};
+void device_register_cuda_allocator(const DeviceAllocator& a);
+bool device_cuda_available();  // a CUDA allocator is registered
+// Copies bytes between any two places (host or CUDA), through the registered allocator.
+void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "(2, 3)"
 
 class Tensor {
 public:
     Tensor() = default;
-    static Tensor empty(Shape shape, MemCategory cat, DType dtype = DType::f32);
-    static Tensor zeros(Shape shape, MemCategory cat, DType dtype = DType::f32);
+    static Tensor empty(Shape shape, MemCategory cat, DType dtype = DType::f32,
+                        Device device = Device::cpu);
+    static Tensor zeros(Shape shape, MemCategory cat, DType dtype = DType::f32,
+                        Device device = Device::cpu);
     ~Tensor();
     Tensor(Tensor&& o) noexcept;
     Tensor& operator=(Tensor&& o) noexcept;
@@ -41,9 +58,12 @@ public:
     DType dtype() const { return dtype_; }
     MemCategory category() const { return cat_; }
     bool defined() const { return data_ != nullptr; }
+    Device device() const { return device_; }
+    bool on_cuda() const { return device_ == Device::cuda; }
     void zero();
-    // Same shape, dtype and category, fresh copy of the contents.
+    // Same shape, dtype and category, fresh copy of the contents (on `device`).
     Tensor clone() const;
+    Tensor to(Device device, MemCategory cat) const;
 
 private:
     void release();
@@ -52,6 +72,7 @@ private:
     int64_t numel_ = 0;
     DType dtype_ = DType::f32;
     MemCategory cat_ = MemCategory::workspace;
+    Device device_ = Device::cpu;
 };
 
 }  // namespace tessera

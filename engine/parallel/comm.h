@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
 #include "engine/parallel/mesh.h"
 
 namespace tessera {
@@ -46,6 +48,21 @@ public:
     virtual std::unique_ptr<CommRequest> irecv(float* data, int64_t n, int peer, int tag) = 0;
     virtual void barrier() = 0;
     virtual int64_t sequence() const = 0;  // collectives issued so far
+
+    // Typed variants for activations in other dtypes (bf16 on GPUs). The defaults serve f32;
+    // backends that move other dtypes (NCCL) override them.
+    virtual void all_reduce(void* data, int64_t n, DType t, ReduceOp op = ReduceOp::sum) {
+        TS_CHECK(t == DType::f32, name(), ": this backend reduces only f32, not ", dtype_name(t));
+        all_reduce(static_cast<float*>(data), n, op);
+    }
+    virtual std::unique_ptr<CommRequest> isend(const void* data, int64_t n, DType t, int peer, int tag) {
+        TS_CHECK(t == DType::f32, name(), ": this backend sends only f32, not ", dtype_name(t));
+        return isend(static_cast<const float*>(data), n, peer, tag);
+    }
+    virtual std::unique_ptr<CommRequest> irecv(void* data, int64_t n, DType t, int peer, int tag) {
+        TS_CHECK(t == DType::f32, name(), ": this backend receives only f32, not ", dtype_name(t));
+        return irecv(static_cast<float*>(data), n, peer, tag);
+    }
 };
 
 // How this process learned its place in the job: from `tessera train`'s launcher, or from
@@ -74,6 +91,14 @@ struct CommOptions {
     std::string backend = "gloo";  // gloo | nccl
     std::chrono::milliseconds timeout{60000};
 };
+
+#ifdef TESSERA_HAVE_CUDA
+class TcpStore;
+// NCCL groups (engine/parallel/comm_nccl.cpp), called by comm_create_groups with the rendezvous
+// store: group rank 0 publishes each group's ncclUniqueId there.
+ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
+                                      const CommOptions& o, TcpStore& store);
+#endif
 
 ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, const CommOptions& o);
 

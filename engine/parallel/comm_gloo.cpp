@@ -386,7 +386,7 @@ ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, cons
     g.rank = env.rank;
     g.coord = mesh_coord(mesh, env.rank);
     if (mesh.world() == 1) return g;
-    if (o.backend != "gloo")
+    if (o.backend != "gloo" && o.backend != "nccl")
         throw InputError(str_cat("parallel: backend '", o.backend,
                                  "' is not available in this build (expected gloo)"));
 
@@ -398,6 +398,12 @@ ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, cons
     // Joining may wait for slow starters: never less than 60 s for the rendezvous itself.
     auto join_timeout = std::max(o.timeout, std::chrono::milliseconds(60000));
     TcpStore store(env.master_addr, env.master_port, join_timeout);
+#ifdef TESSERA_HAVE_CUDA
+    if (o.backend == "nccl") return comm_create_groups_nccl(env, mesh, o, store);
+#else
+    if (o.backend == "nccl")
+        throw InputError("parallel: the nccl backend needs a CUDA build of tessera");
+#endif
     std::shared_ptr<gloo::transport::Device> dev;
     try {
         dev = gloo::transport::tcp::CreateDevice(device_attr(env));

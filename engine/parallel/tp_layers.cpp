@@ -63,24 +63,17 @@ int GptLayer::param_index(const std::string& n) const {
 void GptLayer::offload(int micro) {
     auto it = saved_.find(micro);
     if (it == saved_.end() || offloaded_[micro]) return;
-    for (Tensor& t : it->second) {
-        if (!t.defined()) continue;
-        Tensor h = Tensor::empty(t.shape(), MemCategory::host, t.dtype());
-        std::memcpy(h.data(), t.data(), (size_t)t.nbytes());
-        t = std::move(h);
-    }
+    for (Tensor& t : it->second)
+        if (t.defined() && t.category() == MemCategory::activations)
+            t = t.to(Device::cpu, MemCategory::host);
     offloaded_[micro] = true;
 }
 
 void GptLayer::fetch(int micro) {
     auto it = saved_.find(micro);
     if (it == saved_.end() || !offloaded_[micro]) return;
-    for (Tensor& t : it->second) {
-        if (!t.defined()) continue;
-        Tensor d = Tensor::empty(t.shape(), MemCategory::activations, t.dtype());
-        std::memcpy(d.data(), t.data(), (size_t)t.nbytes());
-        t = std::move(d);
-    }
+    for (Tensor& t : it->second)
+        if (t.defined() && t.category() == MemCategory::host) t = t.to(device, MemCategory::activations);
     offloaded_[micro] = false;
 }
 

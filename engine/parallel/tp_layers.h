@@ -67,6 +67,10 @@ public:
     int64_t saved_bytes(int micro) const;
     // The head on a pp = 1 rank shares the embedding's wte: that embedding layer, else null.
     virtual GptLayer* tied_embedding() const { return nullptr; }
+    // Bumped by the parameter store whenever parameter values change (an optimizer step, a
+    // ZeRO-3 gather): GPU layers recast their low-precision weight copies when it moves.
+    uint64_t weights_version = 0;
+    Device device = Device::cpu;
 
 protected:
     float* p(const std::string& n) { return param_ptr[param_index(n)]; }
@@ -86,6 +90,9 @@ struct GptShardSpec {
     GptDims dims;
     TpGroup tp;
     Recompute recompute = Recompute::none;
+    Device device = Device::cpu;
+    DType act_dtype = DType::f32;  // activations (and weight copies) on the device: f32 or bf16
+    float loss_scale = 1.0f;       // d loss / d (per-token loss): the GPU head fuses its backward
 };
 
 // Layer index in the global layer list: 0 = embedding, 1..L = blocks, L+1 = head.
@@ -93,6 +100,14 @@ struct GptShardSpec {
 // (the head then holds its own copy of its wte shard, kept equal through the embedding group).
 std::unique_ptr<GptLayer> gpt_layer_create(const GptShardSpec& spec, int index,
                                            GptLayer* tied_embedding);
+#ifdef TESSERA_HAVE_CUDA
+// The same layers on the GPU (engine/parallel/tp_layers_cuda.cpp): bf16 or fp32 activations,
+// fp32 master weights (cast to the activation dtype on use), fp32 gradients, cuBLASLt GEMMs,
+// flash attention, fused classifier; token ids must be uploaded by the caller (Batch::inputs
+// and targets are mirrored on the device by the layer itself).
+std::unique_ptr<GptLayer> gpt_layer_create_cuda(const GptShardSpec& spec, int index,
+                                                GptLayer* tied_embedding);
+#endif
 
 // The vocabulary rows [first, last) tensor-parallel rank r of t holds (uneven splits allowed).
 std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t);

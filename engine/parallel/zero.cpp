@@ -6,6 +6,7 @@
 #include "engine/kernels/cpu/adamw.h"
 #include "engine/kernels/cpu/elementwise.h"
 #include "engine/model/params.h"
+#include "engine/parallel/device_ops.h"
 
 namespace tessera {
 
@@ -46,7 +47,8 @@ float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t
 ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
                        Communicator* dp_async, int tp_rank, bool last_stage_copy)
     : layers_(std::move(layers)), o_(o), dp_(dp_async), tp_rank_(tp_rank),
-      last_stage_copy_(last_stage_copy) {
+      last_stage_copy_(last_stage_copy), ops_(o.ops ? o.ops : &device_ops_cpu()),
+      dev_(ops_->device()) {
     if (dp_) {
         dp_rank_ = dp_->rank();
         dp_size_ = dp_->size();
@@ -73,17 +75,21 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
             u->shard_begin = std::min(u->len, dp_rank_ * u->S);
             u->shard_end = std::min(u->len, u->shard_begin + u->S);
             int64_t opt_n = o_.stage >= 1 ? u->S : u->len;
-            u->m = Tensor::zeros({opt_n}, opt_cat);
-            u->v = Tensor::zeros({opt_n}, opt_cat);
+            // offloaded optimizer states live in host memory, whatever the device
+            Device opt_dev = o_.offload_optimizer ? Device::cpu : dev_;
+            TS_CHECK(opt_dev == dev_, "optimizer offload on GPUs is not implemented yet");
+            u->m = Tensor::zeros({opt_n}, opt_cat, DType::f32, opt_dev);
+            u->v = Tensor::zeros({opt_n}, opt_cat, DType::f32, opt_dev);
             if (o_.stage >= 3) {
-                u->shard = Tensor::zeros({u->S}, MemCategory::params);
+                u->shard = Tensor::zeros({u->S}, MemCategory::params, DType::f32, dev_);
             } else {
-                u->full = Tensor::zeros({u->pad}, MemCategory::params);
+                u->full = Tensor::zeros({u->pad}, MemCategory::params, DType::f32, dev_);
             }
-            if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads);
-            else u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads);
+            if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
+            else u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
             // initialise what this rank stores, straight from the counter-based init
             const auto& shards = l->shards();
+            std::vector<float> host;
             for (size_t k = 0; k < u->params.size(); ++k) {
                 int pi = u->params[k];
                 const ParamInfo& info = es[pi];
@@ -96,7 +102,10 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
                 } else {
                     dst = u->full.f32() + base;
                 }
-                for (int64_t i = lo; i < hi; ++i) dst[i] = init_value(info, shards[pi], o_.seed, i);
+                if (lo >= hi) continue;
+                host.resize(hi - lo);
+                for (int64_t i = lo; i < hi; ++i) host[i - lo] = init_value(info, shards[pi], o_.seed, i);
+                ops_->upload(dst + lo, host.data(), hi - lo);
             }
             units_.push_back(std::move(u));
         }
@@ -124,6 +133,7 @@ ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
 }
 
 void ParamStore::bind(GptLayer* layer) {
+    layer->weights_version = version_;
     for (auto& u : units_) {
         if (u->layer != layer) continue;
         for (size_t k = 0; k < u->params.size(); ++k) {
@@ -137,16 +147,24 @@ void ParamStore::bind(GptLayer* layer) {
 // ZeRO-3: all-gathers a unit's parameters into a fresh full buffer on the worker thread.
 void ParamStore::gather(Unit& u) {
     if (u.gather_posted || u.full.defined()) return;
-    Tensor full = Tensor::empty({u.pad}, MemCategory::params);
+    Tensor full = Tensor::empty({u.pad}, MemCategory::params, DType::f32, dev_);
     float* out = full.f32();
     const float* in = u.shard.f32();
     Communicator* dp = dp_;
+    DeviceOps* ops = ops_;
     int64_t S = u.S;
     u.full = std::move(full);
-    u.gathering = worker_->post([dp, in, out, S] {
-        if (dp) dp->all_gather(in, out, S);
-        else std::memcpy(out, in, sizeof(float) * S);
-    });
+    ++version_;  // new parameter storage: GPU layers recast their weight copies
+    if (!dp) {  // nothing to gather: one rank holds everything
+        ops->copy(out, in, S);
+        u.gathering = worker_->post([] {});
+    } else {
+        auto ready = ops->record();
+        u.gathering = worker_->post([dp, ops, ready, in, out, S] {
+            ops->wait(ready);
+            dp->all_gather(in, out, S);
+        });
+    }
     u.gather_posted = true;
 }
 
@@ -166,8 +184,9 @@ void ParamStore::before_forward(GptLayer* layer, GptLayer* next) {
                     u->gathering.get();
                     u->gather_posted = false;
                 }
-        for (GptLayer* l : need) bind(l);
     }
+    bind(layer);  // also carries the parameter version to the layer
+    if (layer->tied_embedding()) bind(layer->tied_embedding());
 }
 
 void ParamStore::after_forward(GptLayer* layer) {
@@ -186,8 +205,16 @@ void ParamStore::before_backward(GptLayer* layer, GptLayer* next) {
         if (layer->tied_embedding()) need.push_back(layer->tied_embedding());
         for (GptLayer* l : need)
             for (auto& u : units_)
-                if (u->layer == l && !u->grad_full.defined())
-                    u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads);
+                if (u->layer == l && !u->grad_full.defined()) {
+                    // bound the full gradients alive: at most kMaxReductions reduce-scatters
+                    // in flight (one overlaps this layer's backward), so ZeRO-2/3 keep about
+                    // one layer's full gradient besides the slices
+                    while (in_flight_.size() >= kMaxReductions) {
+                        in_flight_.front().get();
+                        in_flight_.pop_front();
+                    }
+                    u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
+                }
     }
     bind(layer);
     if (layer->tied_embedding()) bind(layer->tied_embedding());
@@ -202,7 +229,12 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
                 float* g = u.grad_full.f32();
                 int64_t n = u.len;
                 Communicator* dp = dp_;
-                worker_->post([dp, g, n] { dp->all_reduce(g, n); });
+                DeviceOps* ops = ops_;
+                auto ready = ops->record();
+                worker_->post([dp, ops, ready, g, n] {
+                    ops->wait(ready);
+                    dp->all_reduce(g, n);
+                });
             }
         } else {
             // reduce-scatter this micro-batch's gradient into the slice, then drop the buffer
@@ -210,19 +242,32 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
             float* acc = u.grad_shard.f32();
             int64_t S = u.S;
             Communicator* dp = dp_;
-            worker_->post([dp, full, acc, S] {
-                Tensor part = Tensor::empty({S}, MemCategory::comm);
-                if (dp) dp->reduce_scatter(full->f32(), part.f32(), S);
-                else std::memcpy(part.f32(), full->f32(), sizeof(float) * S);
-                accumulate(acc, part.f32(), S);
-            });
+            DeviceOps* ops = ops_;
+            if (!dp) {
+                ops->accumulate(acc, full->f32(), S);
+            } else {
+                auto part = std::make_shared<Tensor>(Tensor::empty({S}, MemCategory::comm, DType::f32, dev_));
+                auto ready = ops->record();
+                in_flight_.push_back(worker_->post([dp, ops, ready, full, part, acc, S]() mutable {
+                    ops->wait(ready);
+                    dp->reduce_scatter(full->f32(), part->f32(), S);
+                    ops->accumulate(acc, part->f32(), S);  // stream-ordered on the device
+                    full.reset();  // free before the future is ready: the caller may wait on it
+                    part.reset();
+                }));
+            }
         }
     }
     after_forward(layer);  // ZeRO-3: release the gathered parameters
 }
 
-void ParamStore::zero_grads() {
+void ParamStore::flush_accumulates() {
     worker_->drain();
+    in_flight_.clear();
+}
+
+void ParamStore::zero_grads() {
+    flush_accumulates();
     for (auto& u : units_) {
         if (u->grad_full.defined()) u->grad_full.zero();
         if (u->grad_shard.defined()) u->grad_shard.zero();
@@ -230,7 +275,7 @@ void ParamStore::zero_grads() {
 }
 
 double ParamStore::finish_gradients(Communicator* embedding) {
-    worker_->drain();
+    flush_accumulates();
     for (auto& u : units_) {
         if (!u->is_wte || !embedding) continue;
         if (o_.stage < 2) embedding->all_reduce(u->grad_full.f32(), u->len);
@@ -247,7 +292,7 @@ double ParamStore::finish_gradients(Communicator* embedding) {
             int64_t hi = std::min(u.offset[k] + es[u.params[k]].numel, u.shard_end);
             if (lo >= hi) continue;
             const float* g = o_.stage < 2 ? u.grad_full.f32() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
-            sq += sum_squares(g, hi - lo);
+            sq += ops_->sum_squares(g, hi - lo);
         }
     }
     return sq;
@@ -261,6 +306,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
         if (coef < 1.0) scale = static_cast<float>(coef);
     }
     ++t_;
+    ++version_;
     for (auto& up : units_) {
         Unit& u = *up;
         const auto& es = u.layer->table().entries();
@@ -277,17 +323,22 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
             AdamWHyper h{static_cast<float>(lr), static_cast<float>(oc.beta1),
                          static_cast<float>(oc.beta2), static_cast<float>(oc.eps),
                          info.decay ? static_cast<float>(oc.weight_decay) : 0.0f, t_};
-            adamw_update(p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo, h, scale);
+            ops_->adamw(p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo, h, scale);
         }
         if ((o_.stage == 1 || o_.stage == 2) && dp_) {
             // every DP rank updated its slice: all-gather the full parameters
-            auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm));
-            std::memcpy(slice->f32(), u.full.f32() + u.shard_begin,
-                        sizeof(float) * (u.shard_end - u.shard_begin));
+            auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm, DType::f32, dev_));
+            if (u.shard_end > u.shard_begin)
+                ops_->copy(slice->f32(), u.full.f32() + u.shard_begin, u.shard_end - u.shard_begin);
             float* out = u.full.f32();
             int64_t S = u.S;
             Communicator* dp = dp_;
-            worker_->post([dp, slice, out, S] { dp->all_gather(slice->f32(), out, S); });
+            DeviceOps* ops = ops_;
+            auto ready = ops->record();
+            worker_->post([dp, ops, ready, slice, out, S] {
+                ops->wait(ready);
+                dp->all_gather(slice->f32(), out, S);
+            });
         }
     }
     worker_->drain();
@@ -322,7 +373,18 @@ std::vector<ParamStore::Held> ParamStore::held() const {
 }
 
 void ParamStore::load(const std::function<void(const std::string&, int, const ParamShard&,
-                                               int64_t, int64_t, float*)>& get) {
+                                               int64_t, int64_t, float*)>& get_host) {
+    std::vector<float> host;
+    DeviceOps* ops = ops_;
+    Device mdev = o_.offload_optimizer ? Device::cpu : dev_;
+    ++version_;
+    auto get = [&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,
+                   float* dst) {
+        host.resize(hi - lo);
+        get_host(name, which, sh, lo, hi, host.data());
+        if ((which == 0 ? dev_ : mdev) == Device::cpu) std::memcpy(dst, host.data(), sizeof(float) * (hi - lo));
+        else ops->upload(dst, host.data(), hi - lo);
+    };
     for (auto& up : units_) {
         Unit& u = *up;
         const auto& es = u.layer->table().entries();

@@ -9,6 +9,7 @@
 // (wte) alone — so the first and last pipeline stages shard their tied copies identically and
 // can all-reduce their gradients.
 #pragma once
+#include <deque>
 #include <future>
 #include <memory>
 #include <vector>
@@ -21,14 +22,20 @@
 
 namespace tessera {
 
+class DeviceOps;
+
 struct ZeroOptions {
     int stage = 0;
+    DeviceOps* ops = nullptr;        // where the buffers live (null: the CPU)
     bool offload_optimizer = false;  // AdamW moments in the host pool
     uint64_t seed = 0;               // parameter initialisation (counter-based, plan-independent)
 };
 
 class ParamStore {
 public:
+    // ZeRO-2/3: reduce-scatters in flight before a new full gradient is allocated (the estimator
+    // replays the same bound).
+    static constexpr size_t kMaxReductions = 1;
     // layers: this rank's layers in forward order. dp: the DP communicators (null when dp = 1):
     // `dp_async` runs on the worker thread. tp_rank: for counting replicated parameters once.
     // last_stage_copy: this rank is the last pipeline stage of pp > 1 (its wte is the tied copy).
@@ -66,7 +73,7 @@ public:
     };
     std::vector<Held> held() const;
     // Loads parameters and moments for every element this rank stores (its slices) from full
-    // tensors: get(global name, global flat index range source) supplies values.
+    // tensors: get(name, which, shard, local range) fills a host buffer; it is then uploaded.
     void load(const std::function<void(const std::string& name, int which /*0 param 1 m 2 v*/,
                                        const ParamShard& shard, int64_t local_begin,
                                        int64_t local_end, float* dst)>& get);
@@ -78,6 +85,8 @@ private:
     Unit* unit_of(GptLayer* l, int param);
     void gather(Unit& u);
     void bind(GptLayer* layer);
+    void flush_accumulates();
+    std::deque<std::shared_future<void>> in_flight_;  // ZeRO-2/3 reduce-scatters
     std::vector<std::unique_ptr<Unit>> units_;
     std::vector<GptLayer*> layers_;
     ZeroOptions o_;
@@ -85,7 +94,10 @@ private:
     int dp_rank_ = 0, dp_size_ = 1, tp_rank_ = 0;
     bool last_stage_copy_;
     std::unique_ptr<CommWorker> worker_;
+    DeviceOps* ops_;
+    Device dev_;
     int64_t t_ = 0;
+    uint64_t version_ = 1;  // parameter values' version (see GptLayer::weights_version)
 };
 
 }  // namespace tessera

@@ -2,12 +2,14 @@
 // the runtime allocates them), then derives FLOPs, communication and step time. See estimator.h
 // and docs/parallelism.md ("The estimator") for the formulas.
 #include "engine/plan/estimator.h"
+#include "engine/parallel/zero.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <map>
 #include <vector>
@@ -186,10 +188,11 @@ struct RankSim {
     std::vector<int64_t> sends;  // act tensors held by pending isends until the step ends
 
     // ---- ParamStore. Its DP comm thread is modelled as lazy: a posted task runs only when the
-    // main thread waits for it or for a later task (FIFO), or drains the queue. On CPU ranks the
-    // compute threads starve the comm thread, and the runtime's peaks match this model: ZeRO-2
-    // keeps every micro-batch's full gradients queued until the step's drain.
+    // main thread waits for it or for a later task (FIFO), or drains the queue. ZeRO-2/3 keep at
+    // most ParamStore::kMaxReductions reduce-scatters in flight: before a new full gradient is
+    // allocated the older ones are waited for.
     std::vector<std::function<void()>> tasks;
+    std::deque<size_t> in_flight;
     size_t tasks_done = 0;
     size_t post(std::function<void()> f) {
         tasks.push_back(std::move(f));
@@ -200,6 +203,7 @@ struct RankSim {
     }
     void drain() {
         if (!tasks.empty()) run_until(tasks.size() - 1);
+        in_flight.clear();
     }
     void store_init() {
         const MemCategory oc = offload_opt ? kHost : kOpt;
@@ -251,18 +255,28 @@ struct RankSim {
         if (zero >= 2)
             for (SimLayer* x : with_tied(l))
                 for (auto& u : x->units)
-                    if (!u.grad_full) tl.alloc(kGrads, u.pad), u.grad_full = true;
+                    if (!u.grad_full) {
+                        while (in_flight.size() >= ParamStore::kMaxReductions) {
+                            run_until(in_flight.front());
+                            in_flight.pop_front();
+                        }
+                        tl.alloc(kGrads, u.pad), u.grad_full = true;
+                    }
     }
     void after_backward(SimLayer* l) {
         if (zero >= 2)
             for (auto& u : l->units) {
                 // the full gradient moves into a reduce-scatter task (a comm slice, then both freed)
                 const int64_t S = u.S, pad = u.pad;
-                post([this, S, pad] {
-                    tl.alloc(kComm, S);
-                    tl.free(kComm, S);
-                    tl.free(kGrads, pad);
-                });
+                if (dp > 1) {
+                    tl.alloc(kComm, S);  // the slice the reduce-scatter writes
+                    in_flight.push_back(post([this, S, pad] {
+                        tl.free(kGrads, pad);
+                        tl.free(kComm, S);
+                    }));
+                } else {
+                    tl.free(kGrads, pad);  // accumulated straight into the slice
+                }
                 u.grad_full = false;
             }
         after_forward(l);

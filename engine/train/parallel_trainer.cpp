@@ -13,11 +13,15 @@
 #include "engine/data/tokenizer.h"
 #include "engine/io/checkpoint.h"
 #include "engine/model/gpt.h"
+#include "engine/parallel/device_ops.h"
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/tp_layers.h"
 #include "engine/parallel/zero.h"
 #include "engine/train/data_source.h"
 #include "engine/optim/optimizer.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "engine/kernels/cuda/device.cuh"
+#endif
 
 namespace tessera {
 
@@ -52,10 +56,9 @@ int p2p_tag(int dir, int g, int micro) { return (dir << 24) | (g << 12) | micro;
 // (as if stuck) after completing STEP, before the next step's collectives.
 void fault_stall_check(int rank, int64_t step) {
     const char* f = std::getenv("TESSERA_FAULT_STALL");
-    if (!f) return;
     int r = -1;
     long long s = -1;
-    if (std::sscanf(f, "%d:%lld", &r, &s) == 2 && r == rank && s == step) {
+    if (f && std::sscanf(f, "%d:%lld", &r, &s) == 2 && r == rank && s == step) {
         std::fprintf(stderr, "fault injection: rank %d stalls after step %lld\n", r, s);
         ::sleep(3600);
     }
@@ -83,6 +86,11 @@ public:
         dims_ = GptDims{cfg.model.n_layer, cfg.model.n_head, cfg.model.d_model, cfg.model.seq_len,
                         data_->vocab_size()};
         TpGroup tp{groups.tp.get(), groups.coord.tp, par.tp};
+        dev_ = cfg.runtime.device == "cuda" ? Device::cuda : Device::cpu;
+        act_dtype_ = dev_ == Device::cuda && cfg.runtime.precision == "bf16" ? DType::bf16 : DType::f32;
+        ops_ = &device_ops_for(dev_);
+        const int64_t targets = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * par.dp *
+                                cfg.model.seq_len;
         std::vector<int> blocks = pipeline_blocks_per_chunk(cfg);
         std::vector<int> first_layer(blocks.size() + 1, 1);  // global layer index of each chunk
         for (size_t c = 0; c < blocks.size(); ++c) first_layer[c + 1] = first_layer[c] + blocks[c];
@@ -95,16 +103,21 @@ public:
             int hi = ch.global == G - 1 ? dims_.n_layer + 2 : first_layer[ch.global + 1];
             std::string rc = par.recompute.size() == 1 ? par.recompute[0]
                                                        : par.recompute.at(stage_);
-            GptShardSpec spec{dims_, tp, recompute_parse(rc)};
+            GptShardSpec spec{dims_, tp, recompute_parse(rc), dev_, act_dtype_, 1.0f / (float)targets};
             for (int li = lo; li < hi; ++li) {
-                auto layer = gpt_layer_create(spec, li, pp_ == 1 ? embedding : nullptr);
+                GptLayer* tied = pp_ == 1 ? embedding : nullptr;
+                std::unique_ptr<GptLayer> layer;
+#ifdef TESSERA_HAVE_CUDA
+                if (dev_ == Device::cuda) layer = gpt_layer_create_cuda(spec, li, tied);
+#endif
+                if (!layer) layer = gpt_layer_create(spec, li, tied);
                 if (li == 0) embedding = layer.get();
                 all_layers_.push_back(layer.get());
                 ch.layers.push_back(std::move(layer));
             }
             chunks_.push_back(std::move(ch));
         }
-        ZeroOptions zo{par.zero, par.offload_optimizer, cfg.train.seed};
+        ZeroOptions zo{par.zero, ops_, par.offload_optimizer, cfg.train.seed};
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
                                               pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];
@@ -143,6 +156,24 @@ private:
     std::ostream& out_;
     std::unique_ptr<DataSource> data_;
     GptDims dims_;
+    Device dev_ = Device::cpu;
+    DType act_dtype_ = DType::f32;
+    DeviceOps* ops_ = nullptr;
+    // timeline spans; on GPUs the times come from events on the compute stream, resolved at the
+    // end of the step (kernel launches return long before the work is done)
+    struct OpenSpan {
+        const char* kind;
+        int micro;
+        double start_s, end_s;
+        void* ev0 = nullptr;
+        void* ev1 = nullptr;
+    };
+    std::vector<OpenSpan> spans_;
+    void* step_event_ = nullptr;
+    double step_start_s_ = 0;
+    void span_begin(OpenSpan& sp);
+    void span_end(OpenSpan& sp);
+    void spans_flush(int64_t step);
     int pp_ = 1, v_ = 1, stage_ = 0, micro_ = 1;
     std::vector<Chunk> chunks_;
     std::vector<GptLayer*> all_layers_;
@@ -172,29 +203,29 @@ void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, boo
     const int tag_micro = eval ? micro + 2048 : micro;
     Tensor x;
     if (ch.global > 0) {
-        double r0 = now_s();
-        x = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations);
-        g_.pp->recv(x.f32(), x.numel(), prev_stage(ch.global), p2p_tag(0, ch.global, tag_micro));
-        if (!eval) sink_.write(SpanRecord{step, g_.rank, stage_, micro, "recv", r0, now_s()});
+        OpenSpan sp{"recv", micro, 0, 0};
+        span_begin(sp);
+        x = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations, act_dtype_, dev_);
+        g_.pp->irecv(x.data(), x.numel(), act_dtype_, prev_stage(ch.global),
+                     p2p_tag(0, ch.global, tag_micro))->wait();
+        span_end(sp);
+        if (!eval) spans_.push_back(sp);
     }
-    double t0 = now_s();
+    OpenSpan sp{"forward", micro, 0, 0};
+    span_begin(sp);
     for (size_t i = 0; i < ch.layers.size(); ++i) {
         GptLayer* l = ch.layers[i].get();
         store_->before_forward(l, i + 1 < ch.layers.size() ? ch.layers[i + 1].get() : nullptr);
         x = l->forward(eval ? -1 - micro : micro, std::move(x), b);
         store_->after_forward(l);
     }
-    double t1 = now_s();
-    if (!eval) {
-        busy_s_ += t1 - t0;
-        sink_.write(SpanRecord{step, g_.rank, stage_, micro, "forward", t0, t1});
-    }
+    span_end(sp);
+    if (!eval) spans_.push_back(sp);
     if (ch.global == G - 1) {
-        double s = 0;
-        for (int64_t i = 0; i < x.numel(); ++i) s += x.f32()[i];
+        double s = ops_->sum(x.f32(), x.numel());
         if (g_.coord.tp == 0) loss_sum_ += s;  // every TP rank holds the same losses
     } else {
-        auto req = g_.pp->isend(x.f32(), x.numel(), next_stage(ch.global),
+        auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, next_stage(ch.global),
                                 p2p_tag(0, ch.global + 1, tag_micro));
         sends_.emplace_back(std::move(req), std::move(x));
     }
@@ -209,28 +240,72 @@ void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
     const int G = pp_ * v_, C = dims_.d_model;
     Tensor dout;
     if (ch.global < G - 1) {
-        double r0 = now_s();
-        dout = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations);
-        g_.pp->recv(dout.f32(), dout.numel(), next_stage(ch.global), p2p_tag(1, ch.global, micro));
-        sink_.write(SpanRecord{step, g_.rank, stage_, micro, "recv", r0, now_s()});
+        OpenSpan sp{"recv", micro, 0, 0};
+        span_begin(sp);
+        dout = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations, act_dtype_, dev_);
+        g_.pp->irecv(dout.data(), dout.numel(), act_dtype_, next_stage(ch.global),
+                     p2p_tag(1, ch.global, micro))->wait();
+        span_end(sp);
+        spans_.push_back(sp);
     }
     if (cfg_.parallel.offload_activations)
         for (auto& l : ch.layers) l->fetch(micro);
-    double t0 = now_s();
+    OpenSpan sp{"backward", micro, 0, 0};
+    span_begin(sp);
     for (size_t i = ch.layers.size(); i-- > 0;) {
         GptLayer* l = ch.layers[i].get();
         store_->before_backward(l, i > 0 ? ch.layers[i - 1].get() : nullptr);
         dout = l->backward(micro, std::move(dout), b, loss_scale_);
         store_->after_backward(l, ++backward_count_[l] == micro_);
     }
-    double t1 = now_s();
-    busy_s_ += t1 - t0;
-    sink_.write(SpanRecord{step, g_.rank, stage_, micro, "backward", t0, t1});
+    span_end(sp);
+    spans_.push_back(sp);
     if (ch.global > 0) {
-        auto req = g_.pp->isend(dout.f32(), dout.numel(), prev_stage(ch.global),
+        auto req = g_.pp->isend(dout.data(), dout.numel(), act_dtype_, prev_stage(ch.global),
                                 p2p_tag(1, ch.global - 1, micro));
         sends_.emplace_back(std::move(req), std::move(dout));
     }
+}
+
+void RankRunner::span_begin(OpenSpan& sp) {
+#ifdef TESSERA_HAVE_CUDA
+    if (dev_ == Device::cuda) {
+        sp.ev0 = cuda_event_record_now();
+        return;
+    }
+#endif
+    sp.start_s = now_s();
+}
+
+void RankRunner::span_end(OpenSpan& sp) {
+#ifdef TESSERA_HAVE_CUDA
+    if (dev_ == Device::cuda) {
+        sp.ev1 = cuda_event_record_now();
+        return;
+    }
+#endif
+    sp.end_s = now_s();
+}
+
+// Emits the step's spans and adds their compute time (forward, backward) to busy_s_.
+void RankRunner::spans_flush(int64_t step) {
+    for (OpenSpan& sp : spans_) {
+#ifdef TESSERA_HAVE_CUDA
+        if (sp.ev0) {
+            sp.start_s = step_start_s_ + cuda_event_ms(step_event_, sp.ev0) / 1e3;
+            sp.end_s = step_start_s_ + cuda_event_ms(step_event_, sp.ev1) / 1e3;
+            cuda_event_free(sp.ev0);
+            cuda_event_free(sp.ev1);
+        }
+#endif
+        if (std::string(sp.kind) != "recv") busy_s_ += sp.end_s - sp.start_s;
+        sink_.write(SpanRecord{step, g_.rank, stage_, sp.micro, sp.kind, sp.start_s, sp.end_s});
+    }
+    spans_.clear();
+#ifdef TESSERA_HAVE_CUDA
+    if (step_event_) cuda_event_free(step_event_);
+    step_event_ = nullptr;
+#endif
 }
 
 double RankRunner::evaluate(int64_t index) {
@@ -283,6 +358,11 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         backward_count_.clear();
         loss_sum_ = 0;
         busy_s_ = 0;
+        spans_.clear();
+        step_start_s_ = step_t0;
+#ifdef TESSERA_HAVE_CUDA
+        if (dev_ == Device::cuda) step_event_ = cuda_event_record_now();
+#endif
         for (const PipeAction& a : schedule_) {
             Chunk& ch = chunks_[a.chunk];
             const Batch& b = batch(step, a.micro, false);
@@ -291,7 +371,9 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         }
         for (auto& s : sends_) s.first->wait();
         sends_.clear();
+        ops_->synchronize();
         double o0 = now_s();
+        spans_flush(step);
         // one all-reduce carries the squared gradient norm, the loss and the stop votes: every
         // rank leaves after the same step when any of them was asked to stop (Ctrl-C)
         float red[3] = {(float)store_->finish_gradients(g_.embedding.get()), (float)loss_sum_,
@@ -300,6 +382,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         const bool stop = red[2] > 0.0f;
         double norm = std::sqrt((double)red[0]);
         store_->optimizer_step(oc_, step, norm);
+        ops_->synchronize();
         double lr = lr_at_step(oc_, step);
         double o1 = now_s();
         sink_.write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", o0, o1});
@@ -317,6 +400,17 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                 metric(s1, str_cat("mem/", mem_category_name(cat), "_bytes"), (double)mt.peak_bytes(cat));
             }
             metric(s1, "mem/total_bytes", (double)mt.total_peak_bytes());
+#ifdef TESSERA_HAVE_CUDA
+            if (dev_ == Device::cuda) {
+                int dev = 0;
+                cudaGetDevice(&dev);
+                GpuReading gr = cuda_nvml_read(dev);
+                if (gr.ok) {
+                    metric(s1, "gpu/util_percent", gr.util_percent);
+                    metric(s1, "gpu/memory_used_bytes", (double)gr.used_bytes);
+                }
+            }
+#endif
             double pipe_s = o0 - step_t0;
             if (pp_ > 1) metric(s1, "pipeline/bubble", pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
             if (leader) {
@@ -370,11 +464,21 @@ std::string RankRunner::save_checkpoint(int64_t steps_done) {
             const ParamInfo& lp = h.layer->table().entries()[h.param];
             if (lp.name != p.name) continue;
             const ParamShard& sh = h.layer->shards()[h.param];
-            for (int64_t i = h.begin; i < h.end; ++i) {
-                int64_t gi = sh.global_offset(i);
-                pv[gi] = h.param_values[i - h.begin];
-                mv[gi] = h.m[i - h.begin];
-                vv[gi] = h.v[i - h.begin];
+            const int64_t n = h.end - h.begin;
+            std::vector<float> hp(n), hm(n), hv(n);  // the slices may live on the GPU
+            ops_->download(hp.data(), h.param_values, n);
+            if (cfg_.parallel.offload_optimizer) {
+                std::memcpy(hm.data(), h.m, sizeof(float) * n);
+                std::memcpy(hv.data(), h.v, sizeof(float) * n);
+            } else {
+                ops_->download(hm.data(), h.m, n);
+                ops_->download(hv.data(), h.v, n);
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                int64_t gi = sh.global_offset(h.begin + i);
+                pv[gi] = hp[i];
+                mv[gi] = hm[i];
+                vv[gi] = hv[i];
             }
         }
         if (g_.world) g_.world->all_reduce(buf.data(), (int64_t)buf.size());

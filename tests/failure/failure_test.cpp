@@ -30,7 +30,7 @@ fs::path make_project(const std::string& tag, const std::string& extra) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << "name: " << tag << R"(
-model: {preset: gpt-tiny, n_layer: 4, n_head: 4, d_model: 32, seq_len: 16}
+model: {preset: gpt-tiny, n_layer: 8, n_head: 4, d_model: 64, seq_len: 16}
 data: {dataset: brown}
 checkpoint: {dir: ck, every: 2, keep: 3}
 log: {db: runs.db, every: 1}
@@ -186,7 +186,7 @@ TEST(Failure, CtrlCStopsEveryRankAfterTheSameStep) {
     ASSERT_TRUE(wait_for_output(p, "step      2/", 60)) << p.output;
     ::kill(p.pid, SIGINT);
     int code = wait_exit(p, 30);
-    EXPECT_EQ(code, 0) << p.output;
+    EXPECT_EQ(code, 130) << p.output;  // the shell's code for a command stopped by Ctrl-C
     RunRow run = last_run(dir);
     EXPECT_EQ(run.status, "stopped") << run.message;
     EXPECT_TRUE(fs::exists(dir / "ck" / "latest")) << "no checkpoint saved on stop";
@@ -213,14 +213,16 @@ TEST(Failure, RestartResumesFromTheLastCheckpoint) {
 }
 
 // Measured per-rank memory: ZeRO 1 halves the optimizer states on dp2, ZeRO 2 also the
-// gradients, ZeRO 3 also the parameters (units are padded to a multiple of dp: within 2%).
+// gradients, ZeRO 3 also the parameters. Slices are exact halves; ZeRO 2/3 also hold, for a
+// moment, the full gradients (and ZeRO 3 the gathered parameters) of about one layer plus the
+// tied embedding: with 8 blocks that is bounded by a quarter of the model.
 TEST(ZeroMemory, MeasuredCategoriesDivideByDp) {
     std::map<int, std::map<std::string, double>> peak;  // zero -> category -> rank-0 bytes
     for (int zero = 0; zero <= 3; ++zero) {
         fs::path dir = make_project("mem" + std::to_string(zero),
-                                    "train: {steps: 2, micro_batch: 2, grad_accum: 1, eval_every: 0}\n"
+                                    "train: {steps: 2, micro_batch: 2, grad_accum: 2, eval_every: 0}\n"
                                     "parallel: {dp: 2, zero: " + std::to_string(zero) + "}\n");
-        Proc p = start(dir, {});
+        Proc p = start(dir, {"TESSERA_EXTRA_SETS="});
         ASSERT_EQ(wait_exit(p, 60), 0) << p.output;
         RunStore store = RunStore::open((dir / "runs.db").string(), true);
         RunRow run = store.runs_list().back();
@@ -228,10 +230,13 @@ TEST(ZeroMemory, MeasuredCategoriesDivideByDp) {
             for (const auto& m : store.metrics(run.id, std::string("mem/") + cat + "_bytes"))
                 if (m.rank == 0) peak[zero][cat] = std::max(peak[zero][cat], m.value);
     }
-    auto near_half = [](double part, double whole) { return std::fabs(part / whole - 0.5) < 0.02; };
-    EXPECT_TRUE(near_half(peak[1]["optimizer"], peak[0]["optimizer"]));
+    auto ratio = [&](int zero, const char* cat) { return peak[zero][cat] / peak[0][cat]; };
+    EXPECT_NEAR(ratio(1, "optimizer"), 0.5, 0.01);
     EXPECT_DOUBLE_EQ(peak[1]["grads"], peak[0]["grads"]);
-    EXPECT_TRUE(near_half(peak[2]["grads"], peak[0]["grads"])) << peak[2]["grads"] << " vs " << peak[0]["grads"];
+    EXPECT_NEAR(ratio(2, "optimizer"), 0.5, 0.01);
+    EXPECT_LT(ratio(2, "grads"), 0.75) << peak[2]["grads"] << " vs " << peak[0]["grads"];
     EXPECT_DOUBLE_EQ(peak[2]["params"], peak[0]["params"]);
-    EXPECT_LT(peak[3]["params"], 0.75 * peak[0]["params"]);  // shards + one gathered layer
+    EXPECT_NEAR(ratio(3, "optimizer"), 0.5, 0.01);
+    EXPECT_LT(ratio(3, "grads"), 0.75);
+    EXPECT_LT(ratio(3, "params"), 0.75) << peak[3]["params"] << " vs " << peak[0]["params"];
 }

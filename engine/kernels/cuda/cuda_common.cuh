@@ -1,0 +1,70 @@
+// Shared by every CUDA op: error checks that name the statement, file, line and the library's own
+// error string; owning handles with unique_ptr deleters; dtype helpers. Kernels are templated on
+// the activation type T (float for the fp32 mode, __nv_bfloat16 for bf16) and accumulate in fp32.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+#include "engine/core/error.h"
+
+namespace tessera {
+
+[[noreturn]] void cuda_fail(const char* lib, const char* stmt, const char* file, int line,
+                            const std::string& what);
+
+}  // namespace tessera
+
+#define CUDA_CHECK(stmt)                                                                     \
+    do {                                                                                     \
+        cudaError_t err_ = (stmt);                                                           \
+        if (err_ != cudaSuccess)                                                             \
+            ::tessera::cuda_fail("CUDA", #stmt, __FILE__, __LINE__, cudaGetErrorString(err_)); \
+    } while (0)
+
+#define CUBLAS_CHECK(stmt)                                                                   \
+    do {                                                                                     \
+        cublasStatus_t st_ = (stmt);                                                         \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            ::tessera::cuda_fail("cuBLAS", #stmt, __FILE__, __LINE__,                         \
+                                 cublasLtGetStatusString(st_));                             \
+    } while (0)
+
+// After a kernel launch: launch-configuration errors surface here, with the kernel's name.
+#define CUDA_CHECK_LAUNCH(name) CUDA_CHECK(cudaGetLastError())
+
+// Shape/dtype preconditions of a launcher.
+#define TS_CUDA_REQUIRE(cond, ...) TS_CHECK(cond, __VA_ARGS__)
+
+namespace tessera {
+
+using bf16 = __nv_bfloat16;
+
+template <typename T>
+__host__ __device__ inline float to_float(T x);
+template <>
+__host__ __device__ inline float to_float<float>(float x) { return x; }
+template <>
+__host__ __device__ inline float to_float<bf16>(bf16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__host__ __device__ inline T from_float(float x);
+template <>
+__host__ __device__ inline float from_float<float>(float x) { return x; }
+template <>
+__host__ __device__ inline bf16 from_float<bf16>(float x) { return __float2bfloat16(x); }
+
+inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+
+// cuBLASLt handle and workspace shared by the GEMM launchers (one per device, lazily created).
+struct CublasLt {
+    cublasLtHandle_t handle = nullptr;
+    void* workspace = nullptr;
+    size_t workspace_bytes = 0;
+};
+CublasLt& cublaslt();
+
+}  // namespace tessera

@@ -1,0 +1,139 @@
+#include "engine/kernels/cuda/device.cuh"
+
+#include <dlfcn.h>
+
+#include <cstdint>
+
+#include "engine/core/tensor.h"
+#include "engine/kernels/cuda/cuda_common.cuh"
+
+namespace tessera {
+
+namespace {
+
+int g_device = -1;
+cudaStream_t g_stream = nullptr;
+
+void* alloc_cuda(size_t bytes) {
+    void* p = nullptr;
+    cudaError_t e = cudaMallocAsync(&p, bytes, g_stream);
+    if (e != cudaSuccess) {
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        throw Error(str_cat("out of GPU memory: allocating ", bytes, " bytes on GPU ", g_device,
+                            " failed (", cudaGetErrorString(e), "; ", free_b, " of ", total_b,
+                            " bytes free)"));
+    }
+    return p;
+}
+
+void free_cuda(void* p, size_t) { CUDA_CHECK(cudaFreeAsync(p, g_stream)); }
+
+void zero_cuda(void* p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, g_stream)); }
+
+void copy_cuda(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) {
+    cudaMemcpyKind kind = dst_cuda ? (src_cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                                   : cudaMemcpyDeviceToHost;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, g_stream));
+    if (!dst_cuda || !src_cuda) CUDA_CHECK(cudaStreamSynchronize(g_stream));  // host memory involved
+}
+
+// ---- NVML through dlopen (no build-time dependency on the driver's headers)
+struct Nvml {
+    bool loaded = false;
+    int (*init)() = nullptr;
+    int (*handle)(unsigned, void**) = nullptr;
+    int (*util)(void*, unsigned*) = nullptr;  // nvmlUtilization_t {gpu, memory}
+    int (*mem)(void*, unsigned long long*) = nullptr;  // nvmlMemory_t {total, free, used}
+};
+
+Nvml& nvml() {
+    static Nvml n = [] {
+        Nvml x;
+        void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY);
+        if (!lib) return x;
+        x.init = (int (*)())dlsym(lib, "nvmlInit_v2");
+        x.handle = (int (*)(unsigned, void**))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+        x.util = (int (*)(void*, unsigned*))dlsym(lib, "nvmlDeviceGetUtilizationRates");
+        x.mem = (int (*)(void*, unsigned long long*))dlsym(lib, "nvmlDeviceGetMemoryInfo");
+        x.loaded = x.init && x.handle && x.util && x.mem && x.init() == 0;
+        return x;
+    }();
+    return n;
+}
+
+}  // namespace
+
+int cuda_device_count() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky error of a missing driver
+        return 0;
+    }
+    return n;
+}
+
+void cuda_device_init(int device) {
+    if (g_device == device) return;
+    int n = cuda_device_count();
+    if (n == 0) throw Error("runtime.device is cuda but no CUDA GPU is visible to this process");
+    if (device >= n)
+        throw Error(str_cat("rank needs GPU ", device, " but this host has ", n, " GPU(s)"));
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    cudaMemPool_t pool;
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    uint64_t keep = UINT64_MAX;  // cache freed blocks: a stream-ordered caching allocator
+    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    g_device = device;
+    DeviceAllocator a;
+    a.alloc = alloc_cuda;
+    a.free = free_cuda;
+    a.zero = zero_cuda;
+    a.copy = copy_cuda;
+    device_register_cuda_allocator(a);
+}
+
+cudaStream_t cuda_stream() { return g_stream; }
+
+void cuda_synchronize() { CUDA_CHECK(cudaStreamSynchronize(g_stream)); }
+
+std::string cuda_device_name() {
+    cudaDeviceProp p;
+    CUDA_CHECK(cudaGetDeviceProperties(&p, g_device < 0 ? 0 : g_device));
+    return p.name;
+}
+
+void* cuda_event_record_now() {
+    cudaEvent_t e;
+    CUDA_CHECK(cudaEventCreate(&e));
+    CUDA_CHECK(cudaEventRecord(e, g_stream));
+    return e;
+}
+
+float cuda_event_ms(void* from, void* to) {
+    CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)to));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to));
+    return ms;
+}
+
+void cuda_event_free(void* e) { cudaEventDestroy((cudaEvent_t)e); }
+
+GpuReading cuda_nvml_read(int device) {
+    GpuReading r;
+    Nvml& n = nvml();
+    if (!n.loaded) return r;
+    void* h = nullptr;
+    if (n.handle((unsigned)device, &h) != 0) return r;
+    unsigned util[2] = {0, 0};
+    unsigned long long mem[3] = {0, 0, 0};
+    if (n.util(h, util) != 0 || n.mem(h, mem) != 0) return r;
+    r.ok = true;
+    r.util_percent = util[0];
+    r.total_bytes = (int64_t)mem[0];
+    r.used_bytes = (int64_t)mem[2];
+    return r;
+}
+
+}  // namespace tessera

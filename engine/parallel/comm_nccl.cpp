@@ -1,0 +1,304 @@
+// NCCL communicators for GPU ranks (compiled only in CUDA builds).
+//
+// Two modes. Groups used by the main thread (world, tp, pp, embedding) are stream-ordered with
+// the rank's compute stream: each operation's NCCL stream first waits for the work queued so far
+// on the compute stream, and the compute stream then waits for the operation — the host does not
+// block (host buffers are staged through the device and synchronised). The DP group used by the
+// gradient thread (dp_async) blocks its caller until the operation completed: that thread already
+// waited for the gradients, and the compute stream must not stall behind a reduction.
+//
+// Pipeline sends and receives use two NCCL communicators per pp group, one per direction
+// (activations forward, gradients backward; the direction is bit 24 of the tag), so two stages
+// sending to each other never queue behind one another on one stream.
+//
+// The watchdog: every host wait polls with the timeout; past it the communicator is aborted
+// (ncclCommAbort) and an Error names the rank, the collective, its sequence number and the group.
+#ifdef TESSERA_HAVE_CUDA
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <thread>
+
+#include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device.cuh"
+#include "engine/parallel/comm.h"
+#include "engine/parallel/tcp_store.h"
+
+#define NCCL_CHECK(stmt)                                                                   \
+    do {                                                                                   \
+        ncclResult_t r_ = (stmt);                                                          \
+        if (r_ != ncclSuccess)                                                             \
+            ::tessera::cuda_fail("NCCL", #stmt, __FILE__, __LINE__, ncclGetErrorString(r_)); \
+    } while (0)
+
+namespace tessera {
+
+namespace {
+
+ncclDataType_t nccl_type(DType t) {
+    switch (t) {
+        case DType::f32: return ncclFloat32;
+        case DType::bf16: return ncclBfloat16;
+        case DType::i32: return ncclInt32;
+        default: throw Error(str_cat("NCCL cannot move ", dtype_name(t)));
+    }
+}
+
+bool is_host_pointer(const void* p) {
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return true;
+    }
+    return a.type == cudaMemoryTypeUnregistered || a.type == cudaMemoryTypeHost;
+}
+
+struct Event {
+    cudaEvent_t e = nullptr;
+    Event() { CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
+    ~Event() {
+        if (e) cudaEventDestroy(e);
+    }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+};
+
+class NcclCommunicator;
+
+class NcclRequest final : public CommRequest {
+public:
+    NcclRequest(std::shared_ptr<Event> done) : done_(std::move(done)) {}
+    // the compute stream waits for the transfer (a receive's data, a send's buffer release)
+    void wait() override {
+        if (done_) CUDA_CHECK(cudaStreamWaitEvent(cuda_stream(), done_->e, 0));
+        done_.reset();
+    }
+    ~NcclRequest() override {
+        try {
+            wait();
+        } catch (...) {
+        }
+    }
+
+private:
+    std::shared_ptr<Event> done_;
+};
+
+class NcclCommunicator final : public Communicator {
+public:
+    NcclCommunicator(std::vector<ncclComm_t> comms, std::string name, int rank, int size,
+                     bool blocking, std::chrono::milliseconds timeout, std::string who)
+        : comms_(std::move(comms)), name_(std::move(name)), rank_(rank), size_(size),
+          blocking_(blocking), timeout_(timeout), who_(std::move(who)) {
+        for (size_t i = 0; i < comms_.size(); ++i) {
+            cudaStream_t s;
+            CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+            streams_.push_back(s);
+        }
+        CUDA_CHECK(cudaMalloc(&stage_, stage_bytes_));
+    }
+    ~NcclCommunicator() override {
+        for (auto c : comms_) ncclCommDestroy(c);
+        for (auto s : streams_) cudaStreamDestroy(s);
+        cudaFree(stage_);
+    }
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    const std::string& name() const override { return name_; }
+    int64_t sequence() const override { return seq_; }
+
+    void all_reduce(float* data, int64_t n, ReduceOp op) override {
+        all_reduce(static_cast<void*>(data), n, DType::f32, op);
+    }
+    void all_reduce(void* data, int64_t n, DType t, ReduceOp op) override {
+        collective("all_reduce", data, data, n * dtype_size(t), n * dtype_size(t), [&](const void* in, void* out, cudaStream_t s) {
+            NCCL_CHECK(ncclAllReduce(in, out, n, nccl_type(t), op == ReduceOp::sum ? ncclSum : ncclMax,
+                                     comms_[0], s));
+        });
+    }
+    void reduce_scatter(const float* in, float* out, int64_t n) override {
+        collective("reduce_scatter", in, out, n * size_ * 4, n * 4, [&](const void* i, void* o, cudaStream_t s) {
+            NCCL_CHECK(ncclReduceScatter(i, o, n, ncclFloat32, ncclSum, comms_[0], s));
+        });
+    }
+    void all_gather(const float* in, float* out, int64_t n) override {
+        collective("all_gather", in, out, n * 4, n * size_ * 4, [&](const void* i, void* o, cudaStream_t s) {
+            NCCL_CHECK(ncclAllGather(i, o, n, ncclFloat32, comms_[0], s));
+        });
+    }
+    void broadcast(float* data, int64_t n, int root) override {
+        collective("broadcast", data, data, n * 4, n * 4, [&](const void* i, void* o, cudaStream_t s) {
+            NCCL_CHECK(ncclBroadcast(i, o, n, ncclFloat32, root, comms_[0], s));
+        });
+    }
+    void barrier() override {
+        float x = 0;
+        all_reduce(&x, 1, ReduceOp::sum);
+    }
+    void send(const float* data, int64_t n, int peer, int tag) override {
+        isend(static_cast<const void*>(data), n, DType::f32, peer, tag)->wait();
+        wait_stream(streams_[dir(tag)], "send");
+    }
+    void recv(float* data, int64_t n, int peer, int tag) override {
+        irecv(static_cast<void*>(data), n, DType::f32, peer, tag)->wait();
+        wait_stream(cuda_stream(), "recv");
+    }
+    std::unique_ptr<CommRequest> isend(const float* data, int64_t n, int peer, int tag) override {
+        return isend(static_cast<const void*>(data), n, DType::f32, peer, tag);
+    }
+    std::unique_ptr<CommRequest> irecv(float* data, int64_t n, int peer, int tag) override {
+        return irecv(static_cast<void*>(data), n, DType::f32, peer, tag);
+    }
+    std::unique_ptr<CommRequest> isend(const void* data, int64_t n, DType t, int peer, int tag) override {
+        return p2p(true, const_cast<void*>(data), n, t, peer, tag);
+    }
+    std::unique_ptr<CommRequest> irecv(void* data, int64_t n, DType t, int peer, int tag) override {
+        return p2p(false, data, n, t, peer, tag);
+    }
+
+private:
+    int dir(int tag) const { return comms_.size() > 1 ? ((tag >> 24) & 1) : 0; }
+
+    std::unique_ptr<CommRequest> p2p(bool send, void* data, int64_t n, DType t, int peer, int tag) {
+        TS_CHECK(!is_host_pointer(data), name_, ": point-to-point buffers must be on the GPU");
+        int d = dir(tag);
+        cudaStream_t s = streams_[d];
+        Event ready;
+        CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
+        CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
+        if (send) NCCL_CHECK(ncclSend(data, n, nccl_type(t), peer, comms_[d], s));
+        else NCCL_CHECK(ncclRecv(data, n, nccl_type(t), peer, comms_[d], s));
+        auto done = std::make_shared<Event>();
+        CUDA_CHECK(cudaEventRecord(done->e, s));
+        return std::make_unique<NcclRequest>(std::move(done));
+    }
+
+    // Runs one collective; host buffers go through the staging buffer.
+    template <typename F>
+    void collective(const char* what, const void* in, void* out, int64_t in_bytes, int64_t out_bytes, F&& op) {
+        ++seq_;
+        last_op_ = what;
+        cudaStream_t s = streams_[0];
+        const bool host = is_host_pointer(in) || is_host_pointer(out);
+        if (!blocking_ || host) {
+            Event ready;
+            CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
+            CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
+        }
+        if (host) {
+            int64_t need = std::max(in_bytes, out_bytes);
+            if (need > stage_bytes_) {
+                CUDA_CHECK(cudaFree(stage_));
+                stage_bytes_ = need;
+                CUDA_CHECK(cudaMalloc(&stage_, stage_bytes_));
+            }
+            CUDA_CHECK(cudaMemcpyAsync(stage_, in, in_bytes, cudaMemcpyHostToDevice, s));
+            op(stage_, stage_, s);
+            CUDA_CHECK(cudaMemcpyAsync(out, stage_, out_bytes, cudaMemcpyDeviceToHost, s));
+            wait_stream(s, what);
+            return;
+        }
+        op(in, out, s);
+        if (blocking_) {
+            wait_stream(s, what);
+        } else {
+            Event done;
+            CUDA_CHECK(cudaEventRecord(done.e, s));
+            CUDA_CHECK(cudaStreamWaitEvent(cuda_stream(), done.e, 0));
+        }
+    }
+
+    // Host wait with the watchdog.
+    void wait_stream(cudaStream_t s, const char* what) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (;;) {
+            cudaError_t e = cudaStreamQuery(s);
+            if (e == cudaSuccess) return;
+            if (e != cudaErrorNotReady) CUDA_CHECK(e);
+            ncclResult_t async = ncclSuccess;
+            for (auto c : comms_) {
+                ncclCommGetAsyncError(c, &async);
+                if (async != ncclSuccess && async != ncclInProgress) break;
+            }
+            bool late = std::chrono::steady_clock::now() - t0 > timeout_;
+            if (late || (async != ncclSuccess && async != ncclInProgress)) {
+                for (auto c : comms_) ncclCommAbort(c);
+                comms_.clear();
+                throw Error(str_cat(who_, ": ", what, " #", seq_, " on group ", name_,
+                                    late ? str_cat(" did not complete within ", timeout_.count(), " ms")
+                                         : str_cat(" failed: ", ncclGetErrorString(async))));
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+
+    std::vector<ncclComm_t> comms_;
+    std::vector<cudaStream_t> streams_;
+    std::string name_;
+    int rank_, size_;
+    bool blocking_;
+    std::chrono::milliseconds timeout_;
+    std::string who_;
+    int64_t seq_ = 0;
+    const char* last_op_ = "";
+    void* stage_ = nullptr;
+    int64_t stage_bytes_ = 1 << 20;
+};
+
+}  // namespace
+
+ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
+                                      const CommOptions& o, TcpStore& store) {
+    ProcessGroups g;
+    g.mesh = mesh;
+    g.rank = env.rank;
+    g.coord = mesh_coord(mesh, env.rank);
+    std::string who = str_cat("rank ", env.rank, " (", mesh_coord_str(g.coord), ")");
+    struct Slot {
+        const char* name;
+        GroupKind kind;
+        std::unique_ptr<Communicator>* out;
+        int comms;
+        bool blocking;
+    };
+    Slot slots[] = {{"world", GroupKind::world, &g.world, 1, false},
+                    {"dp", GroupKind::dp, &g.dp, 1, false},
+                    {"tp", GroupKind::tp, &g.tp, 1, false},
+                    {"pp", GroupKind::pp, &g.pp, 2, false},
+                    {"embedding", GroupKind::embedding, &g.embedding, 1, false},
+                    {"dp_async", GroupKind::dp, &g.dp_async, 1, true}};
+    for (const Slot& s : slots) {
+        std::vector<int> members = mesh_group(mesh, env.rank, s.kind);
+        if (members.size() <= 1 ||
+            std::find(members.begin(), members.end(), env.rank) == members.end())
+            continue;
+        std::string name = str_cat(s.name, "[");
+        for (size_t i = 0; i < members.size(); ++i) name += str_cat(i ? "," : "", members[i]);
+        name += "]";
+        int grank = int(std::find(members.begin(), members.end(), env.rank) - members.begin());
+        std::vector<ncclComm_t> comms;
+        for (int c = 0; c < s.comms; ++c) {
+            std::string key = str_cat("nccl/", name, "/", c);
+            ncclUniqueId id;
+            if (grank == 0) {
+                NCCL_CHECK(ncclGetUniqueId(&id));
+                store.set(key, std::vector<char>((char*)&id, (char*)&id + sizeof id));
+            } else {
+                std::vector<char> v = store.get(key);
+                TS_CHECK(v.size() == sizeof id, "bad NCCL id for ", name);
+                std::memcpy(&id, v.data(), sizeof id);
+            }
+            ncclComm_t comm;
+            NCCL_CHECK(ncclCommInitRank(&comm, (int)members.size(), id, grank));
+            comms.push_back(comm);
+        }
+        *s.out = std::make_unique<NcclCommunicator>(std::move(comms), name, grank,
+                                                    (int)members.size(), s.blocking, o.timeout, who);
+    }
+    return g;
+}
+
+}  // namespace tessera
+#endif

@@ -1,0 +1,37 @@
+// The few vector operations the parallel runtime itself needs (ZeRO slices, gradient reduction,
+// the optimizer, loss sums), on the rank's device: the CPU kernels, or the CUDA ones on the
+// rank's compute stream. Layers bring their own kernels; this is only the glue.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "engine/core/tensor.h"
+#include "engine/kernels/cpu/adamw.h"
+
+namespace tessera {
+
+class DeviceOps {
+public:
+    virtual ~DeviceOps() = default;
+    virtual Device device() const = 0;
+    virtual void copy(float* dst, const float* src, int64_t n) = 0;  // same device
+    virtual void upload(float* dst, const float* host_src, int64_t n) = 0;
+    virtual void download(float* host_dst, const float* src, int64_t n) = 0;
+    virtual void accumulate(float* dst, const float* src, int64_t n) = 0;  // dst += src
+    virtual double sum_squares(const float* x, int64_t n) = 0;            // synchronous
+    virtual double sum(const float* x, int64_t n) = 0;                    // synchronous
+    virtual void adamw(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h,
+                       float grad_scale) = 0;
+    // A marker of the work queued so far on the compute stream; wait() blocks the calling host
+    // thread until that work is done (the comm thread calls it before reading buffers).
+    virtual std::shared_ptr<void> record() { return nullptr; }
+    virtual void wait(const std::shared_ptr<void>&) {}
+    virtual void synchronize() {}
+};
+
+DeviceOps& device_ops_cpu();
+// The CUDA implementation (engine/parallel/device_ops_cuda.cpp); throws without a CUDA build.
+DeviceOps& device_ops_cuda();
+DeviceOps& device_ops_for(Device d);
+
+}  // namespace tessera

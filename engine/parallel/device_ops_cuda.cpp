@@ -1,0 +1,76 @@
+// DeviceOps on the rank's CUDA compute stream (compiled only in CUDA builds).
+#ifdef TESSERA_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "engine/kernels/cuda/adamw.cuh"
+#include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device.cuh"
+#include "engine/kernels/cuda/elementwise.cuh"
+#include "engine/parallel/device_ops.h"
+
+namespace tessera {
+
+namespace {
+
+class CudaOps final : public DeviceOps {
+public:
+    CudaOps() { CUDA_CHECK(cudaMalloc(&scalar_, sizeof(double))); }
+    Device device() const override { return Device::cuda; }
+    void copy(float* dst, const float* src, int64_t n) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, cuda_stream()));
+    }
+    void upload(float* dst, const float* src, int64_t n) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyHostToDevice, cuda_stream()));
+        cuda_synchronize();
+    }
+    void download(float* dst, const float* src, int64_t n) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToHost, cuda_stream()));
+        cuda_synchronize();
+    }
+    void accumulate(float* dst, const float* src, int64_t n) override {
+        accumulate_cuda(dst, src, n, cuda_stream());
+    }
+    double sum_squares(const float* x, int64_t n) override {
+        CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream()));
+        sum_squares_cuda(scalar_, x, n, cuda_stream());
+        double h = 0;
+        CUDA_CHECK(cudaMemcpyAsync(&h, scalar_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
+        cuda_synchronize();
+        return h;
+    }
+    double sum(const float* x, int64_t n) override {
+        std::vector<float> h(n);
+        download(h.data(), x, n);
+        double s = 0;
+        for (float v : h) s += v;
+        return s;
+    }
+    void adamw(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h,
+               float grad_scale) override {
+        adamw_cuda(p, g, m, v, n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.t, grad_scale,
+                   cuda_stream());
+    }
+    std::shared_ptr<void> record() override {
+        cudaEvent_t e;
+        CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventRecord(e, cuda_stream()));
+        return std::shared_ptr<void>(e, [](void* ev) { cudaEventDestroy((cudaEvent_t)ev); });
+    }
+    void wait(const std::shared_ptr<void>& token) override {
+        if (token) CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)token.get()));
+    }
+    void synchronize() override { cuda_synchronize(); }
+
+private:
+    double* scalar_ = nullptr;
+};
+
+}  // namespace
+
+DeviceOps& device_ops_cuda() {
+    static CudaOps ops;
+    return ops;
+}
+
+}  // namespace tessera
+#endif
