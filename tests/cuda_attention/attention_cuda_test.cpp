@@ -287,6 +287,30 @@ TEST(CudaAttentionCausal, Bf16FutureKeyDoesNotLeak) {
     check_causal<bf16>();
 }
 
+// Two backward runs on the same inputs give bit-identical gradients (no atomics).
+TEST(CudaAttentionDeterminism, Bf16BackwardIsBitIdentical) {
+    SKIP_WITHOUT_GPU();
+    const int B = 2, T_ = 300, C = 256, NH = 4;
+    const size_t n_qkv = (size_t)B * T_ * 3 * C, n_out = (size_t)B * T_ * C;
+    std::mt19937 rng(11);
+    DeviceBuf d_qkv = upload<bf16>(round_to<bf16>(random_vector(n_qkv, -1.5f, 1.5f, rng)));
+    DeviceBuf d_dout = upload<bf16>(round_to<bf16>(random_vector(n_out, -1.0f, 1.0f, rng)));
+    DeviceBuf d_out = device_alloc(n_out * 2), d_lse = device_alloc((size_t)B * NH * T_ * 4),
+              d_dqkv = device_alloc(n_qkv * 2);
+    attention_forward_cuda<bf16>((bf16*)d_out.get(), (float*)d_lse.get(),
+                                 (const bf16*)d_qkv.get(), B, T_, C, NH, nullptr);
+    std::vector<uint16_t> first(n_qkv), second(n_qkv);
+    for (std::vector<uint16_t>* dst : {&first, &second}) {
+        poison(d_dqkv, n_qkv * 2);
+        attention_backward_cuda<bf16>((bf16*)d_dqkv.get(), (const bf16*)d_dout.get(),
+                                      (const bf16*)d_qkv.get(), (const bf16*)d_out.get(),
+                                      (const float*)d_lse.get(), B, T_, C, NH, nullptr);
+        check_cuda(cudaMemcpy(dst->data(), d_dqkv.get(), n_qkv * 2, cudaMemcpyDeviceToHost),
+                   "download");
+    }
+    EXPECT_TRUE(first == second) << "backward is not deterministic";
+}
+
 // The launchers reject bad shapes before touching the device (runs without a GPU).
 TEST(CudaAttentionChecks, RejectsUnsupportedShapes) {
     float* fake = reinterpret_cast<float*>(uintptr_t{4096});

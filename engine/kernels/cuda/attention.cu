@@ -10,10 +10,12 @@
 //             shared memory (fp32) and is rescaled by exp(m_old - m_new) before each P·V.
 //   backward: D = rowsum(dout ∘ out) first (attention_dd_kernel); then one block per
 //             (key tile, head, batch) loops over query tiles diagonal .. end, recomputes
-//             P = exp(scale·S - lse), accumulates dV and dK in shared memory and adds each
-//             tile's dQ into an fp32 (B, T, C) buffer with atomics; a last kernel casts dQ into
-//             dqkv. Causality and T not a multiple of TILE are handled by masking P (k <= q < T)
-//             and zero-filling the tile rows past T.
+//             P = exp(scale·S - lse) and accumulates dV and dK in shared memory; a second kernel,
+//             one block per (query tile, head, batch), recomputes P and dP over key tiles
+//             0 .. diagonal and accumulates dQ. Two passes instead of dQ atomics: the result is
+//             deterministic (bit-identical run to run) at the cost of recomputing S and dP.
+//             Causality and T not a multiple of TILE are handled by masking P (k <= q < T) and
+//             zero-filling the tile rows past T.
 #include <mma.h>
 
 #include <cmath>
@@ -68,9 +70,9 @@ struct FwdSmem {
     static_assert(bytes <= ATT_MAX_SMEM, "attention forward: tile too large for shared memory");
 };
 
-// Backward, byte offsets: k, v tiles (fixed per block); q, dout tiles (per query tile); s holds
-// scores then dP; pf the fp32 probabilities; pt P then dS as a matmul operand; dk, dv
-// accumulators; dq this query tile's dQ; lse and dd per query row.
+// Backward dK/dV pass, byte offsets: k, v tiles (fixed per block); q, dout tiles (per query
+// tile); s holds scores then dP; pf the fp32 probabilities; pt P then dS as a matmul operand;
+// dk, dv accumulators; lse and dd per query row.
 template <typename T, int HS, int TILE>
 struct BwdSmem {
     using Ld = AttLd<HS, TILE>;
@@ -83,11 +85,29 @@ struct BwdSmem {
     static constexpr size_t pt = pf + align128(sizeof(float) * TILE * Ld::s);
     static constexpr size_t dk = pt + align128(sizeof(T) * TILE * Ld::p);
     static constexpr size_t dv = dk + align128(sizeof(float) * TILE * Ld::a);
-    static constexpr size_t dq = dv + align128(sizeof(float) * TILE * Ld::a);
-    static constexpr size_t lse = dq + align128(sizeof(float) * TILE * Ld::a);
+    static constexpr size_t lse = dv + align128(sizeof(float) * TILE * Ld::a);
     static constexpr size_t dd = lse + align128(sizeof(float) * TILE);
     static constexpr size_t bytes = dd + align128(sizeof(float) * TILE);
     static_assert(bytes <= ATT_MAX_SMEM, "attention backward: tile too large for shared memory");
+};
+
+// Backward dQ pass, byte offsets: q, dout tiles (fixed per block); k, v tiles (per key tile);
+// s scores then P (fp32); dp (fp32); ds as a matmul operand; dq accumulator; lse and dd per row.
+template <typename T, int HS, int TILE>
+struct DqSmem {
+    using Ld = AttLd<HS, TILE>;
+    static constexpr size_t q = 0;
+    static constexpr size_t dout = q + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t k = dout + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t v = k + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t s = v + align128(sizeof(T) * TILE * Ld::t);
+    static constexpr size_t dp = s + align128(sizeof(float) * TILE * Ld::s);
+    static constexpr size_t ds = dp + align128(sizeof(float) * TILE * Ld::s);
+    static constexpr size_t dq = ds + align128(sizeof(T) * TILE * Ld::p);
+    static constexpr size_t lse = dq + align128(sizeof(float) * TILE * Ld::a);
+    static constexpr size_t dd = lse + align128(sizeof(float) * TILE);
+    static constexpr size_t bytes = dd + align128(sizeof(float) * TILE);
+    static_assert(bytes <= ATT_MAX_SMEM, "attention backward dq: tile too large for shared memory");
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -257,13 +277,12 @@ static __global__ void attention_dd_kernel(float* dd, const T* dout, const T* ou
     if (lane == 0) dd[((long)b * NH + h) * T_ + t] = sum;
 }
 
-// dqkv (B, T_, 3C): dk, dv parts written; dq_acc (B, T_, C) fp32 += this block's dQ; dout
-// (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_); grid (key tiles, NH, B), ATT_THREADS.
+// dqkv (B, T_, 3C): dk, dv parts written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
+// grid (key tiles, NH, B), ATT_THREADS.
 template <typename T, int HS, int TILE>
 static __global__ void __launch_bounds__(ATT_THREADS)
-    attention_backward_kernel(T* dqkv, float* dq_acc, const T* dout, const T* qkv,
-                              const float* lse, const float* dd, int T_, int C, int NH,
-                              float scale) {
+    attention_backward_dkv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse,
+                                  const float* dd, int T_, int C, int NH, float scale) {
     using L = BwdSmem<T, HS, TILE>;
     using Ld = AttLd<HS, TILE>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -276,7 +295,6 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     T* pt = reinterpret_cast<T*>(smem + L::pt);
     float* dks = reinterpret_cast<float*>(smem + L::dk);
     float* dvs = reinterpret_cast<float*>(smem + L::dv);
-    float* dqs = reinterpret_cast<float*>(smem + L::dq);
     float* lse_s = reinterpret_cast<float*>(smem + L::lse);
     float* dd_s = reinterpret_cast<float*>(smem + L::dd);
 
@@ -296,7 +314,7 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 
     for (int qt = kt; qt < n_tiles; ++qt) {
         const int q0 = qt * TILE;
-        __syncthreads();  // the previous tile is done with qs, dos, pt, dqs, lse_s, dd_s
+        __syncthreads();  // the previous tile is done with qs, dos, pt, lse_s, dd_s
         load_tile<T, HS, TILE>(qs, Ld::t, qkv_bh, C3, q0, T_);
         load_tile<T, HS, TILE>(dos, Ld::t, dout_bh, C, q0, T_);
         for (int i = threadIdx.x; i < TILE; i += ATT_THREADS) {
@@ -328,15 +346,8 @@ static __global__ void __launch_bounds__(ATT_THREADS)
             pt[r * Ld::p + c] = from_float<T>(ds);
         }
         __syncthreads();
-        // dK (TILE keys x HS) += dS^T · Q ; dQ tile (TILE queries x HS) = dS · K
+        // dK (TILE keys x HS) += dS^T · Q
         block_matmul<T, TILE, HS, TILE, true, false, true>(dks, Ld::a, pt, Ld::p, qs, Ld::t);
-        block_matmul<T, TILE, HS, TILE, false, false, false>(dqs, Ld::a, pt, Ld::p, ks, Ld::t);
-        __syncthreads();
-        for (int i = threadIdx.x; i < TILE * HS; i += ATT_THREADS) {
-            const int r = i / HS, d = i % HS;
-            const int q = q0 + r;
-            if (q < T_) atomicAdd(dq_acc + ((long)b * T_ + q) * C + h * HS + d, dqs[r * Ld::a + d]);
-        }
     }
     __syncthreads();
     for (int i = threadIdx.x; i < TILE * HS; i += ATT_THREADS) {
@@ -349,14 +360,70 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     }
 }
 
-// dqkv (B, T_, 3C): q part = dq (B, T_, C) fp32; n = B*T_*C.
-template <typename T>
-static __global__ void attention_dq_store_kernel(T* dqkv, const float* dq, long n, int C) {
-    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (long)gridDim.x * blockDim.x) {
-        const long bt = i / C;
-        const int c = (int)(i % C);
-        dqkv[bt * 3 * C + c] = from_float<T>(dq[i]);
+// dqkv (B, T_, 3C): q part written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
+// grid (query tiles, NH, B), ATT_THREADS.
+template <typename T, int HS, int TILE>
+static __global__ void __launch_bounds__(ATT_THREADS)
+    attention_backward_dq_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse,
+                                 const float* dd, int T_, int C, int NH, float scale) {
+    using L = DqSmem<T, HS, TILE>;
+    using Ld = AttLd<HS, TILE>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    T* qs = reinterpret_cast<T*>(smem + L::q);
+    T* dos = reinterpret_cast<T*>(smem + L::dout);
+    T* ks = reinterpret_cast<T*>(smem + L::k);
+    T* vs = reinterpret_cast<T*>(smem + L::v);
+    float* ss = reinterpret_cast<float*>(smem + L::s);
+    float* dps = reinterpret_cast<float*>(smem + L::dp);
+    T* dss = reinterpret_cast<T*>(smem + L::ds);
+    float* dqs = reinterpret_cast<float*>(smem + L::dq);
+    float* lse_s = reinterpret_cast<float*>(smem + L::lse);
+    float* dd_s = reinterpret_cast<float*>(smem + L::dd);
+
+    const int n_tiles = (T_ + TILE - 1) / TILE;
+    const int qt = n_tiles - 1 - (int)blockIdx.x;  // the longest (last) query tiles start first
+    const int h = blockIdx.y, b = blockIdx.z;
+    const int q0 = qt * TILE;
+    const long C3 = 3L * C;
+    const T* qkv_bh = qkv + (long)b * T_ * C3 + h * HS;
+    const float* lse_bh = lse + ((long)b * NH + h) * T_;
+    const float* dd_bh = dd + ((long)b * NH + h) * T_;
+
+    load_tile<T, HS, TILE>(qs, Ld::t, qkv_bh, C3, q0, T_);
+    load_tile<T, HS, TILE>(dos, Ld::t, dout + (long)b * T_ * C + h * HS, C, q0, T_);
+    for (int i = threadIdx.x; i < TILE; i += ATT_THREADS) {
+        const bool in = q0 + i < T_;
+        lse_s[i] = in ? lse_bh[q0 + i] : 0.0f;
+        dd_s[i] = in ? dd_bh[q0 + i] : 0.0f;
+    }
+    for (int i = threadIdx.x; i < TILE * Ld::a; i += ATT_THREADS) dqs[i] = 0.0f;
+
+    for (int kt = 0; kt <= qt; ++kt) {
+        const int k0 = kt * TILE;
+        __syncthreads();  // the previous dS · K is done with ks, dss
+        load_tile<T, HS, TILE>(ks, Ld::t, qkv_bh + C, C3, k0, T_);
+        load_tile<T, HS, TILE>(vs, Ld::t, qkv_bh + 2 * C, C3, k0, T_);
+        __syncthreads();
+        // S (TILE x TILE) = Q · K^T ; dP (TILE x TILE) = dO · V^T
+        block_matmul<T, TILE, TILE, HS, false, true, false>(ss, Ld::s, qs, Ld::t, ks, Ld::t);
+        block_matmul<T, TILE, TILE, HS, false, true, false>(dps, Ld::s, dos, Ld::t, vs, Ld::t);
+        __syncthreads();
+        // dS = scale · P ∘ (dP - D), P = exp(scale·S - lse) where key <= query < T_, else 0
+        for (int i = threadIdx.x; i < TILE * TILE; i += ATT_THREADS) {
+            const int r = i / TILE, c = i % TILE;
+            const int q = q0 + r, k = k0 + c;
+            const float p = (k <= q && q < T_) ? expf(ss[r * Ld::s + c] * scale - lse_s[r]) : 0.0f;
+            dss[r * Ld::p + c] = from_float<T>(scale * p * (dps[r * Ld::s + c] - dd_s[r]));
+        }
+        __syncthreads();
+        // dQ (TILE queries x HS) += dS · K
+        block_matmul<T, TILE, HS, TILE, false, false, true>(dqs, Ld::a, dss, Ld::p, ks, Ld::t);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < TILE * HS; i += ATT_THREADS) {
+        const int r = i / HS, d = i % HS;
+        const int q = q0 + r;
+        if (q < T_) dqkv[((long)b * T_ + q) * C3 + h * HS + d] = from_float<T>(dqs[r * Ld::a + d]);
     }
 }
 
@@ -401,17 +468,24 @@ void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int
 }
 
 template <typename T, int HS>
-static void attention_backward_launch(T* dqkv, float* dq_acc, const T* dout, const T* qkv,
-                                      const float* lse, const float* dd, int B, int T_, int C,
-                                      int NH, cudaStream_t s) {
+static void attention_backward_launch(T* dqkv, const T* dout, const T* qkv, const float* lse,
+                                      const float* dd, int B, int T_, int C, int NH,
+                                      cudaStream_t s) {
     constexpr int TILE = bwd_tile<T, HS>();
-    constexpr size_t smem = BwdSmem<T, HS, TILE>::bytes;
-    auto kernel = attention_backward_kernel<T, HS, TILE>;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid(ceil_div(T_, TILE), NH, B);
     const float scale = 1.0f / sqrtf((float)HS);
-    kernel<<<grid, ATT_THREADS, smem, s>>>(dqkv, dq_acc, dout, qkv, lse, dd, T_, C, NH, scale);
-    CUDA_CHECK_LAUNCH("attention_backward_kernel");
+
+    constexpr size_t smem_dkv = BwdSmem<T, HS, TILE>::bytes;
+    auto dkv = attention_backward_dkv_kernel<T, HS, TILE>;
+    CUDA_CHECK(cudaFuncSetAttribute(dkv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkv));
+    dkv<<<grid, ATT_THREADS, smem_dkv, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, scale);
+    CUDA_CHECK_LAUNCH("attention_backward_dkv_kernel");
+
+    constexpr size_t smem_dq = DqSmem<T, HS, TILE>::bytes;
+    auto dq = attention_backward_dq_kernel<T, HS, TILE>;
+    CUDA_CHECK(cudaFuncSetAttribute(dq, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
+    dq<<<grid, ATT_THREADS, smem_dq, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, scale);
+    CUDA_CHECK_LAUNCH("attention_backward_dq_kernel");
 }
 
 namespace {
@@ -429,13 +503,11 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
              "attention_backward_cuda: null pointer (dqkv, dout, qkv, out or lse)");
     TS_CHECK(aligned16(qkv) && aligned16(dout),
              "attention_backward_cuda: qkv and dout must be 16-byte aligned");
-    const long n_dq = (long)B * T_ * C, n_dd = (long)B * NH * T_;
+    const long n_dd = (long)B * NH * T_;
     float* raw = nullptr;
-    CUDA_CHECK(cudaMallocAsync((void**)&raw, sizeof(float) * (n_dq + n_dd), s));
+    CUDA_CHECK(cudaMallocAsync((void**)&raw, sizeof(float) * n_dd, s));
     std::unique_ptr<float, CudaFreeAsync> scratch(raw, CudaFreeAsync{s});
-    float* dq_acc = scratch.get();  // (B, T_, C)
-    float* dd = dq_acc + n_dq;      // (B, NH, T_)
-    CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, sizeof(float) * n_dq, s));
+    float* dd = scratch.get();  // (B, NH, T_)
 
     const int dd_block = 256;  // 8 rows per block
     attention_dd_kernel<T><<<ceil_div(n_dd * 32, dd_block), dd_block, 0, s>>>(dd, dout, out, B, T_,
@@ -443,17 +515,15 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
     CUDA_CHECK_LAUNCH("attention_dd_kernel");
     switch (C / NH) {
         case 32:
-            attention_backward_launch<T, 32>(dqkv, dq_acc, dout, qkv, lse, dd, B, T_, C, NH, s);
+            attention_backward_launch<T, 32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
             break;
         case 64:
-            attention_backward_launch<T, 64>(dqkv, dq_acc, dout, qkv, lse, dd, B, T_, C, NH, s);
+            attention_backward_launch<T, 64>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
             break;
         default:
-            attention_backward_launch<T, 128>(dqkv, dq_acc, dout, qkv, lse, dd, B, T_, C, NH, s);
+            attention_backward_launch<T, 128>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
             break;
     }
-    attention_dq_store_kernel<T><<<grid_for(n_dq, 256), 256, 0, s>>>(dqkv, dq_acc, n_dq, C);
-    CUDA_CHECK_LAUNCH("attention_dq_store_kernel");
 }
 
 template void attention_forward_cuda<float>(float*, float*, const float*, int, int, int, int,

@@ -18,8 +18,8 @@ void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int
 
 // dqkv (B, T_, 3C) is OVERWRITTEN (unlike the CPU kernel, which accumulates); dout and out are
 // (B, T_, C), out and lse as written by attention_forward_cuda; qkv (B, T_, 3C). qkv and dout
-// must be 16-byte aligned. Uses B*T_*C + B*NH*T_ floats of stream-ordered scratch
-// (cudaMallocAsync on s).
+// must be 16-byte aligned. Deterministic (no atomics: dK/dV and dQ are separate passes). Uses
+// B*NH*T_ floats of stream-ordered scratch (cudaMallocAsync on s).
 template <typename T>
 void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse,
                              int B, int T_, int C, int NH, cudaStream_t s);
