@@ -135,6 +135,9 @@ template <typename T, int M, int N, int K, bool A_COL, bool B_COL, bool ACCUM>
 static __device__ void block_matmul(float* c, int ldc, const T* a, int lda, const T* b, int ldb) {
     static_assert(M % 16 == 0 && N % 16 == 0 && K % 16 == 0, "block_matmul: 16-multiples only");
     if constexpr (std::is_same_v<T, bf16>) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+        __trap();  // bf16 WMMA needs sm_80+; this keeps builds for older targets compiling
+#else
         namespace wmma = nvcuda::wmma;
         using LayoutA = std::conditional_t<A_COL, wmma::col_major, wmma::row_major>;
         using LayoutB = std::conditional_t<B_COL, wmma::col_major, wmma::row_major>;
@@ -155,6 +158,7 @@ static __device__ void block_matmul(float* c, int ldc, const T* a, int lda, cons
             }
             wmma::store_matrix_sync(c + m0 * ldc + n0, acc, ldc, wmma::mem_row_major);
         }
+#endif
     } else {
         for (int i = threadIdx.x; i < M * N; i += ATT_THREADS) {
             const int m = i / N, n = i % N;
