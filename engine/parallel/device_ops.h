@@ -19,6 +19,13 @@ public:
     virtual void download(float* host_dst, const float* src, int64_t n) = 0;
     virtual void accumulate(float* dst, const float* src, int64_t n) = 0;  // dst += src
     virtual double sum_squares(const float* x, int64_t n) = 0;            // synchronous
+    // Accumulating forms that synchronise once: begin, add any number of ranges, then end.
+    virtual void sum_squares_begin() { acc_ = 0; }
+    virtual void sum_squares_add(const float* x, int64_t n) { acc_ += sum_squares(x, n); }
+    virtual double sum_squares_end() { return acc_; }
+    virtual void sum_begin() { acc_ = 0; }
+    virtual void sum_add(const float* x, int64_t n) { acc_ += sum(x, n); }
+    virtual double sum_end() { return acc_; }
     virtual double sum(const float* x, int64_t n) = 0;                    // synchronous
     virtual void adamw(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h,
                        float grad_scale) = 0;
@@ -27,6 +34,9 @@ public:
     virtual std::shared_ptr<void> record() { return nullptr; }
     virtual void wait(const std::shared_ptr<void>&) {}
     virtual void synchronize() {}
+
+protected:
+    double acc_ = 0;
 };
 
 DeviceOps& device_ops_cpu();

@@ -14,7 +14,10 @@ namespace {
 
 class CudaOps final : public DeviceOps {
 public:
-    CudaOps() { CUDA_CHECK(cudaMalloc(&scalar_, sizeof(double))); }
+    CudaOps() {
+        CUDA_CHECK(cudaMalloc(&scalar_, sizeof(double)));
+        CUDA_CHECK(cudaMalloc(&sum_, sizeof(double)));
+    }
     Device device() const override { return Device::cuda; }
     void copy(float* dst, const float* src, int64_t n) override {
         CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, cuda_stream()));
@@ -33,6 +36,24 @@ public:
     double sum_squares(const float* x, int64_t n) override {
         CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream()));
         sum_squares_cuda(scalar_, x, n, cuda_stream());
+        double h = 0;
+        CUDA_CHECK(cudaMemcpyAsync(&h, scalar_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
+        cuda_synchronize();
+        return h;
+    }
+    // device-side accumulation into scalar_, one synchronisation at the end
+    void sum_squares_begin() override { CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream())); }
+    void sum_squares_add(const float* x, int64_t n) override { sum_squares_cuda(scalar_, x, n, cuda_stream()); }
+    double sum_squares_end() override { return read_scalar(); }
+    void sum_begin() override { CUDA_CHECK(cudaMemsetAsync(sum_, 0, sizeof(double), cuda_stream())); }
+    void sum_add(const float* x, int64_t n) override { sum_cuda(sum_, x, n, cuda_stream()); }
+    double sum_end() override {
+        double h = 0;
+        CUDA_CHECK(cudaMemcpyAsync(&h, sum_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
+        cuda_synchronize();
+        return h;
+    }
+    double read_scalar() {
         double h = 0;
         CUDA_CHECK(cudaMemcpyAsync(&h, scalar_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
         cuda_synchronize();
@@ -63,6 +84,7 @@ public:
 
 private:
     double* scalar_ = nullptr;
+    double* sum_ = nullptr;
 };
 
 }  // namespace

@@ -7,6 +7,8 @@
 #ifdef TESSERA_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include <cstring>
+
 #include "engine/core/error.h"
 #include "engine/kernels/cuda/attention.cuh"
 #include "engine/kernels/cuda/cross_entropy.cuh"
@@ -74,22 +76,25 @@ protected:
         return (int)extra_off_.size() - 1;
     }
 
-    // Token ids and targets of a batch on the device (uploaded once per micro-batch).
+    // Token ids and targets of a batch on the device (uploaded once per micro-batch, through a
+    // pinned staging buffer per slot so the copy is asynchronous; a slot is reused only in a
+    // later step, after the step's final synchronisation).
     const int* tokens(int micro, const Batch& b, bool targets) {
-        auto& slot = tokens_[{micro, targets}];
+        TokenSlot& slot = tokens_[{micro, targets}];
         const auto& src = targets ? b.targets : b.inputs;
-        if (!slot.defined() || slot.numel() != (int64_t)src.size()) {
-            slot = Tensor::empty({(int64_t)src.size()}, kWork, DType::i32, kGpu);
-            CUDA_CHECK(cudaMemcpyAsync(slot.data(), src.data(), sizeof(int) * src.size(),
-                                       cudaMemcpyHostToDevice, st()));
-            CUDA_CHECK(cudaStreamSynchronize(st()));  // src is pageable host memory
+        const size_t bytes = sizeof(int) * src.size();
+        if (slot.bytes < bytes) {
+            if (slot.pinned) CUDA_CHECK(cudaFreeHost(slot.pinned));
+            CUDA_CHECK(cudaMallocHost(&slot.pinned, bytes));
+            slot.device = Tensor::empty({(int64_t)src.size()}, kWork, DType::i32, kGpu);
+            slot.bytes = bytes;
         }
-        return (const int*)slot.data();
+        // (a repeat upload of the same micro-batch writes the same bytes: harmless)
+        std::memcpy(slot.pinned, src.data(), bytes);
+        CUDA_CHECK(cudaMemcpyAsync(slot.device.data(), slot.pinned, bytes, cudaMemcpyHostToDevice, st()));
+        return (const int*)slot.device.data();
     }
-    void forget_tokens(int micro) {
-        tokens_.erase({micro, false});
-        tokens_.erase({micro, true});
-    }
+    void forget_tokens(int) {}
     Tensor act(Shape s) { return Tensor::empty(std::move(s), kAct, dtype_of<T>(), kGpu); }
     Tensor work(Shape s, DType t = dtype_of<T>()) { return Tensor::empty(std::move(s), kWork, t, kGpu); }
     void tp_all_reduce(void* x, int64_t n, DType t, ReduceOp op = ReduceOp::sum) {
@@ -126,7 +131,12 @@ private:
     std::vector<float*> cache_src_;
     int64_t extra_numel_ = 0;
     uint64_t cache_version_ = 0;
-    std::map<std::pair<int, bool>, Tensor> tokens_;
+    struct TokenSlot {
+        void* pinned = nullptr;
+        size_t bytes = 0;
+        Tensor device;
+    };
+    std::map<std::pair<int, bool>, TokenSlot> tokens_;
 };
 
 // ------------------------------------------------------------------------------------------

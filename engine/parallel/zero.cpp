@@ -281,7 +281,7 @@ double ParamStore::finish_gradients(Communicator* embedding) {
         if (o_.stage < 2) embedding->all_reduce(u->grad_full.f32(), u->len);
         else embedding->all_reduce(u->grad_shard.f32(), u->S);
     }
-    double sq = 0;
+    ops_->sum_squares_begin();
     for (auto& up : units_) {
         Unit& u = *up;
         if (u.tied_copy) continue;
@@ -292,10 +292,10 @@ double ParamStore::finish_gradients(Communicator* embedding) {
             int64_t hi = std::min(u.offset[k] + es[u.params[k]].numel, u.shard_end);
             if (lo >= hi) continue;
             const float* g = o_.stage < 2 ? u.grad_full.f32() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
-            sq += ops_->sum_squares(g, hi - lo);
+            ops_->sum_squares_add(g, hi - lo);
         }
     }
-    return sq;
+    return ops_->sum_squares_end();
 }
 
 void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double grad_norm) {

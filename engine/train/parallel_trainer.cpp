@@ -13,6 +13,7 @@
 #include "engine/data/tokenizer.h"
 #include "engine/io/checkpoint.h"
 #include "engine/model/gpt.h"
+#include "engine/model/gpt_import.h"
 #include "engine/parallel/device_ops.h"
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/tp_layers.h"
@@ -149,6 +150,7 @@ private:
     double evaluate(int64_t index);
     std::string save_checkpoint(int64_t steps_done);
     int64_t load_checkpoint(const std::string& path);
+    void load_initial_weights();
 
     const RunConfig& cfg_;
     ProcessGroups& g_;
@@ -222,8 +224,7 @@ void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, boo
     span_end(sp);
     if (!eval) spans_.push_back(sp);
     if (ch.global == G - 1) {
-        double s = ops_->sum(x.f32(), x.numel());
-        if (g_.coord.tp == 0) loss_sum_ += s;  // every TP rank holds the same losses
+        if (g_.coord.tp == 0) ops_->sum_add(x.f32(), x.numel());  // TP ranks hold the same losses
     } else {
         auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, next_stage(ch.global),
                                 p2p_tag(0, ch.global + 1, tag_micro));
@@ -310,12 +311,12 @@ void RankRunner::spans_flush(int64_t step) {
 
 double RankRunner::evaluate(int64_t index) {
     batches_.clear();
-    loss_sum_ = 0;
+    ops_->sum_begin();
     for (int m = 0; m < micro_; ++m)
         for (auto& ch : chunks_) forward(m, ch, batch(index, m, true), index, true);
     for (auto& s : sends_) s.first->wait();
     sends_.clear();
-    float v = (float)loss_sum_;
+    float v = (float)ops_->sum_end();
     if (g_.world) g_.world->all_reduce(&v, 1);
     batches_.clear();
     return v;
@@ -333,6 +334,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         if (latest) resume = *latest;
     }
     if (!resume.empty()) start = load_checkpoint(resume);
+    else if (!cfg_.model.init_from.empty()) load_initial_weights();
     res.steps_done = start;
     const bool leader = g_.rank == 0;
     if (leader)
@@ -356,7 +358,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         store_->zero_grads();
         batches_.clear();
         backward_count_.clear();
-        loss_sum_ = 0;
+        ops_->sum_begin();
         busy_s_ = 0;
         spans_.clear();
         step_start_s_ = step_t0;
@@ -371,7 +373,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         }
         for (auto& s : sends_) s.first->wait();
         sends_.clear();
-        ops_->synchronize();
+        loss_sum_ = ops_->sum_end();  // synchronises the step's work
         double o0 = now_s();
         spans_flush(step);
         // one all-reduce carries the squared gradient norm, the loss and the stop votes: every
@@ -540,6 +542,24 @@ int64_t RankRunner::load_checkpoint(const std::string& path) {
     });
     store_->set_optimizer_steps(ck.state.value("optimizer_t", (int64_t)0));
     return ck.state.value("steps_done", ck.step);
+}
+
+// model.init_from: Tessera or Hugging Face GPT-2 weights (gpt_load_weights maps the names and
+// transposes Conv1D) into a host copy of the full model, from which each rank takes its slices.
+void RankRunner::load_initial_weights() {
+    SafetensorsFile f = SafetensorsFile::open(config_resolve_path(cfg_, cfg_.model.init_from));
+    GptModel full(dims_);
+    gpt_load_weights(full, f);
+    const ParamTable& table = full.param_table();
+    store_->load([&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,
+                     float* dst) {
+        if (which != 0) {  // fresh AdamW moments
+            std::fill(dst, dst + (hi - lo), 0.0f);
+            return;
+        }
+        const float* src = full.params().f32() + table.at(name).offset;
+        for (int64_t i = lo; i < hi; ++i) dst[i - lo] = src[sh.global_offset(i)];
+    });
 }
 
 }  // namespace

@@ -48,11 +48,13 @@ static __global__ void add_bias_residual_kernel(T* y, const T* bias, const T* re
     }
 }
 
-// partial (gridDim.x) = per-block sums of x^2 in double; x is (n). Block of kEwBlock threads.
-static __global__ void sum_squares_partial_kernel(double* partial, const float* x, long n) {
+// partial (gridDim.x) = per-block sums of x^2 (or of x when !square) in double; x is (n).
+// Block of kEwBlock threads.
+static __global__ void sum_squares_partial_kernel(double* partial, const float* x, long n,
+                                                  bool square = true) {
     __shared__ double sh[kEwBlock / 32];
     double acc = 0.0;
-    TS_GRID_STRIDE(i, n) acc += (double)x[i] * x[i];
+    TS_GRID_STRIDE(i, n) acc += square ? (double)x[i] * x[i] : (double)x[i];
     acc = warp_sum_double(acc);
     if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
     __syncthreads();
@@ -126,6 +128,17 @@ void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s) {
     double* partial = static_cast<double*>(
         cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
     sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n);
+    CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
+    sum_squares_final_kernel<<<1, 32, 0, s>>>(out, partial, blocks);
+    CUDA_CHECK_LAUNCH("sum_squares_final_kernel");
+}
+
+void sum_cuda(double* out, const float* x, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("sum_cuda", n, out && x);
+    const int blocks = std::min(kSsqBlocks, grid_for(n, kEwBlock));
+    double* partial = static_cast<double*>(
+        cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
+    sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n, false);
     CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
     sum_squares_final_kernel<<<1, 32, 0, s>>>(out, partial, blocks);
     CUDA_CHECK_LAUNCH("sum_squares_final_kernel");

@@ -20,5 +20,7 @@ void add_bias_residual_cuda(T* y, const T* bias, const T* res, int N, int C, cud
 // *out (one double on the device) += sum of x[i]^2 (n), in double; deterministic (fixed two-pass
 // order; uses the sum_squares scratch slot).
 void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s);
+// *out += sum of x[i] (n), in double; same scheme (and scratch slot) as sum_squares_cuda.
+void sum_cuda(double* out, const float* x, long n, cudaStream_t s);
 
 }  // namespace tessera

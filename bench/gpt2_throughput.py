@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""GPT-2 124M training throughput on H200s: Tessera next to its PyTorch peer, in one run.
+
+usage: bench/gpt2_throughput.py --tessera BUILD/bin/tessera --anchor torch_gpt2_bench.py
+                                --gpus 1|2 [--out DIR] [--steps 30] [--warmup 10]
+
+Every configuration trains GPT-2 124M (12 layers, d_model 768, 12 heads, vocab 50257), micro-batch
+16, sequence 1024, bf16, on random tokens. Tokens/s is the median over the steps after warm-up;
+MFU counts 6·N + 12·L·d·T FLOPs per token (the PaLM formula, as the anchor does) against
+989 TFLOP/s per GPU; peak memory is the largest mem/total_bytes any rank reported (the engine's
+own accounting) and, beside it, NVML's memory used."""
+import argparse, json, os, re, sqlite3, statistics, subprocess, sys, tempfile, time
+
+import numpy as np
+
+p = argparse.ArgumentParser()
+p.add_argument("--tessera", required=True)
+p.add_argument("--anchor", required=True)
+p.add_argument("--gpus", type=int, default=1)
+p.add_argument("--out", default=".")
+p.add_argument("--steps", type=int, default=30)
+p.add_argument("--warmup", type=int, default=10)
+p.add_argument("--only", default="")
+a = p.parse_args()
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+work = tempfile.mkdtemp(prefix="tessera_bench_")
+N_PARAMS = 124_475_904  # GPT-2 124M with vocab 50257, tied head
+L, D, T = 12, 768, 1024
+FLOPS_PER_TOKEN = 6 * N_PARAMS + 12 * L * D * T
+
+def random_shard(path, n=50_000_000):
+    rng = np.random.default_rng(0)
+    hdr = np.zeros(256, dtype=np.int32)
+    hdr[0], hdr[1], hdr[2] = 20240520, 1, n
+    with open(path, "wb") as f:
+        f.write(hdr.tobytes())
+        f.write(rng.integers(0, 50257, n, dtype=np.uint16).tobytes())
+
+shard = os.path.join(work, "random.bin")
+random_shard(shard)
+
+def tessera(tag, sets, micro=16, accum=1):
+    d = os.path.join(work, tag)
+    os.makedirs(d, exist_ok=True)
+    cfg = os.path.join(d, "project.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"""name: {tag}
+model: {{preset: gpt2}}
+data: {{train: {shard}}}
+train: {{steps: {a.steps + a.warmup}, micro_batch: {micro}, grad_accum: {accum}, lr: 6.0e-4,
+        min_lr: 6.0e-5, warmup_steps: 10, eval_every: 0, grad_clip: 1.0}}
+runtime: {{device: cuda, precision: bf16}}
+log: {{db: runs.db, every: 1}}
+""")
+    cmd = [a.tessera, "train", cfg] + sum((["--set", s] for s in sets), [])
+    t0 = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:]}
+    db = sqlite3.connect(os.path.join(d, "runs.db"))
+    run = db.execute("select max(id) from runs").fetchone()[0]
+    def series(name, rank=None):
+        q = "select step, value from metrics where run_id=? and name=?" + (" and rank=?" if rank is not None else "")
+        args = (run, name) + ((rank,) if rank is not None else ())
+        return db.execute(q + " order by step", args).fetchall()
+    tps = [v for s, v in series("perf/tok_per_s") if s > a.warmup]
+    mem = max((v for s, v in series("mem/total_bytes")), default=0)
+    nvml = max((v for s, v in series("gpu/memory_used_bytes")), default=0)
+    bubble = [v for s, v in series("pipeline/bubble") if s > a.warmup]
+    loss = series("train/loss")
+    return {"tag": tag, "tok_s": statistics.median(tps), "peak_gib": mem / 2**30, "nvml_gib": nvml / 2**30,
+            "bubble": statistics.mean(bubble) if bubble else None, "loss": loss[-1][1] if loss else None,
+            "wall_s": time.time() - t0}
+
+def anchor(tag, mode, compile_, nproc):
+    base = [sys.executable, a.anchor, "--mode", mode, "--compile", str(compile_), "--steps", str(a.steps),
+            "--warmup", str(a.warmup)]
+    cmd = base if nproc == 1 else ["torchrun", f"--nproc_per_node={nproc}"] + base[1:]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    m = re.search(r"tok/s=([\d,]+).*peak_mem_GiB=([\d.]+)", r.stdout)
+    if not m:
+        return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:]}
+    return {"tag": tag, "tok_s": float(m.group(1).replace(",", "")), "peak_gib": float(m.group(2))}
+
+rows = []
+def want(tag): return not a.only or any(x in tag for x in a.only.split(","))
+if a.gpus == 1:
+    plan = [("tessera 1 GPU", lambda: tessera("t1", [])),
+            ("torch.compile 1 GPU", lambda: anchor("c1", "single", 1, 1)),
+            ("torch eager 1 GPU", lambda: anchor("e1", "single", 0, 1)),
+            ("tessera recompute selective", lambda: tessera("sel", ["parallel.recompute=selective"])),
+            ("tessera recompute full", lambda: tessera("full", ["parallel.recompute=full"])),
+            ("tessera offload activations", lambda: tessera("off", ["parallel.offload_activations=true"]))]
+else:
+    plan = [("tessera dp2", lambda: tessera("dp2", ["parallel.dp=2"])),
+            ("torch DDP+compile 2 GPUs", lambda: anchor("ddp", "ddp", 1, 2)),
+            ("tessera zero3 dp2", lambda: tessera("z3", ["parallel.dp=2", "parallel.zero=3"])),
+            ("torch FSDP2 2 GPUs", lambda: anchor("fsdp", "fsdp", 0, 2)),
+            ("tessera pp2 1f1b m8", lambda: tessera("pp2", ["parallel.pp=2", "parallel.schedule=1f1b"], micro=2, accum=8)),
+            ("tessera tp2", lambda: tessera("tp2", ["parallel.tp=2"]))]
+for name, fn in plan:
+    if not want(name): continue
+    r = fn(); r["name"] = name
+    rows.append(r)
+    print(json.dumps(r), flush=True)
+
+print()
+print(f"{'configuration':34} {'tok/s':>10} {'per GPU':>10} {'MFU':>7} {'peak GiB':>9} {'NVML GiB':>9} {'bubble':>7}")
+for r in rows:
+    if "error" in r:
+        print(f"{r['name']:34} FAILED: {r['error'][-300:]}")
+        continue
+    gpus = a.gpus
+    mfu = r["tok_s"] * FLOPS_PER_TOKEN / gpus / 989e12
+    bub = f"{r['bubble']*100:.1f}%" if r.get("bubble") is not None else "-"
+    print(f"{r['name']:34} {r['tok_s']:10,.0f} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:9.1f} "
+          f"{r.get('nvml_gib', 0):9.1f} {bub:>7}")
+json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu.json"), "w"), indent=1)
