@@ -3,6 +3,7 @@
 // and docs/parallelism.md ("The estimator") for the formulas.
 #include "engine/plan/estimator.h"
 #include "engine/parallel/zero.h"
+#include "engine/plan/partitioner.h"
 
 #include <unistd.h>
 
@@ -103,9 +104,22 @@ std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
                                      "n_layer ", L, ", found ", sum));
         return cfg.parallel.stages;
     }
-    std::vector<int> out(chunks, L / chunks);
-    for (int i = 0; i < L % chunks; ++i) out[chunks - 1 - i] += 1;
-    return out;
+    // Balanced by compute: the contiguous split minimising the slowest chunk's training FLOPs,
+    // the LM head counted on the last chunk. Deterministic (no measured rates): every rank of
+    // the job computes the same split. The memory-aware balance (balance_stages) is what
+    // `tessera plan` and the studio suggest for a device.
+    const GptDims d{cfg.model.n_layer, cfg.model.n_head, cfg.model.d_model, cfg.model.seq_len,
+                    cfg.model.vocab == "gpt2" ? 50257 : 256};
+    const std::vector<LayerSpec> specs = gpt_layer_specs(d);
+    ChunkCostModel m;
+    m.block_s = specs[1].flops_per_token;
+    m.fixed_s.assign(chunks, 0.0);
+    m.fixed_s[0] += specs.front().flops_per_token;
+    m.fixed_s[chunks - 1] += specs.back().flops_per_token;
+    m.mem_base.assign(chunks, 0.0);
+    m.mem_per_block.assign(chunks, 0.0);
+    m.capacity_bytes = INT64_MAX;
+    return balance_blocks(L, m);
 }
 
 namespace {

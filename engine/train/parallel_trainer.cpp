@@ -18,6 +18,7 @@
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/tp_layers.h"
 #include "engine/parallel/zero.h"
+#include "engine/plan/estimator.h"
 #include "engine/train/data_source.h"
 #include "engine/optim/optimizer.h"
 #ifdef TESSERA_HAVE_CUDA
@@ -27,18 +28,7 @@
 namespace tessera {
 
 std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg) {
-    const int chunks = cfg.parallel.pp * cfg.parallel.virtual_stages;
-    const int L = cfg.model.n_layer;
-    if (!cfg.parallel.stages.empty()) {
-        if ((int)cfg.parallel.stages.size() != chunks)
-            throw InputError(str_cat(cfg.source_path, ": parallel.stages: expected ", chunks,
-                                     " entries (pp x virtual_stages), found ",
-                                     cfg.parallel.stages.size()));
-        return cfg.parallel.stages;
-    }
-    std::vector<int> out(chunks, L / chunks);
-    for (int i = 0; i < L % chunks; ++i) out[chunks - 1 - i] += 1;  // the first chunk has the embedding
-    return out;
+    return plan_blocks_per_chunk(cfg);  // one source: the estimator predicts this very split
 }
 
 namespace {

@@ -13,8 +13,9 @@
 
 namespace tessera {
 
-// Which blocks each of the pp × virtual_stages model chunks holds: from parallel.stages, or an
-// even split. Chunk 0 also holds the embedding, the last chunk the head.
+// Which blocks each of the pp × virtual_stages model chunks holds: from parallel.stages, or the
+// estimator's compute-balanced split (plan_blocks_per_chunk). Chunk 0 also holds the embedding,
+// the last chunk the head.
 std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg);
 
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,

@@ -111,6 +111,8 @@ struct Plan {
     std::vector<std::string> sets;
     int dp = 1, accum = 2;
 };
+// gtest prints the parameter in test listings (and CTest's names): the plan's tag, not its bytes
+void PrintTo(const Plan& p, std::ostream* os) { *os << p.tag; }
 
 class Equivalence : public ::testing::TestWithParam<Plan> {};
 

@@ -60,11 +60,13 @@ TEST(Estimator, ZeroShardsOptimizerGradsAndParamsOverDp) {
     // zero 1: moments / dp
     EXPECT_EQ(cat(z1, MemCategory::optimizer), 8 * sum_S);
     EXPECT_EQ(cat(z1, MemCategory::grads), 4 * sum_pad);
-    // zero 2: gradients / dp persist; each micro-batch's backward allocates full gradients that
-    // wait in the comm thread's queue for their reduce-scatter (the estimator's lazy-worker
-    // model, what CPU ranks measure): 2 micro-batches -> 2 full copies at the step's end
+    // zero 2: gradients / dp persist; a layer's full gradients live from its backward until their
+    // reduce-scatter, with at most ParamStore::kMaxReductions of them in flight: beside the slices,
+    // the units being computed (the head with its tied embedding: up to three) plus one waiting
     EXPECT_EQ(cat(z2, MemCategory::optimizer), 8 * sum_S);
-    EXPECT_EQ(cat(z2, MemCategory::grads), 4 * (sum_S + 2 * sum_pad));
+    EXPECT_GE(cat(z2, MemCategory::grads), 4 * (sum_S + max_pad));
+    EXPECT_LE(cat(z2, MemCategory::grads), 4 * (sum_S + 4 * max_pad));
+    EXPECT_LT(cat(z2, MemCategory::grads), cat(z1, MemCategory::grads));
     // zero 3: parameters / dp plus at most two gathered layers
     EXPECT_GE(cat(z3, MemCategory::params), 4 * sum_S);
     EXPECT_LE(cat(z3, MemCategory::params), 4 * (sum_S + 2 * max_pad));
