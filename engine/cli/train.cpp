@@ -50,7 +50,12 @@ TrainArgs parse_train_args(const CliArgs& args, const char* cmd) {
             return args[++i];
         };
         if (a == "--help" || a == "-h") t.help = true;
-        else if (a == "--steps") t.sets.push_back("train.steps=" + value());
+        else if (a == "--steps") {
+            const std::string& v = value();
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 1)
+                throw InputError(str_cat(cmd, ": --steps: expected an integer >= 1, found '", v, "'"));
+            t.sets.push_back("train.steps=" + v);
+        }
         else if (a == "--db") t.opts.db_path = value();
         else if (a == "--set") t.sets.push_back(value());
         else if (a == "--resume") t.opts.resume = true;
