@@ -25,13 +25,29 @@ AdamW::AdamW(const ParamTable& table, const OptimizerConfig& cfg)
       m_(Tensor::zeros({table.total_numel()}, MemCategory::optimizer)),
       v_(Tensor::zeros({table.total_numel()}, MemCategory::optimizer)) {}
 
+float clip_scale(double grad_clip, double grad_norm) {
+    if (grad_clip <= 0.0) return 1.0f;
+    double coef = grad_clip / (grad_norm + 1e-6);
+    return coef < 1.0 ? static_cast<float>(coef) : 1.0f;
+}
+
+OptimizerConfig optimizer_config(const TrainConfig& t) {
+    OptimizerConfig c;
+    c.lr = t.lr;
+    c.min_lr = t.min_lr;
+    c.warmup_steps = t.warmup_steps;
+    c.total_steps = t.steps;
+    c.beta1 = t.beta1;
+    c.beta2 = t.beta2;
+    c.eps = t.eps;
+    c.weight_decay = t.weight_decay;
+    c.grad_clip = t.grad_clip;
+    return c;
+}
+
 double AdamW::step(float* params, const float* grads, int64_t step, double grad_norm) {
     double lr = lr_at_step(cfg_, step);
-    float scale = 1.0f;
-    if (cfg_.grad_clip > 0.0) {
-        double coef = cfg_.grad_clip / (grad_norm + 1e-6);
-        if (coef < 1.0) scale = static_cast<float>(coef);
-    }
+    const float scale = clip_scale(cfg_.grad_clip, grad_norm);
     ++t_;
     for (const ParamInfo& p : table_.entries()) {
         AdamWHyper h{static_cast<float>(lr), static_cast<float>(cfg_.beta1),

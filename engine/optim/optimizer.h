@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "engine/config/config.h"
 #include "engine/core/tensor.h"
 #include "engine/model/params.h"
 
@@ -14,6 +15,13 @@ struct OptimizerConfig {
     int64_t warmup_steps = 0, total_steps = 1;
     double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.0, grad_clip = 0.0;
 };
+
+// The factor torch.nn.utils.clip_grad_norm_ scales gradients by: min(1, clip / (norm + 1e-6));
+// 1 when clipping is off (clip <= 0).
+float clip_scale(double grad_clip, double grad_norm);
+
+// The optimizer settings of a run (train.lr, min_lr, warmup_steps, steps, betas, eps, ...).
+OptimizerConfig optimizer_config(const TrainConfig& t);
 
 // Learning rate at 0-based `step`: linear warmup from lr/warmup to lr over warmup_steps, then
 // cosine decay to min_lr at total_steps.

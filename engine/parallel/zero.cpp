@@ -300,11 +300,7 @@ double ParamStore::finish_gradients(Communicator* embedding) {
 
 void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double grad_norm) {
     double lr = lr_at_step(oc, step);
-    float scale = 1.0f;
-    if (oc.grad_clip > 0.0) {
-        double coef = oc.grad_clip / (grad_norm + 1e-6);
-        if (coef < 1.0) scale = static_cast<float>(coef);
-    }
+    const float scale = clip_scale(oc.grad_clip, grad_norm);
     ++t_;
     ++version_;
     for (auto& up : units_) {

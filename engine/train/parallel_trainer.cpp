@@ -112,15 +112,7 @@ public:
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
                                               pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];
-        oc_.lr = cfg.train.lr;
-        oc_.min_lr = cfg.train.min_lr;
-        oc_.warmup_steps = cfg.train.warmup_steps;
-        oc_.total_steps = cfg.train.steps;
-        oc_.beta1 = cfg.train.beta1;
-        oc_.beta2 = cfg.train.beta2;
-        oc_.eps = cfg.train.eps;
-        oc_.weight_decay = cfg.train.weight_decay;
-        oc_.grad_clip = cfg.train.grad_clip;
+        oc_ = optimizer_config(cfg.train);
         run_t0_ = Clock::now();
     }
 

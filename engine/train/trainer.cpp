@@ -116,16 +116,7 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
                 f.read_f32(p.name, p.shape, model->params().f32() + p.offset);
         }
     }
-    OptimizerConfig oc;
-    oc.lr = cfg.train.lr;
-    oc.min_lr = cfg.train.min_lr;
-    oc.warmup_steps = cfg.train.warmup_steps;
-    oc.total_steps = cfg.train.steps;
-    oc.beta1 = cfg.train.beta1;
-    oc.beta2 = cfg.train.beta2;
-    oc.eps = cfg.train.eps;
-    oc.weight_decay = cfg.train.weight_decay;
-    oc.grad_clip = cfg.train.grad_clip;
+    OptimizerConfig oc = optimizer_config(cfg.train);
     AdamW opt(model->param_table(), oc);
 
     int64_t start_step = 0;
