@@ -1,0 +1,154 @@
+// bench/kernels: every CUDA op of the GPT-2 124M training step (B=16, T=1024, C=768, bf16) timed
+// with CUDA events and set against its roofline, both measured in the same run: memory-bound ops
+// against the measured device-to-device copy bandwidth (bytes moved / bandwidth), matmul-bound
+// ops against the measured rate of a large bf16 GEMM (FLOPs / rate). Prints one table.
+// Without a GPU it says so and exits 0 (it is a benchmark, not a test).
+#ifdef TESSERA_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/cuda/adamw.cuh"
+#include "engine/kernels/cuda/attention.cuh"
+#include "engine/kernels/cuda/cross_entropy.cuh"
+#include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device.cuh"
+#include "engine/kernels/cuda/elementwise.cuh"
+#include "engine/kernels/cuda/embedding.cuh"
+#include "engine/kernels/cuda/gelu.cuh"
+#include "engine/kernels/cuda/layernorm.cuh"
+#include "engine/kernels/cuda/matmul.cuh"
+
+using namespace tessera;
+
+namespace {
+
+void* dev(size_t bytes) {
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, bytes));
+    CUDA_CHECK(cudaMemset(p, 0, bytes));
+    return p;
+}
+
+// median-free: mean of `reps` runs after 3 warm-ups, in milliseconds
+double time_ms(const std::function<void()>& f, int reps = 20) {
+    cudaStream_t s = cuda_stream();
+    for (int i = 0; i < 3; ++i) f();
+    cudaEvent_t a, b;
+    CUDA_CHECK(cudaEventCreate(&a));
+    CUDA_CHECK(cudaEventCreate(&b));
+    CUDA_CHECK(cudaEventRecord(a, s));
+    for (int i = 0; i < reps; ++i) f();
+    CUDA_CHECK(cudaEventRecord(b, s));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms / reps;
+}
+
+}  // namespace
+
+int main() {
+    if (cuda_device_count() == 0) {
+        std::printf("kernels_cuda: no CUDA GPU visible; nothing measured\n");
+        return 0;
+    }
+    cuda_device_init(0);
+    cudaStream_t s = cuda_stream();
+    const int B = 16, T = 1024, C = 768, NH = 12, V = 50257;
+    const long N = (long)B * T;
+    // ---- ceilings, measured now
+    const size_t big = 1ull << 30;
+    void* x = dev(big);
+    void* y = dev(big);
+    double copy_ms = time_ms([&] { CUDA_CHECK(cudaMemcpyAsync(y, x, big, cudaMemcpyDeviceToDevice, s)); });
+    const double bw = 2.0 * big / (copy_ms * 1e-3);  // bytes read + written per second
+    const int G = 8192;
+    auto* ga = (bf16*)dev((size_t)G * G * 2);
+    auto* gb = (bf16*)dev((size_t)G * G * 2);
+    auto* gc = (bf16*)dev((size_t)G * G * 2);
+    double gemm_ms = time_ms([&] { matmul_forward_cuda<bf16>(gc, ga, gb, nullptr, G, G, G, s); }, 10);
+    const double rate = 2.0 * G * G * G / (gemm_ms * 1e-3);
+    CUDA_CHECK(cudaFree(x));
+    CUDA_CHECK(cudaFree(y));
+    std::printf("ceilings: copy %.0f GB/s (read+write), bf16 GEMM %.0f TFLOP/s (8192^3)\n\n", bw / 1e9,
+                rate / 1e12);
+
+    // ---- buffers of one GPT-2 layer's step
+    auto* act = (bf16*)dev(N * 4 * C * 2);
+    auto* act2 = (bf16*)dev(N * 4 * C * 2);
+    auto* act3 = (bf16*)dev(N * 4 * C * 2);
+    auto* w = (bf16*)dev((size_t)4 * C * C * 2);
+    auto* bias = (bf16*)dev(4 * C * 2);
+    auto* wf = (float*)dev((size_t)4 * C * C * 4);
+    auto* bf = (float*)dev(4 * C * 4);
+    auto* stats = (float*)dev(N * 8);
+    auto* lse = (float*)dev((size_t)B * NH * T * 4);
+    auto* qkv = (bf16*)dev(N * 3 * C * 2);
+    auto* dqkv = (bf16*)dev(N * 3 * C * 2);
+    auto* logits = (bf16*)dev((size_t)N * V * 2);
+    auto* tokens = (int*)dev(N * 4);
+    auto* wte = (bf16*)dev((size_t)V * C * 2);
+    auto* p = (float*)dev(124475904ull * 4);
+    auto* g = (float*)dev(124475904ull * 4);
+    auto* m = (float*)dev(124475904ull * 4);
+    auto* vv = (float*)dev(124475904ull * 4);
+
+    struct Row {
+        std::string name;
+        double ms, bytes, flops;
+    };
+    std::vector<Row> rows;
+    auto add = [&](const std::string& name, double bytes, double flops, const std::function<void()>& f) {
+        rows.push_back({name, time_ms(f), bytes, flops});
+    };
+    const double e = 2;  // bytes per bf16 element
+    add("matmul fwd qkv (N,768)x(768,2304)", e * (N * C + C * 3 * C + N * 3 * C), 2.0 * N * C * 3 * C,
+        [&] { matmul_forward_cuda<bf16>(qkv, act, w, bias, N, C, 3 * C, s); });
+    add("matmul fwd fc + gelu epilogue", e * (N * C + C * 4 * C + 2 * N * 4 * C), 2.0 * N * C * 4 * C,
+        [&] { matmul_forward_cuda<bf16>(act2, act, w, bias, N, C, 4 * C, s, true, act3); });
+    add("matmul bwd fc (dinp, dweight, dbias)", e * (2 * N * 4 * C + N * C) + 4.0 * 3 * 4 * C * C,
+        4.0 * N * C * 4 * C, [&] { matmul_backward_cuda<bf16>(act, wf, bf, act2, act3, w, N, C, 4 * C, s); });
+    add("lm head fwd (N,768)x(768,50257)", e * (N * C + (double)V * C + (double)N * V), 2.0 * N * C * V,
+        [&] { matmul_forward_cuda<bf16>(logits, act, wte, nullptr, N, C, V, s); });
+    add("attention fwd (flash)", e * (N * 3 * C + N * C), 2.0 * 2 * B * NH * (double)T * T * 64 / 2,
+        [&] { attention_forward_cuda<bf16>(act, lse, qkv, B, T, C, NH, s); });
+    add("attention bwd (flash)", e * (2 * N * 3 * C + 2 * N * C), 2.5 * 2 * 2 * B * NH * (double)T * T * 64 / 2,
+        [&] { attention_backward_cuda<bf16>(dqkv, act, qkv, act2, lse, B, T, C, NH, s); });
+    add("layernorm fwd", e * 2 * N * C, 0, [&] { layernorm_forward_cuda<bf16>(act2, stats, stats + N, act, bias, bias, N, C, s); });
+    add("layernorm bwd", e * 3 * N * C, 0,
+        [&] { layernorm_backward_cuda<bf16>(act3, bf, bf + C, act2, act, bias, stats, stats + N, N, C, s); });
+    add("gelu bwd", e * 3 * N * 4 * C, 0, [&] { gelu_backward_cuda<bf16>(act, act2, act3, N * 4 * C, s); });
+    add("add bias + residual", e * 3 * N * C, 0, [&] { add_bias_residual_cuda<bf16>(act, bias, act2, N, C, s); });
+    add("embedding fwd", e * 2 * N * C, 0,
+        [&] { embedding_forward_cuda<bf16>(act, tokens, wte, wte, 0, V, B, T, C, s); });
+    add("classifier: row max", e * (double)N * V, 0, [&] { ce_row_max_cuda<bf16>(stats, logits, N, V, s); });
+    add("classifier: sum exp", e * (double)N * V, 0,
+        [&] { ce_row_sumexp_cuda<bf16>(stats, stats + N, logits, stats, tokens, 0, N, V, s); });
+    add("classifier: loss + grad in place", 2 * e * (double)N * V, 0,
+        [&] { ce_loss_and_grad_cuda<bf16>(stats, logits, stats, stats, stats, tokens, 0, 1e-6f, N, V, s); });
+    add("AdamW (124M fp32)", 4.0 * 124475904 * 7, 0,
+        [&] { adamw_cuda(p, g, m, vv, 124475904, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f, s); });
+    add("cast fp32 -> bf16 (124M)", 6.0 * 124475904, 0,
+        [&] { cast_f32_to_bf16_cuda((bf16*)g, p, 124475904, s); });
+
+    std::printf("%-40s %9s %10s %11s %9s %s\n", "kernel", "ms", "GB/s", "TFLOP/s", "roofline", "bound");
+    for (const auto& r : rows) {
+        double t_mem = r.bytes / bw, t_flop = r.flops / rate;
+        double ideal = std::max(t_mem, t_flop);
+        std::printf("%-40s %9.3f %10.0f %11.1f %8.0f%% %s\n", r.name.c_str(), r.ms, r.bytes / (r.ms * 1e-3) / 1e9,
+                    r.flops / (r.ms * 1e-3) / 1e12, 100.0 * ideal / (r.ms * 1e-3),
+                    t_flop > t_mem ? "matmul" : "memory");
+    }
+    return 0;
+}
+#else
+#include <cstdio>
+int main() {
+    std::printf("kernels_cuda: built without CUDA; nothing measured\n");
+    return 0;
+}
+#endif
