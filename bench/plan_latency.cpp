@@ -10,6 +10,7 @@
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/partitioner.h"
+#include "engine/plan/plan_search.h"
 
 using namespace tessera;
 
@@ -42,6 +43,26 @@ void bench(const char* label, const std::vector<std::string>& sets) {
                 label, e.world, median_ms(est_ms), median_ms(bal_ms), e.step_s, 100 * e.mfu);
 }
 
+// plan_suggest over every layout of `gpus` GPUs (the studio's "Suggest a plan").
+void bench_suggest(int gpus, const std::vector<std::string>& sets) {
+    RunConfig cfg = config_parse("name: bench\nmodel: {preset: gpt2-large}\ndata: {dataset: brown}\n", "bench.yaml", sets);
+    DeviceSpec dev = device_spec("H200");
+    std::vector<double> ms;
+    std::vector<PlanSuggestion> s;
+    PlanSearchStats st;
+    for (int i = 0; i < 3; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        s = plan_suggest(cfg, dev, gpus, 5, &st);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("plan_suggest gpt2-large on %d x H200, global batch %d: %.1f ms (median of 3), "
+                "%d candidates, %d estimated, %d fit\n",
+                gpus, cfg.train.micro_batch * cfg.train.grad_accum * cfg.parallel.dp, median_ms(ms),
+                st.candidates, st.estimated, st.fitting);
+    for (const auto& x : s)
+        std::printf("  %-62s %9.0f tok/s  %s\n", x.summary.c_str(), x.tokens_per_s, x.reason.c_str());
+}
+
 }  // namespace
 
 int main() {
@@ -59,5 +80,7 @@ int main() {
     bench("tp4 x pp4 x dp4, 1f1b, recompute full, offload",
           {"parallel.dp=4", "parallel.tp=4", "parallel.pp=4", "parallel.recompute=full",
            "parallel.offload_activations=true", "train.grad_accum=16"});
+    bench_suggest(64, {"parallel.dp=64", "train.micro_batch=8", "train.grad_accum=1"});
+    bench_suggest(16, {"parallel.dp=16", "train.micro_batch=8", "train.grad_accum=4"});
     return 0;
 }
