@@ -1,0 +1,97 @@
+// tessera-studio: the desktop studio. Builds the window, adds the pages that exist in this build
+// (Model; Plan when ui/plan is present), opens the project named on the command line, and with
+// --screenshot renders every page to PNG files and exits (scripts/screenshots.sh).
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+#include <QTimer>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "ui/common/project_document.h"
+#include "ui/model/model_page.h"
+#include "ui/shell/main_window.h"
+#if __has_include("ui/plan/plan_page.h")
+#include "ui/plan/plan_page.h"
+#define TESSERA_STUDIO_HAS_PLAN 1
+#endif
+
+namespace {
+
+const char* kUsage =
+    "Usage: tessera-studio [options] [PROJECT_DIR]\n"
+    "Tessera Studio " TESSERA_VERSION " — design, plan and watch training runs\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help           Show this help and exit.\n"
+    "  -v, --version        Show the version and exit.\n"
+    "  --screenshot DIR     Render every page to DIR/<project>-<page>.png and exit\n"
+    "                       (no display needed: uses the offscreen platform without one).\n"
+    "  --dark               Use the dark theme (with --screenshot).\n"
+    "\n"
+    "Arguments:\n"
+    "  PROJECT_DIR          Project folder (or its project.yaml) to open.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // --help / --version and --screenshot work without a display: handled before Qt picks a platform
+    bool screenshot_arg = false;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+        if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-v")) {
+            std::printf("tessera-studio %s\n", TESSERA_VERSION);
+            return 0;
+        }
+        if (!std::strncmp(argv[i], "--screenshot", 12)) screenshot_arg = true;
+    }
+    if (screenshot_arg && !std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY") &&
+        !std::getenv("QT_QPA_PLATFORM"))
+        setenv("QT_QPA_PLATFORM", "offscreen", 1);
+
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("Tessera");
+    QApplication::setApplicationName("tessera-studio");
+    QApplication::setApplicationVersion(TESSERA_VERSION);
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription("Tessera Studio — design, plan and watch training runs");
+    QCommandLineOption shot("screenshot", "Render every page to DIR/<project>-<page>.png and exit.", "DIR");
+    QCommandLineOption dark("dark", "Use the dark theme (with --screenshot).");
+    parser.addOption(shot);
+    parser.addOption(dark);
+    parser.addPositionalArgument("PROJECT_DIR", "Project folder (or its project.yaml) to open.");
+    parser.process(app);  // an unknown option prints the error and exits 1
+
+    const bool screenshot = parser.isSet(shot);
+    if (screenshot) QStandardPaths::setTestModeEnabled(true);  // leave the user's settings alone
+
+    tessera::studio::ProjectDocument doc;
+    tessera::studio::MainWindow win(&doc);
+    win.addPage(QObject::tr("Model"), new tessera::studio::ModelPage(&doc, &win));
+#ifdef TESSERA_STUDIO_HAS_PLAN
+    win.addPage(QObject::tr("Plan"), new tessera::studio::PlanPage(&doc, &win));
+#endif
+    win.setDarkTheme(screenshot ? parser.isSet(dark) : win.isDarkTheme());
+
+    const QStringList args = parser.positionalArguments();
+    if (!args.isEmpty()) win.openProject(QFileInfo(args.first()).absoluteFilePath(), false);
+
+    if (screenshot) {
+        win.resize(1280, 800);
+        win.show();
+        QApplication::processEvents();
+        const QStringList files = win.saveScreenshots(parser.value(shot));
+        for (const QString& f : files) std::printf("%s\n", qPrintable(f));
+        std::fflush(stdout);
+        return files.isEmpty() ? 1 : (doc.isOpen() ? 0 : 2);
+    }
+    win.show();
+    return app.exec();
+}
