@@ -1,0 +1,196 @@
+// The Plan page offscreen: a stage-boundary drag edits parallel.stages as one undo step and moves
+// the prediction; undo/redo restore both; Balance finds a known optimum; an invalid tp shows its
+// reason next to the control; a suggestion applies as an undoable edit. Also renders the page to
+// PNGs (build dir) for a look.
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QLabel>
+#include <QListWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUndoStack>
+
+#include "engine/config/config.h"
+#include "engine/core/error.h"
+#include "ui/common/project_document.h"
+#include "ui/plan/gpu_grid.h"
+#include "ui/plan/partition_editor.h"
+#include "ui/plan/plan_page.h"
+
+using namespace tessera;
+using namespace tessera::studio;
+
+namespace {
+
+RunConfig gpt_config(const std::string& model, const std::vector<std::string>& sets) {
+    return config_parse(str_cat("name: t\nmodel: {", model, "}\ndata: {dataset: brown}\nruntime: {device: cuda}\n"),
+                        "t.yaml", sets);
+}
+
+struct Fixture {
+    QTemporaryDir dir;
+    ProjectDocument doc;
+    std::unique_ptr<PlanPage> page;
+    explicit Fixture(const RunConfig& cfg) {
+        doc.create(dir.path() + "/p", cfg);
+        page = std::make_unique<PlanPage>(&doc);
+        page->resize(1400, 980);
+        page->setDeviceName("H200");
+        page->show();
+    }
+};
+
+void drag(QWidget* w, int x0, const std::vector<int>& xs, int y) {
+    QTest::mousePress(w, Qt::LeftButton, Qt::NoModifier, QPoint(x0, y));
+    for (int x : xs) QTest::mouseMove(w, QPoint(x, y));
+    QTest::mouseRelease(w, Qt::LeftButton, Qt::NoModifier, QPoint(xs.back(), y));
+}
+
+}  // namespace
+
+TEST(PlanPage, DragBoundaryIsOneUndoableEditAndMovesThePrediction) {
+    Fixture f(gpt_config("preset: gpt2, vocab: gpt2", {"parallel.pp=2", "parallel.stages=[6, 6]",
+                                                        "train.grad_accum=8"}));
+    PartitionEditor* ed = f.page->partitionEditor();
+    ASSERT_EQ(ed->blocksPerChunk(), (std::vector<int>{6, 6}));
+    const QString before = f.page->predictionText();
+    ASSERT_TRUE(f.page->hasEstimate());
+    const int undo0 = f.doc.undoStack()->count();
+
+    int y = ed->laneCenterY(0);
+    drag(ed, ed->boundaryX(0), {ed->blockEdgeX(7), ed->blockEdgeX(8)}, y);
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{8, 4}));
+    EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 1);  // the whole drag is one step
+    const QString after = f.page->predictionText();
+    EXPECT_NE(after, before);
+
+    // a second drag is a second step
+    drag(ed, ed->boundaryX(0), {ed->blockEdgeX(9)}, y);
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{9, 3}));
+    EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 2);
+
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{8, 4}));
+    EXPECT_EQ(f.page->predictionText(), after);
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{6, 6}));
+    EXPECT_EQ(f.page->predictionText(), before);
+    EXPECT_EQ(ed->blocksPerChunk(), (std::vector<int>{6, 6}));
+    f.doc.undoStack()->redo();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{8, 4}));
+    EXPECT_EQ(f.page->predictionText(), after);
+}
+
+TEST(PlanPage, DragKeepsEveryStageNonEmpty) {
+    Fixture f(gpt_config("preset: gpt2", {"parallel.pp=3", "parallel.stages=[4, 4, 4]"}));
+    PartitionEditor* ed = f.page->partitionEditor();
+    drag(ed, ed->boundaryX(1), {ed->blockEdgeX(2), ed->blockEdgeX(0), 0}, ed->laneCenterY(1));
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{4, 1, 7}));
+}
+
+TEST(PlanPage, BalanceFindsTheKnownOptimumAsOneEdit) {
+    // gpt2 with the GPT-2 vocabulary: the LM head costs ~4.5 blocks, so the balanced 2-stage
+    // split puts 8 blocks before the head's stage: [8, 4] (stage times 8 vs 4 + 4.5 blocks)
+    Fixture f(gpt_config("preset: gpt2, vocab: gpt2", {"parallel.pp=2", "parallel.stages=[2, 10]",
+                                                        "train.grad_accum=8"}));
+    const int undo0 = f.doc.undoStack()->count();
+    f.page->balanceStages();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{8, 4})) << f.page->balanceMessage().toStdString();
+    EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 1);
+    EXPECT_TRUE(f.page->balanceMessage().startsWith("balanced: 8, 4"));
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{2, 10}));
+}
+
+TEST(PlanPage, BalanceSaysWhyNothingFits) {
+    Fixture f(gpt_config("preset: gpt2-xl", {"parallel.pp=2", "train.micro_batch=64"}));
+    f.page->setDeviceName("A100-40GB");
+    auto before = f.doc.config();
+    f.page->balanceStages();
+    EXPECT_EQ(f.doc.config(), before);
+    EXPECT_TRUE(f.page->balanceMessage().startsWith("no balanced partition: ")) << f.page->balanceMessage().toStdString();
+    EXPECT_NE(f.page->overCapacityText().indexOf("over capacity by"), -1);
+    EXPECT_NE(f.page->overCapacityText().indexOf("dominates"), -1);
+    EXPECT_FALSE(f.page->planValid());
+}
+
+TEST(PlanPage, InvalidTpShowsItsReasonNextToTheControl) {
+    Fixture f(gpt_config("preset: gpt2", {"parallel.tp=2"}));
+    EXPECT_TRUE(f.page->planValid()) << f.page->validityText().toStdString();
+    EXPECT_TRUE(f.page->issueText("parallel.tp").isEmpty());
+    f.doc.edit("Set tp", [](RunConfig& c) { c.parallel.tp = 5; });
+    EXPECT_NE(f.page->issueText("parallel.tp").indexOf("does not divide the 12 attention heads"), -1)
+        << f.page->issueText("parallel.tp").toStdString();
+    auto* label = f.page->findChild<QLabel*>("issue:parallel.tp");
+    ASSERT_NE(label, nullptr);
+    EXPECT_TRUE(label->isVisible());
+    EXPECT_FALSE(f.page->planValid());
+    EXPECT_NE(f.page->validityText().indexOf("invalid"), -1);
+    // the world no longer matches the GPUs shown: that is the dp control's issue
+    f.page->setGpuCount(8);
+    EXPECT_NE(f.page->issueText("parallel.dp").indexOf("but 8 are available"), -1);
+    f.doc.undoStack()->undo();
+    f.page->setGpuCount(2);
+    EXPECT_TRUE(f.page->issueText("parallel.tp").isEmpty());
+    EXPECT_FALSE(label->isVisible());
+}
+
+TEST(PlanPage, SuggestionAppliesAsOneUndoableEdit) {
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=16", "train.micro_batch=4", "train.grad_accum=2"}));
+    f.page->suggestPlans();
+    QListWidget* list = f.page->suggestionList();
+    ASSERT_GE(list->count(), 1);
+    EXPECT_LE(list->count(), 5);
+    const RunConfig before = f.doc.config();
+    f.page->applySuggestion(list->count() - 1);
+    const auto& p = f.doc.config().parallel;
+    EXPECT_EQ(p.dp * p.tp * p.pp, 16);
+    EXPECT_EQ(f.doc.config().train.micro_batch * f.doc.config().train.grad_accum * p.dp, 128);
+    EXPECT_TRUE(f.page->planValid()) << f.page->validityText().toStdString();
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config(), before);
+}
+
+TEST(PlanPage, GridFollowsMeshOrder) {
+    Fixture f(gpt_config("preset: gpt2", {"parallel.dp=2", "parallel.tp=2", "parallel.pp=2"}));
+    // rank = tp + TP (dp + DP pp): GPU 5 is dp0, tp1, stage 1
+    QString tip = f.page->gpuGrid()->cellToolTip(5);
+    EXPECT_NE(tip.indexOf("global rank 5"), -1);
+    EXPECT_NE(tip.indexOf("stage (pp) 1, TP rank 1, DP rank 0"), -1) << tip.toStdString();
+}
+
+TEST(PlanPage, RenderScreenshots) {
+    const QString out = QString(TESSERA_BIN_DIR) + "/..";
+    {
+        ProjectDocument doc;
+        QString err;
+        ASSERT_TRUE(doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/quickstart", &err)) << err.toStdString();
+        PlanPage page(&doc);
+        page.resize(1400, 980);
+        page.show();
+        page.suggestPlans();
+        QApplication::processEvents();
+        EXPECT_TRUE(page.grab().save(out + "/plan_page_quickstart.png"));
+    }
+    {
+        Fixture f(gpt_config("preset: gpt2-large, vocab: gpt2",
+                             {"parallel.dp=4", "parallel.tp=2", "parallel.pp=2", "train.micro_batch=8",
+                              "train.grad_accum=8", "parallel.zero=1"}));
+        f.page->suggestPlans();
+        QApplication::processEvents();
+        EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16.png"));
+        // the same on a small GPU: over capacity in red
+        f.page->setDeviceName("A100-40GB");
+        f.doc.edit("mb", [](RunConfig& c) { c.train.micro_batch = 32; c.train.grad_accum = 2; });
+        QApplication::processEvents();
+        EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16_over.png"));
+    }
+}
+
+int main(int argc, char** argv) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}

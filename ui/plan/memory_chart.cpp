@@ -1,0 +1,99 @@
+// MemoryChart: stacked QCPBars per memory category, capacity line, over-capacity bands.
+#include "ui/plan/memory_chart.h"
+
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+namespace tessera::studio {
+
+namespace {
+constexpr double kGiB = double(1ll << 30);
+const QColor kCategoryColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xa0, 0xcb, 0xe8), QColor(0xf2, 0x8e, 0x2b),
+                                  QColor(0x59, 0xa1, 0x4f), QColor(0xb0, 0x7a, 0xa1), QColor(0x9c, 0x75, 0x5f)};
+}
+
+MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this)) {
+    setObjectName("memoryChart");
+    auto* lay = new QVBoxLayout(this);
+    lay->setContentsMargins(0, 0, 0, 0);
+    lay->addWidget(m_plot);
+    m_plot->setMinimumHeight(180);
+    m_plot->legend->setVisible(true);
+    m_plot->legend->setFont(QFont(font().family(), 8));
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    m_plot->yAxis->setLabel("GiB per GPU");
+    m_plot->xAxis->setLabel("global rank");
+}
+
+void MemoryChart::clear(const QString& why) {
+    m_plot->clearPlottables();
+    m_plot->clearItems();
+    auto* t = new QCPItemText(m_plot);
+    t->position->setType(QCPItemPosition::ptAxisRectRatio);
+    t->position->setCoords(0.5, 0.5);
+    t->setText(why);
+    m_plot->replot();
+}
+
+void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) {
+    m_plot->clearPlottables();
+    m_plot->clearItems();
+    int n = (int)e.ranks.size();
+    QVector<double> x(n);
+    for (int r = 0; r < n; ++r) x[r] = r;
+    double width = n > 32 ? 0.9 : 0.7;
+    QCPBars* below = nullptr;
+    double ymax = capacity / kGiB;
+    for (int c = 0; c < (int)tessera::MemCategory::host; ++c) {
+        QVector<double> y(n);
+        bool any = false;
+        for (int r = 0; r < n; ++r) y[r] = e.ranks[r].peak_bytes[c] / kGiB, any |= y[r] > 0;
+        if (!any) continue;
+        auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
+        bars->setName(QString::fromUtf8(tessera::mem_category_name(tessera::MemCategory(c)).data()));
+        bars->setWidth(width);
+        bars->setPen(Qt::NoPen);
+        bars->setBrush(kCategoryColors[c % 6]);
+        bars->setData(x, y, true);
+        if (below) bars->moveAbove(below);
+        below = bars;
+    }
+    // the peak of the sum: what has to fit
+    auto* peak = new QCPGraph(m_plot->xAxis, m_plot->yAxis);
+    peak->setName("peak total");
+    peak->setLineStyle(QCPGraph::lsNone);
+    peak->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, Qt::black, 7));
+    QVector<double> py(n);
+    for (int r = 0; r < n; ++r) {
+        py[r] = e.ranks[r].device_peak_bytes / kGiB;
+        double stacked = 0;
+        for (int c = 0; c < (int)tessera::MemCategory::host; ++c) stacked += e.ranks[r].peak_bytes[c] / kGiB;
+        ymax = std::max({ymax, py[r], stacked});
+        if (e.ranks[r].device_peak_bytes > capacity) {
+            auto* band = new QCPItemRect(m_plot);
+            band->topLeft->setCoords(r - width / 2, py[r]);
+            band->bottomRight->setCoords(r + width / 2, capacity / kGiB);
+            band->setPen(QPen(QColor(220, 20, 20), 2));
+            band->setBrush(QColor(220, 20, 20, 90));
+        }
+    }
+    peak->setData(x, py, true);
+    auto* cap = new QCPItemStraightLine(m_plot);
+    cap->point1->setCoords(-1, capacity / kGiB);
+    cap->point2->setCoords(n, capacity / kGiB);
+    cap->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
+    auto* capText = new QCPItemText(m_plot);
+    capText->position->setCoords(n - 0.5, capacity / kGiB);
+    capText->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    capText->setText(QString("%1 capacity %2 GiB").arg(QString::fromStdString(e.device.name))
+                         .arg(capacity / kGiB, 0, 'f', capacity / kGiB < 10 ? 1 : 0));
+    capText->setColor(QColor(200, 30, 30));
+    m_plot->xAxis->setRange(-0.6, n - 0.4);
+    m_plot->yAxis->setRange(0, ymax * 1.12);
+    QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
+    ticker->setTickStep(n <= 16 ? 1 : n <= 64 ? 4 : 16);
+    m_plot->xAxis->setTicker(ticker);
+    m_plot->replot();
+}
+
+}  // namespace tessera::studio

@@ -1,0 +1,247 @@
+// PartitionEditor: painting (lanes, layers sized by FLOPs, TP shards, boundaries) and the
+// boundary drag. See partition_editor.h.
+#include "ui/plan/partition_editor.h"
+
+#include <QHelpEvent>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <algorithm>
+#include <numeric>
+
+#include "engine/model/gpt.h"
+#include "engine/plan/estimator.h"
+#include "ui/plan/plan_colors.h"
+
+namespace tessera::studio {
+
+namespace {
+constexpr int kLeft = 64, kRight = 96, kTop = 22, kBottom = 20, kGrab = 6;
+}
+
+PartitionEditor::PartitionEditor(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setObjectName("partitionEditor");
+}
+
+void PartitionEditor::setConfig(const tessera::RunConfig& cfg) {
+    m_cfg = cfg;
+    const auto& m = cfg.model;
+    m_pp = std::max(1, cfg.parallel.pp), m_tp = std::max(1, cfg.parallel.tp);
+    m_dp = std::max(1, cfg.parallel.dp), m_v = std::max(1, cfg.parallel.virtual_stages);
+    m_cost.clear();
+    if (m.preset != "mlp" && m.n_layer > 0) {
+        tessera::GptDims d{m.n_layer, m.n_head, m.d_model, m.seq_len, tessera::plan_vocab_size(m)};
+        for (const auto& s : tessera::gpt_layer_specs(d)) m_cost.push_back(s.flops_per_token);
+        if ((int)m_cost.size() != m.n_layer + 2) m_cost.assign(m.n_layer + 2, 1.0);
+        // the embedding is a lookup: give it a visible sliver (a fifth of a block)
+        double block = m_cost.size() > 2 ? m_cost[1] : 1.0;
+        for (double& c : m_cost) c = std::max(c, 0.2 * block);
+    }
+    // the chunks as the runtime cuts them; a broken parallel.stages is drawn as the even split
+    int chunks = m_pp * m_v;
+    std::vector<int> st = cfg.parallel.stages;
+    long sum = std::accumulate(st.begin(), st.end(), 0L);
+    bool ok = (int)st.size() == chunks && sum == m.n_layer &&
+              std::all_of(st.begin(), st.end(), [](int n) { return n >= 1; });
+    if (!ok) {
+        st.assign(chunks, 0);
+        for (int k = 0; k < chunks && m.n_layer > 0; ++k) st[k] = m.n_layer / chunks;
+        if (chunks > 0 && m.n_layer > 0) st.back() += m.n_layer % chunks;
+    }
+    m_chunks = st;
+    update();
+}
+
+QRectF PartitionEditor::plotRect() const {
+    return QRectF(kLeft, kTop, std::max(10, width() - kLeft - kRight), std::max(10, height() - kTop - kBottom));
+}
+
+double PartitionEditor::layerX(int layer) const {
+    QRectF r = plotRect();
+    double total = std::accumulate(m_cost.begin(), m_cost.end(), 0.0);
+    if (total <= 0) return r.left();
+    double before = std::accumulate(m_cost.begin(), m_cost.begin() + std::clamp(layer, 0, (int)m_cost.size()), 0.0);
+    return r.left() + r.width() * before / total;
+}
+
+int PartitionEditor::blockEdgeX(int b) const { return int(std::lround(layerX(b + 1))); }
+
+int PartitionEditor::boundaryX(int k) const {
+    int blocks = std::accumulate(m_chunks.begin(), m_chunks.begin() + k + 1, 0);
+    return blockEdgeX(blocks);
+}
+
+int PartitionEditor::laneCenterY(int stage) const {
+    QRectF r = plotRect();
+    double h = r.height() / m_pp;
+    return int(r.top() + h * (stage + 0.5));
+}
+
+int PartitionEditor::hitBoundary(int x) const {
+    int best = -1, bestDist = kGrab + 1;
+    for (int k = 0; k + 1 < (int)m_chunks.size(); ++k) {
+        int d = std::abs(boundaryX(k) - x);
+        if (d < bestDist) best = k, bestDist = d;
+    }
+    return best;
+}
+
+int PartitionEditor::layerAt(int x) const {
+    for (int i = 0; i < (int)m_cost.size(); ++i)
+        if (x < layerX(i + 1)) return i;
+    return (int)m_cost.size() - 1;
+}
+
+// ----------------------------------------------------------------------------
+// painting
+
+void PartitionEditor::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    p.fillRect(rect(), palette().base());
+    if (m_cost.empty()) {
+        p.drawText(rect(), Qt::AlignCenter, "The MLP preset runs on one rank: nothing to partition.");
+        return;
+    }
+    QRectF r = plotRect();
+    double laneH = r.height() / m_pp;
+    const int L = (int)m_cost.size() - 2;
+    QFont small = font();
+    small.setPointSizeF(font().pointSizeF() * 0.85);
+    p.setFont(small);
+
+    // lanes
+    for (int s = 0; s < m_pp; ++s) {
+        QRectF lane(r.left(), r.top() + s * laneH, r.width(), laneH);
+        QColor bg = plan_stage_color(s);
+        bg.setAlpha(28);
+        p.fillRect(lane, bg);
+        p.setPen(plan_stage_color(s).darker(130));
+        p.drawText(QRectF(4, lane.top(), kLeft - 8, laneH), Qt::AlignVCenter | Qt::AlignRight,
+                   QString("stage %1").arg(s));
+    }
+    // layers: chunk g on stage g % pp
+    int layer = 1;  // blocks start at layer index 1
+    for (int g = 0; g < (int)m_chunks.size(); ++g) {
+        int s = g % m_pp;
+        int first = (g == 0) ? 0 : layer;
+        int last = layer + m_chunks[g] - 1 + ((g + 1 == (int)m_chunks.size()) ? 1 : 0);
+        for (int i = first; i <= last && i <= L + 1; ++i) {
+            QRectF box(layerX(i) + 0.5, r.top() + s * laneH + 3, layerX(i + 1) - layerX(i) - 1, laneH - 6);
+            bool isBlock = i >= 1 && i <= L;
+            QColor c = plan_stage_color(s, isBlock ? 0 : 0.5);
+            int shards = isBlock || i == L + 1 || i == 0 ? m_tp : 1;
+            double sh = box.height() / shards;
+            for (int t = 0; t < shards; ++t) {
+                QRectF part(box.left(), box.top() + t * sh, box.width(), sh);
+                p.fillRect(part, plan_stage_color(s, shards > 1 ? 0.35 * t / (shards - 1) : (isBlock ? 0 : 0.5)));
+                if (t > 0) {
+                    p.setPen(QPen(QColor(255, 255, 255, 160), 1));
+                    p.drawLine(part.topLeft(), part.topRight());
+                }
+            }
+            p.setPen(QPen(c.darker(150), 1));
+            p.setBrush(Qt::NoBrush);
+            p.drawRect(box);
+            if (box.width() > 26 && (i == 0 || i == L + 1)) {
+                p.setPen(Qt::white);
+                p.drawText(box, Qt::AlignCenter, i == 0 ? "emb" : "LN+head");
+            }
+        }
+        if (g > 0 || m_chunks.size() == 1) {}
+        // chunk label
+        double x0 = layerX(first), x1 = layerX(last + 1);
+        p.setPen(palette().text().color());
+        if (x1 - x0 > 30)
+            p.drawText(QRectF(x0, 2, x1 - x0, kTop - 4), Qt::AlignCenter,
+                       m_v > 1 ? QString("s%1.c%2 · %3").arg(s).arg(g / m_pp).arg(m_chunks[g])
+                               : QString("%1 blocks").arg(m_chunks[g]));
+        layer += m_chunks[g];
+    }
+    // boundaries (draggable)
+    for (int k = 0; k + 1 < (int)m_chunks.size(); ++k) {
+        int x = boundaryX(k);
+        bool hot = k == m_drag || k == m_hover;
+        p.setPen(QPen(hot ? palette().highlight().color() : palette().text().color(), hot ? 3 : 2));
+        p.drawLine(QPointF(x, r.top() - 2), QPointF(x, r.bottom() + 2));
+        p.setBrush(hot ? palette().highlight() : palette().text());
+        p.drawEllipse(QPointF(x, r.bottom() + 6), 4, 4);
+    }
+    // axis and replicas
+    p.setPen(palette().text().color());
+    p.drawText(QRectF(r.left(), r.bottom() + 2, r.width(), kBottom - 2), Qt::AlignLeft | Qt::AlignVCenter,
+               QString("embedding → %1 blocks (width = FLOPs) → final LN + head").arg(L));
+    QRectF right(r.right() + 8, r.top(), kRight - 12, r.height());
+    for (int k = std::min(m_dp, 3) - 1; k >= 0; --k) {
+        QRectF card(right.left() + 4 * k, right.top() + 4 * k, 40, std::min(60.0, r.height() - 12));
+        p.setBrush(palette().window());
+        p.setPen(palette().mid().color());
+        p.drawRect(card);
+    }
+    p.drawText(QRectF(right.left(), right.top(), right.width(), right.height()), Qt::AlignBottom | Qt::AlignLeft,
+               QString("× %1 DP\nreplica%2\nTP %3").arg(m_dp).arg(m_dp == 1 ? "" : "s").arg(m_tp));
+}
+
+// ----------------------------------------------------------------------------
+// drag a boundary
+
+void PartitionEditor::mousePressEvent(QMouseEvent* e) {
+    m_drag = hitBoundary(int(e->position().x()));
+    if (m_drag >= 0) {
+        emit dragStarted(++m_dragSerial);
+        update();
+    }
+}
+
+void PartitionEditor::mouseMoveEvent(QMouseEvent* e) {
+    int x = int(e->position().x());
+    if (m_drag < 0) {
+        int h = hitBoundary(x);
+        if (h != m_hover) m_hover = h, update();
+        setCursor(h >= 0 ? Qt::SplitHCursor : Qt::ArrowCursor);
+        return;
+    }
+    int k = m_drag;
+    int before = std::accumulate(m_chunks.begin(), m_chunks.begin() + k, 0);
+    int pair = m_chunks[k] + m_chunks[k + 1];
+    // the block edge nearest to x, keeping both chunks at >= 1 block
+    int best = m_chunks[k], bestDist = INT32_MAX;
+    for (int n = 1; n < pair; ++n) {
+        int d = std::abs(blockEdgeX(before + n) - x);
+        if (d < bestDist) best = n, bestDist = d;
+    }
+    if (best == m_chunks[k]) return;
+    std::vector<int> st = m_chunks;
+    st[k] = best, st[k + 1] = pair - best;
+    m_chunks = st;
+    update();
+    emit stagesEdited(st);
+}
+
+void PartitionEditor::mouseReleaseEvent(QMouseEvent*) {
+    m_drag = -1;
+    update();
+}
+
+bool PartitionEditor::event(QEvent* e) {
+    if (e->type() == QEvent::ToolTip && !m_cost.empty()) {
+        auto* he = static_cast<QHelpEvent*>(e);
+        int i = layerAt(he->pos().x()), L = (int)m_cost.size() - 2;
+        int chunk = 0, acc = 0;
+        for (int g = 0; g < (int)m_chunks.size(); ++g) {
+            acc += m_chunks[g];
+            if (i <= acc || g + 1 == (int)m_chunks.size()) { chunk = g; break; }
+        }
+        if (i == 0) chunk = 0;
+        QString name = i == 0 ? "embedding" : i == L + 1 ? "final LN + head" : QString("block %1").arg(i - 1);
+        QToolTip::showText(he->globalPos(),
+                           QString("%1 — stage %2 (chunk %3)\n%4 MFLOP per token forward, split over TP %5")
+                               .arg(name).arg(chunk % m_pp).arg(chunk).arg(m_cost[i] / 1e6, 0, 'f', 1).arg(m_tp),
+                           this);
+        return true;
+    }
+    return QWidget::event(e);
+}
+
+}  // namespace tessera::studio

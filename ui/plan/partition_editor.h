@@ -1,0 +1,57 @@
+// The pipeline partition editor: the model's layer stack (embedding, transformer blocks, final LN
+// + head) drawn left to right, each layer as wide as its FLOPs (gpt_layer_specs), on the lane of
+// the pipeline stage that runs it (pp lanes; with virtual stages a stage's chunks interleave along
+// the stack). Each block is split into its TP shards; the DP replica count is drawn at the right.
+// Dragging a chunk boundary emits stagesEdited with the new parallel.stages (the page turns a
+// whole drag into one undoable edit via dragStarted's serial number).
+#pragma once
+#include <QWidget>
+#include <vector>
+
+#include "engine/config/config.h"
+
+namespace tessera::studio {
+
+class PartitionEditor : public QWidget {
+    Q_OBJECT
+public:
+    explicit PartitionEditor(QWidget* parent = nullptr);
+
+    void setConfig(const tessera::RunConfig& cfg);
+    const std::vector<int>& blocksPerChunk() const { return m_chunks; }
+    // Widget x of the boundary after chunk k (k in 0 .. chunks-2): where a drag starts.
+    int boundaryX(int k) const;
+    // Widget x of the right edge of block b (1-based block index; 0 = the embedding).
+    int blockEdgeX(int b) const;
+    int laneCenterY(int stage) const;
+
+    QSize sizeHint() const override { return {760, 200}; }
+    QSize minimumSizeHint() const override { return {360, 140}; }
+
+signals:
+    void dragStarted(int serial);                    // a new drag: one undo step per serial
+    void stagesEdited(const std::vector<int>& stages);  // blocks per chunk after a move
+
+protected:
+    void paintEvent(QPaintEvent*) override;
+    void mousePressEvent(QMouseEvent*) override;
+    void mouseMoveEvent(QMouseEvent*) override;
+    void mouseReleaseEvent(QMouseEvent*) override;
+    bool event(QEvent*) override;  // tooltips
+
+private:
+    double layerX(int layer) const;  // left edge of layer (0 = embedding .. L+1 = head), px
+    int hitBoundary(int x) const;    // boundary within a few px of x, or -1
+    QRectF plotRect() const;
+    int layerAt(int x) const;
+
+    tessera::RunConfig m_cfg;
+    std::vector<double> m_cost;  // per layer: forward FLOPs per token (embedding .. head)
+    std::vector<int> m_chunks;   // blocks per chunk
+    int m_pp = 1, m_tp = 1, m_dp = 1, m_v = 1;
+    int m_drag = -1;             // boundary being dragged
+    int m_dragSerial = 0;
+    int m_hover = -1;
+};
+
+}  // namespace tessera::studio

@@ -1,0 +1,88 @@
+// The Plan page: how the run is split over GPUs. A partition editor (drag stage boundaries), the
+// GPU grid in mesh order, the plan's controls with plan_validate's issues next to each, the live
+// prediction (estimate_plan: per-GPU memory by category vs capacity, step time, tokens/s, MFU,
+// bubble, communication), "Balance stages" (balance_stages) and "Suggest a plan" (plan_suggest).
+// Every change is one ProjectDocument::edit (a drag is one undo step); the page redraws from
+// configChanged(). The modelling is Qt-free (engine/plan); the widgets only draw it.
+#pragma once
+#include <QMap>
+#include <QWidget>
+#include <vector>
+
+#include "engine/plan/estimator.h"
+#include "engine/plan/plan_search.h"
+
+class QComboBox;
+class QSpinBox;
+class QCheckBox;
+class QLabel;
+class QListWidget;
+class QPushButton;
+class QHBoxLayout;
+
+namespace tessera::studio {
+
+class ProjectDocument;
+class PartitionEditor;
+class GpuGrid;
+class MemoryChart;
+
+class PlanPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit PlanPage(ProjectDocument* doc, QWidget* parent = nullptr);
+
+    PartitionEditor* partitionEditor() const { return m_editor; }
+    GpuGrid* gpuGrid() const { return m_grid; }
+    QListWidget* suggestionList() const { return m_suggestList; }
+    // "step 0.18 s | 4.6 M tok/s | MFU 24.1% | bubble 9.7% | comm 1.2 GiB/step" (or why not)
+    QString predictionText() const;
+    QString issueText(const QString& key) const;  // what the control for `key` shows ("" = fine)
+    QString validityText() const;
+    bool planValid() const { return m_valid; }
+    QString balanceMessage() const;
+    QString overCapacityText() const;
+    const tessera::PlanEstimate& estimate() const { return m_estimate; }
+    bool hasEstimate() const { return m_hasEstimate; }
+
+    void setDeviceName(const QString& name);  // H100 | H200 | A100-80GB | A100-40GB | cpu
+    void setGpuCount(int gpus);               // GPUs available (the grid; validation)
+
+public slots:
+    void balanceStages();   // balance_stages -> one undoable edit, or the reason in the label
+    void suggestPlans();    // fills the list with plan_suggest's top 5
+    void applySuggestion(int row);
+
+private:
+    void buildUi();
+    void refresh();  // config -> controls, issues, editor, grid, prediction
+    void editParallel(const QString& text, const std::function<void(tessera::RunConfig&)>& change);
+    void rebuildRecompute(int pp);
+    QLabel* issueLabel(const QString& key);
+    int gpuCount() const;
+
+    ProjectDocument* m_doc;
+    PartitionEditor* m_editor;
+    GpuGrid* m_grid;
+    MemoryChart* m_chart;
+    QComboBox *m_device, *m_schedule, *m_zero;
+    QSpinBox *m_gpus, *m_perNode, *m_dp, *m_tp, *m_pp, *m_virtual, *m_micro, *m_accum;
+    QCheckBox *m_offloadAct, *m_offloadOpt;
+    QWidget* m_recomputeBox;
+    QHBoxLayout* m_recomputeLayout;
+    std::vector<QComboBox*> m_recompute;
+    QLabel *m_valid_label, *m_prediction, *m_over, *m_balanceMsg, *m_suggestMsg;
+    QPushButton *m_balance, *m_suggest, *m_addStage, *m_removeStage;
+    QListWidget* m_suggestList;
+    QMap<QString, QLabel*> m_issues;
+    std::vector<tessera::PlanSuggestion> m_suggestions;
+    tessera::PlanEstimate m_estimate;
+    bool m_hasEstimate = false;
+    bool m_valid = false;
+    bool m_gpusFollowWorld = true;
+    bool m_updating = false;
+    int m_dragMergeBase = 0x504c0000;  // "PL": one merge id per drag
+    int m_dragMergeId = -1;
+};
+
+}  // namespace tessera::studio
