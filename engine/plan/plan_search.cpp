@@ -56,6 +56,8 @@ bool better(const Candidate& a, const Candidate& b) {
     if (std::abs(ta - tb) > 1e-3 * std::max(ta, tb)) return ta > tb;
     int ca = plan_complexity(a.cfg.parallel), cb = plan_complexity(b.cfg.parallel);
     if (ca != cb) return ca < cb;
+    if (a.cfg.train.micro_batch != b.cfg.train.micro_batch)  // fewer, larger micro-batches
+        return a.cfg.train.micro_batch > b.cfg.train.micro_batch;
     return plan_max_device_peak(a.est) < plan_max_device_peak(b.est);
 }
 

@@ -7,7 +7,6 @@
 namespace tessera::studio {
 
 namespace {
-constexpr double kGiB = double(1ll << 30);
 const QColor kCategoryColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xa0, 0xcb, 0xe8), QColor(0xf2, 0x8e, 0x2b),
                                   QColor(0x59, 0xa1, 0x4f), QColor(0xb0, 0x7a, 0xa1), QColor(0x9c, 0x75, 0x5f)};
 }
@@ -20,6 +19,9 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     m_plot->setMinimumHeight(180);
     m_plot->legend->setVisible(true);
     m_plot->legend->setFont(QFont(font().family(), 8));
+    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_plot->legend->setWrap(7);  // one row above the bars
+    m_plot->legend->setBrush(QColor(255, 255, 255, 210));
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     m_plot->yAxis->setLabel("GiB per GPU");
     m_plot->xAxis->setLabel("global rank");
@@ -39,11 +41,17 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     m_plot->clearPlottables();
     m_plot->clearItems();
     int n = (int)e.ranks.size();
+    int64_t maxPeak = 0;
+    for (const auto& r : e.ranks) maxPeak = std::max(maxPeak, r.device_peak_bytes);
+    // a model that uses a sliver of the device: draw in MiB and zoom to the bars
+    const bool zoom = maxPeak < capacity / 20;
+    const double kGiB = zoom ? double(1 << 20) : double(1ll << 30);
+    m_plot->yAxis->setLabel(zoom ? "MiB per GPU" : "GiB per GPU");
     QVector<double> x(n);
     for (int r = 0; r < n; ++r) x[r] = r;
     double width = n > 32 ? 0.9 : 0.7;
     QCPBars* below = nullptr;
-    double ymax = capacity / kGiB;
+    double ymax = zoom ? 0 : capacity / kGiB;
     for (int c = 0; c < (int)tessera::MemCategory::host; ++c) {
         QVector<double> y(n);
         bool any = false;
@@ -85,11 +93,19 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     auto* capText = new QCPItemText(m_plot);
     capText->position->setCoords(n - 0.5, capacity / kGiB);
     capText->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-    capText->setText(QString("%1 capacity %2 GiB").arg(QString::fromStdString(e.device.name))
-                         .arg(capacity / kGiB, 0, 'f', capacity / kGiB < 10 ? 1 : 0));
+    const double capGiB = capacity / double(1ll << 30);
+    capText->setText(QString("%1 capacity %2 GiB%3").arg(QString::fromStdString(e.device.name))
+                         .arg(capGiB, 0, 'f', capGiB < 10 ? 1 : 0)
+                         .arg(zoom ? QString(" (off scale: the fullest GPU uses %1%)")
+                                         .arg(100.0 * maxPeak / capacity, 0, 'f', 2) : QString()));
+    if (zoom) {
+        capText->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+        capText->position->setType(QCPItemPosition::ptAxisRectRatio);
+        capText->position->setCoords(0.99, 0.13);  // below the legend row
+    }
     capText->setColor(QColor(200, 30, 30));
     m_plot->xAxis->setRange(-0.6, n - 0.4);
-    m_plot->yAxis->setRange(0, ymax * 1.12);
+    m_plot->yAxis->setRange(0, ymax * 1.22);
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
     ticker->setTickStep(n <= 16 ? 1 : n <= 64 ? 4 : 16);
     m_plot->xAxis->setTicker(ticker);

@@ -144,9 +144,11 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
             p.setPen(QPen(c.darker(150), 1));
             p.setBrush(Qt::NoBrush);
             p.drawRect(box);
-            if (box.width() > 26 && (i == 0 || i == L + 1)) {
+            if (i == 0 || i == L + 1) {
+                QString t = i == 0 ? "emb" : "LN+head";
+                if (p.fontMetrics().horizontalAdvance(t) + 4 > box.width()) t = i == 0 ? "" : "head";
                 p.setPen(Qt::white);
-                p.drawText(box, Qt::AlignCenter, i == 0 ? "emb" : "LN+head");
+                if (p.fontMetrics().horizontalAdvance(t) + 4 <= box.width()) p.drawText(box, Qt::AlignCenter, t);
             }
         }
         if (g > 0 || m_chunks.size() == 1) {}

@@ -122,6 +122,8 @@ void PlanPage::buildUi() {
     m_suggestList = new QListWidget(this);
     m_suggestList->setObjectName("suggestions");
     m_suggestList->setWordWrap(true);
+    m_suggestList->setAlternatingRowColors(true);
+    m_suggestList->setSpacing(2);
     m_suggestList->setMinimumHeight(160);
     auto* sg = new QGroupBox("Suggestions (fastest plans that fit, click to apply)", this);
     auto* sgl = new QVBoxLayout(sg);
@@ -424,6 +426,9 @@ void PlanPage::suggestPlans() {
                                            .arg(QString::fromStdString(s.summary))
                                            .arg(QString::fromStdString(s.reason)));
         it->setToolTip(QString::fromStdString(s.reason));
+        QFont bold = it->font();
+        if (m_suggestList->count() == 0) bold.setBold(true);  // the fastest
+        it->setFont(bold);
         m_suggestList->addItem(it);
     }
 }
