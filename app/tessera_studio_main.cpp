@@ -81,13 +81,19 @@ int main(int argc, char** argv) {
     win.setDarkTheme(screenshot ? parser.isSet(dark) : win.isDarkTheme());
 
     const QStringList args = parser.positionalArguments();
-    if (!args.isEmpty()) win.openProject(QFileInfo(args.first()).absoluteFilePath(), false);
+    if (!args.isEmpty()) win.openProject(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()), false);
 
     if (screenshot) {
         win.resize(1280, 800);
         win.show();
         QApplication::processEvents();
-        const QStringList files = win.saveScreenshots(parser.value(shot));
+        // named after the folder asked for, also when it failed to open (the banner shows why)
+        QString name;
+        if (!args.isEmpty()) {
+            const QFileInfo info(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()));
+            name = info.isDir() ? info.fileName() : info.dir().dirName();
+        }
+        const QStringList files = win.saveScreenshots(parser.value(shot), name);
         for (const QString& f : files) std::printf("%s\n", qPrintable(f));
         std::fflush(stdout);
         return files.isEmpty() ? 1 : (doc.isOpen() ? 0 : 2);

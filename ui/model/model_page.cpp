@@ -265,6 +265,7 @@ void ModelPage::refresh() {
     const tessera::RunConfig& cfg = m_doc->config();
     const tessera::ModelConfig& m = cfg.model;
     const bool mlp = m.preset == "mlp";
+    setEnabled(m_doc->isOpen());  // nothing to edit without a project (the window says so)
     const QSignalBlocker b1(m_preset), b2(m_nLayer), b3(m_nHead), b4(m_dModel), b5(m_seqLen),
         b6(m_vocab), b7(m_hidden);
     m_preset->setCurrentText(q(m.preset));
@@ -331,9 +332,14 @@ void ModelPage::refresh() {
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     const int n = (int)specs.size();
     const int every = n > 24 ? (n + 11) / 12 : 1;  // label at most ~12 bars
+    double peak = 0;
+    for (const auto& s : specs) peak = std::max(peak, (double)s.params);
+    const double scale = peak >= 1e6 ? 1e6 : peak >= 1e3 ? 1e3 : 1;
+    m_plot->yAxis->setLabel(scale == 1e6 ? tr("parameters (millions)")
+                            : scale == 1e3 ? tr("parameters (thousands)") : tr("parameters"));
     for (int i = 0; i < n; ++i) {
         keys << i;
-        values << (double)specs[i].params;
+        values << (double)specs[i].params / scale;
         if (i % every == 0 || i == n - 1) ticker->addTick(i, q(specs[i].name));
     }
     bars->setData(keys, values);

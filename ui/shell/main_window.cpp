@@ -66,8 +66,16 @@ MainWindow::MainWindow(ProjectDocument* doc, QWidget* parent) : QMainWindow(pare
     m_sidebar = new QListWidget;
     m_sidebar->setFixedWidth(150);
     m_sidebar->setFrameShape(QFrame::NoFrame);
-    m_sidebar->setStyleSheet("QListWidget { font-size: 11pt; padding-top: 6px; }"
-                             "QListWidget::item { padding: 8px 12px; }");
+    m_sidebar->setStyleSheet("QListView { font-size: 11pt; padding-top: 8px; background: palette(base);"
+                             " border-right: 1px solid palette(mid); }"
+                             "QListView::item, QListView::item:!selected { padding: 8px 16px;"
+                             " border: none; }"
+                             "QListView::item:selected { padding: 8px 16px; border: none;"
+                             " background: palette(highlight); color: palette(highlighted-text); }");
+    m_sidebar->setFocusPolicy(Qt::NoFocus);
+    m_header = new QLabel;
+    m_header->setTextFormat(Qt::RichText);
+    m_header->setContentsMargins(4, 0, 4, 4);
     m_stack = new QStackedWidget;
     m_banner = new QLabel;
     m_banner->setObjectName("errorBanner");
@@ -80,6 +88,7 @@ MainWindow::MainWindow(ProjectDocument* doc, QWidget* parent) : QMainWindow(pare
     auto* right = new QWidget;
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(8, 8, 8, 8);
+    rightLayout->addWidget(m_header);
     rightLayout->addWidget(m_banner);
     rightLayout->addWidget(m_stack, 1);
     auto* central = new QWidget;
@@ -193,6 +202,14 @@ void MainWindow::updateTitle() {
     const QString name = m_doc->isOpen() ? m_doc->projectName() : tr("no project");
     setWindowTitle(tr("%1[*] — Tessera Studio").arg(name));
     setWindowModified(m_doc->isModified());
+    m_header->setText(m_doc->isOpen()
+                          ? tr("<span style='font-size:14pt; font-weight:600'>%1</span>%2"
+                               "&nbsp;&nbsp;<span style='color:gray'>%3</span>")
+                                .arg(name.toHtmlEscaped(), m_doc->isModified() ? " •" : "",
+                                     QDir::toNativeSeparators(m_doc->yamlPath()).toHtmlEscaped())
+                          : tr("<span style='font-size:14pt; font-weight:600'>No project</span>"
+                               "&nbsp;&nbsp;<span style='color:gray'>File › Open (Ctrl+O) or "
+                               "File › New (Ctrl+N)</span>"));
 }
 
 void MainWindow::showError(const QString& message) {
@@ -291,10 +308,12 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 // ----------------------------------------------------------------------------
 // screenshots
 
-QStringList MainWindow::saveScreenshots(const QString& dir) {
+QStringList MainWindow::saveScreenshots(const QString& dir, const QString& name) {
     QDir().mkpath(dir);
     QStringList files;
-    const QString project = m_doc->isOpen() ? QFileInfo(m_doc->projectDir()).fileName() : "none";
+    const QString project = !name.isEmpty()      ? name
+                            : m_doc->isOpen() ? QFileInfo(m_doc->projectDir()).fileName()
+                                              : QStringLiteral("none");
     const int before = currentPage();
     for (int i = 0; i < pageCount(); ++i) {
         setCurrentPage(i);

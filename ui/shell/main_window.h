@@ -38,8 +38,9 @@ public:
     void setDarkTheme(bool dark);
     QStringList recentProjects() const { return m_recent; }
 
-    // Renders every page to dir/<project>-<page>.png; returns the files written.
-    QStringList saveScreenshots(const QString& dir);
+    // Renders every page to dir/<name>-<page>.png (name: the project folder's by default);
+    // returns the files written.
+    QStringList saveScreenshots(const QString& dir, const QString& name = {});
 
 signals:
     void themeChanged(bool dark);
@@ -63,6 +64,7 @@ private:
     ProjectDocument* m_doc;
     QListWidget* m_sidebar;
     QStackedWidget* m_stack;
+    QLabel* m_header;  // project name and folder
     QLabel* m_banner;
     QMenu* m_recentMenu = nullptr;
     QAction* m_darkAction = nullptr;
