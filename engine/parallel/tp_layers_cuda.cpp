@@ -52,30 +52,6 @@ protected:
             return (const T*)cache_.data() + cache_off_[i];
         }
     }
-    // Weights of another layer's parameter (the tied embedding), cast into this layer's cache slot
-    // `slot` (registered with extra_slot()).
-    const T* w_external(const float* src, int64_t numel, int slot) {
-        if constexpr (std::is_same_v<T, float>) {
-            return src;
-        } else {
-            refresh();
-            T* dst = (T*)extra_.data() + extra_off_[slot];
-            if (extra_version_[slot] != weights_version || extra_src_[slot] != src) {
-                cast_f32_to_bf16_cuda(dst, src, numel, st());
-                extra_version_[slot] = weights_version;
-                extra_src_[slot] = src;
-            }
-            return dst;
-        }
-    }
-    int extra_slot(int64_t numel) {
-        extra_off_.push_back(extra_numel_);
-        extra_numel_ += numel;
-        extra_version_.push_back(0);
-        extra_src_.push_back(nullptr);
-        return (int)extra_off_.size() - 1;
-    }
-
     // Token ids and targets of a batch on the device (uploaded once per micro-batch, through a
     // pinned staging buffer per slot so the copy is asynchronous; a slot is reused only in a
     // later step, after the step's final synchronisation).
@@ -114,8 +90,6 @@ private:
                     total += e.numel;
                 }
                 cache_ = Tensor::empty({std::max<int64_t>(total, 1)}, MemCategory::params, DType::bf16, kGpu);
-                if (extra_numel_)
-                    extra_ = Tensor::empty({extra_numel_}, MemCategory::params, DType::bf16, kGpu);
             }
             if (cache_version_ == weights_version && cache_src_ == param_ptr) return;
             for (size_t i = 0; i < es.size(); ++i)
@@ -124,12 +98,9 @@ private:
             cache_src_ = param_ptr;
         }
     }
-    Tensor cache_, extra_;
-    std::vector<int64_t> cache_off_, extra_off_;
-    std::vector<uint64_t> extra_version_;
-    std::vector<const float*> extra_src_;
+    Tensor cache_;
+    std::vector<int64_t> cache_off_;
     std::vector<float*> cache_src_;
-    int64_t extra_numel_ = 0;
     uint64_t cache_version_ = 0;
     struct TokenSlot {
         void* pinned = nullptr;
@@ -325,7 +296,6 @@ public:
         this->add_param(global, "ln_f.bias", {C}, rows(0, C), 0, 1);
         std::tie(v0_, v1_) = vocab_shard(s.dims.vocab, s.tp.rank, s.tp.size);
         if (!tied_) this->add_param(global, "wte.weight", {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
-        else wte_slot_ = this->extra_slot((v1_ - v0_) * C);
     }
     GptLayer* tied_embedding() const override { return tied_; }
 
@@ -339,17 +309,20 @@ public:
         s[3] = Tensor::empty({N}, kAct, DType::f32, kGpu);
         layernorm_forward_cuda<T>((T*)s[1].data(), (float*)s[2].data(), (float*)s[3].data(), (const T*)s[0].data(),
                                   this->w(0), this->w(1), N, C, st);
-        s[4] = this->act({N, Vl});
+        // logits over the padded vocabulary shard (Vp columns: aligned rows keep cuBLASLt on its
+        // fast kernels; an odd 50257 is 7x slower); the loss ignores the padding columns
+        const int Vp = padded_vocab();
+        s[4] = this->act({N, Vp});
         T* logits = (T*)s[4].data();
-        matmul_forward_cuda<T>(logits, (const T*)s[1].data(), wte(), nullptr, N, C, Vl, st);
+        matmul_forward_cuda<T>(logits, (const T*)s[1].data(), wte_padded(), nullptr, N, C, Vp, st);
         Tensor stats = this->work({3, N}, DType::f32);
         float* mx = (float*)stats.data();
         float* sum = mx + N;
         float* tt = sum + N;
         const int* tgt = this->tokens(micro, b, true);
-        ce_row_max_cuda<T>(mx, logits, N, Vl, st);
+        ce_row_max_cuda<T>(mx, logits, N, Vl, st, Vp);
         this->tp_all_reduce(mx, N, DType::f32, ReduceOp::max);
-        ce_row_sumexp_cuda<T>(sum, tt, logits, mx, tgt, v0_, N, Vl, st);
+        ce_row_sumexp_cuda<T>(sum, tt, logits, mx, tgt, v0_, N, Vl, st, Vp);
         this->tp_all_reduce(sum, 2 * (int64_t)N, DType::f32);
         Tensor losses = Tensor::empty({N}, kWork, DType::f32, kGpu);
         if (micro < 0) {  // evaluation: the loss only
@@ -359,7 +332,7 @@ public:
         }
         // the gradient of the loss is written into the logits now: backward costs no pass
         ce_loss_and_grad_cuda<T>((float*)losses.data(), logits, mx, sum, tt, tgt, v0_,
-                                 this->spec_.loss_scale, N, Vl, st);
+                                 this->spec_.loss_scale, N, Vl, st, Vp);
         this->saved_[micro] = std::move(s);
         return losses;
     }
@@ -370,9 +343,13 @@ public:
         auto it = this->saved_.find(micro);
         TS_CHECK(it != this->saved_.end(), "head: backward before forward");
         std::vector<Tensor>& s = it->second;
+        const int Vp = padded_vocab();
         Tensor dln = this->work({N, C});
-        matmul_backward_cuda<T>((T*)dln.data(), dwte(), nullptr, (const T*)s[4].data(), (const T*)s[1].data(),
-                                wte(), N, C, Vl, st);
+        Tensor dw = Tensor::zeros({Vp, C}, kWork, DType::f32, kGpu);  // padded rows dropped below
+        matmul_backward_cuda<T>((T*)dln.data(), (float*)dw.data(), nullptr, (const T*)s[4].data(),
+                                (const T*)s[1].data(), wte_padded(), N, C, Vp, st);
+        accumulate_cuda(dwte(), (const float*)dw.data(), (long)Vl * C, st);
+        dw = Tensor();
         this->tp_all_reduce(dln.data(), dln.numel(), dtype_of<T>());
         Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, kAct, dtype_of<T>(), kGpu);
         layernorm_backward_cuda<T>((T*)dx.data(), this->grad_ptr[0], this->grad_ptr[1], (const T*)dln.data(),
@@ -384,17 +361,35 @@ public:
     }
 
 private:
-    const T* wte() {
-        if (!tied_) return this->w(2);
-        const float* src = tied_->param_ptr[tied_->param_index("wte.weight")];
-        return this->w_external(src, (v1_ - v0_) * this->spec_.dims.d_model, wte_slot_);
+    int padded_vocab() const { return (int)(((v1_ - v0_) + 127) / 128 * 128); }
+    // The (tied) wte shard in T, padded with zero rows to padded_vocab(); refreshed when the
+    // parameter version or storage moves.
+    const T* wte_padded() {
+        const int64_t C = this->spec_.dims.d_model, Vl = v1_ - v0_, Vp = padded_vocab();
+        const float* src = tied_ ? tied_->param_ptr[tied_->param_index("wte.weight")] : this->param_ptr[2];
+        if (!pad_.defined()) {
+            pad_ = Tensor::zeros({Vp, C}, MemCategory::params, dtype_of<T>(), kGpu);
+            pad_version_ = 0;
+        }
+        if (pad_version_ != this->weights_version || pad_src_ != src) {
+            if constexpr (std::is_same_v<T, float>)
+                CUDA_CHECK(cudaMemcpyAsync(pad_.data(), src, sizeof(float) * Vl * C,
+                                           cudaMemcpyDeviceToDevice, this->st()));
+            else
+                cast_f32_to_bf16_cuda((T*)pad_.data(), src, Vl * C, this->st());
+            pad_version_ = this->weights_version;
+            pad_src_ = src;
+        }
+        return (const T*)pad_.data();
     }
+    Tensor pad_;
+    uint64_t pad_version_ = 0;
+    const float* pad_src_ = nullptr;
     float* dwte() {
         return tied_ ? tied_->grad_ptr[tied_->param_index("wte.weight")] : this->grad_ptr[2];
     }
     GptLayer* tied_;
     int64_t v0_, v1_;
-    int wte_slot_ = -1;
 };
 
 template <typename T>

@@ -14,8 +14,8 @@ static constexpr int kCeBlock = 512;
 
 // rowmax (N); logits (N, V). Block per row.
 template <typename T>
-static __global__ void ce_row_max_kernel(float* rowmax, const T* logits, int V) {
-    const T* x = logits + (long)blockIdx.x * V;
+static __global__ void ce_row_max_kernel(float* rowmax, const T* logits, int V, int ld) {
+    const T* x = logits + (long)blockIdx.x * ld;
     float m = -INFINITY;
     for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, to_float(x[i]));
     m = block_max(m);
@@ -26,9 +26,9 @@ static __global__ void ce_row_max_kernel(float* rowmax, const T* logits, int V) 
 template <typename T>
 static __global__ void ce_row_sumexp_kernel(float* sumexp, float* target_term, const T* logits,
                                             const float* rowmax, const int* targets, long v0,
-                                            int V) {
+                                            int V, int ld) {
     const int n = blockIdx.x;
-    const T* x = logits + (long)n * V;
+    const T* x = logits + (long)n * ld;
     const float m = rowmax[n];
     float sum = 0.0f;
     for (int i = threadIdx.x; i < V; i += blockDim.x) sum += expf(to_float(x[i]) - m);
@@ -45,9 +45,11 @@ static __global__ void ce_row_sumexp_kernel(float* sumexp, float* target_term, c
 template <typename T>
 static __global__ void ce_loss_and_grad_kernel(float* losses, T* logits, const float* rowmax,
                                                const float* sumexp, const float* target_term,
-                                               const int* targets, long v0, float dloss, int V) {
+                                               const int* targets, long v0, float dloss, int V,
+                                               int ld) {
     const int n = blockIdx.x;
-    T* x = logits + (long)n * V;
+    T* x = logits + (long)n * ld;
+    for (int i = V + threadIdx.x; i < ld; i += blockDim.x) x[i] = from_float<T>(0.0f);  // padding
     const long t = targets[n];
     const float m = rowmax[n];
     const float inv = 1.0f / sumexp[n];
@@ -77,38 +79,41 @@ static __global__ void ce_loss_only_kernel(float* losses, const float* sumexp,
 static int ce_block(int V) { return V >= kCeBlock ? kCeBlock : ((V + 31) / 32) * 32; }
 
 template <typename T>
-void ce_row_max_cuda(float* rowmax, const T* logits, int N, int V, cudaStream_t s) {
+void ce_row_max_cuda(float* rowmax, const T* logits, int N, int V, cudaStream_t s, int ld) {
+    if (ld == 0) ld = V;
     TS_CUDA_REQUIRE(N >= 0 && V > 0, "ce_row_max_cuda: bad shape N=", N, " V=", V);
     if (N == 0) return;
     TS_CUDA_REQUIRE(rowmax && logits, "ce_row_max_cuda: null rowmax/logits");
-    ce_row_max_kernel<T><<<N, ce_block(V), 0, s>>>(rowmax, logits, V);
+    ce_row_max_kernel<T><<<N, ce_block(V), 0, s>>>(rowmax, logits, V, ld);
     CUDA_CHECK_LAUNCH("ce_row_max_kernel");
 }
 
 template <typename T>
 void ce_row_sumexp_cuda(float* sumexp, float* target_term, const T* logits, const float* rowmax,
-                        const int* targets, long v0, int N, int V, cudaStream_t s) {
+                        const int* targets, long v0, int N, int V, cudaStream_t s, int ld) {
+    if (ld == 0) ld = V;
     TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0, "ce_row_sumexp_cuda: bad shape N=", N, " V=", V,
                     " v0=", v0);
     if (N == 0) return;
     TS_CUDA_REQUIRE(sumexp && target_term && logits && rowmax && targets,
                     "ce_row_sumexp_cuda: null argument");
     ce_row_sumexp_kernel<T><<<N, ce_block(V), 0, s>>>(sumexp, target_term, logits, rowmax, targets,
-                                                      v0, V);
+                                                      v0, V, ld);
     CUDA_CHECK_LAUNCH("ce_row_sumexp_kernel");
 }
 
 template <typename T>
 void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const float* sumexp,
                            const float* target_term, const int* targets, long v0, float dloss,
-                           int N, int V, cudaStream_t s) {
+                           int N, int V, cudaStream_t s, int ld) {
+    if (ld == 0) ld = V;
     TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0, "ce_loss_and_grad_cuda: bad shape N=", N, " V=", V,
                     " v0=", v0);
     if (N == 0) return;
     TS_CUDA_REQUIRE(logits && rowmax && sumexp && target_term && targets,
                     "ce_loss_and_grad_cuda: null argument");
     ce_loss_and_grad_kernel<T><<<N, ce_block(V), 0, s>>>(losses, logits, rowmax, sumexp,
-                                                         target_term, targets, v0, dloss, V);
+                                                         target_term, targets, v0, dloss, V, ld);
     CUDA_CHECK_LAUNCH("ce_loss_and_grad_kernel");
 }
 
@@ -122,11 +127,11 @@ void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_t
 }
 
 #define TS_INSTANTIATE_CE(T)                                                                     \
-    template void ce_row_max_cuda<T>(float*, const T*, int, int, cudaStream_t);                   \
+    template void ce_row_max_cuda<T>(float*, const T*, int, int, cudaStream_t, int);                   \
     template void ce_row_sumexp_cuda<T>(float*, float*, const T*, const float*, const int*, long,  \
-                                        int, int, cudaStream_t);                                  \
+                                        int, int, cudaStream_t, int);                             \
     template void ce_loss_and_grad_cuda<T>(float*, T*, const float*, const float*, const float*,   \
-                                           const int*, long, float, int, int, cudaStream_t);
+                                           const int*, long, float, int, int, cudaStream_t, int);
 TS_INSTANTIATE_CE(float)
 TS_INSTANTIATE_CE(bf16)
 

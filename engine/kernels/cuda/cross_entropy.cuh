@@ -13,14 +13,14 @@ namespace tessera {
 
 // rowmax (N) = max over this shard of logits (N, V).
 template <typename T>
-void ce_row_max_cuda(float* rowmax, const T* logits, int N, int V, cudaStream_t s);
+void ce_row_max_cuda(float* rowmax, const T* logits, int N, int V, cudaStream_t s, int ld = 0);
 
 // sumexp (N) = sum over the shard of exp(logit - rowmax); target_term (N) = exp(logit[t] - rowmax)
 // when t = targets[n] is in [v0, v0 + V), else 0 (targets < 0 are ignored). rowmax is the global
 // (all-reduced) row max.
 template <typename T>
 void ce_row_sumexp_cuda(float* sumexp, float* target_term, const T* logits, const float* rowmax,
-                        const int* targets, long v0, int N, int V, cudaStream_t s);
+                        const int* targets, long v0, int N, int V, cudaStream_t s, int ld = 0);
 
 // losses (N) = -log(target_term / sumexp), 0 for ignored rows (losses may be null); logits (N, V)
 // are overwritten in place with dlogits = (softmax - onehot(target)) * dloss, 0 for ignored rows.
@@ -28,7 +28,10 @@ void ce_row_sumexp_cuda(float* sumexp, float* target_term, const T* logits, cons
 template <typename T>
 void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const float* sumexp,
                            const float* target_term, const int* targets, long v0, float dloss,
-                           int N, int V, cudaStream_t s);
+                           int N, int V, cudaStream_t s, int ld = 0);
+
+// ld: the row stride of logits (0 = V). The GPU head pads its vocabulary shard to a multiple of
+// 128 columns (fast GEMMs); columns [V, ld) are padding, ignored, and zeroed in the gradient.
 
 // Eval: losses (N) as above, no gradient.
 void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_term,
