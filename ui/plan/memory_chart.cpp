@@ -22,7 +22,12 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
     m_plot->legend->setWrap(7);  // one row above the bars
     m_plot->legend->setBrush(QColor(255, 255, 255, 210));
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    // the legend gets a row of its own above the plot, so it never covers the bars
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    m_plot->plotLayout()->insertRow(0);
+    m_plot->plotLayout()->addElement(0, 0, m_plot->legend);
+    m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
+    m_plot->legend->setBorderPen(Qt::NoPen);
     m_plot->yAxis->setLabel("GiB per GPU");
     m_plot->xAxis->setLabel("global rank");
 }

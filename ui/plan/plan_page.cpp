@@ -48,6 +48,11 @@ PlanPage::PlanPage(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_d
     setObjectName("planPage");
     buildUi();
     connect(m_doc, &ProjectDocument::configChanged, this, &PlanPage::refresh);
+    // a newly opened project picks its device again (cpu for CPU runs, H200 for CUDA runs)
+    connect(m_doc, &ProjectDocument::opened, this, [this] {
+        m_device->setProperty("initialised", QVariant());
+        refresh();
+    });
     refresh();
 }
 
