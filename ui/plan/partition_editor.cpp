@@ -38,9 +38,17 @@ void PartitionEditor::setConfig(const tessera::RunConfig& cfg) {
         double block = m_cost.size() > 2 ? m_cost[1] : 1.0;
         for (double& c : m_cost) c = std::max(c, 0.2 * block);
     }
-    // the chunks as the runtime cuts them; a broken parallel.stages is drawn as the even split
+    // the chunks as the runtime cuts them (parallel.stages, or the runtime's own compute-balanced
+    // split when absent); a broken parallel.stages is drawn as the even split
     int chunks = m_pp * m_v;
     std::vector<int> st = cfg.parallel.stages;
+    if (st.empty() && chunks <= m.n_layer) {
+        try {
+            st = tessera::plan_blocks_per_chunk(cfg);
+        } catch (const std::exception&) {
+            st.clear();
+        }
+    }
     long sum = std::accumulate(st.begin(), st.end(), 0L);
     bool ok = (int)st.size() == chunks && sum == m.n_layer &&
               std::all_of(st.begin(), st.end(), [](int n) { return n >= 1; });
