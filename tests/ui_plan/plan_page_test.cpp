@@ -89,6 +89,27 @@ TEST(PlanPage, DragKeepsEveryStageNonEmpty) {
     EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{4, 1, 7}));
 }
 
+// Dragging a block onto the next stage's lane moves it (and the blocks between it and the
+// boundary) there, as one undoable edit; a drop that would empty a stage changes nothing.
+TEST(PlanPage, DragBlockOntoAnotherLaneMovesIt) {
+    Fixture f(gpt_config("preset: gpt2", {"parallel.pp=2", "parallel.stages=[6, 6]"}));
+    PartitionEditor* ed = f.page->partitionEditor();
+    const int undo0 = f.doc.undoStack()->count();
+    // block 4 (the fifth, in stage 0) dropped on stage 1's lane: blocks 4 and 5 move
+    int x = (ed->blockEdgeX(4) + ed->blockEdgeX(5)) / 2;  // blockEdgeX(b): left edge of block b
+    QTest::mousePress(ed, Qt::LeftButton, Qt::NoModifier, QPoint(x, ed->laneCenterY(0)));
+    QTest::mouseRelease(ed, Qt::LeftButton, Qt::NoModifier, QPoint(x, ed->laneCenterY(1)));
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{4, 8}));
+    EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 1);
+    // block 0 dropped on stage 1 would leave stage 0 empty: refused
+    x = (ed->blockEdgeX(0) + ed->blockEdgeX(1)) / 2;
+    QTest::mousePress(ed, Qt::LeftButton, Qt::NoModifier, QPoint(x, ed->laneCenterY(0)));
+    QTest::mouseRelease(ed, Qt::LeftButton, Qt::NoModifier, QPoint(x, ed->laneCenterY(1)));
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{4, 8}));
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{6, 6}));
+}
+
 TEST(PlanPage, BalanceFindsTheKnownOptimumAsOneEdit) {
     // gpt2 with the GPT-2 vocabulary: the LM head costs ~4.5 blocks, so the balanced 2-stage
     // split puts 8 blocks before the head's stage: [8, 4] (stage times 8 vs 4 + 4.5 blocks)

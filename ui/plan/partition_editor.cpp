@@ -194,14 +194,45 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
 }
 
 // ----------------------------------------------------------------------------
-// drag a boundary
+// drag a boundary, or drag a block onto a neighbouring stage's lane
 
 void PartitionEditor::mousePressEvent(QMouseEvent* e) {
     m_drag = hitBoundary(int(e->position().x()));
     if (m_drag >= 0) {
         emit dragStarted(++m_dragSerial);
         update();
+        return;
     }
+    // not on a boundary: pick up the transformer block under the cursor (dropped on a lane)
+    const int L = (int)m_cost.size() - 2;
+    int layer = m_cost.empty() ? -1 : layerAt(int(e->position().x()));
+    m_blockDrag = (layer >= 1 && layer <= L) ? layer - 1 : -1;
+}
+
+// Dropping block b on the lane of the chunk before or after its own moves the boundary between
+// them so that b (and the blocks between it and that boundary) changes chunk; each chunk keeps at
+// least one block. Returns false when the drop changes nothing.
+bool PartitionEditor::dropBlock(int b, int lane) {
+    int g = 0, first = 0;
+    while (g < (int)m_chunks.size() && first + m_chunks[g] <= b) first += m_chunks[g++];
+    if (g >= (int)m_chunks.size()) return false;
+    std::vector<int> st = m_chunks;
+    if (g + 1 < (int)st.size() && (g + 1) % m_pp == lane) {
+        int moved = first + st[g] - b;  // b .. end of chunk g
+        if (st[g] - moved < 1) return false;
+        st[g] -= moved, st[g + 1] += moved;
+    } else if (g > 0 && (g - 1) % m_pp == lane) {
+        int moved = b - first + 1;  // start of chunk g .. b
+        if (st[g] - moved < 1) return false;
+        st[g] -= moved, st[g - 1] += moved;
+    } else {
+        return false;
+    }
+    m_chunks = st;
+    emit dragStarted(++m_dragSerial);
+    emit stagesEdited(st);
+    update();
+    return true;
 }
 
 void PartitionEditor::mouseMoveEvent(QMouseEvent* e) {
@@ -229,7 +260,13 @@ void PartitionEditor::mouseMoveEvent(QMouseEvent* e) {
     emit stagesEdited(st);
 }
 
-void PartitionEditor::mouseReleaseEvent(QMouseEvent*) {
+void PartitionEditor::mouseReleaseEvent(QMouseEvent* e) {
+    if (m_blockDrag >= 0 && m_pp > 0) {
+        QRectF r = plotRect();
+        int lane = int((e->position().y() - r.top()) / (r.height() / m_pp));
+        if (lane >= 0 && lane < m_pp) dropBlock(m_blockDrag, lane);
+    }
+    m_blockDrag = -1;
     m_drag = -1;
     update();
 }

@@ -41,7 +41,8 @@ protected:
 
 private:
     double layerX(int layer) const;  // left edge of layer (0 = embedding .. L+1 = head), px
-    int hitBoundary(int x) const;    // boundary within a few px of x, or -1
+    int hitBoundary(int x) const;  // boundary within a few px of x, or -1
+    bool dropBlock(int block, int lane);  // move a block (and its run to the boundary) to a lane
     QRectF plotRect() const;
     int layerAt(int x) const;
 
@@ -50,6 +51,7 @@ private:
     std::vector<int> m_chunks;   // blocks per chunk
     int m_pp = 1, m_tp = 1, m_dp = 1, m_v = 1;
     int m_drag = -1;             // boundary being dragged
+    int m_blockDrag = -1;        // transformer block picked up (dropped on a lane)
     int m_dragSerial = 0;
     int m_hover = -1;
 };
