@@ -32,6 +32,24 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     m_plot->xAxis->setLabel("global rank");
 }
 
+void MemoryChart::setDarkTheme(bool dark) {
+    const QColor bg = dark ? QColor(0x26, 0x26, 0x28) : QColor(Qt::white);
+    const QColor fg = dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(Qt::black);
+    const QColor grid = dark ? QColor(0x48, 0x48, 0x4c) : QColor(0xdd, 0xdd, 0xdd);
+    m_plot->setBackground(bg);
+    for (QCPAxis* a : {m_plot->xAxis, m_plot->yAxis}) {
+        a->setBasePen(QPen(fg));
+        a->setTickPen(QPen(fg));
+        a->setSubTickPen(QPen(fg));
+        a->setTickLabelColor(fg);
+        a->setLabelColor(fg);
+        a->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+    }
+    m_plot->legend->setBrush(bg);
+    m_plot->legend->setTextColor(fg);
+    m_plot->replot();
+}
+
 void MemoryChart::clear(const QString& why) {
     m_plot->clearPlottables();
     m_plot->clearItems();

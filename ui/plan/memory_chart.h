@@ -18,6 +18,7 @@ public:
     void setEstimate(const tessera::PlanEstimate& e, int64_t capacity_bytes);
     void clear(const QString& why);
     QCustomPlot* plot() const { return m_plot; }
+    void setDarkTheme(bool dark);  // plot background, axes, grid and legend colours
 
 private:
     QCustomPlot* m_plot;

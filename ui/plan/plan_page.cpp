@@ -290,6 +290,8 @@ int PlanPage::gpuCount() const { return m_gpus->value(); }
 
 void PlanPage::setDeviceName(const QString& name) { m_device->setCurrentText(name); }
 
+void PlanPage::setDarkTheme(bool dark) { m_chart->setDarkTheme(dark); }
+
 void PlanPage::setGpuCount(int gpus) {
     m_gpusFollowWorld = false;
     m_gpus->setValue(gpus);

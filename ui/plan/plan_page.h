@@ -49,6 +49,7 @@ public:
     void setGpuCount(int gpus);               // GPUs available (the grid; validation)
 
 public slots:
+    void setDarkTheme(bool dark);  // the shell calls it when the theme changes (plots follow)
     void balanceStages();   // balance_stages -> one undoable edit, or the reason in the label
     void suggestPlans();    // fills the list with plan_suggest's top 5
     void applySuggestion(int row);
