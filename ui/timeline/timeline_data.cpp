@@ -1,0 +1,171 @@
+// Timeline data: measured spans -> bars, the ideal schedule simulated -> bars, bubble fractions.
+#include "ui/timeline/timeline_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "engine/core/error.h"
+#include "engine/parallel/schedule.h"
+
+namespace tessera::studio {
+
+namespace {
+
+bool is_compute(const std::string& kind) {
+    return kind == "forward" || kind == "backward" || kind == "forward_backward";
+}
+
+// First start / last end over the non-optimizer spans, in seconds; {inf, -inf} if none.
+std::pair<double, double> pipeline_window_s(const std::vector<tessera::SpanRecord>& spans) {
+    double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
+    for (const auto& s : spans) {
+        if (s.kind == "optimizer") continue;
+        t0 = std::min(t0, s.start_s);
+        t1 = std::max(t1, s.end_s);
+    }
+    return {t0, t1};
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// measured
+
+GanttData timeline_measured_bars(const std::vector<tessera::SpanRecord>& spans) {
+    GanttData g;
+    if (spans.empty()) return g;
+    double t0 = std::numeric_limits<double>::infinity();
+    std::map<std::pair<int, int>, int> rows;  // (stage, rank) -> row
+    for (const auto& s : spans) {
+        t0 = std::min(t0, s.start_s);
+        rows.emplace(std::make_pair(s.stage, s.rank), 0);
+    }
+    for (auto& [key, row] : rows) {
+        row = g.rowLabels.size();
+        g.rowLabels.push_back(QString("stage %1 · rank %2").arg(key.first).arg(key.second));
+    }
+    for (const auto& s : spans) {
+        GanttBar b;
+        b.row = rows[{s.stage, s.rank}];
+        b.stage = s.stage;
+        b.rank = s.rank;
+        b.micro = s.micro_batch;
+        b.kind = QString::fromStdString(s.kind);
+        b.start_ms = (s.start_s - t0) * 1e3;
+        b.end_ms = (s.end_s - t0) * 1e3;
+        g.length_ms = std::max(g.length_ms, b.end_ms);
+        g.bars.push_back(b);
+    }
+    return g;
+}
+
+double timeline_pipeline_window_ms(const std::vector<tessera::SpanRecord>& spans) {
+    auto [t0, t1] = pipeline_window_s(spans);
+    return t1 > t0 ? (t1 - t0) * 1e3 : 0.0;
+}
+
+double timeline_measured_bubble(const std::vector<tessera::SpanRecord>& spans) {
+    auto [t0, t1] = pipeline_window_s(spans);
+    std::map<std::pair<int, int>, double> busy_s;  // (stage, rank) -> compute seconds
+    bool any = false;
+    for (const auto& s : spans) {
+        busy_s[{s.stage, s.rank}] += 0;  // every row counts, also one that only waited
+        if (!is_compute(s.kind)) continue;
+        busy_s[{s.stage, s.rank}] += s.end_s - s.start_s;
+        any = true;
+    }
+    if (!any || !(t1 > t0)) return -1;
+    double busy = 0;
+    for (const auto& [key, b] : busy_s) busy += b;
+    return std::clamp(1.0 - busy / (busy_s.size() * (t1 - t0)), 0.0, 1.0);
+}
+
+// ------------------------------------------------------------------------------------------------
+// ideal schedule
+
+namespace {
+
+struct IdealPlan {
+    std::vector<tessera::StageSchedule> sched;
+    int pp = 1, v = 1, micro = 1;
+};
+
+IdealPlan ideal_plan(const tessera::RunConfig& cfg) {
+    IdealPlan p;
+    p.pp = std::max(1, cfg.parallel.pp);
+    p.micro = std::max(1, cfg.train.grad_accum);
+    tessera::ScheduleKind kind = tessera::schedule_kind_parse(cfg.parallel.schedule);
+    p.v = kind == tessera::ScheduleKind::interleaved ? std::max(2, cfg.parallel.virtual_stages) : 1;
+    p.sched = tessera::schedule_build(kind, p.pp, p.micro, p.v);
+    return p;
+}
+
+}  // namespace
+
+GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms) {
+    const IdealPlan p = ideal_plan(cfg);
+    const int chunks = p.pp * p.v;
+    const double f = 1.0, b = 2.0;
+    // end time of forward / backward of (micro, global chunk); -1 = not yet run
+    std::vector<double> fwd_end(size_t(p.micro) * chunks, -1), bwd_end(fwd_end);
+    auto at = [&](int m, int g) { return size_t(m) * chunks + g; };
+    std::vector<size_t> next(p.pp, 0);
+    std::vector<double> free_at(p.pp, 0);
+    GanttData g;
+    for (int s = 0; s < p.pp; ++s) g.rowLabels.push_back(QString("stage %1").arg(s));
+    size_t left = 0;
+    for (const auto& st : p.sched) left += st.size();
+    while (left > 0) {
+        bool progressed = false;
+        for (int s = 0; s < p.pp; ++s) {
+            while (next[s] < p.sched[s].size()) {
+                const tessera::PipeAction& a = p.sched[s][next[s]];
+                const int gc = a.chunk * p.pp + s;
+                double ready = 0;
+                if (a.kind == tessera::PipeAction::forward) {
+                    if (gc > 0) ready = fwd_end[at(a.micro, gc - 1)];
+                } else {
+                    ready = gc + 1 < chunks ? bwd_end[at(a.micro, gc + 1)] : fwd_end[at(a.micro, gc)];
+                }
+                if (ready < 0) break;  // waits for another stage
+                const double t0 = std::max(ready, free_at[s]);
+                const double t1 = t0 + (a.kind == tessera::PipeAction::forward ? f : b);
+                (a.kind == tessera::PipeAction::forward ? fwd_end : bwd_end)[at(a.micro, gc)] = t1;
+                free_at[s] = t1;
+                GanttBar bar;
+                bar.row = s;
+                bar.stage = s;
+                bar.rank = s;
+                bar.micro = a.micro;
+                bar.kind = a.kind == tessera::PipeAction::forward ? "forward" : "backward";
+                bar.start_ms = t0;
+                bar.end_ms = t1;
+                g.bars.push_back(bar);
+                ++next[s];
+                --left;
+                progressed = true;
+            }
+        }
+        TS_CHECK(progressed, "ideal schedule deadlocks (", left, " actions left)");
+    }
+    double makespan = 0;
+    for (const auto& bar : g.bars) makespan = std::max(makespan, bar.end_ms);
+    const double scale = makespan > 0 && window_ms > 0 ? window_ms / makespan : 1.0;
+    for (auto& bar : g.bars) {
+        bar.start_ms *= scale;
+        bar.end_ms *= scale;
+    }
+    g.length_ms = makespan * scale;
+    return g;
+}
+
+double timeline_predicted_bubble(const tessera::RunConfig& cfg) {
+    const IdealPlan p = ideal_plan(cfg);
+    if (p.pp <= 1) return 0.0;
+    return tessera::schedule_bubble_fraction(p.sched, p.pp, 1.0, 2.0);
+}
+
+}  // namespace tessera::studio

@@ -1,0 +1,50 @@
+// Timeline data: turns one step's measured spans (runs.db) into Gantt bars, simulates the ideal
+// pipeline schedule of the same plan (schedule_build, unit op times f = 1, b = 2) into bars on
+// the same time axis, and computes the measured and predicted bubble fractions. No widgets.
+#pragma once
+#include <QString>
+#include <QVector>
+#include <vector>
+
+#include "engine/config/config.h"
+#include "engine/telemetry/telemetry.h"
+
+namespace tessera::studio {
+
+// One bar of a Gantt chart. Times are milliseconds from the step's first span.
+struct GanttBar {
+    int row = 0;          // index into GanttData::rowLabels
+    int stage = 0;
+    int rank = 0;
+    int micro = -1;       // -1 = not tied to a micro-batch (optimizer)
+    QString kind;         // forward|backward|recv|send|optimizer|forward_backward|...
+    double start_ms = 0, end_ms = 0;
+    double duration_ms() const { return end_ms - start_ms; }
+};
+
+struct GanttData {
+    QVector<QString> rowLabels;  // "stage 0 · rank 0"
+    QVector<GanttBar> bars;
+    double length_ms = 0;        // the last bar's end
+};
+
+// Measured: one row per (stage, rank), sorted by stage then rank.
+GanttData timeline_measured_bars(const std::vector<tessera::SpanRecord>& spans);
+
+// Measured bubble of one step: 1 - compute time (forward, backward, forward_backward) over
+// (rows × pipeline window), the window running from the first to the last non-optimizer span.
+// Returns -1 when there are no compute spans.
+double timeline_measured_bubble(const std::vector<tessera::SpanRecord>& spans);
+
+// Pipeline window (first non-optimizer start to last non-optimizer end), in ms; 0 if none.
+double timeline_pipeline_window_ms(const std::vector<tessera::SpanRecord>& spans);
+
+// Ideal schedule of cfg's plan (kind, pp, micro-batches = grad_accum, virtual stages), simulated
+// with f = 1, b = 2 per chunk and free p2p, scaled so its makespan equals window_ms. One row per
+// stage. Throws tessera::Error if the plan has no valid schedule.
+GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms);
+
+// Predicted bubble of cfg's schedule: schedule_bubble_fraction(f = 1, b = 2), as the estimator.
+double timeline_predicted_bubble(const tessera::RunConfig& cfg);
+
+}  // namespace tessera::studio

@@ -1,0 +1,209 @@
+// TimelinePage: run/step pickers, bubble summary, measured and ideal Gantt charts.
+#include "ui/timeline/timeline_page.h"
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "engine/config/config.h"
+#include "engine/core/error.h"
+#include "ui/common/project_document.h"
+#include "ui/timeline/gantt_view.h"
+#include "ui/timeline/timeline_data.h"
+
+namespace tessera::studio {
+
+namespace {
+QString percent(double f) { return f < 0 ? QStringLiteral("–") : QString::number(100 * f, 'f', 1) + " %"; }
+
+QWidget* legend_widget(QWidget* parent) {
+    auto* w = new QWidget(parent);
+    auto* lay = new QHBoxLayout(w);
+    lay->setContentsMargins(0, 0, 0, 0);
+    for (const char* k : {"forward", "backward", "recv", "optimizer", "forward_backward"}) {
+        auto* swatch = new QLabel(w);
+        swatch->setFixedSize(12, 12);
+        swatch->setStyleSheet(QString("background:%1; border:1px solid #555;")
+                                  .arg(GanttView::kindColor(k).name()));
+        lay->addWidget(swatch);
+        lay->addWidget(new QLabel(QString(k).replace('_', ' '), w));
+        lay->addSpacing(8);
+    }
+    lay->addStretch(1);
+    return w;
+}
+}  // namespace
+
+TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
+    : QWidget(parent), m_doc(doc), m_runBox(new QComboBox(this)), m_stepBox(new QSpinBox(this)),
+      m_summary(new QLabel(this)), m_status(new QLabel(this)), m_measured(new GanttView(this)),
+      m_ideal(new GanttView(this)) {
+    setObjectName("timelinePage");
+    m_runBox->setObjectName("timelineRun");
+    m_stepBox->setObjectName("timelineStep");
+    m_runBox->setMinimumContentsLength(24);
+    m_runBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_measured->setObjectName("measuredGantt");
+    m_ideal->setObjectName("idealGantt");
+    m_summary->setObjectName("bubbleSummary");
+    m_summary->setTextFormat(Qt::RichText);
+    m_status->setWordWrap(true);
+
+    auto* reload = new QPushButton(tr("Reload"), this);
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Run"), this));
+    top->addWidget(m_runBox, 1);
+    top->addSpacing(12);
+    top->addWidget(new QLabel(tr("Step"), this));
+    top->addWidget(m_stepBox);
+    top->addWidget(reload);
+    top->addStretch(1);
+
+    auto* lay = new QVBoxLayout(this);
+    lay->addLayout(top);
+    lay->addWidget(m_summary);
+    lay->addWidget(legend_widget(this));
+    lay->addWidget(m_measured, 3);
+    lay->addWidget(m_ideal, 2);
+    lay->addWidget(m_status);
+    auto* hint = new QLabel(tr("Wheel: zoom · drag: pan · double-click: whole step · hover a bar for details"), this);
+    hint->setStyleSheet("color: palette(mid);");
+    lay->addWidget(hint);
+
+    // both charts share one time axis
+    connect(m_measured, &GanttView::timeRangeChanged, m_ideal, &GanttView::setTimeRange);
+    connect(m_ideal, &GanttView::timeRangeChanged, m_measured, &GanttView::setTimeRange);
+    connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] { onRunChanged(); });
+    connect(m_stepBox, &QSpinBox::valueChanged, this, [this] { showStep(); });
+    connect(reload, &QPushButton::clicked, this, &TimelinePage::refresh);
+    if (m_doc) connect(m_doc, &ProjectDocument::opened, this, &TimelinePage::refresh);
+    refresh();
+}
+
+TimelinePage::~TimelinePage() = default;
+
+QString TimelinePage::statusText() const { return m_status->text(); }
+
+int64_t TimelinePage::currentRun() const {
+    const int i = m_runBox->currentIndex();
+    return i >= 0 && i < int(m_runs.size()) ? m_runs[i].id : -1;
+}
+
+int64_t TimelinePage::currentStep() const { return m_stepBox->value(); }
+
+void TimelinePage::refresh() {
+    const int64_t keep = currentRun();
+    m_store.reset();
+    m_runs.clear();
+    QSignalBlocker block(m_runBox);
+    m_runBox->clear();
+    const QString db = m_doc ? m_doc->dbPath() : QString();
+    if (db.isEmpty() || !QFileInfo::exists(db)) {
+        m_status->setText(db.isEmpty() ? tr("No project open.")
+                                       : tr("No runs yet: %1 does not exist. Train the project to see its timeline.").arg(db));
+        m_measured->setEmptyText(tr("no run"));
+        m_ideal->setEmptyText(tr("no run"));
+        m_summary->clear();
+        return;
+    }
+    try {
+        m_store = std::make_unique<tessera::RunStore>(tessera::RunStore::open(db.toStdString(), true));
+        m_runs = m_store->runs_list();
+    } catch (const std::exception& e) {
+        m_store.reset();
+        m_status->setText(QString::fromUtf8(e.what()));
+        emit loadFailed(QString::fromUtf8(e.what()));
+        return;
+    }
+    for (const auto& r : m_runs)
+        m_runBox->addItem(QString("#%1  %2  (%3, world %4)").arg(r.id).arg(QString::fromStdString(r.name))
+                              .arg(QString::fromStdString(r.status)).arg(r.world_size));
+    int idx = int(m_runs.size()) - 1;
+    for (size_t i = 0; i < m_runs.size(); ++i)
+        if (m_runs[i].id == keep) idx = int(i);
+    m_runBox->setCurrentIndex(idx);
+    onRunChanged();
+}
+
+bool TimelinePage::selectRun(int64_t id) {
+    for (size_t i = 0; i < m_runs.size(); ++i)
+        if (m_runs[i].id == id) {
+            m_runBox->setCurrentIndex(int(i));
+            return true;
+        }
+    return false;
+}
+
+void TimelinePage::setStep(int64_t step) { m_stepBox->setValue(int(step)); showStep(); }
+
+void TimelinePage::onRunChanged() {
+    const int i = m_runBox->currentIndex();
+    QSignalBlocker block(m_stepBox);
+    if (i < 0 || i >= int(m_runs.size())) {
+        m_stepBox->setRange(0, 0);
+    } else {
+        const int64_t last = std::max<int64_t>(1, m_runs[i].last_step);
+        m_stepBox->setRange(1, int(last));
+        m_stepBox->setValue(int(last));
+    }
+    showStep();
+}
+
+void TimelinePage::showStep() {
+    m_measuredBubble = m_predictedBubble = m_loggedBubble = -1;
+    const int i = m_runBox->currentIndex();
+    if (!m_store || i < 0 || i >= int(m_runs.size())) {
+        m_measured->setEmptyText(tr("no run"));
+        m_ideal->setEmptyText(tr("no run"));
+        m_summary->clear();
+        return;
+    }
+    const tessera::RunRow& run = m_runs[i];
+    const int64_t step = m_stepBox->value();  // metrics use 1-based steps, spans 0-based
+    std::vector<tessera::SpanRecord> spans;
+    try {
+        spans = m_store->spans(run.id, step - 1);
+        double sum = 0;  // pipeline/bubble is logged per rank: show the mean
+        int n = 0;
+        for (const auto& m : m_store->metrics(run.id, "pipeline/bubble"))
+            if (m.step == step) sum += m.value, ++n;
+        if (n > 0) m_loggedBubble = sum / n;
+    } catch (const std::exception& e) {
+        m_status->setText(QString::fromUtf8(e.what()));
+        return;
+    }
+    GanttData measured = timeline_measured_bars(spans);
+    m_measuredBubble = timeline_measured_bubble(spans);
+    const double window_ms = timeline_pipeline_window_ms(spans);
+    m_measured->setData(measured, tr("Measured — run #%1, step %2 (%3 ms)").arg(run.id).arg(step)
+                                      .arg(measured.length_ms, 0, 'f', 2));
+    if (spans.empty()) m_measured->setEmptyText(tr("no spans recorded for step %1").arg(step));
+
+    QString plan = tr("unknown plan");
+    try {
+        tessera::RunConfig cfg = tessera::config_parse(run.config_text, run.name + " (runs.db)");
+        m_predictedBubble = timeline_predicted_bubble(cfg);
+        GanttData ideal = timeline_ideal_bars(cfg, window_ms > 0 ? window_ms : 1.0);
+        plan = QString("%1, pp %2, %3 micro-batches").arg(QString::fromStdString(cfg.parallel.schedule))
+                   .arg(cfg.parallel.pp).arg(cfg.train.grad_accum);
+        m_ideal->setData(ideal, tr("Ideal schedule — %1 (f = 1, b = 2, scaled to the measured %2 ms)")
+                                    .arg(plan).arg(window_ms, 0, 'f', 2));
+        m_status->setText(cfg.parallel.pp > 1 ? QString()
+                                              : tr("This run has no pipeline (pp = 1): the ideal schedule is one stage without bubble."));
+    } catch (const std::exception& e) {
+        m_ideal->setEmptyText(tr("no ideal schedule: %1").arg(QString::fromUtf8(e.what())));
+        m_status->setText(QString::fromUtf8(e.what()));
+    }
+    // the ideal view follows the measured one's time axis
+    m_ideal->setTimeRange(m_measured->viewStart(), m_measured->viewEnd());
+    m_summary->setText(tr("<b>Bubble</b> &nbsp; measured: <b>%1</b> (from spans; logged pipeline/bubble: %2) "
+                          "&nbsp;·&nbsp; predicted: <b>%3</b> (%4)")
+                           .arg(percent(m_measuredBubble), percent(m_loggedBubble), percent(m_predictedBubble), plan));
+}
+
+}  // namespace tessera::studio
