@@ -1,0 +1,185 @@
+// The Monitor page offscreen on a runs.db produced by a real short `tessera train`: curves appear,
+// smoothing changes the smoothed series and not the raw one, the prediction band is drawn per
+// rank, x-axis modes re-key the data; plus the debiased EMA on its own.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QTest>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <qcustomplot.h>
+
+#include "ui/common/project_document.h"
+#include "ui/monitor/monitor_page.h"
+#include "ui/monitor/monitor_series.h"
+
+namespace fs = std::filesystem;
+using namespace tessera::studio;
+
+namespace {
+
+// One tiny project trained once for the whole suite.
+fs::path g_project;
+
+void make_project() {
+    g_project = fs::temp_directory_path() /
+                ("tessera_monitor_" + std::to_string(::getpid()) + "_" +
+                 std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(g_project);
+    std::ofstream(g_project / "project.yaml")
+        << "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+           "data: {dataset: brown}\n"
+           "train: {steps: 20, micro_batch: 4, eval_every: 10}\n";
+    std::string cmd = std::string(TESSERA_BIN_DIR) + "/tessera train '" + (g_project / "project.yaml").string() +
+                      "' --db '" + (g_project / "runs.db").string() + "' > /dev/null 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+std::vector<double> values_of(QCPGraph* g) {
+    std::vector<double> v;
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) v.push_back(it->value);
+    return v;
+}
+
+std::vector<double> keys_of(QCPGraph* g) {
+    std::vector<double> v;
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) v.push_back(it->key);
+    return v;
+}
+
+}  // namespace
+
+TEST(MonitorEma, DebiasedFirstPointEqualsRaw) {
+    std::vector<double> x{3.0, 2.0, 1.0, 1.0};
+    for (double beta : {0.0, 0.5, 0.9, 0.99}) {
+        auto s = monitor_ema_debiased(x, beta);
+        ASSERT_EQ(s.size(), x.size());
+        EXPECT_DOUBLE_EQ(s[0], 3.0) << beta;
+    }
+    auto s = monitor_ema_debiased(x, 0.5);
+    // s2 = (0.5*0.5*3 + 0.5*2) / (1 - 0.25) = 1.75 / 0.75
+    EXPECT_NEAR(s[1], 1.75 / 0.75, 1e-12);
+    EXPECT_EQ(monitor_ema_debiased(x, 0.0), x);  // beta 0: no smoothing
+    auto n = monitor_ema_debiased({2.0, NAN, 2.0}, 0.9);
+    EXPECT_TRUE(std::isnan(n[1]));
+    EXPECT_NEAR(n[2], 2.0, 1e-12);  // a constant stays constant across a NaN
+}
+
+TEST(MonitorPageTest, ShowsCurvesOfARealRun) {
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(g_project.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.resize(1200, 900);
+    page.show();
+    page.pollNow();
+    page.replotNow();
+    ASSERT_GT(page.currentRun(), 0);
+    EXPECT_EQ(page.trainRawGraph()->data()->size(), 20);
+    EXPECT_EQ(page.trainSmoothGraph()->data()->size(), 20);
+    EXPECT_GE(page.valGraph()->data()->size(), 2);  // evals (every 10 steps)
+    EXPECT_GT(page.speedGraph()->data()->size(), 0);
+    EXPECT_TRUE(page.trainRawGraph()->adaptiveSampling());
+    EXPECT_NE(page.statusText().indexOf("completed"), -1) << page.statusText().toStdString();
+    EXPECT_NE(page.statusText().indexOf("step 20/20"), -1) << page.statusText().toStdString();
+
+    // smoothing: the smoothed series changes, the raw one does not
+    page.setSmoothing(0.0);
+    page.replotNow();
+    auto raw0 = values_of(page.trainRawGraph());
+    auto sm0 = values_of(page.trainSmoothGraph());
+    EXPECT_EQ(raw0, sm0);  // beta 0 = raw
+    page.setSmoothing(0.9);
+    page.replotNow();
+    auto raw1 = values_of(page.trainRawGraph());
+    auto sm1 = values_of(page.trainSmoothGraph());
+    EXPECT_EQ(raw0, raw1);
+    EXPECT_NE(sm0, sm1);
+    EXPECT_DOUBLE_EQ(sm1.front(), raw1.front());  // debiased
+
+    // x axis: tokens = step * micro_batch * seq_len (4 * 32)
+    page.setXAxis(MonitorPage::XTokens);
+    page.replotNow();
+    auto k = keys_of(page.trainRawGraph());
+    ASSERT_EQ(k.size(), 20u);
+    EXPECT_DOUBLE_EQ(k.front(), 1 * 128.0);
+    EXPECT_DOUBLE_EQ(k.back(), 20 * 128.0);
+    page.setXAxis(MonitorPage::XWallTime);
+    page.replotNow();
+    k = keys_of(page.trainRawGraph());
+    ASSERT_EQ(k.size(), 20u);
+    EXPECT_GE(k.front(), 0.0);
+    EXPECT_LT(k.back(), 600.0);
+    page.setLogY(true);
+    EXPECT_EQ(page.lossPlot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+
+    // memory: stacked bars by category for rank 0, and one prediction band per rank
+    EXPECT_EQ(page.predictionBandCount(), 1);
+    EXPECT_GT(page.memoryPlot()->plottableCount(), 1);
+    QCPBars* params = nullptr;
+    for (int i = 0; i < page.memoryPlot()->plottableCount(); ++i)
+        if (page.memoryPlot()->plottable(i)->name() == "params")
+            params = qobject_cast<QCPBars*>(page.memoryPlot()->plottable(i));
+    ASSERT_NE(params, nullptr);
+    EXPECT_GT(params->data()->at(0)->value, 0.0);
+    auto* band = page.memoryPlot()->findChild<QCPItemRect*>("predictionBand0");
+    ASSERT_NE(band, nullptr);
+    EXPECT_GT(band->topLeft->coords().y(), band->bottomRight->coords().y());
+    EXPECT_GT(band->bottomRight->coords().y(), 0.0);
+}
+
+TEST(MonitorPageTest, IncrementalPollAddsOnlyNewRows) {
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(g_project.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.pollNow();
+    page.replotNow();
+    int n = page.trainRawGraph()->data()->size();
+    page.pollNow();  // nothing new in the db
+    page.replotNow();
+    EXPECT_EQ(page.trainRawGraph()->data()->size(), n);
+}
+
+TEST(MonitorPageTest, LaunchRunsTesseraAndFollowsTheNewRun) {
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(g_project.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.setTesseraBinary(QString(TESSERA_BIN_DIR) + "/tessera");
+    page.pollNow();
+    int64_t before = page.currentRun();
+    page.launch();
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 60000 && page.controller()->state() != tessera::RunState::finished &&
+           page.controller()->state() != tessera::RunState::failed)
+        QTest::qWait(50);
+    QTest::qWait(300);  // the queued state change and a poll
+    page.pollNow();
+    page.replotNow();
+    EXPECT_EQ(page.controller()->state(), tessera::RunState::finished) << page.controller()->message();
+    EXPECT_GT(page.currentRun(), before);
+    EXPECT_EQ(page.trainRawGraph()->data()->size(), 20);
+    auto* console = page.findChild<QPlainTextEdit*>("monitorConsole");
+    ASSERT_NE(console, nullptr);
+    EXPECT_NE(console->toPlainText().indexOf("step "), -1);
+}
+
+int main(int argc, char** argv) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();  // ctest discovery: no training
+    make_project();
+    if (::testing::Test::HasFatalFailure()) return 1;
+    int rc = RUN_ALL_TESTS();
+    std::error_code ec;
+    fs::remove_all(g_project, ec);
+    return rc;
+}

@@ -1,0 +1,639 @@
+// The Monitor page: live run charts from runs.db, Launch / Stop, console. See monitor_page.h.
+#include "ui/monitor/monitor_page.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/config/config.h"
+#include "engine/plan/estimator.h"
+#include "ui/common/project_document.h"
+
+namespace tessera::studio {
+
+namespace {
+const QColor kCategoryColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xa0, 0xcb, 0xe8), QColor(0xf2, 0x8e, 0x2b),
+                                  QColor(0x59, 0xa1, 0x4f), QColor(0xb0, 0x7a, 0xa1), QColor(0x9c, 0x75, 0x5f),
+                                  QColor(0xed, 0xc9, 0x48)};
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr size_t kConsoleKeep = 20000;
+
+QCustomPlot* make_plot(QWidget* parent, const QString& name, const QString& ylabel) {
+    auto* p = new QCustomPlot(parent);
+    p->setObjectName(name);
+    p->setMinimumHeight(140);
+    p->yAxis->setLabel(ylabel);
+    p->setNoAntialiasingOnDrag(true);
+    p->setPlottingHint(QCP::phFastPolylines, true);
+    return p;
+}
+
+QCPGraph* make_graph(QCustomPlot* p, const QString& name, const QColor& c, double width) {
+    QCPGraph* g = p->addGraph();
+    g->setName(name);
+    g->setPen(QPen(c, width));
+    g->setAdaptiveSampling(true);
+    g->setLineStyle(QCPGraph::lsLine);
+    return g;
+}
+
+QString fmt_duration(double s) {
+    if (!(s >= 0) || !std::isfinite(s)) return "–";
+    int64_t t = (int64_t)std::llround(s);
+    if (t >= 3600) return QString("%1h%2m").arg(t / 3600).arg((t % 3600) / 60, 2, 10, QChar('0'));
+    return QString("%1:%2").arg(t / 60).arg(t % 60, 2, 10, QChar('0'));
+}
+}  // namespace
+
+MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
+    : QWidget(parent), m_doc(doc), m_ctl(std::make_unique<tessera::RunController>()) {
+    setObjectName("monitorPage");
+    m_bin = QCoreApplication::applicationDirPath() + "/tessera";
+
+    // ---- top bar: run, launch/stop, x axis, log-y, smoothing ----
+    m_runCombo = new QComboBox(this);
+    m_runCombo->setObjectName("monitorRunCombo");
+    m_runCombo->setMinimumWidth(220);
+    m_launchBtn = new QPushButton("Launch", this);
+    m_launchBtn->setObjectName("monitorLaunch");
+    m_stopBtn = new QPushButton("Stop", this);
+    m_stopBtn->setObjectName("monitorStop");
+    m_stopBtn->setEnabled(false);
+    m_xCombo = new QComboBox(this);
+    m_xCombo->addItems({"step", "wall time (s)", "tokens"});
+    m_logCheck = new QCheckBox("log y", this);
+    m_smoothSlider = new QSlider(Qt::Horizontal, this);
+    m_smoothSlider->setObjectName("monitorSmoothing");
+    m_smoothSlider->setRange(0, 99);
+    m_smoothSlider->setValue(int(m_beta * 100));
+    m_smoothSlider->setMaximumWidth(140);
+    m_smoothLabel = new QLabel(this);
+    m_status = new QLabel(this);
+    m_status->setObjectName("monitorStatus");
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel("Run", this));
+    bar->addWidget(m_runCombo);
+    bar->addWidget(m_launchBtn);
+    bar->addWidget(m_stopBtn);
+    bar->addSpacing(16);
+    bar->addWidget(new QLabel("x", this));
+    bar->addWidget(m_xCombo);
+    bar->addWidget(m_logCheck);
+    bar->addWidget(new QLabel("smoothing", this));
+    bar->addWidget(m_smoothSlider);
+    bar->addWidget(m_smoothLabel);
+    bar->addStretch(1);
+
+    // ---- charts ----
+    m_lossPlot = make_plot(this, "monitorLossPlot", "loss");
+    m_trainRaw = make_graph(m_lossPlot, "train (raw)", QColor(0x4e, 0x79, 0xa7, 90), 1);
+    m_trainSmooth = make_graph(m_lossPlot, "train (smoothed)", QColor(0x4e, 0x79, 0xa7), 2);
+    m_val = make_graph(m_lossPlot, "val", QColor(0xf2, 0x8e, 0x2b), 2);
+    m_val->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    m_lossPlot->legend->setVisible(true);
+    m_lossPlot->legend->setFont(QFont(font().family(), 8));
+    m_speedPlot = make_plot(this, "monitorSpeedPlot", "tokens/s");
+    m_speed = make_graph(m_speedPlot, "tokens/s", QColor(0x59, 0xa1, 0x4f), 1);
+    m_memPlot = make_plot(this, "monitorMemoryPlot", "GiB");
+    m_memPlot->xAxis->setLabel("rank (band: estimator's prediction)");
+    m_memPlot->legend->setVisible(true);
+    m_memPlot->legend->setFont(QFont(font().family(), 8));
+
+    // ---- console ----
+    m_rankFilter = new QComboBox(this);
+    m_rankFilter->setObjectName("monitorRankFilter");
+    m_rankFilter->addItem("all ranks");
+    m_rankFilter->addItem("launcher");
+    m_console = new QPlainTextEdit(this);
+    m_console->setObjectName("monitorConsole");
+    m_console->setReadOnly(true);
+    m_console->setMaximumBlockCount((int)kConsoleKeep);
+    m_console->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    auto* consoleBox = new QWidget(this);
+    auto* cl = new QVBoxLayout(consoleBox);
+    cl->setContentsMargins(0, 0, 0, 0);
+    auto* ch = new QHBoxLayout;
+    ch->addWidget(new QLabel("Console", consoleBox));
+    ch->addStretch(1);
+    ch->addWidget(new QLabel("show", consoleBox));
+    ch->addWidget(m_rankFilter);
+    cl->addLayout(ch);
+    cl->addWidget(m_console);
+
+    auto* lower = new QSplitter(Qt::Horizontal, this);
+    lower->addWidget(m_speedPlot);
+    lower->addWidget(m_memPlot);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->addWidget(m_lossPlot);
+    split->addWidget(lower);
+    split->addWidget(consoleBox);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    split->setStretchFactor(2, 2);
+
+    auto* lay = new QVBoxLayout(this);
+    lay->addLayout(bar);
+    lay->addWidget(split, 1);
+    lay->addWidget(m_status);
+
+    // ---- wiring ----
+    connect(m_launchBtn, &QPushButton::clicked, this, &MonitorPage::launch);
+    connect(m_stopBtn, &QPushButton::clicked, this, &MonitorPage::stop);
+    connect(m_xCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setXAxis(i); });
+    connect(m_logCheck, &QCheckBox::toggled, this, [this](bool on) { setLogY(on); });
+    connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+    connect(m_runCombo, &QComboBox::activated, this, [this](int i) {
+        if (i >= 0 && i < (int)m_runIds.size()) selectRun(m_runIds[(size_t)i]);
+    });
+    connect(m_rankFilter, &QComboBox::currentIndexChanged, this, [this](int) { refilterConsole(); });
+    m_pollTimer.setInterval(250);
+    connect(&m_pollTimer, &QTimer::timeout, this, &MonitorPage::pollNow);
+    m_replotTimer.setSingleShot(true);
+    m_replotTimer.setInterval(40);
+    connect(&m_replotTimer, &QTimer::timeout, this, &MonitorPage::replotNow);
+
+    // the controller's callbacks run on its reader thread: hop to the GUI thread
+    m_ctl->set_line_callback([this](const tessera::ConsoleLine& l) {
+        QMetaObject::invokeMethod(this, [this, l] { appendConsole(l); }, Qt::QueuedConnection);
+    });
+    m_ctl->set_state_callback([this](tessera::RunState s) {
+        QMetaObject::invokeMethod(this, [this, s] { onControllerState(s); }, Qt::QueuedConnection);
+    });
+
+    if (m_doc) {
+        connect(m_doc, &ProjectDocument::opened, this, [this](const QString&) {
+            m_store.reset();
+            m_runId = 0;
+            resetRunData();
+            m_ctl->attach(m_doc->projectDir().toStdString(), m_doc->dbPath().toStdString());
+            onControllerState(m_ctl->state());
+            pollNow();
+        });
+        if (m_doc->isOpen()) {
+            m_ctl->attach(m_doc->projectDir().toStdString(), m_doc->dbPath().toStdString());
+        }
+    }
+    setSmoothing(m_beta);
+    setDarkTheme(false);
+    onControllerState(m_ctl->state());
+    m_pollTimer.start();
+    pollNow();
+}
+
+MonitorPage::~MonitorPage() {
+    m_ctl.reset();  // stops a run this page started and joins its reader before widgets go
+}
+
+// ---- runs.db ---------------------------------------------------------------------------------
+
+void MonitorPage::openStore() {
+    if (m_store || !m_doc || !m_doc->isOpen()) return;
+    const QString db = m_doc->dbPath();
+    if (db.isEmpty() || !QFileInfo::exists(db)) return;
+    try {
+        m_store.emplace(tessera::RunStore::open(db.toStdString(), true));
+    } catch (const std::exception& e) {
+        m_status->setText(QString("runs.db: %1").arg(e.what()));
+    }
+}
+
+void MonitorPage::refreshRuns() {
+    std::vector<tessera::RunRow> runs = m_store->runs_list();
+    std::vector<int64_t> ids;
+    for (auto& r : runs) ids.push_back(r.id);
+    if (ids != m_runIds) {
+        m_runIds = ids;
+        QSignalBlocker block(m_runCombo);
+        m_runCombo->clear();
+        for (auto& r : runs)
+            m_runCombo->addItem(QString("#%1 %2 — %3").arg(r.id).arg(QString::fromStdString(r.name),
+                                                                    QString::fromStdString(r.status)));
+    }
+    // follow the newest run: at first, and after Launch once its row appears
+    int64_t newest = ids.empty() ? 0 : ids.back();
+    if (newest && (m_runId == 0 || (m_followNewRun && newest > m_maxRunIdAtLaunch))) {
+        m_followNewRun = false;
+        selectRun(newest);
+    }
+    for (auto& r : runs) {
+        if (r.id != m_runId) continue;
+        if (r.status != m_run.status || r.last_step != m_run.last_step) {
+            m_run.status = r.status;
+            m_run.message = r.message;
+            m_run.last_step = r.last_step;
+            m_run.end_time = r.end_time;
+            int idx = int(std::find(ids.begin(), ids.end(), r.id) - ids.begin());
+            m_runCombo->setItemText(idx, QString("#%1 %2 — %3").arg(r.id).arg(QString::fromStdString(r.name),
+                                                                             QString::fromStdString(r.status)));
+        }
+    }
+}
+
+void MonitorPage::pollNow() {
+    openStore();
+    if (!m_store) {
+        updateStatus();
+        return;
+    }
+    try {
+        refreshRuns();
+        if (m_runId) ingest(m_store->metrics(m_runId, "", m_lastRowid));
+    } catch (const std::exception& e) {
+        m_status->setText(QString("runs.db: %1").arg(e.what()));
+        return;
+    }
+    updateStatus();
+}
+
+bool MonitorPage::selectRun(int64_t run_id) {
+    openStore();
+    if (!m_store) return false;
+    std::optional<tessera::RunRow> r = m_store->run_get(run_id);
+    if (!r) return false;
+    m_runId = run_id;
+    m_run = *r;
+    resetRunData();
+    loadPrediction();
+    int idx = int(std::find(m_runIds.begin(), m_runIds.end(), run_id) - m_runIds.begin());
+    if (idx < m_runCombo->count()) {
+        QSignalBlocker block(m_runCombo);
+        m_runCombo->setCurrentIndex(idx);
+    }
+    ingest(m_store->metrics(m_runId, "", 0));
+    return true;
+}
+
+void MonitorPage::resetRunData() {
+    m_lastRowid = 0;
+    m_trainLoss = m_valLoss = m_tokPerS = m_stepMs = Series{};
+    m_smooth.clear();
+    m_ema = EmaState{m_beta};
+    m_mem.clear();
+    m_predTotal.clear();
+    m_tokensPerStep = 0;
+    m_totalSteps = 0;
+    m_fullRebuild = m_memDirty = true;
+    scheduleReplot();
+}
+
+// The run's own config (runs.config_text) gives tokens per step, the step count and the
+// estimator's per-rank memory prediction.
+void MonitorPage::loadPrediction() {
+    try {
+        tessera::RunConfig cfg = tessera::config_parse(m_run.config_text, QString("run #%1").arg(m_runId).toStdString());
+        m_totalSteps = cfg.train.steps;
+        m_tokensPerStep = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * cfg.model.seq_len;
+        const std::string dev = cfg.runtime.device == "cuda" ? "H100" : "cpu";
+        tessera::PlanEstimate est = tessera::estimate_plan(cfg, tessera::device_spec(dev));
+        if (est.tokens_per_step > 0) m_tokensPerStep = est.tokens_per_step;
+        for (auto& rk : est.ranks) m_predTotal.push_back((double)rk.total_peak_bytes);
+    } catch (const std::exception&) {
+        // an unparsable or unestimable config: charts without the band
+    }
+}
+
+void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
+    if (rows.empty()) return;
+    auto add = [](Series& s, const tessera::MetricRow& r) {
+        if (s.rank < 0) s.rank = r.rank;
+        if (r.rank != s.rank) return false;
+        s.step.push_back((double)r.step);
+        s.wall.push_back(r.wall_time);
+        s.value.push_back(r.value);
+        return true;
+    };
+    for (const tessera::MetricRow& r : rows) {
+        m_lastRowid = std::max(m_lastRowid, r.rowid);
+        const std::string& n = r.name;
+        if (n == "train/loss") {
+            if (add(m_trainLoss, r)) m_smooth.push_back(m_ema.push(r.value));
+        } else if (n == "val/loss") {
+            add(m_valLoss, r);
+        } else if (n == "perf/tok_per_s") {
+            add(m_tokPerS, r);
+        } else if (n == "perf/step_ms") {
+            add(m_stepMs, r);
+        } else if (n.rfind("mem/", 0) == 0 && n != "mem/total_bytes") {
+            for (int c = 0; c < tessera::kMemCategoryCount; ++c) {
+                std::string want = "mem/" + std::string(tessera::mem_category_name((tessera::MemCategory)c)) + "_bytes";
+                if (n != want) continue;
+                auto& arr = m_mem.try_emplace(r.rank).first->second;
+                if (std::isfinite(r.value)) arr[(size_t)c] = std::max(arr[(size_t)c], r.value);
+                m_memDirty = true;
+            }
+        }
+    }
+    m_dataDirty = true;
+    scheduleReplot();
+}
+
+// ---- plotting ----------------------------------------------------------------------------------
+
+void MonitorPage::scheduleReplot() {
+    if (!m_replotTimer.isActive()) m_replotTimer.start();
+}
+
+double MonitorPage::keyOf(const Series& s, size_t i) const {
+    switch (m_xMode) {
+        case XWallTime: return s.wall[i] - (m_run.start_time > 0 ? m_run.start_time : s.wall.front());
+        case XTokens: return s.step[i] * (double)m_tokensPerStep;
+        default: return s.step[i];
+    }
+}
+
+// Hands the graph the points of `s` it has not seen (values: the series' own or the smoothed).
+void MonitorPage::appendGraph(QCPGraph* g, Series& s, const std::vector<double>* values) {
+    const std::vector<double>& v = values ? *values : s.value;
+    size_t n = std::min(s.step.size(), v.size());
+    if (s.plotted >= n) return;
+    QVector<double> keys, vals;
+    keys.reserve(int(n - s.plotted));
+    vals.reserve(int(n - s.plotted));
+    for (size_t i = s.plotted; i < n; ++i) {
+        keys.push_back(keyOf(s, i));
+        vals.push_back(v[i]);
+    }
+    g->addData(keys, vals, true);
+    s.plotted = n;
+}
+
+void MonitorPage::rebuildAll() {
+    m_fullRebuild = true;
+    scheduleReplot();
+}
+
+void MonitorPage::replotNow() {
+    m_replotTimer.stop();
+    if (m_fullRebuild) {
+        for (QCPGraph* g : {m_trainRaw, m_trainSmooth, m_val, m_speed}) g->data()->clear();
+        m_trainLoss.plotted = m_valLoss.plotted = m_tokPerS.plotted = 0;
+    }
+    if (m_fullRebuild || m_dataDirty) {
+        // the raw and smoothed graphs share the series' plotted counter: feed both from one copy
+        size_t before = m_trainLoss.plotted;
+        appendGraph(m_trainRaw, m_trainLoss, nullptr);
+        m_trainLoss.plotted = before;
+        appendGraph(m_trainSmooth, m_trainLoss, &m_smooth);
+        appendGraph(m_val, m_valLoss, nullptr);
+        appendGraph(m_speed, m_tokPerS, nullptr);
+        const QString xl = m_xMode == XWallTime ? "wall time (s)" : m_xMode == XTokens ? "tokens" : "step";
+        m_lossPlot->xAxis->setLabel(xl);
+        m_speedPlot->xAxis->setLabel(xl);
+        m_lossPlot->rescaleAxes();
+        m_speedPlot->rescaleAxes();
+        m_speedPlot->yAxis->setRangeLower(0);
+    }
+    if (m_memDirty) rebuildMemory();
+    const bool mem = m_memDirty;
+    m_fullRebuild = m_dataDirty = m_memDirty = false;
+    m_lossPlot->replot(QCustomPlot::rpQueuedRefresh);
+    m_speedPlot->replot(QCustomPlot::rpQueuedRefresh);
+    if (mem) m_memPlot->replot(QCustomPlot::rpQueuedRefresh);
+}
+
+// Per-rank memory: bars stacked by category (the run's peaks), the prediction as a band per rank
+// (a translucent rectangle ±5 % around the predicted total, with the total as its centre line).
+void MonitorPage::rebuildMemory() {
+    m_memPlot->clearPlottables();
+    m_memPlot->clearItems();
+    m_bands.clear();
+    int ranks = std::max<int>((int)m_predTotal.size(), m_mem.empty() ? 0 : m_mem.rbegin()->first + 1);
+    if (ranks == 0) return;
+    QCPBars* below = nullptr;
+    double ymax = 0;
+    std::vector<double> stacked((size_t)ranks, 0.0);
+    for (int c = 0; c < tessera::kMemCategoryCount; ++c) {
+        QVector<double> keys, vals;
+        bool any = false;
+        for (int r = 0; r < ranks; ++r) {
+            double b = 0;
+            auto it = m_mem.find(r);
+            if (it != m_mem.end()) b = it->second[(size_t)c];
+            keys.push_back(r);
+            vals.push_back(b / kGiB);
+            stacked[(size_t)r] += b / kGiB;
+            any = any || b > 0;
+        }
+        if (!any) continue;
+        auto* bars = new QCPBars(m_memPlot->xAxis, m_memPlot->yAxis);
+        bars->setName(QString::fromUtf8(tessera::mem_category_name((tessera::MemCategory)c).data()));
+        bars->setWidth(0.6);
+        bars->setPen(Qt::NoPen);
+        bars->setBrush(kCategoryColors[c % 7]);
+        bars->setData(keys, vals, true);
+        if (below) bars->moveAbove(below);
+        below = bars;
+    }
+    for (double s : stacked) ymax = std::max(ymax, s);
+    for (int r = 0; r < (int)m_predTotal.size(); ++r) {
+        double p = m_predTotal[(size_t)r] / kGiB;
+        auto* band = new QCPItemRect(m_memPlot);
+        band->setObjectName(QString("predictionBand%1").arg(r));
+        band->topLeft->setCoords(r - 0.45, p * 1.05);
+        band->bottomRight->setCoords(r + 0.45, p * 0.95);
+        band->setPen(QPen(QColor(0xe1, 0x57, 0x59), 1, Qt::DashLine));
+        band->setBrush(QColor(0xe1, 0x57, 0x59, 60));
+        auto* mid = new QCPItemLine(m_memPlot);
+        mid->start->setCoords(r - 0.45, p);
+        mid->end->setCoords(r + 0.45, p);
+        mid->setPen(QPen(QColor(0xe1, 0x57, 0x59), 2));
+        m_bands.push_back(band);
+        ymax = std::max(ymax, p * 1.05);
+    }
+    m_memPlot->xAxis->setRange(-0.7, ranks - 0.3);
+    m_memPlot->yAxis->setRange(0, ymax > 0 ? ymax * 1.15 : 1);
+    QSharedPointer<QCPAxisTickerFixed> t(new QCPAxisTickerFixed);
+    t->setTickStep(1);
+    m_memPlot->xAxis->setTicker(t);
+}
+
+void MonitorPage::setSmoothing(double beta) {
+    beta = std::clamp(beta, 0.0, 0.99);
+    m_beta = beta;
+    {
+        QSignalBlocker block(m_smoothSlider);
+        m_smoothSlider->setValue(int(std::lround(beta * 100)));
+    }
+    m_smoothLabel->setText(QString::number(beta, 'f', 2));
+    // recomputed on the full-resolution series, then the graph gets it anew
+    m_smooth = monitor_ema_debiased(m_trainLoss.value, beta);
+    m_ema = EmaState{beta};
+    for (double x : m_trainLoss.value) m_ema.push(x);
+    m_trainSmooth->data()->clear();
+    rebuildAll();
+}
+
+void MonitorPage::setXAxis(int mode) {
+    m_xMode = std::clamp(mode, 0, 2);
+    if (m_xCombo->currentIndex() != m_xMode) m_xCombo->setCurrentIndex(m_xMode);
+    rebuildAll();
+}
+
+void MonitorPage::setLogY(bool on) {
+    m_logY = on;
+    if (m_logCheck->isChecked() != on) m_logCheck->setChecked(on);
+    m_lossPlot->yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (on)
+        m_lossPlot->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    else
+        m_lossPlot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    rebuildAll();
+}
+
+void MonitorPage::loadSynthetic(int n_train, int n_val, int n_speed) {
+    resetRunData();
+    m_run = tessera::RunRow{};
+    m_run.start_time = 1.0e9;
+    auto fill = [](Series& s, int n, double (*f)(int)) {
+        for (int i = 0; i < n; ++i) {
+            s.step.push_back(i + 1);
+            s.wall.push_back(1.0e9 + 0.01 * i);
+            s.value.push_back(f(i));
+        }
+        s.rank = 0;
+    };
+    fill(m_trainLoss, n_train, [](int i) { return 4.0 * std::exp(-i * 1e-5) + 0.3 * std::sin(i * 0.37); });
+    fill(m_valLoss, n_val, [](int i) { return 4.0 * std::exp(-i * 1e-5 * 10) + 0.1; });
+    fill(m_tokPerS, n_speed, [](int i) { return 1.0e5 + 2.0e4 * std::sin(i * 0.011); });
+    setSmoothing(m_beta);
+    replotNow();
+}
+
+// ---- status, launch, console -------------------------------------------------------------------
+
+QString MonitorPage::statusText() const { return m_status->text(); }
+
+void MonitorPage::updateStatus() {
+    QString s = QString("%1").arg(tessera::run_state_name(m_ctl->state()));
+    if (m_runId) {
+        s += QString(" · run #%1 %2").arg(m_runId).arg(QString::fromStdString(m_run.status));
+        int64_t step = m_trainLoss.step.empty() ? 0 : (int64_t)m_trainLoss.step.back();
+        s += QString(" · step %1").arg(step);
+        if (m_totalSteps > 0) s += QString("/%1").arg(m_totalSteps);
+        if (!m_tokPerS.value.empty()) s += QString(" · %1 tok/s").arg(m_tokPerS.value.back(), 0, 'f', 0);
+        if (m_run.status == "running" && m_totalSteps > step && m_trainLoss.step.size() >= 2) {
+            const auto& st = m_trainLoss.step;
+            const auto& w = m_trainLoss.wall;
+            size_t a = st.size() > 50 ? st.size() - 50 : 0, b = st.size() - 1;
+            double per_step = (w[b] - w[a]) / std::max(1.0, st[b] - st[a]);
+            s += QString(" · ETA %1").arg(fmt_duration(per_step * double(m_totalSteps - step)));
+        }
+        if (!m_run.message.empty()) s += " · " + QString::fromStdString(m_run.message);
+    } else if (!m_store) {
+        s += " · no runs.db yet";
+    }
+    const std::string msg = m_ctl->message();
+    RunState st = m_ctl->state();
+    if (st == RunState::failed && !msg.empty()) s += " · " + QString::fromStdString(msg);
+    m_status->setText(s);
+}
+
+void MonitorPage::onControllerState(tessera::RunState s) {
+    const bool active = s == RunState::running || s == RunState::starting || s == RunState::stopping;
+    m_launchBtn->setEnabled(!active && m_doc && m_doc->isOpen());
+    m_stopBtn->setEnabled(s == RunState::running);
+    if (s == RunState::finished || s == RunState::failed) {
+        const std::string m = m_ctl->message();
+        appendConsole(tessera::ConsoleLine{"", -1, -1, -1, true, "studio: run " + m});
+        pollNow();
+    }
+    updateStatus();
+}
+
+void MonitorPage::launch() {
+    if (!m_doc || !m_doc->isOpen()) return;
+    m_lines.clear();
+    m_console->clear();
+    if (m_doc->isModified())
+        appendConsole({"", -1, -1, -1, true, "studio: unsaved edits are not part of this run (save first)"});
+    m_maxRunIdAtLaunch = m_runIds.empty() ? 0 : m_runIds.back();
+    m_followNewRun = true;
+    try {
+        m_ctl->start(m_bin.toStdString(), m_doc->yamlPath().toStdString(), m_doc->dbPath().toStdString());
+    } catch (const std::exception& e) {
+        m_followNewRun = false;
+        appendConsole({"", -1, -1, -1, true, std::string("studio: ") + e.what()});
+    }
+    onControllerState(m_ctl->state());
+}
+
+void MonitorPage::stop() { m_ctl->stop(); }
+
+bool MonitorPage::lineVisible(const tessera::ConsoleLine& l) const {
+    int i = m_rankFilter->currentIndex();
+    if (i <= 0) return true;
+    if (i == 1) return l.coord.empty();
+    return QString::fromStdString(l.coord) == m_rankFilter->currentText();
+}
+
+void MonitorPage::appendConsole(const tessera::ConsoleLine& l) {
+    m_lines.push_back(l);
+    if (m_lines.size() > kConsoleKeep) m_lines.pop_front();
+    if (!l.coord.empty()) {
+        QString c = QString::fromStdString(l.coord);
+        if (!m_coords.contains(c)) {
+            m_coords.append(c);
+            m_rankFilter->addItem(c);
+        }
+    }
+    if (!lineVisible(l)) return;
+    QString t = l.coord.empty() ? QString::fromStdString(l.text)
+                                : QString("[%1] %2").arg(QString::fromStdString(l.coord), QString::fromStdString(l.text));
+    m_console->appendPlainText(t);
+}
+
+void MonitorPage::refilterConsole() {
+    m_console->clear();
+    QStringList out;
+    for (const auto& l : m_lines) {
+        if (!lineVisible(l)) continue;
+        out << (l.coord.empty() ? QString::fromStdString(l.text)
+                                : QString("[%1] %2").arg(QString::fromStdString(l.coord), QString::fromStdString(l.text)));
+    }
+    m_console->setPlainText(out.join('\n'));
+}
+
+// ---- theme -------------------------------------------------------------------------------------
+
+void MonitorPage::styleAxes(QCustomPlot* p) {
+    const QColor bg = m_dark ? QColor(0x26, 0x26, 0x28) : QColor(Qt::white);
+    const QColor fg = m_dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(Qt::black);
+    const QColor grid = m_dark ? QColor(0x48, 0x48, 0x4c) : QColor(0xdd, 0xdd, 0xdd);
+    p->setBackground(bg);
+    for (QCPAxis* a : {p->xAxis, p->yAxis}) {
+        a->setBasePen(QPen(fg));
+        a->setTickPen(QPen(fg));
+        a->setSubTickPen(QPen(fg));
+        a->setTickLabelColor(fg);
+        a->setLabelColor(fg);
+        a->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+    }
+    p->legend->setBrush(bg);
+    p->legend->setTextColor(fg);
+}
+
+void MonitorPage::setDarkTheme(bool dark) {
+    m_dark = dark;
+    for (QCustomPlot* p : {m_lossPlot, m_speedPlot, m_memPlot}) {
+        styleAxes(p);
+        p->replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
+}  // namespace tessera::studio
