@@ -111,6 +111,7 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     bottom->addWidget(m_diff);
     bottom->setStretchFactor(0, 3);
     bottom->setStretchFactor(1, 2);
+    bottom->setSizes({620, 480});
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_view);
     split->addWidget(bottom);

@@ -73,6 +73,7 @@ QString bytes_text(double b) {
 }
 QString duration_text(double s) {
     if (s < 0) return QStringLiteral("–");
+    if (s < 10) return QString::number(s, 'f', 2) + " s";
     if (s < 60) return QString::number(s, 'f', 1) + " s";
     if (s < 3600) return QString::number(s / 60, 'f', 1) + " min";
     return QString::number(s / 3600, 'f', 2) + " h";

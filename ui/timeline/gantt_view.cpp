@@ -30,7 +30,7 @@ double nice_step(double span, int target) {
 GanttView::GanttView(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
     setAttribute(Qt::WA_OpaquePaintEvent);
-    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);  // lanes never stretch thin bars tall
 }
 
 QColor GanttView::kindColor(const QString& kind) {
@@ -78,7 +78,7 @@ void GanttView::zoomAt(double factor, double anchor) {
 }
 
 QSize GanttView::sizeHint() const {
-    return {600, kTitleH + kAxisH + 8 + kLaneH * std::max<int>(2, m_data.rowLabels.size())};
+    return {600, kTitleH + kAxisH + 8 + int(kLaneH * 1.6) * std::max<int>(2, m_data.rowLabels.size())};
 }
 QSize GanttView::minimumSizeHint() const { return {300, kTitleH + kAxisH + 8 + kLaneH * 2}; }
 

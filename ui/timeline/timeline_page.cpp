@@ -68,11 +68,13 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
     lay->addLayout(top);
     lay->addWidget(m_summary);
     lay->addWidget(legend_widget(this));
-    lay->addWidget(m_measured, 3);
-    lay->addWidget(m_ideal, 2);
+    lay->addWidget(m_measured);
+    lay->addSpacing(10);
+    lay->addWidget(m_ideal);
     lay->addWidget(m_status);
+    lay->addStretch(1);
     auto* hint = new QLabel(tr("Wheel: zoom · drag: pan · double-click: whole step · hover a bar for details"), this);
-    hint->setStyleSheet("color: palette(mid);");
+    hint->setStyleSheet("color: gray;");
     lay->addWidget(hint);
 
     // both charts share one time axis
