@@ -170,6 +170,10 @@ TEST_F(PagesTest, CurvesHoverAndExport) {
     EXPECT_DOUBLE_EQ(page.plot()->graph(0)->data()->at(9)->key, 10.0 * 4 * 32);
     EXPECT_DOUBLE_EQ(page.plot()->graph(1)->data()->at(9)->key, 10.0 * 4 * 4 * 32);
     page.setXByTokens(false);
+    page.setMetric("mem/total_bytes");  // any logged metric: per-rank ones from the lowest rank
+    EXPECT_EQ(page.plot()->graph(1)->data()->size(), 10);
+    EXPECT_GT(page.plot()->graph(1)->data()->at(0)->value, 0);
+    page.setMetric("train/loss");
     page.hoverAt(5.5);
     QTableWidget* h = page.hoverTable();
     ASSERT_EQ(h->rowCount(), 2);

@@ -151,7 +151,12 @@ void ComparePage::refresh() {
     } else {
         try {
             m_store = std::make_unique<tessera::RunStore>(tessera::RunStore::open(db.toStdString(), true));
-            for (const auto& r : m_store->runs_list()) rows.push_back(compare_summarize_run(*m_store, r));
+            for (const auto& r : m_store->runs_list()) {
+                rows.push_back(compare_summarize_run(*m_store, r));
+                for (const auto& name : m_store->metric_names(r.id))  // every logged metric can be plotted
+                    if (m_metricBox->findText(QString::fromStdString(name)) < 0)
+                        m_metricBox->addItem(QString::fromStdString(name));
+            }
             m_status->setText(tr("%1 runs in %2").arg(rows.size()).arg(db));
         } catch (const std::exception& e) {
             m_store.reset();
