@@ -12,12 +12,12 @@
 #include <cstring>
 
 #include "ui/common/project_document.h"
+#include "ui/compare/compare_page.h"
 #include "ui/model/model_page.h"
-#include "ui/shell/main_window.h"
-#if __has_include("ui/plan/plan_page.h")
+#include "ui/monitor/monitor_page.h"
 #include "ui/plan/plan_page.h"
-#define TESSERA_STUDIO_HAS_PLAN 1
-#endif
+#include "ui/shell/main_window.h"
+#include "ui/timeline/timeline_page.h"
 
 namespace {
 
@@ -75,9 +75,10 @@ int main(int argc, char** argv) {
     tessera::studio::ProjectDocument doc;
     tessera::studio::MainWindow win(&doc);
     win.addPage(QObject::tr("Model"), new tessera::studio::ModelPage(&doc, &win));
-#ifdef TESSERA_STUDIO_HAS_PLAN
     win.addPage(QObject::tr("Plan"), new tessera::studio::PlanPage(&doc, &win));
-#endif
+    win.addPage(QObject::tr("Monitor"), new tessera::studio::MonitorPage(&doc, &win));
+    win.addPage(QObject::tr("Timeline"), new tessera::studio::TimelinePage(&doc, &win));
+    win.addPage(QObject::tr("Compare"), new tessera::studio::ComparePage(&doc, &win));
     win.setDarkTheme(screenshot ? parser.isSet(dark) : win.isDarkTheme());
 
     const QStringList args = parser.positionalArguments();
