@@ -114,6 +114,14 @@ public:
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];
         oc_ = optimizer_config(cfg.train);
         run_t0_ = Clock::now();
+        model_flops_per_token_ = 6.0 * (double)gpt_param_table(dims_).total_numel() +
+                                 12.0 * dims_.n_layer * dims_.d_model * dims_.seq_len;
+#ifdef TESSERA_HAVE_CUDA
+        if (dev_ == Device::cuda) {  // dense bf16 peaks of the datasheets
+            const std::string name = cuda_device_name();
+            peak_flops_ = name.find("A100") != std::string::npos ? 312e12 : 989e12;
+        }
+#endif
     }
 
     TrainResult run(const TrainOptions& opts);
@@ -170,6 +178,7 @@ private:
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
     double loss_sum_ = 0, busy_s_ = 0;
     float loss_scale_ = 1.0f;
+    double model_flops_per_token_ = 0, peak_flops_ = 0;  // for perf/mfu (GPU runs)
 };
 
 const Batch& RankRunner::batch(int64_t step, int micro, bool eval) {
@@ -403,6 +412,9 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                 metric(s1, "train/grad_norm", norm);
                 metric(s1, "perf/step_ms", step_s * 1e3);
                 metric(s1, "perf/tok_per_s", targets / step_s);
+                if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token
+                    metric(s1, "perf/mfu", targets / step_s * model_flops_per_token_ /
+                                               (g_.mesh.world() * peak_flops_));
                 char line[256];
                 std::snprintf(line, sizeof line,
                               "step %6lld/%lld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | "

@@ -110,8 +110,20 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_lossPlot->legend->setFont(QFont(font().family(), 8));
     m_speedPlot = make_plot(this, "monitorSpeedPlot", "tokens/s");
     m_speed = make_graph(m_speedPlot, "tokens/s", QColor(0x59, 0xa1, 0x4f), 1);
+    // GPU runs also report MFU and NVML utilisation (percent, right axis)
+    m_speedPlot->yAxis2->setVisible(true);
+    m_speedPlot->yAxis2->setLabel("%");
+    m_speedPlot->yAxis2->setRange(0, 100);
+    m_mfuGraph = m_speedPlot->addGraph(m_speedPlot->xAxis, m_speedPlot->yAxis2);
+    m_mfuGraph->setName("MFU %");
+    m_mfuGraph->setPen(QPen(QColor(0xb0, 0x7a, 0xa1), 1.5));
+    m_utilGraph = m_speedPlot->addGraph(m_speedPlot->xAxis, m_speedPlot->yAxis2);
+    m_utilGraph->setName("GPU util %");
+    m_utilGraph->setPen(QPen(QColor(0x9c, 0x75, 0x5f), 1, Qt::DashLine));
+    m_speedPlot->legend->setVisible(true);
+    m_speedPlot->legend->setFont(QFont(font().family(), 8));
     m_memPlot = make_plot(this, "monitorMemoryPlot", "GiB");
-    m_memPlot->xAxis->setLabel("rank (band: estimator's prediction)");
+    m_memPlot->xAxis->setLabel("rank · stage, TP, DP (band: estimator's prediction)");
     m_memPlot->legend->setVisible(true);
     m_memPlot->legend->setFont(QFont(font().family(), 8));
 
@@ -281,7 +293,7 @@ bool MonitorPage::selectRun(int64_t run_id) {
 
 void MonitorPage::resetRunData() {
     m_lastRowid = 0;
-    m_trainLoss = m_valLoss = m_tokPerS = m_stepMs = Series{};
+    m_trainLoss = m_valLoss = m_tokPerS = m_stepMs = m_mfu = m_gpuUtil = Series{};
     m_smooth.clear();
     m_ema = EmaState{m_beta};
     m_mem.clear();
@@ -298,6 +310,7 @@ void MonitorPage::loadPrediction() {
     try {
         tessera::RunConfig cfg = tessera::config_parse(m_run.config_text, QString("run #%1").arg(m_runId).toStdString());
         m_totalSteps = cfg.train.steps;
+        m_mesh = tessera::MeshShape{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};
         m_tokensPerStep = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * cfg.model.seq_len;
         const std::string dev = cfg.runtime.device == "cuda" ? "H100" : "cpu";
         tessera::PlanEstimate est = tessera::estimate_plan(cfg, tessera::device_spec(dev));
@@ -329,6 +342,10 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
             add(m_tokPerS, r);
         } else if (n == "perf/step_ms") {
             add(m_stepMs, r);
+        } else if (n == "perf/mfu") {
+            add(m_mfu, r);
+        } else if (n == "gpu/util_percent") {
+            add(m_gpuUtil, r);
         } else if (n.rfind("mem/", 0) == 0 && n != "mem/total_bytes") {
             for (int c = 0; c < tessera::kMemCategoryCount; ++c) {
                 std::string want = "mem/" + std::string(tessera::mem_category_name((tessera::MemCategory)c)) + "_bytes";
@@ -381,8 +398,10 @@ void MonitorPage::rebuildAll() {
 void MonitorPage::replotNow() {
     m_replotTimer.stop();
     if (m_fullRebuild) {
-        for (QCPGraph* g : {m_trainRaw, m_trainSmooth, m_val, m_speed}) g->data()->clear();
+        for (QCPGraph* g : {m_trainRaw, m_trainSmooth, m_val, m_speed, m_mfuGraph, m_utilGraph})
+            g->data()->clear();
         m_trainLoss.plotted = m_valLoss.plotted = m_tokPerS.plotted = 0;
+        m_mfu.plotted = m_gpuUtil.plotted = 0;
     }
     if (m_fullRebuild || m_dataDirty) {
         // the raw and smoothed graphs share the series' plotted counter: feed both from one copy
@@ -392,6 +411,17 @@ void MonitorPage::replotNow() {
         appendGraph(m_trainSmooth, m_trainLoss, &m_smooth);
         appendGraph(m_val, m_valLoss, nullptr);
         appendGraph(m_speed, m_tokPerS, nullptr);
+        std::vector<double> mfu_pct(m_mfu.value.size());
+        for (size_t i = 0; i < mfu_pct.size(); ++i) mfu_pct[i] = 100.0 * m_mfu.value[i];
+        appendGraph(m_mfuGraph, m_mfu, &mfu_pct);
+        appendGraph(m_utilGraph, m_gpuUtil, nullptr);
+        // the percent axis and its legend entries only for runs that report them (GPU runs)
+        const bool pct = !m_mfu.value.empty() || !m_gpuUtil.value.empty();
+        m_speedPlot->yAxis2->setVisible(pct);
+        for (auto [g, any] : {std::pair{m_mfuGraph, !m_mfu.value.empty()},
+                              std::pair{m_utilGraph, !m_gpuUtil.value.empty()}})
+            any ? (void)g->addToLegend() : (void)g->removeFromLegend();
+        m_speedPlot->legend->setVisible(pct);
         const QString xl = m_xMode == XWallTime ? "wall time (s)" : m_xMode == XTokens ? "tokens" : "step";
         m_lossPlot->xAxis->setLabel(xl);
         m_speedPlot->xAxis->setLabel(xl);
@@ -458,8 +488,16 @@ void MonitorPage::rebuildMemory() {
     }
     m_memPlot->xAxis->setRange(-0.7, ranks - 0.3);
     m_memPlot->yAxis->setRange(0, ymax > 0 ? ymax * 1.15 : 1);
-    QSharedPointer<QCPAxisTickerFixed> t(new QCPAxisTickerFixed);
-    t->setTickStep(1);
+    // each rank labelled with its place in the plan: rank, stage, TP rank, DP rank
+    QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
+    for (int r = 0; r < ranks; ++r) {
+        QString label = QString("r%1").arg(r);
+        if (r < m_mesh.world()) {
+            tessera::MeshCoord c = tessera::mesh_coord(m_mesh, r);
+            label += QString("\nS%1 T%2 D%3").arg(c.pp).arg(c.tp).arg(c.dp);
+        }
+        t->addTick(r, label);
+    }
     m_memPlot->xAxis->setTicker(t);
 }
 

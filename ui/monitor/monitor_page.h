@@ -7,6 +7,8 @@
 #include <QPointer>
 #include <QTimer>
 #include <QWidget>
+
+#include "engine/parallel/mesh.h"
 #include <array>
 #include <deque>
 #include <map>
@@ -105,7 +107,10 @@ private:
     int64_t m_lastRowid = 0;
     int64_t m_tokensPerStep = 0;
     int64_t m_totalSteps = 0;
-    Series m_trainLoss, m_valLoss, m_tokPerS, m_stepMs;
+    Series m_trainLoss, m_valLoss, m_tokPerS, m_stepMs, m_mfu, m_gpuUtil;
+    QCPGraph* m_mfuGraph = nullptr;
+    QCPGraph* m_utilGraph = nullptr;
+    tessera::MeshShape m_mesh;  // the run's plan: memory bars are labelled by coordinates
     std::vector<double> m_smooth;  // debiased EMA of m_trainLoss.value (full resolution)
     EmaState m_ema;
     double m_beta = 0.6;
