@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QImage>
 #include <QTemporaryDir>
+#include <QAbstractItemModelTester>
 #include <QTest>
 #include <dirent.h>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "engine/store/run_store.h"
 #include "ui/common/project_document.h"
 #include "ui/compare/compare_page.h"
+#include "ui/compare/run_table_model.h"
 #include "ui/model/model_page.h"
 #include "ui/monitor/monitor_page.h"
 #include "ui/plan/plan_page.h"
@@ -153,6 +155,44 @@ log: {db: runs.db, every: 1}
     auto losses = store.metrics(store.runs_list().back().id, "train/loss");
     ASSERT_GE(losses.size(), 3u);
     for (size_t i = 0; i < losses.size(); ++i) EXPECT_EQ(losses[i].step, (int64_t)i + 1);
+}
+
+// The Compare page's run model stays consistent (QAbstractItemModelTester, fatal mode) while a
+// writer appends runs and metrics to the project's runs.db and the page re-reads it.
+TEST(StudioEndToEnd, RunModelStaysConsistentWhileRowsAreAppended) {
+    QTemporaryDir tmp;
+    QString dir = tmp.path() + "/appending";
+    QDir().mkpath(dir);
+    std::ofstream(QString(dir + "/project.yaml").toStdString()) << R"(name: appending
+model: {preset: gpt-tiny, n_layer: 2, n_head: 2, d_model: 64, seq_len: 32}
+data: {dataset: brown}
+log: {db: runs.db, every: 1}
+)";
+    Studio st;
+    ASSERT_TRUE(st.win.openProject(dir, false));
+    RunStore writer = RunStore::open(st.doc.dbPath().toStdString());
+    st.compare->refresh();
+    QAbstractItemModelTester tester(st.compare->runModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    for (int r = 0; r < 5; ++r) {
+        RunStartRecord start;
+        start.name = "run" + std::to_string(r);
+        {
+            QFile f(dir + "/project.yaml");
+            f.open(QIODevice::ReadOnly);
+            start.config_text = f.readAll().toStdString();
+        }
+        start.world_size = 1;
+        start.wall_time = telemetry_now();
+        int64_t id = writer.run_begin(start);
+        for (int step = 1; step <= 20; ++step) {
+            writer.append(id, {MetricRecord{step, 0, "train/loss", 5.0 - 0.1 * step, telemetry_now()},
+                               MetricRecord{step, 0, "perf/tok_per_s", 1000.0 + r, telemetry_now()}});
+            if (step % 5 == 0) st.compare->refresh();  // the page re-reads while runs grow
+        }
+        if (r % 2 == 0) writer.run_finish(id, "completed", "", 20);
+        st.compare->refresh();
+        EXPECT_EQ(st.compare->runModel()->rowCount(), r + 1);
+    }
 }
 
 int main(int argc, char** argv) {
