@@ -7,7 +7,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-# Debian packages: toolchain, engine libraries, test reference, data, studio.
+# Debian packages: toolchain, engine libraries, test reference, data, studio, packaging (lintian,
+# dpkg-dev: scripts/package.sh and tests/package).
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libyaml-cpp-dev libsqlite3-dev sqlite3 libopenblas-dev zlib1g-dev nlohmann-json3-dev libgloo-dev
@@ -15,6 +16,7 @@ packages=(
   dataset-fashion-mnist
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
   openssh-client openssh-server
+  lintian dpkg-dev
 )
 # node and npm fetch the npm data packages and run the BPE reference; any install of them will do.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
