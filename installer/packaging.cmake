@@ -57,7 +57,15 @@ if(TARGET tessera-studio)
 endif()
 
 # ---- man pages and Debian docs (gzip -9n: Debian policy) ----------------------------------------
+# the changelog's date: the commit's (reproducible), else now
 string(TIMESTAMP TESSERA_DEB_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
+if(GIT_FOUND AND EXISTS ${_pkg_src}/.git)
+  execute_process(COMMAND ${GIT_EXECUTABLE} log -1 --format=%cD WORKING_DIRECTORY ${_pkg_src}
+                  OUTPUT_VARIABLE _commit_date OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(_commit_date)
+    set(TESSERA_DEB_DATE ${_commit_date})
+  endif()
+endif()
 configure_file(${_pkg_src}/installer/debian/changelog.in ${_pkg_gen}/changelog @ONLY)
 set(_pkg_gz)
 foreach(_pair "resources/man/tessera.1|tessera.1.gz" "resources/man/tessera-studio.1|tessera-studio.1.gz"
@@ -108,8 +116,15 @@ This package is the CPU build: the engine is built without CUDA and runs
 on the CPU with OpenMP, OpenBLAS and Gloo. Example projects are installed
 in /usr/share/tessera/projects; tessera-fetch-data fills the data cache.")
 # dependencies from the binaries' shared libraries (dpkg-shlibdeps), when available
+# (a CUDA build links NVIDIA's libraries, which dpkg-shlibdeps may not know: fixed list there)
 find_program(DPKG_SHLIBDEPS dpkg-shlibdeps)
-if(DPKG_SHLIBDEPS)
+if(TESSERA_CUDA)
+  set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "training engine and studio for transformer models (CUDA build)")
+  string(REPLACE "This package is the CPU build: the engine is built without CUDA and runs\non the CPU"
+         "This package is a CUDA build (it needs NVIDIA's CUDA and NCCL libraries);\nscripts/package.sh makes the CPU build that runs on the CPU"
+         CPACK_DEBIAN_PACKAGE_DESCRIPTION "${CPACK_DEBIAN_PACKAGE_DESCRIPTION}")
+endif()
+if(DPKG_SHLIBDEPS AND NOT TESSERA_CUDA)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS

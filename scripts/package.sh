@@ -10,7 +10,7 @@ build="${1:-$root/build-package}"
 jobs="${TESSERA_JOBS:-$(nproc)}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_CUDA=OFF \
       -DTESSERA_TESTS=OFF -DTESSERA_BENCH=OFF >/dev/null
-cmake --build "$build" -j "$jobs"
+cmake --build "$build" -j "$jobs" | tail -n 1
 rm -f "$build"/tessera_*.deb "$build"/tessera-*.tar.gz
 (cd "$build" && cpack -G "DEB;TGZ" >/dev/null)
 deb="$(ls "$build"/tessera_*.deb)"
