@@ -18,6 +18,7 @@
 #include "ui/plan/plan_page.h"
 #include "ui/shell/main_window.h"
 #include "ui/timeline/timeline_page.h"
+#include "ui/welcome/welcome_page.h"
 
 namespace {
 
@@ -74,6 +75,7 @@ int main(int argc, char** argv) {
 
     tessera::studio::ProjectDocument doc;
     tessera::studio::MainWindow win(&doc);
+    win.addPage(QObject::tr("Welcome"), new tessera::studio::WelcomePage(&win, &doc, &win));
     win.addPage(QObject::tr("Model"), new tessera::studio::ModelPage(&doc, &win));
     win.addPage(QObject::tr("Plan"), new tessera::studio::PlanPage(&doc, &win));
     win.addPage(QObject::tr("Monitor"), new tessera::studio::MonitorPage(&doc, &win));
@@ -82,7 +84,9 @@ int main(int argc, char** argv) {
     win.setDarkTheme(screenshot ? parser.isSet(dark) : win.isDarkTheme());
 
     const QStringList args = parser.positionalArguments();
-    if (!args.isEmpty()) win.openProject(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()), false);
+    // a project on the command line opens on its Model page; without one the Welcome page shows
+    if (!args.isEmpty() && win.openProject(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()), false))
+        win.setCurrentPage(1);
 
     if (screenshot) {
         win.resize(1280, 800);
