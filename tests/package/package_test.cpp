@@ -141,6 +141,20 @@ TEST_F(PackageTest, QuickstartRunsThreeStepsHeadless) {
     EXPECT_FALSE(fs::exists(projects() / "quickstart/checkpoints")) << "checkpoints were written";
 }
 
+TEST_F(PackageTest, MissingDataErrorSaysWhereTheCacheIsAndHowToFillIt) {
+    const fs::path empty_cache = tmp_ / "empty-cache";
+    fs::create_directories(empty_cache);
+    CommandResult r = run_command("TESSERA_DATA_DIR=" + quote(empty_cache) + " " + quote(bin("tessera")) +
+                                  " data prepare brown");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("the data cache is " + empty_cache.string()), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("tessera-fetch-data"), std::string::npos) << r.output;
+    // and `tessera data where` names the same folder
+    r = run_command("TESSERA_DATA_DIR=" + quote(empty_cache) + " " + quote(bin("tessera")) + " data where");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("data cache: " + empty_cache.string()), std::string::npos) << r.output;
+}
+
 TEST_F(PackageTest, StudioVersionOffscreen) {
     if (!fs::exists(bin("tessera-studio"))) GTEST_SKIP() << "this build has no tessera-studio";
     CommandResult r = run_command("QT_QPA_PLATFORM=offscreen " + quote(bin("tessera-studio")) + " --version");
