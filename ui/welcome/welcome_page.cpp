@@ -45,10 +45,12 @@ QString project_description(const QString& yaml) {
 
 // walks up from dir (at most 5 levels) for a path relative to an ancestor that exists
 QString find_above(const QString& dir, const QString& relative) {
-    QDir d(dir);
-    for (int i = 0; i < 5; ++i) {
-        if (QFileInfo::exists(d.filePath(relative))) return QDir::cleanPath(d.filePath(relative));
-        if (!d.cdUp()) break;
+    QString d = QDir::cleanPath(dir);  // by text: the folders on the way need not exist
+    for (int i = 0; i < 5 && !d.isEmpty(); ++i) {
+        const QString candidate = QDir::cleanPath(d + "/" + relative);
+        if (QFileInfo::exists(candidate)) return candidate;
+        if (d == "/") break;
+        d = QDir::cleanPath(d + "/..");
     }
     return {};
 }
