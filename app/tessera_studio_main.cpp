@@ -32,6 +32,7 @@ const char* kUsage =
     "  --screenshot DIR     Render every page to DIR/<project>-<page>.png and exit\n"
     "                       (no display needed: uses the offscreen platform without one).\n"
     "  --dark               Use the dark theme (with --screenshot).\n"
+    "  --launch             Start a run of the opened project and watch it on the Monitor page.\n"
     "\n"
     "Arguments:\n"
     "  PROJECT_DIR          Project folder (or its project.yaml) to open.\n";
@@ -65,8 +66,11 @@ int main(int argc, char** argv) {
     parser.setApplicationDescription("Tessera Studio — design, plan and watch training runs");
     QCommandLineOption shot("screenshot", "Render every page to DIR/<project>-<page>.png and exit.", "DIR");
     QCommandLineOption dark("dark", "Use the dark theme (with --screenshot).");
+    QCommandLineOption launch("launch", "Start a training run of the opened project right away and "
+                                        "show it on the Monitor page.");
     parser.addOption(shot);
     parser.addOption(dark);
+    parser.addOption(launch);
     parser.addPositionalArgument("PROJECT_DIR", "Project folder (or its project.yaml) to open.");
     parser.process(app);  // an unknown option prints the error and exits 1
 
@@ -78,15 +82,22 @@ int main(int argc, char** argv) {
     win.addPage(QObject::tr("Welcome"), new tessera::studio::WelcomePage(&win, &doc, &win));
     win.addPage(QObject::tr("Model"), new tessera::studio::ModelPage(&doc, &win));
     win.addPage(QObject::tr("Plan"), new tessera::studio::PlanPage(&doc, &win));
-    win.addPage(QObject::tr("Monitor"), new tessera::studio::MonitorPage(&doc, &win));
+    auto* monitor = new tessera::studio::MonitorPage(&doc, &win);
+    win.addPage(QObject::tr("Monitor"), monitor);
     win.addPage(QObject::tr("Timeline"), new tessera::studio::TimelinePage(&doc, &win));
     win.addPage(QObject::tr("Compare"), new tessera::studio::ComparePage(&doc, &win));
     win.setDarkTheme(screenshot ? parser.isSet(dark) : win.isDarkTheme());
 
     const QStringList args = parser.positionalArguments();
     // a project on the command line opens on its Model page; without one the Welcome page shows
-    if (!args.isEmpty() && win.openProject(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()), false))
+    if (!args.isEmpty() && win.openProject(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()), false)) {
         win.setCurrentPage(1);
+        if (parser.isSet(launch) && !screenshot) {  // a live run, as README's main job shows it
+            for (int i = 0; i < win.pageCount(); ++i)
+                if (win.page(i) == monitor) win.setCurrentPage(i);
+            QTimer::singleShot(0, monitor, &tessera::studio::MonitorPage::launch);
+        }
+    }
 
     if (screenshot) {
         win.resize(1280, 800);

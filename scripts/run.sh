@@ -14,7 +14,7 @@ bash "$root/scripts/build.sh"
 bin="${TESSERA_BUILD_DIR:-$root/build}/bin"
 project="$root/projects/quickstart"
 if ((!headless)) && [[ -x "$bin/tessera-studio" ]]; then
-  exec "$bin/tessera-studio" "$project"
+  exec "$bin/tessera-studio" --launch "$project"  # opens quickstart and starts a live run
 fi
 "$bin/tessera" train "$project/project.yaml" "$@"
 "$bin/tessera" runs list --db "$project/runs.db"
