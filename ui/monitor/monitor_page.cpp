@@ -123,7 +123,7 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_speedPlot->legend->setVisible(true);
     m_speedPlot->legend->setFont(QFont(font().family(), 8));
     m_memPlot = make_plot(this, "monitorMemoryPlot", "GiB");
-    m_memPlot->xAxis->setLabel("rank · stage, TP, DP (band: estimator's prediction)");
+    m_memPlot->xAxis->setLabel("rank · node, stage, TP, DP (band: prediction; black: NVML used)");
     m_memPlot->legend->setVisible(true);
     m_memPlot->legend->setFont(QFont(font().family(), 8));
 
@@ -297,6 +297,7 @@ void MonitorPage::resetRunData() {
     m_smooth.clear();
     m_ema = EmaState{m_beta};
     m_mem.clear();
+    m_nvmlUsed.clear();
     m_predTotal.clear();
     m_tokensPerStep = 0;
     m_totalSteps = 0;
@@ -346,6 +347,9 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
             add(m_mfu, r);
         } else if (n == "gpu/util_percent") {
             add(m_gpuUtil, r);
+        } else if (n == "gpu/memory_used_bytes") {
+            if (std::isfinite(r.value)) m_nvmlUsed[r.rank] = std::max(m_nvmlUsed[r.rank], r.value);
+            m_memDirty = true;
         } else if (n.rfind("mem/", 0) == 0 && n != "mem/total_bytes") {
             for (int c = 0; c < tessera::kMemCategoryCount; ++c) {
                 std::string want = "mem/" + std::string(tessera::mem_category_name((tessera::MemCategory)c)) + "_bytes";
@@ -486,6 +490,15 @@ void MonitorPage::rebuildMemory() {
         m_bands.push_back(band);
         ymax = std::max(ymax, p * 1.05);
     }
+    // what NVML saw used on each GPU (the driver's view: the engine's tensors plus caches, CUDA
+    // context and library workspaces), as a black tick over the bars
+    for (const auto& [r, used] : m_nvmlUsed) {
+        auto* tick = new QCPItemLine(m_memPlot);
+        tick->start->setCoords(r - 0.35, used / kGiB);
+        tick->end->setCoords(r + 0.35, used / kGiB);
+        tick->setPen(QPen(palette().color(QPalette::WindowText), 2));
+        ymax = std::max(ymax, used / kGiB);
+    }
     m_memPlot->xAxis->setRange(-0.7, ranks - 0.3);
     m_memPlot->yAxis->setRange(0, ymax > 0 ? ymax * 1.15 : 1);
     // each rank labelled with its place in the plan: rank, stage, TP rank, DP rank
@@ -494,7 +507,7 @@ void MonitorPage::rebuildMemory() {
         QString label = QString("r%1").arg(r);
         if (r < m_mesh.world()) {
             tessera::MeshCoord c = tessera::mesh_coord(m_mesh, r);
-            label += QString("\nS%1 T%2 D%3").arg(c.pp).arg(c.tp).arg(c.dp);
+            label += QString("\nN0 S%1 T%2 D%3").arg(c.pp).arg(c.tp).arg(c.dp);  // local: node 0
         }
         t->addTick(r, label);
     }

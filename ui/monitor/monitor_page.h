@@ -110,7 +110,8 @@ private:
     Series m_trainLoss, m_valLoss, m_tokPerS, m_stepMs, m_mfu, m_gpuUtil;
     QCPGraph* m_mfuGraph = nullptr;
     QCPGraph* m_utilGraph = nullptr;
-    tessera::MeshShape m_mesh;  // the run's plan: memory bars are labelled by coordinates
+    tessera::MeshShape m_mesh;
+    std::map<int, double> m_nvmlUsed;  // rank -> largest gpu/memory_used_bytes  // the run's plan: memory bars are labelled by coordinates
     std::vector<double> m_smooth;  // debiased EMA of m_trainLoss.value (full resolution)
     EmaState m_ema;
     double m_beta = 0.6;
