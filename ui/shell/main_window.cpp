@@ -101,7 +101,9 @@ MainWindow::MainWindow(ProjectDocument* doc, QWidget* parent) : QMainWindow(pare
     connect(m_sidebar, &QListWidget::currentRowChanged, m_stack, &QStackedWidget::setCurrentIndex);
 
     QSettings s;
-    m_recent = s.value("recentProjects").toStringList();
+    m_recent.clear();  // one entry per folder ("dir" and "dir/" are the same project)
+    for (const QString& d : s.value("recentProjects").toStringList())
+        if (!m_recent.contains(QDir::cleanPath(d))) m_recent.append(QDir::cleanPath(d));
     m_dark = s.value("darkTheme", false).toBool();
     buildMenus();
     if (!restoreGeometry(s.value("geometry").toByteArray())) resize(1280, 800);
@@ -187,7 +189,8 @@ void MainWindow::rebuildRecentMenu() {
     m_recentMenu->setEnabled(!m_recent.isEmpty());
 }
 
-void MainWindow::addRecent(const QString& dir) {
+void MainWindow::addRecent(const QString& path) {
+    const QString dir = QDir::cleanPath(path);
     m_recent.removeAll(dir);
     m_recent.prepend(dir);
     while (m_recent.size() > kMaxRecent) m_recent.removeLast();
