@@ -1,5 +1,6 @@
 // ComparePage: run table, overlaid curves with hover values, config diff, CSV/PNG/PDF export.
 #include "ui/compare/compare_page.h"
+#include "ui/common/plot_theme.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -390,20 +391,7 @@ void ComparePage::exportChartClicked() {
 }
 
 void ComparePage::setDarkTheme(bool dark) {
-    const QColor bg = dark ? QColor(0x26, 0x26, 0x28) : QColor(Qt::white);
-    const QColor fg = dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(Qt::black);
-    const QColor grid = dark ? QColor(0x48, 0x48, 0x4c) : QColor(0xdd, 0xdd, 0xdd);
-    m_plot->setBackground(bg);
-    for (QCPAxis* a : {m_plot->xAxis, m_plot->yAxis}) {
-        a->setBasePen(QPen(fg));
-        a->setTickPen(QPen(fg));
-        a->setSubTickPen(QPen(fg));
-        a->setTickLabelColor(fg);
-        a->setLabelColor(fg);
-        a->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-    }
-    m_plot->legend->setBrush(bg);
-    m_plot->legend->setTextColor(fg);
+    plot_apply_theme(m_plot, dark);
     m_plot->replot();
 }
 

@@ -1,5 +1,6 @@
 // ModelPage: a form over ModelConfig, the layer table and the memory figures (see model_page.h).
 #include "ui/model/model_page.h"
+#include "ui/common/plot_theme.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -353,18 +354,8 @@ void ModelPage::refresh() {
 
 void ModelPage::setDarkTheme(bool dark) {
     m_dark = dark;
-    const QColor bg = dark ? QColor(37, 37, 40) : QColor(255, 255, 255);
-    const QColor fg = dark ? QColor(220, 220, 220) : QColor(40, 40, 40);
-    const QColor grid = dark ? QColor(70, 70, 75) : QColor(225, 225, 225);
-    m_plot->setBackground(bg);
-    for (QCPAxis* a : {m_plot->xAxis, m_plot->yAxis}) {
-        a->setBasePen(QPen(fg));
-        a->setTickPen(QPen(fg));
-        a->setSubTickPen(QPen(fg));
-        a->setTickLabelColor(fg);
-        a->setLabelColor(fg);
-        a->grid()->setPen(QPen(grid));
-    }
+    plot_apply_theme(m_plot, dark);
+    const QColor fg = dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x28, 0x28, 0x28);
     if (auto* title = qobject_cast<QCPTextElement*>(m_plot->plotLayout()->element(0, 0)))
         title->setTextColor(fg);
     if (auto* bars = qobject_cast<QCPBars*>(m_plot->plottable(0))) {

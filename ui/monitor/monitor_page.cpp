@@ -1,5 +1,6 @@
 // The Monitor page: live run charts from runs.db, Launch / Stop, console. See monitor_page.h.
 #include "ui/monitor/monitor_page.h"
+#include "ui/common/plot_theme.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -662,22 +663,7 @@ void MonitorPage::refilterConsole() {
 
 // ---- theme -------------------------------------------------------------------------------------
 
-void MonitorPage::styleAxes(QCustomPlot* p) {
-    const QColor bg = m_dark ? QColor(0x26, 0x26, 0x28) : QColor(Qt::white);
-    const QColor fg = m_dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(Qt::black);
-    const QColor grid = m_dark ? QColor(0x48, 0x48, 0x4c) : QColor(0xdd, 0xdd, 0xdd);
-    p->setBackground(bg);
-    for (QCPAxis* a : {p->xAxis, p->yAxis}) {
-        a->setBasePen(QPen(fg));
-        a->setTickPen(QPen(fg));
-        a->setSubTickPen(QPen(fg));
-        a->setTickLabelColor(fg);
-        a->setLabelColor(fg);
-        a->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-    }
-    p->legend->setBrush(bg);
-    p->legend->setTextColor(fg);
-}
+void MonitorPage::styleAxes(QCustomPlot* p) { plot_apply_theme(p, m_dark); }
 
 void MonitorPage::setDarkTheme(bool dark) {
     m_dark = dark;

@@ -1,5 +1,6 @@
 // MemoryChart: stacked QCPBars per memory category, capacity line, over-capacity bands.
 #include "ui/plan/memory_chart.h"
+#include "ui/common/plot_theme.h"
 
 #include <QVBoxLayout>
 #include <qcustomplot.h>
@@ -33,20 +34,7 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
 }
 
 void MemoryChart::setDarkTheme(bool dark) {
-    const QColor bg = dark ? QColor(0x26, 0x26, 0x28) : QColor(Qt::white);
-    const QColor fg = dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(Qt::black);
-    const QColor grid = dark ? QColor(0x48, 0x48, 0x4c) : QColor(0xdd, 0xdd, 0xdd);
-    m_plot->setBackground(bg);
-    for (QCPAxis* a : {m_plot->xAxis, m_plot->yAxis}) {
-        a->setBasePen(QPen(fg));
-        a->setTickPen(QPen(fg));
-        a->setSubTickPen(QPen(fg));
-        a->setTickLabelColor(fg);
-        a->setLabelColor(fg);
-        a->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-    }
-    m_plot->legend->setBrush(bg);
-    m_plot->legend->setTextColor(fg);
+    plot_apply_theme(m_plot, dark);
     m_plot->replot();
 }
 

@@ -1,0 +1,12 @@
+// One look for every QCustomPlot in the studio: background, axes, grid and legend colours for the
+// light or the dark theme. Pages call it from their setDarkTheme(bool) slot.
+#pragma once
+
+class QCustomPlot;
+
+namespace tessera::studio {
+
+// Styles p's axes (x, y, and y2 when visible), grid, background and legend; does not replot.
+void plot_apply_theme(QCustomPlot* p, bool dark);
+
+}  // namespace tessera::studio
