@@ -31,20 +31,30 @@ std::string MlpModel::describe() const {
     return str_cat(s, ", ", param_table().total_numel(), " parameters");
 }
 
-std::vector<LayerSpec> MlpModel::layer_specs() const {
+std::vector<int> mlp_sizes(const ModelConfig& m) {
+    std::vector<int> sizes{784};
+    for (int h : m.hidden) sizes.push_back(h);
+    if (m.hidden.empty()) sizes.push_back(256);
+    sizes.push_back(10);
+    return sizes;
+}
+
+std::vector<LayerSpec> mlp_layer_specs(const std::vector<int>& sizes) {
     std::vector<LayerSpec> specs;
-    for (size_t i = 0; i + 1 < sizes_.size(); ++i) {
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
         LayerSpec s;
         s.name = "fc." + std::to_string(i);
         s.kind = "linear";
-        s.params = (int64_t)sizes_[i] * sizes_[i + 1] + sizes_[i + 1];
-        s.activation_bytes = 2 * (int64_t)sizes_[i + 1] * 4;
+        s.params = (int64_t)sizes[i] * sizes[i + 1] + sizes[i + 1];
+        s.activation_bytes = 2 * (int64_t)sizes[i + 1] * 4;
         s.activation_bytes_full = s.activation_bytes_selective = s.activation_bytes;
-        s.flops_per_token = 2.0 * sizes_[i] * sizes_[i + 1];
+        s.flops_per_token = 2.0 * sizes[i] * sizes[i + 1];
         specs.push_back(s);
     }
     return specs;
 }
+
+std::vector<LayerSpec> MlpModel::layer_specs() const { return mlp_layer_specs(sizes_); }
 
 double MlpModel::train_flops_per_target() const {
     double f = 0;

@@ -7,6 +7,11 @@
 
 namespace tessera {
 
+// The layer widths a model config asks for: 784, the hidden sizes (default 256), 10 classes.
+std::vector<int> mlp_sizes(const ModelConfig& m);
+// Per-layer specs (parameters, saved activation bytes, forward FLOPs) for those widths.
+std::vector<LayerSpec> mlp_layer_specs(const std::vector<int>& sizes);
+
 class MlpModel final : public Model {
 public:
     // sizes: input, hidden..., classes (e.g. {784, 256, 10})

@@ -13,13 +13,7 @@ void Model::allocate(ParamTable table) {
 }
 
 std::unique_ptr<Model> model_create(const ModelConfig& cfg, int vocab_size) {
-    if (cfg.preset == "mlp") {
-        std::vector<int> sizes{784};
-        for (int h : cfg.hidden) sizes.push_back(h);
-        if (cfg.hidden.empty()) sizes.push_back(256);
-        sizes.push_back(10);
-        return std::make_unique<MlpModel>(sizes);
-    }
+    if (cfg.preset == "mlp") return std::make_unique<MlpModel>(mlp_sizes(cfg));
     GptDims d;
     d.n_layer = cfg.n_layer;
     d.n_head = cfg.n_head;

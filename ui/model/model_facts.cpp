@@ -15,26 +15,9 @@ namespace tessera {
 
 std::vector<LayerSpec> model_layer_specs(const ModelConfig& m) {
     if (m.preset == "mlp") {
-        std::vector<int> sizes{784};
-        for (int h : m.hidden) {
+        for (int h : m.hidden)
             if (h < 1) return {};
-            sizes.push_back(h);
-        }
-        if (m.hidden.empty()) sizes.push_back(256);
-        sizes.push_back(10);
-        // Specs only (no parameter buffer): the same per-layer formulas MlpModel uses.
-        std::vector<LayerSpec> specs;
-        for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-            LayerSpec s;
-            s.name = "fc." + std::to_string(i);
-            s.kind = "linear";
-            s.params = (int64_t)sizes[i] * sizes[i + 1] + sizes[i + 1];
-            s.activation_bytes = 2 * (int64_t)sizes[i + 1] * 4;
-            s.activation_bytes_full = s.activation_bytes_selective = s.activation_bytes;
-            s.flops_per_token = 2.0 * sizes[i] * sizes[i + 1];
-            specs.push_back(s);
-        }
-        return specs;
+        return mlp_layer_specs(mlp_sizes(m));  // specs only: no parameter buffer allocated
     }
     if (m.n_layer < 1 || m.n_head < 1 || m.d_model < 1 || m.seq_len < 1) return {};
     if (m.d_model % m.n_head != 0) return {};
