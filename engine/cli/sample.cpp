@@ -58,10 +58,9 @@ int cli_sample(const CliArgs& args) {
     GptDims d{cfg.model.n_layer, cfg.model.n_head, cfg.model.d_model, cfg.model.seq_len,
               tok->vocab_size()};
     GptModel model(d);
-    auto it = ck.files.find("model");
-    if (it == ck.files.end()) throw InputError(str_cat("checkpoint ", ck.dir, ": no model.safetensors"));
+    const SafetensorsFile& weights = checkpoint_file(ck, "model");
     for (const auto& p : model.param_table().entries())
-        it->second.read_f32(p.name, p.shape, model.params().f32() + p.offset);
+        weights.read_f32(p.name, p.shape, model.params().f32() + p.offset);
     o.stop_token = tok->eot_token();
     std::vector<int> ids = tok->encode(prompt);
     std::vector<int> gen = sample_tokens(model, ids, o);

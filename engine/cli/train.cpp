@@ -78,12 +78,6 @@ std::string self_exe() {
     return buf;
 }
 
-std::string host_name() {
-    char buf[256] = {0};
-    gethostname(buf, sizeof buf - 1);
-    return buf;
-}
-
 class NullSink final : public TelemetrySink {
 public:
     void write(const Record&) override {}
@@ -121,7 +115,7 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     } else if (env.rank == 0) {  // torchrun / mpirun / srun: rank 0 writes the store itself
         std::string db = opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : opts.db_path;
         store = std::make_unique<RunStore>(RunStore::open(db));
-        RunStartRecord start{cfg.name, cfg.source_text, host_name(), mesh.world(), "", telemetry_now()};
+        RunStartRecord start{cfg.name, cfg.source_text, telemetry_host_name(), mesh.world(), "", telemetry_now()};
         run_id = store->run_begin(start);
         sink = store_sink(*store, run_id);
     } else {
@@ -188,7 +182,7 @@ int cli_train(const CliArgs& args) {
     }
     spec.resume_argv = {"--resume"};
     spec.restarts = cfg.train.restarts;
-    spec.run = RunStartRecord{cfg.name, cfg.source_text, host_name(), world, "", telemetry_now()};
+    spec.run = RunStartRecord{cfg.name, cfg.source_text, telemetry_host_name(), world, "", telemetry_now()};
     spec.db_path = t.opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : t.opts.db_path;
     std::signal(SIGINT, [](int) { launch_request_stop(); });
     std::signal(SIGTERM, [](int) { launch_request_stop(); });

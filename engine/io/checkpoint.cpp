@@ -256,4 +256,11 @@ Checkpoint checkpoint_load(const std::string& path) {
     return ck;
 }
 
+const SafetensorsFile& checkpoint_file(const Checkpoint& ck, const std::string& name) {
+    auto it = ck.files.find(name);
+    if (it == ck.files.end())
+        throw InputError(str_cat("checkpoint ", ck.dir, ": missing ", name, ".safetensors"));
+    return it->second;
+}
+
 }  // namespace tessera

@@ -46,6 +46,9 @@ struct Checkpoint {
 // expected vs found otherwise.
 Checkpoint checkpoint_load(const std::string& path);
 
+// The checkpoint's `name`.safetensors; InputError "checkpoint DIR: missing NAME.safetensors".
+const SafetensorsFile& checkpoint_file(const Checkpoint& ck, const std::string& name);
+
 // The dir of the checkpoint ROOT/latest names if it is complete, else the complete step dir with
 // the highest step; nullopt when there is none (or ROOT does not exist).
 std::optional<std::string> checkpoint_latest(const std::string& root);

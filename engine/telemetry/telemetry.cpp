@@ -237,4 +237,10 @@ std::unique_ptr<TelemetrySink> telemetry_stream_sink(int fd) {
     return std::make_unique<StreamSink>(fd);
 }
 
+std::string telemetry_host_name() {
+    char buf[256] = {0};
+    ::gethostname(buf, sizeof buf - 1);
+    return buf;
+}
+
 }  // namespace tessera

@@ -81,6 +81,7 @@ Record telemetry_decode(std::string_view line);
 const char* telemetry_type_name(const Record& r);
 
 double telemetry_now();  // wall time, seconds since epoch
+std::string telemetry_host_name();  // this machine's host name (RunStartRecord::host)
 
 // ------------------------------------------------------------------------------------------------
 // Sinks: where a rank's records go.

@@ -508,14 +508,8 @@ std::string RankRunner::save_checkpoint(int64_t steps_done) {
 
 int64_t RankRunner::load_checkpoint(const std::string& path) {
     Checkpoint ck = checkpoint_load(path);
-    auto file = [&](const char* n) -> const SafetensorsFile& {
-        auto it = ck.files.find(n);
-        if (it == ck.files.end())
-            throw InputError(str_cat("checkpoint ", ck.dir, ": missing ", n, ".safetensors"));
-        return it->second;
-    };
-    const SafetensorsFile& mf = file("model");
-    const SafetensorsFile& of = file("optimizer");
+    const SafetensorsFile& mf = checkpoint_file(ck, "model");
+    const SafetensorsFile& of = checkpoint_file(ck, "optimizer");
     ParamTable global = gpt_param_table(dims_);
     std::map<std::string, std::vector<float>> cache;
     auto full = [&](const std::string& key, const SafetensorsFile& f, const std::string& name)

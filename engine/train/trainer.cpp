@@ -31,12 +31,6 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::string host_name() {
-    char buf[256] = {0};
-    gethostname(buf, sizeof buf - 1);
-    return buf;
-}
-
 std::string human_bytes(int64_t b) {
     char s[32];
     if (b >= (1LL << 30)) std::snprintf(s, sizeof s, "%.2f GiB", b / 1073741824.0);
@@ -68,14 +62,8 @@ std::string save_checkpoint(const RunConfig& cfg, Model& model, AdamW& opt, int6
 
 int64_t load_checkpoint(const std::string& path, Model& model, AdamW& opt) {
     Checkpoint ck = checkpoint_load(path);
-    auto need = [&](const char* name) -> const SafetensorsFile& {
-        auto it = ck.files.find(name);
-        if (it == ck.files.end())
-            throw InputError(str_cat("checkpoint ", ck.dir, ": missing ", name, ".safetensors"));
-        return it->second;
-    };
-    const SafetensorsFile& mf = need("model");
-    const SafetensorsFile& of = need("optimizer");
+    const SafetensorsFile& mf = checkpoint_file(ck, "model");
+    const SafetensorsFile& of = checkpoint_file(ck, "optimizer");
     for (const auto& p : model.param_table().entries()) {
         mf.read_f32(p.name, p.shape, model.params().f32() + p.offset);
         of.read_f32("m." + p.name, p.shape, opt.m().f32() + p.offset);
@@ -136,7 +124,7 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
     RunStartRecord start;
     start.name = cfg.name;
     start.config_text = cfg.source_text;
-    start.host = host_name();
+    start.host = telemetry_host_name();
     start.world_size = 1;
     start.wall_time = telemetry_now();
     int64_t run_id = store.run_begin(start);
