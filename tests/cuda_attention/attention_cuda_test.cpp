@@ -224,6 +224,11 @@ const Shape kShapes[] = {
     {1, 128, 128, 4},  // hs 32
     {2, 200, 256, 2},  // hs 128, partial last tile
     {2, 256, 768, 12}, // GPT-2 heads (hs 64), several tiles
+    // many tiles with a partial last one: the double-buffered (cp.async) tile loops of the bf16
+    // kernels run through both stages several times, per head size
+    {1, 1000, 256, 4}, // hs 64
+    {1, 333, 256, 2},  // hs 128 (the backward's 32-row steps)
+    {2, 520, 128, 4},  // hs 32
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 // Fused causal attention (FlashAttention-2 style), forward and backward; see attention.cuh.
 //
-// Design, chosen to be easy to check rather than the last word in speed: every block works on
-// square TILE x TILE tiles held in shared memory. All matrix products go through one helper,
-// block_matmul, which multiplies shared-memory tiles into an fp32 shared-memory tile: with WMMA
-// (bf16 16x16x16 fragments, fp32 accumulators) for bf16, with scalar fp32 FMAs for float. The
-// softmax bookkeeping is plain fp32 code on those shared tiles, identical for both types.
+// Two implementations behind one interface:
+//   bf16: attention_mma.cuh, tensor-core kernels (mma.sync, ldmatrix, cp.async) with the score
+//         tiles, softmax statistics and accumulators in registers. That is the training path.
+//   fp32: this file, written to be easy to check rather than fast: every block works on square
+//         TILE x TILE tiles held in shared memory; all matrix products go through block_matmul
+//         (scalar fp32 FMAs into an fp32 shared-memory tile) and the softmax bookkeeping is plain
+//         code on those shared tiles.
 //   forward:  one block per (query tile, head, batch); loop over key tiles 0 .. diagonal with an
 //             online softmax (running max m and sum l per row); the output accumulator lives in
 //             shared memory (fp32) and is rescaled by exp(m_old - m_new) before each P·V.
-//   backward: D = rowsum(dout ∘ out) first (attention_dd_kernel); then one block per
+//   backward: D = rowsum(dout ∘ out) first (attention_dd_kernel, both types); then one block per
 //             (key tile, head, batch) loops over query tiles diagonal .. end, recomputes
 //             P = exp(scale·S - lse) and accumulates dV and dK in shared memory; a second kernel,
 //             one block per (query tile, head, batch), recomputes P and dP over key tiles
@@ -16,13 +18,12 @@
 //             deterministic (bit-identical run to run) at the cost of recomputing S and dP.
 //             Causality and T not a multiple of TILE are handled by masking P (k <= q < T) and
 //             zero-filling the tile rows past T.
-#include <mma.h>
-
 #include <cmath>
 #include <memory>
 #include <type_traits>
 
 #include "engine/kernels/cuda/attention.cuh"
+#include "engine/kernels/cuda/attention_mma.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 
 namespace tessera {
@@ -34,17 +35,13 @@ constexpr int ATT_THREADS = 256;  // 8 warps per block
 constexpr int ATT_WARPS = ATT_THREADS / 32;
 constexpr size_t ATT_MAX_SMEM = 227 * 1024;  // sm_90 opt-in limit per block
 
-// Query/key tile edge. bf16 forward: 64; fp32 (4-byte tiles) and the larger bf16 backward: 32.
-template <typename T>
-constexpr int fwd_tile() { return std::is_same_v<T, float> ? 32 : 64; }
-template <typename T, int HS>
-constexpr int bwd_tile() { return (std::is_same_v<T, float> || HS > 64) ? 32 : 64; }
+// Query/key tile edge of the fp32 kernels (4-byte tiles: 32 keeps the backward in shared memory).
+constexpr int FP32_TILE = 32;
 
 __host__ __device__ constexpr size_t align128(size_t bytes) { return (bytes + 127) / 128 * 128; }
 
-// Leading dimensions (elements). Padding keeps WMMA's rules (ldm a multiple of 8 for bf16 and 4
-// for fp32; every fragment's base 32-byte aligned, since fragments start at multiples of 16 rows
-// and 16 columns) and spreads rows over the shared-memory banks.
+// Leading dimensions (elements). Padding keeps rows 16-byte aligned (vector loads) and spreads
+// them over the shared-memory banks.
 template <int HS, int TILE>
 struct AttLd {
     static constexpr int t = HS + 8;    // q, k, v, dout tiles (TILE x HS, type T)
@@ -127,49 +124,22 @@ static __device__ void load_tile(T* dst, int ld, const T* src, long src_ld, int 
     }
 }
 
-// c (M x N, fp32, leading dim ldc) = [c +] a (M x K) · b (K x N). a is row-major (a[m*lda + k])
-// or, with A_COL, column-major (a[k*lda + m], i.e. the transpose of a stored row-major tile);
-// likewise b (b[k*ldb + n], or b[n*ldb + k] with B_COL). M, N, K are multiples of 16. Each 16x16
-// block of c belongs to one warp (bf16) or each element to one thread (float).
+// c (M x N, fp32, leading dim ldc) = [c +] a (M x K) · b (K x N), all fp32. a is row-major
+// (a[m*lda + k]) or, with A_COL, column-major (a[k*lda + m], i.e. the transpose of a stored
+// row-major tile); likewise b (b[k*ldb + n], or b[n*ldb + k] with B_COL). Each element of c
+// belongs to one thread.
 template <typename T, int M, int N, int K, bool A_COL, bool B_COL, bool ACCUM>
 static __device__ void block_matmul(float* c, int ldc, const T* a, int lda, const T* b, int ldb) {
-    static_assert(M % 16 == 0 && N % 16 == 0 && K % 16 == 0, "block_matmul: 16-multiples only");
-    if constexpr (std::is_same_v<T, bf16>) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-        __trap();  // bf16 WMMA needs sm_80+; this keeps builds for older targets compiling
-#else
-        namespace wmma = nvcuda::wmma;
-        using LayoutA = std::conditional_t<A_COL, wmma::col_major, wmma::row_major>;
-        using LayoutB = std::conditional_t<B_COL, wmma::col_major, wmma::row_major>;
-        constexpr int FN = N / 16;
-        for (int f = threadIdx.x / 32; f < (M / 16) * FN; f += ATT_WARPS) {
-            const int m0 = (f / FN) * 16, n0 = (f % FN) * 16;
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-            if constexpr (ACCUM)
-                wmma::load_matrix_sync(acc, c + m0 * ldc + n0, ldc, wmma::mem_row_major);
-            else
-                wmma::fill_fragment(acc, 0.0f);
-            for (int k0 = 0; k0 < K; k0 += 16) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, LayoutA> fa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, LayoutB> fb;
-                wmma::load_matrix_sync(fa, A_COL ? a + k0 * lda + m0 : a + m0 * lda + k0, lda);
-                wmma::load_matrix_sync(fb, B_COL ? b + n0 * ldb + k0 : b + k0 * ldb + n0, ldb);
-                wmma::mma_sync(acc, fa, fb, acc);
-            }
-            wmma::store_matrix_sync(c + m0 * ldc + n0, acc, ldc, wmma::mem_row_major);
+    static_assert(std::is_same_v<T, float>, "block_matmul: fp32 only (bf16 is attention_mma.cuh)");
+    for (int i = threadIdx.x; i < M * N; i += ATT_THREADS) {
+        const int m = i / N, n = i % N;
+        float sum = ACCUM ? c[m * ldc + n] : 0.0f;
+        for (int k = 0; k < K; ++k) {
+            const float av = A_COL ? a[k * lda + m] : a[m * lda + k];
+            const float bv = B_COL ? b[n * ldb + k] : b[k * ldb + n];
+            sum = fmaf(av, bv, sum);
         }
-#endif
-    } else {
-        for (int i = threadIdx.x; i < M * N; i += ATT_THREADS) {
-            const int m = i / N, n = i % N;
-            float sum = ACCUM ? c[m * ldc + n] : 0.0f;
-            for (int k = 0; k < K; ++k) {
-                const float av = A_COL ? a[k * lda + m] : a[m * lda + k];
-                const float bv = B_COL ? b[n * ldb + k] : b[k * ldb + n];
-                sum = fmaf(av, bv, sum);
-            }
-            c[m * ldc + n] = sum;
-        }
+        c[m * ldc + n] = sum;
     }
 }
 
@@ -448,7 +418,7 @@ static void attention_check_shapes(const char* op, int B, int T_, int C, int NH)
 template <typename T, int HS>
 static void attention_forward_launch(T* out, float* lse, const T* qkv, int B, int T_, int C,
                                      int NH, cudaStream_t s) {
-    constexpr int TILE = fwd_tile<T>();
+    constexpr int TILE = FP32_TILE;
     constexpr size_t smem = FwdSmem<T, HS, TILE>::bytes;
     auto kernel = attention_forward_kernel<T, HS, TILE>;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -464,10 +434,18 @@ void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int
     attention_check_shapes("attention_forward_cuda", B, T_, C, NH);
     TS_CHECK(out && lse && qkv, "attention_forward_cuda: null pointer (out, lse or qkv)");
     TS_CHECK(aligned16(qkv), "attention_forward_cuda: qkv must be 16-byte aligned");
-    switch (C / NH) {
-        case 32: attention_forward_launch<T, 32>(out, lse, qkv, B, T_, C, NH, s); break;
-        case 64: attention_forward_launch<T, 64>(out, lse, qkv, B, T_, C, NH, s); break;
-        default: attention_forward_launch<T, 128>(out, lse, qkv, B, T_, C, NH, s); break;
+    if constexpr (std::is_same_v<T, bf16>) {
+        switch (C / NH) {
+            case 32: att_mma::forward<32>(out, lse, qkv, B, T_, C, NH, s); break;
+            case 64: att_mma::forward<64>(out, lse, qkv, B, T_, C, NH, s); break;
+            default: att_mma::forward<128>(out, lse, qkv, B, T_, C, NH, s); break;
+        }
+    } else {
+        switch (C / NH) {
+            case 32: attention_forward_launch<T, 32>(out, lse, qkv, B, T_, C, NH, s); break;
+            case 64: attention_forward_launch<T, 64>(out, lse, qkv, B, T_, C, NH, s); break;
+            default: attention_forward_launch<T, 128>(out, lse, qkv, B, T_, C, NH, s); break;
+        }
     }
 }
 
@@ -475,7 +453,7 @@ template <typename T, int HS>
 static void attention_backward_launch(T* dqkv, const T* dout, const T* qkv, const float* lse,
                                       const float* dd, int B, int T_, int C, int NH,
                                       cudaStream_t s) {
-    constexpr int TILE = bwd_tile<T, HS>();
+    constexpr int TILE = FP32_TILE;
     const dim3 grid(ceil_div(T_, TILE), NH, B);
     const float scale = 1.0f / sqrtf((float)HS);
 
@@ -517,16 +495,24 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
     attention_dd_kernel<T><<<ceil_div(n_dd * 32, dd_block), dd_block, 0, s>>>(dd, dout, out, B, T_,
                                                                               C, NH);
     CUDA_CHECK_LAUNCH("attention_dd_kernel");
-    switch (C / NH) {
-        case 32:
-            attention_backward_launch<T, 32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
-            break;
-        case 64:
-            attention_backward_launch<T, 64>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
-            break;
-        default:
-            attention_backward_launch<T, 128>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
-            break;
+    if constexpr (std::is_same_v<T, bf16>) {
+        switch (C / NH) {
+            case 32: att_mma::backward<32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s); break;
+            case 64: att_mma::backward<64>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s); break;
+            default: att_mma::backward<128>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s); break;
+        }
+    } else {
+        switch (C / NH) {
+            case 32:
+                attention_backward_launch<T, 32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+                break;
+            case 64:
+                attention_backward_launch<T, 64>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+                break;
+            default:
+                attention_backward_launch<T, 128>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+                break;
+        }
     }
 }
 
