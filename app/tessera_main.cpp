@@ -21,6 +21,9 @@ const char* kUsage =
     "  plan CONFIG [--device H200|H100|A100-80GB|A100-40GB|cpu] [--json] [--set k=v]...  estimate memory/time\n"
     "  runs list|show|export --db FILE [--run ID] [--csv]               inspect stored runs\n"
     "  data prepare brown [--vocab bytes|gpt2] [--force] | data prepare fashion-mnist | data where\n"
+    "  preflight CONFIG [--json]                                        check the cluster's hosts\n"
+    "  hosts CONFIG [scan | trust HOST [--yes]]                         host keys of the cluster\n"
+    "  launch-script CONFIG --format sbatch|mpirun                      the plan for Slurm / mpirun\n"
     "  sample --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
     "  --version, --help\n"
     "\n"
@@ -46,7 +49,12 @@ int main(int argc, char** argv) {
         if (cmd == "runs") return tessera::cli_runs(args);
         if (cmd == "data") return tessera::cli_data(args);
         if (cmd == "sample") return tessera::cli_sample(args);
+        if (cmd == "preflight") return tessera::cli_preflight(args);
+        if (cmd == "hosts") return tessera::cli_hosts(args);
+        if (cmd == "launch-script") return tessera::cli_launch_script(args);
         if (cmd == "_rank") return tessera::cli_rank(args);
+        if (cmd == "_node") return tessera::cli_node(args);
+        if (cmd == "_probe") return tessera::cli_probe(args);
         std::fprintf(stderr, "tessera: unknown command '%s' (try `tessera --help`)\n", cmd.c_str());
         return 2;
     } catch (const tessera::Error& e) {

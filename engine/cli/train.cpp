@@ -16,6 +16,7 @@
 #ifdef TESSERA_HAVE_CUDA
 #include "engine/kernels/cuda/device.cuh"
 #endif
+#include "engine/launch/cluster.h"
 #include "engine/launch/launcher.h"
 #include "engine/parallel/comm.h"
 #include "engine/store/run_store.h"
@@ -150,12 +151,13 @@ int cli_train(const CliArgs& args) {
     const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
     RankEnv env = rank_env_from_environment();
     if (env.source != "single" && env.source != "tessera") return run_rank(cfg, env, t.opts);
-    if (world == 1 && cfg.runtime.device == "cuda") {
+    bool remote = !cfg.cluster.hosts.empty();
+    if (world == 1 && !remote && cfg.runtime.device == "cuda") {
         // one GPU: the rank loop in this process (it writes the store itself)
         std::signal(SIGINT, [](int) { train_request_stop(); });
         return run_rank(cfg, env, t.opts);
     }
-    if (world == 1) {
+    if (world == 1 && !remote) {
         std::signal(SIGINT, [](int) { train_request_stop(); });
         std::signal(SIGTERM, [](int) { train_request_stop(); });
         TrainResult r = train_run(cfg, t.opts);
@@ -167,20 +169,24 @@ int cli_train(const CliArgs& args) {
         std::cout << "\n";
         return r.status == "completed" ? 0 : r.status == "stopped" ? 130 : 1;
     }
-    // the launcher: one `tessera _rank` process per rank, this process writes the store
+    // the launcher: one `tessera _rank` process per rank (or, with cluster hosts, one node
+    // launcher per host over ssh); this process writes the store
     LaunchSpec spec;
     spec.mesh = MeshShape{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};
+    std::vector<std::string> rank_args;
+    if (t.opts.resume) rank_args.push_back("--resume");
+    if (!t.opts.resume_from.empty()) {
+        rank_args.push_back("--resume-from");
+        rank_args.push_back(t.opts.resume_from);
+    }
     spec.argv = {self_exe(), "_rank", t.config_path};
     for (const auto& s : t.sets) {
         spec.argv.push_back("--set");
         spec.argv.push_back(s);
     }
-    if (t.opts.resume) spec.argv.push_back("--resume");
-    if (!t.opts.resume_from.empty()) {
-        spec.argv.push_back("--resume-from");
-        spec.argv.push_back(t.opts.resume_from);
-    }
+    spec.argv.insert(spec.argv.end(), rank_args.begin(), rank_args.end());
     spec.resume_argv = {"--resume"};
+    if (!cfg.cluster.hosts.empty()) cluster_fill_launch_spec(cfg, rank_args, spec.resume_argv, spec);
     spec.restarts = cfg.train.restarts;
     spec.run = RunStartRecord{cfg.name, cfg.source_text, telemetry_host_name(), world, "", telemetry_now()};
     spec.db_path = t.opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : t.opts.db_path;
@@ -198,7 +204,10 @@ int cli_train(const CliArgs& args) {
 // `tessera _rank CONFIG ...`: one rank, started by the launcher (not for users).
 int cli_rank(const CliArgs& args) {
     TrainArgs t = parse_train_args(args, "_rank");
-    RunConfig cfg = config_load(t.config_path, t.sets);
+    // A rank of a multi-host job gets its config as text (the node launcher's host may not
+    // have the file); relative paths resolve against the config's name (the working directory).
+    const char* text = std::getenv("TESSERA_CONFIG_TEXT");
+    RunConfig cfg = text ? config_parse(text, t.config_path, t.sets) : config_load(t.config_path, t.sets);
     std::signal(SIGINT, [](int) { train_request_stop(); });
     return run_rank(cfg, rank_env_from_environment(), t.opts);
 }

@@ -27,7 +27,8 @@ namespace tessera {
 
 const std::vector<std::string>& config_top_keys() {
     static const std::vector<std::string> keys = {"name",     "model",      "data", "train",
-                                                  "runtime",  "parallel",   "checkpoint", "log"};
+                                                  "runtime",  "parallel",   "checkpoint", "log",
+                                                  "cluster"};
     return keys;
 }
 
@@ -44,6 +45,9 @@ const std::vector<std::string>& config_section_keys(const std::string& section) 
                       "recompute", "offload_activations", "offload_optimizer"}},
         {"checkpoint", {"dir", "every", "keep"}},
         {"log", {"db", "every"}},
+        {"cluster", {"hosts", "hostfile", "workdir", "tessera", "rendezvous_port", "env",
+                     "known_hosts", "connect_timeout"}},
+        {"cluster.hosts[]", {"host", "user", "port", "identity", "slots", "addr"}},
     };
     static const std::vector<std::string> none;
     auto it = keys.find(section);

@@ -89,6 +89,33 @@ struct LogConfig {
     bool operator==(const LogConfig&) const = default;
 };
 
+// One machine of a cluster (docs/launch.md "Several hosts over SSH").
+struct ClusterHost {
+    std::string host;      // ssh destination: a name or an address (no shell metacharacters)
+    std::string user;      // "" = ssh's default (the local user, or ~/.ssh/config)
+    int port = 22;
+    std::string identity;  // private key file ("" = ssh's defaults and agent); never a passphrase
+    int slots = 1;         // ranks (GPUs) this host runs
+    std::string addr;      // address the other hosts reach this one at ("" = host)
+
+    bool operator==(const ClusterHost&) const = default;
+};
+
+// Where the ranks run. No hosts = this machine, as before. Ranks fill the hosts in order
+// (rank r on the first host whose slots are not yet used), so a TP group stays on one host.
+struct ClusterConfig {
+    std::vector<ClusterHost> hosts;  // from `hosts:` or from `hostfile:` (not both)
+    std::string hostfile;            // OpenMPI/DeepSpeed style, relative to the config file
+    std::string workdir;             // remote working directory ("" = the remote login directory)
+    std::string tessera = "tessera"; // remote executable (a path, or a name on the remote PATH)
+    int rendezvous_port = 29400;     // the store, served on the first host
+    std::vector<std::pair<std::string, std::string>> env;  // passed to every remote rank
+    std::string known_hosts;         // "" = ~/.ssh/known_hosts
+    int connect_timeout = 10;        // seconds (ssh ConnectTimeout)
+
+    bool operator==(const ClusterConfig&) const = default;
+};
+
 struct RunConfig {
     std::string name = "run";
     ModelConfig model;
@@ -98,6 +125,7 @@ struct RunConfig {
     ParallelConfig parallel;
     CheckpointConfig checkpoint;
     LogConfig log;
+    ClusterConfig cluster;
 
     std::string source_path;  // the file it was read from ("" for text)
     std::string source_text;  // the YAML text after overrides (stored with the run)
@@ -115,6 +143,12 @@ RunConfig config_parse(const std::string& text, const std::string& name,
                        const std::vector<std::string>& overrides = {});
 // Canonical YAML for a config (every key, resolved values) — what the studio saves.
 std::string config_to_yaml(const RunConfig& cfg);
+// The hosts of an OpenMPI/DeepSpeed hostfile ("host slots=N", plus Tessera's optional user=,
+// port=, identity=, addr=); `name` stands for the file in messages (name:line: ...).
+std::vector<ClusterHost> cluster_parse_hostfile(const std::string& text, const std::string& name);
+// A host or user name that is safe to hand to ssh (letters, digits, . _ - and : for IPv6);
+// returns "" when fine, else what is wrong ("contains ';'").
+std::string cluster_name_problem(const std::string& name, bool is_user);
 // Resolves a path from the config relative to cfg.base_dir.
 std::string config_resolve_path(const RunConfig& cfg, const std::string& p);
 

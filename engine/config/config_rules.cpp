@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <numeric>
 #include <set>
+#include <sstream>
+#include <fstream>
 
 #include "engine/config/config_reader.h"
 #include "engine/config/config_yaml.h"
@@ -173,7 +175,141 @@ void read_log(ConfigReader& r, const ConfigField& sec, LogConfig& l) {
     }
 }
 
+// A host or user name taken from the config: refused here, before ssh ever sees it.
+std::string read_cluster_name(ConfigReader& r, const ConfigField& f, bool is_user) {
+    std::string v = r.read_string(f, false);
+    std::string problem = cluster_name_problem(v, is_user);
+    if (!problem.empty())
+        r.fail_field(f, is_user ? "a user name (letters, digits, '.', '_', '-')"
+                                : "a host name or address (letters, digits, '.', '-', '_', ':')",
+                     str_cat("'", v, "', which ", problem));
+    return v;
+}
+
+void read_cluster_host(ConfigReader& r, const ConfigField& item, ClusterHost& h) {
+    bool has_host = false;
+    for (const auto& f : r.read_map(item.value, item.path, item.at, config_section_keys("cluster.hosts[]"))) {
+        std::string k = key_of(f);
+        if (k == "host") h.host = read_cluster_name(r, f, false), has_host = true;
+        else if (k == "user") h.user = read_cluster_name(r, f, true);
+        else if (k == "port") h.port = (int)r.read_int(f, 1, 65535);
+        else if (k == "identity") h.identity = r.read_string(f, false);
+        else if (k == "slots") h.slots = (int)r.read_int(f, 1, 4096);
+        else if (k == "addr") h.addr = read_cluster_name(r, f, false);
+    }
+    if (!item.value.IsMap()) r.fail_field(item, "a map with host, slots, ...", yaml_describe_node(item.value));
+    if (!has_host) r.fail(item.at, item.path + ".host", "a host name", "none");
+}
+
+void read_cluster(ConfigReader& r, const ConfigField& sec, ClusterConfig& c, const std::string& base_dir) {
+    const ConfigField* hostfile_field = nullptr;
+    ConfigField hf;
+    for (const auto& f : r.read_map(sec.value, "cluster", sec.at, config_section_keys("cluster"))) {
+        std::string k = key_of(f);
+        if (k == "hosts") {
+            if (!f.value.IsSequence())  // [] = this machine only
+                r.fail_field(f, "a list of hosts ({host: NAME, slots: N, ...})", yaml_describe_node(f.value));
+            c.hosts.resize(f.value.size());
+            for (size_t i = 0; i < f.value.size(); ++i) read_cluster_host(r, r.element(f, i), c.hosts[i]);
+        } else if (k == "hostfile") {
+            c.hostfile = r.read_string(f, false);
+            hf = f;
+            hostfile_field = &hf;
+        } else if (k == "workdir") c.workdir = r.read_string(f, true);
+        else if (k == "tessera") c.tessera = r.read_string(f, false);
+        else if (k == "rendezvous_port") c.rendezvous_port = (int)r.read_int(f, 1, 65535);
+        else if (k == "known_hosts") c.known_hosts = r.read_string(f, true);
+        else if (k == "connect_timeout") c.connect_timeout = (int)r.read_int(f, 1, 600);
+        else if (k == "env") {
+            if (f.value.IsNull()) continue;
+            if (!f.value.IsMap()) r.fail_field(f, "a map of NAME: value", yaml_describe_node(f.value));
+            for (auto it = f.value.begin(); it != f.value.end(); ++it) {
+                std::string name = it->first.Scalar();
+                ConfigField v{str_cat(f.path, ".", name), it->second,
+                              yaml_format_mark(r.file, it->second.Mark())};
+                bool ok = !name.empty() && !std::isdigit((unsigned char)name[0]);
+                for (char ch : name) ok = ok && (std::isalnum((unsigned char)ch) || ch == '_');
+                if (!ok) r.fail_field(v, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                                      str_cat("'", name, "'"));
+                if (!it->second.IsScalar()) r.fail_field(v, "a string value", yaml_describe_node(it->second));
+                c.env.emplace_back(name, it->second.Scalar());
+            }
+        }
+    }
+    if (hostfile_field) {
+        if (!c.hosts.empty())
+            r.fail_field(*hostfile_field, "either cluster.hosts or cluster.hostfile, not both",
+                         "both");
+        fs::path p(c.hostfile);
+        std::string path = p.is_absolute() ? c.hostfile : (fs::path(base_dir) / p).lexically_normal().string();
+        std::ifstream in(path, std::ios::binary);
+        if (!in) r.fail_field(*hostfile_field, "a readable hostfile", str_cat("no readable file ", path));
+        std::ostringstream os;
+        os << in.rdbuf();
+        std::string text = os.str();
+        c.hosts = cluster_parse_hostfile(text, path);
+        if (c.hosts.empty()) r.fail_field(*hostfile_field, "a hostfile with at least one host", "no hosts");
+    }
+}
+
 }  // namespace
+
+// "host slots=N [user=U] [port=P] [identity=F] [addr=A]" per line, '#' comments.
+std::vector<ClusterHost> cluster_parse_hostfile(const std::string& text, const std::string& name) {
+    std::vector<ClusterHost> hosts;
+    std::istringstream in(text);
+    std::string line;
+    for (int ln = 1; std::getline(in, line); ++ln) {
+        if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+        std::istringstream words(line);
+        std::string w;
+        if (!(words >> w)) continue;
+        auto fail = [&](const std::string& what) {
+            throw InputError(str_cat(name, ":", ln, ": ", what));
+        };
+        ClusterHost h;
+        h.host = w;
+        if (auto pr = cluster_name_problem(h.host, false); !pr.empty())
+            fail(str_cat("host '", h.host, "' ", pr, " (refused before ssh runs)"));
+        auto to_int = [&](const std::string& key, const std::string& v, int lo, int hi) {
+            int x = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+            if (ec != std::errc() || end != v.data() + v.size() || x < lo || x > hi)
+                fail(str_cat(key, "=", v, ": expected an integer in [", lo, ", ", hi, "]"));
+            return x;
+        };
+        while (words >> w) {
+            auto eq = w.find('=');
+            std::string key = w.substr(0, eq), v = eq == std::string::npos ? "" : w.substr(eq + 1);
+            if (eq == std::string::npos || v.empty())
+                fail(str_cat("'", w, "': expected key=value (slots=N, user=, port=, identity=, addr=)"));
+            if (key == "slots") h.slots = to_int(key, v, 1, 4096);
+            else if (key == "max_slots") to_int(key, v, 1, 1 << 20);  // OpenMPI's cap: accepted, unused
+            else if (key == "port") h.port = to_int(key, v, 1, 65535);
+            else if (key == "user" || key == "addr") {
+                if (auto pr = cluster_name_problem(v, key == "user"); !pr.empty())
+                    fail(str_cat(key, " '", v, "' ", pr));
+                (key == "user" ? h.user : h.addr) = v;
+            } else if (key == "identity") h.identity = v;
+            else fail(str_cat("unknown key '", key, "' (expected slots, max_slots, user, port, identity, addr)"));
+        }
+        hosts.push_back(h);
+    }
+    return hosts;
+}
+
+std::string cluster_name_problem(const std::string& name, bool is_user) {
+    if (name.empty()) return "is empty";
+    if (name[0] == '-') return "starts with '-'";
+    for (unsigned char ch : name) {
+        bool ok = std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-' || (!is_user && ch == ':');
+        if (!ok) {
+            if (ch < 0x20 || ch >= 0x7f) return str_cat("contains the byte 0x", "0123456789abcdef"[ch >> 4], "0123456789abcdef"[ch & 15]);
+            return str_cat("contains '", char(ch), "'");
+        }
+    }
+    return "";
+}
 
 void config_read_tree(ConfigReader& r, const YAML::Node& root, RunConfig& cfg) {
     bool has_data = false;
@@ -187,6 +323,7 @@ void config_read_tree(ConfigReader& r, const YAML::Node& root, RunConfig& cfg) {
         else if (k == "parallel") read_parallel(r, sec, cfg.parallel);
         else if (k == "checkpoint") read_checkpoint(r, sec, cfg.checkpoint);
         else if (k == "log") read_log(r, sec, cfg.log);
+        else if (k == "cluster") read_cluster(r, sec, cfg.cluster, cfg.base_dir);
     }
     // Sections that were absent still need their defaults resolved.
     if (!r.locs.count("model")) read_model(r, {"model", YAML::Node(), r.loc("")}, cfg.model);
@@ -209,6 +346,16 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         r.fail_key({"model.d_model", "model.n_head", "model.preset"},
                    str_cat("d_model divisible by n_head (", m.n_head, ")"),
                    str_cat("d_model ", m.d_model));
+
+    // cluster: enough slots for the ranks
+    if (!cfg.cluster.hosts.empty()) {
+        int slots = 0;
+        for (const auto& h : cfg.cluster.hosts) slots += h.slots;
+        if (p.dp * p.tp * p.pp > slots)
+            r.fail_key({"cluster.hosts", "cluster.hostfile", "parallel.dp"},
+                       str_cat("at least dp x tp x pp = ", p.dp * p.tp * p.pp, " slots on the cluster's hosts"),
+                       str_cat(slots, " slots"));
+    }
 
     // parallel layout
     if (mlp && p.tp != 1)
@@ -403,6 +550,37 @@ std::string config_to_yaml(const RunConfig& c) {
     e << YAML::Key << "db" << YAML::Value << c.log.db;
     e << YAML::Key << "every" << YAML::Value << c.log.every;
     e << YAML::EndMap;
+
+    const ClusterConfig& k = c.cluster;
+    if (!k.hosts.empty() || !k.hostfile.empty()) {
+        e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+        if (!k.hostfile.empty()) {
+            e << YAML::Key << "hostfile" << YAML::Value << k.hostfile;
+        } else {
+            e << YAML::Key << "hosts" << YAML::Value << YAML::BeginSeq;
+            for (const auto& h : k.hosts) {
+                e << YAML::Flow << YAML::BeginMap << YAML::Key << "host" << YAML::Value << h.host;
+                if (!h.user.empty()) e << YAML::Key << "user" << YAML::Value << h.user;
+                if (h.port != 22) e << YAML::Key << "port" << YAML::Value << h.port;
+                if (!h.identity.empty()) e << YAML::Key << "identity" << YAML::Value << h.identity;
+                e << YAML::Key << "slots" << YAML::Value << h.slots;
+                if (!h.addr.empty()) e << YAML::Key << "addr" << YAML::Value << h.addr;
+                e << YAML::EndMap;
+            }
+            e << YAML::EndSeq;
+        }
+        if (!k.workdir.empty()) e << YAML::Key << "workdir" << YAML::Value << k.workdir;
+        e << YAML::Key << "tessera" << YAML::Value << k.tessera;
+        e << YAML::Key << "rendezvous_port" << YAML::Value << k.rendezvous_port;
+        if (!k.env.empty()) {
+            e << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
+            for (const auto& [n, v] : k.env) e << YAML::Key << n << YAML::Value << v;
+            e << YAML::EndMap;
+        }
+        if (!k.known_hosts.empty()) e << YAML::Key << "known_hosts" << YAML::Value << k.known_hosts;
+        e << YAML::Key << "connect_timeout" << YAML::Value << k.connect_timeout;
+        e << YAML::EndMap;
+    }
 
     e << YAML::EndMap;
     return str_cat(e.c_str(), "\n");

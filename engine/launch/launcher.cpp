@@ -12,12 +12,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <map>
+#include <memory>
 #include <ostream>
 
 #include "engine/core/error.h"
@@ -38,16 +41,24 @@ constexpr size_t kMaxLineBytes = 1 << 20;
 
 std::atomic<int> g_stop_requests{0};
 
-struct Rank {
-    int rank = 0;
-    std::string prefix;  // "[dp0.tp1.pp0] "
+// What the launcher knows of each rank of the job (whichever host runs it).
+struct RankState {
+    int64_t last_step = 0;
+    std::string end_status, end_message;  // from the rank's run_end record
+};
+
+// One child process: a rank (single-host job, or a node's own ranks) or a node launcher over ssh.
+struct Child {
+    int rank = -1;        // a rank child: its global rank
+    int node = -1;        // a node child: its index in spec.nodes
+    std::string prefix;   // "[dp0.tp1.pp0] " or "[alice@gpu-a] "
     pid_t pid = -1;
-    int out_fd = -1, tel_fd = -1;  // read ends
+    int out_fd = -1, tel_fd = -1;  // read ends (a node: ssh's stderr, ssh's stdout)
+    int in_fd = -1;                // write end of a node's stdin ("stop", and EOF = tear down)
     std::string out_buf, tel_buf;  // partial lines
     bool alive = false;
     int wait_status = 0;
-    int64_t last_step = 0;
-    std::string end_status, end_message;  // from the rank's run_end record
+    bool reported_done = false;    // a node said "done" before exiting
 };
 
 void close_fd(int& fd) {
@@ -60,15 +71,18 @@ std::string signal_name(int sig) {
     return abbrev ? str_cat("SIG", abbrev) : str_cat("signal ", sig);
 }
 
+std::string exit_text(int wait_status) {
+    return WIFSIGNALED(wait_status)
+               ? str_cat("killed by signal ", WTERMSIG(wait_status), " (",
+                         signal_name(WTERMSIG(wait_status)), ")")
+               : str_cat("exited with code ", WEXITSTATUS(wait_status));
+}
+
 // "rank 3 (dp1.tp1.pp0) killed by signal 9 (SIGKILL) at step 12[: rank's own message]"
-std::string death_message(const Rank& r, const MeshShape& mesh) {
-    std::string who = str_cat("rank ", r.rank, " (", mesh_coord_str(mesh_coord(mesh, r.rank)), ")");
-    std::string how = WIFSIGNALED(r.wait_status)
-                          ? str_cat("killed by signal ", WTERMSIG(r.wait_status), " (",
-                                    signal_name(WTERMSIG(r.wait_status)), ")")
-                          : str_cat("exited with code ", WEXITSTATUS(r.wait_status));
-    std::string msg = str_cat(who, " ", how, " at step ", r.last_step);
-    if (!r.end_message.empty()) msg += str_cat(": ", r.end_message);
+std::string death_message(int rank, int wait_status, const RankState& st, const MeshShape& mesh) {
+    std::string who = str_cat("rank ", rank, " (", mesh_coord_str(mesh_coord(mesh, rank)), ")");
+    std::string msg = str_cat(who, " ", exit_text(wait_status), " at step ", st.last_step);
+    if (!st.end_message.empty()) msg += str_cat(": ", st.end_message);
     return msg;
 }
 
@@ -84,65 +98,69 @@ struct ExecPlan {
     }
 };
 
-ExecPlan exec_plan(const LaunchSpec& spec, int rank, int attempt, int port, int64_t run_id) {
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// This process's environment with `extra` then `ours` on top (later wins).
+ExecPlan exec_plan(std::vector<std::string> argv, const EnvList& extra, const EnvList& ours) {
     ExecPlan p;
-    p.argv_s = spec.argv;
-    if (attempt > 1) p.argv_s.insert(p.argv_s.end(), spec.resume_argv.begin(), spec.resume_argv.end());
-    std::vector<std::pair<std::string, std::string>> ours = {
-        {"TESSERA_RANK", std::to_string(rank)},
-        {"TESSERA_WORLD_SIZE", std::to_string(spec.mesh.world())},
-        {"TESSERA_LOCAL_RANK", std::to_string(rank)},
-        {"TESSERA_MASTER_ADDR", "127.0.0.1"},
-        {"TESSERA_MASTER_PORT", std::to_string(port)},
-        {"TESSERA_TELEMETRY_FD", std::to_string(kTelemetryFd)},
-        {"TESSERA_RUN_ID", std::to_string(run_id)},
-        {"TESSERA_ATTEMPT", std::to_string(attempt)}};
+    p.argv_s = std::move(argv);
     auto overridden = [&](const std::string& kv) {
         std::string key = kv.substr(0, kv.find('='));
         for (auto& [k, v] : ours) if (k == key) return true;
-        for (auto& [k, v] : spec.env) if (k == key) return true;
+        for (auto& [k, v] : extra) if (k == key) return true;
         return false;
     };
     for (char** e = environ; e && *e; ++e)
         if (!overridden(*e)) p.env_s.push_back(*e);
-    for (auto& [k, v] : spec.env) p.env_s.push_back(k + "=" + v);
+    for (auto& [k, v] : extra) p.env_s.push_back(k + "=" + v);
     for (auto& [k, v] : ours) p.env_s.push_back(k + "=" + v);
     p.finish();
     return p;
 }
 
-// fork + exec one rank. Pipes are created close-on-exec; the child moves its ends onto 1, 2, 3
-// and marks every other descriptor close-on-exec.
-void rank_spawn(Rank& r, ExecPlan& plan, int devnull) {
-    int out[2], tel[2];
-    if (::pipe2(out, O_CLOEXEC) != 0) throw Error(str_cat("launcher: pipe2: ", std::strerror(errno)));
-    if (::pipe2(tel, O_CLOEXEC) != 0) {
-        ::close(out[0]);
-        ::close(out[1]);
-        throw Error(str_cat("launcher: pipe2: ", std::strerror(errno)));
-    }
-    pid_t pid = ::fork();
-    if (pid < 0) {
+// fork + exec one child. Pipes are created close-on-exec; the child moves its ends onto 1, 2, 3
+// (a node child: stdout = protocol, stderr = ssh's messages, stdin = our pipe) and marks every
+// other descriptor close-on-exec. A child dies with us (PDEATHSIG): a killed node launcher takes
+// its ranks along.
+void child_spawn(Child& c, ExecPlan& plan, int devnull, bool node) {
+    int out[2], tel[2], in[2] = {-1, -1};
+    auto fail = [&](const char* what) {
         int e = errno;
-        for (int fd : {out[0], out[1], tel[0], tel[1]}) ::close(fd);
-        throw Error(str_cat("launcher: fork: ", std::strerror(e)));
-    }
+        for (int fd : {out[0], out[1], tel[0], tel[1], in[0], in[1]})
+            if (fd >= 0) ::close(fd);
+        throw Error(str_cat("launcher: ", what, ": ", std::strerror(e)));
+    };
+    out[0] = out[1] = tel[0] = tel[1] = -1;
+    if (::pipe2(out, O_CLOEXEC) != 0) fail("pipe2");
+    if (::pipe2(tel, O_CLOEXEC) != 0) fail("pipe2");
+    if (node && ::pipe2(in, O_CLOEXEC) != 0) fail("pipe2");
+    pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) fail("fork");
     if (pid == 0) {
-        ::setpgid(0, 0);  // own group: signals reach the rank's children too
+        ::setpgid(0, 0);  // own group: signals reach the child's children too
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);  // the launcher died before prctl
         ::signal(SIGPIPE, SIG_DFL);
         ::signal(SIGINT, SIG_DFL);
         ::signal(SIGTERM, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::dup2(devnull, 0);
-        ::dup2(out[1], 1);
-        ::dup2(out[1], 2);
-        if (tel[1] == kTelemetryFd)
-            ::fcntl(kTelemetryFd, F_SETFD, 0);
-        else
-            ::dup2(tel[1], kTelemetryFd);
-        ::close_range(kTelemetryFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+        if (node) {
+            ::dup2(in[0], 0);
+            ::dup2(tel[1], 1);  // the node protocol
+            ::dup2(out[1], 2);  // ssh's own messages
+        } else {
+            ::dup2(devnull, 0);
+            ::dup2(out[1], 1);
+            ::dup2(out[1], 2);
+            if (tel[1] == kTelemetryFd)
+                ::fcntl(kTelemetryFd, F_SETFD, 0);
+            else
+                ::dup2(tel[1], kTelemetryFd);
+        }
+        ::close_range(node ? 3 : kTelemetryFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
         ::execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
         const char* m1 = "tessera launcher: cannot execute ";
         (void)!::write(2, m1, std::strlen(m1));
@@ -157,19 +175,47 @@ void rank_spawn(Rank& r, ExecPlan& plan, int devnull) {
     ::setpgid(pid, pid);  // also from the parent: no race with an early kill
     ::close(out[1]);
     ::close(tel[1]);
-    r.pid = pid;
-    r.out_fd = out[0];
-    r.tel_fd = tel[0];
-    r.alive = true;
+    if (node) {
+        ::close(in[0]);
+        c.in_fd = in[1];
+    }
+    c.pid = pid;
+    c.out_fd = out[0];
+    c.tel_fd = tel[0];
+    c.alive = true;
 }
 
-void signal_ranks(std::vector<Rank>& ranks, int sig) {
-    for (auto& r : ranks)
-        if (r.alive) ::kill(-r.pid, sig);
+void signal_children(std::vector<Child>& children, int sig) {
+    for (auto& c : children)
+        if (c.alive) ::kill(-c.pid, sig);
+}
+
+// Writes a whole line to fd (the node protocol on stdout); false when the reader is gone.
+bool write_line(int fd, const std::string& line) {
+    std::string s = line + "\n";
+    size_t off = 0;
+    while (off < s.size()) {
+        ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        off += size_t(n);
+    }
+    return true;
 }
 
 // ------------------------------------------------------------------------------------------------
-// One attempt: spawn, loop, reap. Returns status/message; writes telemetry through `sink`.
+// One attempt: spawn, loop, reap. Returns status/message. Three roles share this loop:
+//  - single-host job: children = ranks; output -> `out`, telemetry -> `sink` (runs.db);
+//  - multi-host job: children = node launchers over ssh; their protocol lines carry the ranks'
+//    output and telemetry, handled as if the ranks were local;
+//  - node launcher (`tessera _node`): children = this host's ranks; everything is relayed on
+//    stdout as protocol lines, and stdin is watched for "stop" and for the connection's end.
+//
+// Node protocol (one line each, on the node launcher's stdout):
+//   o <text>            a console line of a rank, already prefixed with its coordinates
+//   t <rank> <json>     a telemetry line of a rank, verbatim
+//   x <rank> <message>  a rank failed (death message)
+//   d <status>          the node is done: completed | stopped | failed
 
 struct AttemptResult {
     std::string status;  // completed | failed | stopped
@@ -178,33 +224,50 @@ struct AttemptResult {
     int64_t last_step = 0;
 };
 
+enum class Role { job, multi_job, node };
+
 class Attempt {
 public:
-    Attempt(const LaunchSpec& spec, TelemetrySink& sink, std::ostream& out)
-        : spec_(spec), sink_(sink), out_(out) {}
+    Attempt(const LaunchSpec& spec, TelemetrySink* sink, std::ostream& out, Role role)
+        : spec_(spec), sink_(sink), out_(out), role_(role) {}
 
     ~Attempt() {  // on any exception: nothing survives us
-        signal_ranks(ranks_, SIGKILL);
-        for (auto& r : ranks_) {
-            if (r.alive) ::waitpid(r.pid, &r.wait_status, 0);
-            close_fd(r.out_fd);
-            close_fd(r.tel_fd);
+        signal_children(children_, SIGKILL);
+        for (auto& c : children_) {
+            if (c.alive) ::waitpid(c.pid, &c.wait_status, 0);
+            close_fd(c.out_fd);
+            close_fd(c.tel_fd);
+            close_fd(c.in_fd);
         }
     }
 
-    AttemptResult run(int attempt, int port, int64_t run_id, int64_t start_step) {
+    // Single-host job and node launcher: one child per rank in [first, first + count).
+    AttemptResult run_ranks(int first, int count, int attempt, const std::string& master_addr,
+                            int port, int64_t run_id, int64_t start_step,
+                            const EnvList& node_env = {}) {
         int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull < 0) throw Error(str_cat("launcher: /dev/null: ", std::strerror(errno)));
-        int world = spec_.mesh.world();
-        ranks_.resize(size_t(world));
+        ranks_.assign(size_t(spec_.mesh.world()), RankState{start_step, "", ""});
         try {
-            for (int i = 0; i < world; ++i) {
-                Rank& r = ranks_[size_t(i)];
-                r.rank = i;
-                r.last_step = start_step;
-                r.prefix = str_cat("[", mesh_coord_str(mesh_coord(spec_.mesh, i)), "] ");
-                ExecPlan plan = exec_plan(spec_, i, attempt, port, run_id);
-                rank_spawn(r, plan, devnull);
+            for (int i = first; i < first + count; ++i) {
+                Child& c = children_.emplace_back();
+                c.rank = i;
+                c.prefix = str_cat("[", mesh_coord_str(mesh_coord(spec_.mesh, i)), "] ");
+                std::vector<std::string> argv = spec_.argv;
+                if (attempt > 1 && role_ == Role::job)
+                    argv.insert(argv.end(), spec_.resume_argv.begin(), spec_.resume_argv.end());
+                EnvList ours = {{"TESSERA_RANK", std::to_string(i)},
+                                {"TESSERA_WORLD_SIZE", std::to_string(spec_.mesh.world())},
+                                {"TESSERA_LOCAL_RANK", std::to_string(i - first)},
+                                {"LOCAL_WORLD_SIZE", std::to_string(count)},
+                                {"TESSERA_MASTER_ADDR", master_addr},
+                                {"TESSERA_MASTER_PORT", std::to_string(port)},
+                                {"TESSERA_TELEMETRY_FD", std::to_string(kTelemetryFd)},
+                                {"TESSERA_RUN_ID", std::to_string(run_id)},
+                                {"TESSERA_ATTEMPT", std::to_string(attempt)}};
+                ours.insert(ours.end(), node_env.begin(), node_env.end());
+                ExecPlan plan = exec_plan(argv, spec_.env, ours);
+                child_spawn(c, plan, devnull, false);
             }
         } catch (...) {
             ::close(devnull);
@@ -214,110 +277,194 @@ public:
         return loop();
     }
 
+    // Multi-host job: one node launcher per node, started with spec.node_argv.
+    AttemptResult run_nodes(int attempt, int64_t run_id, int64_t start_step) {
+        ranks_.assign(size_t(spec_.mesh.world()), RankState{start_step, "", ""});
+        for (size_t n = 0; n < spec_.nodes.size(); ++n) {
+            Child& c = children_.emplace_back();
+            c.node = int(n);
+            c.prefix = str_cat("[", spec_.nodes[n].label, "] ");
+            ExecPlan plan = exec_plan(spec_.node_argv(int(n), attempt, run_id), {}, {});
+            child_spawn(c, plan, -1, true);
+        }
+        return loop();
+    }
+
 private:
     AttemptResult loop() {
-        AttemptResult res;
         int stops_seen = g_stop_requests.load();
-        bool stop_forwarded = false;
         Clock::time_point term_at{}, all_exited_at{}, last_flush = Clock::now();
         bool killed = false;
         std::vector<pollfd> pfds;
-        std::vector<std::pair<Rank*, bool>> owners;  // (rank, is telemetry)
+        std::vector<std::pair<Child*, int>> owners;  // (child, 0 out | 1 telemetry | 2 stdin)
+        bool watch_stdin = role_ == Role::node;
         for (;;) {
-            // Ctrl-C: forward SIGINT to every rank.
+            // Ctrl-C (or "stop" from the job launcher): SIGINT to every rank.
             int stops = g_stop_requests.load();
             if (stops != stops_seen) {
                 stops_seen = stops;
-                stop_forwarded = true;
-                signal_ranks(ranks_, SIGINT);
-                out_ << "[launcher] stop requested: SIGINT sent to every rank" << std::endl;
+                stop_forwarded_ = true;
+                forward_stop();
             }
 
             pfds.clear();
             owners.clear();
-            for (auto& r : ranks_) {
-                if (r.out_fd >= 0) { pfds.push_back({r.out_fd, POLLIN, 0}); owners.push_back({&r, false}); }
-                if (r.tel_fd >= 0) { pfds.push_back({r.tel_fd, POLLIN, 0}); owners.push_back({&r, true}); }
+            for (auto& c : children_) {
+                if (c.out_fd >= 0) { pfds.push_back({c.out_fd, POLLIN, 0}); owners.push_back({&c, 0}); }
+                if (c.tel_fd >= 0) { pfds.push_back({c.tel_fd, POLLIN, 0}); owners.push_back({&c, 1}); }
             }
+            if (watch_stdin) { pfds.push_back({0, POLLIN, 0}); owners.push_back({nullptr, 2}); }
             if (!pfds.empty()) {
                 int pr = ::poll(pfds.data(), pfds.size(), 50);
                 if (pr < 0 && errno != EINTR) throw Error(str_cat("launcher: poll: ", std::strerror(errno)));
-                for (size_t i = 0; pr > 0 && i < pfds.size(); ++i)
-                    if (pfds[i].revents) read_fd(*owners[i].first, owners[i].second);
+                for (size_t i = 0; pr > 0 && i < pfds.size(); ++i) {
+                    if (!pfds[i].revents) continue;
+                    if (owners[i].second == 2) watch_stdin = read_stdin();
+                    else read_fd(*owners[i].first, owners[i].second == 1);
+                }
             } else {
                 ::usleep(20000);
             }
 
-            // Reap.
-            for (auto& r : ranks_) {
-                if (!r.alive) continue;
-                pid_t w = ::waitpid(r.pid, &r.wait_status, WNOHANG);
-                if (w != r.pid) continue;
-                r.alive = false;
-                bool clean = WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 0;
-                bool interrupted = stop_forwarded && WIFSIGNALED(r.wait_status) &&
-                                   WTERMSIG(r.wait_status) == SIGINT;
-                ::kill(-r.pid, SIGKILL);  // whatever the rank left behind in its group
-                if (!clean && !interrupted && res.failed_rank < 0) {
-                    res.failed_rank = r.rank;
-                    res.message = death_message(r, spec_.mesh);
-                    out_ << "[launcher] " << res.message << "; stopping the other ranks"
-                         << std::endl;
-                    signal_ranks(ranks_, SIGTERM);
-                    term_at = Clock::now();
+            reap();
+            auto now = Clock::now();
+            if (res_.failed_rank >= 0 || lost_) {
+                if (term_at == Clock::time_point{}) term_at = now;
+                if (!killed && now - term_at >= spec_.kill_grace) {
+                    signal_children(children_, SIGKILL);
+                    killed = true;
                 }
             }
-            auto now = Clock::now();
-            if (res.failed_rank >= 0 && !killed && now - term_at >= spec_.kill_grace) {
-                signal_ranks(ranks_, SIGKILL);
-                killed = true;
-            }
             if (now - last_flush >= kFlushEvery) {
-                sink_.flush();
+                if (sink_) sink_->flush();
                 out_.flush();
                 last_flush = now;
             }
 
             bool any_alive = false, any_open = false;
-            for (auto& r : ranks_) {
-                any_alive |= r.alive;
-                any_open |= r.out_fd >= 0 || r.tel_fd >= 0;
+            for (auto& c : children_) {
+                any_alive |= c.alive;
+                any_open |= c.out_fd >= 0 || c.tel_fd >= 0;
             }
             if (!any_alive) {
                 if (all_exited_at == Clock::time_point{}) all_exited_at = now;
                 if (!any_open || now - all_exited_at >= kDrainAfterExit) break;
             }
         }
-        for (auto& r : ranks_) {
-            flush_partial(r);
-            close_fd(r.out_fd);
-            close_fd(r.tel_fd);
-            res.last_step = std::max(res.last_step, r.last_step);
+        for (auto& c : children_) {
+            flush_partial(c);
+            close_fd(c.out_fd);
+            close_fd(c.tel_fd);
+            close_fd(c.in_fd);
         }
-        sink_.flush();
+        for (auto& r : ranks_) res_.last_step = std::max(res_.last_step, r.last_step);
+        if (sink_) sink_->flush();
         out_.flush();
-        if (res.failed_rank >= 0) {
-            res.status = "failed";
+        if (res_.failed_rank >= 0 || lost_) {
+            res_.status = "failed";
         } else {
-            bool stopped = stop_forwarded;
+            bool stopped = stop_forwarded_;
             for (auto& r : ranks_) stopped |= r.end_status == "stopped";
-            res.status = stopped ? "stopped" : "completed";
-            if (stopped) res.message = "stopped by request";
+            res_.status = stopped ? "stopped" : "completed";
+            if (stopped) res_.message = "stopped by request";
         }
-        return res;
+        return res_;
     }
 
-    void read_fd(Rank& r, bool telemetry) {
-        int& fd = telemetry ? r.tel_fd : r.out_fd;
-        std::string& buf = telemetry ? r.tel_buf : r.out_buf;
+    void forward_stop() {
+        if (role_ == Role::multi_job) {
+            for (auto& c : children_)
+                if (c.in_fd >= 0 && !write_line(c.in_fd, "stop")) close_fd(c.in_fd);
+            line("[launcher] stop requested: forwarded to every node");
+        } else {
+            signal_children(children_, SIGINT);
+            line("[launcher] stop requested: SIGINT sent to every rank");
+        }
+    }
+
+    // The node launcher's stdin: "stop" lines, then EOF when the job launcher or the ssh
+    // connection goes away. Returns whether to keep watching.
+    bool read_stdin() {
+        char chunk[256];
+        ssize_t n = ::read(0, chunk, sizeof chunk);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+        if (n > 0) {
+            stdin_buf_.append(chunk, size_t(n));
+            if (stdin_buf_.find("stop\n") != std::string::npos) {
+                stdin_buf_.clear();
+                launch_request_stop();
+            }
+            return true;
+        }
+        // The connection is gone: nobody is left to tell; take the ranks down.
+        if (!lost_ && res_.failed_rank < 0) {
+            lost_ = true;
+            res_.message = "the connection to the job launcher was lost";
+            signal_children(children_, SIGTERM);
+        }
+        return false;
+    }
+
+    void reap() {
+        for (auto& c : children_) {
+            if (!c.alive) continue;
+            pid_t w = ::waitpid(c.pid, &c.wait_status, WNOHANG);
+            if (w != c.pid) continue;
+            c.alive = false;
+            ::kill(-c.pid, SIGKILL);  // whatever the child left behind in its group
+            close_fd(c.in_fd);
+            bool clean = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
+            if (c.node >= 0) {
+                if (!clean && !(stop_forwarded_ && c.reported_done)) {
+                    // drain what the node still said (its "x" line names the rank that died)
+                    while (c.tel_fd >= 0) read_fd(c, true);
+                    while (c.out_fd >= 0) read_fd(c, false);
+                    if (res_.failed_rank < 0) fail(-1, node_exit_message(c));
+                }
+                continue;
+            }
+            bool interrupted = stop_forwarded_ && WIFSIGNALED(c.wait_status) &&
+                               WTERMSIG(c.wait_status) == SIGINT;
+            if (!clean && !interrupted && res_.failed_rank < 0) {
+                std::string msg = death_message(c.rank, c.wait_status, ranks_[size_t(c.rank)], spec_.mesh);
+                if (role_ == Role::node) write_protocol(str_cat("x ", c.rank, " ", msg));
+                fail(c.rank, msg);
+            }
+        }
+    }
+
+    std::string node_exit_message(const Child& c) {
+        const LaunchNode& n = spec_.nodes[size_t(c.node)];
+        std::string last = last_stderr_[c.node];
+        if (WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 255)
+            return str_cat("host ", n.label, ": the ssh connection was lost",
+                           last.empty() ? "" : str_cat(" (", last, ")"),
+                           " (node launcher of ranks ", n.first_rank, "..",
+                           n.first_rank + n.ranks - 1, ")");
+        return str_cat("host ", n.label, ": node launcher ", exit_text(c.wait_status),
+                       last.empty() ? "" : str_cat(": ", last));
+    }
+
+    // The first failure: remembered, printed, everyone else told to stop.
+    void fail(int rank, const std::string& msg) {
+        res_.failed_rank = std::max(rank, 0);
+        res_.message = msg;
+        line(str_cat("[launcher] ", msg, "; stopping the other ",
+                     role_ == Role::multi_job ? "nodes" : "ranks"));
+        signal_children(children_, SIGTERM);
+    }
+
+    void read_fd(Child& c, bool telemetry) {
+        int& fd = telemetry ? c.tel_fd : c.out_fd;
+        std::string& buf = telemetry ? c.tel_buf : c.out_buf;
         char chunk[65536];
         ssize_t n = ::read(fd, chunk, sizeof(chunk));
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-        if (n <= 0) {  // EOF or error: the rank closed its end
+        if (n <= 0) {  // EOF or error: the child closed its end
             if (!buf.empty()) {
-                std::string line;
-                line.swap(buf);
-                telemetry ? on_telemetry(r, line) : on_output(r, line);
+                std::string l;
+                l.swap(buf);
+                on_line(c, telemetry, l);
             }
             close_fd(fd);
             return;
@@ -325,36 +472,107 @@ private:
         buf.append(chunk, size_t(n));
         size_t start = 0, nl;
         while ((nl = buf.find('\n', start)) != std::string::npos) {
-            std::string line = buf.substr(start, nl - start);
-            telemetry ? on_telemetry(r, line) : on_output(r, line);
+            on_line(c, telemetry, buf.substr(start, nl - start));
             start = nl + 1;
         }
         buf.erase(0, start);
         if (buf.size() > kMaxLineBytes) {  // a runaway line: emit what we have
-            std::string line;
-            line.swap(buf);
-            telemetry ? on_telemetry(r, line) : on_output(r, line);
+            std::string l;
+            l.swap(buf);
+            on_line(c, telemetry, l);
         }
     }
 
-    void flush_partial(Rank& r) {
-        if (!r.out_buf.empty()) on_output(r, r.out_buf);
-        if (!r.tel_buf.empty()) on_telemetry(r, r.tel_buf);
-        r.out_buf.clear();
-        r.tel_buf.clear();
+    void flush_partial(Child& c) {
+        if (!c.out_buf.empty()) on_line(c, false, c.out_buf);
+        if (!c.tel_buf.empty()) on_line(c, true, c.tel_buf);
+        c.out_buf.clear();
+        c.tel_buf.clear();
     }
 
-    void on_output(Rank& r, const std::string& line) { out_ << r.prefix << line << '\n'; }
+    void on_line(Child& c, bool telemetry, const std::string& l) {
+        if (c.node >= 0) {
+            if (telemetry) on_protocol(c, l);
+            else if (!l.empty()) {
+                last_stderr_[c.node] = l;
+                line(c.prefix + l);
+            }
+        } else if (telemetry) {
+            on_telemetry(c.rank, l);
+        } else {
+            line(c.prefix + l);
+        }
+    }
+
+    // A console line: to our output, or relayed to the job launcher.
+    void line(const std::string& text) {
+        if (role_ == Role::node) write_protocol("o " + text);
+        else out_ << text << '\n';
+    }
+
+    void write_protocol(const std::string& l) {
+        if (protocol_broken_) return;
+        if (!write_line(1, l)) {  // the job launcher is gone: same as losing stdin
+            protocol_broken_ = true;
+            if (!lost_) {
+                lost_ = true;
+                res_.message = "the connection to the job launcher was lost";
+                signal_children(children_, SIGTERM);
+            }
+        }
+    }
+
+    void on_protocol(Child& c, const std::string& l) {
+        if (l.size() < 2 || l[1] != ' ') {
+            if (!l.empty()) line(c.prefix + l);  // not ours (a remote shell's message)
+            return;
+        }
+        std::string rest = l.substr(2);
+        auto rank_of = [&](std::string& text) {
+            size_t sp = text.find(' ');
+            int r = std::atoi(text.substr(0, sp).c_str());
+            text = sp == std::string::npos ? "" : text.substr(sp + 1);
+            return (r >= 0 && r < spec_.mesh.world()) ? r : -1;
+        };
+        switch (l[0]) {
+            case 'o': line(rest); break;
+            case 't': {
+                int r = rank_of(rest);
+                if (r >= 0) on_telemetry(r, rest);
+                break;
+            }
+            case 'x': {
+                int r = rank_of(rest);
+                if (res_.failed_rank < 0)
+                    fail(r, str_cat(rest, " on host ", spec_.nodes[size_t(c.node)].label));
+                break;
+            }
+            case 'd': c.reported_done = true; break;
+            default: line(c.prefix + l);
+        }
+    }
 
     // Garbage never stops the launcher: it becomes one warning line.
-    void on_telemetry(Rank& r, const std::string& line) {
-        if (line.empty()) return;
+    void on_telemetry(int rank, const std::string& l) {
+        if (l.empty()) return;
+        if (role_ == Role::node) {  // relayed verbatim; the job launcher decodes it
+            Record rec;
+            try {
+                rec = telemetry_decode(l);
+                if (auto* m = std::get_if<MetricRecord>(&rec))
+                    ranks_[size_t(rank)].last_step = std::max(ranks_[size_t(rank)].last_step, m->step);
+            } catch (const std::exception&) {
+            }
+            write_protocol(str_cat("t ", rank, " ", l));
+            return;
+        }
+        RankState& r = ranks_[size_t(rank)];
         Record rec;
         try {
-            rec = telemetry_decode(line);
+            rec = telemetry_decode(l);
         } catch (const std::exception& e) {
-            out_ << "[launcher] warning: rank " << r.rank << " sent a bad telemetry line ("
-                 << e.what() << "): " << line.substr(0, 200) << std::endl;
+            line(str_cat("[launcher] warning: rank ", rank, " sent a bad telemetry line (", e.what(),
+                         "): ", l.substr(0, 200)));
             return;
         }
         if (auto* m = std::get_if<MetricRecord>(&rec)) {
@@ -368,13 +586,21 @@ private:
         } else if (std::holds_alternative<RunStartRecord>(rec)) {
             return;  // the launcher began the run
         }
-        sink_.write(rec);
+        sink_->write(rec);
     }
 
     const LaunchSpec& spec_;
-    TelemetrySink& sink_;
+    TelemetrySink* sink_;
     std::ostream& out_;
-    std::vector<Rank> ranks_;
+    Role role_;
+    std::vector<Child> children_;
+    std::vector<RankState> ranks_;
+    std::map<int, std::string> last_stderr_;  // per node: ssh's last message
+    std::string stdin_buf_;
+    AttemptResult res_;
+    bool stop_forwarded_ = false;
+    bool lost_ = false;             // node launcher: the job launcher is gone
+    bool protocol_broken_ = false;
 };
 
 }  // namespace
@@ -395,14 +621,16 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
     if (start.wall_time == 0) start.wall_time = telemetry_now();
     LaunchResult result;
     result.run_id = store.run_begin(start);
-    TcpStoreServer server("0.0.0.0", 0);
+    // Multi-host: node 0's launcher serves the rendezvous store, not this process.
+    std::unique_ptr<TcpStoreServer> server;
+    if (spec.nodes.empty()) server = std::make_unique<TcpStoreServer>("0.0.0.0", 0);
     g_stop_requests.store(0);
     try {
         {
             auto sink = store_sink(store, result.run_id);
             AttemptResult ar;
             for (int attempt = 1;; ++attempt) {
-                server.clear();  // a fresh rendezvous for every attempt
+                if (server) server->clear();  // a fresh rendezvous for every attempt
                 result.attempts = attempt;
                 sink->write(MetricRecord{result.last_step, -1, "launch/attempt", double(attempt),
                                          telemetry_now()});
@@ -410,8 +638,14 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
                     out << "[launcher] attempt " << attempt << " of " << spec.restarts + 1
                         << ": relaunching every rank with resume arguments" << std::endl;
                 {
-                    Attempt a(spec, *sink, out);
-                    ar = a.run(attempt, server.port(), result.run_id, result.last_step);
+                    if (spec.nodes.empty()) {
+                        Attempt a(spec, sink.get(), out, Role::job);
+                        ar = a.run_ranks(0, spec.mesh.world(), attempt, "127.0.0.1",
+                                         server->port(), result.run_id, result.last_step);
+                    } else {
+                        Attempt a(spec, sink.get(), out, Role::multi_job);
+                        ar = a.run_nodes(attempt, result.run_id, result.last_step);
+                    }
                 }
                 result.last_step = std::max(result.last_step, ar.last_step);
                 if (ar.status != "failed") break;
@@ -442,5 +676,31 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
 }
 
 void launch_request_stop() { g_stop_requests.fetch_add(1); }
+
+int launch_node(const NodeSpec& ns) {
+    if (ns.argv.empty()) throw InputError("node launcher: the rank command line is empty");
+    if (ns.ranks < 1 || ns.first_rank < 0 || ns.first_rank + ns.ranks > ns.mesh.world())
+        throw InputError(str_cat("node launcher: ranks ", ns.first_rank, "+", ns.ranks,
+                                 " do not fit the world of ", ns.mesh.world()));
+    ::signal(SIGPIPE, SIG_IGN);  // a vanished job launcher shows up as a failed write
+    std::unique_ptr<TcpStoreServer> server;
+    if (ns.serve_store) server = std::make_unique<TcpStoreServer>("0.0.0.0", ns.master_port);
+    LaunchSpec spec;
+    spec.mesh = ns.mesh;
+    spec.argv = ns.argv;
+    spec.env = ns.env;
+    spec.kill_grace = ns.kill_grace;
+    EnvList node_env;
+    if (!ns.gloo_host.empty()) node_env.push_back({"TESSERA_GLOO_HOST", ns.gloo_host});
+    g_stop_requests.store(0);
+    AttemptResult ar;
+    {
+        Attempt a(spec, nullptr, std::cout, Role::node);
+        ar = a.run_ranks(ns.first_rank, ns.ranks, ns.attempt, ns.master_addr, ns.master_port,
+                         ns.run_id, 0, node_env);
+    }
+    write_line(1, "d " + ar.status);
+    return ar.status == "completed" ? 0 : ar.status == "stopped" ? 130 : 1;
+}
 
 }  // namespace tessera

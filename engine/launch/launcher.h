@@ -16,6 +16,13 @@ namespace tessera {
 
 class RunStore;
 
+// A remote node of a multi-host job: `tessera _node` started over ssh runs its ranks
+// [first_rank, first_rank + ranks) and streams their output and telemetry back on ssh's stdout.
+struct LaunchNode {
+    std::string label;  // "alice@gpu-a:2222", used in messages
+    int first_rank = 0, ranks = 0;
+};
+
 struct LaunchSpec {
     MeshShape mesh;
     // argv of one rank process (argv[0] is the executable path); the launcher adds the
@@ -27,6 +34,10 @@ struct LaunchSpec {
     std::chrono::milliseconds kill_grace{3000};  // SIGTERM -> SIGKILL
     RunStartRecord run;  // what the store records for the run
     std::string db_path;
+    // Multi-host: the nodes (empty = every rank runs here) and the command line that starts a
+    // node's launcher for an attempt (the ssh argv); `argv`/`env` above are then unused here.
+    std::vector<LaunchNode> nodes;
+    std::function<std::vector<std::string>(int node, int attempt, int64_t run_id)> node_argv;
 };
 
 // Every rank process gets: TESSERA_RANK, TESSERA_WORLD_SIZE, TESSERA_LOCAL_RANK,
@@ -44,5 +55,24 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out);
 
 // Ctrl-C in the launcher: forward SIGINT to the ranks (they stop after the current step).
 void launch_request_stop();
+
+// `tessera _node`: one host's share of a multi-host job, started by launch_job over ssh. Spawns
+// ranks [first_rank, first_rank + ranks) like the single-host launcher and writes, on stdout, one
+// line per event (docs/launch.md "Node protocol"). Reading "stop" on stdin forwards SIGINT to the
+// ranks; end of stdin (the ssh connection is gone) kills them. Returns the exit code.
+struct NodeSpec {
+    MeshShape mesh;
+    int first_rank = 0, ranks = 0;
+    std::vector<std::string> argv;  // one rank's command line
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string master_addr;        // the rendezvous store (on node 0)
+    int master_port = 0;
+    bool serve_store = false;       // node 0: serve it on 0.0.0.0:master_port
+    std::string gloo_host;          // address this node's ranks listen on ("" = default)
+    int64_t run_id = 0;
+    int attempt = 1;
+    std::chrono::milliseconds kill_grace{3000};
+};
+int launch_node(const NodeSpec& spec);
 
 }  // namespace tessera
