@@ -491,17 +491,17 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
     std::unique_ptr<float, CudaFreeAsync> scratch(raw, CudaFreeAsync{s});
     float* dd = scratch.get();  // (B, NH, T_)
 
-    const int dd_block = 256;  // 8 rows per block
-    attention_dd_kernel<T><<<ceil_div(n_dd * 32, dd_block), dd_block, 0, s>>>(dd, dout, out, B, T_,
-                                                                              C, NH);
-    CUDA_CHECK_LAUNCH("attention_dd_kernel");
     if constexpr (std::is_same_v<T, bf16>) {
         switch (C / NH) {
-            case 32: att_mma::backward<32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s); break;
-            case 64: att_mma::backward<64>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s); break;
-            default: att_mma::backward<128>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s); break;
+            case 32: att_mma::backward<32>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, s); break;
+            case 64: att_mma::backward<64>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, s); break;
+            default: att_mma::backward<128>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, s); break;
         }
     } else {
+        const int dd_block = 256;  // 8 rows per block
+        attention_dd_kernel<T><<<ceil_div(n_dd * 32, dd_block), dd_block, 0, s>>>(dd, dout, out, B,
+                                                                                  T_, C, NH);
+        CUDA_CHECK_LAUNCH("attention_dd_kernel");
         switch (C / NH) {
             case 32:
                 attention_backward_launch<T, 32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);

@@ -3,27 +3,31 @@
 // Include from attention.cu only (static device code; sm_80+).
 //
 // Layouts follow attention.cuh: qkv (B, T, 3C) [q | k | v], head h at columns h*HS .. of each part.
-// Every kernel runs 4 warps (128 threads); a warp owns 16 rows of its block's row tile (queries,
-// or keys in the dK/dV pass) and keeps its score tile, probabilities and output accumulators in
-// registers. The m16n8k16 accumulator of two adjacent 8-column tiles has exactly the register
-// layout of a 16x16 A operand, so probabilities feed the next product without a trip through
-// shared memory (regs_to_a). Shared-memory tiles are row-major with HS + 8 elements per row:
-// a row pitch that is an odd multiple of 16 bytes keeps ldmatrix free of bank conflicts.
-//   forward: one block per 64-query tile; key tiles of 64 are double-buffered with cp.async; an
-//            online softmax (running max and partial sums per row in registers); only the
-//            diagonal tile is masked, tiles above it are skipped.
-//   backward dK/dV: one block per 64-key tile; it walks the query tiles from the diagonal down,
+// Every kernel runs 4 warps (128 threads); a warp owns 16*MT rows of its block's 64*MT-row tile
+// (queries, or keys in the dK/dV pass) and keeps its score tiles, probabilities and accumulators
+// in registers; its MT row tiles share every fragment loaded from shared memory. The m16n8k16
+// accumulator of two adjacent 8-column tiles has exactly the register layout of a 16x16 A
+// operand, so probabilities feed the next product without a trip through shared memory
+// (regs_to_a). Shared-memory tiles are row-major with HS + 8 elements per row: a row pitch that is
+// an odd multiple of 16 bytes keeps ldmatrix free of bank conflicts. Tiles whose keys all lie
+// past a warp's rows are skipped; only tiles crossing the diagonal (or T) are masked.
+//   forward: one block per query tile; key tiles double-buffered with cp.async; an online
+//            softmax (running max and partial sums per row in registers).
+//   backward dD: D = rowsum(dout ∘ out) per (b, h, t), vectorised.
+//   backward dK/dV: one block per key tile; it walks the query tiles from the diagonal down,
 //            computes S^T = K·Q^T directly (a warp owns keys), P^T, dV += P^T·dO,
 //            dP^T = V·dO^T, dS^T, dK += dS^T·Q. No cross-warp traffic.
-//   backward dQ: one block per 64-query tile over key tiles 0 .. diagonal: S, dP, dS, dQ += dS·K.
+//   backward dQ: one block per query tile over key tiles 0 .. diagonal: S, dP, dS, dQ += dS·K.
 //            Recomputing S and dP here instead of accumulating dQ with atomics keeps the result
 //            bit-identical run to run.
+// Tile sizes per head size: Tiles, at the end, with the measurements behind them.
 #pragma once
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device_helpers.cuh"
 
 namespace tessera {
 namespace att_mma {
@@ -101,10 +105,11 @@ __device__ __forceinline__ void load_a(uint32_t (&a)[KS][4], const bf16* base, i
     for (int ks = 0; ks < KS; ++ks) ldmatrix_x4(a[ks], p + ks * 16);
 }
 
-// c[NT][4] (16 x 8*NT) += a (16 x 16*KS) · b^T, b row-major (8*NT rows x 16*KS cols, pitch ld):
-// b's rows are the output columns (S = Q·K^T with b = K).
-template <int NT, int KS>
-__device__ __forceinline__ void mma_abt(float (&c)[NT][4], const uint32_t (&a)[KS][4],
+// c[MT][NT][4] (MT row tiles of 16 x 8*NT) += a[MT] (16 x 16*KS each) · b^T, b row-major
+// (8*NT rows x 16*KS cols, pitch ld): b's rows are the output columns (S = Q·K^T with b = K).
+// Each b fragment loaded from shared memory serves all MT row tiles.
+template <int MT, int NT, int KS>
+__device__ __forceinline__ void mma_abt(float (&c)[MT][NT][4], const uint32_t (&a)[MT][KS][4],
                                         const bf16* b, int ld) {
     static_assert(NT % 2 == 0, "mma_abt: column tiles come in pairs");
     const int lane = threadIdx.x % 32;
@@ -115,15 +120,18 @@ __device__ __forceinline__ void mma_abt(float (&c)[NT][4], const uint32_t (&a)[K
         for (int np = 0; np < NT / 2; ++np) {
             uint32_t r[4];
             ldmatrix_x4(r, p + np * 16 * ld + ks * 16);
-            mma_bf16(c[2 * np], a[ks], r[0], r[1]);
-            mma_bf16(c[2 * np + 1], a[ks], r[2], r[3]);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma_bf16(c[mt][2 * np], a[mt][ks], r[0], r[1]);
+                mma_bf16(c[mt][2 * np + 1], a[mt][ks], r[2], r[3]);
+            }
         }
 }
 
-// c[NT][4] (16 x 8*NT) += a (16 x 16*KS) · b, b row-major (16*KS rows x 8*NT cols, pitch ld)
+// c[MT][NT][4] += a[MT] (16 x 16*KS each) · b, b row-major (16*KS rows x 8*NT cols, pitch ld)
 // (O = P·V with b = V).
-template <int NT, int KS>
-__device__ __forceinline__ void mma_ab(float (&c)[NT][4], const uint32_t (&a)[KS][4],
+template <int MT, int NT, int KS>
+__device__ __forceinline__ void mma_ab(float (&c)[MT][NT][4], const uint32_t (&a)[MT][KS][4],
                                        const bf16* b, int ld) {
     static_assert(NT % 2 == 0, "mma_ab: column tiles come in pairs");
     const int lane = threadIdx.x % 32;
@@ -134,27 +142,43 @@ __device__ __forceinline__ void mma_ab(float (&c)[NT][4], const uint32_t (&a)[KS
         for (int np = 0; np < NT / 2; ++np) {
             uint32_t r[4];
             ldmatrix_x4_trans(r, p + ks * 16 * ld + np * 16);
-            mma_bf16(c[2 * np], a[ks], r[0], r[1]);
-            mma_bf16(c[2 * np + 1], a[ks], r[2], r[3]);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                mma_bf16(c[mt][2 * np], a[mt][ks], r[0], r[1]);
+                mma_bf16(c[mt][2 * np + 1], a[mt][ks], r[2], r[3]);
+            }
         }
 }
 
-// The accumulators c (16 x 8*NT) as an A operand (16 x 8*NT) in bf16.
-template <int NT>
-__device__ __forceinline__ void regs_to_a(uint32_t (&a)[NT / 2][4], const float (&c)[NT][4]) {
+// The accumulators c (MT tiles of 16 x 8*NT) as A operands (16 x 8*NT each) in bf16.
+template <int MT, int NT>
+__device__ __forceinline__ void regs_to_a(uint32_t (&a)[MT][NT / 2][4],
+                                          const float (&c)[MT][NT][4]) {
 #pragma unroll
-    for (int k = 0; k < NT / 2; ++k) {
-        a[k][0] = pack_bf16(c[2 * k][0], c[2 * k][1]);
-        a[k][1] = pack_bf16(c[2 * k][2], c[2 * k][3]);
-        a[k][2] = pack_bf16(c[2 * k + 1][0], c[2 * k + 1][1]);
-        a[k][3] = pack_bf16(c[2 * k + 1][2], c[2 * k + 1][3]);
-    }
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int k = 0; k < NT / 2; ++k) {
+            a[mt][k][0] = pack_bf16(c[mt][2 * k][0], c[mt][2 * k][1]);
+            a[mt][k][1] = pack_bf16(c[mt][2 * k][2], c[mt][2 * k][3]);
+            a[mt][k][2] = pack_bf16(c[mt][2 * k + 1][0], c[mt][2 * k + 1][1]);
+            a[mt][k][3] = pack_bf16(c[mt][2 * k + 1][2], c[mt][2 * k + 1][3]);
+        }
 }
 
-template <int NT>
-__device__ __forceinline__ void zero(float (&c)[NT][4]) {
+// a[MT][KS][4]: the A operands of MT row tiles (16 x 16*KS each) of a row-major shared tile
+// (pitch ld), consecutive 16-row tiles from base.
+template <int MT, int KS>
+__device__ __forceinline__ void load_a(uint32_t (&a)[MT][KS][4], const bf16* base, int ld) {
 #pragma unroll
-    for (int j = 0; j < NT; ++j) c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f;
+    for (int mt = 0; mt < MT; ++mt) load_a<KS>(a[mt], base + mt * 16 * ld, ld);
+}
+
+template <int MT, int NT>
+__device__ __forceinline__ void zero(float (&c)[MT][NT][4]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) c[mt][j][0] = c[mt][j][1] = c[mt][j][2] = c[mt][j][3] = 0.0f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,50 +209,69 @@ __device__ __forceinline__ void load_rows_async(float* dst, const float* src, in
 }
 
 // ---------------------------------------------------------------------------------------------
+// work order
+
+// The block's tile rank (0 = the most work: the last query tile, or the first key tile), head
+// and batch. heavy_first grids are (NH*B, tiles): every head's heaviest tile is launched before
+// any lighter one, so long causal tiles do not trail in the last wave. Otherwise (tiles, NH, B),
+// and a head's tiles run together (K/V shared in L2).
+struct BlockWork {
+    int rank, h, b;
+};
+__device__ __forceinline__ BlockWork block_work(int NH, bool heavy_first) {
+    if (heavy_first) return {(int)blockIdx.y, (int)blockIdx.x % NH, (int)blockIdx.x / NH};
+    return {(int)blockIdx.x, (int)blockIdx.y, (int)blockIdx.z};
+}
+
+inline dim3 work_grid(int tiles, int NH, int B, bool heavy_first) {
+    return heavy_first ? dim3(NH * B, tiles) : dim3(tiles, NH, B);
+}
+
+// ---------------------------------------------------------------------------------------------
 // forward
 
-// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, 3C); grid (query tiles of ROWS, NH, B), THREADS.
-template <int HS>
-struct FwdCfg {
-    static constexpr int BN = 64;  // keys per tile
-    static constexpr int LD = HS + 8;
-    static constexpr size_t smem = sizeof(bf16) * LD * (ROWS + 4 * BN);  // q; k, v x 2 stages
-};
+// Shared memory of the forward: the q tile (64*MT rows), then k and v tiles (BN rows) x 2 stages.
+template <int HS, int MT, int BN>
+constexpr size_t forward_smem() { return sizeof(bf16) * (HS + 8) * (64 * MT + 4 * BN); }
 
-template <int HS>
+// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, 3C); grid (query tiles of 64*MT, NH, B), THREADS.
+// A warp owns 16*MT query rows (MT row tiles share every K and V fragment); BN keys per step.
+template <int HS, int MT, int BN>
 static __global__ void __launch_bounds__(THREADS)
-    forward_kernel(bf16* out, float* lse, const bf16* qkv, int T_, int C, int NH, float scale) {
-    using Cfg = FwdCfg<HS>;
-    constexpr int BN = Cfg::BN, LD = Cfg::LD, KT = BN * LD;
+    forward_kernel(bf16* out, float* lse, const bf16* qkv, int T_, int C, int NH, float scale,
+                   bool heavy_first) {
+    constexpr int LD = HS + 8, RQ = 64 * MT, KT = BN * LD;
     extern __shared__ __align__(128) unsigned char smem[];
     bf16* qs = reinterpret_cast<bf16*>(smem);
-    bf16* ks = qs + ROWS * LD;  // stage s at ks + s*KT
+    bf16* ks = qs + RQ * LD;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
 
-    const int n_q = (T_ + ROWS - 1) / ROWS;
-    const int qt = n_q - 1 - (int)blockIdx.x;  // the longest (last) query tiles start first
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int q0 = qt * ROWS;
+    const int n_q = (T_ + RQ - 1) / RQ;
+    const BlockWork w = block_work(NH, heavy_first);
+    const int h = w.h, b = w.b;
+    const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
     const long C3 = 3L * C;
     const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
     const bf16* k_g = q_g + C;
     const bf16* v_g = q_g + 2 * C;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
-    // key tiles 0 .. the one holding key min(q0 + ROWS, T_) - 1
-    const int n_k = (min(q0 + ROWS, T_) - 1) / BN + 1;
+    // key tiles 0 .. the one holding key min(q0 + RQ, T_) - 1
+    const int n_k = (min(q0 + RQ, T_) - 1) / BN + 1;
+    const int wrow = q0 + warp * 16 * MT;  // this warp's first row; a thread's rows are
+                                           // wrow + 16*mt + g + 8*r
 
-    load_tile_async<HS, ROWS>(qs, q_g, C3, q0, T_);
+    load_tile_async<HS, RQ>(qs, q_g, C3, q0, T_);
     load_tile_async<HS, BN>(ks, k_g, C3, 0, T_);
     load_tile_async<HS, BN>(vs, v_g, C3, 0, T_);
     cp_async_commit();
 
-    float o[HS / 8][4];
+    float o[MT][HS / 8][4];
     zero(o);
-    float m[2] = {-INFINITY, -INFINITY};  // running max of raw scores, rows g and g+8
-    float l[2] = {0.0f, 0.0f};            // this thread's part of the running sum
-    uint32_t qf[HS / 16][4];
-    const int row0 = q0 + warp * 16 + g;  // this thread's rows: row0, row0 + 8
+    float m[MT][2], l[MT][2];  // running max of raw scores; this thread's part of the running sum
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) m[mt][0] = m[mt][1] = -INFINITY, l[mt][0] = l[mt][1] = 0.0f;
+    uint32_t qf[MT][HS / 16][4];
 
     for (int kt = 0; kt < n_k; ++kt) {
         if (kt + 1 < n_k) {  // prefetch the next K, V tile into the other stage
@@ -241,114 +284,119 @@ static __global__ void __launch_bounds__(THREADS)
             cp_async_wait<0>();
         }
         __syncthreads();
-        if (kt == 0) load_a<HS / 16>(qf, qs + warp * 16 * LD, LD);
-        const bf16* kc = ks + (kt & 1) * KT;
-        const bf16* vc = vs + (kt & 1) * KT;
-
-        float s[BN / 8][4];  // S = Q·K^T, 16 x BN per warp
-        zero(s);
-        mma_abt<BN / 8, HS / 16>(s, qf, kc, LD);
+        if (kt == 0) load_a(qf, qs + (wrow - q0) * LD, LD);
         const int k0 = kt * BN;
-        if (k0 + BN > q0) {  // keys past this tile's first query: mask key > query (and >= T_)
+        // Tiles wholly above this warp's rows are skipped. Otherwise every row of the warp sees
+        // key k0 (k0 and wrow are multiples of 16*MT), and every row sees key 0 in tile 0: the
+        // running max is finite from the first tile on.
+        if (k0 < wrow + 16 * MT) {
+            const bf16* kc = ks + (kt & 1) * KT;
+            const bf16* vc = vs + (kt & 1) * KT;
+            float s[MT][BN / 8][4];  // S = Q·K^T
+            zero(s);
+            mma_abt(s, qf, kc, LD);
+            if (k0 + BN > wrow) {  // keys past this warp's first row: mask key > row (and >= T_)
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
+                for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int key = k0 + 8 * j + 2 * t + (e & 1);
-                    if (key > row0 + (e / 2) * 8) s[j][e] = -INFINITY;
-                }
-        }
-        // online softmax. Every row has key 0 in tile 0, so the running max is finite from then.
-        float mx[2] = {m[0], m[1]};
+                    for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-            mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
-            mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
-        }
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {  // the 4 threads of a quad share a row
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        }
-        float alpha[2], mref[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            alpha[r] = fast_exp2((m[r] - mx[r]) * scale_log2);  // 0 on the first tile
-            m[r] = mx[r];
-            mref[r] = mx[r] * scale_log2;
-            l[r] *= alpha[r];
-        }
-#pragma unroll
-        for (int j = 0; j < BN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                s[j][e] = fast_exp2(fmaf(s[j][e], scale_log2, -mref[e / 2]));
-                l[e / 2] += s[j][e];
+                        for (int e = 0; e < 4; ++e) {
+                            const int key = k0 + 8 * j + 2 * t + (e & 1);
+                            if (key > wrow + 16 * mt + g + (e / 2) * 8) s[mt][j][e] = -INFINITY;
+                        }
             }
 #pragma unroll
-        for (int j = 0; j < HS / 8; ++j) {
-            o[j][0] *= alpha[0];
-            o[j][1] *= alpha[0];
-            o[j][2] *= alpha[1];
-            o[j][3] *= alpha[1];
+            for (int mt = 0; mt < MT; ++mt) {  // online softmax
+                float mx[2] = {m[mt][0], m[mt][1]};
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) {
+                    mx[0] = fmaxf(mx[0], fmaxf(s[mt][j][0], s[mt][j][1]));
+                    mx[1] = fmaxf(mx[1], fmaxf(s[mt][j][2], s[mt][j][3]));
+                }
+                float alpha[2], mref[2];
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {  // the 4 threads of a quad share a row
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+                    mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+                    alpha[r] = fast_exp2((m[mt][r] - mx[r]) * scale_log2);  // 0 on the first tile
+                    m[mt][r] = mx[r];
+                    mref[r] = mx[r] * scale_log2;
+                    l[mt][r] *= alpha[r];
+                }
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        s[mt][j][e] = fast_exp2(fmaf(s[mt][j][e], scale_log2, -mref[e / 2]));
+                        l[mt][e / 2] += s[mt][j][e];
+                    }
+#pragma unroll
+                for (int j = 0; j < HS / 8; ++j) {
+                    o[mt][j][0] *= alpha[0];
+                    o[mt][j][1] *= alpha[0];
+                    o[mt][j][2] *= alpha[1];
+                    o[mt][j][3] *= alpha[1];
+                }
+            }
+            uint32_t pf[MT][BN / 16][4];
+            regs_to_a(pf, s);
+            mma_ab(o, pf, vc, LD);  // O += P·V
         }
-        uint32_t pf[BN / 16][4];
-        regs_to_a<BN / 8>(pf, s);
-        mma_ab<HS / 8, BN / 16>(o, pf, vc, LD);  // O += P·V
         __syncthreads();  // every warp is done with this stage before it is refilled
     }
 
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int q = row0 + 8 * r;
-        if (q >= T_) continue;
-        const float inv = 1.0f / l[r];
-        bf16* o_g = out + ((long)b * T_ + q) * C + h * HS + 2 * t;
+        for (int r = 0; r < 2; ++r) {
+            float sum = l[mt][r];
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            const int q = wrow + 16 * mt + g + 8 * r;
+            if (q >= T_) continue;
+            const float inv = 1.0f / sum;
+            bf16* o_g = out + ((long)b * T_ + q) * C + h * HS + 2 * t;
 #pragma unroll
-        for (int j = 0; j < HS / 8; ++j)
-            *reinterpret_cast<uint32_t*>(o_g + 8 * j) =
-                pack_bf16(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-        if (t == 0) lse[((long)b * NH + h) * T_ + q] = m[r] * scale + logf(l[r]);
-    }
+            for (int j = 0; j < HS / 8; ++j)
+                *reinterpret_cast<uint32_t*>(o_g + 8 * j) =
+                    pack_bf16(o[mt][j][2 * r] * inv, o[mt][j][2 * r + 1] * inv);
+            if (t == 0) lse[((long)b * NH + h) * T_ + q] = m[mt][r] * scale + logf(sum);
+        }
 }
 
 // ---------------------------------------------------------------------------------------------
 // backward dK, dV
 
-// Query rows per step: 32 for HS 128 keeps S^T, dP^T and the dK, dV accumulators in registers.
-template <int HS>
-struct DkvCfg {
-    static constexpr int BQ = HS > 64 ? 32 : 64;
-    static constexpr int LD = HS + 8;
-    static constexpr int QT = BQ * LD;  // elements of a q or dout stage
-    // k, v; then 2 stages of q, dout; then 2 stages of lse, dd
-    static constexpr size_t smem = sizeof(bf16) * LD * (2 * ROWS + 4 * BQ) + sizeof(float) * 4 * BQ;
-};
+// Shared memory: k and v tiles (64*MT rows); q and dout tiles (BQ rows) x 2 stages; lse and dd
+// (BQ floats) x 2 stages.
+template <int HS, int MT, int BQ>
+constexpr size_t backward_dkv_smem() {
+    return sizeof(bf16) * (HS + 8) * (2 * 64 * MT + 4 * BQ) + sizeof(float) * 4 * BQ;
+}
 
 // dqkv (B, T_, 3C): k and v parts written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
-// grid (key tiles of ROWS, NH, B), THREADS.
-template <int HS>
+// grid (key tiles of 64*MT, NH, B), THREADS. A warp owns 16*MT keys; BQ queries per step (BQ
+// divides 64).
+template <int HS, int MT, int BQ>
 static __global__ void __launch_bounds__(THREADS)
     backward_dkv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                        const float* dd, int T_, int C, int NH, float scale) {
-    using Cfg = DkvCfg<HS>;
-    constexpr int BQ = Cfg::BQ, LD = Cfg::LD, QT = Cfg::QT;
+                        const float* dd, int T_, int C, int NH, float scale, bool heavy_first) {
+    static_assert(64 % BQ == 0 && BQ % 16 == 0, "backward_dkv_kernel: BQ must divide 64");
+    constexpr int LD = HS + 8, RK = 64 * MT, QT = BQ * LD;
+    // K and V fragments stay in registers when they fit; otherwise they are reloaded per step
+    constexpr bool KV_REGS = HS * MT <= 64;
     extern __shared__ __align__(128) unsigned char smem[];
     bf16* ks = reinterpret_cast<bf16*>(smem);
-    bf16* vs = ks + ROWS * LD;
-    bf16* qs = vs + ROWS * LD;  // stage s at qs + s*QT
+    bf16* vs = ks + RK * LD;
+    bf16* qs = vs + RK * LD;  // stage s at qs + s*QT
     bf16* dos = qs + 2 * QT;
     float* lse_s = reinterpret_cast<float*>(dos + 2 * QT);  // stage s at lse_s + s*BQ
     float* dd_s = lse_s + 2 * BQ;
 
-    const int kt = blockIdx.x;  // key tile 0 sees the most query tiles and starts first
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int k0 = kt * ROWS;
+    const BlockWork w = block_work(NH, heavy_first);
+    const int h = w.h, b = w.b;
+    const int k0 = w.rank * RK;  // key tile 0 sees the most query tiles
     const long C3 = 3L * C;
     const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
     const bf16* do_g = dout + (long)b * T_ * C + h * HS;
@@ -357,6 +405,8 @@ static __global__ void __launch_bounds__(THREADS)
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     const int qb0 = k0 / BQ, n_qb = (T_ + BQ - 1) / BQ;  // query tiles qb0 .. n_qb - 1
+    const int wkey = k0 + warp * 16 * MT;  // this warp's first key; a thread's keys are
+                                           // wkey + 16*mt + g + 8*r
 
     auto load_q_stage = [&](int qb) {
         const int st = (qb - qb0) & 1;
@@ -365,16 +415,15 @@ static __global__ void __launch_bounds__(THREADS)
         load_rows_async<BQ>(lse_s + st * BQ, lse_g, qb * BQ, T_, 0);
         load_rows_async<BQ>(dd_s + st * BQ, dd_g, qb * BQ, T_, 64);
     };
-    load_tile_async<HS, ROWS>(ks, q_g + C, C3, k0, T_);
-    load_tile_async<HS, ROWS>(vs, q_g + 2 * C, C3, k0, T_);
+    load_tile_async<HS, RK>(ks, q_g + C, C3, k0, T_);
+    load_tile_async<HS, RK>(vs, q_g + 2 * C, C3, k0, T_);
     load_q_stage(qb0);
     cp_async_commit();
 
-    float dk[HS / 8][4], dv[HS / 8][4];
+    float dk[MT][HS / 8][4], dv[MT][HS / 8][4];
     zero(dk);
     zero(dv);
-    const int key0 = k0 + warp * 16 + g;  // this thread's keys: key0, key0 + 8
-    uint32_t kf[HS / 16][4], vf[HS / 16][4];
+    uint32_t kf[MT][HS / 16][4], vf[MT][HS / 16][4];
 
     for (int qb = qb0; qb < n_qb; ++qb) {
         if (qb + 1 < n_qb) {
@@ -385,119 +434,133 @@ static __global__ void __launch_bounds__(THREADS)
             cp_async_wait<0>();
         }
         __syncthreads();
-        const int st = (qb - qb0) & 1;
-        const bf16* qc = qs + st * QT;
-        const bf16* doc = dos + st * QT;
-        const float* lse_c = lse_s + st * BQ;
-        const float* dd_c = dd_s + st * BQ;
+        if (KV_REGS && qb == qb0) {
+            load_a(kf, ks + (wkey - k0) * LD, LD);
+            load_a(vf, vs + (wkey - k0) * LD, LD);
+        }
         const int q0 = qb * BQ;
-        // small heads keep K, V fragments in registers; HS 128 reloads them (register budget)
-        if (HS > 64 || qb == qb0) load_a<HS / 16>(kf, ks + warp * 16 * LD, LD);
+        if (wkey < q0 + BQ) {  // else every key of this warp is past every query: P = 0
+            const int st = (qb - qb0) & 1;
+            const bf16* qc = qs + st * QT;
+            const bf16* doc = dos + st * QT;
+            const float* lse_c = lse_s + st * BQ;
+            const float* dd_c = dd_s + st * BQ;
+            if (!KV_REGS) load_a(kf, ks + (wkey - k0) * LD, LD);
+            float s[MT][BQ / 8][4];  // S^T = K·Q^T, 16*MT keys x BQ queries per warp; then P^T
+            zero(s);
+            mma_abt(s, kf, qc, LD);
+            const bool mask = q0 < wkey + 16 * MT || q0 + BQ > T_;
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int j = 0; j < BQ / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int qi = 8 * j + 2 * t + (e & 1);
+                        float p = fast_exp2(fmaf(s[mt][j][e], scale_log2, -lse_c[qi] * LOG2E));
+                        if (mask) {
+                            const int q = q0 + qi, key = wkey + 16 * mt + g + (e / 2) * 8;
+                            if (key > q || q >= T_) p = 0.0f;
+                        }
+                        s[mt][j][e] = p;
+                    }
+            uint32_t pf[MT][BQ / 16][4];
+            regs_to_a(pf, s);
+            mma_ab(dv, pf, doc, LD);  // dV += P^T·dO
 
-        float s[BQ / 8][4];  // S^T = K·Q^T, 16 keys x BQ queries per warp; then P^T
-        zero(s);
-        mma_abt<BQ / 8, HS / 16>(s, kf, qc, LD);
-        const bool mask = q0 < k0 + ROWS || q0 + BQ > T_;
+            if (!KV_REGS) load_a(vf, vs + (wkey - k0) * LD, LD);
+            float dp[MT][BQ / 8][4];  // dP^T = V·dO^T; then dS^T / scale
+            zero(dp);
+            mma_abt(dp, vf, doc, LD);
 #pragma unroll
-        for (int j = 0; j < BQ / 8; ++j)
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int qi = 8 * j + 2 * t + (e & 1);
-                float p = fast_exp2(fmaf(s[j][e], scale_log2, -lse_c[qi] * LOG2E));
-                if (mask) {
-                    const int q = q0 + qi, key = key0 + (e / 2) * 8;
-                    if (key > q || q >= T_) p = 0.0f;
-                }
-                s[j][e] = p;
-            }
-        uint32_t pf[BQ / 16][4];
-        regs_to_a<BQ / 8>(pf, s);
-        mma_ab<HS / 8, BQ / 16>(dv, pf, doc, LD);  // dV += P^T·dO
-
-        if (HS > 64 || qb == qb0) load_a<HS / 16>(vf, vs + warp * 16 * LD, LD);
-        float dp[BQ / 8][4];  // dP^T = V·dO^T; then dS^T / scale
-        zero(dp);
-        mma_abt<BQ / 8, HS / 16>(dp, vf, doc, LD);
+                for (int j = 0; j < BQ / 8; ++j)
 #pragma unroll
-        for (int j = 0; j < BQ / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) dp[j][e] = s[j][e] * (dp[j][e] - dd_c[8 * j + 2 * t + (e & 1)]);
-        uint32_t dsf[BQ / 16][4];
-        regs_to_a<BQ / 8>(dsf, dp);
-        mma_ab<HS / 8, BQ / 16>(dk, dsf, qc, LD);  // dK += dS^T·Q (scale applied at the end)
+                    for (int e = 0; e < 4; ++e)
+                        dp[mt][j][e] =
+                            s[mt][j][e] * (dp[mt][j][e] - dd_c[8 * j + 2 * t + (e & 1)]);
+            uint32_t dsf[MT][BQ / 16][4];
+            regs_to_a(dsf, dp);
+            mma_ab(dk, dsf, qc, LD);  // dK += dS^T·Q (scale applied at the end)
+        }
         __syncthreads();  // every warp is done with this stage before it is refilled
     }
 
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int key = key0 + 8 * r;
-        if (key >= T_) continue;
-        bf16* dk_g = dqkv + ((long)b * T_ + key) * C3 + C + h * HS + 2 * t;  // dv at +C
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int j = 0; j < HS / 8; ++j) {
-            *reinterpret_cast<uint32_t*>(dk_g + 8 * j) =
-                pack_bf16(dk[j][2 * r] * scale, dk[j][2 * r + 1] * scale);
-            *reinterpret_cast<uint32_t*>(dk_g + C + 8 * j) = pack_bf16(dv[j][2 * r], dv[j][2 * r + 1]);
+        for (int r = 0; r < 2; ++r) {
+            const int key = wkey + 16 * mt + g + 8 * r;
+            if (key >= T_) continue;
+            bf16* dk_g = dqkv + ((long)b * T_ + key) * C3 + C + h * HS + 2 * t;  // dv at +C
+#pragma unroll
+            for (int j = 0; j < HS / 8; ++j) {
+                *reinterpret_cast<uint32_t*>(dk_g + 8 * j) =
+                    pack_bf16(dk[mt][j][2 * r] * scale, dk[mt][j][2 * r + 1] * scale);
+                *reinterpret_cast<uint32_t*>(dk_g + C + 8 * j) =
+                    pack_bf16(dv[mt][j][2 * r], dv[mt][j][2 * r + 1]);
+            }
         }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // backward dQ
 
-// Keys per step: 32 for HS 128 (register budget, as DkvCfg).
-template <int HS>
-struct DqCfg {
-    static constexpr int BK = HS > 64 ? 32 : 64;
-    static constexpr int LD = HS + 8;
-    static constexpr int KT = BK * LD;
-    static constexpr size_t smem = sizeof(bf16) * LD * (2 * ROWS + 4 * BK);  // q, dout; k, v x 2
-};
+// Shared memory: q and dout tiles (64*MT rows); k and v tiles (BK rows) x 2 stages.
+template <int HS, int MT, int BK>
+constexpr size_t backward_dq_smem() { return sizeof(bf16) * (HS + 8) * (2 * 64 * MT + 4 * BK); }
 
 // dqkv (B, T_, 3C): q part written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
-// grid (query tiles of ROWS, NH, B), THREADS.
-template <int HS>
+// grid (query tiles of 64*MT, NH, B), THREADS. A warp owns 16*MT query rows; BK keys per step
+// (BK divides 64).
+template <int HS, int MT, int BK>
 static __global__ void __launch_bounds__(THREADS)
     backward_dq_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                       const float* dd, int T_, int C, int NH, float scale) {
-    using Cfg = DqCfg<HS>;
-    constexpr int BK = Cfg::BK, LD = Cfg::LD, KT = Cfg::KT;
+                       const float* dd, int T_, int C, int NH, float scale, bool heavy_first) {
+    static_assert(64 % BK == 0 && BK % 16 == 0, "backward_dq_kernel: BK must divide 64");
+    constexpr int LD = HS + 8, RQ = 64 * MT, KT = BK * LD;
+    // Q and dO fragments stay in registers when they fit; otherwise they are reloaded per step
+    constexpr bool QD_REGS = HS * MT <= 64;
     extern __shared__ __align__(128) unsigned char smem[];
     bf16* qs = reinterpret_cast<bf16*>(smem);
-    bf16* dos = qs + ROWS * LD;
-    bf16* ks = dos + ROWS * LD;  // stage s at ks + s*KT
+    bf16* dos = qs + RQ * LD;
+    bf16* ks = dos + RQ * LD;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
 
-    const int n_q = (T_ + ROWS - 1) / ROWS;
-    const int qt = n_q - 1 - (int)blockIdx.x;  // the longest (last) query tiles start first
-    const int h = blockIdx.y, b = blockIdx.z;
-    const int q0 = qt * ROWS;
+    const int n_q = (T_ + RQ - 1) / RQ;
+    const BlockWork w = block_work(NH, heavy_first);
+    const int h = w.h, b = w.b;
+    const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
     const long C3 = 3L * C;
     const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
     const bf16* k_g = q_g + C;
     const bf16* v_g = q_g + 2 * C;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
-    const int n_k = (min(q0 + ROWS, T_) - 1) / BK + 1;  // key tiles 0 .. the last one needed
-    const int row0 = q0 + warp * 16 + g;                // this thread's rows: row0, row0 + 8
+    const int n_k = (min(q0 + RQ, T_) - 1) / BK + 1;  // key tiles 0 .. the last one needed
+    const int wrow = q0 + warp * 16 * MT;  // this warp's first row; a thread's rows are
+                                           // wrow + 16*mt + g + 8*r
 
-    load_tile_async<HS, ROWS>(qs, q_g, C3, q0, T_);
-    load_tile_async<HS, ROWS>(dos, dout + (long)b * T_ * C + h * HS, C, q0, T_);
+    load_tile_async<HS, RQ>(qs, q_g, C3, q0, T_);
+    load_tile_async<HS, RQ>(dos, dout + (long)b * T_ * C + h * HS, C, q0, T_);
     load_tile_async<HS, BK>(ks, k_g, C3, 0, T_);
     load_tile_async<HS, BK>(vs, v_g, C3, 0, T_);
     cp_async_commit();
 
-    float lse2[2], ddr[2];  // lse in log2 units and D of this thread's rows
+    float lse2[MT][2], ddr[MT][2];  // lse in log2 units and D of this thread's rows
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int q = row0 + 8 * r;
-        const long i = ((long)b * NH + h) * T_ + q;
-        lse2[r] = q < T_ ? lse[i] * LOG2E : 0.0f;
-        ddr[r] = q < T_ ? dd[i] : 0.0f;
-    }
-    float dq[HS / 8][4];
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int q = wrow + 16 * mt + g + 8 * r;
+            const long i = ((long)b * NH + h) * T_ + q;
+            lse2[mt][r] = q < T_ ? lse[i] * LOG2E : 0.0f;
+            ddr[mt][r] = q < T_ ? dd[i] : 0.0f;
+        }
+    float dq[MT][HS / 8][4];
     zero(dq);
-    uint32_t qf[HS / 16][4], dof[HS / 16][4];
+    uint32_t qf[MT][HS / 16][4], dof[MT][HS / 16][4];
 
     for (int kt = 0; kt < n_k; ++kt) {
         if (kt + 1 < n_k) {
@@ -510,79 +573,178 @@ static __global__ void __launch_bounds__(THREADS)
             cp_async_wait<0>();
         }
         __syncthreads();
-        if (kt == 0) {
-            load_a<HS / 16>(qf, qs + warp * 16 * LD, LD);
-            load_a<HS / 16>(dof, dos + warp * 16 * LD, LD);
+        if (QD_REGS && kt == 0) {
+            load_a(qf, qs + (wrow - q0) * LD, LD);
+            load_a(dof, dos + (wrow - q0) * LD, LD);
         }
-        const bf16* kc = ks + (kt & 1) * KT;
-        const bf16* vc = vs + (kt & 1) * KT;
         const int k0 = kt * BK;
-
-        float s[BK / 8][4];  // S = Q·K^T, then P
-        zero(s);
-        mma_abt<BK / 8, HS / 16>(s, qf, kc, LD);
-        float dp[BK / 8][4];  // dP = dO·V^T, then dS / scale
-        zero(dp);
-        mma_abt<BK / 8, HS / 16>(dp, dof, vc, LD);
-        const bool mask = k0 + BK > q0;  // keys past this tile's first query (and past T_)
+        if (k0 < wrow + 16 * MT) {  // else every key of the tile is past every row of the warp
+            const bf16* kc = ks + (kt & 1) * KT;
+            const bf16* vc = vs + (kt & 1) * KT;
+            if (!QD_REGS) load_a(qf, qs + (wrow - q0) * LD, LD);
+            float s[MT][BK / 8][4];  // S = Q·K^T, then P
+            zero(s);
+            mma_abt(s, qf, kc, LD);
+            if (!QD_REGS) load_a(dof, dos + (wrow - q0) * LD, LD);
+            float dp[MT][BK / 8][4];  // dP = dO·V^T, then dS / scale
+            zero(dp);
+            mma_abt(dp, dof, vc, LD);
+            const bool mask = k0 + BK > wrow;  // keys past this warp's first row (and past T_)
 #pragma unroll
-        for (int j = 0; j < BK / 8; ++j)
+            for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                float p = fast_exp2(fmaf(s[j][e], scale_log2, -lse2[e / 2]));
-                if (mask && k0 + 8 * j + 2 * t + (e & 1) > row0 + (e / 2) * 8) p = 0.0f;
-                dp[j][e] = p * (dp[j][e] - ddr[e / 2]);
-            }
-        uint32_t dsf[BK / 16][4];
-        regs_to_a<BK / 8>(dsf, dp);
-        mma_ab<HS / 8, BK / 16>(dq, dsf, kc, LD);  // dQ += dS·K
+                for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        float p = fast_exp2(fmaf(s[mt][j][e], scale_log2, -lse2[mt][e / 2]));
+                        if (mask &&
+                            k0 + 8 * j + 2 * t + (e & 1) > wrow + 16 * mt + g + (e / 2) * 8)
+                            p = 0.0f;
+                        dp[mt][j][e] = p * (dp[mt][j][e] - ddr[mt][e / 2]);
+                    }
+            uint32_t dsf[MT][BK / 16][4];
+            regs_to_a(dsf, dp);
+            mma_ab(dq, dsf, kc, LD);  // dQ += dS·K
+        }
         __syncthreads();  // every warp is done with this stage before it is refilled
     }
 
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int q = row0 + 8 * r;
-        if (q >= T_) continue;
-        bf16* dq_g = dqkv + ((long)b * T_ + q) * C3 + h * HS + 2 * t;
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int j = 0; j < HS / 8; ++j)
-            *reinterpret_cast<uint32_t*>(dq_g + 8 * j) =
-                pack_bf16(dq[j][2 * r] * scale, dq[j][2 * r + 1] * scale);
-    }
+        for (int r = 0; r < 2; ++r) {
+            const int q = wrow + 16 * mt + g + 8 * r;
+            if (q >= T_) continue;
+            bf16* dq_g = dqkv + ((long)b * T_ + q) * C3 + h * HS + 2 * t;
+#pragma unroll
+            for (int j = 0; j < HS / 8; ++j)
+                *reinterpret_cast<uint32_t*>(dq_g + 8 * j) =
+                    pack_bf16(dq[mt][j][2 * r] * scale, dq[mt][j][2 * r + 1] * scale);
+        }
 }
 
 // ---------------------------------------------------------------------------------------------
 // launchers (shapes checked by the callers in attention.cu)
+
+// Tile configuration per head size: MT row tiles of 16 per warp, keys (forward, dQ) or queries
+// (dK/dV) per step, launch order. Measured on an H200 at B=16, T=1024, NH=12, hs 64 (ms):
+//   forward  MT 1, 64 keys 0.140; MT 2, 64 keys 0.133; heavy_first: 0.127 and 0.121;
+//            MT 2, 32 keys 0.150; MT 1, 128 keys 0.151
+//   dK/dV    MT 1, 64 queries 0.243; MT 2, 32 queries 0.254; heavy_first: 0.237 and 0.227;
+//            MT 1, 32 queries 0.278
+//   dQ       MT 1, 64 keys 0.183; heavy_first: 0.170; MT 2, 32 keys 0.176
+// MT 2 holds twice the accumulators: HS 128 stays at MT 1 (and 32-row steps) to fit in 255
+// registers; HS 32 takes the HS 64 choices. dK/dV at HS 64, MT 2 spills 56 bytes per thread
+// (ptxas -v) and is still the fastest.
+template <int HS>
+struct Tiles {
+    static constexpr int fwd_mt = HS > 64 ? 1 : 2, fwd_bn = 64;
+    static constexpr int dkv_mt = HS > 64 ? 1 : 2, dkv_bq = 32;
+    static constexpr int dq_mt = 1, dq_bk = HS > 64 ? 32 : 64;
+    static constexpr bool heavy_first = true;
+};
 
 template <typename Kernel>
 static void set_smem(Kernel kernel, size_t bytes) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-template <int HS>
+template <int HS, int MT = Tiles<HS>::fwd_mt, int BN = Tiles<HS>::fwd_bn>
 static void forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int C, int NH,
-                    cudaStream_t s) {
-    auto kernel = forward_kernel<HS>;
-    set_smem(kernel, FwdCfg<HS>::smem);
-    const dim3 grid(ceil_div(T_, ROWS), NH, B);
-    kernel<<<grid, THREADS, FwdCfg<HS>::smem, s>>>(out, lse, qkv, T_, C, NH, 1.0f / sqrtf((float)HS));
+                    cudaStream_t s, bool heavy_first = Tiles<HS>::heavy_first) {
+    auto kernel = forward_kernel<HS, MT, BN>;
+    constexpr size_t smem = forward_smem<HS, MT, BN>();
+    set_smem(kernel, smem);
+    const dim3 grid = work_grid(ceil_div(T_, 64 * MT), NH, B, heavy_first);
+    kernel<<<grid, THREADS, smem, s>>>(out, lse, qkv, T_, C, NH, 1.0f / sqrtf((float)HS),
+                                       heavy_first);
     CUDA_CHECK_LAUNCH("attention forward_kernel (bf16 mma)");
 }
 
-// dd (B, NH, T_) = rowsum(dout ∘ out) per head, already computed on s.
-template <int HS>
-static void backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                     const float* dd, int B, int T_, int C, int NH, cudaStream_t s) {
-    const dim3 grid(ceil_div(T_, ROWS), NH, B);
-    const float scale = 1.0f / sqrtf((float)HS);
-    auto dkv = backward_dkv_kernel<HS>;
-    set_smem(dkv, DkvCfg<HS>::smem);
-    dkv<<<grid, THREADS, DkvCfg<HS>::smem, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, scale);
+// dqkv's k and v parts; dd (B, NH, T_) = rowsum(dout ∘ out) per head, already computed on s.
+template <int HS, int MT = Tiles<HS>::dkv_mt, int BQ = Tiles<HS>::dkv_bq>
+static void backward_dkv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                         const float* dd, int B, int T_, int C, int NH, cudaStream_t s,
+                         bool heavy_first = Tiles<HS>::heavy_first) {
+    auto kernel = backward_dkv_kernel<HS, MT, BQ>;
+    constexpr size_t smem = backward_dkv_smem<HS, MT, BQ>();
+    set_smem(kernel, smem);
+    const dim3 grid = work_grid(ceil_div(T_, 64 * MT), NH, B, heavy_first);
+    kernel<<<grid, THREADS, smem, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, 1.0f / sqrtf((float)HS),
+                                       heavy_first);
     CUDA_CHECK_LAUNCH("attention backward_dkv_kernel (bf16 mma)");
-    auto dq = backward_dq_kernel<HS>;
-    set_smem(dq, DqCfg<HS>::smem);
-    dq<<<grid, THREADS, DqCfg<HS>::smem, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, scale);
+}
+
+// dqkv's q part, as backward_dkv.
+template <int HS, int MT = Tiles<HS>::dq_mt, int BK = Tiles<HS>::dq_bk>
+static void backward_dq(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                        const float* dd, int B, int T_, int C, int NH, cudaStream_t s,
+                        bool heavy_first = Tiles<HS>::heavy_first) {
+    auto kernel = backward_dq_kernel<HS, MT, BK>;
+    constexpr size_t smem = backward_dq_smem<HS, MT, BK>();
+    set_smem(kernel, smem);
+    const dim3 grid = work_grid(ceil_div(T_, 64 * MT), NH, B, heavy_first);
+    kernel<<<grid, THREADS, smem, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, 1.0f / sqrtf((float)HS),
+                                       heavy_first);
     CUDA_CHECK_LAUNCH("attention backward_dq_kernel (bf16 mma)");
+}
+
+// dd (B, NH, T_) = rowsum(dout ∘ out) per head; dout, out (B, T_, C) with C = NH*HS; rows =
+// B*T_*NH. HS/8 threads per (b, t, h), 8 elements each (one 16-byte load where VEC).
+template <int HS, bool VEC>
+static __global__ void backward_dd_kernel(float* dd, const bf16* dout, const bf16* out, int T_,
+                                          int NH, long rows) {
+    constexpr int LANES = HS / 8;
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long row = i / LANES;  // (b*T_ + t)*NH + h: elements row*HS + 8*lane .. of dout, out
+    float sum = 0.0f;
+    if (row < rows) {
+        const long off = i * 8;
+        if constexpr (VEC) {
+            const int4 x = *reinterpret_cast<const int4*>(dout + off);
+            const int4 y = *reinterpret_cast<const int4*>(out + off);
+            const __nv_bfloat162* xp = reinterpret_cast<const __nv_bfloat162*>(&x);
+            const __nv_bfloat162* yp = reinterpret_cast<const __nv_bfloat162*>(&y);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const float2 a = __bfloat1622float2(xp[k]), c = __bfloat1622float2(yp[k]);
+                sum = fmaf(a.x, c.x, fmaf(a.y, c.y, sum));
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                sum = fmaf(__bfloat162float(dout[off + k]), __bfloat162float(out[off + k]), sum);
+        }
+    }
+#pragma unroll
+    for (int o = LANES / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (row < rows && i % LANES == 0) {
+        const int h = (int)(row % NH);
+        const long bt = row / NH;
+        dd[((long)(bt / T_) * NH + h) * T_ + bt % T_] = sum;
+    }
+}
+
+template <int HS>
+static void backward_dd(float* dd, const bf16* dout, const bf16* out, int B, int T_, int NH,
+                        cudaStream_t s) {
+    const long rows = (long)B * T_ * NH;
+    const int block = 256;  // a multiple of HS/8: a row's threads share a warp
+    const int grid = ceil_div(rows * (HS / 8), block);
+    if (aligned16(dout) && aligned16(out))
+        backward_dd_kernel<HS, true><<<grid, block, 0, s>>>(dd, dout, out, T_, NH, rows);
+    else
+        backward_dd_kernel<HS, false><<<grid, block, 0, s>>>(dd, dout, out, T_, NH, rows);
+    CUDA_CHECK_LAUNCH("attention backward_dd_kernel (bf16)");
+}
+
+// dqkv (B, T_, 3C) overwritten; dd (B, NH, T_) scratch, filled here.
+template <int HS>
+static void backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                     const float* lse, float* dd, int B, int T_, int C, int NH, cudaStream_t s) {
+    backward_dd<HS>(dd, dout, out, B, T_, NH, s);
+    backward_dkv<HS>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+    backward_dq<HS>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
 }
 
 }  // namespace att_mma
