@@ -15,7 +15,7 @@ packages=(
   libgtest-dev libgmock-dev python3 python3-torch python3-numpy
   dataset-fashion-mnist
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth
-  openssh-client openssh-server
+  openssh-client openssh-server iproute2
   lintian dpkg-dev
 )
 # node and npm fetch the npm data packages and run the BPE reference; any install of them will do.

@@ -446,7 +446,11 @@ int cli_probe(const CliArgs& args) {
             RunConfig cfg = config_parse(config_text, (fs::path(dir) / config_name).string());
             probe_data(cfg);
         } catch (const Error& e) {
-            print_json_line("config", "fail", e.what(), "fix the config");
+            // the config's own file checks (data.train, model.init_from) ran here, on the host
+            bool missing = std::string(e.what()).find("expected an existing file") != std::string::npos;
+            print_json_line(missing ? "data" : "config", "fail", e.what(),
+                            missing ? "copy the file to this host (relative paths start at cluster.workdir)"
+                                    : "fix the config");
         }
     }
     return 0;

@@ -182,7 +182,7 @@ std::string read_cluster_name(ConfigReader& r, const ConfigField& f, bool is_use
     if (!problem.empty())
         r.fail_field(f, is_user ? "a user name (letters, digits, '.', '_', '-')"
                                 : "a host name or address (letters, digits, '.', '-', '_', ':')",
-                     str_cat("'", v, "', which ", problem));
+                     str_cat("'", v, "', which ", problem, " (refused before ssh runs)"));
     return v;
 }
 
@@ -425,8 +425,10 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     if (mlp && d.dataset.empty())
         r.fail_key({"data.train"}, "data.dataset: fashion-mnist with preset mlp (token shards are for GPT presets)",
                    "token shards");
+    // On a cluster the files live on the hosts (relative to cluster.workdir): preflight checks
+    // them there, not here.
     auto must_exist = [&](const std::string& key, const std::string& value) {
-        if (value.empty()) return;
+        if (value.empty() || !cfg.cluster.hosts.empty()) return;
         std::string full = config_resolve_path(cfg, value);
         std::error_code ec;
         if (!fs::is_regular_file(full, ec))

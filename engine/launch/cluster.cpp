@@ -109,6 +109,12 @@ void cluster_fill_launch_spec(const RunConfig& cfg, const std::vector<std::strin
                         cluster_node_remote_argv(cfg, place[size_t(node)], attempt, run_id, ra),
                         /*keep_stdin=*/true);
     };
+    spec.node_failure = [targets](int node, int exit_code, const std::string& err) {
+        SshResult r;
+        r.exit_code = exit_code;
+        r.err = err;
+        return ssh_failure_message(targets[size_t(node)], r);
+    };
 }
 
 std::string cluster_sbatch_script(const RunConfig& cfg, const std::string& config_path) {
@@ -131,7 +137,8 @@ std::string cluster_sbatch_script(const RunConfig& cfg, const std::string& confi
     if (gpu) s += str_cat("#SBATCH --gpus-per-node=", per_node, "\n");
     s += "#SBATCH --output=tessera-%j.out\n";
     s += "set -euo pipefail\n";
-    if (!c.workdir.empty()) s += str_cat("cd ", shell_word(c.workdir), "\n");
+    if (!c.workdir.empty())
+        s += str_cat("mkdir -p ", shell_word(c.workdir), " && cd ", shell_word(c.workdir), "\n");
     s += "# Rank 0 serves the rendezvous store on the first node of the allocation.\n";
     s += "export MASTER_ADDR=\"$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\"\n";
     s += str_cat("export MASTER_PORT=", c.rendezvous_port, "\n");

@@ -38,6 +38,7 @@ constexpr int kTelemetryFd = 3;                      // the rank's end of its te
 constexpr auto kFlushEvery = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(500);  // output left by grandchildren
 constexpr size_t kMaxLineBytes = 1 << 20;
+constexpr auto kRootCauseWindow = std::chrono::milliseconds(2000);
 
 std::atomic<int> g_stop_requests{0};
 
@@ -419,7 +420,17 @@ private:
                     // drain what the node still said (its "x" line names the rank that died)
                     while (c.tel_fd >= 0) read_fd(c, true);
                     while (c.out_fd >= 0) read_fd(c, false);
-                    if (res_.failed_rank < 0) fail(-1, node_exit_message(c));
+                    if (res_.failed_rank < 0) {
+                        fail(-1, node_exit_message(c));
+                        failure_is_node_ = true;
+                    } else if (!failure_is_node_ && !c.reported_done &&
+                               Clock::now() - failed_at_ < kRootCauseWindow) {
+                        // A lost host makes its peers' ranks die moments later (broken sockets);
+                        // the lost host is the cause worth reporting.
+                        res_.message = str_cat(node_exit_message(c), " (then ", res_.message, ")");
+                        failure_is_node_ = true;
+                        line(str_cat("[launcher] cause: ", res_.message));
+                    }
                 }
                 continue;
             }
@@ -436,6 +447,13 @@ private:
     std::string node_exit_message(const Child& c) {
         const LaunchNode& n = spec_.nodes[size_t(c.node)];
         std::string last = last_stderr_[c.node];
+        int code = WIFEXITED(c.wait_status) ? WEXITSTATUS(c.wait_status) : -1;
+        if (spec_.node_failure) {
+            std::string m = spec_.node_failure(c.node, code, stderr_text_[c.node]);
+            if (!m.empty())
+                return str_cat(m, " (node launcher of ranks ", n.first_rank, "..",
+                               n.first_rank + n.ranks - 1, ")");
+        }
         if (WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 255)
             return str_cat("host ", n.label, ": the ssh connection was lost",
                            last.empty() ? "" : str_cat(" (", last, ")"),
@@ -447,6 +465,7 @@ private:
 
     // The first failure: remembered, printed, everyone else told to stop.
     void fail(int rank, const std::string& msg) {
+        failed_at_ = Clock::now();
         res_.failed_rank = std::max(rank, 0);
         res_.message = msg;
         line(str_cat("[launcher] ", msg, "; stopping the other ",
@@ -495,6 +514,7 @@ private:
             if (telemetry) on_protocol(c, l);
             else if (!l.empty()) {
                 last_stderr_[c.node] = l;
+                if (stderr_text_[c.node].size() < 65536) stderr_text_[c.node] += l + "\n";
                 line(c.prefix + l);
             }
         } else if (telemetry) {
@@ -596,9 +616,12 @@ private:
     std::vector<Child> children_;
     std::vector<RankState> ranks_;
     std::map<int, std::string> last_stderr_;  // per node: ssh's last message
+    std::map<int, std::string> stderr_text_;  // per node: everything ssh said (capped)
     std::string stdin_buf_;
     AttemptResult res_;
     bool stop_forwarded_ = false;
+    Clock::time_point failed_at_{};
+    bool failure_is_node_ = false;  // the failure is a lost host / node launcher, not a rank
     bool lost_ = false;             // node launcher: the job launcher is gone
     bool protocol_broken_ = false;
 };

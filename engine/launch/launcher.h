@@ -38,6 +38,9 @@ struct LaunchSpec {
     // node's launcher for an attempt (the ssh argv); `argv`/`env` above are then unused here.
     std::vector<LaunchNode> nodes;
     std::function<std::vector<std::string>(int node, int attempt, int64_t run_id)> node_argv;
+    // Turns a node command's failure (exit code, everything it wrote on stderr) into one
+    // sentence (ssh_failure_message); "" = use the launcher's generic wording.
+    std::function<std::string(int node, int exit_code, const std::string& err)> node_failure;
 };
 
 // Every rank process gets: TESSERA_RANK, TESSERA_WORLD_SIZE, TESSERA_LOCAL_RANK,
