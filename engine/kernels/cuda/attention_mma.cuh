@@ -521,7 +521,7 @@ static __global__ void __launch_bounds__(THREADS)
     static_assert(64 % BK == 0 && BK % 16 == 0, "backward_dq_kernel: BK must divide 64");
     constexpr int LD = HS + 8, RQ = 64 * MT, KT = BK * LD;
     // Q and dO fragments stay in registers when they fit; otherwise they are reloaded per step
-    constexpr bool QD_REGS = HS * MT <= 64;
+    constexpr bool QD_REGS = HS * MT <= 128;
     extern __shared__ __align__(128) unsigned char smem[];
     bf16* qs = reinterpret_cast<bf16*>(smem);
     bf16* dos = qs + RQ * LD;
@@ -631,16 +631,18 @@ static __global__ void __launch_bounds__(THREADS)
 //   forward  MT 1, 64 keys 0.140; MT 2, 64 keys 0.133; heavy_first: 0.127 and 0.121;
 //            MT 2, 32 keys 0.150; MT 1, 128 keys 0.151
 //   dK/dV    MT 1, 64 queries 0.243; MT 2, 32 queries 0.254; heavy_first: 0.237 and 0.227;
-//            MT 1, 32 queries 0.278
-//   dQ       MT 1, 64 keys 0.183; heavy_first: 0.170; MT 2, 32 keys 0.176
+//            MT 1, 32 queries 0.278; dP^T issued before P^T's exponentials 0.235
+//   dQ       MT 1, 64 keys 0.183; heavy_first: 0.170; MT 2, 32 keys 0.176, 0.166 with Q and
+//            dO fragments held in registers
+// hs 32: forward MT 2 0.075 (MT 1 0.079); dQ MT 2 0.100 (MT 1, 64 keys 0.112).
+// hs 128 (C=1536): dQ 0.385 -> 0.347 with Q and dO fragments held in registers.
 // MT 2 holds twice the accumulators: HS 128 stays at MT 1 (and 32-row steps) to fit in 255
-// registers; HS 32 takes the HS 64 choices. dK/dV at HS 64, MT 2 spills 56 bytes per thread
-// (ptxas -v) and is still the fastest.
+// registers. dK/dV at HS 64, MT 2 spills 56 bytes per thread (ptxas -v) and is still the fastest.
 template <int HS>
 struct Tiles {
     static constexpr int fwd_mt = HS > 64 ? 1 : 2, fwd_bn = 64;
     static constexpr int dkv_mt = HS > 64 ? 1 : 2, dkv_bq = 32;
-    static constexpr int dq_mt = 1, dq_bk = HS > 64 ? 32 : 64;
+    static constexpr int dq_mt = HS > 64 ? 1 : 2, dq_bk = 32;
     static constexpr bool heavy_first = true;
 };
 
