@@ -234,7 +234,7 @@ inline dim3 work_grid(int tiles, int NH, int B, bool heavy_first) {
 template <int HS, int MT, int BN>
 constexpr size_t forward_smem() { return sizeof(bf16) * (HS + 8) * (64 * MT + 4 * BN); }
 
-// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, 3C); grid (query tiles of 64*MT, NH, B), THREADS.
+// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, 3C); grid work_grid(query tiles of 64*MT), THREADS.
 // A warp owns 16*MT query rows (MT row tiles share every K and V fragment); BN keys per step.
 template <int HS, int MT, int BN>
 static __global__ void __launch_bounds__(THREADS)
@@ -376,7 +376,7 @@ constexpr size_t backward_dkv_smem() {
 }
 
 // dqkv (B, T_, 3C): k and v parts written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
-// grid (key tiles of 64*MT, NH, B), THREADS. A warp owns 16*MT keys; BQ queries per step (BQ
+// grid work_grid(key tiles of 64*MT), THREADS. A warp owns 16*MT keys; BQ queries per step (BQ
 // divides 64).
 template <int HS, int MT, int BQ>
 static __global__ void __launch_bounds__(THREADS)
@@ -512,7 +512,7 @@ template <int HS, int MT, int BK>
 constexpr size_t backward_dq_smem() { return sizeof(bf16) * (HS + 8) * (2 * 64 * MT + 4 * BK); }
 
 // dqkv (B, T_, 3C): q part written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
-// grid (query tiles of 64*MT, NH, B), THREADS. A warp owns 16*MT query rows; BK keys per step
+// grid work_grid(query tiles of 64*MT), THREADS. A warp owns 16*MT query rows; BK keys per step
 // (BK divides 64).
 template <int HS, int MT, int BK>
 static __global__ void __launch_bounds__(THREADS)
