@@ -1,5 +1,5 @@
-// tessera-studio: the desktop studio. Builds the window, adds the pages that exist in this build
-// (Model; Plan when ui/plan is present), opens the project named on the command line, and with
+// tessera-studio: the desktop studio. Builds the window, adds the pages (Welcome, Model, Plan,
+// Hosts, Monitor, Timeline, Compare), opens the project named on the command line, and with
 // --screenshot renders every page to PNG files and exits (scripts/screenshots.sh).
 #include <QApplication>
 #include <QCommandLineParser>
@@ -13,6 +13,7 @@
 
 #include "ui/common/project_document.h"
 #include "ui/compare/compare_page.h"
+#include "ui/hosts/hosts_page.h"
 #include "ui/model/model_page.h"
 #include "ui/monitor/monitor_page.h"
 #include "ui/plan/plan_page.h"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
     win.addPage(QObject::tr("Welcome"), new tessera::studio::WelcomePage(&win, &doc, &win));
     win.addPage(QObject::tr("Model"), new tessera::studio::ModelPage(&doc, &win));
     win.addPage(QObject::tr("Plan"), new tessera::studio::PlanPage(&doc, &win));
+    win.addPage(QObject::tr("Hosts"), new tessera::studio::HostsPage(&doc, &win));
     auto* monitor = new tessera::studio::MonitorPage(&doc, &win);
     win.addPage(QObject::tr("Monitor"), monitor);
     win.addPage(QObject::tr("Timeline"), new tessera::studio::TimelinePage(&doc, &win));

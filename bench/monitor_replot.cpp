@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <vector>
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
 
 #include "ui/monitor/monitor_page.h"
 

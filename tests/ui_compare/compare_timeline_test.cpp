@@ -16,7 +16,7 @@
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
 
 #include "engine/parallel/schedule.h"
 #include "ui/common/project_document.h"

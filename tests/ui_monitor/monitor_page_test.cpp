@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
 
 #include "ui/common/project_document.h"
 #include "ui/monitor/monitor_page.h"

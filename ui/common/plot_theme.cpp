@@ -1,6 +1,6 @@
 #include "ui/common/plot_theme.h"
 
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
 
 namespace tessera::studio {
 

@@ -49,7 +49,7 @@ const char* kYamlName = "project.yaml";
 
 ProjectDocument::ProjectDocument(QObject* parent) : QObject(parent) {
     connect(&m_undo, &QUndoStack::cleanChanged, this,
-            [this](bool) { emit modifiedChanged(isModified()); });
+            [this](bool) { Q_EMIT modifiedChanged(isModified()); });
 }
 
 QString ProjectDocument::yamlPath() const {
@@ -71,7 +71,7 @@ void ProjectDocument::resetHistory(bool unsaved) {
     m_undo.clear();
     m_undo.setClean();
     m_unsaved = unsaved;
-    if (was != isModified()) emit modifiedChanged(isModified());
+    if (was != isModified()) Q_EMIT modifiedChanged(isModified());
 }
 
 bool ProjectDocument::open(const QString& path, QString* error) {
@@ -87,14 +87,14 @@ bool ProjectDocument::open(const QString& path, QString* error) {
     } catch (const std::exception& e) {
         const QString msg = QString::fromStdString(e.what());
         if (error) *error = msg;
-        emit loadFailed(msg);
+        Q_EMIT loadFailed(msg);
         return false;
     }
     m_config = std::move(cfg);
     m_dir = dir;
     resetHistory(false);
-    emit opened(m_dir);
-    emit configChanged();
+    Q_EMIT opened(m_dir);
+    Q_EMIT configChanged();
     return true;
 }
 
@@ -106,8 +106,8 @@ void ProjectDocument::create(const QString& dir, const tessera::RunConfig& cfg) 
     if (m_config.name.empty() || m_config.name == "run")
         m_config.name = QFileInfo(m_dir).fileName().toStdString();
     resetHistory(true);
-    emit opened(m_dir);
-    emit configChanged();
+    Q_EMIT opened(m_dir);
+    Q_EMIT configChanged();
 }
 
 // ----------------------------------------------------------------------------
@@ -139,7 +139,7 @@ bool ProjectDocument::save(QString* error) {
     const bool was = isModified();
     m_unsaved = false;
     m_undo.setClean();
-    if (was && !isModified()) emit modifiedChanged(false);
+    if (was && !isModified()) Q_EMIT modifiedChanged(false);
     return true;
 }
 
@@ -152,8 +152,8 @@ bool ProjectDocument::saveAs(const QString& dir, QString* error) {
         m_unsaved = oldUnsaved;
         return false;
     }
-    emit opened(m_dir);
-    emit configChanged();
+    Q_EMIT opened(m_dir);
+    Q_EMIT configChanged();
     return true;
 }
 
@@ -171,7 +171,7 @@ void ProjectDocument::edit(const QString& text,
 void ProjectDocument::setConfig(const tessera::RunConfig& cfg) {
     if (cfg == m_config) return;
     m_config = cfg;
-    emit configChanged();
+    Q_EMIT configChanged();
 }
 
 }  // namespace tessera::studio

@@ -40,7 +40,7 @@ public:
     // Replaces the whole config (used by undo/redo commands).
     void setConfig(const tessera::RunConfig& cfg);
 
-signals:
+Q_SIGNALS:
     void configChanged();
     void modifiedChanged(bool modified);
     void opened(const QString& dir);

@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
 
 #include "engine/config/config.h"
 #include "ui/common/project_document.h"
@@ -163,7 +163,7 @@ void ComparePage::refresh() {
             m_store.reset();
             rows.clear();
             m_status->setText(QString::fromUtf8(e.what()));
-            emit loadFailed(QString::fromUtf8(e.what()));
+            Q_EMIT loadFailed(QString::fromUtf8(e.what()));
         }
     }
     m_model->setRuns(std::move(rows));
@@ -337,7 +337,7 @@ void ComparePage::updateDiff() {
 bool ComparePage::exportCsv(const QString& path, QString* error) {
     auto fail = [&](const QString& msg) {
         if (error) *error = msg;
-        emit exportFailed(msg);
+        Q_EMIT exportFailed(msg);
         return false;
     };
     const QVector<int64_t> ids = selectedRunIds();
@@ -364,13 +364,13 @@ bool ComparePage::exportChart(const QString& path, QString* error) {
     else {
         const QString msg = tr("%1: expected a .png or .pdf file name, found '.%2'").arg(path, suffix);
         if (error) *error = msg;
-        emit exportFailed(msg);
+        Q_EMIT exportFailed(msg);
         return false;
     }
     if (!ok) {
         const QString msg = tr("cannot write %1").arg(path);
         if (error) *error = msg;
-        emit exportFailed(msg);
+        Q_EMIT exportFailed(msg);
     } else {
         m_status->setText(tr("chart saved to %1").arg(path));
     }

@@ -48,7 +48,7 @@ public:
     bool exportChart(const QString& path, QString* error);  // .png or .pdf by suffix
     void setDarkTheme(bool dark);
 
-signals:
+Q_SIGNALS:
     void loadFailed(const QString& message);
     void exportFailed(const QString& message);
 

@@ -19,7 +19,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 #include <exception>
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
 
 #include "engine/core/error.h"
 #include "engine/io/safetensors.h"
@@ -225,7 +225,7 @@ bool ModelPage::importSafetensors(const QString& path) {
     } catch (const std::exception& e) {
         m_importError = QString::fromStdString(e.what());
         refresh();
-        emit importFailed(m_importError);
+        Q_EMIT importFailed(m_importError);
         return false;
     }
     m_importError.clear();

@@ -28,10 +28,10 @@ public:
     LayerTableModel* layerModel() const { return m_layers; }
     QString validationText() const;
 
-public slots:
+public Q_SLOTS:
     void setDarkTheme(bool dark);
 
-signals:
+Q_SIGNALS:
     void importFailed(const QString& message);
 
 private:

@@ -15,7 +15,8 @@
 #include <QSlider>
 #include <QSplitter>
 #include <QVBoxLayout>
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
+#include "ui/common/tessera_binary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,7 +64,7 @@ QString fmt_duration(double s) {
 MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     : QWidget(parent), m_doc(doc), m_ctl(std::make_unique<tessera::RunController>()) {
     setObjectName("monitorPage");
-    m_bin = QCoreApplication::applicationDirPath() + "/tessera";
+    m_bin = studio_tessera_binary();
 
     // ---- top bar: run, launch/stop, x axis, log-y, smoothing ----
     m_runCombo = new QComboBox(this);

@@ -67,7 +67,7 @@ public:
     // Replaces the selected run's data with synthetic series (bench): n points per loss series.
     void loadSynthetic(int n_train, int n_val, int n_speed);
 
-public slots:
+public Q_SLOTS:
     void setDarkTheme(bool dark);
     void launch();
     void stop();

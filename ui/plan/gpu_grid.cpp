@@ -1,6 +1,7 @@
 // GpuGrid painting and tooltips. See gpu_grid.h.
 #include "ui/plan/gpu_grid.h"
 
+#include <QFontMetrics>
 #include <QHelpEvent>
 #include <QPainter>
 #include <QToolTip>
@@ -14,37 +15,92 @@ namespace {
 constexpr int kLabelW = 56, kCellH = 40, kGap = 4;
 }
 
-GpuGrid::GpuGrid(QWidget* parent) : QWidget(parent) { setObjectName("gpuGrid"); }
+GpuGrid::GpuGrid(QWidget* parent) : QWidget(parent) {
+    setObjectName("gpuGrid");
+    layoutRows();
+}
 
 void GpuGrid::setMesh(const tessera::MeshShape& mesh, int gpus, int gpusPerNode, const std::vector<bool>& over) {
-    m_mesh = mesh, m_gpus = std::max(1, gpus), m_perNode = std::max(1, gpusPerNode), m_over = over;
+    m_mesh = mesh, m_nodeGpus = std::max(1, gpus), m_perNode = std::max(1, gpusPerNode), m_over = over;
+    layoutRows();
     updateGeometry();
     update();
 }
 
+void GpuGrid::setHosts(const QStringList& labels, const std::vector<int>& slots) {
+    m_hostLabels = labels, m_hostSlots = slots;
+    m_hostSlots.resize(size_t(labels.size()), 1);
+    layoutRows();
+    updateGeometry();
+    update();
+}
+
+void GpuGrid::layoutRows() {
+    m_rowStart.clear();
+    if (m_hostLabels.isEmpty()) {
+        m_gpus = m_nodeGpus;
+        for (int g = 0; g < m_gpus; g += m_perNode) m_rowStart.push_back(g);
+        return;
+    }
+    int next = 0;  // hosts in order, each its slots: cluster_place()'s order
+    for (int slots : m_hostSlots) {
+        m_rowStart.push_back(next);
+        next += std::max(1, slots);
+    }
+    m_gpus = next;
+}
+
+int GpuGrid::rowLength(int row) const {
+    const int end = row + 1 < rowCount() ? m_rowStart[size_t(row) + 1] : m_gpus;
+    return end - m_rowStart[size_t(row)];
+}
+
+int GpuGrid::rowOf(int gpu) const {
+    auto it = std::upper_bound(m_rowStart.begin(), m_rowStart.end(), gpu);
+    return std::max(0, int(it - m_rowStart.begin()) - 1);
+}
+
+QString GpuGrid::rowLabel(int row) const {
+    if (row < 0 || row >= rowCount()) return {};
+    return m_hostLabels.isEmpty() ? QString("node %1").arg(row) : m_hostLabels[row];
+}
+
+int GpuGrid::labelW() const {
+    if (m_hostLabels.isEmpty()) return kLabelW;
+    QFont small = font();
+    small.setPointSizeF(font().pointSizeF() * 0.8);
+    const QFontMetrics fm(small);
+    int w = 0;
+    for (const QString& l : m_hostLabels) w = std::max(w, fm.horizontalAdvance(l));
+    return std::clamp(w + 12, kLabelW, 180);  // longer names are elided
+}
+
 int GpuGrid::cellW() const {
-    int cols = std::min(m_perNode, m_gpus);
-    return std::clamp((width() - kLabelW - 4) / std::max(1, cols) - kGap, 22, 72);
+    int cols = 1;
+    for (int r = 0; r < rowCount(); ++r) cols = std::max(cols, rowLength(r));
+    return std::clamp((width() - labelW() - 4) / cols - kGap, 22, 72);
 }
 
 QSize GpuGrid::sizeHint() const {
-    int nodes = (m_gpus + m_perNode - 1) / m_perNode;
-    return {kLabelW + std::min(m_perNode, m_gpus) * (60 + kGap), nodes * (kCellH + kGap) + 4};
+    int cols = 1;
+    for (int r = 0; r < rowCount(); ++r) cols = std::max(cols, rowLength(r));
+    return {labelW() + cols * (60 + kGap), rowCount() * (kCellH + kGap) + 4};
 }
 
 QRect GpuGrid::cellRect(int gpu) const {
-    int node = gpu / m_perNode, local = gpu % m_perNode, w = cellW();
-    return QRect(kLabelW + local * (w + kGap), 2 + node * (kCellH + kGap), w, kCellH);
+    const int row = rowOf(gpu), local = gpu - m_rowStart[size_t(row)], w = cellW();
+    return QRect(labelW() + local * (w + kGap), 2 + row * (kCellH + kGap), w, kCellH);
 }
 
 QString GpuGrid::cellToolTip(int gpu) const {
-    int node = gpu / m_perNode, local = gpu % m_perNode;
+    const int row = rowOf(gpu), local = gpu - m_rowStart[size_t(row)];
+    const QString where = m_hostLabels.isEmpty() ? QString("node %1 GPU %2").arg(row).arg(local)
+                                                 : QString("host %1 slot %2").arg(m_hostLabels[row]).arg(local);
     if (gpu >= m_mesh.world())
-        return QString("node %1 GPU %2: idle (the plan uses %3 of %4 GPUs)").arg(node).arg(local)
-            .arg(m_mesh.world()).arg(m_gpus);
+        return QString("%1: idle (the plan uses %2 of %3 GPUs)").arg(where).arg(m_mesh.world()).arg(m_gpus);
     tessera::MeshCoord c = tessera::mesh_coord(m_mesh, gpu);
-    QString s = QString("node %1 GPU %2\nglobal rank %3\nstage (pp) %4, TP rank %5, DP rank %6\n[%7]")
-                    .arg(node).arg(local).arg(gpu).arg(c.pp).arg(c.tp).arg(c.dp)
+    QString s = QString("%1\nglobal rank %2\nstage (pp) %3, TP rank %4, DP rank %5\n[%6]")
+                    .arg(where).arg(gpu).arg(c.pp).arg(c.tp).arg(c.dp)
                     .arg(QString::fromStdString(tessera::mesh_coord_str(c)));
     if (gpu < (int)m_over.size() && m_over[gpu]) s += "\nover memory capacity";
     return s;
@@ -53,15 +109,15 @@ QString GpuGrid::cellToolTip(int gpu) const {
 void GpuGrid::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.setRenderHint(QPainter::Antialiasing);
-    int nodes = (m_gpus + m_perNode - 1) / m_perNode;
     QFont small = font();
     small.setPointSizeF(font().pointSizeF() * 0.8);
     p.setFont(small);
-    for (int n = 0; n < nodes; ++n) {
-        QRect first = cellRect(n * m_perNode);
+    const int lw = labelW();
+    for (int row = 0; row < rowCount(); ++row) {
+        QRect first = cellRect(m_rowStart[size_t(row)]);
         p.setPen(palette().text().color());
-        p.drawText(QRect(0, first.top(), kLabelW - 6, kCellH), Qt::AlignVCenter | Qt::AlignRight,
-                   QString("node %1").arg(n));
+        p.drawText(QRect(0, first.top(), lw - 6, kCellH), Qt::AlignVCenter | Qt::AlignRight,
+                   p.fontMetrics().elidedText(rowLabel(row), Qt::ElideMiddle, lw - 6));
     }
     for (int g = 0; g < m_gpus; ++g) {
         QRect r = cellRect(g);

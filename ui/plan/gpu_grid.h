@@ -1,8 +1,11 @@
 // The GPU grid: nodes x GPUs per node, each GPU coloured by the (stage, TP rank) of the rank it
 // runs in engine/parallel/mesh.h order (global rank = tp + TP (dp + DP pp), filled node by node),
 // labelled with its rank and DP replica; GPUs beyond the world are idle (grey), GPUs over memory
-// capacity get a red frame. Tooltips give the global rank and coordinates.
+// capacity get a red frame. Tooltips give the global rank and coordinates. A project with
+// cluster hosts shows one row per host instead (its name, its slots), ranks filling the hosts in
+// order as engine/launch/cluster.h cluster_place() places them.
 #pragma once
+#include <QStringList>
 #include <QWidget>
 #include <vector>
 
@@ -17,7 +20,14 @@ public:
 
     // gpus: devices shown; over[r]: rank r is over capacity (may be shorter than the world).
     void setMesh(const tessera::MeshShape& mesh, int gpus, int gpusPerNode, const std::vector<bool>& over);
-    // The cell rectangle of GPU g (g = node * gpusPerNode + local index).
+    // Rows are the cluster's hosts (label, slots each) instead of nodes of gpusPerNode; the GPUs
+    // shown are then the hosts' slots. Empty lists go back to nodes.
+    void setHosts(const QStringList& labels, const std::vector<int>& slots);
+    int rowCount() const { return int(m_rowStart.size()); }
+    int gpuCount() const { return m_gpus; }  // cells drawn
+    QString rowLabel(int row) const;
+    int rowOf(int gpu) const;  // the node or host row GPU g is drawn in
+    // The cell rectangle of GPU g (g = global rank: row by row, left to right).
     QRect cellRect(int gpu) const;
     QString cellToolTip(int gpu) const;
 
@@ -29,10 +39,17 @@ protected:
     bool event(QEvent*) override;
 
 private:
+    void layoutRows();  // m_rowStart / m_gpus from the nodes or the hosts
     int cellW() const;
+    int labelW() const;
+    int rowLength(int row) const;
     tessera::MeshShape m_mesh;
     int m_gpus = 1, m_perNode = 8;
+    int m_nodeGpus = 1;  // setMesh's count (the rows when there are no hosts)
     std::vector<bool> m_over;
+    QStringList m_hostLabels;  // empty: rows are nodes
+    std::vector<int> m_hostSlots;
+    std::vector<int> m_rowStart;  // first GPU of each row
 };
 
 }  // namespace tessera::studio

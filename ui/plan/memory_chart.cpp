@@ -3,7 +3,7 @@
 #include "ui/common/plot_theme.h"
 
 #include <QVBoxLayout>
-#include <qcustomplot.h>
+#include "ui/common/qcustomplot_qt.h"
 
 namespace tessera::studio {
 

@@ -199,7 +199,7 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
 void PartitionEditor::mousePressEvent(QMouseEvent* e) {
     m_drag = hitBoundary(int(e->position().x()));
     if (m_drag >= 0) {
-        emit dragStarted(++m_dragSerial);
+        Q_EMIT dragStarted(++m_dragSerial);
         update();
         return;
     }
@@ -229,8 +229,8 @@ bool PartitionEditor::dropBlock(int b, int lane) {
         return false;
     }
     m_chunks = st;
-    emit dragStarted(++m_dragSerial);
-    emit stagesEdited(st);
+    Q_EMIT dragStarted(++m_dragSerial);
+    Q_EMIT stagesEdited(st);
     update();
     return true;
 }
@@ -257,7 +257,7 @@ void PartitionEditor::mouseMoveEvent(QMouseEvent* e) {
     st[k] = best, st[k + 1] = pair - best;
     m_chunks = st;
     update();
-    emit stagesEdited(st);
+    Q_EMIT stagesEdited(st);
 }
 
 void PartitionEditor::mouseReleaseEvent(QMouseEvent* e) {

@@ -28,7 +28,7 @@ public:
     QSize sizeHint() const override { return {760, 200}; }
     QSize minimumSizeHint() const override { return {360, 140}; }
 
-signals:
+Q_SIGNALS:
     void dragStarted(int serial);                    // a new drag: one undo step per serial
     void stagesEdited(const std::vector<int>& stages);  // blocks per chunk after a move
 

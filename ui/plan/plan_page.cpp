@@ -286,7 +286,13 @@ void PlanPage::editParallel(const QString& text, const std::function<void(tesser
 // ----------------------------------------------------------------------------
 // state -> widgets
 
-int PlanPage::gpuCount() const { return m_gpus->value(); }
+int PlanPage::gpuCount() const {
+    const auto& hosts = m_doc->config().cluster.hosts;
+    if (hosts.empty()) return m_gpus->value();
+    int slots = 0;  // a cluster's GPUs are its hosts' slots
+    for (const auto& h : hosts) slots += h.slots;
+    return slots;
+}
 
 void PlanPage::setDeviceName(const QString& name) { m_device->setCurrentText(name); }
 
@@ -302,8 +308,14 @@ void PlanPage::refresh() {
     const tessera::RunConfig& cfg = m_doc->config();
     const auto& p = cfg.parallel;
     int world = std::max(1, p.dp * p.tp * p.pp);
+    const bool cluster = !cfg.cluster.hosts.empty();
     m_updating = true;
-    if (m_gpusFollowWorld) m_gpus->setValue(world);
+    if (cluster) m_gpus->setValue(gpuCount());
+    else if (m_gpusFollowWorld) m_gpus->setValue(world);
+    for (QSpinBox* s : {m_gpus, m_perNode}) {  // the Hosts page sets them for a cluster
+        s->setEnabled(!cluster);
+        s->setToolTip(cluster ? "the cluster's hosts and their slots (Hosts page)" : QString());
+    }
     if (m_device->property("initialised").isNull()) {
         m_device->setCurrentText(cfg.runtime.device == "cpu" ? "cpu" : "H200");
         m_device->setProperty("initialised", true);
@@ -324,7 +336,8 @@ void PlanPage::refresh() {
     m_updating = false;
 
     // issues next to their controls
-    auto issues = tessera::plan_validate(cfg, gpuCount());
+    // a cluster may have spare slots (hosts past the world stay unused): only too few is an issue
+    auto issues = tessera::plan_validate(cfg, cluster ? std::min(world, gpuCount()) : gpuCount());
     for (auto it = m_issues.begin(); it != m_issues.end(); ++it) {
         QString t = QString::fromStdString(tessera::plan_issues_for_key(issues, it.key().toStdString()));
         it.value()->setText(t);
@@ -378,7 +391,14 @@ void PlanPage::refresh() {
         m_over->hide();
         m_chart->clear("no prediction for this plan");
     }
+    QStringList hostLabels;
+    std::vector<int> hostSlots;
+    for (const auto& h : cfg.cluster.hosts) {
+        hostLabels << QString::fromStdString(h.port == 22 ? h.host : h.host + ":" + std::to_string(h.port));
+        hostSlots.push_back(h.slots);
+    }
     m_grid->setMesh({p.dp, p.tp, p.pp}, std::max(gpuCount(), 1), m_perNode->value(), over);
+    m_grid->setHosts(hostLabels, hostSlots);
 
     bool fits = m_hasEstimate && m_estimate.fits;
     if (!m_valid)

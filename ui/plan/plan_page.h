@@ -3,7 +3,7 @@
 // prediction (estimate_plan: per-GPU memory by category vs capacity, step time, tokens/s, MFU,
 // bubble, communication), "Balance stages" (balance_stages) and "Suggest a plan" (plan_suggest).
 // Every change is one ProjectDocument::edit (a drag is one undo step); the page redraws from
-// configChanged(). The modelling is Qt-free (engine/plan); the widgets only draw it.
+// configChanged(). With cluster hosts (Hosts page) the GPUs are their slots, drawn host by host. The modelling is Qt-free (engine/plan); the widgets only draw it.
 #pragma once
 #include <QMap>
 #include <QWidget>
@@ -48,7 +48,7 @@ public:
     void setDeviceName(const QString& name);  // H100 | H200 | A100-80GB | A100-40GB | cpu
     void setGpuCount(int gpus);               // GPUs available (the grid; validation)
 
-public slots:
+public Q_SLOTS:
     void setDarkTheme(bool dark);  // the shell calls it when the theme changes (plots follow)
     void balanceStages();   // balance_stages -> one undoable edit, or the reason in the label
     void suggestPlans();    // fills the list with plan_suggest's top 5

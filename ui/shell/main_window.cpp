@@ -234,7 +234,7 @@ void MainWindow::setDarkTheme(bool dark) {
     if (m_darkAction && m_darkAction->isChecked() != dark) m_darkAction->setChecked(dark);
     studio_apply_palette(dark);
     QSettings().setValue("darkTheme", dark);
-    emit themeChanged(dark);
+    Q_EMIT themeChanged(dark);
 }
 
 // ----------------------------------------------------------------------------

@@ -42,7 +42,7 @@ public:
     // returns the files written.
     QStringList saveScreenshots(const QString& dir, const QString& name = {});
 
-signals:
+Q_SIGNALS:
     void themeChanged(bool dark);
 
 protected:

@@ -66,7 +66,7 @@ void GanttView::setTimeRange(double t0, double t1) {
     m_t0 = t0;
     m_t1 = t1;
     update();
-    emit timeRangeChanged(t0, t1);
+    Q_EMIT timeRangeChanged(t0, t1);
 }
 
 void GanttView::zoomAt(double factor, double anchor) {

@@ -26,7 +26,7 @@ public:
     QString barDescription(int index) const;        // the hover text of a bar
     static QColor kindColor(const QString& kind);
 
-signals:
+Q_SIGNALS:
     void timeRangeChanged(double t0_ms, double t1_ms);
 
 protected:

@@ -119,7 +119,7 @@ void TimelinePage::refresh() {
     } catch (const std::exception& e) {
         m_store.reset();
         m_status->setText(QString::fromUtf8(e.what()));
-        emit loadFailed(QString::fromUtf8(e.what()));
+        Q_EMIT loadFailed(QString::fromUtf8(e.what()));
         return;
     }
     for (const auto& r : m_runs)

@@ -37,7 +37,7 @@ public:
     GanttView* idealView() const { return m_ideal; }
     QString statusText() const;
 
-signals:
+Q_SIGNALS:
     void loadFailed(const QString& message);
 
 private:

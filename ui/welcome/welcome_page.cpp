@@ -328,7 +328,7 @@ void WelcomePage::onFetchDone(int exit_code) {
         m_dataStatus->setText(tr("Some data sets are missing (exit code %1): the output below says "
                                  "which and how to get them. Cache: %2").arg(exit_code).arg(cache));
     }
-    emit fetchFinished(ok);
+    Q_EMIT fetchFinished(ok);
 }
 
 }  // namespace tessera::studio

@@ -45,7 +45,7 @@ public:
     // Starts the fetch script (no-op while it runs); fetchFinished(ok) when it exits.
     void fetchData();
 
-signals:
+Q_SIGNALS:
     void fetchFinished(bool ok);
 
 protected:
