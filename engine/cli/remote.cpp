@@ -294,7 +294,7 @@ const char* kPreflightUsage =
     "  lists the environment passed to the ranks. Exit 0 when every host is ready.\n";
 const char* kHostsUsage =
     "usage: tessera hosts CONFIG [scan]              host keys of the cluster's hosts\n"
-    "       tessera hosts CONFIG trust HOST [--yes]  show HOST's key fingerprint, trust it on\n"
+    "       tessera hosts CONFIG trust HOST[:PORT] [--yes]  show HOST's key fingerprint, trust it on\n"
     "                                                confirmation (--yes: without asking)\n";
 const char* kScriptUsage =
     "usage: tessera launch-script CONFIG --format sbatch|mpirun [--config-path PATH]\n"
@@ -332,10 +332,16 @@ int cli_hosts(const CliArgs& args) {
     }
     if (verb != "trust" || a.rest.size() != 2)
         throw InputError(str_cat("hosts: expected `scan` or `trust HOST`\n", kHostsUsage));
-    const ClusterHost* host = nullptr;
+    // HOST or HOST:PORT (the same host name may appear with two ports)
+    const std::string& want = a.rest[1];
+    std::vector<const ClusterHost*> found;
     for (const auto& h : cfg.cluster.hosts)
-        if (h.host == a.rest[1]) host = &h;
-    if (!host) throw InputError(str_cat("hosts: '", a.rest[1], "' is not a host of ", a.path));
+        if (h.host == want || str_cat(h.host, ":", h.port) == want) found.push_back(&h);
+    if (found.empty()) throw InputError(str_cat("hosts: '", want, "' is not a host of ", a.path));
+    if (found.size() > 1)
+        throw InputError(str_cat("hosts: '", want, "' names ", found.size(),
+                                 " hosts (several ports): say HOST:PORT"));
+    const ClusterHost* host = found[0];
     SshTarget t = ssh_target(cfg.cluster, *host);
     HostKeyScan s = ssh_scan_host_key(t);
     if (s.state == HostKeyScan::State::known) {

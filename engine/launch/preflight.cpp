@@ -63,7 +63,7 @@ bool check_host(const RunConfig& cfg, const SshTarget& t, int slots, PreflightHo
             h.checks.push_back(check("host key", "fail", str_cat("unknown: ", fps),
                                      str_cat("compare the fingerprint with the host's own "
                                              "(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), "
-                                             "then `tessera hosts trust CONFIG ", t.host, "`")));
+                                             "then `tessera hosts CONFIG trust ", t.port == 22 ? t.host : str_cat(t.host, ":", t.port), "`")));
             return false;
         case HostKeyScan::State::changed:
             h.checks.push_back(check("host key", "fail", scan.message + str_cat(" (now: ", fps, ")"),

@@ -241,8 +241,8 @@ std::string ssh_failure_message(const SshTarget& t, const SshResult& r) {
     if (contains(e, "Host key verification failed") || contains(e, "No ED25519 host key is known") ||
         contains(e, "host key is known for"))
         return str_cat(who, ": its host key is unknown (not in ", ssh_known_hosts_file(t),
-                       "); check its fingerprint and trust it: `tessera hosts trust CONFIG ", t.host,
-                       "` or the Hosts page");
+                       "); check its fingerprint and trust it: `tessera hosts CONFIG trust ",
+                       t.port == 22 ? t.host : str_cat(t.host, ":", t.port), "` or the Hosts page");
     if (contains(e, "Permission denied"))
         return str_cat(who, ": key authentication failed",
                        t.user.empty() ? "" : str_cat(" for user ", t.user),

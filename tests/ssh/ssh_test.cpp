@@ -311,7 +311,7 @@ TEST_F(SshTest, UnknownHostKeyFailsFastWithItsFingerprintAndNoPrompt) {
     SshResult r = run({kTessera, "preflight", p.string()}, 60s);
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     EXPECT_NE(r.out.find("unknown: ED25519 SHA256:"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("tessera hosts trust"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("tessera hosts CONFIG trust 127.0.0.1:" + std::to_string(port)), std::string::npos) << r.out;
     SshResult tr = run({kTessera, "train", p.string()}, 60s);
     EXPECT_EQ(tr.exit_code, 1) << tr.out << tr.err;
     EXPECT_NE(tr.out.find("host key is unknown"), std::string::npos) << tr.out;

@@ -446,11 +446,11 @@ TEST(HostsPage, PreflightRunsOnTheUnsavedTextAndTrustsAnUnknownKeyOnConfirmation
     EXPECT_TRUE(f.page->preflightStatus().contains("not ready"));
 
     // trust is offered for the unknown key only
-    EXPECT_EQ(f.page->trustableHosts(), QStringList{"127.0.0.2"});
+    EXPECT_EQ(f.page->trustableHosts(), QStringList{"127.0.0.2:2222"});
     EXPECT_TRUE(f.page->changedKeyHosts().isEmpty());
-    EXPECT_NE(f.page->findChild<QPushButton*>("trust:127.0.0.2"), nullptr);
-    EXPECT_EQ(f.page->findChild<QPushButton*>("trust:127.0.0.1"), nullptr);
-    EXPECT_FALSE(f.page->trustHostKey("127.0.0.1"));
+    EXPECT_NE(f.page->findChild<QPushButton*>("trust:127.0.0.2:2222"), nullptr);
+    EXPECT_EQ(f.page->findChild<QPushButton*>("trust:127.0.0.1:2222"), nullptr);
+    EXPECT_FALSE(f.page->trustHostKey("127.0.0.1:2222"));
     QApplication::processEvents();
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../hosts_page_unknown_key.png"));
 
@@ -461,19 +461,19 @@ TEST(HostsPage, PreflightRunsOnTheUnsavedTextAndTrustsAnUnknownKeyOnConfirmation
         askedHost = h, askedFps = fps;
         return false;
     });
-    EXPECT_FALSE(f.page->trustHostKey("127.0.0.2"));
-    EXPECT_EQ(askedHost, "127.0.0.2");
+    EXPECT_FALSE(f.page->trustHostKey("127.0.0.2:2222"));
+    EXPECT_EQ(askedHost, "127.0.0.2:2222");
     EXPECT_EQ(askedFps, (QStringList{"ED25519 SHA256:BBBBsecondhostkey", "RSA SHA256:CCCCrsa"}));
     EXPECT_EQ(fake.runs().size(), 1);
 
     // confirmed: `hosts CONFIG trust HOST --yes`, then preflight again, now all ready
     f.page->setTrustConfirm([](const QString&, const QStringList&) { return true; });
     QSignalSpy done(f.page.get(), &HostsPage::preflightDone);
-    f.page->findChild<QPushButton*>("trust:127.0.0.2")->click();
+    f.page->findChild<QPushButton*>("trust:127.0.0.2:2222")->click();
     ASSERT_TRUE(done.wait(15000));
     const QStringList runs = fake.runs();
     ASSERT_EQ(runs.size(), 3) << runs.join("\n").toStdString();
-    EXPECT_EQ(runs[1], "hosts|" + temp + "|trust|127.0.0.2|--yes|");
+    EXPECT_EQ(runs[1], "hosts|" + temp + "|trust|127.0.0.2:2222|--yes|");
     EXPECT_EQ(runs[2], "preflight|" + temp + "|--json|");
     EXPECT_TRUE(f.page->preflightStatus().contains("every host is ready"))
         << f.page->preflightStatus().toStdString();
@@ -499,10 +499,10 @@ TEST(HostsPage, AChangedKeyIsRefusedAndAConfigErrorIsShown) {
     fake.setMode("changed");
     f.page->runPreflight();
     ASSERT_TRUE(wait_done(*f.page));
-    EXPECT_EQ(f.page->changedKeyHosts(), QStringList{"127.0.0.2"});
+    EXPECT_EQ(f.page->changedKeyHosts(), QStringList{"127.0.0.2:2222"});
     EXPECT_TRUE(f.page->trustableHosts().isEmpty());
-    EXPECT_EQ(f.page->findChild<QPushButton*>("trust:127.0.0.2"), nullptr);
-    EXPECT_FALSE(f.page->trustHostKey("127.0.0.2"));
+    EXPECT_EQ(f.page->findChild<QPushButton*>("trust:127.0.0.2:2222"), nullptr);
+    EXPECT_FALSE(f.page->trustHostKey("127.0.0.2:2222"));
     QTreeWidgetItem* second = f.page->checklist()->topLevelItem(1);
     EXPECT_TRUE(second->text(3).contains("CHANGED: refused"));
     EXPECT_TRUE(second->child(0)->text(3).contains("ssh-keygen -R"));

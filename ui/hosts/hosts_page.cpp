@@ -601,7 +601,7 @@ void HostsPage::showReport() {
         ReportHost rh;
         for (const auto& ch : cluster.hosts)
             if (tessera::ssh_target(cluster, ch).label() == h.label)
-                rh.host = QString::fromStdString(ch.host);
+                rh.host = QString::fromStdString(ch.host + ":" + std::to_string(ch.port));
         auto* top = new QTreeWidgetItem(m_checklist);
         top->setText(0, QString::fromStdString(h.label));
         top->setIcon(0, status_icon(h.ok() ? "ok" : "fail"));

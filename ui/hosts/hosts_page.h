@@ -73,7 +73,7 @@ class HostsPage : public QWidget {
 
   private:
     struct ReportHost {  // one host of the last report and what the page offers for it
-        QString host;    // the cluster's host name (what `hosts trust` takes)
+        QString host;    // the cluster's HOST:PORT (what `hosts trust` takes)
         QStringList unknownFingerprints;
         bool keyChanged = false;
     };
