@@ -64,7 +64,9 @@ log: {{db: runs.db, every: 1}}
         args = (run, name) + ((rank,) if rank is not None else ())
         return db.execute(q + " order by step", args).fetchall()
     tps = [v for s, v in series("perf/tok_per_s") if s > a.warmup]
-    mem = max((v for s, v in series("mem/total_bytes")), default=0)
+    # the device's own peak (host-side offload buffers excluded); older builds: the total
+    mem = max((v for s, v in series("mem/device_bytes")), default=0) or \
+          max((v for s, v in series("mem/total_bytes")), default=0)
     nvml = max((v for s, v in series("gpu/memory_used_bytes")), default=0)
     bubble = [v for s, v in series("pipeline/bubble") if s > a.warmup]
     loss = series("train/loss")

@@ -26,6 +26,7 @@ void MemoryTracker::add(MemCategory c, int64_t bytes) {
     atomic_max(peak_[idx(c)], now);
     int64_t tot = total_.fetch_add(bytes) + bytes;
     atomic_max(total_peak_, tot);
+    if (c != MemCategory::host) atomic_max(device_peak_, tot - current_[idx(MemCategory::host)].load());
 }
 
 void MemoryTracker::sub(MemCategory c, int64_t bytes) {
@@ -36,6 +37,7 @@ void MemoryTracker::sub(MemCategory c, int64_t bytes) {
 void MemoryTracker::reset_peaks() {
     for (int i = 0; i < kMemCategoryCount; ++i) peak_[i] = current_[i].load();
     total_peak_ = total_.load();
+    device_peak_ = total_.load() - current_[idx(MemCategory::host)].load();
 }
 
 MemoryTracker& memory_tracker() {

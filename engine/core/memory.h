@@ -24,13 +24,16 @@ public:
     int64_t peak_bytes(MemCategory c) const { return peak_[idx(c)].load(); }
     int64_t total_current_bytes() const { return total_.load(); }
     int64_t total_peak_bytes() const { return total_peak_.load(); }
+    // Peak of everything but the host category: what the device (GPU, or the CPU rank's own
+    // memory before offload) held at once.
+    int64_t device_peak_bytes() const { return device_peak_.load(); }
     void reset_peaks();  // peaks := current values
 
 private:
     static int idx(MemCategory c) { return static_cast<int>(c); }
     std::array<std::atomic<int64_t>, kMemCategoryCount> current_{};
     std::array<std::atomic<int64_t>, kMemCategoryCount> peak_{};
-    std::atomic<int64_t> total_{0}, total_peak_{0};
+    std::atomic<int64_t> total_{0}, total_peak_{0}, device_peak_{0};
 };
 
 // The tracker of this process (one rank per process).

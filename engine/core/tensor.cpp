@@ -75,6 +75,26 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
     g_cuda_alloc.copy(dst, src, bytes, dst_dev == Device::cuda, src_dev == Device::cuda);
 }
 
+void* device_copy_async(Tensor& dst, const Tensor& src) {
+    TS_CHECK(dst.nbytes() == src.nbytes(), "async copy between tensors of different sizes");
+    bool cuda = dst.on_cuda() || src.on_cuda();
+    if (!cuda || !g_cuda_alloc.copy_async) {
+        device_copy(dst.data(), dst.device(), src.data(), src.device(), size_t(src.nbytes()));
+        return nullptr;
+    }
+    return g_cuda_alloc.copy_async(dst.data(), src.data(), size_t(src.nbytes()), dst.on_cuda(), src.on_cuda());
+}
+bool device_event_done(void* ev) { return !ev || g_cuda_alloc.event_done(ev); }
+void device_event_wait(void* ev) {
+    if (ev) g_cuda_alloc.event_wait(ev);
+}
+void device_event_sync(void* ev) {
+    if (ev) g_cuda_alloc.event_sync(ev);
+}
+void device_event_free(void* ev) {
+    if (ev) g_cuda_alloc.event_free(ev);
+}
+
 Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype, Device device) {
     Tensor t;
     t.device_ = device;
@@ -88,6 +108,10 @@ Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype, Device device) {
         TS_CHECK(device_cuda_available(), "a CUDA tensor was requested but this process has no "
                                           "CUDA backend (runtime.device: cuda needs a CUDA build)");
         t.data_ = g_cuda_alloc.alloc(bytes == 0 ? 16 : bytes);
+    } else if (cat == MemCategory::host && g_cuda_alloc.host_alloc) {
+        // offloaded state: pinned, so copies to and from the GPU run asynchronously at full speed
+        t.data_ = g_cuda_alloc.host_alloc(bytes == 0 ? 64 : bytes);
+        t.pinned_ = true;
     } else {
         size_t rounded = ((bytes + 63) / 64) * 64;
         t.data_ = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
@@ -121,6 +145,7 @@ void Tensor::release() {
     if (data_) {
         memory_tracker().sub(cat_, nbytes());
         if (device_ == Device::cuda) g_cuda_alloc.free(data_, static_cast<size_t>(nbytes()));
+        else if (pinned_) g_cuda_alloc.host_free(data_, static_cast<size_t>(nbytes()));
         else std::free(data_);
         data_ = nullptr;
     }
@@ -130,7 +155,7 @@ Tensor::~Tensor() { release(); }
 
 Tensor::Tensor(Tensor&& o) noexcept
     : data_(o.data_), shape_(std::move(o.shape_)), numel_(o.numel_), dtype_(o.dtype_), cat_(o.cat_),
-      device_(o.device_) {
+      device_(o.device_), pinned_(o.pinned_) {
     o.data_ = nullptr;
     o.numel_ = 0;
 }
@@ -144,6 +169,7 @@ Tensor& Tensor::operator=(Tensor&& o) noexcept {
         dtype_ = o.dtype_;
         cat_ = o.cat_;
         device_ = o.device_;
+        pinned_ = o.pinned_;
         o.data_ = nullptr;
         o.numel_ = 0;
     }

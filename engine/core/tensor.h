@@ -26,11 +26,29 @@ struct DeviceAllocator {
     void (*free)(void* p, size_t bytes) = nullptr;
     void (*zero)(void* p, size_t bytes) = nullptr;
     void (*copy)(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) = nullptr;
+    // Activation offload: pinned host memory (cached), and copies on a separate copy stream that
+    // start after the work queued so far on the compute stream. copy_async returns an event.
+    void* (*host_alloc)(size_t bytes) = nullptr;
+    void (*host_free)(void* p, size_t bytes) = nullptr;
+    void* (*copy_async)(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) = nullptr;
+    bool (*event_done)(void* ev) = nullptr;    // the copy finished
+    void (*event_wait)(void* ev) = nullptr;    // the compute stream waits for it (no host wait)
+    void (*event_sync)(void* ev) = nullptr;    // the host waits for it
+    void (*event_free)(void* ev) = nullptr;
 };
 void device_register_cuda_allocator(const DeviceAllocator& a);
 bool device_cuda_available();  // a CUDA allocator is registered
 // Copies bytes between any two places (host or CUDA), through the registered allocator.
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
+// An asynchronous copy between tensors of the same size (activation offload). With CUDA on
+// either side: queued on the copy stream after the compute stream's work so far; returns an
+// event that both tensors must outlive. Host to host: copied now, returns nullptr.
+class Tensor;
+void* device_copy_async(Tensor& dst, const Tensor& src);
+bool device_event_done(void* ev);  // nullptr counts as done
+void device_event_wait(void* ev);  // later compute-stream work waits for the copy
+void device_event_sync(void* ev);  // this thread waits for the copy
+void device_event_free(void* ev);
 int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "(2, 3)"
 
@@ -73,6 +91,7 @@ private:
     DType dtype_ = DType::f32;
     MemCategory cat_ = MemCategory::workspace;
     Device device_ = Device::cpu;
+    bool pinned_ = false;  // host memory from the CUDA backend's pinned pool
 };
 
 }  // namespace tessera

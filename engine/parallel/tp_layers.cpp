@@ -60,21 +60,80 @@ int GptLayer::param_index(const std::string& n) const {
     return (int)(&info - table_.entries().data());
 }
 
+namespace {
+
+// Offload copies in flight on this rank, oldest first: the tensor that must outlive its copy
+// (a device buffer being saved, or a pinned buffer being fetched) and the copy's event. Shared by
+// all layers so that the forward can be held to the copy engine's pace (see offload()).
+struct InFlight {
+    Tensor keep;
+    void* event = nullptr;
+};
+std::vector<InFlight>& in_flight() {
+    static auto* v = new std::vector<InFlight>();  // never destroyed: outlives every layer
+    return *v;
+}
+
+// Releases the sources of finished copies; with `upto`, first waits for the oldest `upto`.
+void reap_copies(size_t upto = 0) {
+    auto& q = in_flight();
+    for (size_t i = 0; i < upto && i < q.size(); ++i) device_event_sync(q[i].event);
+    size_t kept = 0;
+    for (auto& f : q) {
+        if (device_event_done(f.event)) {
+            device_event_free(f.event);
+            f.keep = Tensor();  // the copy is complete: the source may go
+        } else {
+            q[kept++] = std::move(f);
+        }
+    }
+    q.resize(kept);
+}
+
+}  // namespace
+
+GptLayer::~GptLayer() { reap_copies(in_flight().size()); }
+
+// The device buffers of one layer may wait for their copy while the next layer computes; the
+// layer before that must be out by then (the forward waits for it), or a compute stream faster
+// than the copy engine would keep every layer's activations on the device after all.
 void GptLayer::offload(int micro) {
     auto it = saved_.find(micro);
     if (it == saved_.end() || offloaded_[micro]) return;
-    for (Tensor& t : it->second)
-        if (t.defined() && t.category() == MemCategory::activations)
-            t = t.to(Device::cpu, MemCategory::host);
+    size_t older = in_flight().size();
+    for (Tensor& t : it->second) {
+        if (!t.defined() || t.category() != MemCategory::activations) continue;
+        Tensor h = Tensor::empty(t.shape(), MemCategory::host, t.dtype(), Device::cpu);
+        void* ev = device_copy_async(h, t);
+        if (ev) in_flight().push_back({std::move(t), ev});
+        t = std::move(h);
+    }
     offloaded_[micro] = true;
+    reap_copies(older);
 }
 
-void GptLayer::fetch(int micro) {
+void GptLayer::fetch_begin(int micro) {
+    reap_copies();
     auto it = saved_.find(micro);
     if (it == saved_.end() || !offloaded_[micro]) return;
-    for (Tensor& t : it->second)
-        if (t.defined() && t.category() == MemCategory::host) t = t.to(device, MemCategory::activations);
+    for (Tensor& t : it->second) {
+        if (!t.defined() || t.category() != MemCategory::host) continue;
+        Tensor d = Tensor::empty(t.shape(), MemCategory::activations, t.dtype(), device);
+        void* ev = device_copy_async(d, t);
+        if (ev) {
+            fetching_[micro].push_back(ev);
+            in_flight().push_back({std::move(t), ev});  // the pinned source, until copied
+        }
+        t = std::move(d);
+    }
     offloaded_[micro] = false;
+}
+
+void GptLayer::fetch_wait(int micro) {
+    auto it = fetching_.find(micro);
+    if (it == fetching_.end()) return;
+    for (void* ev : it->second) device_event_wait(ev);  // ordered on the compute stream
+    fetching_.erase(it);
 }
 
 int64_t GptLayer::saved_bytes(int micro) const {

@@ -42,7 +42,7 @@ struct ParamShard {
 
 class GptLayer {
 public:
-    virtual ~GptLayer() = default;
+    virtual ~GptLayer();
     const std::string& name() const { return name_; }
     const ParamTable& table() const { return table_; }
     const std::vector<ParamShard>& shards() const { return shards_; }
@@ -57,13 +57,21 @@ public:
     // dout: gradient of the output (B, T, C) (empty for the head, which starts from the loss).
     // Returns the gradient of the input (empty for the embedding). grads += this micro-batch's.
     virtual Tensor backward(int micro, Tensor dout, const Batch& batch, float loss_scale) = 0;
-    // Activation offload: move micro's saved tensors to the host pool / back.
+    // Activation offload: move micro's saved tensors to the host pool (right after the layer's
+    // forward) and back (fetch_begin one layer ahead of the backward, fetch_wait just before it).
+    // On GPUs the copies run on the copy stream into pinned memory, overlapped with compute; a
+    // device buffer is released once its copy has finished. On the CPU they are plain copies.
     void offload(int micro);
+    void fetch_begin(int micro);
+    void fetch_wait(int micro);
+    void fetch(int micro) {
+        fetch_begin(micro);
+        fetch_wait(micro);
+    }
     void drop(int micro) {  // forget a forward-only micro-batch (evaluation)
         saved_.erase(micro);
         offloaded_.erase(micro);
     }
-    void fetch(int micro);
     int64_t saved_bytes(int micro) const;
     // The head on a pp = 1 rank shares the embedding's wte: that embedding layer, else null.
     virtual GptLayer* tied_embedding() const { return nullptr; }
@@ -84,6 +92,9 @@ protected:
     std::vector<ParamShard> shards_;
     std::map<int, std::vector<Tensor>> saved_;  // micro -> saved tensors (layer-specific order)
     std::map<int, bool> offloaded_;
+
+private:
+    std::map<int, std::vector<void*>> fetching_;  // micro -> events the backward must wait for
 };
 
 struct GptShardSpec {

@@ -406,20 +406,19 @@ struct RankSim {
             before_forward(&ch[i], i + 1 < ch.size() ? &ch[i + 1] : nullptr);
             x = layer_forward(ch[i], micro, x);
             after_forward(&ch[i]);
+            if (offload_act) offload(ch[i], micro, true);  // right after the layer's forward
         }
         if (g == G - 1) tl.free(x.cat, x.elems);  // the losses, summed
         else sends.push_back(x.elems);
-        if (offload_act)
-            for (auto& l : ch) offload(l, micro, true);
     }
     void backward(int micro, int c) {
         auto& ch = chunks[c];
         const int g = global_chunk[c], G = pp * v;
         SimTensor dout{0, kAct};
         if (g < G - 1) tl.alloc(kAct, N * C), dout = {N * C, kAct};
-        if (offload_act)
-            for (auto& l : ch) offload(l, micro, false);
+        if (offload_act && !ch.empty()) offload(ch.back(), micro, false);
         for (size_t i = ch.size(); i-- > 0;) {
+            if (offload_act && i > 0) offload(ch[i - 1], micro, false);  // one layer ahead
             before_backward(&ch[i], i > 0 ? &ch[i - 1] : nullptr);
             dout = layer_backward(ch[i], micro, dout);
             after_backward(&ch[i]);

@@ -206,11 +206,13 @@ void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, boo
     }
     OpenSpan sp{"forward", micro, 0, 0};
     span_begin(sp);
+    const bool offload = !eval && cfg_.parallel.offload_activations;
     for (size_t i = 0; i < ch.layers.size(); ++i) {
         GptLayer* l = ch.layers[i].get();
         store_->before_forward(l, i + 1 < ch.layers.size() ? ch.layers[i + 1].get() : nullptr);
         x = l->forward(eval ? -1 - micro : micro, std::move(x), b);
         store_->after_forward(l);
+        if (offload) l->offload(micro);  // overlaps the next layer's forward on GPUs
     }
     span_end(sp);
     if (!eval) spans_.push_back(sp);
@@ -221,11 +223,8 @@ void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, boo
                                 p2p_tag(0, ch.global + 1, tag_micro));
         sends_.emplace_back(std::move(req), std::move(x));
     }
-    if (eval) {
+    if (eval)
         for (auto& l : ch.layers) l->drop(-1 - micro);
-    } else if (cfg_.parallel.offload_activations) {
-        for (auto& l : ch.layers) l->offload(micro);
-    }
 }
 
 void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
@@ -240,12 +239,17 @@ void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
         span_end(sp);
         spans_.push_back(sp);
     }
-    if (cfg_.parallel.offload_activations)
-        for (auto& l : ch.layers) l->fetch(micro);
+    // Offloaded activations come back one layer ahead of the backward that needs them.
+    const bool offload = cfg_.parallel.offload_activations;
+    if (offload && !ch.layers.empty()) ch.layers.back()->fetch_begin(micro);
     OpenSpan sp{"backward", micro, 0, 0};
     span_begin(sp);
     for (size_t i = ch.layers.size(); i-- > 0;) {
         GptLayer* l = ch.layers[i].get();
+        if (offload) {
+            if (i > 0) ch.layers[i - 1]->fetch_begin(micro);
+            l->fetch_wait(micro);
+        }
         store_->before_backward(l, i > 0 ? ch.layers[i - 1].get() : nullptr);
         dout = l->backward(micro, std::move(dout), b, loss_scale_);
         store_->after_backward(l, ++backward_count_[l] == micro_);
@@ -393,6 +397,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                 metric(s1, str_cat("mem/", mem_category_name(cat), "_bytes"), (double)mt.peak_bytes(cat));
             }
             metric(s1, "mem/total_bytes", (double)mt.total_peak_bytes());
+            metric(s1, "mem/device_bytes", (double)mt.device_peak_bytes());
 #ifdef TESSERA_HAVE_CUDA
             if (dev_ == Device::cuda) {
                 int dev = 0;

@@ -3,7 +3,7 @@
 // probabilities; the backward recomputes the probabilities tile by tile from it. Same layout as
 // the CPU kernel (engine/kernels/cpu/attention.h): qkv is (B, T, 3C) laid out [q | k | v], head h
 // at columns h*hs .. (h+1)*hs of each part, scale 1/sqrt(hs), hs = C / NH in {32, 64, 128}.
-// T = float: plain fp32 FMA math (matches the CPU to ~1e-6). T = bf16: tensor cores (WMMA,
+// T = float: plain fp32 FMA math (matches the CPU to ~1e-6). T = bf16: tensor cores (mma.sync,
 // fp32 accumulation and fp32 softmax statistics).
 #pragma once
 #include "engine/kernels/cuda/cuda_common.cuh"

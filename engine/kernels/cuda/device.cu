@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <vector>
 
 #include "engine/core/tensor.h"
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -13,6 +16,85 @@ namespace {
 
 int g_device = -1;
 cudaStream_t g_stream = nullptr;
+cudaStream_t g_copy_stream = nullptr;  // activation offload: D2H / H2D beside the compute stream
+
+// Pinned host memory for offloaded activations, cached by size (cudaHostAlloc costs
+// milliseconds; offload asks for the same sizes every step).
+std::mutex g_pinned_mu;
+std::multimap<size_t, void*> g_pinned_free;
+
+void* pinned_alloc(size_t bytes) {
+    {
+        std::lock_guard<std::mutex> g(g_pinned_mu);
+        auto it = g_pinned_free.find(bytes);
+        if (it != g_pinned_free.end()) {
+            void* p = it->second;
+            g_pinned_free.erase(it);
+            return p;
+        }
+    }
+    void* p = nullptr;
+    cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+    if (e != cudaSuccess)
+        throw Error(str_cat("out of pinned host memory: allocating ", bytes, " bytes failed (",
+                            cudaGetErrorString(e), ")"));
+    return p;
+}
+
+void pinned_free(void* p, size_t bytes) {
+    std::lock_guard<std::mutex> g(g_pinned_mu);
+    g_pinned_free.emplace(bytes, p);
+}
+
+// Events for async copies, recycled.
+std::mutex g_event_mu;
+std::vector<cudaEvent_t> g_event_pool;
+
+cudaEvent_t event_get() {
+    {
+        std::lock_guard<std::mutex> g(g_event_mu);
+        if (!g_event_pool.empty()) {
+            cudaEvent_t e = g_event_pool.back();
+            g_event_pool.pop_back();
+            return e;
+        }
+    }
+    cudaEvent_t e;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+}
+
+// The copy starts once the compute stream has reached this point (the source is written, the
+// destination's stream-ordered allocation is valid), then runs on the copy stream.
+void* copy_async(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) {
+    cudaEvent_t ready = event_get(), done = event_get();
+    CUDA_CHECK(cudaEventRecord(ready, g_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(g_copy_stream, ready, 0));
+    cudaMemcpyKind kind = dst_cuda && src_cuda ? cudaMemcpyDeviceToDevice
+                          : dst_cuda           ? cudaMemcpyHostToDevice
+                          : src_cuda           ? cudaMemcpyDeviceToHost
+                                               : cudaMemcpyHostToHost;
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, g_copy_stream));
+    CUDA_CHECK(cudaEventRecord(done, g_copy_stream));
+    {
+        std::lock_guard<std::mutex> g(g_event_mu);
+        g_event_pool.push_back(ready);  // recorded work is tracked by the stream, reuse is safe
+    }
+    return done;
+}
+
+bool event_done(void* ev) {
+    cudaError_t e = cudaEventQuery((cudaEvent_t)ev);
+    if (e == cudaErrorNotReady) return false;
+    CUDA_CHECK(e);
+    return true;
+}
+void event_wait(void* ev) { CUDA_CHECK(cudaStreamWaitEvent(g_stream, (cudaEvent_t)ev, 0)); }
+void event_sync(void* ev) { CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)ev)); }
+void event_release(void* ev) {
+    std::lock_guard<std::mutex> g(g_event_mu);
+    g_event_pool.push_back((cudaEvent_t)ev);
+}
 
 void* alloc_cuda(size_t bytes) {
     void* p = nullptr;
@@ -81,6 +163,7 @@ void cuda_device_init(int device) {
         throw Error(str_cat("rank needs GPU ", device, " but this host has ", n, " GPU(s)"));
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&g_copy_stream, cudaStreamNonBlocking));
     cudaMemPool_t pool;
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
     uint64_t keep = UINT64_MAX;  // cache freed blocks: a stream-ordered caching allocator
@@ -91,6 +174,13 @@ void cuda_device_init(int device) {
     a.free = free_cuda;
     a.zero = zero_cuda;
     a.copy = copy_cuda;
+    a.host_alloc = pinned_alloc;
+    a.host_free = pinned_free;
+    a.copy_async = copy_async;
+    a.event_done = event_done;
+    a.event_wait = event_wait;
+    a.event_sync = event_sync;
+    a.event_free = event_release;
     device_register_cuda_allocator(a);
 }
 
