@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+# usage: bench/gpu_memory_dump.py TESSERA OUTDIR  (on the GPU machine; TESSERA_DATA_DIR set)
+# Writes OUTDIR/memdump.json; tests/plan/data/h200_gpt2_memory.json is its output of 2026-11-30.
+# Per-category peak memory (engine accounting) for GPT-2 124M bf16 plans on the H200s.
+import json, os, sqlite3, subprocess, sys, tempfile
+import numpy as np
+tess = sys.argv[1]; out = sys.argv[2]
+work = tempfile.mkdtemp()
+shard = os.path.join(work, "random.bin")
+rng = np.random.default_rng(0); n = 5_000_000
+hdr = np.zeros(256, dtype=np.int32); hdr[0], hdr[1], hdr[2] = 20240520, 1, n
+with open(shard, "wb") as f: f.write(hdr.tobytes()); f.write(rng.integers(0, 50257, n, dtype=np.uint16).tobytes())
+plans = {"plain": [], "selective": ["parallel.recompute=selective"], "full": ["parallel.recompute=full"],
+         "offload": ["parallel.offload_activations=true"], "accum4_mb4": ["train.micro_batch=4", "train.grad_accum=4"],
+         "dp2": ["parallel.dp=2"], "zero1_dp2": ["parallel.dp=2", "parallel.zero=1"], "zero2_dp2": ["parallel.dp=2", "parallel.zero=2"],
+         "zero3_dp2": ["parallel.dp=2", "parallel.zero=3"], "tp2": ["parallel.tp=2"],
+         "pp2": ["parallel.pp=2", "train.micro_batch=2", "train.grad_accum=8"]}
+res = {}
+for tag, sets in plans.items():
+    d = os.path.join(work, tag); os.makedirs(d)
+    cfg = os.path.join(d, "project.yaml")
+    open(cfg, "w").write(f"""name: {tag}
+model: {{preset: gpt2}}
+data: {{train: {shard}}}
+train: {{steps: 3, micro_batch: 16, grad_accum: 1, lr: 6.0e-4, min_lr: 6.0e-5, warmup_steps: 1, eval_every: 0}}
+runtime: {{device: cuda, precision: bf16}}
+log: {{db: runs.db, every: 1}}
+""")
+    r = subprocess.run([tess, "train", cfg] + sum((["--set", s] for s in sets), []), capture_output=True, text=True)
+    if r.returncode: res[tag] = {"error": (r.stdout + r.stderr)[-500:]}; continue
+    db = sqlite3.connect(os.path.join(d, "runs.db"))
+    rows = db.execute("select rank, name, max(value) from metrics where name like 'mem/%' group by rank, name").fetchall()
+    per = {}
+    for rank, name, v in rows: per.setdefault(rank, {})[name[4:]] = int(v)
+    res[tag] = {"sets": sets, "measured": per}
+    print(tag, json.dumps(per))
+json.dump(res, open(os.path.join(out, "memdump.json"), "w"), indent=1)
