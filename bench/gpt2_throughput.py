@@ -8,7 +8,8 @@ Every configuration trains GPT-2 124M (12 layers, d_model 768, 12 heads, vocab 5
 16, sequence 1024, bf16, on random tokens. Tokens/s is the median over the steps after warm-up;
 MFU counts 6·N + 12·L·d·T FLOPs per token (the PaLM formula, as the anchor does) against
 989 TFLOP/s per GPU; peak memory is the largest mem/total_bytes any rank reported (the engine's
-own accounting) and, beside it, NVML's memory used."""
+own accounting) and, beside it, the estimator's prediction for the same config (`tessera plan
+--device H200 --json`: the largest per-rank device peak) and NVML's memory used."""
 import argparse, json, os, re, sqlite3, statistics, subprocess, sys, tempfile, time
 
 import numpy as np
@@ -39,6 +40,16 @@ def random_shard(path, n=50_000_000):
 shard = os.path.join(work, "random.bin")
 random_shard(shard)
 
+def predicted_gib(cfg, sets):
+    """The estimator's per-rank device peak (largest over ranks) for the config, or None."""
+    cmd = [a.tessera, "plan", cfg, "--device", "H200", "--json"] + sum((["--set", s] for s in sets), [])
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"tessera plan failed for {cfg}: {(r.stdout + r.stderr)[-300:]}", file=sys.stderr)
+        return None
+    ranks = json.loads(r.stdout)["ranks"]
+    return max(c["memory"]["device_bytes"] for c in ranks) / 2**30
+
 def tessera(tag, sets, micro=16, accum=1):
     d = os.path.join(work, tag)
     os.makedirs(d, exist_ok=True)
@@ -52,11 +63,12 @@ train: {{steps: {a.steps + a.warmup}, micro_batch: {micro}, grad_accum: {accum},
 runtime: {{device: cuda, precision: bf16}}
 log: {{db: runs.db, every: 1}}
 """)
+    pred = predicted_gib(cfg, sets)
     cmd = [a.tessera, "train", cfg] + sum((["--set", s] for s in sets), [])
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:]}
+        return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:], "pred_gib": pred}
     db = sqlite3.connect(os.path.join(d, "runs.db"))
     run = db.execute("select max(id) from runs").fetchone()[0]
     def series(name, rank=None):
@@ -70,7 +82,7 @@ log: {{db: runs.db, every: 1}}
     nvml = max((v for s, v in series("gpu/memory_used_bytes")), default=0)
     bubble = [v for s, v in series("pipeline/bubble") if s > a.warmup]
     loss = series("train/loss")
-    return {"tag": tag, "tok_s": statistics.median(tps), "peak_gib": mem / 2**30, "nvml_gib": nvml / 2**30,
+    return {"tag": tag, "tok_s": statistics.median(tps), "peak_gib": mem / 2**30, "pred_gib": pred, "nvml_gib": nvml / 2**30,
             "bubble": statistics.mean(bubble) if bubble else None, "loss": loss[-1][1] if loss else None,
             "wall_s": time.time() - t0}
 
@@ -107,7 +119,7 @@ for name, fn in plan:
     print(json.dumps(r), flush=True)
 
 print()
-print(f"{'configuration':34} {'tok/s':>10} {'per GPU':>10} {'MFU':>7} {'peak GiB':>9} {'NVML GiB':>9} {'bubble':>7}")
+print(f"{'configuration':34} {'tok/s':>10} {'per GPU':>10} {'MFU':>7} {'peak GiB':>9} {'pred GiB':>9} {'NVML GiB':>9} {'bubble':>7}")
 for r in rows:
     if "error" in r:
         print(f"{r['name']:34} FAILED: {r['error'][-300:]}")
@@ -115,6 +127,7 @@ for r in rows:
     gpus = a.gpus
     mfu = r["tok_s"] * FLOPS_PER_TOKEN / gpus / 989e12
     bub = f"{r['bubble']*100:.1f}%" if r.get("bubble") is not None else "-"
+    pred = f"{r['pred_gib']:.1f}" if r.get("pred_gib") is not None else "-"  # anchors: none
     print(f"{r['name']:34} {r['tok_s']:10,.0f} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:9.1f} "
-          f"{r.get('nvml_gib', 0):9.1f} {bub:>7}")
+          f"{pred:>9} {r.get('nvml_gib', 0):9.1f} {bub:>7}")
 json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu.json"), "w"), indent=1)

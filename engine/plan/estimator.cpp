@@ -1,18 +1,15 @@
 // Plan estimator: replays one training step of a rank as allocation events (sizes and order as
-// the runtime allocates them), then derives FLOPs, communication and step time. See estimator.h
-// and docs/parallelism.md ("The estimator") for the formulas.
+// the runtime allocates them: rank_sim.h), then derives FLOPs, communication and step time. See
+// estimator.h and docs/parallelism.md ("The estimator") for the formulas.
 #include "engine/plan/estimator.h"
-#include "engine/parallel/zero.h"
 #include "engine/plan/partitioner.h"
+#include "engine/plan/rank_sim.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <deque>
-#include <functional>
-#include <map>
 #include <vector>
 
 #include <cblas.h>
@@ -124,32 +121,14 @@ std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
 
 namespace {
 
-constexpr int64_t kF = 4;  // bytes per element: the engine keeps fp32 everywhere
+constexpr int64_t kF = 4;  // bytes per fp32 element (parameters, gradients, moments)
 const MemCategory kParams = MemCategory::params, kGrads = MemCategory::grads,
                   kOpt = MemCategory::optimizer, kAct = MemCategory::activations,
-                  kWork = MemCategory::workspace, kComm = MemCategory::comm,
-                  kHost = MemCategory::host;
-
-// ------------------------------------------------------------------------------------------
-// Timeline: current and peak bytes per category, as MemoryTracker keeps them
-
-struct Timeline {
-    std::array<int64_t, kMemCategoryCount> cur{}, peak{};
-    int64_t total = 0, total_peak = 0;
-    int64_t device_peak = 0;  // peak of the total without the host category
-    void alloc(MemCategory c, int64_t elems) {
-        int i = (int)c;
-        cur[i] += elems * kF;
-        peak[i] = std::max(peak[i], cur[i]);
-        total += elems * kF;
-        total_peak = std::max(total_peak, total);
-        device_peak = std::max(device_peak, total - cur[(int)MemCategory::host]);
-    }
-    void free(MemCategory c, int64_t elems) {
-        cur[(int)c] -= elems * kF;
-        total -= elems * kF;
-    }
-};
+                  kWork = MemCategory::workspace;
+using plan_sim::LayerKind;
+using plan_sim::RankSim;
+using plan_sim::SimLayer;
+using plan_sim::Timeline;
 
 // ------------------------------------------------------------------------------------------
 // World 1: GptModel + AdamW allocate everything once (engine/model/gpt.cpp ensure_acts)
@@ -157,293 +136,18 @@ struct Timeline {
 void single_rank_memory(const GptDims& d, int B, Timeline& tl) {
     const int64_t P = gpt_param_table(d).total_numel();
     const int64_t C = d.d_model, T = d.seq_len, V = d.vocab, NH = d.n_head, N = (int64_t)B * T;
-    tl.alloc(kParams, P);
-    tl.alloc(kGrads, P);
-    tl.alloc(kOpt, 2 * P);
+    tl.alloc(kParams, kF * P);
+    tl.alloc(kGrads, kF * P);
+    tl.alloc(kOpt, kF * 2 * P);
     // per block: ln1, qkv (3C), atty, res1, ln2, fch (4C), fch_gelu (4C), out = 16C per token,
     // 4 LayerNorm statistics per token, attention probabilities (B, NH, T, T)
     const int64_t block = 16 * N * C + 4 * N + (int64_t)B * NH * T * T;
-    tl.alloc(kAct, N * C + d.n_layer * block + N * C + 2 * N + N * V + N);
-    tl.alloc(kWork, 14 * N * C);  // dresidual, dln, dqkv (3C), datty, dfch (4C), dfch_gelu (4C)
+    tl.alloc(kAct, kF * (N * C + d.n_layer * block + N * C + 2 * N + N * V + N));
+    tl.alloc(kWork, kF * 14 * N * C);  // dresidual, dln, dqkv (3C), datty, dfch (4C), dfch_gelu (4C)
 }
 
 // ------------------------------------------------------------------------------------------
 // Parallel ranks: a replay of RankRunner's step over the rank's layers
-
-enum class LayerKind { embedding, block, head };
-
-struct SimTensor {
-    int64_t elems;
-    MemCategory cat;
-};
-
-struct SimUnit {
-    int64_t len = 0, S = 0, pad = 0;
-    bool full = false, gather_posted = false, grad_full = false;
-    size_t gather_task = 0;
-};
-
-struct SimLayer {
-    LayerKind kind;
-    std::vector<SimUnit> units;
-    SimLayer* tied = nullptr;  // the head's tied embedding (pp = 1)
-    std::map<int, std::vector<SimTensor>> saved;
-};
-
-struct RankSim {
-    // dims
-    int64_t B, T, C, Cl, NHl, N, Vl;
-    int dp, zero, pp, v, stage, m;
-    Recompute rc;
-    bool offload_act, offload_opt;
-    std::vector<std::vector<SimLayer>> chunks;  // this rank's chunks (local index) -> layers
-    std::vector<int> global_chunk;
-    Timeline tl;
-    std::vector<int64_t> sends;  // act tensors held by pending isends until the step ends
-
-    // ---- ParamStore. Its DP comm thread is modelled as lazy: a posted task runs only when the
-    // main thread waits for it or for a later task (FIFO), or drains the queue. ZeRO-2/3 keep at
-    // most ParamStore::kMaxReductions reduce-scatters in flight: before a new full gradient is
-    // allocated the older ones are waited for.
-    std::vector<std::function<void()>> tasks;
-    std::deque<size_t> in_flight;
-    size_t tasks_done = 0;
-    size_t post(std::function<void()> f) {
-        tasks.push_back(std::move(f));
-        return tasks.size() - 1;
-    }
-    void run_until(size_t k) {
-        while (tasks_done <= k && tasks_done < tasks.size()) tasks[tasks_done++]();
-    }
-    void drain() {
-        if (!tasks.empty()) run_until(tasks.size() - 1);
-        in_flight.clear();
-    }
-    void store_init() {
-        const MemCategory oc = offload_opt ? kHost : kOpt;
-        for (auto& ch : chunks)
-            for (auto& l : ch)
-                for (auto& u : l.units) {
-                    u.S = (u.len + dp - 1) / dp;
-                    u.pad = u.S * dp;
-                    int64_t opt_n = zero >= 1 ? u.S : u.len;
-                    tl.alloc(oc, opt_n);
-                    tl.alloc(oc, opt_n);
-                    if (zero >= 3) tl.alloc(kParams, u.S);
-                    else tl.alloc(kParams, u.pad), u.full = true;
-                    if (zero >= 2) tl.alloc(kGrads, u.S);
-                    else tl.alloc(kGrads, u.pad), u.grad_full = true;
-                }
-    }
-    void gather(SimUnit& u) {
-        if (u.gather_posted || u.full) return;
-        tl.alloc(kParams, u.pad);  // the full buffer exists from the post on
-        u.full = true;
-        u.gather_posted = true;
-        u.gather_task = post([] {});
-    }
-    std::vector<SimLayer*> with_tied(SimLayer* l) {
-        std::vector<SimLayer*> need{l};
-        if (l->tied) need.push_back(l->tied);
-        return need;
-    }
-    void before_forward(SimLayer* l, SimLayer* next) {
-        if (zero < 3) return;
-        auto need = with_tied(l);
-        for (SimLayer* x : need)
-            for (auto& u : x->units) gather(u);
-        if (next)
-            for (auto& u : next->units) gather(u);
-        for (SimLayer* x : need)
-            for (auto& u : x->units)
-                if (u.gather_posted) run_until(u.gather_task), u.gather_posted = false;
-    }
-    void after_forward(SimLayer* l) {
-        if (zero < 3) return;
-        for (SimLayer* x : with_tied(l))
-            for (auto& u : x->units)
-                if (!u.gather_posted && u.full) tl.free(kParams, u.pad), u.full = false;
-    }
-    void before_backward(SimLayer* l, SimLayer* next) {
-        before_forward(l, next);
-        if (zero >= 2)
-            for (SimLayer* x : with_tied(l))
-                for (auto& u : x->units)
-                    if (!u.grad_full) {
-                        while (in_flight.size() >= ParamStore::kMaxReductions) {
-                            run_until(in_flight.front());
-                            in_flight.pop_front();
-                        }
-                        tl.alloc(kGrads, u.pad), u.grad_full = true;
-                    }
-    }
-    void after_backward(SimLayer* l) {
-        if (zero >= 2)
-            for (auto& u : l->units) {
-                // the full gradient moves into a reduce-scatter task (a comm slice, then both freed)
-                const int64_t S = u.S, pad = u.pad;
-                if (dp > 1) {
-                    tl.alloc(kComm, S);  // the slice the reduce-scatter writes
-                    in_flight.push_back(post([this, S, pad] {
-                        tl.free(kGrads, pad);
-                        tl.free(kComm, S);
-                    }));
-                } else {
-                    tl.free(kGrads, pad);  // accumulated straight into the slice
-                }
-                u.grad_full = false;
-            }
-        after_forward(l);
-    }
-    void optimizer_step() {
-        if ((zero == 1 || zero == 2) && dp > 1)
-            for (auto& ch : chunks)
-                for (auto& l : ch)
-                    for (auto& u : l.units) {
-                        const int64_t S = u.S;
-                        tl.alloc(kComm, S);  // the updated slice, all-gathered by the worker
-                        post([this, S] { tl.free(kComm, S); });
-                    }
-        drain();
-    }
-
-    // ---- layers (tp_layers.cpp): returns the output tensor's (elems, category)
-    SimTensor layer_forward(SimLayer& l, int micro, SimTensor x) {
-        auto& s = l.saved[micro];
-        if (l.kind == LayerKind::embedding) {
-            tl.alloc(kAct, N * C);
-            return {N * C, kAct};
-        }
-        if (l.kind == LayerKind::head) {
-            s = {x, {N * C, kAct}, {N, kAct}, {N, kAct}, {N * Vl, kAct}};
-            for (size_t i = 1; i < s.size(); ++i) tl.alloc(kAct, s[i].elems);
-            tl.alloc(kWork, 3 * N);  // max / sum / target statistics
-            tl.alloc(kWork, N);      // per-token losses (returned)
-            tl.free(kWork, 3 * N);
-            return {N, kWork};
-        }
-        // block: compute() allocates every intermediate, forward keeps a subset
-        const int64_t att = B * NHl * T * T;
-        // X LN1 M1 R1 QKV ATT ATTY RES1 LN2 M2 R2 FCH FCG
-        std::vector<int64_t> all{x.elems, N * C, N, N, 3 * N * Cl, att, N * Cl, N * C, N * C, N, N,
-                                 4 * N * Cl, 4 * N * Cl};
-        for (size_t i = 1; i < all.size(); ++i) tl.alloc(kAct, all[i]);
-        tl.alloc(kAct, N * C);  // out
-        s.clear();
-        for (size_t i = 0; i < all.size(); ++i) {
-            bool keep = i == 0 || rc == Recompute::none ||
-                        (rc == Recompute::selective && i != 5 && i != 12);
-            if (keep) s.push_back({all[i], kAct});
-            else tl.free(kAct, all[i]);
-        }
-        return {N * C, kAct};
-    }
-
-    // dout: the incoming gradient (already allocated; empty for the head). Returns the outgoing one.
-    SimTensor layer_backward(SimLayer& l, int micro, SimTensor dout) {
-        auto it = l.saved.find(micro);
-        auto free_saved = [&] {
-            for (auto& t : it->second) tl.free(t.cat, t.elems);
-            l.saved.erase(it);
-        };
-        if (l.kind == LayerKind::embedding) {
-            free_saved();
-            tl.free(dout.cat, dout.elems);  // consumed
-            return {0, kAct};
-        }
-        if (l.kind == LayerKind::head) {
-            tl.alloc(kWork, N * C);  // dln
-            tl.alloc(kAct, N * C);   // dx
-            free_saved();
-            tl.free(kWork, N * C);
-            return {N * C, kAct};
-        }
-        auto& s = it->second;
-        const int64_t att = B * NHl * T * T;
-        if (rc == Recompute::full) {
-            std::vector<int64_t> re{N * C, N, N, 3 * N * Cl, att, N * Cl, N * C, N * C, N, N,
-                                    4 * N * Cl, 4 * N * Cl};
-            for (int64_t e : re) tl.alloc(kAct, e), s.push_back({e, kAct});
-            tl.alloc(kAct, N * C);  // the recomputed output, dropped
-            tl.free(kAct, N * C);
-        } else if (rc == Recompute::selective) {
-            tl.alloc(kAct, att), s.push_back({att, kAct});
-            tl.alloc(kWork, N * Cl);  // scratch attention output
-            tl.alloc(kAct, 4 * N * Cl), s.push_back({4 * N * Cl, kAct});
-            tl.free(kWork, N * Cl);
-        }
-        tl.alloc(kWork, 4 * N * Cl);  // dfcg
-        tl.alloc(kWork, 4 * N * Cl);  // dfch
-        tl.free(kWork, 4 * N * Cl);
-        tl.alloc(kWork, N * C);       // dln
-        tl.free(kWork, 4 * N * Cl);
-        tl.alloc(kWork, N * Cl);      // datty
-        tl.alloc(kWork, 3 * N * Cl);  // dqkv
-        tl.free(kWork, N * Cl);
-        tl.free(kWork, 3 * N * Cl);
-        free_saved();
-        tl.free(kWork, N * C);
-        return dout;  // d(input) computed in place
-    }
-
-    void offload(SimLayer& l, int micro, bool to_host) {
-        auto it = l.saved.find(micro);
-        if (it == l.saved.end()) return;
-        for (auto& t : it->second) {
-            tl.alloc(to_host ? kHost : kAct, t.elems);
-            tl.free(t.cat, t.elems);
-            t.cat = to_host ? kHost : kAct;
-        }
-    }
-
-    // ---- the rank loop (parallel_trainer.cpp RankRunner::forward / backward)
-    void forward(int micro, int c) {
-        auto& ch = chunks[c];
-        const int g = global_chunk[c], G = pp * v;
-        SimTensor x{0, kAct};
-        if (g > 0) tl.alloc(kAct, N * C), x = {N * C, kAct};  // recv buffer
-        for (size_t i = 0; i < ch.size(); ++i) {
-            before_forward(&ch[i], i + 1 < ch.size() ? &ch[i + 1] : nullptr);
-            x = layer_forward(ch[i], micro, x);
-            after_forward(&ch[i]);
-            if (offload_act) offload(ch[i], micro, true);  // right after the layer's forward
-        }
-        if (g == G - 1) tl.free(x.cat, x.elems);  // the losses, summed
-        else sends.push_back(x.elems);
-    }
-    void backward(int micro, int c) {
-        auto& ch = chunks[c];
-        const int g = global_chunk[c], G = pp * v;
-        SimTensor dout{0, kAct};
-        if (g < G - 1) tl.alloc(kAct, N * C), dout = {N * C, kAct};
-        if (offload_act && !ch.empty()) offload(ch.back(), micro, false);
-        for (size_t i = ch.size(); i-- > 0;) {
-            if (offload_act && i > 0) offload(ch[i - 1], micro, false);  // one layer ahead
-            before_backward(&ch[i], i > 0 ? &ch[i - 1] : nullptr);
-            dout = layer_backward(ch[i], micro, dout);
-            after_backward(&ch[i]);
-        }
-        if (g > 0) sends.push_back(dout.elems);
-    }
-    int run_step(const StageSchedule& sched) {
-        std::vector<int> in_flight(v, 0);
-        int total_in_flight = 0, max_in_flight = 0;
-        for (const PipeAction& a : sched) {
-            if (a.kind == PipeAction::forward) {
-                forward(a.micro, a.chunk);
-                max_in_flight = std::max(max_in_flight, ++total_in_flight);
-            } else {
-                backward(a.micro, a.chunk);
-                --total_in_flight;
-            }
-        }
-        for (int64_t e : sends) tl.free(kAct, e);
-        sends.clear();
-        drain();  // finish_gradients
-        optimizer_step();
-        return max_in_flight;
-    }
-};
 
 // Ring all-reduce sends 2 (n-1)/n of the buffer per rank; all-gather / reduce-scatter (n-1)/n.
 double ring_all_reduce(double bytes, int n) { return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0; }
@@ -485,7 +189,11 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
     const double rate = per_rank_peak * dev.efficiency;
     const int64_t capacity = dev.shared_host ? dev.memory_bytes / world : dev.memory_bytes;
 
-    if (world == 1) {
+    // GPU runs take the parallel runtime even on one rank (engine/cli/train.cpp); the CPU's
+    // world 1 is GptModel
+    const bool gpu = cfg.runtime.device == "cuda";
+    const int64_t act_bytes = gpu && cfg.runtime.precision == "bf16" ? 2 : 4;
+    if (world == 1 && !gpu) {
         Timeline tl;
         single_rank_memory(d, B, tl);
         RankEstimate r;
@@ -525,6 +233,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 sim.dp = par.dp, sim.zero = par.zero, sim.pp = par.pp, sim.v = v, sim.stage = s;
                 sim.m = m, sim.rc = rc;
                 sim.offload_act = par.offload_activations, sim.offload_opt = par.offload_optimizer;
+                sim.gpu = gpu, sim.act_bytes = act_bytes;
                 const int64_t Cl = sim.Cl;
                 double flops_tok = 0;  // executed forward+backward(+recompute) FLOPs per token
                 int layers = 0;
@@ -588,7 +297,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 if (par.zero == 1 || par.zero == 2) r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
                 if (par.zero >= 2) r.comm_dp_bytes += m * ring_gather(unit_bytes, dpn);
                 if (par.zero >= 3) r.comm_dp_bytes += 2.0 * m * ring_gather(unit_bytes, dpn);
-                const double act = (double)N * C * kF;
+                const double act = (double)N * C * act_bytes;
                 int n_blocks = 0;
                 for (auto& ch : sim.chunks)
                     for (auto& l : ch) n_blocks += l.kind == LayerKind::block;

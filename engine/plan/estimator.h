@@ -2,8 +2,9 @@
 // every rank's memory by category (the MemoryTracker categories the runtime reports), FLOPs,
 // communication volume, the pipeline bubble and the step time. Memory comes from replaying the
 // rank's training step as allocation events that mirror the runtime (engine/parallel/tp_layers,
-// zero, engine/train/parallel_trainer, and GptModel for world 1) at tensor granularity, driven by
-// the real pipeline schedule (schedule_build). Formulas: docs/parallelism.md, "The estimator".
+// or tp_layers_cuda for runtime.device cuda in its precision; zero, engine/train/parallel_trainer,
+// and GptModel for a CPU world 1) at tensor granularity, driven by the real pipeline schedule
+// (schedule_build; the replay itself is engine/plan/rank_sim.h). Formulas: docs/parallelism.md, "The estimator".
 // Qt-free: the CLI (`tessera plan`) and the studio both call it.
 #pragma once
 #include <array>
