@@ -436,7 +436,8 @@ private:
             }
             bool interrupted = stop_forwarded_ && WIFSIGNALED(c.wait_status) &&
                                WTERMSIG(c.wait_status) == SIGINT;
-            if (!clean && !interrupted && res_.failed_rank < 0) {
+            // (after the connection is lost, ranks end because we stopped them)
+            if (!clean && !interrupted && res_.failed_rank < 0 && !lost_) {
                 std::string msg = death_message(c.rank, c.wait_status, ranks_[size_t(c.rank)], spec_.mesh);
                 if (role_ == Role::node) write_protocol(str_cat("x ", c.rank, " ", msg));
                 fail(c.rank, msg);
@@ -470,7 +471,14 @@ private:
         res_.message = msg;
         line(str_cat("[launcher] ", msg, "; stopping the other ",
                      role_ == Role::multi_job ? "nodes" : "ranks"));
-        signal_children(children_, SIGTERM);
+        if (role_ == Role::multi_job) {
+            // Closing a node's stdin tells its launcher to take its ranks down and report "d";
+            // SIGKILL follows after kill_grace if a node does not end. (A SIGTERM to ssh would
+            // look like a lost connection.)
+            for (auto& c : children_) close_fd(c.in_fd);
+        } else {
+            signal_children(children_, SIGTERM);
+        }
     }
 
     void read_fd(Child& c, bool telemetry) {

@@ -526,6 +526,43 @@ TEST_F(SshTest, CtrlCStopsEveryHostAfterTheSameStep) {
     expect_nothing_left(dir / "work");
 }
 
+TEST_F(SshTest, RestartsRelaunchEveryHostFromTheLastCheckpoint) {
+    // rank 1 (second host) crashes after step 6; restarts: 1 resumes both hosts from step 4's
+    // checkpoint, and the curve is the uninterrupted local run's
+    auto write = [&](const std::string& name, bool cluster, bool fault) {
+        fs::path p = dir / name;
+        fs::create_directories(p);
+        std::ofstream y(p / "project.yaml");
+        y << "name: " << name << R"(
+model: {preset: gpt-tiny, n_layer: 2, n_head: 2, d_model: 32, seq_len: 32}
+data: {dataset: brown}
+train: {steps: 10, micro_batch: 2, eval_every: 0, threads: 1, restarts: 1}
+parallel: {dp: 2}
+checkpoint: {dir: ck, every: 4}
+log: {db: runs.db, every: 1}
+)";
+        if (cluster) {
+            y << "cluster:\n  hosts:\n";
+            for (const char* h : {"127.0.0.1", "127.0.0.2"})
+                y << "    - {host: " << h << ", port: " << port << ", identity: " << user_key << ", slots: 1}\n";
+            y << "  workdir: " << (dir / "work" / name).string() << "\n  tessera: " << kTessera
+              << "\n  known_hosts: " << known_hosts() << "\n  rendezvous_port: " << free_port() << "\n";
+            if (fault) y << "  env: {TESSERA_FAULT_CRASH: \"1:6\"}\n";
+        }
+        return p / "project.yaml";
+    };
+    fs::path remote = write("restart", true, true), local = write("restart-local", false, false);
+    SshResult r = run({kTessera, "train", remote.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("(2 ranks, 2 attempts)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("killed by signal 6 (SIGABRT) at step 6 on host 127.0.0.2"), std::string::npos) << r.out;
+    SshResult l = run({kTessera, "train", local.string()});
+    ASSERT_EQ(l.exit_code, 0) << l.out << l.err;
+    auto a = losses(remote.parent_path() / "runs.db"), b = losses(local.parent_path() / "runs.db");
+    ASSERT_EQ(b.size(), 10u);
+    for (auto& [step, v] : b) EXPECT_EQ(a.at(step), v) << "step " << step;
+}
+
 TEST_F(SshTest, PreflightPassesOnAHealthyClusterAndNamesEachProblem) {
     fs::path p = project("preflight", 4, true, "", "{dp: 2}", "  env: {TESSERA_PREFLIGHT_MARK: \"a b\"}\n");
     SshResult ok = run({kTessera, "preflight", p.string(), "--json"}, 90s);
