@@ -471,41 +471,39 @@ void expect_nothing_left(const fs::path& work) {
         << "ranks or node launchers survived";
 }
 
-TEST_F(SshTest, KillingTheRemoteNodeLauncherFailsTheRunWithinTenSeconds) {
-    fs::path p = project("killed", 100000, true);
+// A long 2-host run; SIGKILL to the one process `pattern` finds (pgrep -f) once both hosts train;
+// the job must end within 10 s as failed, naming the second host, its rows intact, nothing left.
+void kill_mid_run_and_expect_failure(const fs::path& p, const fs::path& out, const std::string& pattern,
+                                     const char* what) {
     BackgroundRun b;
-    start_long_run(b, p, dir / "killed.out");
+    start_long_run(b, p, out);
     ASSERT_GE(b.steps, 5) << slurp(b.out);
-    // the node launcher of the second host: `tessera _node --first 1 ...`, started by sshd
-    SshResult pg = run({"pgrep", "-f", "^" + kTessera + " _node --first 1 .*--workdir " + (dir / "work").string()}, 10s);
-    ASSERT_EQ(pg.exit_code, 0) << "no node launcher found";
+    SshResult pg = process_run({"pgrep", "-f", pattern}, 10s);
+    ASSERT_EQ(pg.exit_code, 0) << "no " << what << " found";
     ::kill(std::stoi(pg.out), SIGKILL);
     int st = 0;
     auto took = wait_job(b.pid, st);
-    std::cout << "teardown after killing the remote node launcher: " << took.count() << " ms\n";
+    std::cout << "teardown after killing the " << what << ": " << took.count() << " ms\n";
     EXPECT_LT(took, 10s);
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << slurp(b.out);
     EXPECT_NE(slurp(b.out).find("host 127.0.0.2"), std::string::npos) << slurp(b.out);
     expect_failed_run_intact(b.db, "127.0.0.2");
-    expect_nothing_left(dir / "work");
+    expect_nothing_left(p.parent_path().parent_path() / "work");  // ranks and node launchers are gone
+}
+
+TEST_F(SshTest, KillingTheRemoteNodeLauncherFailsTheRunWithinTenSeconds) {
+    // the node launcher of the second host: `tessera _node --first 1 ...`, started by sshd
+    kill_mid_run_and_expect_failure(project("killed", 100000, true), dir / "killed.out",
+                                    "^" + kTessera + " _node --first 1 .*--workdir " + (dir / "work").string(),
+                                    "remote node launcher");
 }
 
 TEST_F(SshTest, ALostSshConnectionFailsTheRunWithinTenSeconds) {
-    fs::path p = project("lost", 100000, true);
-    BackgroundRun b;
-    start_long_run(b, p, dir / "lost.out");
-    ASSERT_GE(b.steps, 5) << slurp(b.out);
-    // the local ssh client carrying the second host's channel
-    SshResult pg = run({"pgrep", "-f", "^ssh .* 127.0.0.2 '" + kTessera + "' '_node'.*" + (dir / "work").string()}, 10s);
-    ASSERT_EQ(pg.exit_code, 0) << "no ssh client found";
-    ::kill(std::stoi(pg.out), SIGKILL);
-    int st = 0;
-    auto took = wait_job(b.pid, st);
-    std::cout << "teardown after killing the ssh connection: " << took.count() << " ms\n";
-    EXPECT_LT(took, 10s);
-    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << slurp(b.out);
-    expect_failed_run_intact(b.db, "127.0.0.2");
-    expect_nothing_left(dir / "work");  // the remote side noticed the closed channel and took its ranks down
+    // the local ssh client carrying the second host's channel: the remote side notices the
+    // closed channel and takes its ranks down
+    kill_mid_run_and_expect_failure(project("lost", 100000, true), dir / "lost.out",
+                                    "^ssh .* 127.0.0.2 '" + kTessera + "' '_node'.*" + (dir / "work").string(),
+                                    "ssh connection");
 }
 
 TEST_F(SshTest, CtrlCStopsEveryHostAfterTheSameStep) {
