@@ -22,6 +22,7 @@
 #include "engine/launch/cluster.h"
 #include "engine/launch/ssh.h"
 #include "engine/store/run_store.h"
+#include "tests/ssh/loopback_sshd.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -33,104 +34,36 @@ namespace {
 const std::string kBin = std::getenv("TESSERA_BIN_DIR") ? std::getenv("TESSERA_BIN_DIR") : TESSERA_BIN_DIR;
 const std::string kTessera = kBin + "/tessera";
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream os;
-    os << in.rdbuf();
-    return os.str();
-}
-
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, (sockaddr*)&a, sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, (sockaddr*)&a, &len);
-    int port = ntohs(a.sin_port);
-    ::close(fd);
-    return port;
-}
-
-bool port_open(const char* addr, int port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(uint16_t(port));
-    inet_pton(AF_INET, addr, &a.sin_addr);
-    bool ok = ::connect(fd, (sockaddr*)&a, sizeof a) == 0;
-    ::close(fd);
-    return ok;
-}
+using tessera::testing::free_port;
+using tessera::testing::slurp;
 
 SshResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = 120s) {
     return process_run(argv, timeout);
 }
 
-// sshd on 127.0.0.1 and 127.0.0.2 with keys generated in a temp dir.
+// sshd on 127.0.0.1 and 127.0.0.2 with keys generated in a temp dir, both hosts trusted.
 class SshTest : public ::testing::Test {
 protected:
+    tessera::testing::LoopbackSshd sshd;
     fs::path dir;
     int port = 0;
-    pid_t sshd = -1;
     std::string user_key, host_key;
 
     void SetUp() override {
-        if (!fs::exists("/usr/sbin/sshd") || !fs::exists("/usr/bin/ssh"))
-            FAIL() << "OpenSSH is missing: install openssh-server and openssh-client (scripts/setup.sh does)";
-        dir = fs::temp_directory_path() / str_cat("tessera_ssh_", ::getpid());
-        fs::remove_all(dir);
-        fs::create_directories(dir / "work");
-        host_key = (dir / "host_key").string();
-        user_key = (dir / "user_key").string();
-        ASSERT_EQ(run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", host_key}).exit_code, 0);
-        ASSERT_EQ(run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", user_key}).exit_code, 0);
-        fs::copy_file(user_key + ".pub", dir / "authorized_keys");
-        fs::permissions(dir / "authorized_keys", fs::perms::owner_read | fs::perms::owner_write);
-        port = free_port();
-        std::ofstream(dir / "sshd_config") << "Port " << port << "\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\n"
-                                           << "HostKey " << host_key << "\nAuthorizedKeysFile " << (dir / "authorized_keys").string()
-                                           << "\nPidFile " << (dir / "sshd.pid").string()
-                                           << "\nUsePAM no\nStrictModes no\nPasswordAuthentication no\n"
-                                              "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
-                                              "MaxStartups 100:30:200\nMaxSessions 100\n";
-        if (::geteuid() == 0) fs::create_directories("/run/sshd");  // privilege separation dir
-        sshd = ::fork();
-        if (sshd == 0) {
-            ::setpgid(0, 0);
-            std::string cfg = (dir / "sshd_config").string(), log = (dir / "sshd.log").string();
-            ::execl("/usr/sbin/sshd", "/usr/sbin/sshd", "-D", "-f", cfg.c_str(), "-E", log.c_str(), (char*)nullptr);
-            ::_exit(127);
-        }
-        for (int i = 0; i < 100 && !(port_open("127.0.0.1", port) && port_open("127.0.0.2", port)); ++i)
-            std::this_thread::sleep_for(50ms);
-        if (!port_open("127.0.0.1", port)) {
-            int st = 0;
-            pid_t w = ::waitpid(sshd, &st, WNOHANG);
-            FAIL() << "sshd did not start (" << (w == sshd ? str_cat("exit status ", st) : "still running")
-                   << "): " << slurp(dir / "sshd.log");
-        }
+        std::string why = sshd.start("ssh");
+        ASSERT_EQ(why, "");
+        dir = sshd.dir, port = sshd.port, user_key = sshd.user_key, host_key = sshd.host_key;
         trust_all();
     }
 
     void TearDown() override {
-        if (sshd > 0) {
-            ::kill(sshd, SIGTERM);
-            ::waitpid(sshd, nullptr, 0);
-        }
+        sshd.stop();
         if (!HasFailure()) fs::remove_all(dir);
     }
 
     std::string known_hosts() const { return (dir / "known_hosts").string(); }
 
-    // known_hosts with both "hosts" (what a user gets after `tessera hosts trust`).
-    void trust_all() {
-        std::string keys;
-        for (const char* h : {"127.0.0.1", "127.0.0.2"})
-            keys += run({"ssh-keyscan", "-p", std::to_string(port), h}, 20s).out;
-        std::ofstream(known_hosts()) << keys;
-    }
+    void trust_all() { sshd.trust_all(); }
 
     // A project on two hosts (slots each) or locally (no cluster section).
     fs::path project(const std::string& name, int steps, bool cluster, const std::string& identity = "",
