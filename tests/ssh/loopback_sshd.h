@@ -19,7 +19,7 @@
 #include "engine/core/error.h"
 #include "engine/launch/ssh.h"
 
-namespace tessera::testing {
+namespace tessera::test_support {
 
 inline std::string slurp(const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -126,4 +126,4 @@ private:
     pid_t pid_ = -1;
 };
 
-}  // namespace tessera::testing
+}  // namespace tessera::test_support

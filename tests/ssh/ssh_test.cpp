@@ -34,8 +34,8 @@ namespace {
 const std::string kBin = std::getenv("TESSERA_BIN_DIR") ? std::getenv("TESSERA_BIN_DIR") : TESSERA_BIN_DIR;
 const std::string kTessera = kBin + "/tessera";
 
-using tessera::testing::free_port;
-using tessera::testing::slurp;
+using tessera::test_support::free_port;
+using tessera::test_support::slurp;
 
 SshResult run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = 120s) {
     return process_run(argv, timeout);
@@ -44,7 +44,7 @@ SshResult run(const std::vector<std::string>& argv, std::chrono::milliseconds ti
 // sshd on 127.0.0.1 and 127.0.0.2 with keys generated in a temp dir, both hosts trusted.
 class SshTest : public ::testing::Test {
 protected:
-    tessera::testing::LoopbackSshd sshd;
+    tessera::test_support::LoopbackSshd sshd;
     fs::path dir;
     int port = 0;
     std::string user_key, host_key;
