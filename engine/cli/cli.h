@@ -8,6 +8,9 @@ namespace tessera {
 
 using CliArgs = std::vector<std::string>;
 
+// This executable's path (/proc/self/exe): what the launchers start for each rank.
+std::string cli_self_exe();
+
 int cli_train(const CliArgs& args);   // tessera train CONFIG [--steps N] [--db FILE] [--set k=v]...
 int cli_check(const CliArgs& args);   // tessera check CONFIG [--set k=v]...
 int cli_plan(const CliArgs& args);    // tessera plan CONFIG [--device H200] [--json] [--set k=v]...

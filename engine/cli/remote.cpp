@@ -9,7 +9,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -108,21 +107,6 @@ void print_json_line(const std::string& name, const std::string& status, const s
 
 // ---- _probe: checks run on the remote host -------------------------------------------------
 
-std::string run_capture(const std::string& cmd, int* code) {
-    std::string out;
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (!p) {
-        *code = -1;
-        return out;
-    }
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    int st = ::pclose(p);
-    *code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    return out;
-}
-
 void probe_workdir(const std::string& workdir) {
     std::error_code ec;
     std::string dir = workdir.empty() ? fs::current_path(ec).string() : workdir;
@@ -150,15 +134,16 @@ void probe_devices(const std::string& device, int slots) {
                             "fewer slots on this host");
         return;
     }
-    int code = 0;
-    std::string out = run_capture(
-        "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu "
-        "--format=csv,noheader,nounits 2>&1", &code);
-    if (code != 0) {
-        print_json_line("gpus", "fail", str_cat("nvidia-smi failed: ", out.substr(0, out.find('\n'))),
+    SshResult smi = process_run({"nvidia-smi", "--query-gpu=index,memory.used,memory.total,utilization.gpu",
+                                 "--format=csv,noheader,nounits"},
+                                std::chrono::seconds(30));
+    if (smi.exit_code != 0) {
+        const std::string& why = smi.err.empty() ? smi.out : smi.err;
+        print_json_line("gpus", "fail", str_cat("nvidia-smi failed: ", why.substr(0, why.find('\n'))),
                         "install the NVIDIA driver, or run this plan with runtime.device: cpu");
         return;
     }
+    const std::string& out = smi.out;
     int total = 0, busy = 0;
     std::istringstream in(out);
     std::string line, busy_list;
@@ -410,12 +395,8 @@ int cli_node(const CliArgs& args) {
             throw InputError(str_cat("_node: working directory ", workdir, ": ",
                                      ec ? ec.message() : std::strerror(errno)));
     }
-    char buf[4096];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) throw Error("_node: cannot find the tessera executable");
-    buf[n] = 0;
     std::string config_path = (fs::current_path() / config_name).string();
-    ns.argv = {buf, "_rank", config_path};
+    ns.argv = {cli_self_exe(), "_rank", config_path};
     while (!r.done()) ns.argv.push_back(r.next());
     ns.env.push_back({"TESSERA_CONFIG_TEXT", config_text});
     return launch_node(ns);

@@ -71,13 +71,6 @@ TrainArgs parse_train_args(const CliArgs& args, const char* cmd) {
     return t;
 }
 
-std::string self_exe() {
-    char buf[4096];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) throw Error("cannot find the tessera executable (/proc/self/exe)");
-    buf[n] = 0;
-    return buf;
-}
 
 class NullSink final : public TelemetrySink {
 public:
@@ -179,7 +172,7 @@ int cli_train(const CliArgs& args) {
         rank_args.push_back("--resume-from");
         rank_args.push_back(t.opts.resume_from);
     }
-    spec.argv = {self_exe(), "_rank", t.config_path};
+    spec.argv = {cli_self_exe(), "_rank", t.config_path};
     for (const auto& s : t.sets) {
         spec.argv.push_back("--set");
         spec.argv.push_back(s);
@@ -199,6 +192,14 @@ int cli_train(const CliArgs& args) {
     if (!r.message.empty()) std::cout << ": " << r.message;
     std::cout << "\n";
     return r.status == "completed" ? 0 : r.status == "stopped" ? 130 : 1;  // 130: stopped by Ctrl-C
+}
+
+std::string cli_self_exe() {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) throw Error("cannot find the tessera executable (/proc/self/exe)");
+    buf[n] = 0;
+    return buf;
 }
 
 // `tessera _rank CONFIG ...`: one rank, started by the launcher (not for users).
