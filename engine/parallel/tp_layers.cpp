@@ -94,38 +94,39 @@ void reap_copies(size_t upto = 0) {
 
 GptLayer::~GptLayer() { reap_copies(in_flight().size()); }
 
+// Replaces micro's saved tensors of category `from` by copies in `to` on `dev` (asynchronous on
+// GPUs: each source stays in the in-flight queue until its copy is done). Returns the copies'
+// events (none on the CPU).
+std::vector<void*> GptLayer::move_saved(int micro, MemCategory from, MemCategory to, Device dev) {
+    std::vector<void*> events;
+    for (Tensor& t : saved_.at(micro)) {
+        if (!t.defined() || t.category() != from) continue;
+        Tensor copy = Tensor::empty(t.shape(), to, t.dtype(), dev);
+        if (void* ev = device_copy_async(copy, t)) {
+            events.push_back(ev);
+            in_flight().push_back({std::move(t), ev});
+        }
+        t = std::move(copy);
+    }
+    return events;
+}
+
 // The device buffers of one layer may wait for their copy while the next layer computes; the
 // layer before that must be out by then (the forward waits for it), or a compute stream faster
 // than the copy engine would keep every layer's activations on the device after all.
 void GptLayer::offload(int micro) {
-    auto it = saved_.find(micro);
-    if (it == saved_.end() || offloaded_[micro]) return;
+    if (!saved_.count(micro) || offloaded_[micro]) return;
     size_t older = in_flight().size();
-    for (Tensor& t : it->second) {
-        if (!t.defined() || t.category() != MemCategory::activations) continue;
-        Tensor h = Tensor::empty(t.shape(), MemCategory::host, t.dtype(), Device::cpu);
-        void* ev = device_copy_async(h, t);
-        if (ev) in_flight().push_back({std::move(t), ev});
-        t = std::move(h);
-    }
+    move_saved(micro, MemCategory::activations, MemCategory::host, Device::cpu);
     offloaded_[micro] = true;
     reap_copies(older);
 }
 
 void GptLayer::fetch_begin(int micro) {
     reap_copies();
-    auto it = saved_.find(micro);
-    if (it == saved_.end() || !offloaded_[micro]) return;
-    for (Tensor& t : it->second) {
-        if (!t.defined() || t.category() != MemCategory::host) continue;
-        Tensor d = Tensor::empty(t.shape(), MemCategory::activations, t.dtype(), device);
-        void* ev = device_copy_async(d, t);
-        if (ev) {
-            fetching_[micro].push_back(ev);
-            in_flight().push_back({std::move(t), ev});  // the pinned source, until copied
-        }
-        t = std::move(d);
-    }
+    if (!saved_.count(micro) || !offloaded_[micro]) return;
+    std::vector<void*> events = move_saved(micro, MemCategory::host, MemCategory::activations, device);
+    if (!events.empty()) fetching_[micro] = std::move(events);
     offloaded_[micro] = false;
 }
 

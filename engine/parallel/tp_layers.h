@@ -64,10 +64,6 @@ public:
     void offload(int micro);
     void fetch_begin(int micro);
     void fetch_wait(int micro);
-    void fetch(int micro) {
-        fetch_begin(micro);
-        fetch_wait(micro);
-    }
     void drop(int micro) {  // forget a forward-only micro-batch (evaluation)
         saved_.erase(micro);
         offloaded_.erase(micro);
@@ -94,6 +90,7 @@ protected:
     std::map<int, bool> offloaded_;
 
 private:
+    std::vector<void*> move_saved(int micro, MemCategory from, MemCategory to, Device dev);
     std::map<int, std::vector<void*>> fetching_;  // micro -> events the backward must wait for
 };
 
