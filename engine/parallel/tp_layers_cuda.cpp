@@ -92,8 +92,14 @@ private:
                 cache_ = Tensor::empty({std::max<int64_t>(total, 1)}, MemCategory::params, DType::bf16, kGpu);
             }
             if (cache_version_ == weights_version && cache_src_ == param_ptr) return;
-            for (size_t i = 0; i < es.size(); ++i)
-                cast_f32_to_bf16_cuda((T*)cache_.data() + cache_off_[i], param_ptr[i], es[i].numel, st());
+            // the parameter store keeps a layer's parameters back to back: then one launch
+            bool contiguous = true;
+            for (size_t i = 0; i < es.size(); ++i) contiguous &= param_ptr[i] == param_ptr[0] + cache_off_[i];
+            if (contiguous && !es.empty())
+                cast_f32_to_bf16_cuda((T*)cache_.data(), param_ptr[0], cache_.numel(), st());
+            else
+                for (size_t i = 0; i < es.size(); ++i)
+                    cast_f32_to_bf16_cuda((T*)cache_.data() + cache_off_[i], param_ptr[i], es[i].numel, st());
             cache_version_ = weights_version;
             cache_src_ = param_ptr;
         }
@@ -320,10 +326,15 @@ public:
         float* sum = mx + N;
         float* tt = sum + N;
         const int* tgt = this->tokens(micro, b, true);
-        ce_row_max_cuda<T>(mx, logits, N, Vl, st, Vp);
-        this->tp_all_reduce(mx, N, DType::f32, ReduceOp::max);
-        ce_row_sumexp_cuda<T>(sum, tt, logits, mx, tgt, v0_, N, Vl, st, Vp);
-        this->tp_all_reduce(sum, 2 * (int64_t)N, DType::f32);
+        ce_row_stats_cuda<T>(mx, sum, tt, logits, tgt, v0_, N, Vl, st, Vp);
+        if (this->spec_.tp.comm) {  // combine the shards: global max, then the rescaled sums
+            Tensor gmax_t = this->work({N}, DType::f32);
+            float* gmax = (float*)gmax_t.data();
+            CUDA_CHECK(cudaMemcpyAsync(gmax, mx, sizeof(float) * N, cudaMemcpyDeviceToDevice, st));
+            this->tp_all_reduce(gmax, N, DType::f32, ReduceOp::max);
+            ce_rescale_cuda(mx, sum, tt, gmax, N, st);
+            this->tp_all_reduce(sum, 2 * (int64_t)N, DType::f32);
+        }
         Tensor losses = Tensor::empty({N}, kWork, DType::f32, kGpu);
         if (micro < 0) {  // evaluation: the loss only
             ce_loss_only_cuda((float*)losses.data(), sum, tt, tgt, N, st);

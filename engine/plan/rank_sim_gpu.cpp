@@ -51,6 +51,7 @@ SimTensor RankSim::gpu_forward(SimLayer& l, int micro, SimTensor x) {
         if (!l.head_pad) tl.alloc(kParams, act(Vp * C)), l.head_pad = true;  // padded wte copy
         tl.alloc(kWork, f32(3 * N));  // max / sum / target statistics
         token_slot(tl, l, micro, N);  // targets
+        if (Cl != C) tl.alloc(kWork, f32(N)), tl.free(kWork, f32(N));  // TP: the global row max
         tl.alloc(kWork, f32(N));      // per-token losses (returned)
         tl.free(kWork, f32(3 * N));
         return {f32(N), kWork};

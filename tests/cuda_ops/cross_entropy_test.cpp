@@ -1,6 +1,6 @@
 // Vocab-parallel fused cross-entropy against the CPU softmax + cross-entropy: one shard, and the
-// vocabulary split in shards whose partial max / sums are combined on the host (what TP's
-// all-reduces do).
+// vocabulary split in shards whose statistics are combined as TP's all-reduces combine them;
+// rows padded like the GPU head's (padding ignored, its gradient zeroed).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -19,6 +19,7 @@ TYPED_TEST_SUITE(CrossEntropyCuda, ActTypes);
 
 struct CeCase {
     int N, V, shards;
+    bool pad = false;  // rows padded to a multiple of 128 columns (16-byte accesses), as the head does
 };
 
 template <typename T>
@@ -37,37 +38,52 @@ static void check_ce(const CeCase& cs) {
 
     DevBuf<int> d_tgt(N);
     d_tgt.set_raw(tgt);
-    std::vector<float> gmax(N, -INFINITY), gsum(N, 0.0f), gterm(N, 0.0f);
-    // per shard: columns [v0, v0 + Vs) copied into their own (N, Vs) array
+    // per shard: columns [v0, v0 + Vs) copied into their own (N, Vs) array; each shard's one
+    // pass gives its (max, sumexp, target term); the shards are combined as tensor parallelism
+    // does: all-reduce(max), ce_rescale_cuda, all-reduce(sum) (the reductions on the host)
     std::vector<std::unique_ptr<DevBuf<T>>> shard_logits;
     std::vector<long> v0s;
+    std::vector<int> lds, vss;
+    std::vector<std::vector<float>> smax, ssum, sterm;
+    std::vector<float> gmax(N, -INFINITY), gsum(N, 0.0f), gterm(N, 0.0f);
     for (int s = 0; s < cs.shards; ++s) {
         long v0 = (long)V * s / cs.shards, v1 = (long)V * (s + 1) / cs.shards;
         int Vs = (int)(v1 - v0);
-        std::vector<float> part((size_t)N * Vs);
+        const int ld = cs.pad ? (Vs + 127) / 128 * 128 : Vs;
+        lds.push_back(ld);
+        // padding columns hold a huge logit: read as data, it would own the softmax
+        std::vector<float> part((size_t)N * ld, 1.0e4f);
         for (int n = 0; n < N; ++n)
-            for (int i = 0; i < Vs; ++i) part[(size_t)n * Vs + i] = logits[(size_t)n * V + v0 + i];
+            for (int i = 0; i < Vs; ++i) part[(size_t)n * ld + i] = logits[(size_t)n * V + v0 + i];
         shard_logits.push_back(std::make_unique<DevBuf<T>>(part.size()));
         shard_logits.back()->set(part);
         v0s.push_back(v0);
-        DevBuf<float> d_max(N);
-        ce_row_max_cuda<T>(d_max.p, shard_logits.back()->p, N, Vs, 0);
-        auto m = d_max.get();
-        for (int n = 0; n < N; ++n) gmax[n] = std::max(gmax[n], m[n]);  // "all-reduce max"
+        DevBuf<float> d_max(N), d_sum(N), d_term(N);
+        vss.push_back(Vs);
+        ce_row_stats_cuda<T>(d_max.p, d_sum.p, d_term.p, shard_logits.back()->p, d_tgt.p, v0, N,
+                             Vs, 0, ld);
+        smax.push_back(d_max.get());
+        ssum.push_back(d_sum.get());
+        sterm.push_back(d_term.get());
+        for (int n = 0; n < N; ++n) gmax[n] = std::max(gmax[n], smax.back()[n]);
     }
     DevBuf<float> d_gmax(N);
     d_gmax.set(gmax);
     for (int s = 0; s < cs.shards; ++s) {
-        int Vs = (int)(shard_logits[s]->n / N);
-        DevBuf<float> d_sum(N), d_term(N);
-        ce_row_sumexp_cuda<T>(d_sum.p, d_term.p, shard_logits[s]->p, d_gmax.p, d_tgt.p, v0s[s], N,
-                              Vs, 0);
-        auto su = d_sum.get(), te = d_term.get();
+        DevBuf<float> d_max(N), d_sum(N), d_term(N);
+        d_max.set(smax[s]);
+        d_sum.set(ssum[s]);
+        d_term.set(sterm[s]);
+        ce_rescale_cuda(d_max.p, d_sum.p, d_term.p, d_gmax.p, N, 0);
+        auto mx = d_max.get(), su = d_sum.get(), te = d_term.get();
         for (int n = 0; n < N; ++n) {  // "all-reduce sum"
+            EXPECT_EQ(mx[n], gmax[n]);
             gsum[n] += su[n];
             gterm[n] += te[n];
         }
     }
+    if (cs.shards == 1)  // one shard: the pass alone gives the global statistics
+        for (int n = 0; n < N; ++n) ASSERT_EQ(ssum[0][n], gsum[n]);
     DevBuf<float> d_gsum(N), d_gterm(N);
     d_gsum.set(gsum);
     d_gterm.set(gterm);
@@ -80,14 +96,17 @@ static void check_ce(const CeCase& cs) {
     // training path: each shard writes the losses (identical) and its slice of dlogits
     std::vector<float> dlogits((size_t)N * V, NAN);
     for (int s = 0; s < cs.shards; ++s) {
-        int Vs = (int)(shard_logits[s]->n / N);
+        const int Vs = vss[s], ld = lds[s];
         DevBuf<float> d_loss(N);
         ce_loss_and_grad_cuda<T>(d_loss.p, shard_logits[s]->p, d_gmax.p, d_gsum.p, d_gterm.p,
-                                 d_tgt.p, v0s[s], dloss, N, Vs, 0);
+                                 d_tgt.p, v0s[s], dloss, N, Vs, 0, ld);
         EXPECT_REL(d_loss.get(), losses, tol<T>(), what + " loss shard " + std::to_string(s));
         auto g = shard_logits[s]->get();
-        for (int n = 0; n < N; ++n)
-            for (int i = 0; i < Vs; ++i) dlogits[(size_t)n * V + v0s[s] + i] = g[(size_t)n * Vs + i];
+        for (int n = 0; n < N; ++n) {
+            for (int i = 0; i < Vs; ++i) dlogits[(size_t)n * V + v0s[s] + i] = g[(size_t)n * ld + i];
+            for (int i = Vs; i < ld; ++i)
+                ASSERT_EQ(g[(size_t)n * ld + i], 0.0f) << what << " padding not zeroed at row " << n;
+        }
     }
     EXPECT_REL(dlogits, probs, tol<T>(), what + " dlogits");
 }
@@ -96,10 +115,13 @@ TYPED_TEST(CrossEntropyCuda, OneShardMatchesCpu) {
     check_ce<TypeParam>({37, 333, 1});
     check_ce<TypeParam>({5, 1, 1});
     check_ce<TypeParam>({8, 50257, 1});
+    check_ce<TypeParam>({8, 50257, 1, true});  // padded rows: the 16-byte path, a scalar tail
+    check_ce<TypeParam>({19, 1024, 1});        // no tail
 }
 
 TYPED_TEST(CrossEntropyCuda, VocabShardsMatchCpu) {
     check_ce<TypeParam>({37, 333, 2});
     check_ce<TypeParam>({37, 333, 3});
     check_ce<TypeParam>({8, 50257, 4});
+    check_ce<TypeParam>({8, 50257, 2, true});
 }

@@ -110,10 +110,18 @@ TYPED_TEST(PointwiseCuda, EmbeddingMatchesCpu) {
     }
 }
 
+template <typename T>
+static void check_bias_residual(int N, int C);
+
 TYPED_TEST(PointwiseCuda, AddBiasResidualAndCast) {
     using T = TypeParam;
-    const int N = 37, C = 200;
-    std::mt19937 rng(11);
+    for (int C : {200, 100})  // 16-byte accesses (C a multiple of 8), and not for bf16
+        check_bias_residual<T>(37, C);
+}
+
+template <typename T>
+static void check_bias_residual(int N, int C) {
+    std::mt19937 rng(11 + C);
     auto y = rand_vec<T>((size_t)N * C, rng), b = rand_vec<T>(C, rng),
          r = rand_vec<T>((size_t)N * C, rng);
     std::vector<float> ref(y.size()), ref_nob(y.size());
@@ -200,5 +208,61 @@ TEST_F(ElementwiseCuda, AdamWMatchesCpu) {
         EXPECT_REL(d_p.get(), p, 1e-5, "adamw param t=" + std::to_string(t));
         EXPECT_REL(d_m.get(), m, 1e-5, "adamw m t=" + std::to_string(t));
         EXPECT_REL(d_v.get(), v, 1e-5, "adamw v t=" + std::to_string(t));
+    }
+}
+
+// The multi-range update equals one adamw_cuda per range, bit for bit: 60 ranges (two launches),
+// odd lengths and offsets, an empty range, and each range its own weight decay.
+TEST_F(ElementwiseCuda, AdamWMultiRangeEqualsPerRange) {
+    std::mt19937 rng(13);
+    std::vector<long> lens;
+    for (int k = 0; k < 60; ++k) lens.push_back(k == 7 ? 0 : 1 + (long)(rng() % 5000));
+    lens[3] = 3 * 2048 + 1;  // a range over several blocks
+    long total = 0;
+    for (long n : lens) total += n + 3;  // gaps between ranges stay untouched
+    auto p = rand_vec<float>(total, rng), g = rand_vec<float>(total, rng),
+         m = rand_vec<float>(total, rng, -0.1f, 0.1f), v = rand_vec<float>(total, rng, 0.0f, 0.01f);
+    DevBuf<float> a_p(total), a_m(total), a_v(total), b_p(total), b_m(total), b_v(total), d_g(total);
+    for (auto* b : {&a_p, &b_p}) b->set(p);
+    for (auto* b : {&a_m, &b_m}) b->set(m);
+    for (auto* b : {&a_v, &b_v}) b->set(v);
+    d_g.set(g);
+    std::vector<AdamWRange> ranges;
+    long off = 1;
+    for (size_t k = 0; k < lens.size(); ++k) {
+        const float wd = k % 3 == 0 ? 0.0f : 0.1f;
+        adamw_cuda(a_p.p + off, d_g.p + off, a_m.p + off, a_v.p + off, lens[k], 3e-3f, 0.9f, 0.95f,
+                   1e-8f, wd, 4, 0.7f, 0);
+        ranges.push_back({b_p.p + off, d_g.p + off, b_m.p + off, b_v.p + off, lens[k], wd});
+        off += lens[k] + 3;
+    }
+    adamw_multi_cuda(ranges.data(), (int)ranges.size(), 3e-3f, 0.9f, 0.95f, 1e-8f, 4, 0.7f, 0);
+    EXPECT_EQ(a_p.get(), b_p.get());
+    EXPECT_EQ(a_m.get(), b_m.get());
+    EXPECT_EQ(a_v.get(), b_v.get());
+    EXPECT_EQ(b_p.get()[0], p[0]);  // outside every range
+}
+
+// accumulate and the fp32 -> bf16 cast from unaligned starts (scalar paths) and lengths that leave
+// a tail after the 16-byte accesses.
+TEST_F(ElementwiseCuda, VectorisedPathsHandleOffsetsAndTails) {
+    const long n = 4099;
+    std::mt19937 rng(21);
+    auto a = rand_vec<float>(n + 1, rng), b = rand_vec<float>(n + 1, rng);
+    for (long start : {0L, 1L}) {
+        DevBuf<float> d_a(n + 1), d_b(n + 1);
+        d_a.set(a);
+        d_b.set(b);
+        accumulate_cuda(d_a.p + start, d_b.p + start, n, 0);
+        auto got = d_a.get();
+        for (long i = 0; i < n + 1; ++i) {
+            const bool in = i >= start && i < start + n;
+            ASSERT_EQ(got[i], in ? a[i] + b[i] : a[i]) << "accumulate start " << start << " at " << i;
+        }
+        DevBuf<bf16> d_h(n + 1);
+        cast_f32_to_bf16_cuda(d_h.p + start, d_b.p + start, n, 0);
+        auto h = d_h.get_raw();
+        for (long i = start; i < start + n; ++i)
+            ASSERT_EQ(to_f<bf16>(h[i]), to_f<bf16>(__float2bfloat16(b[i]))) << "cast start " << start << " at " << i;
     }
 }

@@ -11,4 +11,21 @@ void adamw_cuda(float* param, const float* grad, float* m, float* v, long n, flo
                 float beta2, float eps, float weight_decay, long t, float grad_scale,
                 cudaStream_t s);
 
+// One parameter range of a multi-range update: its own weight decay, the other hyperparameters
+// shared.
+struct AdamWRange {
+    float* param;
+    const float* grad;
+    float* m;
+    float* v;
+    long n;
+    float weight_decay;
+};
+constexpr int kAdamWMaxSegments = 48;  // ranges per launch (more: several launches)
+
+// adamw_cuda over every range (count of them), in one launch per kAdamWMaxSegments ranges:
+// the same result as one adamw_cuda call per range.
+void adamw_multi_cuda(const AdamWRange* ranges, int count, float lr, float beta1, float beta2,
+                      float eps, long t, float grad_scale, cudaStream_t s);
+
 }  // namespace tessera

@@ -1,5 +1,6 @@
-// Vocab-parallel fused softmax cross-entropy: block-per-row reductions over the shard, then one
-// pass that writes the loss and overwrites the logits with their gradient.
+// Vocab-parallel fused softmax cross-entropy: one online pass per row (max and sum of exponentials
+// together, 16-byte loads), then one pass that writes the loss and overwrites the logits with
+// their gradient.
 #include "engine/kernels/cuda/cross_entropy.cuh"
 
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -7,42 +8,95 @@
 
 namespace tessera {
 
-static constexpr int kCeBlock = 512;
+static constexpr int kCeBlock = 256;
+
+// exp for the softmax: the fast approximation in bf16 mode (its error is far below bf16's), the
+// accurate one in fp32 mode (the fp32 ops are held to 1e-5 of the CPU kernels).
+template <typename T>
+__device__ inline float ce_exp(float x) {
+    if constexpr (std::is_same_v<T, float>) return expf(x);
+    else return __expf(x);
+}
+
+// (m, s) <- the online-softmax merge of (m, s) and (m2, s2): max, and both sums rescaled to it.
+template <typename T>
+__device__ inline void ce_merge(float& m, float& s, float m2, float s2) {
+    const float mx = fmaxf(m, m2);
+    if (mx == -INFINITY) return;  // both empty
+    s = (m == -INFINITY ? 0.0f : s * ce_exp<T>(m - mx)) + (m2 == -INFINITY ? 0.0f : s2 * ce_exp<T>(m2 - mx));
+    m = mx;
+}
 
 // ---------------------------------------------------------------------------------------------
 // kernels
 
-// rowmax (N); logits (N, V). Block per row.
-template <typename T>
-static __global__ void ce_row_max_kernel(float* rowmax, const T* logits, int V, int ld) {
-    const T* x = logits + (long)blockIdx.x * ld;
-    float m = -INFINITY;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) m = fmaxf(m, to_float(x[i]));
-    m = block_max(m);
-    if (threadIdx.x == 0) rowmax[blockIdx.x] = m;
-}
-
-// sumexp, target_term, rowmax, targets (N); logits (N, V), columns [v0, v0 + V). Block per row.
-template <typename T>
-static __global__ void ce_row_sumexp_kernel(float* sumexp, float* target_term, const T* logits,
-                                            const float* rowmax, const int* targets, long v0,
-                                            int V, int ld) {
+// rowmax, sumexp, target_term, targets (N); logits (N, V) with row stride ld, columns
+// [v0, v0 + V). Block per row; VEC elements per load (VEC > 1: ld % VEC == 0, rows aligned).
+template <typename T, int VEC>
+static __global__ void ce_row_stats_kernel(float* rowmax, float* sumexp, float* target_term,
+                                           const T* logits, const int* targets, long v0, int V,
+                                           int ld) {
     const int n = blockIdx.x;
     const T* x = logits + (long)n * ld;
-    const float m = rowmax[n];
-    float sum = 0.0f;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) sum += expf(to_float(x[i]) - m);
-    sum = block_sum(sum);
-    if (threadIdx.x == 0) {
-        sumexp[n] = sum;
-        const long t = targets[n];
-        target_term[n] = (t >= v0 && t < v0 + V) ? expf(to_float(x[t - v0]) - m) : 0.0f;
+    float m = -INFINITY, s = 0.0f;
+    const int Vv = V / VEC * VEC;
+    for (int i = threadIdx.x * VEC; i < Vv; i += blockDim.x * VEC) {
+        Vec<T, VEC> v = load_vec<VEC>(x + i);
+        float f[VEC];
+        float lm = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            f[k] = to_float(v.v[k]);
+            lm = fmaxf(lm, f[k]);
+        }
+        if (lm > m) {
+            s = m == -INFINITY ? 0.0f : s * ce_exp<T>(m - lm);
+            m = lm;
+        }
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) s += ce_exp<T>(f[k] - m);
     }
+    for (int i = Vv + threadIdx.x; i < V; i += blockDim.x) {  // the tail (VEC > 1)
+        const float f = to_float(x[i]);
+        ce_merge<T>(m, s, f, 1.0f);
+    }
+    // block merge: warps by shuffles, then the warps' results through shared memory (fixed order)
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        ce_merge<T>(m, s, m2, s2);
+    }
+    __shared__ float shm[32], shs[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) {
+        shm[warp] = m;
+        shs[warp] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    m = shm[0];
+    s = shs[0];
+    for (int w = 1; w < (int)blockDim.x / 32; ++w) ce_merge<T>(m, s, shm[w], shs[w]);
+    rowmax[n] = m;
+    sumexp[n] = s;
+    const long t = targets[n];
+    target_term[n] = (t >= v0 && t < v0 + V) ? ce_exp<T>(to_float(x[t - v0]) - m) : 0.0f;
+}
+
+// rowmax, sumexp, target_term (N) become relative to gmax (N), the all-reduced row max.
+static __global__ void ce_rescale_kernel(float* rowmax, float* sumexp, float* target_term,
+                                         const float* gmax, int N) {
+    const int n = blockIdx.x * blockDim.x + threadIdx.x;
+    if (n >= N) return;
+    const float f = rowmax[n] == -INFINITY ? 0.0f : expf(rowmax[n] - gmax[n]);
+    sumexp[n] *= f;
+    target_term[n] *= f;
+    rowmax[n] = gmax[n];
 }
 
 // losses (N) or null; logits (N, V) -> dlogits in place; rowmax, sumexp, target_term, targets (N).
 // Block per row. Written as the CPU kernel: p = e * (1 / sum); d = p * dloss, minus dloss at t.
-template <typename T>
+template <typename T, int VEC>
 static __global__ void ce_loss_and_grad_kernel(float* losses, T* logits, const float* rowmax,
                                                const float* sumexp, const float* target_term,
                                                const int* targets, long v0, float dloss, int V,
@@ -54,12 +108,20 @@ static __global__ void ce_loss_and_grad_kernel(float* losses, T* logits, const f
     const float m = rowmax[n];
     const float inv = 1.0f / sumexp[n];
     if (threadIdx.x == 0 && losses) losses[n] = t >= 0 ? -logf(target_term[n] * inv) : 0.0f;
-    if (t < 0) {
-        for (int i = threadIdx.x; i < V; i += blockDim.x) x[i] = from_float<T>(0.0f);
-        return;
+    const float scale = t >= 0 ? inv * dloss : 0.0f;  // ignored rows: a zero gradient
+    const int Vv = V / VEC * VEC;
+    for (int i = threadIdx.x * VEC; i < Vv; i += blockDim.x * VEC) {
+        Vec<T, VEC> v = load_vec<VEC>(x + i);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            float d = ce_exp<T>(to_float(v.v[k]) - m) * scale;
+            if (v0 + i + k == t) d -= dloss;
+            v.v[k] = from_float<T>(d);
+        }
+        store_vec<VEC>(x + i, v);
     }
-    for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        float d = expf(to_float(x[i]) - m) * inv * dloss;
+    for (int i = Vv + threadIdx.x; i < V; i += blockDim.x) {
+        float d = ce_exp<T>(to_float(x[i]) - m) * scale;
         if (v0 + i == t) d -= dloss;
         x[i] = from_float<T>(d);
     }
@@ -76,30 +138,37 @@ static __global__ void ce_loss_only_kernel(float* losses, const float* sumexp,
 // ---------------------------------------------------------------------------------------------
 // launchers
 
-static int ce_block(int V) { return V >= kCeBlock ? kCeBlock : ((V + 31) / 32) * 32; }
-
+// 16-byte accesses when every row starts aligned (the GPU head's padded shard always does).
 template <typename T>
-void ce_row_max_cuda(float* rowmax, const T* logits, int N, int V, cudaStream_t s, int ld) {
-    if (ld == 0) ld = V;
-    TS_CUDA_REQUIRE(N >= 0 && V > 0, "ce_row_max_cuda: bad shape N=", N, " V=", V);
-    if (N == 0) return;
-    TS_CUDA_REQUIRE(rowmax && logits, "ce_row_max_cuda: null rowmax/logits");
-    ce_row_max_kernel<T><<<N, ce_block(V), 0, s>>>(rowmax, logits, V, ld);
-    CUDA_CHECK_LAUNCH("ce_row_max_kernel");
+static bool ce_vectorizable(const T* logits, int ld) {
+    return ld % vec16<T>() == 0 && aligned16(logits);
 }
 
 template <typename T>
-void ce_row_sumexp_cuda(float* sumexp, float* target_term, const T* logits, const float* rowmax,
-                        const int* targets, long v0, int N, int V, cudaStream_t s, int ld) {
+void ce_row_stats_cuda(float* rowmax, float* sumexp, float* target_term, const T* logits,
+                       const int* targets, long v0, int N, int V, cudaStream_t s, int ld) {
     if (ld == 0) ld = V;
-    TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0, "ce_row_sumexp_cuda: bad shape N=", N, " V=", V,
-                    " v0=", v0);
+    TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0 && ld >= V, "ce_row_stats_cuda: bad shape N=", N,
+                    " V=", V, " v0=", v0, " ld=", ld);
     if (N == 0) return;
-    TS_CUDA_REQUIRE(sumexp && target_term && logits && rowmax && targets,
-                    "ce_row_sumexp_cuda: null argument");
-    ce_row_sumexp_kernel<T><<<N, ce_block(V), 0, s>>>(sumexp, target_term, logits, rowmax, targets,
-                                                      v0, V, ld);
-    CUDA_CHECK_LAUNCH("ce_row_sumexp_kernel");
+    TS_CUDA_REQUIRE(rowmax && sumexp && target_term && logits && targets,
+                    "ce_row_stats_cuda: null argument");
+    if (ce_vectorizable(logits, ld))
+        ce_row_stats_kernel<T, vec16<T>()><<<N, kCeBlock, 0, s>>>(rowmax, sumexp, target_term,
+                                                                  logits, targets, v0, V, ld);
+    else
+        ce_row_stats_kernel<T, 1><<<N, kCeBlock, 0, s>>>(rowmax, sumexp, target_term, logits,
+                                                         targets, v0, V, ld);
+    CUDA_CHECK_LAUNCH("ce_row_stats_kernel");
+}
+
+void ce_rescale_cuda(float* rowmax, float* sumexp, float* target_term, const float* gmax, int N,
+                     cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0, "ce_rescale_cuda: bad N=", N);
+    if (N == 0) return;
+    TS_CUDA_REQUIRE(rowmax && sumexp && target_term && gmax, "ce_rescale_cuda: null argument");
+    ce_rescale_kernel<<<ceil_div(N, 256), 256, 0, s>>>(rowmax, sumexp, target_term, gmax, N);
+    CUDA_CHECK_LAUNCH("ce_rescale_kernel");
 }
 
 template <typename T>
@@ -107,13 +176,17 @@ void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const 
                            const float* target_term, const int* targets, long v0, float dloss,
                            int N, int V, cudaStream_t s, int ld) {
     if (ld == 0) ld = V;
-    TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0, "ce_loss_and_grad_cuda: bad shape N=", N, " V=", V,
-                    " v0=", v0);
+    TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0 && ld >= V, "ce_loss_and_grad_cuda: bad shape N=",
+                    N, " V=", V, " v0=", v0, " ld=", ld);
     if (N == 0) return;
     TS_CUDA_REQUIRE(logits && rowmax && sumexp && target_term && targets,
                     "ce_loss_and_grad_cuda: null argument");
-    ce_loss_and_grad_kernel<T><<<N, ce_block(V), 0, s>>>(losses, logits, rowmax, sumexp,
-                                                         target_term, targets, v0, dloss, V, ld);
+    if (ce_vectorizable(logits, ld))
+        ce_loss_and_grad_kernel<T, vec16<T>()><<<N, kCeBlock, 0, s>>>(
+            losses, logits, rowmax, sumexp, target_term, targets, v0, dloss, V, ld);
+    else
+        ce_loss_and_grad_kernel<T, 1><<<N, kCeBlock, 0, s>>>(losses, logits, rowmax, sumexp,
+                                                             target_term, targets, v0, dloss, V, ld);
     CUDA_CHECK_LAUNCH("ce_loss_and_grad_kernel");
 }
 
@@ -127,9 +200,8 @@ void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_t
 }
 
 #define TS_INSTANTIATE_CE(T)                                                                     \
-    template void ce_row_max_cuda<T>(float*, const T*, int, int, cudaStream_t, int);                   \
-    template void ce_row_sumexp_cuda<T>(float*, float*, const T*, const float*, const int*, long,  \
-                                        int, int, cudaStream_t, int);                             \
+    template void ce_row_stats_cuda<T>(float*, float*, float*, const T*, const int*, long, int,   \
+                                       int, cudaStream_t, int);                                   \
     template void ce_loss_and_grad_cuda<T>(float*, T*, const float*, const float*, const float*,   \
                                            const int*, long, float, int, int, cudaStream_t, int);
 TS_INSTANTIATE_CE(float)

@@ -1,7 +1,7 @@
-// Softmax + cross-entropy over a vocab-parallel shard of the logits, on the GPU, in three launches
-// so tensor parallelism can all-reduce between them:
-//   ce_row_max_cuda      -> all-reduce(max) rowmax
-//   ce_row_sumexp_cuda   -> all-reduce(sum) sumexp and target_term
+// Softmax + cross-entropy over a vocab-parallel shard of the logits, on the GPU:
+//   ce_row_stats_cuda    one online pass: the shard's row max, sum of exponentials, target term
+//   (tensor parallel only: all-reduce(max) a copy of rowmax, ce_rescale_cuda, all-reduce(sum)
+//    sumexp and target_term)
 //   ce_loss_and_grad_cuda (training: logits become dlogits in place) or ce_loss_only_cuda (eval).
 // With one shard (v0 = 0, V = full vocab) this is engine/kernels/cpu/cross_entropy.h's
 // forward + backward. logits (N, V) are this rank's columns [v0, v0 + V) of the vocabulary.
@@ -11,16 +11,18 @@
 
 namespace tessera {
 
-// rowmax (N) = max over this shard of logits (N, V).
+// rowmax (N) = max over this shard of logits (N, V); sumexp (N) = sum over the shard of
+// exp(logit - rowmax); target_term (N) = exp(logit[t] - rowmax) when t = targets[n] is in
+// [v0, v0 + V), else 0 (targets < 0 are ignored). One pass over the logits.
 template <typename T>
-void ce_row_max_cuda(float* rowmax, const T* logits, int N, int V, cudaStream_t s, int ld = 0);
+void ce_row_stats_cuda(float* rowmax, float* sumexp, float* target_term, const T* logits,
+                       const int* targets, long v0, int N, int V, cudaStream_t s, int ld = 0);
 
-// sumexp (N) = sum over the shard of exp(logit - rowmax); target_term (N) = exp(logit[t] - rowmax)
-// when t = targets[n] is in [v0, v0 + V), else 0 (targets < 0 are ignored). rowmax is the global
-// (all-reduced) row max.
-template <typename T>
-void ce_row_sumexp_cuda(float* sumexp, float* target_term, const T* logits, const float* rowmax,
-                        const int* targets, long v0, int N, int V, cudaStream_t s, int ld = 0);
+// Tensor parallel: gmax (N) is the all-reduced maximum of every shard's rowmax. Rescales this
+// shard's sumexp and target_term to it (times exp(rowmax - gmax)) and sets rowmax = gmax; the
+// two sums are then all-reduced.
+void ce_rescale_cuda(float* rowmax, float* sumexp, float* target_term, const float* gmax, int N,
+                     cudaStream_t s);
 
 // losses (N) = -log(target_term / sumexp), 0 for ignored rows (losses may be null); logits (N, V)
 // are overwritten in place with dlogits = (softmax - onehot(target)) * dloss, 0 for ignored rows.

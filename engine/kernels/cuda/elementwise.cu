@@ -1,4 +1,5 @@
-// Elementwise kernels (grid-stride loops) and the two-pass deterministic sum of squares.
+// Elementwise kernels (grid-stride loops, 16-byte accesses where aligned) and the two-pass
+// deterministic sum of squares.
 #include "engine/kernels/cuda/elementwise.cuh"
 
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -16,9 +17,19 @@ static constexpr int kSsqBlocks = 1024;  // partial sums of sum_squares (fixed: 
 // ---------------------------------------------------------------------------------------------
 // kernels
 
-// dst, src are (n).
+// dst, src are (n); VEC elements per access (VEC > 1: both 16-byte aligned), then the tail.
+template <int VEC>
 static __global__ void accumulate_kernel(float* dst, const float* src, long n) {
-    TS_GRID_STRIDE(i, n) dst[i] += src[i];
+    const long nv = n / VEC;
+    TS_GRID_STRIDE(j, nv) {
+        Vec<float, VEC> a = load_vec<VEC>(dst + j * VEC), b = load_vec<VEC>(src + j * VEC);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) a.v[k] += b.v[k];
+        store_vec<VEC>(dst + j * VEC, a);
+    }
+    for (long i = nv * VEC + blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        dst[i] += src[i];
 }
 
 // x is (n).
@@ -31,20 +42,39 @@ static __global__ void fill_kernel(float* x, float value, long n) {
     TS_GRID_STRIDE(i, n) x[i] = value;
 }
 
-// dst, src are (n).
-template <typename TO, typename TI>
+// dst, src are (n); VEC elements per access (VEC > 1: both aligned to VEC elements), then the tail.
+template <typename TO, typename TI, int VEC>
 static __global__ void cast_kernel(TO* dst, const TI* src, long n) {
-    TS_GRID_STRIDE(i, n) dst[i] = from_float<TO>(to_float(src[i]));
+    const long nv = n / VEC;
+    TS_GRID_STRIDE(j, nv) {
+        Vec<TI, VEC> a = load_vec<VEC>(src + j * VEC);
+        Vec<TO, VEC> b;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) b.v[k] = from_float<TO>(to_float(a.v[k]));
+        store_vec<VEC>(dst + j * VEC, b);
+    }
+    for (long i = nv * VEC + blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x)
+        dst[i] = from_float<TO>(to_float(src[i]));
 }
 
-// y, res are (N, C) (res may be null); bias is (C) or null.
-template <typename T>
+// y, res are (N, C) (res may be null); bias is (C) or null. VEC elements per access (VEC > 1:
+// C % VEC == 0 and every pointer 16-byte aligned).
+template <typename T, int VEC>
 static __global__ void add_bias_residual_kernel(T* y, const T* bias, const T* res, long N, int C) {
-    TS_GRID_STRIDE(i, N * C) {
-        float x = to_float(y[i]);
-        if (bias) x = to_float(bias[i % C]) + x;
-        if (res) x = x + to_float(res[i]);
-        y[i] = from_float<T>(x);
+    TS_GRID_STRIDE(j, N * C / VEC) {
+        const long i = j * VEC;
+        Vec<T, VEC> a = load_vec<VEC>(y + i), b, r;
+        if (bias) b = load_vec<VEC>(bias + i % C);
+        if (res) r = load_vec<VEC>(res + i);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            float x = to_float(a.v[k]);
+            if (bias) x = to_float(b.v[k]) + x;
+            if (res) x = x + to_float(r.v[k]);
+            a.v[k] = from_float<T>(x);
+        }
+        store_vec<VEC>(y + i, a);
     }
 }
 
@@ -65,11 +95,17 @@ static __global__ void sum_squares_partial_kernel(double* partial, const float* 
     }
 }
 
-// *out += sum of partial (count), in order; one thread.
+// *out += sum of partial (count); one block of kEwBlock threads, a fixed order (deterministic).
 static __global__ void sum_squares_final_kernel(double* out, const double* partial, int count) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    __shared__ double sh[kEwBlock / 32];
     double s = 0.0;
-    for (int b = 0; b < count; ++b) s += partial[b];
+    for (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];
+    s = warp_sum_double(s);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    s = 0.0;
+    for (int w = 0; w < kEwBlock / 32; ++w) s += sh[w];
     *out += s;
 }
 
@@ -83,7 +119,10 @@ static __global__ void sum_squares_final_kernel(double* out, const double* parti
 
 void accumulate_cuda(float* dst, const float* src, long n, cudaStream_t s) {
     TS_EW_REQUIRE("accumulate_cuda", n, dst && src);
-    accumulate_kernel<<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    if (aligned16(dst) && aligned16(src))
+        accumulate_kernel<4><<<grid_for(n / 4 + 1, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    else
+        accumulate_kernel<1><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
     CUDA_CHECK_LAUNCH("accumulate_kernel");
 }
 
@@ -101,14 +140,17 @@ void fill_cuda(float* x, float value, long n, cudaStream_t s) {
 
 void cast_f32_to_bf16_cuda(bf16* dst, const float* src, long n, cudaStream_t s) {
     TS_EW_REQUIRE("cast_f32_to_bf16_cuda", n, dst && src);
-    cast_kernel<bf16, float><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    if (aligned16(src) && ((uintptr_t)dst % 8) == 0)  // 4 floats in, 4 bf16 (8 bytes) out
+        cast_kernel<bf16, float, 4><<<grid_for(n / 4 + 1, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    else
+        cast_kernel<bf16, float, 1><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
     CUDA_CHECK_LAUNCH("cast_kernel");
 }
 
 template <typename T>
 void cast_to_f32_cuda(float* dst, const T* src, long n, cudaStream_t s) {
     TS_EW_REQUIRE("cast_to_f32_cuda", n, dst && src);
-    cast_kernel<float, T><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
+    cast_kernel<float, T, 1><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
     CUDA_CHECK_LAUNCH("cast_kernel");
 }
 
@@ -117,8 +159,13 @@ void add_bias_residual_cuda(T* y, const T* bias, const T* res, int N, int C, cud
     TS_CUDA_REQUIRE(N >= 0 && C > 0, "add_bias_residual_cuda: bad shape N=", N, " C=", C);
     if (N == 0) return;
     TS_CUDA_REQUIRE(y, "add_bias_residual_cuda: null y");
-    add_bias_residual_kernel<T><<<grid_for((long)N * C, kEwBlock), kEwBlock, 0, s>>>(y, bias, res,
-                                                                                   N, C);
+    constexpr int V = vec16<T>();
+    if (C % V == 0 && aligned16(y) && aligned16(bias) && aligned16(res))
+        add_bias_residual_kernel<T, V><<<grid_for((long)N * C / V, kEwBlock), kEwBlock, 0, s>>>(
+            y, bias, res, N, C);
+    else
+        add_bias_residual_kernel<T, 1><<<grid_for((long)N * C, kEwBlock), kEwBlock, 0, s>>>(
+            y, bias, res, N, C);
     CUDA_CHECK_LAUNCH("add_bias_residual_kernel");
 }
 
@@ -129,7 +176,7 @@ void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s) {
         cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
     sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n);
     CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
-    sum_squares_final_kernel<<<1, 32, 0, s>>>(out, partial, blocks);
+    sum_squares_final_kernel<<<1, kEwBlock, 0, s>>>(out, partial, blocks);
     CUDA_CHECK_LAUNCH("sum_squares_final_kernel");
 }
 
@@ -140,7 +187,7 @@ void sum_cuda(double* out, const float* x, long n, cudaStream_t s) {
         cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
     sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n, false);
     CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
-    sum_squares_final_kernel<<<1, 32, 0, s>>>(out, partial, blocks);
+    sum_squares_final_kernel<<<1, kEwBlock, 0, s>>>(out, partial, blocks);
     CUDA_CHECK_LAUNCH("sum_squares_final_kernel");
 }
 

@@ -1,4 +1,5 @@
-// GELU (tanh approximation) forward and backward: grid-stride elementwise kernels.
+// GELU (tanh approximation) forward and backward: grid-stride elementwise kernels with 16-byte
+// accesses when every pointer is aligned (a scalar loop finishes the tail).
 #include "engine/kernels/cuda/gelu.cuh"
 
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -7,18 +8,31 @@
 namespace tessera {
 
 // out, inp are (n).
-template <typename T>
+template <typename T, int VEC>
 static __global__ void gelu_forward_kernel(T* out, const T* inp, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
-         i += (long)gridDim.x * blockDim.x)
+    const long nv = n / VEC;
+    for (long j = blockIdx.x * (long)blockDim.x + threadIdx.x; j < nv; j += (long)gridDim.x * blockDim.x) {
+        Vec<T, VEC> x = load_vec<VEC>(inp + j * VEC);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) x.v[k] = from_float<T>(gelu_tanh(to_float(x.v[k])));
+        store_vec<VEC>(out + j * VEC, x);
+    }
+    for (long i = nv * VEC + blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
         out[i] = from_float<T>(gelu_tanh(to_float(inp[i])));
 }
 
-// dinp, inp, dout are (n); dinp = gelu'(inp) * dout.
-template <typename T>
+// dinp, inp, dout are (n); dinp = gelu'(inp) * dout (dinp may be dout).
+template <typename T, int VEC>
 static __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, long n) {
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
-         i += (long)gridDim.x * blockDim.x)
+    const long nv = n / VEC;
+    for (long j = blockIdx.x * (long)blockDim.x + threadIdx.x; j < nv; j += (long)gridDim.x * blockDim.x) {
+        Vec<T, VEC> x = load_vec<VEC>(inp + j * VEC), d = load_vec<VEC>(dout + j * VEC);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k)
+            d.v[k] = from_float<T>(gelu_tanh_grad(to_float(x.v[k])) * to_float(d.v[k]));
+        store_vec<VEC>(dinp + j * VEC, d);
+    }
+    for (long i = nv * VEC + blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
         dinp[i] = from_float<T>(gelu_tanh_grad(to_float(inp[i])) * to_float(dout[i]));
 }
 
@@ -27,7 +41,11 @@ void gelu_forward_cuda(T* out, const T* inp, long n, cudaStream_t s) {
     TS_CUDA_REQUIRE(n >= 0, "gelu_forward_cuda: negative n=", n);
     if (n == 0) return;
     TS_CUDA_REQUIRE(out && inp, "gelu_forward_cuda: null out/inp");
-    gelu_forward_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(out, inp, n);
+    constexpr int V = vec16<T>();
+    if (aligned16(out) && aligned16(inp))
+        gelu_forward_kernel<T, V><<<grid_for(n / V + 1, 256), 256, 0, s>>>(out, inp, n);
+    else
+        gelu_forward_kernel<T, 1><<<grid_for(n, 256), 256, 0, s>>>(out, inp, n);
     CUDA_CHECK_LAUNCH("gelu_forward_kernel");
 }
 
@@ -36,7 +54,11 @@ void gelu_backward_cuda(T* dinp, const T* inp, const T* dout, long n, cudaStream
     TS_CUDA_REQUIRE(n >= 0, "gelu_backward_cuda: negative n=", n);
     if (n == 0) return;
     TS_CUDA_REQUIRE(dinp && inp && dout, "gelu_backward_cuda: null dinp/inp/dout");
-    gelu_backward_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(dinp, inp, dout, n);
+    constexpr int V = vec16<T>();
+    if (aligned16(dinp) && aligned16(inp) && aligned16(dout))
+        gelu_backward_kernel<T, V><<<grid_for(n / V + 1, 256), 256, 0, s>>>(dinp, inp, dout, n);
+    else
+        gelu_backward_kernel<T, 1><<<grid_for(n, 256), 256, 0, s>>>(dinp, inp, dout, n);
     CUDA_CHECK_LAUNCH("gelu_backward_kernel");
 }
 

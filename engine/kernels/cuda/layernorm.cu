@@ -105,46 +105,72 @@ static __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, co
 }
 
 // dout, inp are (N, C); mean, rstd are (N); partial is (chunks, 2, C): [c, 0, i] = sum of
-// norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block (32, 8), fixed order.
-template <typename T>
+// norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block of 8 warps over VEC * 32
+// columns: each lane sums VEC adjacent columns (16-byte loads when VEC > 1), warp w the chunk's
+// rows w, w + 8, ...; the warps' sums are added in warp order (fixed: deterministic).
+template <typename T, int VEC>
 static __global__ void layernorm_dparams_partial_kernel(float* partial, const T* dout, const T* inp,
                                                         const float* mean, const float* rstd, int N,
                                                         int C, int rows_per_chunk) {
-    __shared__ float sw[8][33], sb[8][33];
-    const int i = blockIdx.x * 32 + threadIdx.x;
+    __shared__ float sw[8][32 * VEC + 1], sb[8][32 * VEC + 1];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int i0 = (blockIdx.x * 32 + lane) * VEC;
     const int r0 = blockIdx.y * rows_per_chunk;
     const int r1 = min(N, r0 + rows_per_chunk);
-    float aw = 0.0f, ab = 0.0f;
-    if (i < C)
-        for (int n = r0 + threadIdx.y; n < r1; n += 8) {
-            float g = to_float(dout[(long)n * C + i]);
-            float norm = (to_float(inp[(long)n * C + i]) - mean[n]) * rstd[n];
-            aw += norm * g;
-            ab += g;
+    float aw[VEC] = {}, ab[VEC] = {};
+    if (i0 < C)
+        for (int n = r0 + warp; n < r1; n += 8) {
+            const Vec<T, VEC> g = load_vec<VEC>(dout + (long)n * C + i0);
+            const Vec<T, VEC> x = load_vec<VEC>(inp + (long)n * C + i0);
+            const float m = mean[n], r = rstd[n];
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float gf = to_float(g.v[k]);
+                aw[k] += (to_float(x.v[k]) - m) * r * gf;
+                ab[k] += gf;
+            }
         }
-    sw[threadIdx.y][threadIdx.x] = aw;
-    sb[threadIdx.y][threadIdx.x] = ab;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+        sw[warp][lane * VEC + k] = aw[k];
+        sb[warp][lane * VEC + k] = ab[k];
+    }
     __syncthreads();
-    if (threadIdx.y == 0 && i < C) {
+    for (int c = threadIdx.x; c < 32 * VEC; c += blockDim.x) {
+        const int i = blockIdx.x * 32 * VEC + c;
+        if (i >= C) continue;
         float w = 0.0f, bsum = 0.0f;
         for (int k = 0; k < 8; ++k) {
-            w += sw[k][threadIdx.x];
-            bsum += sb[k][threadIdx.x];
+            w += sw[k][c];
+            bsum += sb[k][c];
         }
         partial[((long)blockIdx.y * 2) * C + i] = w;
         partial[((long)blockIdx.y * 2 + 1) * C + i] = bsum;
     }
 }
 
-// dweight, dbias (C) += the chunk partials (chunks, 2, C), summed in chunk order.
+// dweight, dbias (C) += the chunk partials (chunks, 2, C), summed in a fixed order. Block of 8
+// warps over 32 columns: warp w sums chunks w, w + 8, ...; then the warps' sums in warp order.
 static __global__ void layernorm_dparams_final_kernel(float* dweight, float* dbias,
                                                       const float* partial, int chunks, int C) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= C) return;
+    __shared__ float sw[8][33], sb[8][33];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int i = blockIdx.x * 32 + lane;
     float w = 0.0f, b = 0.0f;
-    for (int c = 0; c < chunks; ++c) {
-        w += partial[((long)c * 2) * C + i];
-        b += partial[((long)c * 2 + 1) * C + i];
+    if (i < C)
+        for (int c = warp; c < chunks; c += 8) {
+            w += partial[((long)c * 2) * C + i];
+            b += partial[((long)c * 2 + 1) * C + i];
+        }
+    sw[warp][lane] = w;
+    sb[warp][lane] = b;
+    __syncthreads();
+    if (warp != 0 || i >= C) return;
+    w = 0.0f;
+    b = 0.0f;
+    for (int k = 0; k < 8; ++k) {
+        w += sw[k][lane];
+        b += sb[k][lane];
     }
     if (dweight) dweight[i] += w;
     if (dbias) dbias[i] += b;
@@ -209,16 +235,23 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
         CUDA_CHECK_LAUNCH("layernorm_backward_dinp_kernel");
     }
     if (dweight || dbias) {
-        const int rows_per_chunk = std::max(64, ceil_div(N, 65535));
+        const int rows_per_chunk = std::max(256, ceil_div(N, 65535));
         const int chunks = ceil_div(N, rows_per_chunk);
         float* partial = static_cast<float*>(cuda_scratch(
             ScratchSlot::layernorm_dparams, sizeof(float) * 2 * (size_t)chunks * C));
-        dim3 grid(ceil_div(C, 32), chunks), block(32, 8);
-        layernorm_dparams_partial_kernel<T><<<grid, block, 0, s>>>(partial, dout, inp, mean, rstd,
-                                                                   N, C, rows_per_chunk);
+        constexpr int V = vec16<T>();
+        if (C % V == 0 && aligned16(dout) && aligned16(inp)) {
+            dim3 grid(ceil_div(C, 32 * V), chunks);
+            layernorm_dparams_partial_kernel<T, V><<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd,
+                                                                        N, C, rows_per_chunk);
+        } else {
+            dim3 grid(ceil_div(C, 32), chunks);
+            layernorm_dparams_partial_kernel<T, 1><<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd,
+                                                                        N, C, rows_per_chunk);
+        }
         CUDA_CHECK_LAUNCH("layernorm_dparams_partial_kernel");
-        layernorm_dparams_final_kernel<<<ceil_div(C, 256), 256, 0, s>>>(dweight, dbias, partial,
-                                                                         chunks, C);
+        layernorm_dparams_final_kernel<<<ceil_div(C, 32), 256, 0, s>>>(dweight, dbias, partial,
+                                                                        chunks, C);
         CUDA_CHECK_LAUNCH("layernorm_dparams_final_kernel");
     }
 }

@@ -35,34 +35,52 @@ static __global__ void bias_gelu_kernel(T* out, T* pre, const T* bias, long N, i
 }
 
 // dout is (N, OC); partial is (chunks, OC): partial[c, o] = sum of dout[n, o] over the rows n of
-// chunk c. Block (32, 8): x walks 32 columns, y strides the chunk's rows; fixed order.
-template <typename T>
+// chunk c. Block of 8 warps over VEC * 32 columns: each lane sums VEC adjacent columns (one
+// 16-byte load per row when VEC > 1), warp w the chunk's rows w, w + 8, ...; the warps' sums are
+// added in warp order (fixed: deterministic).
+template <typename T, int VEC>
 static __global__ void column_sum_partial_kernel(float* partial, const T* dout, int N, int OC,
                                                  int rows_per_chunk) {
-    __shared__ float sh[8][33];
-    const int o = blockIdx.x * 32 + threadIdx.x;
+    __shared__ float sh[8][32 * VEC + 1];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int o = (blockIdx.x * 32 + lane) * VEC;
     const int r0 = blockIdx.y * rows_per_chunk;
     const int r1 = min(N, r0 + rows_per_chunk);
-    float acc = 0.0f;
+    float acc[VEC] = {};
     if (o < OC)
-        for (int n = r0 + threadIdx.y; n < r1; n += 8) acc += to_float(dout[(long)n * OC + o]);
-    sh[threadIdx.y][threadIdx.x] = acc;
+        for (int n = r0 + warp; n < r1; n += 8) {
+            Vec<T, VEC> v = load_vec<VEC>(dout + (long)n * OC + o);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) acc[k] += to_float(v.v[k]);
+        }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) sh[warp][lane * VEC + k] = acc[k];
     __syncthreads();
-    if (threadIdx.y == 0 && o < OC) {
+    for (int c = threadIdx.x; c < 32 * VEC; c += blockDim.x) {
+        const int oc = blockIdx.x * 32 * VEC + c;
+        if (oc >= OC) continue;
         float s = 0.0f;
-        for (int k = 0; k < 8; ++k) s += sh[k][threadIdx.x];
-        partial[(long)blockIdx.y * OC + o] = s;
+        for (int w = 0; w < 8; ++w) s += sh[w][c];
+        partial[(long)blockIdx.y * OC + oc] = s;
     }
 }
 
-// dbias (OC) += sum over chunks of partial (chunks, OC), in chunk order.
+// dbias (OC) += sum over chunks of partial (chunks, OC), in chunk order. Block of 8 warps over
+// 32 columns: warp w sums chunks w, w + 8, ...; then the warps' sums in warp order.
 static __global__ void column_sum_final_kernel(float* dbias, const float* partial, int chunks,
                                                int OC) {
-    const int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= OC) return;
+    __shared__ float sh[8][33];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int o = blockIdx.x * 32 + lane;
     float s = 0.0f;
-    for (int c = 0; c < chunks; ++c) s += partial[(long)c * OC + o];
-    dbias[o] += s;
+    if (o < OC)
+        for (int c = warp; c < chunks; c += 8) s += partial[(long)c * OC + o];
+    sh[warp][lane] = s;
+    __syncthreads();
+    if (warp != 0 || o >= OC) return;
+    float t = 0.0f;
+    for (int w = 0; w < 8; ++w) t += sh[w][lane];
+    dbias[o] += t;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,14 +294,20 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
                         " C=", C, " OC=", OC);
     }
     if (dbias) {
-        int rows_per_chunk = std::max(128, ceil_div(N, 65535));
-        int chunks = ceil_div(N, rows_per_chunk);
+        const int rows_per_chunk = std::max(256, ceil_div(N, 65535));
+        const int chunks = ceil_div(N, rows_per_chunk);
         float* partial = static_cast<float*>(
             cuda_scratch(ScratchSlot::matmul_dbias, sizeof(float) * (size_t)chunks * OC));
-        dim3 grid(ceil_div(OC, 32), chunks), block(32, 8);
-        column_sum_partial_kernel<T><<<grid, block, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
+        constexpr int V = 16 / sizeof(T);
+        if (OC % V == 0 && ptr_align(dout) >= 16) {
+            dim3 grid(ceil_div(OC, 32 * V), chunks);
+            column_sum_partial_kernel<T, V><<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
+        } else {
+            dim3 grid(ceil_div(OC, 32), chunks);
+            column_sum_partial_kernel<T, 1><<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
+        }
         CUDA_CHECK_LAUNCH("column_sum_partial_kernel");
-        column_sum_final_kernel<<<ceil_div(OC, 256), 256, 0, s>>>(dbias, partial, chunks, OC);
+        column_sum_final_kernel<<<ceil_div(OC, 32), 256, 0, s>>>(dbias, partial, chunks, OC);
         CUDA_CHECK_LAUNCH("column_sum_final_kernel");
     }
 }
