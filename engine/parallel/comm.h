@@ -49,6 +49,15 @@ public:
     virtual void barrier() = 0;
     virtual int64_t sequence() const = 0;  // collectives issued so far
 
+    // A sum all-reduce that runs in the background: null where the backend has none (the caller
+    // then reduces on its comm thread). NCCL: ordered after the work queued so far on the
+    // compute stream, on the communicator's own stream, with no host wait; wait() makes the
+    // compute stream wait for it. data must stay untouched until then.
+    virtual std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n) {
+        (void)data, (void)n;
+        return nullptr;
+    }
+
     // Typed variants for activations in other dtypes (bf16 on GPUs). The defaults serve f32;
     // backends that move other dtypes (NCCL) override them.
     virtual void all_reduce(void* data, int64_t n, DType t, ReduceOp op = ReduceOp::sum) {
@@ -101,5 +110,10 @@ ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
 #endif
 
 ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, const CommOptions& o);
+
+// TESSERA_COMM_TRACE set: the GPU communicators print each blocking collective's start and
+// duration, and the rank loop its step milestones, on one clock (trace_ms: host steady clock).
+bool comm_trace();
+double trace_ms();
 
 }  // namespace tessera

@@ -5,7 +5,11 @@
 // on the compute stream, and the compute stream then waits for the operation — the host does not
 // block (host buffers are staged through the device and synchronised). The DP group used by the
 // gradient thread (dp_async) blocks its caller until the operation completed: that thread already
-// waited for the gradients, and the compute stream must not stall behind a reduction.
+// waited for the gradients, and the compute stream must not stall behind a reduction. DP's
+// gradient all-reduces skip that thread: iall_reduce queues them on the communicator's stream
+// behind the layer's backward, and the compute stream waits for them only when the gradients
+// are finished (host threads that wait for events and launch NCCL kernels starve behind the main
+// thread's launches: the reductions then ran only after the whole backward).
 //
 // Pipeline sends and receives use two NCCL communicators per pp group, one per direction
 // (activations forward, gradients backward; the direction is bit 24 of the tag), so two stages
@@ -18,6 +22,8 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -91,9 +97,13 @@ public:
                      bool blocking, std::chrono::milliseconds timeout, std::string who)
         : comms_(std::move(comms)), name_(std::move(name)), rank_(rank), size_(size),
           blocking_(blocking), timeout_(timeout), who_(std::move(who)) {
+        // communication streams at the device's highest priority: a reduction's blocks are
+        // scheduled ahead of queued compute blocks instead of waiting behind a whole GEMM
+        int least = 0, greatest = 0;
+        CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
         for (size_t i = 0; i < comms_.size(); ++i) {
             cudaStream_t s;
-            CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+            CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
             streams_.push_back(s);
         }
         CUDA_CHECK(cudaMalloc(&stage_, stage_bytes_));
@@ -108,6 +118,20 @@ public:
     int size() const override { return size_; }
     const std::string& name() const override { return name_; }
     int64_t sequence() const override { return seq_; }
+
+    std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n) override {
+        TS_CHECK(!is_host_pointer(data), name_, ": background reductions need GPU buffers");
+        ++seq_;
+        last_op_ = "all_reduce";
+        cudaStream_t s = streams_[0];
+        Event ready;
+        CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
+        CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
+        NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comms_[0], s));
+        auto done = std::make_shared<Event>();
+        CUDA_CHECK(cudaEventRecord(done->e, s));
+        return std::make_unique<NcclRequest>(std::move(done));
+    }
 
     void all_reduce(float* data, int64_t n, ReduceOp op) override {
         all_reduce(static_cast<void*>(data), n, DType::f32, op);
@@ -200,9 +224,13 @@ private:
             wait_stream(s, what);
             return;
         }
+        const double t0 = comm_trace() ? trace_ms() : 0;
         op(in, out, s);
         if (blocking_) {
             wait_stream(s, what);
+            if (comm_trace())
+                std::fprintf(stderr, "[comm] %s %s #%lld %lld bytes at %.3f ms took %.3f ms\n", who_.c_str(),
+                             what, (long long)seq_, (long long)in_bytes, t0, trace_ms() - t0);
         } else {
             Event done;
             CUDA_CHECK(cudaEventRecord(done.e, s));

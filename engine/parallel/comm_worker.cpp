@@ -1,6 +1,20 @@
 #include "engine/parallel/comm_worker.h"
 
+#include <chrono>
+#include <cstdlib>
+
+#include "engine/parallel/comm.h"
+
 namespace tessera {
+
+bool comm_trace() {
+    static const bool on = std::getenv("TESSERA_COMM_TRACE") != nullptr;
+    return on;
+}
+
+double trace_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 CommWorker::CommWorker() : thread_([this] { run(); }) {}
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/core/tensor.h"
 #include "engine/kernels/cpu/adamw.h"
@@ -29,6 +30,24 @@ public:
     virtual double sum(const float* x, int64_t n) = 0;                    // synchronous
     virtual void adamw(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h,
                        float grad_scale) = 0;
+    // AdamW over many ranges, each with its own weight decay (h.weight_decay is ignored): one
+    // adamw() per range, or (CUDA) one launch for all of them.
+    struct AdamWRange {
+        float* p;
+        const float* g;
+        float* m;
+        float* v;
+        int64_t n;
+        float weight_decay;
+    };
+    virtual void adamw_ranges(const std::vector<AdamWRange>& ranges, const AdamWHyper& h,
+                              float grad_scale) {
+        for (const AdamWRange& r : ranges) {
+            AdamWHyper hr = h;
+            hr.weight_decay = r.weight_decay;
+            adamw(r.p, r.g, r.m, r.v, r.n, hr, grad_scale);
+        }
+    }
     // A marker of the work queued so far on the compute stream; wait() blocks the calling host
     // thread until that work is done (the comm thread calls it before reading buffers).
     virtual std::shared_ptr<void> record() { return nullptr; }

@@ -228,6 +228,10 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
             if (last_micro && dp_) {
                 float* g = u.grad_full.f32();
                 int64_t n = u.len;
+                if (auto req = dp_->iall_reduce(g, n)) {
+                    reducing_.push_back(std::move(req));
+                    continue;
+                }
                 Communicator* dp = dp_;
                 DeviceOps* ops = ops_;
                 auto ready = ops->record();
@@ -264,6 +268,8 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
 void ParamStore::flush_accumulates() {
     worker_->drain();
     in_flight_.clear();
+    for (auto& r : reducing_) r->wait();
+    reducing_.clear();
 }
 
 void ParamStore::zero_grads() {
@@ -281,7 +287,8 @@ double ParamStore::finish_gradients(Communicator* embedding) {
         if (o_.stage < 2) embedding->all_reduce(u->grad_full.f32(), u->len);
         else embedding->all_reduce(u->grad_shard.f32(), u->S);
     }
-    ops_->sum_squares_begin();
+    // the ranges this rank owns, adjacent ones merged: a unit's gradients lie back to back
+    std::vector<std::pair<const float*, int64_t>> ranges;
     for (auto& up : units_) {
         Unit& u = *up;
         if (u.tied_copy) continue;
@@ -292,9 +299,14 @@ double ParamStore::finish_gradients(Communicator* embedding) {
             int64_t hi = std::min(u.offset[k] + es[u.params[k]].numel, u.shard_end);
             if (lo >= hi) continue;
             const float* g = o_.stage < 2 ? u.grad_full.f32() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
-            ops_->sum_squares_add(g, hi - lo);
+            if (!ranges.empty() && ranges.back().first + ranges.back().second == g)
+                ranges.back().second += hi - lo;
+            else
+                ranges.push_back({g, hi - lo});
         }
     }
+    ops_->sum_squares_begin();
+    for (const auto& [g, n] : ranges) ops_->sum_squares_add(g, n);
     return ops_->sum_squares_end();
 }
 
@@ -303,6 +315,12 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
     const float scale = clip_scale(oc.grad_clip, grad_norm);
     ++t_;
     ++version_;
+    const AdamWHyper h{static_cast<float>(lr), static_cast<float>(oc.beta1),
+                       static_cast<float>(oc.beta2), static_cast<float>(oc.eps), 0.0f, t_};
+    // ZeRO-1/2 all-gather each unit's slice as soon as it is updated; otherwise every range
+    // goes to the device in one batch
+    const bool gather = (o_.stage == 1 || o_.stage == 2) && dp_;
+    std::vector<DeviceOps::AdamWRange> ranges;
     for (auto& up : units_) {
         Unit& u = *up;
         const auto& es = u.layer->table().entries();
@@ -316,12 +334,12 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
             const float* g = o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin)
                                            : u.grad_full.f32() + lo;
             int64_t mo = o_.stage >= 1 ? lo - u.shard_begin : lo;
-            AdamWHyper h{static_cast<float>(lr), static_cast<float>(oc.beta1),
-                         static_cast<float>(oc.beta2), static_cast<float>(oc.eps),
-                         info.decay ? static_cast<float>(oc.weight_decay) : 0.0f, t_};
-            ops_->adamw(p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo, h, scale);
+            ranges.push_back({p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo,
+                              info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});
         }
-        if ((o_.stage == 1 || o_.stage == 2) && dp_) {
+        if (gather) {
+            ops_->adamw_ranges(ranges, h, scale);
+            ranges.clear();
             // every DP rank updated its slice: all-gather the full parameters
             auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm, DType::f32, dev_));
             if (u.shard_end > u.shard_begin)
@@ -337,6 +355,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
             });
         }
     }
+    ops_->adamw_ranges(ranges, h, scale);
     worker_->drain();
 }
 

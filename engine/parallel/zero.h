@@ -87,6 +87,7 @@ private:
     void bind(GptLayer* layer);
     void flush_accumulates();
     std::deque<std::shared_future<void>> in_flight_;  // ZeRO-2/3 reduce-scatters
+    std::vector<std::unique_ptr<CommRequest>> reducing_;  // background all-reduces (GPU DP)
     std::vector<std::unique_ptr<Unit>> units_;
     std::vector<GptLayer*> layers_;
     ZeroOptions o_;

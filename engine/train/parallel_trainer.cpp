@@ -369,6 +369,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         for (auto& s : sends_) s.first->wait();
         sends_.clear();
         loss_sum_ = ops_->sum_end();  // synchronises the step's work
+        const double tr_bwd = comm_trace() ? trace_ms() : 0;
         double o0 = now_s();
         spans_flush(step);
         // one all-reduce carries the squared gradient norm, the loss and the stop votes: every
@@ -377,11 +378,16 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                         train_stop_requested() ? 1.0f : 0.0f};
         if (g_.world) g_.world->all_reduce(red, 3);
         const bool stop = red[2] > 0.0f;
+        const double tr_grads = comm_trace() ? trace_ms() : 0;
         double norm = std::sqrt((double)red[0]);
         store_->optimizer_step(oc_, step, norm);
         ops_->synchronize();
         double lr = lr_at_step(oc_, step);
         double o1 = now_s();
+        if (comm_trace())
+            std::fprintf(stderr, "[step] rank %d step %lld: forward+backward done at %.3f ms, gradients "
+                         "finished +%.3f ms, optimizer +%.3f ms\n", g_.rank, (long long)step, tr_bwd,
+                         tr_grads - tr_bwd, trace_ms() - tr_grads);
         sink_.write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", o0, o1});
         double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
         double loss = red[1] / (double)targets;
