@@ -32,20 +32,12 @@ public:
                        float grad_scale) = 0;
     // AdamW over many ranges, each with its own weight decay (h.weight_decay is ignored): one
     // adamw() per range, or (CUDA) one launch for all of them.
-    struct AdamWRange {
-        float* p;
-        const float* g;
-        float* m;
-        float* v;
-        int64_t n;
-        float weight_decay;
-    };
     virtual void adamw_ranges(const std::vector<AdamWRange>& ranges, const AdamWHyper& h,
                               float grad_scale) {
         for (const AdamWRange& r : ranges) {
             AdamWHyper hr = h;
             hr.weight_decay = r.weight_decay;
-            adamw(r.p, r.g, r.m, r.v, r.n, hr, grad_scale);
+            adamw(r.param, r.grad, r.m, r.v, r.n, hr, grad_scale);
         }
     }
     // A marker of the work queued so far on the compute stream; wait() blocks the calling host

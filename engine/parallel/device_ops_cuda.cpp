@@ -73,11 +73,8 @@ public:
     }
     void adamw_ranges(const std::vector<AdamWRange>& ranges, const AdamWHyper& h,
                       float grad_scale) override {
-        std::vector<tessera::AdamWRange> r;
-        r.reserve(ranges.size());
-        for (const AdamWRange& x : ranges) r.push_back({x.p, x.g, x.m, x.v, (long)x.n, x.weight_decay});
-        adamw_multi_cuda(r.data(), (int)r.size(), h.lr, h.beta1, h.beta2, h.eps, h.t, grad_scale,
-                         cuda_stream());
+        adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t,
+                         grad_scale, cuda_stream());
     }
     std::shared_ptr<void> record() override {
         cudaEvent_t e;

@@ -320,7 +320,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
     // ZeRO-1/2 all-gather each unit's slice as soon as it is updated; otherwise every range
     // goes to the device in one batch
     const bool gather = (o_.stage == 1 || o_.stage == 2) && dp_;
-    std::vector<DeviceOps::AdamWRange> ranges;
+    std::vector<AdamWRange> ranges;
     for (auto& up : units_) {
         Unit& u = *up;
         const auto& es = u.layer->table().entries();

@@ -3,6 +3,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include "engine/kernels/cpu/adamw.h"  // AdamWRange
+
 namespace tessera {
 
 // param, grad, m, v are (n) fp32; updates param, m, v in place. g = grad * grad_scale; t is the
@@ -11,16 +13,6 @@ void adamw_cuda(float* param, const float* grad, float* m, float* v, long n, flo
                 float beta2, float eps, float weight_decay, long t, float grad_scale,
                 cudaStream_t s);
 
-// One parameter range of a multi-range update: its own weight decay, the other hyperparameters
-// shared.
-struct AdamWRange {
-    float* param;
-    const float* grad;
-    float* m;
-    float* v;
-    long n;
-    float weight_decay;
-};
 constexpr int kAdamWMaxSegments = 48;  // ranges per launch (more: several launches)
 
 // adamw_cuda over every range (count of them), in one launch per kAdamWMaxSegments ranges:
