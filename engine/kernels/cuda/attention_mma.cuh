@@ -646,21 +646,21 @@ struct Tiles {
     static constexpr bool heavy_first = true;
 };
 
-template <typename Kernel>
-static void set_smem(Kernel kernel, size_t bytes) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+// Launches one of the tiled kernels over work_grid(tiles, NH, B) with THREADS threads: its
+// dynamic shared memory raised to smem, heavy_first passed as the last argument.
+template <typename Kernel, typename... Args>
+static void launch_tiles(Kernel kernel, size_t smem, int tiles, int B, int NH, bool heavy_first,
+                         cudaStream_t s, Args... args) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<work_grid(tiles, NH, B, heavy_first), THREADS, smem, s>>>(args..., heavy_first);
+    CUDA_CHECK_LAUNCH("attention kernel (bf16 mma)");
 }
 
 template <int HS, int MT = Tiles<HS>::fwd_mt, int BN = Tiles<HS>::fwd_bn>
 static void forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int C, int NH,
                     cudaStream_t s, bool heavy_first = Tiles<HS>::heavy_first) {
-    auto kernel = forward_kernel<HS, MT, BN>;
-    constexpr size_t smem = forward_smem<HS, MT, BN>();
-    set_smem(kernel, smem);
-    const dim3 grid = work_grid(ceil_div(T_, 64 * MT), NH, B, heavy_first);
-    kernel<<<grid, THREADS, smem, s>>>(out, lse, qkv, T_, C, NH, 1.0f / sqrtf((float)HS),
-                                       heavy_first);
-    CUDA_CHECK_LAUNCH("attention forward_kernel (bf16 mma)");
+    launch_tiles(forward_kernel<HS, MT, BN>, forward_smem<HS, MT, BN>(), ceil_div(T_, 64 * MT), B,
+                 NH, heavy_first, s, out, lse, qkv, T_, C, NH, 1.0f / sqrtf((float)HS));
 }
 
 // dqkv's k and v parts; dd (B, NH, T_) = rowsum(dout ∘ out) per head, already computed on s.
@@ -668,13 +668,9 @@ template <int HS, int MT = Tiles<HS>::dkv_mt, int BQ = Tiles<HS>::dkv_bq>
 static void backward_dkv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                          const float* dd, int B, int T_, int C, int NH, cudaStream_t s,
                          bool heavy_first = Tiles<HS>::heavy_first) {
-    auto kernel = backward_dkv_kernel<HS, MT, BQ>;
-    constexpr size_t smem = backward_dkv_smem<HS, MT, BQ>();
-    set_smem(kernel, smem);
-    const dim3 grid = work_grid(ceil_div(T_, 64 * MT), NH, B, heavy_first);
-    kernel<<<grid, THREADS, smem, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, 1.0f / sqrtf((float)HS),
-                                       heavy_first);
-    CUDA_CHECK_LAUNCH("attention backward_dkv_kernel (bf16 mma)");
+    launch_tiles(backward_dkv_kernel<HS, MT, BQ>, backward_dkv_smem<HS, MT, BQ>(),
+                 ceil_div(T_, 64 * MT), B, NH, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
+                 1.0f / sqrtf((float)HS));
 }
 
 // dqkv's q part, as backward_dkv.
@@ -682,13 +678,9 @@ template <int HS, int MT = Tiles<HS>::dq_mt, int BK = Tiles<HS>::dq_bk>
 static void backward_dq(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                         const float* dd, int B, int T_, int C, int NH, cudaStream_t s,
                         bool heavy_first = Tiles<HS>::heavy_first) {
-    auto kernel = backward_dq_kernel<HS, MT, BK>;
-    constexpr size_t smem = backward_dq_smem<HS, MT, BK>();
-    set_smem(kernel, smem);
-    const dim3 grid = work_grid(ceil_div(T_, 64 * MT), NH, B, heavy_first);
-    kernel<<<grid, THREADS, smem, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, 1.0f / sqrtf((float)HS),
-                                       heavy_first);
-    CUDA_CHECK_LAUNCH("attention backward_dq_kernel (bf16 mma)");
+    launch_tiles(backward_dq_kernel<HS, MT, BK>, backward_dq_smem<HS, MT, BK>(),
+                 ceil_div(T_, 64 * MT), B, NH, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
+                 1.0f / sqrtf((float)HS));
 }
 
 // dd (B, NH, T_) = rowsum(dout ∘ out) per head; dout, out (B, T_, C) with C = NH*HS; rows =

@@ -1,6 +1,7 @@
 // Device-side helpers shared by the CUDA ops (include from .cu files only: device code):
-// warp/block reductions, 16-byte vector loads/stores, grid sizing for grid-stride loops, and
-// per-thread scratch buffers for the deterministic two-pass reductions.
+// warp/block reductions, 16-byte vector loads/stores, the column reductions' second pass, grid
+// sizing for grid-stride loops, and per-thread scratch buffers for the deterministic two-pass
+// reductions.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -91,6 +92,39 @@ __device__ inline float gelu_tanh_grad(float x) {
     float sech2 = 1.0f - tanh_out * tanh_out;
     return 0.5f * (1.0f + tanh_out) +
            x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the second pass of the deterministic column reductions (bias and LayerNorm parameter gradients)
+
+// out (C) += sum over chunks c of partial[c * stride + i], in a fixed order; blockIdx.y picks the
+// output: y = 0 writes out0 from partial, y = 1 out1 from partial + C (a null output is
+// skipped). Block of 8 warps over 32 columns: warp w sums chunks w, w + 8, ...; then the warps'
+// sums in warp order.
+static __global__ void chunk_column_sum_kernel(float* out0, float* out1, const float* partial,
+                                               int chunks, int C, long stride) {
+    float* out = blockIdx.y == 0 ? out0 : out1;
+    if (!out) return;
+    partial += blockIdx.y * (long)C;
+    __shared__ float sh[8][33];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int i = blockIdx.x * 32 + lane;
+    float s = 0.0f;
+    if (i < C)
+        for (int c = warp; c < chunks; c += 8) s += partial[c * stride + i];
+    sh[warp][lane] = s;
+    __syncthreads();
+    if (warp != 0 || i >= C) return;
+    s = 0.0f;
+    for (int w = 0; w < 8; ++w) s += sh[w][lane];
+    out[i] += s;
+}
+
+// Launches it for out0 and, unless null, out1 (read at partial + C); out0 may be null too.
+inline void chunk_column_sum(float* out0, float* out1, const float* partial, int chunks, int C,
+                             long stride, cudaStream_t s) {
+    const dim3 grid((C + 31) / 32, out1 ? 2 : 1);
+    chunk_column_sum_kernel<<<grid, 256, 0, s>>>(out0, out1, partial, chunks, C, stride);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -169,26 +169,25 @@ void add_bias_residual_cuda(T* y, const T* bias, const T* res, int N, int C, cud
     CUDA_CHECK_LAUNCH("add_bias_residual_kernel");
 }
 
-void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s) {
-    TS_EW_REQUIRE("sum_squares_cuda", n, out && x);
+// *out += sum of x^2 (square) or of x: per-block partials into the scratch slot, then one block.
+static void reduce_into(double* out, const float* x, long n, bool square, cudaStream_t s) {
     const int blocks = std::min(kSsqBlocks, grid_for(n, kEwBlock));
     double* partial = static_cast<double*>(
         cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
-    sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n);
+    sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n, square);
     CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
     sum_squares_final_kernel<<<1, kEwBlock, 0, s>>>(out, partial, blocks);
     CUDA_CHECK_LAUNCH("sum_squares_final_kernel");
 }
 
+void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s) {
+    TS_EW_REQUIRE("sum_squares_cuda", n, out && x);
+    reduce_into(out, x, n, true, s);
+}
+
 void sum_cuda(double* out, const float* x, long n, cudaStream_t s) {
     TS_EW_REQUIRE("sum_cuda", n, out && x);
-    const int blocks = std::min(kSsqBlocks, grid_for(n, kEwBlock));
-    double* partial = static_cast<double*>(
-        cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
-    sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n, false);
-    CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
-    sum_squares_final_kernel<<<1, kEwBlock, 0, s>>>(out, partial, blocks);
-    CUDA_CHECK_LAUNCH("sum_squares_final_kernel");
+    reduce_into(out, x, n, false, s);
 }
 
 template void cast_to_f32_cuda<float>(float*, const float*, long, cudaStream_t);

@@ -149,33 +149,6 @@ static __global__ void layernorm_dparams_partial_kernel(float* partial, const T*
     }
 }
 
-// dweight, dbias (C) += the chunk partials (chunks, 2, C), summed in a fixed order. Block of 8
-// warps over 32 columns: warp w sums chunks w, w + 8, ...; then the warps' sums in warp order.
-static __global__ void layernorm_dparams_final_kernel(float* dweight, float* dbias,
-                                                      const float* partial, int chunks, int C) {
-    __shared__ float sw[8][33], sb[8][33];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int i = blockIdx.x * 32 + lane;
-    float w = 0.0f, b = 0.0f;
-    if (i < C)
-        for (int c = warp; c < chunks; c += 8) {
-            w += partial[((long)c * 2) * C + i];
-            b += partial[((long)c * 2 + 1) * C + i];
-        }
-    sw[warp][lane] = w;
-    sb[warp][lane] = b;
-    __syncthreads();
-    if (warp != 0 || i >= C) return;
-    w = 0.0f;
-    b = 0.0f;
-    for (int k = 0; k < 8; ++k) {
-        w += sw[k][lane];
-        b += sb[k][lane];
-    }
-    if (dweight) dweight[i] += w;
-    if (dbias) dbias[i] += b;
-}
-
 // ---------------------------------------------------------------------------------------------
 // launchers
 
@@ -250,9 +223,9 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
                                                                         N, C, rows_per_chunk);
         }
         CUDA_CHECK_LAUNCH("layernorm_dparams_partial_kernel");
-        layernorm_dparams_final_kernel<<<ceil_div(C, 32), 256, 0, s>>>(dweight, dbias, partial,
-                                                                        chunks, C);
-        CUDA_CHECK_LAUNCH("layernorm_dparams_final_kernel");
+        // dweight from rows [c, 0, :], dbias from rows [c, 1, :] (either may be null)
+        chunk_column_sum(dweight, dbias, partial, chunks, C, 2L * C, s);
+        CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
     }
 }
 

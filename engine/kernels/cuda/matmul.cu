@@ -65,24 +65,6 @@ static __global__ void column_sum_partial_kernel(float* partial, const T* dout, 
     }
 }
 
-// dbias (OC) += sum over chunks of partial (chunks, OC), in chunk order. Block of 8 warps over
-// 32 columns: warp w sums chunks w, w + 8, ...; then the warps' sums in warp order.
-static __global__ void column_sum_final_kernel(float* dbias, const float* partial, int chunks,
-                                               int OC) {
-    __shared__ float sh[8][33];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int o = blockIdx.x * 32 + lane;
-    float s = 0.0f;
-    if (o < OC)
-        for (int c = warp; c < chunks; c += 8) s += partial[(long)c * OC + o];
-    sh[warp][lane] = s;
-    __syncthreads();
-    if (warp != 0 || o >= OC) return;
-    float t = 0.0f;
-    for (int w = 0; w < 8; ++w) t += sh[w][lane];
-    dbias[o] += t;
-}
-
 // ---------------------------------------------------------------------------------------------
 // cuBLASLt plans
 
@@ -307,8 +289,8 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
             column_sum_partial_kernel<T, 1><<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
         }
         CUDA_CHECK_LAUNCH("column_sum_partial_kernel");
-        column_sum_final_kernel<<<ceil_div(OC, 32), 256, 0, s>>>(dbias, partial, chunks, OC);
-        CUDA_CHECK_LAUNCH("column_sum_final_kernel");
+        chunk_column_sum(dbias, nullptr, partial, chunks, OC, OC, s);
+        CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
     }
 }
 
