@@ -124,13 +124,9 @@ public:
         ++seq_;
         last_op_ = "all_reduce";
         cudaStream_t s = streams_[0];
-        Event ready;
-        CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
-        CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
+        after_compute(s);
         NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comms_[0], s));
-        auto done = std::make_shared<Event>();
-        CUDA_CHECK(cudaEventRecord(done->e, s));
-        return std::make_unique<NcclRequest>(std::move(done));
+        return request_after(s);
     }
 
     void all_reduce(float* data, int64_t n, ReduceOp op) override {
@@ -185,18 +181,27 @@ public:
 private:
     int dir(int tag) const { return comms_.size() > 1 ? ((tag >> 24) & 1) : 0; }
 
+    // s waits for the work queued so far on the compute stream.
+    static void after_compute(cudaStream_t s) {
+        Event ready;
+        CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
+        CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
+    }
+    // A request done with the work queued so far on s (its wait() makes the compute stream wait).
+    static std::unique_ptr<CommRequest> request_after(cudaStream_t s) {
+        auto done = std::make_shared<Event>();
+        CUDA_CHECK(cudaEventRecord(done->e, s));
+        return std::make_unique<NcclRequest>(std::move(done));
+    }
+
     std::unique_ptr<CommRequest> p2p(bool send, void* data, int64_t n, DType t, int peer, int tag) {
         TS_CHECK(!is_host_pointer(data), name_, ": point-to-point buffers must be on the GPU");
         int d = dir(tag);
         cudaStream_t s = streams_[d];
-        Event ready;
-        CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
-        CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
+        after_compute(s);
         if (send) NCCL_CHECK(ncclSend(data, n, nccl_type(t), peer, comms_[d], s));
         else NCCL_CHECK(ncclRecv(data, n, nccl_type(t), peer, comms_[d], s));
-        auto done = std::make_shared<Event>();
-        CUDA_CHECK(cudaEventRecord(done->e, s));
-        return std::make_unique<NcclRequest>(std::move(done));
+        return request_after(s);
     }
 
     // Runs one collective; host buffers go through the staging buffer.
@@ -206,11 +211,7 @@ private:
         last_op_ = what;
         cudaStream_t s = streams_[0];
         const bool host = is_host_pointer(in) || is_host_pointer(out);
-        if (!blocking_ || host) {
-            Event ready;
-            CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
-            CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
-        }
+        if (!blocking_ || host) after_compute(s);
         if (host) {
             int64_t need = std::max(in_bytes, out_bytes);
             if (need > stage_bytes_) {
