@@ -50,6 +50,16 @@ struct Lines {
     }
 };
 
+// Starts `tessera train` on dir's project.yaml (runs.db beside it), its console lines into lines.
+void start_run(RunController& rc, Lines& lines, const fs::path& dir) {
+    rc.set_line_callback([&lines](const ConsoleLine& l) { lines.add(l); });
+    rc.start(bin(), (dir / "project.yaml").string(), (dir / "runs.db").string());
+}
+
+std::vector<RunRow> runs_in(const fs::path& dir) {
+    return RunStore::open((dir / "runs.db").string(), true).runs_list();
+}
+
 bool wait_for(const std::function<bool()>& f, double timeout_s) {
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (std::chrono::steady_clock::now() < end) {
@@ -81,8 +91,7 @@ TEST(RunControl, ShortRunCompletes) {
     write_project(t.p, 20);
     Lines lines;
     RunController rc;
-    rc.set_line_callback([&](const ConsoleLine& l) { lines.add(l); });
-    rc.start(bin(), (t.p / "project.yaml").string(), (t.p / "runs.db").string());
+    start_run(rc, lines, t.p);
     EXPECT_GT(rc.pid(), 0);
     RunPidFile pf;
     EXPECT_TRUE(run_control_read_pid_file(t.p.string(), &pf));
@@ -92,8 +101,7 @@ TEST(RunControl, ShortRunCompletes) {
     EXPECT_EQ(rc.exit_code(), 0);
     EXPECT_GE(lines.count_containing("step "), 20);
     EXPECT_FALSE(fs::exists(t.p / kRunPidFileName));
-    RunStore s = RunStore::open((t.p / "runs.db").string(), true);
-    auto runs = s.runs_list();
+    auto runs = runs_in(t.p);
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, "completed");
     EXPECT_EQ(runs[0].last_step, 20);
@@ -104,15 +112,13 @@ TEST(RunControl, StopIsGraceful) {
     write_project(t.p, 100000);
     Lines lines;
     RunController rc;
-    rc.set_line_callback([&](const ConsoleLine& l) { lines.add(l); });
-    rc.start(bin(), (t.p / "project.yaml").string(), (t.p / "runs.db").string());
+    start_run(rc, lines, t.p);
     ASSERT_TRUE(wait_for([&] { return lines.count_containing("step ") >= 3; }, 60));
     rc.stop(20.0);
     ASSERT_TRUE(rc.wait(60));
     EXPECT_EQ(rc.state(), RunState::finished) << rc.message();
     EXPECT_EQ(rc.exit_code(), 130);
-    RunStore s = RunStore::open((t.p / "runs.db").string(), true);
-    auto runs = s.runs_list();
+    auto runs = runs_in(t.p);
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, "stopped");
     EXPECT_LT(runs[0].last_step, 100000);
@@ -123,15 +129,13 @@ TEST(RunControl, KilledExternallyIsFailed) {
     write_project(t.p, 100000);
     Lines lines;
     RunController rc;
-    rc.set_line_callback([&](const ConsoleLine& l) { lines.add(l); });
-    rc.start(bin(), (t.p / "project.yaml").string(), (t.p / "runs.db").string());
+    start_run(rc, lines, t.p);
     ASSERT_TRUE(wait_for([&] { return lines.count_containing("step ") >= 3; }, 60));
     ASSERT_EQ(::kill(rc.pid(), SIGKILL), 0);
     ASSERT_TRUE(rc.wait(60));
     EXPECT_EQ(rc.state(), RunState::failed);
     EXPECT_NE(rc.message().find("signal 9"), std::string::npos) << rc.message();
-    RunStore s = RunStore::open((t.p / "runs.db").string(), true);
-    auto runs = s.runs_list();
+    auto runs = runs_in(t.p);
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, "failed");
     EXPECT_NE(runs[0].message.find("signal 9"), std::string::npos) << runs[0].message;
@@ -145,8 +149,7 @@ TEST(RunControl, AttachMarksGoneProcessFailed) {
         // a previous "studio session": its run is SIGKILLed while the pid file stays behind
         Lines lines;
         RunController rc;
-        rc.set_line_callback([&](const ConsoleLine& l) { lines.add(l); });
-        rc.start(bin(), (t.p / "project.yaml").string(), (t.p / "runs.db").string());
+        start_run(rc, lines, t.p);
         child_pid = rc.pid();
         ASSERT_TRUE(wait_for([&] { return lines.count_containing("step ") >= 2; }, 60));
         // what a crashed studio leaves: a pid file naming a dead process, the run still "running"
@@ -158,17 +161,14 @@ TEST(RunControl, AttachMarksGoneProcessFailed) {
         w.run_finish(w.runs_list().at(0).id, "running", "", 2);  // as if nobody had noticed
         std::ofstream(t.p / kRunPidFileName) << keep << "\n";
     }
-    {
-        RunStore s = RunStore::open((t.p / "runs.db").string(), true);
-        ASSERT_EQ(s.runs_list().at(0).status, "running");
-    }
+    ASSERT_EQ(runs_in(t.p).at(0).status, "running");
     RunController rc2;
     RunState st = rc2.attach(t.p.string(), (t.p / "runs.db").string());
     EXPECT_EQ(st, RunState::failed);
     EXPECT_FALSE(fs::exists(t.p / kRunPidFileName));
-    RunStore s = RunStore::open((t.p / "runs.db").string(), true);
-    EXPECT_EQ(s.runs_list().at(0).status, "failed");
-    EXPECT_NE(s.runs_list().at(0).message.find(std::to_string(child_pid)), std::string::npos);
+    auto runs = runs_in(t.p);
+    EXPECT_EQ(runs.at(0).status, "failed");
+    EXPECT_NE(runs.at(0).message.find(std::to_string(child_pid)), std::string::npos);
 }
 
 TEST(RunControl, MissingBinaryThrows) {
