@@ -16,6 +16,7 @@
 
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
+#include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -48,15 +49,10 @@ Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << kBase;
-    std::string cmd = std::string(TESSERA_BIN_DIR) + "/tessera train " + (dir / "project.yaml").string();
-    for (const auto& s : sets) cmd += " --set " + s;
-    cmd += " 2>&1";
     Outcome o;
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    while (p && fgets(buf, sizeof buf, p)) o.output += buf;
-    int st = p ? pclose(p) : -1;
-    o.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    test_support::CommandResult r = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
+    o.exit_code = r.exit_code;
+    o.output = std::move(r.output);
     if (o.exit_code != 0) return o;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto runs = store.runs_list();
@@ -178,15 +174,10 @@ TEST(Resharding, Dp4Zero3ToTp2Pp2ContinuesTheCurve) {
     fs::path ck = work_root() / "reshard" / "ck";
     fs::remove_all(ck / "step_00000010");
     fs::remove(ck / "latest");
-    std::string cmd = std::string(TESSERA_BIN_DIR) + "/tessera train " +
-                      (work_root() / "reshard" / "project.yaml").string() +
-                      " --resume --set parallel.tp=2 --set parallel.pp=2 --set train.grad_accum=4"
-                      " --set checkpoint.every=5 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[4096];
-    while (p && fgets(buf, sizeof buf, p)) out += buf;
-    ASSERT_EQ(pclose(p), 0) << out;
+    auto [rc, out] = test_support::run_command(test_support::train_command(
+        work_root() / "reshard" / "project.yaml",
+        {"parallel.tp=2", "parallel.pp=2", "train.grad_accum=4", "checkpoint.every=5"}, "--resume"));
+    ASSERT_EQ(rc, 0) << out;
     RunStore store = RunStore::open((work_root() / "reshard" / "runs.db").string(), true);
     auto runs = store.runs_list();
     ASSERT_EQ(runs.size(), 2u);

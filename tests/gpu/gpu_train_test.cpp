@@ -11,18 +11,15 @@
 
 #include "engine/kernels/cuda/device.cuh"
 #include "engine/store/run_store.h"
+#include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
 
 namespace {
 
-// The binary and test folders: compiled in, overridable from the environment (the GPU machine
-// runs binaries built elsewhere from another checkout path).
-std::string bin_dir() {
-    const char* e = std::getenv("TESSERA_BIN_DIR");
-    return e ? e : TESSERA_BIN_DIR;
-}
+// The test folder: compiled in, overridable from the environment (the GPU machine runs binaries
+// built elsewhere from another checkout path).
 std::string tests_dir() {
     const char* e = std::getenv("TESSERA_TESTS_DIR");
     return e ? e : TESSERA_TESTS_DIR;
@@ -40,14 +37,7 @@ std::vector<double> train_losses(const std::string& tag, const std::string& yaml
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << yaml;
-    std::string cmd = bin_dir() + "/tessera train " + (dir / "project.yaml").string();
-    for (auto& s : sets) cmd += " --set " + s;
-    cmd += " 2>&1";
-    std::string text;
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    while (p && fgets(buf, sizeof buf, p)) text += buf;
-    int rc = p ? pclose(p) : -1;
+    auto [rc, text] = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
     if (out) *out = text;
     EXPECT_EQ(rc, 0) << tag << ":\n" << text;
     std::vector<double> losses;

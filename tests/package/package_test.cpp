@@ -5,37 +5,20 @@
 // lintian on the .deb, which must report no error (E:).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "tests/support/commands.h"
+
 namespace fs = std::filesystem;
+using tessera::test_support::CommandResult;
+using tessera::test_support::run_command;
 
 namespace {
-
-struct CommandResult {
-    int exit_code = -1;
-    std::string output;  // stdout and stderr together
-};
-
-// Runs a shell command line; returns its exit code and merged output.
-CommandResult run_command(const std::string& cmd) {
-    CommandResult r;
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    if (!p) return r;
-    std::array<char, 4096> buf{};
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-    int status = pclose(p);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return r;
-}
 
 std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
 

@@ -15,16 +15,12 @@
 #include <fstream>
 
 #include "engine/store/run_store.h"
+#include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
 
 namespace {
-
-std::string bin_dir() {
-    const char* e = std::getenv("TESSERA_BIN_DIR");
-    return e ? e : TESSERA_BIN_DIR;
-}
 
 double measured_bubble(const std::string& tag, const std::vector<std::string>& sets) {
     fs::path dir = fs::temp_directory_path() / ("tessera_bubble_" + tag + std::to_string(::getpid()));
@@ -37,9 +33,8 @@ train: {steps: 6, micro_batch: 4, grad_accum: 8, eval_every: 0, threads: 1}
 parallel: {pp: 4}
 log: {db: runs.db, every: 1}
 )";
-    std::string cmd = bin_dir() + "/tessera train " + (dir / "project.yaml").string();
-    for (auto& s : sets) cmd += " --set " + s;
-    cmd += " > " + (dir / "out.log").string() + " 2>&1";
+    std::string cmd = test_support::train_command(dir / "project.yaml", sets) + " > " +
+                      (dir / "out.log").string() + " 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto run = store.runs_list().back();

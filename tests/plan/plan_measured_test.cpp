@@ -15,6 +15,7 @@
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
 #include "engine/store/run_store.h"
+#include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -93,15 +94,8 @@ TEST_P(Measured, PeakMemoryWithinTenPercent) {
     RunConfig cfg = config_load((dir / "project.yaml").string(), sets);
     PlanEstimate est = estimate_plan(cfg, device_spec("H100"));
 
-    std::string cmd = std::string(TESSERA_BIN_DIR) + "/tessera train " + (dir / "project.yaml").string();
-    for (const auto& s : sets) cmd += " --set " + s;
-    cmd += " 2>&1";
-    std::string out;
-    FILE* f = popen(cmd.c_str(), "r");
-    char buf[4096];
-    while (f && fgets(buf, sizeof buf, f)) out += buf;
-    int st = f ? pclose(f) : -1;
-    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+    auto [rc, out] = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
+    ASSERT_EQ(rc, 0) << out;
 
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto runs = store.runs_list();
