@@ -34,28 +34,21 @@ public:
         accumulate_cuda(dst, src, n, cuda_stream());
     }
     double sum_squares(const float* x, int64_t n) override {
-        CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream()));
-        sum_squares_cuda(scalar_, x, n, cuda_stream());
-        double h = 0;
-        CUDA_CHECK(cudaMemcpyAsync(&h, scalar_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
-        cuda_synchronize();
-        return h;
+        sum_squares_begin();
+        sum_squares_add(x, n);
+        return sum_squares_end();
     }
     // device-side accumulation into scalar_, one synchronisation at the end
     void sum_squares_begin() override { CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream())); }
     void sum_squares_add(const float* x, int64_t n) override { sum_squares_cuda(scalar_, x, n, cuda_stream()); }
-    double sum_squares_end() override { return read_scalar(); }
+    double sum_squares_end() override { return read(scalar_); }
     void sum_begin() override { CUDA_CHECK(cudaMemsetAsync(sum_, 0, sizeof(double), cuda_stream())); }
     void sum_add(const float* x, int64_t n) override { sum_cuda(sum_, x, n, cuda_stream()); }
-    double sum_end() override {
+    double sum_end() override { return read(sum_); }
+    // the device double d, once the work queued so far is done
+    static double read(const double* d) {
         double h = 0;
-        CUDA_CHECK(cudaMemcpyAsync(&h, sum_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
-        cuda_synchronize();
-        return h;
-    }
-    double read_scalar() {
-        double h = 0;
-        CUDA_CHECK(cudaMemcpyAsync(&h, scalar_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
+        CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
         cuda_synchronize();
         return h;
     }
