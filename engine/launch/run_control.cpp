@@ -204,12 +204,14 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
     argv.push_back(nullptr);
 
     int out[2], err[2], exec_err[2];
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(exec_err, O_CLOEXEC) != 0) {
-        std::string m = str_cat("run control: pipe: ", std::strerror(errno));
+    // a start that cannot happen: the controller says why, and so does the exception
+    auto fail = [this](const std::string& m) {
         { std::lock_guard<std::mutex> lk(mu_); message_ = m; }
         set_state(RunState::failed);
         throw Error(m);
-    }
+    };
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(exec_err, O_CLOEXEC) != 0)
+        fail(str_cat("run control: pipe: ", std::strerror(errno)));
     start_time_ = epoch_now();
     pid_t pid = ::fork();
     if (pid == 0) {
@@ -236,10 +238,7 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
     if (pid < 0) {
         int e = errno;
         for (int fd : {out[0], err[0], exec_err[0]}) ::close(fd);
-        std::string m = str_cat("run control: fork: ", std::strerror(e));
-        { std::lock_guard<std::mutex> lk(mu_); message_ = m; }
-        set_state(RunState::failed);
-        throw Error(m);
+        fail(str_cat("run control: fork: ", std::strerror(e)));
     }
     ::setpgid(pid, pid);  // also from the parent: no race with an early killpg
     int e = 0;
@@ -250,10 +249,7 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
         ::waitpid(pid, nullptr, 0);
         ::close(out[0]);
         ::close(err[0]);
-        std::string m = str_cat("run control: cannot run ", tessera_bin, ": ", std::strerror(e));
-        { std::lock_guard<std::mutex> lk(mu_); message_ = m; }
-        set_state(RunState::failed);
-        throw Error(m);
+        fail(str_cat("run control: cannot run ", tessera_bin, ": ", std::strerror(e)));
     }
     pid_ = pid;
     write_pid_file(project_dir_, pid, start_time_);
