@@ -295,7 +295,6 @@ private:
     AttemptResult loop() {
         int stops_seen = g_stop_requests.load();
         Clock::time_point term_at{}, all_exited_at{}, last_flush = Clock::now();
-        bool killed = false;
         std::vector<pollfd> pfds;
         std::vector<std::pair<Child*, int>> owners;  // (child, 0 out | 1 telemetry | 2 stdin)
         bool watch_stdin = role_ == Role::node;
@@ -331,9 +330,9 @@ private:
             auto now = Clock::now();
             if (res_.failed_rank >= 0 || lost_) {
                 if (term_at == Clock::time_point{}) term_at = now;
-                if (!killed && now - term_at >= spec_.kill_grace) {
+                if (!killed_ && now - term_at >= spec_.kill_grace) {
                     signal_children(children_, SIGKILL);
-                    killed = true;
+                    killed_ = true;
                 }
             }
             if (now - last_flush >= kFlushEvery) {
@@ -437,10 +436,14 @@ private:
             bool interrupted = stop_forwarded_ && WIFSIGNALED(c.wait_status) &&
                                WTERMSIG(c.wait_status) == SIGINT;
             // (after the connection is lost, ranks end because we stopped them)
-            if (!clean && !interrupted && res_.failed_rank < 0 && !lost_) {
+            if (!clean && !interrupted && !lost_) {
                 std::string msg = death_message(c.rank, c.wait_status, ranks_[size_t(c.rank)], spec_.mesh);
-                if (role_ == Role::node) write_protocol(str_cat("x ", c.rank, " ", msg));
-                fail(c.rank, msg);
+                if (res_.failed_rank < 0) {
+                    if (role_ == Role::node) write_protocol(str_cat("x ", c.rank, " ", msg));
+                    fail(c.rank, msg);
+                } else if (is_root_cause(msg)) {
+                    take_cause(c.rank, msg);
+                }
             }
         }
     }
@@ -464,11 +467,30 @@ private:
                        last.empty() ? "" : str_cat(": ", last));
     }
 
+    // A rank killed by a signal we did not send, moments after a first failure that was a rank's
+    // own exit (a peer's broken collective, typically): the signal is the cause worth reporting.
+    // Which of the two arrives first is a race (a remote rank's death comes over ssh).
+    bool is_root_cause(const std::string& msg) const {
+        return !failure_is_node_ && !failure_is_signal_ && !killed_ &&
+               Clock::now() - failed_at_ < kRootCauseWindow && is_signal_death(msg) &&
+               msg.find("(SIGTERM)") == std::string::npos && msg.find("(SIGINT)") == std::string::npos;
+    }
+    static bool is_signal_death(const std::string& msg) {
+        return msg.find(" killed by signal ") != std::string::npos;
+    }
+    void take_cause(int rank, const std::string& msg) {
+        res_.failed_rank = std::max(rank, 0);
+        res_.message = str_cat(msg, " (then ", res_.message, ")");
+        failure_is_signal_ = true;
+        line(str_cat("[launcher] cause: ", res_.message));
+    }
+
     // The first failure: remembered, printed, everyone else told to stop.
     void fail(int rank, const std::string& msg) {
         failed_at_ = Clock::now();
         res_.failed_rank = std::max(rank, 0);
         res_.message = msg;
+        failure_is_signal_ = is_signal_death(msg);
         line(str_cat("[launcher] ", msg, "; stopping the other ",
                      role_ == Role::multi_job ? "nodes" : "ranks"));
         if (role_ == Role::multi_job) {
@@ -571,8 +593,9 @@ private:
             }
             case 'x': {
                 int r = rank_of(rest);
-                if (res_.failed_rank < 0)
-                    fail(r, str_cat(rest, " on host ", spec_.nodes[size_t(c.node)].label));
+                std::string msg = str_cat(rest, " on host ", spec_.nodes[size_t(c.node)].label);
+                if (res_.failed_rank < 0) fail(r, msg);
+                else if (is_root_cause(msg)) take_cause(r, msg);
                 break;
             }
             case 'd': c.reported_done = true; break;
@@ -630,6 +653,8 @@ private:
     bool stop_forwarded_ = false;
     Clock::time_point failed_at_{};
     bool failure_is_node_ = false;  // the failure is a lost host / node launcher, not a rank
+    bool failure_is_signal_ = false;  // the reported failure is a rank killed by a signal
+    bool killed_ = false;             // SIGKILL sent to the children after kill_grace
     bool lost_ = false;             // node launcher: the job launcher is gone
     bool protocol_broken_ = false;
 };
