@@ -435,15 +435,19 @@ private:
             }
             bool interrupted = stop_forwarded_ && WIFSIGNALED(c.wait_status) &&
                                WTERMSIG(c.wait_status) == SIGINT;
-            // (after the connection is lost, ranks end because we stopped them)
-            if (!clean && !interrupted && !lost_) {
+            // After the job launcher is gone (or told us to stop), ranks end because we signalled
+            // them; a rank that died of anything else is still reported: its death and the end of
+            // our stdin can arrive together, and it may be the run's cause.
+            const bool ours = lost_ && WIFSIGNALED(c.wait_status) &&
+                              (WTERMSIG(c.wait_status) == SIGTERM || WTERMSIG(c.wait_status) == SIGKILL);
+            if (!clean && !interrupted && !ours) {
                 std::string msg = death_message(c.rank, c.wait_status, ranks_[size_t(c.rank)], spec_.mesh);
-                if (res_.failed_rank < 0) {
-                    if (role_ == Role::node) write_protocol(str_cat("x ", c.rank, " ", msg));
-                    fail(c.rank, msg);
-                } else if (is_root_cause(msg)) {
-                    take_cause(c.rank, msg);
-                }
+                const bool first = res_.failed_rank < 0 && !lost_;
+                const bool cause = !first && is_root_cause(msg);
+                if (role_ == Role::node && (first || cause || (lost_ && res_.failed_rank < 0)))
+                    write_protocol(str_cat("x ", c.rank, " ", msg));
+                if (first) fail(c.rank, msg);
+                else if (cause) take_cause(c.rank, msg);
             }
         }
     }
