@@ -107,6 +107,7 @@ if a.gpus == 1:
             ("tessera offload activations", lambda: tessera("off", ["parallel.offload_activations=true"]))]
 else:
     plan = [("tessera dp2", lambda: tessera("dp2", ["parallel.dp=2"])),
+            ("tessera zero1 dp2", lambda: tessera("z1", ["parallel.dp=2", "parallel.zero=1"])),
             ("torch DDP+compile 2 GPUs", lambda: anchor("ddp", "ddp", 1, 2)),
             ("tessera zero3 dp2", lambda: tessera("z3", ["parallel.dp=2", "parallel.zero=3"])),
             ("torch FSDP2 2 GPUs", lambda: anchor("fsdp", "fsdp", 0, 2)),

@@ -57,6 +57,25 @@ public:
         (void)data, (void)n;
         return nullptr;
     }
+    // The same for the two halves of an all-reduce, in place on data (size * n):
+    // ireduce_scatter leaves the sum of every member's slice `rank` in data[rank * n, +n) (the
+    // other slices are left undefined); iall_gather copies every member's slice into the others.
+    virtual std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n) {
+        (void)data, (void)n;
+        return nullptr;
+    }
+    virtual std::unique_ptr<CommRequest> iall_gather(void* data, int64_t n, DType t) {
+        (void)data, (void)n, (void)t;
+        return nullptr;
+    }
+    // A device buffer of `bytes` that every member allocates in the same call (collective) and
+    // registers symmetrically, so that in-place all-gathers within it can run on the copy
+    // engines instead of SMs (NCCL windows); null where the backend has no such thing. Lives
+    // as long as the communicator.
+    virtual void* symmetric_buffer(size_t bytes) {
+        (void)bytes;
+        return nullptr;
+    }
 
     // Typed variants for activations in other dtypes (bf16 on GPUs). The defaults serve f32;
     // backends that move other dtypes (NCCL) override them.

@@ -109,6 +109,12 @@ public:
         CUDA_CHECK(cudaMalloc(&stage_, stage_bytes_));
     }
     ~NcclCommunicator() override {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+        for (auto& [win, ptr] : windows_) {
+            if (!comms_.empty()) ncclCommWindowDeregister(comms_[0], win);
+            ncclMemFree(ptr);
+        }
+#endif
         for (auto c : comms_) ncclCommDestroy(c);
         for (auto s : streams_) cudaStreamDestroy(s);
         cudaFree(stage_);
@@ -120,13 +126,41 @@ public:
     int64_t sequence() const override { return seq_; }
 
     std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n) override {
-        TS_CHECK(!is_host_pointer(data), name_, ": background reductions need GPU buffers");
-        ++seq_;
-        last_op_ = "all_reduce";
-        cudaStream_t s = streams_[0];
-        after_compute(s);
-        NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comms_[0], s));
-        return request_after(s);
+        return background("all_reduce", data, [&](cudaStream_t s) {
+            NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comms_[0], s));
+        });
+    }
+    std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n) override {
+        return background("reduce_scatter", data, [&](cudaStream_t s) {
+            NCCL_CHECK(ncclReduceScatter(data, data + rank_ * n, n, ncclFloat, ncclSum, comms_[0], s));
+        });
+    }
+    // ncclMemAlloc (CUDA VMM memory) registered as a symmetric window; null (and a note) when
+    // the driver or NCCL cannot: the caller then uses ordinary buffers.
+    void* symmetric_buffer(size_t bytes) override {
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
+        (void)bytes;
+        return nullptr;  // windows and the zero-CTA policy came with NCCL 2.27 / 2.28
+#else
+        void* p = nullptr;
+        ncclWindow_t win = nullptr;
+        ncclResult_t r = ncclMemAlloc(&p, bytes);
+        if (r == ncclSuccess) r = ncclCommWindowRegister(comms_[0], p, bytes, &win, NCCL_WIN_COLL_SYMMETRIC);
+        if (r != ncclSuccess) {
+            if (p) ncclMemFree(p);
+            std::fprintf(stderr, "%s: no symmetric NCCL window on %s (%s); gathering through ordinary buffers\n",
+                         who_.c_str(), name_.c_str(), ncclGetErrorString(r));
+            return nullptr;
+        }
+        windows_.emplace_back(win, p);
+        return p;
+#endif
+    }
+    std::unique_ptr<CommRequest> iall_gather(void* data, int64_t n, DType t) override {
+        return background("all_gather", data, [&](cudaStream_t s) {
+            const char* mine = static_cast<const char*>(data) + rank_ * n * dtype_size(t);
+            NCCL_CHECK(ncclAllGather(mine, data, n, nccl_type(t), comms_[0], s));
+        });
     }
 
     void all_reduce(float* data, int64_t n, ReduceOp op) override {
@@ -204,6 +238,18 @@ private:
         return request_after(s);
     }
 
+    // A collective queued on the communicator's stream behind the compute stream's work.
+    template <typename F>
+    std::unique_ptr<CommRequest> background(const char* what, const void* data, F&& op) {
+        TS_CHECK(!is_host_pointer(data), name_, ": background collectives need GPU buffers");
+        ++seq_;
+        last_op_ = what;
+        cudaStream_t s = streams_[0];
+        after_compute(s);
+        op(s);
+        return request_after(s);
+    }
+
     // Runs one collective; host buffers go through the staging buffer.
     template <typename F>
     void collective(const char* what, const void* in, void* out, int64_t in_bytes, int64_t out_bytes, F&& op) {
@@ -259,12 +305,17 @@ private:
                                     late ? str_cat(" did not complete within ", timeout_.count(), " ms")
                                          : str_cat(" failed: ", ncclGetErrorString(async))));
             }
-            std::this_thread::sleep_for(std::chrono::microseconds(50));
+            // spin through short waits (a step's small collectives), sleep through long ones
+            if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(2))
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
         }
     }
 
     std::vector<ncclComm_t> comms_;
     std::vector<cudaStream_t> streams_;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    std::vector<std::pair<ncclWindow_t, void*>> windows_;
+#endif
     std::string name_;
     int rank_, size_;
     bool blocking_;
@@ -320,7 +371,14 @@ ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
                 std::memcpy(&id, v.data(), sizeof id);
             }
             ncclComm_t comm;
-            NCCL_CHECK(ncclCommInitRank(&comm, (int)members.size(), id, grank));
+            ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+            // the background gradient/parameter communicator: no SMs where NCCL can avoid them
+            // (all-gathers within a symmetric window run on the copy engines: ZeRO-1/2's
+            // parameter gathers then cost the next forward nothing)
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+            if (s.out == &g.dp_async) cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+#endif
+            NCCL_CHECK(ncclCommInitRankConfig(&comm, (int)members.size(), id, grank, &cfg));
             comms.push_back(comm);
         }
         *s.out = std::make_unique<NcclCommunicator>(std::move(comms), name, grank,

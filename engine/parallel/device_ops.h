@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/core/tensor.h"
 #include "engine/kernels/cpu/adamw.h"
 
@@ -39,6 +40,16 @@ public:
             hr.weight_decay = r.weight_decay;
             adamw(r.param, r.grad, r.m, r.v, r.n, hr, grad_scale);
         }
+    }
+    // fp32 <-> bf16 (round to nearest even, the GPU layers' weight cast) for parameters gathered
+    // in bf16; only GPU backends have them.
+    virtual void to_bf16(void* dst, const float* src, int64_t n) {
+        (void)dst, (void)src, (void)n;
+        throw Error("to_bf16: not available on this device");
+    }
+    virtual void from_bf16(float* dst, const void* src, int64_t n) {
+        (void)dst, (void)src, (void)n;
+        throw Error("from_bf16: not available on this device");
     }
     // A marker of the work queued so far on the compute stream; wait() blocks the calling host
     // thread until that work is done (the comm thread calls it before reading buffers).

@@ -69,6 +69,12 @@ public:
         adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t,
                          grad_scale, cuda_stream());
     }
+    void to_bf16(void* dst, const float* src, int64_t n) override {
+        cast_f32_to_bf16_cuda(static_cast<__nv_bfloat16*>(dst), src, n, cuda_stream());
+    }
+    void from_bf16(float* dst, const void* src, int64_t n) override {
+        cast_to_f32_cuda(dst, static_cast<const __nv_bfloat16*>(src), n, cuda_stream());
+    }
     std::shared_ptr<void> record() override {
         cudaEvent_t e;
         CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));

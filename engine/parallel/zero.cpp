@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/core/memory.h"
 #include "engine/kernels/cpu/adamw.h"
 #include "engine/kernels/cpu/elementwise.h"
 #include "engine/model/params.h"
@@ -20,6 +21,12 @@ struct ParamStore::Unit {
     Tensor full, shard, grad_full, grad_shard, m, v;
     std::shared_future<void> gathering;
     bool gather_posted = false;
+    // ZeRO-1/2 on NCCL: the in-place all-gather of `full` (or of its bf16 image `full16`) after
+    // the optimizer step, in flight until the unit's layer is next bound (see settle)
+    std::unique_ptr<CommRequest> gathered;
+    Tensor full16;
+    uint16_t* sym16 = nullptr;  // this unit's place in the symmetric bf16 buffer, if any
+    uint16_t* image16() { return sym16 ? sym16 : static_cast<uint16_t*>(full16.data()); }
 };
 
 namespace {
@@ -110,6 +117,22 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
             units_.push_back(std::move(u));
         }
     }
+    // ZeRO-1/2 in bf16: one symmetric buffer holds every unit's bf16 image, at the same offsets
+    // on every DP rank (page-aligned), for the copy engines' all-gathers. Accounted as comm.
+    if (o_.gather_bf16 && dp_ && (o_.stage == 1 || o_.stage == 2)) {
+        auto align = [](int64_t b) { return (b + 4095) / 4096 * 4096; };
+        int64_t bytes = 0;
+        for (auto& u : units_) bytes += align(2 * u->pad);
+        if ((gather16_ = static_cast<uint16_t*>(dp_->symmetric_buffer(bytes)))) {
+            gather16_bytes_ = bytes;
+            memory_tracker().add(MemCategory::comm, bytes);
+            int64_t off = 0;
+            for (auto& u : units_) {
+                u->sym16 = gather16_ + off / 2;
+                off += align(2 * u->pad);
+            }
+        }
+    }
     for (GptLayer* l : layers_) {
         l->param_ptr.assign(l->table().entries().size(), nullptr);
         l->grad_ptr.assign(l->table().entries().size(), nullptr);
@@ -122,6 +145,7 @@ ParamStore::~ParamStore() {
         worker_->drain();
     } catch (...) {
     }
+    if (gather16_) memory_tracker().sub(MemCategory::comm, gather16_bytes_);
 }
 
 ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
@@ -132,10 +156,24 @@ ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
     return nullptr;
 }
 
+// The compute stream waits for the unit's background all-gather; a bf16 one is widened into the
+// other ranks' slices of `full`.
+void ParamStore::settle(Unit& u) const {
+    if (!u.gathered) return;
+    u.gathered->wait();
+    u.gathered.reset();
+    if (!u.full16.defined() && !u.sym16) return;
+    const uint16_t* h = u.image16();
+    for (int r = 0; r < dp_size_; ++r)
+        if (r != dp_rank_) ops_->from_bf16(u.full.f32() + r * u.S, h + r * u.S, u.S);
+    u.full16 = Tensor();
+}
+
 void ParamStore::bind(GptLayer* layer) {
     layer->weights_version = version_;
     for (auto& u : units_) {
         if (u->layer != layer) continue;
+        settle(*u);
         for (size_t k = 0; k < u->params.size(); ++k) {
             layer->param_ptr[u->params[k]] = u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
             layer->grad_ptr[u->params[k]] =
@@ -228,7 +266,9 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
             if (last_micro && dp_) {
                 float* g = u.grad_full.f32();
                 int64_t n = u.len;
-                if (auto req = dp_->iall_reduce(g, n)) {
+                // ZeRO-1 needs only its slice reduced: half the bytes of an all-reduce
+                auto req = o_.stage == 1 ? dp_->ireduce_scatter(g, u.S) : dp_->iall_reduce(g, n);
+                if (req) {
                     reducing_.push_back(std::move(req));
                     continue;
                 }
@@ -340,7 +380,17 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
         if (gather) {
             ops_->adamw_ranges(ranges, h, scale);
             ranges.clear();
-            // every DP rank updated its slice: all-gather the full parameters
+            // every DP rank updated its slice: all-gather the full parameters (in the background
+            // where the backend can: the next forward waits for each unit when it binds it)
+            if (o_.gather_bf16) {
+                if (!u.sym16) u.full16 = Tensor::empty({u.pad}, MemCategory::comm, DType::bf16, dev_);
+                const int64_t mine = dp_rank_ * u.S;
+                ops_->to_bf16(u.image16() + mine, u.full.f32() + mine, u.S);
+                if ((u.gathered = dp_->iall_gather(u.image16(), u.S, DType::bf16))) continue;
+                u.full16 = Tensor();
+            } else if ((u.gathered = dp_->iall_gather(u.full.f32(), u.S, DType::f32))) {
+                continue;
+            }
             auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm, DType::f32, dev_));
             if (u.shard_end > u.shard_begin)
                 ops_->copy(slice->f32(), u.full.f32() + u.shard_begin, u.shard_end - u.shard_begin);
@@ -362,6 +412,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
 std::vector<ParamStore::Held> ParamStore::held() const {
     std::vector<Held> out;
     for (auto& up : units_) {
+        settle(*up);  // values are read after the all-gather, on the compute stream
         const Unit& u = *up;
         if (u.tied_copy) continue;
         const auto& es = u.layer->table().entries();
@@ -402,6 +453,7 @@ void ParamStore::load(const std::function<void(const std::string&, int, const Pa
     };
     for (auto& up : units_) {
         Unit& u = *up;
+        settle(u);  // a pending all-gather must not overwrite what is loaded
         const auto& es = u.layer->table().entries();
         for (size_t k = 0; k < u.params.size(); ++k) {
             int pi = u.params[k];

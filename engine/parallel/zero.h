@@ -29,6 +29,11 @@ struct ZeroOptions {
     DeviceOps* ops = nullptr;        // where the buffers live (null: the CPU)
     bool offload_optimizer = false;  // AdamW moments in the host pool
     uint64_t seed = 0;               // parameter initialisation (counter-based, plan-independent)
+    // ZeRO-1/2: the updated slices are all-gathered as bf16, half the bytes. For layers that
+    // compute with bf16 copies of the weights only (the GPU layers in bf16 mode): the other
+    // ranks' fp32 slices then hold those bf16 values, and the copies cast from them are the
+    // same bits as with an fp32 gather, while each rank's own slice keeps its fp32 master.
+    bool gather_bf16 = false;
 };
 
 class ParamStore {
@@ -83,11 +88,12 @@ public:
 private:
     struct Unit;
     Unit* unit_of(GptLayer* l, int param);
+    void settle(Unit& u) const;
     void gather(Unit& u);
     void bind(GptLayer* layer);
     void flush_accumulates();
     std::deque<std::shared_future<void>> in_flight_;  // ZeRO-2/3 reduce-scatters
-    std::vector<std::unique_ptr<CommRequest>> reducing_;  // background all-reduces (GPU DP)
+    std::vector<std::unique_ptr<CommRequest>> reducing_;  // background reductions (GPU DP)
     std::vector<std::unique_ptr<Unit>> units_;
     std::vector<GptLayer*> layers_;
     ZeroOptions o_;
@@ -95,6 +101,8 @@ private:
     int dp_rank_ = 0, dp_size_ = 1, tp_rank_ = 0;
     bool last_stage_copy_;
     std::unique_ptr<CommWorker> worker_;
+    uint16_t* gather16_ = nullptr;  // bf16 gathers' symmetric buffer (every unit's, back to back)
+    int64_t gather16_bytes_ = 0;
     DeviceOps* ops_;
     Device dev_;
     int64_t t_ = 0;

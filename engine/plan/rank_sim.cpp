@@ -66,6 +66,13 @@ void RankSim::store_init() {
                 if (zero >= 2) tl.alloc(kGrads, f32(u.S));
                 else tl.alloc(kGrads, f32(u.pad)), u.grad_full = true;
             }
+    if (gathers_bf16()) {  // ParamStore's symmetric buffer: every unit's bf16 image, page-aligned
+        int64_t bytes = 0;
+        for (auto& ch : chunks)
+            for (auto& l : ch)
+                for (auto& u : l.units) bytes += (2 * u.pad + 4095) / 4096 * 4096;
+        tl.alloc(kComm, bytes);
+    }
 }
 
 void RankSim::gather(SimUnit& u) {
@@ -135,7 +142,7 @@ void RankSim::after_backward(SimLayer* l) {
 }
 
 void RankSim::optimizer_step() {
-    if ((zero == 1 || zero == 2) && dp > 1)
+    if ((zero == 1 || zero == 2) && dp > 1 && !gathers_bf16())
         for (auto& ch : chunks)
             for (auto& l : ch)
                 for (auto& u : l.units) {
