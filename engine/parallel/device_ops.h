@@ -41,6 +41,9 @@ public:
             adamw(r.param, r.grad, r.m, r.v, r.n, hr, grad_scale);
         }
     }
+    virtual void zero(float* x, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
+    }
     // fp32 <-> bf16 (round to nearest even, the GPU layers' weight cast) for parameters gathered
     // in bf16; only GPU backends have them.
     virtual void to_bf16(void* dst, const float* src, int64_t n) {

@@ -69,6 +69,9 @@ public:
         adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t,
                          grad_scale, cuda_stream());
     }
+    void zero(float* x, int64_t n) override {
+        CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * n, cuda_stream()));
+    }
     void to_bf16(void* dst, const float* src, int64_t n) override {
         cast_f32_to_bf16_cuda(static_cast<__nv_bfloat16*>(dst), src, n, cuda_stream());
     }

@@ -26,6 +26,8 @@ struct ParamStore::Unit {
     std::unique_ptr<CommRequest> gathered;
     Tensor full16;
     uint16_t* sym16 = nullptr;  // this unit's place in the symmetric bf16 buffer, if any
+    float* gsym = nullptr;      // ZeRO-1: its full gradient in the symmetric fp32 buffer, if any
+    float* grads() { return gsym ? gsym : grad_full.f32(); }
     uint16_t* image16() { return sym16 ? sym16 : static_cast<uint16_t*>(full16.data()); }
 };
 
@@ -123,6 +125,21 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
         auto align = [](int64_t b) { return (b + 4095) / 4096 * 4096; };
         int64_t bytes = 0;
         for (auto& u : units_) bytes += align(2 * u->pad);
+        if (o_.stage == 1) {  // the gradients too: the reduce-scatters read the peer directly
+            int64_t gbytes = 0;
+            for (auto& u : units_) gbytes += align(4 * u->pad);
+            if (auto* g = static_cast<float*>(dp_->symmetric_buffer(gbytes))) {
+                memory_tracker().add(MemCategory::grads, gbytes);
+                gsym_bytes_ = gbytes;
+                int64_t off = 0;
+                for (auto& u : units_) {
+                    u->grad_full = Tensor();
+                    u->gsym = g + off / 4;
+                    ops_->zero(u->gsym, u->pad);
+                    off += align(4 * u->pad);
+                }
+            }
+        }
         if ((gather16_ = static_cast<uint16_t*>(dp_->symmetric_buffer(bytes)))) {
             gather16_bytes_ = bytes;
             memory_tracker().add(MemCategory::comm, bytes);
@@ -146,6 +163,7 @@ ParamStore::~ParamStore() {
     } catch (...) {
     }
     if (gather16_) memory_tracker().sub(MemCategory::comm, gather16_bytes_);
+    if (gsym_bytes_) memory_tracker().sub(MemCategory::grads, gsym_bytes_);
 }
 
 ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
@@ -177,7 +195,7 @@ void ParamStore::bind(GptLayer* layer) {
         for (size_t k = 0; k < u->params.size(); ++k) {
             layer->param_ptr[u->params[k]] = u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
             layer->grad_ptr[u->params[k]] =
-                u->grad_full.defined() ? u->grad_full.f32() + u->offset[k] : nullptr;
+                u->grad_full.defined() || u->gsym ? u->grads() + u->offset[k] : nullptr;
         }
     }
 }
@@ -264,7 +282,7 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
         if (u.layer != layer) continue;
         if (o_.stage < 2) {
             if (last_micro && dp_) {
-                float* g = u.grad_full.f32();
+                float* g = u.grads();
                 int64_t n = u.len;
                 // ZeRO-1 needs only its slice reduced: half the bytes of an all-reduce
                 auto req = o_.stage == 1 ? dp_->ireduce_scatter(g, u.S) : dp_->iall_reduce(g, n);
@@ -315,7 +333,8 @@ void ParamStore::flush_accumulates() {
 void ParamStore::zero_grads() {
     flush_accumulates();
     for (auto& u : units_) {
-        if (u->grad_full.defined()) u->grad_full.zero();
+        if (u->gsym) ops_->zero(u->gsym, u->pad);
+        else if (u->grad_full.defined()) u->grad_full.zero();
         if (u->grad_shard.defined()) u->grad_shard.zero();
     }
 }
@@ -324,7 +343,7 @@ double ParamStore::finish_gradients(Communicator* embedding) {
     flush_accumulates();
     for (auto& u : units_) {
         if (!u->is_wte || !embedding) continue;
-        if (o_.stage < 2) embedding->all_reduce(u->grad_full.f32(), u->len);
+        if (o_.stage < 2) embedding->all_reduce(u->grads(), u->len);
         else embedding->all_reduce(u->grad_shard.f32(), u->S);
     }
     // the ranges this rank owns, adjacent ones merged: a unit's gradients lie back to back
@@ -338,7 +357,7 @@ double ParamStore::finish_gradients(Communicator* embedding) {
             int64_t lo = std::max(u.offset[k], u.shard_begin);
             int64_t hi = std::min(u.offset[k] + es[u.params[k]].numel, u.shard_end);
             if (lo >= hi) continue;
-            const float* g = o_.stage < 2 ? u.grad_full.f32() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
+            const float* g = o_.stage < 2 ? u.grads() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
             if (!ranges.empty() && ranges.back().first + ranges.back().second == g)
                 ranges.back().second += hi - lo;
             else
@@ -372,7 +391,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
             if (lo >= hi) continue;
             float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
             const float* g = o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin)
-                                           : u.grad_full.f32() + lo;
+                                           : u.grads() + lo;
             int64_t mo = o_.stage >= 1 ? lo - u.shard_begin : lo;
             ranges.push_back({p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo,
                               info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});

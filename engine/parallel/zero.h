@@ -102,7 +102,7 @@ private:
     bool last_stage_copy_;
     std::unique_ptr<CommWorker> worker_;
     uint16_t* gather16_ = nullptr;  // bf16 gathers' symmetric buffer (every unit's, back to back)
-    int64_t gather16_bytes_ = 0;
+    int64_t gather16_bytes_ = 0, gsym_bytes_ = 0;
     DeviceOps* ops_;
     Device dev_;
     int64_t t_ = 0;
