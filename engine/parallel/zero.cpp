@@ -64,6 +64,8 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
     }
     worker_ = std::make_unique<CommWorker>();
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
+    // ZeRO-1/2 in bf16 with a DP group: symmetric buffers are tried below (see there)
+    const bool sym = o_.gather_bf16 && dp_ && (o_.stage == 1 || o_.stage == 2);
     for (GptLayer* l : layers_) {
         const auto& es = l->table().entries();
         std::vector<int> rest, wte;
@@ -95,7 +97,7 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
                 u->full = Tensor::zeros({u->pad}, MemCategory::params, DType::f32, dev_);
             }
             if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
-            else u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
+            else if (!(o_.stage == 1 && sym)) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
             // initialise what this rank stores, straight from the counter-based init
             const auto& shards = l->shards();
             std::vector<float> host;
@@ -121,22 +123,26 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
     }
     // ZeRO-1/2 in bf16: one symmetric buffer holds every unit's bf16 image, at the same offsets
     // on every DP rank (page-aligned), for the copy engines' all-gathers. Accounted as comm.
-    if (o_.gather_bf16 && dp_ && (o_.stage == 1 || o_.stage == 2)) {
+    if (sym) {
         auto align = [](int64_t b) { return (b + 4095) / 4096 * 4096; };
         int64_t bytes = 0;
         for (auto& u : units_) bytes += align(2 * u->pad);
         if (o_.stage == 1) {  // the gradients too: the reduce-scatters read the peer directly
             int64_t gbytes = 0;
             for (auto& u : units_) gbytes += align(4 * u->pad);
-            if (auto* g = static_cast<float*>(dp_->symmetric_buffer(gbytes))) {
+            auto* g = static_cast<float*>(dp_->symmetric_buffer(gbytes));
+            if (g) {
                 memory_tracker().add(MemCategory::grads, gbytes);
                 gsym_bytes_ = gbytes;
-                int64_t off = 0;
-                for (auto& u : units_) {
-                    u->grad_full = Tensor();
+            }
+            int64_t off = 0;
+            for (auto& u : units_) {
+                if (g) {
                     u->gsym = g + off / 4;
                     ops_->zero(u->gsym, u->pad);
                     off += align(4 * u->pad);
+                } else {
+                    u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
                 }
             }
         }

@@ -293,8 +293,12 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                             if (wte) wte_bytes += (double)(par.zero >= 2 ? l.units[k].S : l.units[k].len) * kF;
                         }
                 const int dpn = par.dp;
-                if (par.zero < 2) r.comm_dp_bytes += ring_all_reduce(unit_bytes, dpn);
-                if (par.zero == 1 || par.zero == 2) r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
+                // ZeRO-1 on GPUs (NCCL) reduce-scatters instead of all-reducing; bf16 GPU layers
+                // get their ZeRO-1/2 parameters gathered in bf16 (ParamStore)
+                if (par.zero == 1 && sim.gpu) r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
+                else if (par.zero < 2) r.comm_dp_bytes += ring_all_reduce(unit_bytes, dpn);
+                if (par.zero == 1 || par.zero == 2)
+                    r.comm_dp_bytes += ring_gather(sim.gathers_bf16() ? unit_bytes / 2 : unit_bytes, dpn);
                 if (par.zero >= 2) r.comm_dp_bytes += m * ring_gather(unit_bytes, dpn);
                 if (par.zero >= 3) r.comm_dp_bytes += 2.0 * m * ring_gather(unit_bytes, dpn);
                 const double act = (double)N * C * act_bytes;

@@ -64,14 +64,17 @@ void RankSim::store_init() {
                 if (zero >= 3) tl.alloc(kParams, f32(u.S));
                 else tl.alloc(kParams, f32(u.pad)), u.full = true;
                 if (zero >= 2) tl.alloc(kGrads, f32(u.S));
-                else tl.alloc(kGrads, f32(u.pad)), u.grad_full = true;
+                else if (zero == 0 || !gathers_bf16()) tl.alloc(kGrads, f32(u.pad));
+                u.grad_full = zero < 2;
             }
-    if (gathers_bf16()) {  // ParamStore's symmetric buffer: every unit's bf16 image, page-aligned
-        int64_t bytes = 0;
+    if (gathers_bf16()) {  // ParamStore's symmetric buffers, each unit's part page-aligned:
+        auto page = [](int64_t b) { return (b + 4095) / 4096 * 4096; };
+        int64_t grads = 0, images = 0;
         for (auto& ch : chunks)
             for (auto& l : ch)
-                for (auto& u : l.units) bytes += (2 * u.pad + 4095) / 4096 * 4096;
-        tl.alloc(kComm, bytes);
+                for (auto& u : l.units) grads += page(f32(u.pad)), images += page(2 * u.pad);
+        if (zero == 1) tl.alloc(kGrads, grads);  // ZeRO-1's full gradients
+        tl.alloc(kComm, images);                 // every unit's bf16 image for the all-gathers
     }
 }
 

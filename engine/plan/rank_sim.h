@@ -73,6 +73,9 @@ struct RankSim {
     // micro-batches with saved activations at once.
     int run_step(const StageSchedule& sched);
 
+    // ZeRO-1/2 on bf16 GPU layers: parameters gathered as bf16 in a persistent symmetric buffer
+    bool gathers_bf16() const { return gpu && act_bytes == 2 && (zero == 1 || zero == 2) && dp > 1; }
+
 private:
     // ---- ParamStore. Its DP comm thread is modelled as lazy: a posted task runs only when the
     // main thread waits for it or for a later task (FIFO), or drains the queue.
@@ -101,8 +104,6 @@ private:
     void free_saved(SimLayer& l, int micro);
     int64_t f32(int64_t n) const { return 4 * n; }
     int64_t act(int64_t n) const { return act_bytes * n; }
-    // ZeRO-1/2 on bf16 GPU layers: parameters gathered as bf16 in a persistent symmetric buffer
-    bool gathers_bf16() const { return gpu && act_bytes == 2 && (zero == 1 || zero == 2) && dp > 1; }
 
     // ---- activation offload. CPU: plain copies. GPU (GptLayer::offload / fetch_begin): a copy's
     // source stays allocated until the copy is reaped; a copy counts as finished once a layer's
