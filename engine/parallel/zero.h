@@ -1,7 +1,8 @@
 // Parameter, gradient and optimizer-state storage for one rank's layers, with data-parallel
 // gradient reduction and ZeRO sharding over the DP group:
 //   zero 0: full parameters, gradients and AdamW moments on every DP rank; gradients all-reduced.
-//   zero 1: moments sharded (each DP rank updates its 1/dp slice, then parameters all-gathered).
+//   zero 1: moments sharded (each DP rank updates its 1/dp slice, then parameters all-gathered);
+//           on NCCL the gradients are only reduce-scattered (each rank needs its slice).
 //   zero 2: also gradients: reduce-scattered into the rank's slice after each micro-batch.
 //   zero 3: also parameters: only the slice persists; a layer's parameters are all-gathered just
 //           before it runs (the next layer prefetched) and freed after.
