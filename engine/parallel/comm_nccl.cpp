@@ -31,6 +31,9 @@
 #include "engine/parallel/comm.h"
 #include "engine/parallel/tcp_store.h"
 
+// symmetric windows (NCCL 2.27) and the zero-CTA policy (2.28): the copy-engine all-gathers
+#define TS_NCCL_WINDOWS (NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0))
+
 #define NCCL_CHECK(stmt)                                                                   \
     do {                                                                                   \
         ncclResult_t r_ = (stmt);                                                          \
@@ -109,7 +112,7 @@ public:
         CUDA_CHECK(cudaMalloc(&stage_, stage_bytes_));
     }
     ~NcclCommunicator() override {
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#if TS_NCCL_WINDOWS
         for (auto& [win, ptr] : windows_) {
             if (!comms_.empty()) ncclCommWindowDeregister(comms_[0], win);
             ncclMemFree(ptr);
@@ -138,9 +141,9 @@ public:
     // ncclMemAlloc (CUDA VMM memory) registered as a symmetric window; null (and a note) when
     // the driver or NCCL cannot: the caller then uses ordinary buffers.
     void* symmetric_buffer(size_t bytes) override {
-#if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
+#if !TS_NCCL_WINDOWS
         (void)bytes;
-        return nullptr;  // windows and the zero-CTA policy came with NCCL 2.27 / 2.28
+        return nullptr;
 #else
         void* p = nullptr;
         ncclWindow_t win = nullptr;
@@ -313,7 +316,7 @@ private:
 
     std::vector<ncclComm_t> comms_;
     std::vector<cudaStream_t> streams_;
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#if TS_NCCL_WINDOWS
     std::vector<std::pair<ncclWindow_t, void*>> windows_;
 #endif
     std::string name_;
@@ -375,7 +378,7 @@ ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
             // the background gradient/parameter communicator: no SMs where NCCL can avoid them
             // (all-gathers within a symmetric window run on the copy engines: ZeRO-1/2's
             // parameter gathers then cost the next forward nothing)
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#if TS_NCCL_WINDOWS
             if (s.out == &g.dp_async) cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
 #endif
             NCCL_CHECK(ncclCommInitRankConfig(&comm, (int)members.size(), id, grank, &cfg));

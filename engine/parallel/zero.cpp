@@ -27,7 +27,7 @@ struct ParamStore::Unit {
     Tensor full16;
     uint16_t* sym16 = nullptr;  // this unit's place in the symmetric bf16 buffer, if any
     float* gsym = nullptr;      // ZeRO-1: its full gradient in the symmetric fp32 buffer, if any
-    float* grads() { return gsym ? gsym : grad_full.f32(); }
+    float* grads() { return gsym ? gsym : grad_full.f32(); }  // null when there is none
     uint16_t* image16() { return sym16 ? sym16 : static_cast<uint16_t*>(full16.data()); }
 };
 
@@ -124,37 +124,30 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
     // ZeRO-1/2 in bf16: one symmetric buffer holds every unit's bf16 image, at the same offsets
     // on every DP rank (page-aligned), for the copy engines' all-gathers. Accounted as comm.
     if (sym) {
-        auto align = [](int64_t b) { return (b + 4095) / 4096 * 4096; };
-        int64_t bytes = 0;
-        for (auto& u : units_) bytes += align(2 * u->pad);
+        // one buffer with every unit's `elem`-byte elements in its own part; its size (0: none)
+        auto symmetric = [&](int elem, MemCategory cat, auto&& place) -> int64_t {
+            int64_t bytes = 0;
+            for (auto& u : units_) bytes += symmetric_part_bytes(elem * u->pad);
+            char* p = static_cast<char*>(dp_->symmetric_buffer(bytes));
+            if (!p) return 0;
+            memory_tracker().add(cat, bytes);
+            for (auto& u : units_) {
+                place(*u, p);
+                p += symmetric_part_bytes(elem * u->pad);
+            }
+            return bytes;
+        };
         if (o_.stage == 1) {  // the gradients too: the reduce-scatters read the peer directly
-            int64_t gbytes = 0;
-            for (auto& u : units_) gbytes += align(4 * u->pad);
-            auto* g = static_cast<float*>(dp_->symmetric_buffer(gbytes));
-            if (g) {
-                memory_tracker().add(MemCategory::grads, gbytes);
-                gsym_bytes_ = gbytes;
-            }
-            int64_t off = 0;
-            for (auto& u : units_) {
-                if (g) {
-                    u->gsym = g + off / 4;
-                    ops_->zero(u->gsym, u->pad);
-                    off += align(4 * u->pad);
-                } else {
-                    u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
-                }
-            }
+            gsym_bytes_ = symmetric(4, MemCategory::grads, [&](Unit& u, char* p) {
+                u.gsym = reinterpret_cast<float*>(p);
+                ops_->zero(u.gsym, u.pad);
+            });
+            if (!gsym_bytes_)
+                for (auto& u : units_) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
         }
-        if ((gather16_ = static_cast<uint16_t*>(dp_->symmetric_buffer(bytes)))) {
-            gather16_bytes_ = bytes;
-            memory_tracker().add(MemCategory::comm, bytes);
-            int64_t off = 0;
-            for (auto& u : units_) {
-                u->sym16 = gather16_ + off / 2;
-                off += align(2 * u->pad);
-            }
-        }
+        gather16_bytes_ = symmetric(2, MemCategory::comm, [](Unit& u, char* p) {
+            u.sym16 = reinterpret_cast<uint16_t*>(p);
+        });
     }
     for (GptLayer* l : layers_) {
         l->param_ptr.assign(l->table().entries().size(), nullptr);
@@ -168,8 +161,8 @@ ParamStore::~ParamStore() {
         worker_->drain();
     } catch (...) {
     }
-    if (gather16_) memory_tracker().sub(MemCategory::comm, gather16_bytes_);
-    if (gsym_bytes_) memory_tracker().sub(MemCategory::grads, gsym_bytes_);
+    memory_tracker().sub(MemCategory::grads, gsym_bytes_);
+    memory_tracker().sub(MemCategory::comm, gather16_bytes_);
 }
 
 ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
@@ -186,7 +179,7 @@ void ParamStore::settle(Unit& u) const {
     if (!u.gathered) return;
     u.gathered->wait();
     u.gathered.reset();
-    if (!u.full16.defined() && !u.sym16) return;
+    if (!o_.gather_bf16) return;
     const uint16_t* h = u.image16();
     for (int r = 0; r < dp_size_; ++r)
         if (r != dp_rank_) ops_->from_bf16(u.full.f32() + r * u.S, h + r * u.S, u.S);
@@ -200,8 +193,8 @@ void ParamStore::bind(GptLayer* layer) {
         settle(*u);
         for (size_t k = 0; k < u->params.size(); ++k) {
             layer->param_ptr[u->params[k]] = u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
-            layer->grad_ptr[u->params[k]] =
-                u->grad_full.defined() || u->gsym ? u->grads() + u->offset[k] : nullptr;
+            float* g = u->grads();
+            layer->grad_ptr[u->params[k]] = g ? g + u->offset[k] : nullptr;
         }
     }
 }

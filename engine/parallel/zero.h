@@ -42,6 +42,9 @@ public:
     // ZeRO-2/3: reduce-scatters in flight before a new full gradient is allocated (the estimator
     // replays the same bound).
     static constexpr size_t kMaxReductions = 1;
+    // A unit's part of a symmetric buffer (ZeRO-1/2 on NCCL): its bytes rounded up to a page, the
+    // alignment NCCL windows need; the estimator replays the same sizes.
+    static constexpr int64_t symmetric_part_bytes(int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
     // layers: this rank's layers in forward order. dp: the DP communicators (null when dp = 1):
     // `dp_async` runs on the worker thread. tp_rank: for counting replicated parameters once.
     // last_stage_copy: this rank is the last pipeline stage of pp > 1 (its wte is the tied copy).
@@ -102,8 +105,8 @@ private:
     int dp_rank_ = 0, dp_size_ = 1, tp_rank_ = 0;
     bool last_stage_copy_;
     std::unique_ptr<CommWorker> worker_;
-    uint16_t* gather16_ = nullptr;  // bf16 gathers' symmetric buffer (every unit's, back to back)
-    int64_t gather16_bytes_ = 0, gsym_bytes_ = 0;
+    // the symmetric buffers' sizes (0: none): ZeRO-1's gradients, ZeRO-1/2's bf16 images
+    int64_t gsym_bytes_ = 0, gather16_bytes_ = 0;
     DeviceOps* ops_;
     Device dev_;
     int64_t t_ = 0;

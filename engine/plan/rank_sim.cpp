@@ -68,11 +68,13 @@ void RankSim::store_init() {
                 u.grad_full = zero < 2;
             }
     if (gathers_bf16()) {  // ParamStore's symmetric buffers, each unit's part page-aligned:
-        auto page = [](int64_t b) { return (b + 4095) / 4096 * 4096; };
         int64_t grads = 0, images = 0;
         for (auto& ch : chunks)
             for (auto& l : ch)
-                for (auto& u : l.units) grads += page(f32(u.pad)), images += page(2 * u.pad);
+                for (auto& u : l.units) {
+                    grads += ParamStore::symmetric_part_bytes(f32(u.pad));
+                    images += ParamStore::symmetric_part_bytes(2 * u.pad);
+                }
         if (zero == 1) tl.alloc(kGrads, grads);  // ZeRO-1's full gradients
         tl.alloc(kComm, images);                 // every unit's bf16 image for the all-gathers
     }

@@ -109,7 +109,7 @@ public:
             chunks_.push_back(std::move(ch));
         }
         ZeroOptions zo{par.zero, ops_, par.offload_optimizer, cfg.train.seed};
-        zo.gather_bf16 = dev_ == Device::cuda && act_dtype_ == DType::bf16;
+        zo.gather_bf16 = act_dtype_ == DType::bf16;  // bf16 only on GPUs
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
                                               pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];

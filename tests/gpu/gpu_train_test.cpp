@@ -31,22 +31,34 @@ fs::path work() {
     return d;
 }
 
-std::vector<double> train_losses(const std::string& tag, const std::string& yaml,
-                                 const std::vector<std::string>& sets, std::string* out = nullptr) {
+// A fresh project folder `tag` holding project.yaml.
+fs::path project_dir(const std::string& tag, const std::string& yaml) {
     fs::path dir = work() / tag;
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << yaml;
-    auto [rc, text] = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
-    if (out) *out = text;
-    EXPECT_EQ(rc, 0) << tag << ":\n" << text;
+    return dir;
+}
+
+// train/loss of the folder's last run, or of every run in order (a resumed run continues).
+std::vector<double> losses_in(const fs::path& dir, bool every_run = false) {
     std::vector<double> losses;
     if (!fs::exists(dir / "runs.db")) return losses;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto runs = store.runs_list();
-    if (runs.empty()) return losses;
-    for (const auto& m : store.metrics(runs.back().id, "train/loss")) losses.push_back(m.value);
+    if (!every_run && runs.size() > 1) runs.erase(runs.begin(), runs.end() - 1);
+    for (const auto& r : runs)
+        for (const auto& m : store.metrics(r.id, "train/loss")) losses.push_back(m.value);
     return losses;
+}
+
+std::vector<double> train_losses(const std::string& tag, const std::string& yaml,
+                                 const std::vector<std::string>& sets, std::string* out = nullptr) {
+    fs::path dir = project_dir(tag, yaml);
+    auto [rc, text] = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
+    if (out) *out = text;
+    EXPECT_EQ(rc, 0) << tag << ":\n" << text;
+    return losses_in(dir);
 }
 
 // GPT-2 124M on the Brown corpus (GPT-2 BPE shards from the data cache)
@@ -137,20 +149,14 @@ TEST(GpuTrain, ZeroOneIsDataParallelBitForBit) {
     for (size_t i = 0; i < dp.size(); ++i) EXPECT_EQ(z1[i], dp[i]) << "step " << i + 1;
 
     // 4 steps, a checkpoint, then --resume: the parameters saved are the all-gathered ones
-    fs::path dir = work() / "dp2_zero1_resume";
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    std::ofstream(dir / "project.yaml") << yaml;
+    fs::path dir = project_dir("dp2_zero1_resume", yaml);
     sets.push_back("checkpoint.dir=ckpt");
     for (const char* args : {"--steps 4", "--resume"}) {
         auto [rc, text] =
             test_support::run_command(test_support::train_command(dir / "project.yaml", sets, args));
         ASSERT_EQ(rc, 0) << args << ":\n" << text;
     }
-    RunStore store = RunStore::open((dir / "runs.db").string(), true);
-    std::vector<double> resumed;
-    for (const auto& r : store.runs_list())
-        for (const auto& m : store.metrics(r.id, "train/loss")) resumed.push_back(m.value);
+    std::vector<double> resumed = losses_in(dir, true);
     ASSERT_EQ(resumed.size(), 8u);
     for (size_t i = 0; i < dp.size(); ++i) EXPECT_EQ(resumed[i], dp[i]) << "resumed, step " << i + 1;
 }
