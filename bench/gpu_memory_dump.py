@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # usage: bench/gpu_memory_dump.py TESSERA OUTDIR  (on the GPU machine; TESSERA_DATA_DIR set)
-# Writes OUTDIR/memdump.json; tests/plan/data/h200_gpt2_memory.json is its output of 2026-11-30.
+# Writes OUTDIR/memdump.json; tests/plan/data/h200_gpt2_memory.json is its output of 2026-11-30
+# (re-dumped after the copy-engine gradient exchanges and the layers' use of the bf16 images).
 # Per-category peak memory (engine accounting) for GPT-2 124M bf16 plans on the H200s.
 import json, os, sqlite3, subprocess, sys, tempfile
 import numpy as np

@@ -53,15 +53,18 @@ public:
     // then reduces on its comm thread). NCCL: ordered after the work queued so far on the
     // compute stream, on the communicator's own stream, with no host wait; wait() makes the
     // compute stream wait for it. data must stay untouched until then.
-    virtual std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n) {
-        (void)data, (void)n;
+    // `staging`, where given: a symmetric buffer (see symmetric_buffer) as large as data, for
+    // a backend that can exchange the slices on copy engines and then add them with one small
+    // kernel instead of reducing with SMs for the whole transfer; n is then a multiple of size.
+    virtual std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n, float* staging = nullptr) {
+        (void)data, (void)n, (void)staging;
         return nullptr;
     }
     // The same for the two halves of an all-reduce, in place on data (size * n):
     // ireduce_scatter leaves the sum of every member's slice `rank` in data[rank * n, +n) (the
     // other slices are left undefined); iall_gather copies every member's slice into the others.
-    virtual std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n) {
-        (void)data, (void)n;
+    virtual std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n, float* staging = nullptr) {
+        (void)data, (void)n, (void)staging;
         return nullptr;
     }
     virtual std::unique_ptr<CommRequest> iall_gather(void* data, int64_t n, DType t) {

@@ -28,6 +28,7 @@
 
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device.cuh"
+#include "engine/kernels/cuda/elementwise.cuh"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/tcp_store.h"
 
@@ -128,15 +129,20 @@ public:
     const std::string& name() const override { return name_; }
     int64_t sequence() const override { return seq_; }
 
-    std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n) override {
+    std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n, float* staging) override {
         return background("all_reduce", data, [&](cudaStream_t s) {
-            NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comms_[0], s));
+            if (!staging) {
+                NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comms_[0], s));
+                return;
+            }
+            TS_CHECK(n % size_ == 0, name_, ": a staged all-reduce needs a multiple of ", size_, " elements");
+            const int64_t k = n / size_;
+            reduce_scatter_on(s, data, k, staging);
+            NCCL_CHECK(ncclAllGather(data + rank_ * k, data, k, ncclFloat, comms_[0], s));
         });
     }
-    std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n) override {
-        return background("reduce_scatter", data, [&](cudaStream_t s) {
-            NCCL_CHECK(ncclReduceScatter(data, data + rank_ * n, n, ncclFloat, ncclSum, comms_[0], s));
-        });
+    std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n, float* staging) override {
+        return background("reduce_scatter", data, [&](cudaStream_t s) { reduce_scatter_on(s, data, n, staging); });
     }
     // ncclMemAlloc (CUDA VMM memory) registered as a symmetric window; null (and a note) when
     // the driver or NCCL cannot: the caller then uses ordinary buffers.
@@ -217,6 +223,20 @@ public:
 
 private:
     int dir(int tag) const { return comms_.size() > 1 ? ((tag >> 24) & 1) : 0; }
+
+    // In place: data[rank * n, +n) := the sum of every member's slice `rank`. With a staging
+    // buffer the slices are exchanged by an all-to-all (on the copy engines within symmetric
+    // windows under the zero-CTA policy) and added on s: the own slice, then the others in
+    // group-rank order.
+    void reduce_scatter_on(cudaStream_t s, float* data, int64_t n, float* staging) {
+        if (!staging) {
+            NCCL_CHECK(ncclReduceScatter(data, data + rank_ * n, n, ncclFloat, ncclSum, comms_[0], s));
+            return;
+        }
+        NCCL_CHECK(ncclAlltoAll(data, staging, n, ncclFloat, comms_[0], s));
+        for (int r = 0; r < size_; ++r)
+            if (r != rank_) accumulate_cuda(data + rank_ * n, staging + r * n, n, s);
+    }
 
     // s waits for the work queued so far on the compute stream.
     static void after_compute(cudaStream_t s) {

@@ -17,6 +17,8 @@ public:
     CudaOps() {
         CUDA_CHECK(cudaMalloc(&scalar_, sizeof(double)));
         CUDA_CHECK(cudaMalloc(&sum_, sizeof(double)));
+        CUDA_CHECK(cudaMalloc(&step_scalars_, 3 * sizeof(float)));
+        CUDA_CHECK(cudaMallocHost(&step_scalars_host_, 3 * sizeof(float)));
     }
     Device device() const override { return Device::cuda; }
     void copy(float* dst, const float* src, int64_t n) override {
@@ -45,6 +47,16 @@ public:
     void sum_begin() override { CUDA_CHECK(cudaMemsetAsync(sum_, 0, sizeof(double), cuda_stream())); }
     void sum_add(const float* x, int64_t n) override { sum_cuda(sum_, x, n, cuda_stream()); }
     double sum_end() override { return read(sum_); }
+    float* step_scalars(float stop) override {
+        pack_step_scalars_cuda(step_scalars_, scalar_, sum_, stop, cuda_stream());
+        return step_scalars_;
+    }
+    void read_step_scalars(float out[3]) override {
+        CUDA_CHECK(cudaMemcpyAsync(step_scalars_host_, step_scalars_, 3 * sizeof(float),
+                                   cudaMemcpyDeviceToHost, cuda_stream()));
+        cuda_synchronize();
+        for (int i = 0; i < 3; ++i) out[i] = step_scalars_host_[i];
+    }
     // the device double d, once the work queued so far is done
     static double read(const double* d) {
         double h = 0;
@@ -69,6 +81,11 @@ public:
         adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t,
                          grad_scale, cuda_stream());
     }
+    void adamw_ranges_clipped(const std::vector<AdamWRange>& ranges, const AdamWHyper& h,
+                              double grad_clip, const float* norm2) override {
+        adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t, 1.0f,
+                         cuda_stream(), norm2, grad_clip);
+    }
     void zero(float* x, int64_t n) override {
         CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * n, cuda_stream()));
     }
@@ -92,6 +109,8 @@ public:
 private:
     double* scalar_ = nullptr;
     double* sum_ = nullptr;
+    float* step_scalars_ = nullptr;       // device
+    float* step_scalars_host_ = nullptr;  // pinned
 };
 
 }  // namespace

@@ -49,6 +49,10 @@ public:
     // Where each parameter and its gradient live (one pointer per table entry), bound by the
     // owner before every forward/backward (ZeRO-3 gathers parameters just in time).
     std::vector<float*> param_ptr, grad_ptr;
+    // The store's bf16 image of each parameter where it keeps one (ZeRO-1/2 gathering in bf16
+    // through a symmetric buffer), else null: GPU layers in bf16 compute with it instead of
+    // casting a copy of param_ptr (whose other DP ranks' slices the store then leaves stale).
+    std::vector<const void*> param16_ptr;
     int param_index(const std::string& n) const;
 
     // x: the input hidden state (B, T, C) — ownership moves into the layer (saved for backward);

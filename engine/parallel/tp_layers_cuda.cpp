@@ -48,6 +48,7 @@ protected:
         if constexpr (std::is_same_v<T, float>) {
             return param_ptr[i];
         } else {
+            if (i < (int)param16_ptr.size() && param16_ptr[i]) return (const T*)param16_ptr[i];
             refresh();
             return (const T*)cache_.data() + cache_off_[i];
         }
@@ -377,7 +378,10 @@ private:
     // parameter version or storage moves.
     const T* wte_padded() {
         const int64_t C = this->spec_.dims.d_model, Vl = v1_ - v0_, Vp = padded_vocab();
-        const float* src = tied_ ? tied_->param_ptr[tied_->param_index("wte.weight")] : this->param_ptr[2];
+        const GptLayer* owner = tied_ ? tied_ : this;
+        const int wi = tied_ ? tied_->param_index("wte.weight") : 2;
+        const float* src = owner->param_ptr[wi];
+        const void* src16 = wi < (int)owner->param16_ptr.size() ? owner->param16_ptr[wi] : nullptr;
         if (!pad_.defined()) {
             pad_ = Tensor::zeros({Vp, C}, MemCategory::params, dtype_of<T>(), kGpu);
             pad_version_ = 0;
@@ -385,6 +389,9 @@ private:
         if (pad_version_ != this->weights_version || pad_src_ != src) {
             if constexpr (std::is_same_v<T, float>)
                 CUDA_CHECK(cudaMemcpyAsync(pad_.data(), src, sizeof(float) * Vl * C,
+                                           cudaMemcpyDeviceToDevice, this->st()));
+            else if (src16)  // the store's bf16 image: a copy, no cast
+                CUDA_CHECK(cudaMemcpyAsync(pad_.data(), src16, sizeof(T) * Vl * C,
                                            cudaMemcpyDeviceToDevice, this->st()));
             else
                 cast_f32_to_bf16_cuda((T*)pad_.data(), src, Vl * C, this->st());

@@ -26,7 +26,8 @@ struct ParamStore::Unit {
     std::unique_ptr<CommRequest> gathered;
     Tensor full16;
     uint16_t* sym16 = nullptr;  // this unit's place in the symmetric bf16 buffer, if any
-    float* gsym = nullptr;      // ZeRO-1: its full gradient in the symmetric fp32 buffer, if any
+    float* gsym = nullptr;      // zero 0/1: its full gradient in the symmetric fp32 buffer, if any
+    float* gstage = nullptr;    // and the staging part the other ranks' slices arrive in
     float* grads() { return gsym ? gsym : grad_full.f32(); }  // null when there is none
     uint16_t* image16() { return sym16 ? sym16 : static_cast<uint16_t*>(full16.data()); }
 };
@@ -66,6 +67,9 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
     // ZeRO-1/2 in bf16 with a DP group: symmetric buffers are tried below (see there)
     const bool sym = o_.gather_bf16 && dp_ && (o_.stage == 1 || o_.stage == 2);
+    // zero 0/1 (ZeRO-1 when it gathers in bf16) with a DP group: symmetric gradients, reduced
+    // through copy-engine exchanges (the estimator's RankSim::symmetric_grads)
+    const bool symg = dp_ && (o_.stage == 0 || (o_.stage == 1 && sym));
     for (GptLayer* l : layers_) {
         const auto& es = l->table().entries();
         std::vector<int> rest, wte;
@@ -97,7 +101,7 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
                 u->full = Tensor::zeros({u->pad}, MemCategory::params, DType::f32, dev_);
             }
             if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
-            else if (!(o_.stage == 1 && sym)) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
+            else if (!symg) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
             // initialise what this rank stores, straight from the counter-based init
             const auto& shards = l->shards();
             std::vector<float> host;
@@ -123,37 +127,49 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
     }
     // ZeRO-1/2 in bf16: one symmetric buffer holds every unit's bf16 image, at the same offsets
     // on every DP rank (page-aligned), for the copy engines' all-gathers. Accounted as comm.
-    if (sym) {
-        // one buffer with every unit's `elem`-byte elements in its own part; its size (0: none)
-        auto symmetric = [&](int elem, MemCategory cat, auto&& place) -> int64_t {
-            int64_t bytes = 0;
-            for (auto& u : units_) bytes += symmetric_part_bytes(elem * u->pad);
-            char* p = static_cast<char*>(dp_->symmetric_buffer(bytes));
-            if (!p) return 0;
-            memory_tracker().add(cat, bytes);
-            for (auto& u : units_) {
-                place(*u, p);
-                p += symmetric_part_bytes(elem * u->pad);
-            }
-            return bytes;
-        };
-        if (o_.stage == 1) {  // the gradients too: the reduce-scatters read the peer directly
-            gsym_bytes_ = symmetric(4, MemCategory::grads, [&](Unit& u, char* p) {
-                u.gsym = reinterpret_cast<float*>(p);
-                ops_->zero(u.gsym, u.pad);
-            });
-            if (!gsym_bytes_)
-                for (auto& u : units_) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
+    // one buffer with every unit's `elem`-byte elements in its own part; its size (0: none)
+    auto symmetric = [&](int elem, MemCategory cat, auto&& place) -> int64_t {
+        int64_t bytes = 0;
+        for (auto& u : units_) bytes += symmetric_part_bytes(elem * u->pad);
+        char* p = static_cast<char*>(dp_->symmetric_buffer(bytes));
+        if (!p) return 0;
+        memory_tracker().add(cat, bytes);
+        for (auto& u : units_) {
+            place(*u, p);
+            p += symmetric_part_bytes(elem * u->pad);
         }
+        return bytes;
+    };
+    if (symg) {  // the gradients and their staging buffer: the reductions on the copy engines
+        gsym_bytes_ = symmetric(4, MemCategory::grads, [&](Unit& u, char* p) {
+            u.gsym = reinterpret_cast<float*>(p);
+            ops_->zero(u.gsym, u.pad);
+        });
+        if (gsym_bytes_)
+            stage_bytes_ = symmetric(4, MemCategory::comm, [](Unit& u, char* p) {
+                u.gstage = reinterpret_cast<float*>(p);
+            });
+        if (!gsym_bytes_)
+            for (auto& u : units_) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
+    }
+    if (sym)
         gather16_bytes_ = symmetric(2, MemCategory::comm, [](Unit& u, char* p) {
             u.sym16 = reinterpret_cast<uint16_t*>(p);
         });
-    }
+    refresh_images();
     for (GptLayer* l : layers_) {
         l->param_ptr.assign(l->table().entries().size(), nullptr);
+        l->param16_ptr.assign(l->table().entries().size(), nullptr);
         l->grad_ptr.assign(l->table().entries().size(), nullptr);
         if (o_.stage < 3) bind(l);
     }
+}
+
+// The persistent bf16 images cast from the full parameters (after initialisation and loads;
+// the optimizer step keeps them current afterwards).
+void ParamStore::refresh_images() {
+    for (auto& u : units_)
+        if (u->sym16) ops_->to_bf16(u->sym16, u->full.f32(), u->pad);
 }
 
 ParamStore::~ParamStore() {
@@ -162,7 +178,7 @@ ParamStore::~ParamStore() {
     } catch (...) {
     }
     memory_tracker().sub(MemCategory::grads, gsym_bytes_);
-    memory_tracker().sub(MemCategory::comm, gather16_bytes_);
+    memory_tracker().sub(MemCategory::comm, gather16_bytes_ + stage_bytes_);
 }
 
 ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
@@ -179,7 +195,7 @@ void ParamStore::settle(Unit& u) const {
     if (!u.gathered) return;
     u.gathered->wait();
     u.gathered.reset();
-    if (!o_.gather_bf16) return;
+    if (!o_.gather_bf16 || u.sym16) return;  // a persistent image feeds the layers directly
     const uint16_t* h = u.image16();
     for (int r = 0; r < dp_size_; ++r)
         if (r != dp_rank_) ops_->from_bf16(u.full.f32() + r * u.S, h + r * u.S, u.S);
@@ -193,6 +209,7 @@ void ParamStore::bind(GptLayer* layer) {
         settle(*u);
         for (size_t k = 0; k < u->params.size(); ++k) {
             layer->param_ptr[u->params[k]] = u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
+            layer->param16_ptr[u->params[k]] = u->sym16 ? u->sym16 + u->offset[k] : nullptr;
             float* g = u->grads();
             layer->grad_ptr[u->params[k]] = g ? g + u->offset[k] : nullptr;
         }
@@ -284,7 +301,8 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
                 float* g = u.grads();
                 int64_t n = u.len;
                 // ZeRO-1 needs only its slice reduced: half the bytes of an all-reduce
-                auto req = o_.stage == 1 ? dp_->ireduce_scatter(g, u.S) : dp_->iall_reduce(g, n);
+                auto req = o_.stage == 1 ? dp_->ireduce_scatter(g, u.S, u.gstage)
+                                         : dp_->iall_reduce(g, u.gstage ? u.pad : n, u.gstage);
                 if (req) {
                     reducing_.push_back(std::move(req));
                     continue;
@@ -338,7 +356,7 @@ void ParamStore::zero_grads() {
     }
 }
 
-double ParamStore::finish_gradients(Communicator* embedding) {
+void ParamStore::finish_gradients(Communicator* embedding) {
     flush_accumulates();
     for (auto& u : units_) {
         if (!u->is_wte || !embedding) continue;
@@ -365,12 +383,10 @@ double ParamStore::finish_gradients(Communicator* embedding) {
     }
     ops_->sum_squares_begin();
     for (const auto& [g, n] : ranges) ops_->sum_squares_add(g, n);
-    return ops_->sum_squares_end();
 }
 
-void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double grad_norm) {
+void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const float* norm2) {
     double lr = lr_at_step(oc, step);
-    const float scale = clip_scale(oc.grad_clip, grad_norm);
     ++t_;
     ++version_;
     const AdamWHyper h{static_cast<float>(lr), static_cast<float>(oc.beta1),
@@ -396,7 +412,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
                               info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});
         }
         if (gather) {
-            ops_->adamw_ranges(ranges, h, scale);
+            ops_->adamw_ranges_clipped(ranges, h, oc.grad_clip, norm2);
             ranges.clear();
             // every DP rank updated its slice: all-gather the full parameters (in the background
             // where the backend can: the next forward waits for each unit when it binds it)
@@ -423,7 +439,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, double 
             });
         }
     }
-    ops_->adamw_ranges(ranges, h, scale);
+    ops_->adamw_ranges_clipped(ranges, h, oc.grad_clip, norm2);
     worker_->drain();
 }
 
@@ -496,6 +512,7 @@ void ParamStore::load(const std::function<void(const std::string&, int, const Pa
             }
         }
     }
+    refresh_images();
 }
 
 }  // namespace tessera

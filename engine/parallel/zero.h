@@ -3,6 +3,9 @@
 //   zero 0: full parameters, gradients and AdamW moments on every DP rank; gradients all-reduced.
 //   zero 1: moments sharded (each DP rank updates its 1/dp slice, then parameters all-gathered);
 //           on NCCL the gradients are only reduce-scattered (each rank needs its slice).
+// On NCCL (zero 0, and zero 1 in bf16) the gradients live in a symmetric window and are reduced
+// by copy-engine exchanges into a staging buffer plus one small add kernel (no SMs held for the
+// transfer during the backward); ZeRO-1/2's bf16 parameter images feed the GPU layers directly.
 //   zero 2: also gradients: reduce-scattered into the rank's slice after each micro-batch.
 //   zero 3: also parameters: only the slice persists; a layer's parameters are all-gathered just
 //           before it runs (the next layer prefetched) and freed after.
@@ -62,12 +65,14 @@ public:
     void after_backward(GptLayer* layer, bool last_micro);
 
     void zero_grads();
-    // Waits for every gradient reduction, all-reduces the tied embedding copies over `embedding`
-    // (null when pp = 1), and returns this rank's share of the squared gradient norm (each
-    // element of the model counted once over the whole world).
-    double finish_gradients(Communicator* embedding);
-    // AdamW on this rank's slices; zero 1/2 then all-gather the updated parameters.
-    void optimizer_step(const OptimizerConfig& oc, int64_t step, double grad_norm);
+    // Orders the rest of the step after every gradient reduction, all-reduces the tied
+    // embedding copies over `embedding` (null when pp = 1), and accumulates this rank's share
+    // of the squared gradient norm (each element of the model counted once over the whole
+    // world) in the DeviceOps' sum_squares accumulator, without a host round trip.
+    void finish_gradients(Communicator* embedding);
+    // AdamW on this rank's slices, the gradients clipped by the global squared norm at *norm2
+    // (device memory on GPUs); zero 1/2 then all-gather the updated parameters.
+    void optimizer_step(const OptimizerConfig& oc, int64_t step, const float* norm2);
 
     // Checkpoints: visits every element this rank holds authoritatively (its DP slice, TP shard
     // counted once, tied copy excluded) — `fn(layer, param index, local flat index in the
@@ -93,6 +98,7 @@ private:
     struct Unit;
     Unit* unit_of(GptLayer* l, int param);
     void settle(Unit& u) const;
+    void refresh_images();
     void gather(Unit& u);
     void bind(GptLayer* layer);
     void flush_accumulates();
@@ -106,7 +112,7 @@ private:
     bool last_stage_copy_;
     std::unique_ptr<CommWorker> worker_;
     // the symmetric buffers' sizes (0: none): ZeRO-1's gradients, ZeRO-1/2's bf16 images
-    int64_t gsym_bytes_ = 0, gather16_bytes_ = 0;
+    int64_t gsym_bytes_ = 0, stage_bytes_ = 0, gather16_bytes_ = 0;
     DeviceOps* ops_;
     Device dev_;
     int64_t t_ = 0;

@@ -64,20 +64,22 @@ void RankSim::store_init() {
                 if (zero >= 3) tl.alloc(kParams, f32(u.S));
                 else tl.alloc(kParams, f32(u.pad)), u.full = true;
                 if (zero >= 2) tl.alloc(kGrads, f32(u.S));
-                else if (zero == 0 || !gathers_bf16()) tl.alloc(kGrads, f32(u.pad));
+                else if (!symmetric_grads()) tl.alloc(kGrads, f32(u.pad));
                 u.grad_full = zero < 2;
             }
-    if (gathers_bf16()) {  // ParamStore's symmetric buffers, each unit's part page-aligned:
-        int64_t grads = 0, images = 0;
-        for (auto& ch : chunks)
-            for (auto& l : ch)
-                for (auto& u : l.units) {
-                    grads += ParamStore::symmetric_part_bytes(f32(u.pad));
-                    images += ParamStore::symmetric_part_bytes(2 * u.pad);
-                }
-        if (zero == 1) tl.alloc(kGrads, grads);  // ZeRO-1's full gradients
-        tl.alloc(kComm, images);                 // every unit's bf16 image for the all-gathers
+    // ParamStore's symmetric buffers, each unit's part page-aligned
+    int64_t grads = 0, images = 0;
+    for (auto& ch : chunks)
+        for (auto& l : ch)
+            for (auto& u : l.units) {
+                grads += ParamStore::symmetric_part_bytes(f32(u.pad));
+                images += ParamStore::symmetric_part_bytes(2 * u.pad);
+            }
+    if (symmetric_grads()) {
+        tl.alloc(kGrads, grads);  // the full gradients
+        tl.alloc(kComm, grads);   // and the staging the other ranks' slices arrive in
     }
+    if (gathers_bf16()) tl.alloc(kComm, images);  // every unit's bf16 image
 }
 
 void RankSim::gather(SimUnit& u) {

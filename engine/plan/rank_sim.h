@@ -75,6 +75,9 @@ struct RankSim {
 
     // ZeRO-1/2 on bf16 GPU layers: parameters gathered as bf16 in a persistent symmetric buffer
     bool gathers_bf16() const { return gpu && act_bytes == 2 && (zero == 1 || zero == 2) && dp > 1; }
+    // ZeRO-0 (and ZeRO-1 gathering in bf16) on GPUs: the full gradients in a symmetric buffer,
+    // with a staging buffer as large, reduced through copy-engine exchanges
+    bool symmetric_grads() const { return gpu && dp > 1 && (zero == 0 || (zero == 1 && gathers_bf16())); }
 
 private:
     // ---- ParamStore. Its DP comm thread is modelled as lazy: a posted task runs only when the

@@ -166,6 +166,7 @@ private:
     double step_start_s_ = 0;
     void span_begin(OpenSpan& sp);
     void span_end(OpenSpan& sp);
+    void span_resolve(OpenSpan& sp);
     void spans_flush(int64_t step);
     int pp_ = 1, v_ = 1, stage_ = 0, micro_ = 1;
     std::vector<Chunk> chunks_;
@@ -177,7 +178,7 @@ private:
     std::map<std::pair<int, bool>, Batch> batches_;  // (micro, eval) -> batch of this step
     std::map<GptLayer*, int> backward_count_;
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
-    double loss_sum_ = 0, busy_s_ = 0;
+    double busy_s_ = 0;
     float loss_scale_ = 1.0f;
     double model_flops_per_token_ = 0, peak_flops_ = 0;  // for perf/mfu (GPU runs)
 };
@@ -284,17 +285,23 @@ void RankRunner::span_end(OpenSpan& sp) {
     sp.end_s = now_s();
 }
 
+// A GPU span's times from its events (the step's work is done); CPU spans have theirs.
+void RankRunner::span_resolve(OpenSpan& sp) {
+#ifdef TESSERA_HAVE_CUDA
+    if (sp.ev0) {
+        sp.start_s = step_start_s_ + cuda_event_ms(step_event_, sp.ev0) / 1e3;
+        sp.end_s = step_start_s_ + cuda_event_ms(step_event_, sp.ev1) / 1e3;
+        cuda_event_free(sp.ev0);
+        cuda_event_free(sp.ev1);
+        sp.ev0 = sp.ev1 = nullptr;
+    }
+#endif
+}
+
 // Emits the step's spans and adds their compute time (forward, backward) to busy_s_.
 void RankRunner::spans_flush(int64_t step) {
     for (OpenSpan& sp : spans_) {
-#ifdef TESSERA_HAVE_CUDA
-        if (sp.ev0) {
-            sp.start_s = step_start_s_ + cuda_event_ms(step_event_, sp.ev0) / 1e3;
-            sp.end_s = step_start_s_ + cuda_event_ms(step_event_, sp.ev1) / 1e3;
-            cuda_event_free(sp.ev0);
-            cuda_event_free(sp.ev1);
-        }
-#endif
+        span_resolve(sp);
         if (std::string(sp.kind) != "recv") busy_s_ += sp.end_s - sp.start_s;
         sink_.write(SpanRecord{step, g_.rank, stage_, sp.micro, sp.kind, sp.start_s, sp.end_s});
     }
@@ -369,27 +376,29 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         }
         for (auto& s : sends_) s.first->wait();
         sends_.clear();
-        loss_sum_ = ops_->sum_end();  // synchronises the step's work
-        const double tr_bwd = comm_trace() ? trace_ms() : 0;
-        double o0 = now_s();
+        // The optimizer's share, queued behind the backward with no host round trip: the
+        // squared gradient norm, the loss and the stop votes summed over the world in one
+        // all-reduce (one rank leaving after a Ctrl-C takes every rank with it, after the same
+        // step), the clipping scale computed by the AdamW kernel from the summed norm.
+        OpenSpan opt{"optimizer", -1, 0, 0};
+        span_begin(opt);
+        store_->finish_gradients(g_.embedding.get());
+        float* scalars = ops_->step_scalars(train_stop_requested() ? 1.0f : 0.0f);
+        if (g_.world) g_.world->all_reduce(scalars, 3);
+        store_->optimizer_step(oc_, step, scalars);
+        span_end(opt);
+        float red[3];
+        ops_->read_step_scalars(red);  // synchronises the step's work
+        span_resolve(opt);
         spans_flush(step);
-        // one all-reduce carries the squared gradient norm, the loss and the stop votes: every
-        // rank leaves after the same step when any of them was asked to stop (Ctrl-C)
-        float red[3] = {(float)store_->finish_gradients(g_.embedding.get()), (float)loss_sum_,
-                        train_stop_requested() ? 1.0f : 0.0f};
-        if (g_.world) g_.world->all_reduce(red, 3);
         const bool stop = red[2] > 0.0f;
-        const double tr_grads = comm_trace() ? trace_ms() : 0;
         double norm = std::sqrt((double)red[0]);
-        store_->optimizer_step(oc_, step, norm);
-        ops_->synchronize();
         double lr = lr_at_step(oc_, step);
-        double o1 = now_s();
         if (comm_trace())
-            std::fprintf(stderr, "[step] rank %d step %lld: forward+backward done at %.3f ms, gradients "
-                         "finished +%.3f ms, optimizer +%.3f ms\n", g_.rank, (long long)step, tr_bwd,
-                         tr_grads - tr_bwd, trace_ms() - tr_grads);
-        sink_.write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", o0, o1});
+            std::fprintf(stderr, "[step] rank %d step %lld: forward+backward %.3f ms, optimizer %.3f ms\n",
+                         g_.rank, (long long)step, (opt.start_s - step_t0) * 1e3,
+                         (opt.end_s - opt.start_s) * 1e3);
+        sink_.write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", opt.start_s, opt.end_s});
         double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
         double loss = red[1] / (double)targets;
         res.last_train_loss = loss;
@@ -416,7 +425,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                 }
             }
 #endif
-            double pipe_s = o0 - step_t0;
+            double pipe_s = opt.start_s - step_t0;
             if (pp_ > 1) metric(s1, "pipeline/bubble", pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
             if (leader) {
                 metric(s1, "train/loss", loss);

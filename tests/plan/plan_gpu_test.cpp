@@ -3,10 +3,9 @@
 // bf16, micro_batch 16, 3 steps) for each plan. Each plan's config is built as that script builds
 // it, estimate_plan predicts it, and every rank's device peak and every category must be within
 // ±10% of the measured figure (a category measured at zero must be predicted at zero). Prints the
-// table of predicted against measured. ZeRO-1/2 dp2 were dropped from the data when their GPU
-// path changed (background reduce-scatter, bf16 gathers in symmetric NCCL buffers) and await a new
-// dump on the H200; the throughput benchmark compares their device peak with the prediction on
-// every run meanwhile (ZeRO-1 dp2: 8,791,405,056 bytes measured and predicted).
+// table of predicted against measured. The data was dumped again after the DP gradients moved
+// to copy-engine exchanges in symmetric buffers and ZeRO-1/2's bf16 images began feeding the
+// layers (2026-11-30, fifth session).
 #include <gtest/gtest.h>
 
 #include <cmath>

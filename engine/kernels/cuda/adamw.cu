@@ -60,7 +60,14 @@ static __global__ void adamw_kernel(float* param, const float* grad, float* m, f
 }
 
 // Block b updates elements [k * kPerBlock, (k + 1) * kPerBlock) of the range it falls in.
-static __global__ void adamw_multi_kernel(MultiArgs a, AdamWConsts c) {
+// clip_norm2, where given: the squared global gradient norm on the device, from which the
+// gradient scale is computed as clip_scale (engine/optim/optimizer.cpp) does on the host.
+static __global__ void adamw_multi_kernel(MultiArgs a, AdamWConsts c, const float* clip_norm2,
+                                          double grad_clip) {
+    if (clip_norm2 && grad_clip > 0.0) {
+        const double coef = grad_clip / (sqrt((double)*clip_norm2) + 1e-6);
+        c.grad_scale = coef < 1.0 ? (float)coef : 1.0f;
+    }
     int s = 0;
     while (s + 1 < a.count && blockIdx.x >= a.first_block[s + 1]) ++s;
     const long base = (blockIdx.x - a.first_block[s]) * (long)kPerBlock;
@@ -81,7 +88,8 @@ void adamw_cuda(float* param, const float* grad, float* m, float* v, long n, flo
 }
 
 void adamw_multi_cuda(const AdamWRange* ranges, int count, float lr, float beta1, float beta2,
-                      float eps, long t, float grad_scale, cudaStream_t s) {
+                      float eps, long t, float grad_scale, cudaStream_t s, const float* clip_norm2,
+                      double grad_clip) {
     TS_CUDA_REQUIRE(count >= 0 && t >= 1, "adamw_multi_cuda: bad count=", count, " or step t=", t);
     const AdamWConsts c = adamw_consts(lr, beta1, beta2, eps, t, grad_scale);
     int k = 0;
@@ -107,7 +115,7 @@ void adamw_multi_cuda(const AdamWRange* ranges, int count, float lr, float beta1
         if (a.count == 0) continue;
         a.first_block[a.count] = blocks;
         TS_CUDA_REQUIRE(blocks < (1L << 31), "adamw_multi_cuda: too many elements in one launch");
-        adamw_multi_kernel<<<(unsigned)blocks, kBlock, 0, s>>>(a, c);
+        adamw_multi_kernel<<<(unsigned)blocks, kBlock, 0, s>>>(a, c, clip_norm2, grad_clip);
         CUDA_CHECK_LAUNCH("adamw_multi_kernel");
     }
 }

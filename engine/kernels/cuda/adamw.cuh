@@ -17,7 +17,10 @@ constexpr int kAdamWMaxSegments = 48;  // ranges per launch (more: several launc
 
 // adamw_cuda over every range (count of them), in one launch per kAdamWMaxSegments ranges:
 // the same result as one adamw_cuda call per range.
+// clip_norm2 (device memory), where given, replaces grad_scale by the gradient-clipping scale
+// for the squared global norm it holds (grad_clip <= 0: no clipping, scale 1).
 void adamw_multi_cuda(const AdamWRange* ranges, int count, float lr, float beta1, float beta2,
-                      float eps, long t, float grad_scale, cudaStream_t s);
+                      float eps, long t, float grad_scale, cudaStream_t s,
+                      const float* clip_norm2 = nullptr, double grad_clip = 0.0);
 
 }  // namespace tessera

@@ -190,6 +190,20 @@ void sum_cuda(double* out, const float* x, long n, cudaStream_t s) {
     reduce_into(out, x, n, false, s);
 }
 
+static __global__ void pack_step_scalars_kernel(float* out, const double* sum_squares, const double* sum,
+                                                float stop) {
+    out[0] = (float)*sum_squares;
+    out[1] = (float)*sum;
+    out[2] = stop;
+}
+
+void pack_step_scalars_cuda(float* out, const double* sum_squares, const double* sum, float stop,
+                            cudaStream_t s) {
+    TS_CUDA_REQUIRE(out && sum_squares && sum, "pack_step_scalars_cuda: null pointer");
+    pack_step_scalars_kernel<<<1, 1, 0, s>>>(out, sum_squares, sum, stop);
+    CUDA_CHECK_LAUNCH("pack_step_scalars_kernel");
+}
+
 template void cast_to_f32_cuda<float>(float*, const float*, long, cudaStream_t);
 template void cast_to_f32_cuda<bf16>(float*, const bf16*, long, cudaStream_t);
 template void add_bias_residual_cuda<float>(float*, const float*, const float*, int, int,

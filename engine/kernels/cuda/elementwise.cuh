@@ -22,5 +22,9 @@ void add_bias_residual_cuda(T* y, const T* bias, const T* res, int N, int C, cud
 void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s);
 // *out += sum of x[i] (n), in double; same scheme (and scratch slot) as sum_squares_cuda.
 void sum_cuda(double* out, const float* x, long n, cudaStream_t s);
+// out (3 floats) := {*sum_squares, *sum, stop}: a training step's scalars, packed on the device
+// for one all-reduce.
+void pack_step_scalars_cuda(float* out, const double* sum_squares, const double* sum, float stop,
+                            cudaStream_t s);
 
 }  // namespace tessera
