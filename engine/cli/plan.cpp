@@ -162,7 +162,9 @@ int cli_plan(const CliArgs& args) {
                                                   {"pp", r.comm_pp_bytes},
                                                   {"embedding", r.comm_embedding_bytes}}},
                                   {"compute_s", r.compute_s},
-                                  {"comm_s", r.comm_s}});
+                                  {"comm_s", r.comm_s},
+                                  {"offload_bytes", r.offload_bytes},
+                                  {"offload_s", r.offload_s}});
         }
         std::printf("%s\n", j.dump(2).c_str());
         return 0;

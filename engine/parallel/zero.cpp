@@ -125,9 +125,9 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
             units_.push_back(std::move(u));
         }
     }
-    // ZeRO-1/2 in bf16: one symmetric buffer holds every unit's bf16 image, at the same offsets
-    // on every DP rank (page-aligned), for the copy engines' all-gathers. Accounted as comm.
-    // one buffer with every unit's `elem`-byte elements in its own part; its size (0: none)
+    // Symmetric buffers (NCCL windows; none on other backends): one per kind, every unit's
+    // `elem`-byte elements in its own page-aligned part, at the same offsets on every DP rank,
+    // so the copy engines can move them. Returns its size (0: none).
     auto symmetric = [&](int elem, MemCategory cat, auto&& place) -> int64_t {
         int64_t bytes = 0;
         for (auto& u : units_) bytes += symmetric_part_bytes(elem * u->pad);
@@ -152,7 +152,7 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
         if (!gsym_bytes_)
             for (auto& u : units_) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
     }
-    if (sym)
+    if (sym)  // ZeRO-1/2 in bf16: every unit's bf16 image, for the all-gathers; accounted as comm
         gather16_bytes_ = symmetric(2, MemCategory::comm, [](Unit& u, char* p) {
             u.sym16 = reinterpret_cast<uint16_t*>(p);
         });

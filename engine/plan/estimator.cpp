@@ -54,19 +54,22 @@ DeviceSpec device_spec(const std::string& name) {
     DeviceSpec d;
     d.name = name;
     // Dense bf16 (no sparsity) datasheet figures; NVLink: half the bidirectional figure;
-    // network: one 400 Gb/s NDR port per GPU (A100: 200 Gb/s HDR).
+    // network: one 400 Gb/s NDR port per GPU (A100: 200 Gb/s HDR); host link: PCIe Gen5 x16
+    // (Gen4 for A100) at what pinned copies reach in practice, about 85% of the nominal
+    // 64 (32) GB/s per direction.
     if (name == "H100") {
         d.peak_flops = 989 * T, d.hbm_bytes_per_s = 3350 * G, d.memory_bytes = 80 * GiB;
-        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G;
+        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G, d.host_link_bytes_per_s = 55 * G;
     } else if (name == "H200") {
         d.peak_flops = 989 * T, d.hbm_bytes_per_s = 4800 * G, d.memory_bytes = 141 * GiB;
-        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G;
+        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G, d.host_link_bytes_per_s = 55 * G;
+        d.efficiency = 0.43;  // Tessera's measured MFU on one H200 (GPT-2 124M, bf16, micro-batch 16)
     } else if (name == "A100-80GB") {
         d.peak_flops = 312 * T, d.hbm_bytes_per_s = 2039 * G, d.memory_bytes = 80 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G, d.host_link_bytes_per_s = 27 * G;
     } else if (name == "A100-40GB") {
         d.peak_flops = 312 * T, d.hbm_bytes_per_s = 1555 * G, d.memory_bytes = 40 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G, d.host_link_bytes_per_s = 27 * G;
     } else if (name == "cpu") {
         d.peak_flops = cpu_sgemm_flops();
         d.hbm_bytes_per_s = 20 * G;  // a typical dual-channel DDR figure; not measured
@@ -321,6 +324,16 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                                                                : dev.nvlink_bytes_per_s;
                 r.comm_s = r.comm_tp_bytes / dev.nvlink_bytes_per_s + r.comm_pp_bytes / pp_bw +
                            r.comm_dp_bytes / dp_bw + r.comm_embedding_bytes / pp_bw;
+                // activation offload: the copies overlap compute, but the forward waits for the
+                // previous layer's copies to the host and the backward for each layer's copy
+                // back, so each phase takes the longer of its compute (forward a third of it,
+                // the backward the rest) and its copies over the host link
+                r.offload_bytes = (double)sim.offloaded_bytes;
+                if (r.offload_bytes > 0 && dev.host_link_bytes_per_s > 0) {
+                    const double copy_s = r.offload_bytes / dev.host_link_bytes_per_s;
+                    const double fwd = r.compute_s / 3, bwd = r.compute_s - fwd;
+                    r.offload_s = std::max(fwd, copy_s) - fwd + std::max(bwd, copy_s) - bwd;
+                }
                 cls[(size_t)s * par.tp + t] = r;
             }
         }
@@ -333,7 +346,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
             r.coord = c;
             est.ranks[rank] = r;
             est.flops_per_step += r.flops_per_step;
-            slowest = std::max(slowest, r.compute_s / (1.0 - est.bubble_fraction) + r.comm_s);
+            slowest = std::max(slowest, r.compute_s / (1.0 - est.bubble_fraction) + r.comm_s + r.offload_s);
         }
         est.step_s = slowest;
     }

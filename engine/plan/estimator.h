@@ -27,6 +27,8 @@ struct DeviceSpec {
     int64_t memory_bytes = 0;         // capacity per device (cpu: physical RAM of the host)
     double nvlink_bytes_per_s = 0;    // per-GPU intra-node bandwidth, one direction
     double network_bytes_per_s = 0;   // per-GPU inter-node bandwidth (InfiniBand), one direction
+    double host_link_bytes_per_s = 0; // device <-> pinned host memory (PCIe), one direction;
+                                      // 0: none (CPU ranks: offload is a memory copy)
     int gpus_per_node = 8;            // beyond this, DP groups cross nodes
     double efficiency = 0.5;          // fraction of peak a training step sustains (MFU ceiling)
     bool shared_host = false;         // cpu: every rank shares peak_flops and memory_bytes
@@ -54,6 +56,8 @@ struct RankEstimate {
     double comm_embedding_bytes = 0;
     double compute_s = 0;           // busy compute time per step (no bubble)
     double comm_s = 0;              // exposed communication time per step
+    double offload_bytes = 0;       // activation bytes copied to the host per step (and back)
+    double offload_s = 0;           // exposed time of those copies per step
 };
 
 struct PlanEstimate {

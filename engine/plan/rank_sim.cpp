@@ -278,6 +278,7 @@ void RankSim::offload(SimLayer& l, int micro) {
     for (auto& t : it->second) {
         if (t.cat != kAct) continue;
         tl.alloc(kHost, t.bytes);
+        offloaded_bytes += t.bytes;
         if (gpu) copies.push_back({t, computes});
         else tl.free(t.cat, t.bytes);
         t.cat = kHost;

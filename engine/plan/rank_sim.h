@@ -66,6 +66,7 @@ struct RankSim {
     std::vector<std::vector<SimLayer>> chunks;  // this rank's chunks (local index) -> layers
     std::vector<int> global_chunk;
     Timeline tl;
+    int64_t offloaded_bytes = 0;  // activation bytes sent to the host in the replayed step
     std::vector<SimTensor> sends;  // tensors held by pending isends until the step ends
 
     void store_init();
