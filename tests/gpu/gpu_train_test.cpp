@@ -161,6 +161,25 @@ TEST(GpuTrain, ZeroOneIsDataParallelBitForBit) {
     for (size_t i = 0; i < dp.size(); ++i) EXPECT_EQ(resumed[i], dp[i]) << "resumed, step " << i + 1;
 }
 
+// fp32 on two GPUs: the gradient exchanges (copy-engine all-to-all and add for zero 0, NCCL
+// reduce-scatter for ZeRO-1, whose fp32 gather keeps no bf16 image) carry full precision, so
+// data parallelism reproduces one GPU's curve to float rounding.
+TEST(GpuTrain, Fp32DataParallelMatchesOneGpu) {
+    REQUIRE_GPUS(2);
+    std::string yaml = gpt2_yaml(6);
+    std::vector<std::string> base{"runtime.precision=fp32", "model.n_layer=2", "model.seq_len=256",
+                                  "train.micro_batch=2", "train.grad_accum=4"};
+    auto one = train_losses("fp32_one", yaml, base);
+    ASSERT_EQ(one.size(), 6u);
+    for (auto [tag, zero] : {std::pair{"fp32_dp2", "parallel.zero=0"}, std::pair{"fp32_zero1", "parallel.zero=1"}}) {
+        auto sets = base;
+        sets.insert(sets.end(), {"parallel.dp=2", "train.grad_accum=2", zero});
+        auto got = train_losses(tag, yaml, sets);
+        ASSERT_EQ(got.size(), 6u) << tag;
+        for (size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(got[i], one[i], 1e-4) << tag << " step " << i + 1;
+    }
+}
+
 class TwoGpus : public ::testing::TestWithParam<std::pair<std::string, std::vector<std::string>>> {};
 
 TEST_P(TwoGpus, ReproducesOneGpuCurve) {
