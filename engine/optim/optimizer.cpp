@@ -25,12 +25,6 @@ AdamW::AdamW(const ParamTable& table, const OptimizerConfig& cfg)
       m_(Tensor::zeros({table.total_numel()}, MemCategory::optimizer)),
       v_(Tensor::zeros({table.total_numel()}, MemCategory::optimizer)) {}
 
-float clip_scale(double grad_clip, double grad_norm) {
-    if (grad_clip <= 0.0) return 1.0f;
-    double coef = grad_clip / (grad_norm + 1e-6);
-    return coef < 1.0 ? static_cast<float>(coef) : 1.0f;
-}
-
 OptimizerConfig optimizer_config(const TrainConfig& t) {
     OptimizerConfig c;
     c.lr = t.lr;

@@ -6,6 +6,7 @@
 
 #include "engine/config/config.h"
 #include "engine/core/tensor.h"
+#include "engine/kernels/cpu/adamw.h"
 #include "engine/model/params.h"
 
 namespace tessera {
@@ -16,9 +17,8 @@ struct OptimizerConfig {
     double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.0, grad_clip = 0.0;
 };
 
-// The factor torch.nn.utils.clip_grad_norm_ scales gradients by: min(1, clip / (norm + 1e-6));
-// 1 when clipping is off (clip <= 0).
-float clip_scale(double grad_clip, double grad_norm);
+// clip_scale (the gradient-clipping factor) is in engine/kernels/cpu/adamw.h, shared with the
+// CUDA AdamW kernel.
 
 // The optimizer settings of a run (train.lr, min_lr, warmup_steps, steps, betas, eps, ...).
 OptimizerConfig optimizer_config(const TrainConfig& t);

@@ -72,9 +72,9 @@ public:
         return nullptr;
     }
     // A device buffer of `bytes` that every member allocates in the same call (collective) and
-    // registers symmetrically, so that in-place all-gathers within it can run on the copy
-    // engines instead of SMs (NCCL windows); null where the backend has no such thing. Lives
-    // as long as the communicator.
+    // registers symmetrically, so that all-gathers and all-to-alls within such buffers can run
+    // on the copy engines instead of SMs (NCCL windows); null where the backend has no such
+    // thing. Lives as long as the communicator.
     virtual void* symmetric_buffer(size_t bytes) {
         (void)bytes;
         return nullptr;

@@ -32,7 +32,7 @@
 #include "engine/parallel/comm.h"
 #include "engine/parallel/tcp_store.h"
 
-// symmetric windows (NCCL 2.27) and the zero-CTA policy (2.28): the copy-engine all-gathers
+// symmetric windows (NCCL 2.27) and the zero-CTA policy (2.28): the copy-engine collectives
 #define TS_NCCL_WINDOWS (NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0))
 
 #define NCCL_CHECK(stmt)                                                                   \
@@ -157,7 +157,7 @@ public:
         if (r == ncclSuccess) r = ncclCommWindowRegister(comms_[0], p, bytes, &win, NCCL_WIN_COLL_SYMMETRIC);
         if (r != ncclSuccess) {
             if (p) ncclMemFree(p);
-            std::fprintf(stderr, "%s: no symmetric NCCL window on %s (%s); gathering through ordinary buffers\n",
+            std::fprintf(stderr, "%s: no symmetric NCCL window on %s (%s); reducing and gathering through ordinary buffers\n",
                          who_.c_str(), name_.c_str(), ncclGetErrorString(r));
             return nullptr;
         }

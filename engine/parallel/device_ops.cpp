@@ -1,5 +1,6 @@
 #include "engine/parallel/device_ops.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "engine/core/error.h"
@@ -20,16 +21,37 @@ public:
     void accumulate(float* dst, const float* src, int64_t n) override {
         tessera::accumulate(dst, src, n);
     }
-    double sum_squares(const float* x, int64_t n) override { return tessera::sum_squares(x, n); }
-    double sum(const float* x, int64_t n) override {
+    void sum_squares_begin() override { acc_squares_ = 0; }
+    void sum_squares_add(const float* x, int64_t n) override { acc_squares_ += tessera::sum_squares(x, n); }
+    void sum_begin() override { acc_sum_ = 0; }
+    void sum_add(const float* x, int64_t n) override {
         double s = 0;
         for (int64_t i = 0; i < n; ++i) s += x[i];
-        return s;
+        acc_sum_ += s;
     }
-    void adamw(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h,
-               float grad_scale) override {
-        adamw_update(p, g, m, v, n, h, grad_scale);
+    double sum_end() override { return acc_sum_; }
+    float* step_scalars(float stop) override {
+        scalars_[0] = (float)acc_squares_;
+        scalars_[1] = (float)acc_sum_;
+        scalars_[2] = stop;
+        return scalars_;
     }
+    void read_step_scalars(float out[3]) override {
+        for (int i = 0; i < 3; ++i) out[i] = scalars_[i];
+    }
+    void adamw_ranges(const std::vector<AdamWRange>& ranges, const AdamWHyper& h, double grad_clip,
+                      const float* norm2) override {
+        const float scale = clip_scale(grad_clip, std::sqrt((double)*norm2));
+        for (const AdamWRange& r : ranges) {
+            AdamWHyper hr = h;
+            hr.weight_decay = r.weight_decay;
+            adamw_update(r.param, r.grad, r.m, r.v, r.n, hr, scale);
+        }
+    }
+
+private:
+    double acc_squares_ = 0, acc_sum_ = 0;
+    float scalars_[3] = {0, 0, 0};
 };
 
 }  // namespace

@@ -35,18 +35,17 @@ public:
     void accumulate(float* dst, const float* src, int64_t n) override {
         accumulate_cuda(dst, src, n, cuda_stream());
     }
-    double sum_squares(const float* x, int64_t n) override {
-        sum_squares_begin();
-        sum_squares_add(x, n);
-        return sum_squares_end();
-    }
-    // device-side accumulation into scalar_, one synchronisation at the end
+    // device-side accumulation into scalar_ and sum_
     void sum_squares_begin() override { CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream())); }
     void sum_squares_add(const float* x, int64_t n) override { sum_squares_cuda(scalar_, x, n, cuda_stream()); }
-    double sum_squares_end() override { return read(scalar_); }
     void sum_begin() override { CUDA_CHECK(cudaMemsetAsync(sum_, 0, sizeof(double), cuda_stream())); }
     void sum_add(const float* x, int64_t n) override { sum_cuda(sum_, x, n, cuda_stream()); }
-    double sum_end() override { return read(sum_); }
+    double sum_end() override {
+        double h = 0;
+        CUDA_CHECK(cudaMemcpyAsync(&h, sum_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
+        cuda_synchronize();
+        return h;
+    }
     float* step_scalars(float stop) override {
         pack_step_scalars_cuda(step_scalars_, scalar_, sum_, stop, cuda_stream());
         return step_scalars_;
@@ -57,32 +56,8 @@ public:
         cuda_synchronize();
         for (int i = 0; i < 3; ++i) out[i] = step_scalars_host_[i];
     }
-    // the device double d, once the work queued so far is done
-    static double read(const double* d) {
-        double h = 0;
-        CUDA_CHECK(cudaMemcpyAsync(&h, d, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
-        cuda_synchronize();
-        return h;
-    }
-    double sum(const float* x, int64_t n) override {
-        std::vector<float> h(n);
-        download(h.data(), x, n);
-        double s = 0;
-        for (float v : h) s += v;
-        return s;
-    }
-    void adamw(float* p, const float* g, float* m, float* v, int64_t n, const AdamWHyper& h,
-               float grad_scale) override {
-        adamw_cuda(p, g, m, v, n, h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.t, grad_scale,
-                   cuda_stream());
-    }
-    void adamw_ranges(const std::vector<AdamWRange>& ranges, const AdamWHyper& h,
-                      float grad_scale) override {
-        adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t,
-                         grad_scale, cuda_stream());
-    }
-    void adamw_ranges_clipped(const std::vector<AdamWRange>& ranges, const AdamWHyper& h,
-                              double grad_clip, const float* norm2) override {
+    void adamw_ranges(const std::vector<AdamWRange>& ranges, const AdamWHyper& h, double grad_clip,
+                      const float* norm2) override {
         adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t, 1.0f,
                          cuda_stream(), norm2, grad_clip);
     }

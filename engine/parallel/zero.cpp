@@ -149,7 +149,7 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
             stage_bytes_ = symmetric(4, MemCategory::comm, [](Unit& u, char* p) {
                 u.gstage = reinterpret_cast<float*>(p);
             });
-        if (!gsym_bytes_)
+        else
             for (auto& u : units_) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
     }
     if (sym)  // ZeRO-1/2 in bf16: every unit's bf16 image, for the all-gathers; accounted as comm
@@ -189,8 +189,8 @@ ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
     return nullptr;
 }
 
-// The compute stream waits for the unit's background all-gather; a bf16 one is widened into the
-// other ranks' slices of `full`.
+// The compute stream waits for the unit's background all-gather; a bf16 one without a persistent
+// image (no symmetric buffer) is widened into the other ranks' slices of `full`.
 void ParamStore::settle(Unit& u) const {
     if (!u.gathered) return;
     u.gathered->wait();
@@ -299,10 +299,10 @@ void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
         if (o_.stage < 2) {
             if (last_micro && dp_) {
                 float* g = u.grads();
-                int64_t n = u.len;
+                int64_t n = u.pad;  // the padding holds zeros on every rank
                 // ZeRO-1 needs only its slice reduced: half the bytes of an all-reduce
                 auto req = o_.stage == 1 ? dp_->ireduce_scatter(g, u.S, u.gstage)
-                                         : dp_->iall_reduce(g, u.gstage ? u.pad : n, u.gstage);
+                                         : dp_->iall_reduce(g, n, u.gstage);
                 if (req) {
                     reducing_.push_back(std::move(req));
                     continue;
@@ -412,7 +412,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
                               info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});
         }
         if (gather) {
-            ops_->adamw_ranges_clipped(ranges, h, oc.grad_clip, norm2);
+            ops_->adamw_ranges(ranges, h, oc.grad_clip, norm2);
             ranges.clear();
             // every DP rank updated its slice: all-gather the full parameters (in the background
             // where the backend can: the next forward waits for each unit when it binds it)
@@ -439,7 +439,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
             });
         }
     }
-    ops_->adamw_ranges_clipped(ranges, h, oc.grad_clip, norm2);
+    ops_->adamw_ranges(ranges, h, oc.grad_clip, norm2);
     worker_->drain();
 }
 

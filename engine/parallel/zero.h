@@ -34,9 +34,10 @@ struct ZeroOptions {
     bool offload_optimizer = false;  // AdamW moments in the host pool
     uint64_t seed = 0;               // parameter initialisation (counter-based, plan-independent)
     // ZeRO-1/2: the updated slices are all-gathered as bf16, half the bytes. For layers that
-    // compute with bf16 copies of the weights only (the GPU layers in bf16 mode): the other
-    // ranks' fp32 slices then hold those bf16 values, and the copies cast from them are the
-    // same bits as with an fp32 gather, while each rank's own slice keeps its fp32 master.
+    // compute with bf16 copies of the weights only (the GPU layers in bf16 mode): the gathered
+    // image is the same bits as those copies cast after an fp32 gather, so the layers compute
+    // with it directly (GptLayer::param16_ptr; without a symmetric buffer it is widened into
+    // the other ranks' fp32 slices instead), while each rank's own slice keeps its fp32 master.
     bool gather_bf16 = false;
 };
 
@@ -45,7 +46,7 @@ public:
     // ZeRO-2/3: reduce-scatters in flight before a new full gradient is allocated (the estimator
     // replays the same bound).
     static constexpr size_t kMaxReductions = 1;
-    // A unit's part of a symmetric buffer (ZeRO-1/2 on NCCL): its bytes rounded up to a page, the
+    // A unit's part of a symmetric buffer (DP on NCCL): its bytes rounded up to a page, the
     // alignment NCCL windows need; the estimator replays the same sizes.
     static constexpr int64_t symmetric_part_bytes(int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
     // layers: this rank's layers in forward order. dp: the DP communicators (null when dp = 1):
@@ -111,7 +112,8 @@ private:
     int dp_rank_ = 0, dp_size_ = 1, tp_rank_ = 0;
     bool last_stage_copy_;
     std::unique_ptr<CommWorker> worker_;
-    // the symmetric buffers' sizes (0: none): ZeRO-1's gradients, ZeRO-1/2's bf16 images
+    // the symmetric buffers' sizes (0: none): zero 0/1's gradients and their staging, ZeRO-1/2's
+    // bf16 images
     int64_t gsym_bytes_ = 0, stage_bytes_ = 0, gather16_bytes_ = 0;
     DeviceOps* ops_;
     Device dev_;

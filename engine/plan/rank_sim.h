@@ -104,6 +104,7 @@ private:
     SimTensor cpu_forward(SimLayer& l, int micro, SimTensor x);
     SimTensor cpu_backward(SimLayer& l, int micro, SimTensor dout);
     SimTensor gpu_forward(SimLayer& l, int micro, SimTensor x);
+    void cache_weights(SimLayer& l);
     SimTensor gpu_backward(SimLayer& l, int micro, SimTensor dout);
     void free_saved(SimLayer& l, int micro);
     int64_t f32(int64_t n) const { return 4 * n; }

@@ -19,8 +19,8 @@ constexpr int64_t kTokenBytes = 4;  // int32 ids
 // CudaLayer::w() on first use: the bf16 copy of the layer's parameters (none for fp32: the
 // masters are used directly; none either where the store's bf16 images feed the layers). Its
 // size is the layer's parameter count, wte included.
-static void weight_cache(Timeline& tl, SimLayer& l, int64_t act_bytes, bool store_images) {
-    if (l.weight_cache || act_bytes == 4 || store_images) return;
+void RankSim::cache_weights(SimLayer& l) {
+    if (l.weight_cache || act_bytes == 4 || gathers_bf16()) return;
     int64_t n = 0;
     for (const SimUnit& u : l.units) n += u.len;
     tl.alloc(kParams, 2 * std::max<int64_t>(n, 1));
@@ -37,7 +37,7 @@ SimTensor RankSim::gpu_forward(SimLayer& l, int micro, SimTensor x) {
     const int64_t A = act(N * C);  // one (B, T, C) activation
     if (l.kind == LayerKind::embedding) {
         tl.alloc(kAct, A);
-        weight_cache(tl, l, act_bytes, gathers_bf16());
+        cache_weights(l);
         token_slot(tl, l, micro, N);
         return {A, kAct};
     }
@@ -46,7 +46,7 @@ SimTensor RankSim::gpu_forward(SimLayer& l, int micro, SimTensor x) {
         const int64_t Vp = (Vl + 127) / 128 * 128;
         s = {x, {A, kAct}, {f32(N), kAct}, {f32(N), kAct}};
         for (size_t i = 1; i < s.size(); ++i) tl.alloc(kAct, s[i].bytes);
-        weight_cache(tl, l, act_bytes, gathers_bf16());
+        cache_weights(l);
         s.push_back({act(N * Vp), kAct});
         tl.alloc(kAct, act(N * Vp));
         if (!l.head_pad) tl.alloc(kParams, act(Vp * C)), l.head_pad = true;  // padded wte copy
@@ -62,7 +62,7 @@ SimTensor RankSim::gpu_forward(SimLayer& l, int micro, SimTensor x) {
     std::vector<int64_t> all{x.bytes, A, f32(N), f32(N), act(3 * N * Cl), act(N * Cl),
                              f32(B * NHl * T), A, A, f32(N), f32(N), act(4 * N * Cl),
                              act(4 * N * Cl)};
-    weight_cache(tl, l, act_bytes, gathers_bf16());
+    cache_weights(l);
     for (size_t i = 1; i < all.size(); ++i) tl.alloc(kAct, all[i]);
     tl.alloc(kAct, A);  // out
     s.clear();

@@ -20,6 +20,18 @@ struct AdamWRange {
     float weight_decay;
 };
 
+// The factor torch.nn.utils.clip_grad_norm_ scales gradients by: min(1, clip / (norm + 1e-6));
+// 1 when clipping is off (clip <= 0). One definition for the host and for the CUDA AdamW kernel,
+// which computes it on the device from the summed squared norm.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline float clip_scale(double grad_clip, double grad_norm) {
+    if (grad_clip <= 0.0) return 1.0f;
+    double coef = grad_clip / (grad_norm + 1e-6);
+    return coef < 1.0 ? static_cast<float>(coef) : 1.0f;
+}
+
 // param, grad, m, v are (N); updates param, m, v in place. grad is pre-scaled (clipping applied).
 void adamw_update(float* param, const float* grad, float* m, float* v, int64_t N,
                   const AdamWHyper& h, float grad_scale = 1.0f);

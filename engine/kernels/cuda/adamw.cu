@@ -61,13 +61,10 @@ static __global__ void adamw_kernel(float* param, const float* grad, float* m, f
 
 // Block b updates elements [k * kPerBlock, (k + 1) * kPerBlock) of the range it falls in.
 // clip_norm2, where given: the squared global gradient norm on the device, from which the
-// gradient scale is computed as clip_scale (engine/optim/optimizer.cpp) does on the host.
+// gradient scale is computed (clip_scale, the host's own definition).
 static __global__ void adamw_multi_kernel(MultiArgs a, AdamWConsts c, const float* clip_norm2,
                                           double grad_clip) {
-    if (clip_norm2 && grad_clip > 0.0) {
-        const double coef = grad_clip / (sqrt((double)*clip_norm2) + 1e-6);
-        c.grad_scale = coef < 1.0 ? (float)coef : 1.0f;
-    }
+    if (clip_norm2) c.grad_scale = clip_scale(grad_clip, sqrt((double)*clip_norm2));
     int s = 0;
     while (s + 1 < a.count && blockIdx.x >= a.first_block[s + 1]) ++s;
     const long base = (blockIdx.x - a.first_block[s]) * (long)kPerBlock;
