@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <unordered_set>
 
 #include "engine/core/error.h"
 
@@ -62,11 +63,32 @@ std::string shape_str(const Shape& s) {
 
 static DeviceAllocator g_cuda_alloc;
 
+// ---- the meta device
+namespace {
+thread_local MetaMemory* t_meta = nullptr;
+// A meta tensor's placeholder address: non-null (defined() holds), aligned, never dereferenced.
+void* const kMetaData = reinterpret_cast<void*>(uintptr_t(1) << 44);
+struct MetaEvent {
+    int64_t issued_after = 0;
+    bool synced = false;
+};
+thread_local std::unordered_set<void*> t_meta_events;
+MetaEvent* meta_event(void* ev) {
+    return t_meta_events.count(ev) ? static_cast<MetaEvent*>(ev) : nullptr;
+}
+}  // namespace
+
+MetaMemory* meta_memory_install(MetaMemory* m) {
+    MetaMemory* old = t_meta;
+    t_meta = m;
+    return old;
+}
+
 void device_register_cuda_allocator(const DeviceAllocator& a) { g_cuda_alloc = a; }
 bool device_cuda_available() { return g_cuda_alloc.alloc != nullptr; }
 
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
-    if (bytes == 0) return;
+    if (bytes == 0 || dst_dev == Device::meta || src_dev == Device::meta) return;
     if (dst_dev == Device::cpu && src_dev == Device::cpu) {
         std::memcpy(dst, src, bytes);
         return;
@@ -77,6 +99,13 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
 
 void* device_copy_async(Tensor& dst, const Tensor& src) {
     TS_CHECK(dst.nbytes() == src.nbytes(), "async copy between tensors of different sizes");
+    if (dst.on_meta() || src.on_meta()) {
+        TS_CHECK(dst.on_meta() && src.on_meta(), "a copy between the meta device and another");
+        if (!t_meta || !t_meta->async_copies) return nullptr;
+        auto* ev = new MetaEvent{t_meta->computes, false};
+        t_meta_events.insert(ev);
+        return ev;
+    }
     bool cuda = dst.on_cuda() || src.on_cuda();
     if (!cuda || !g_cuda_alloc.copy_async) {
         device_copy(dst.data(), dst.device(), src.data(), src.device(), size_t(src.nbytes()));
@@ -84,15 +113,34 @@ void* device_copy_async(Tensor& dst, const Tensor& src) {
     }
     return g_cuda_alloc.copy_async(dst.data(), src.data(), size_t(src.nbytes()), dst.on_cuda(), src.on_cuda());
 }
-bool device_event_done(void* ev) { return !ev || g_cuda_alloc.event_done(ev); }
+// While a MetaMemory is installed, this thread's events are meta events (one already freed
+// counts as done).
+bool device_event_done(void* ev) {
+    if (t_meta) {
+        MetaEvent* m = meta_event(ev);
+        return !m || m->synced || m->issued_after < t_meta->computes;
+    }
+    return !ev || g_cuda_alloc.event_done(ev);
+}
 void device_event_wait(void* ev) {
-    if (ev) g_cuda_alloc.event_wait(ev);
+    if (ev && !t_meta) g_cuda_alloc.event_wait(ev);
 }
 void device_event_sync(void* ev) {
-    if (ev) g_cuda_alloc.event_sync(ev);
+    if (t_meta) {
+        if (MetaEvent* m = meta_event(ev)) m->synced = true;
+    } else if (ev) {
+        g_cuda_alloc.event_sync(ev);
+    }
 }
 void device_event_free(void* ev) {
-    if (ev) g_cuda_alloc.event_free(ev);
+    if (t_meta) {
+        if (MetaEvent* m = meta_event(ev)) {
+            t_meta_events.erase(ev);
+            delete m;
+        }
+    } else if (ev) {
+        g_cuda_alloc.event_free(ev);
+    }
 }
 
 Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype, Device device) {
@@ -104,6 +152,11 @@ Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype, Device device) {
     t.dtype_ = dtype;
     t.cat_ = cat;
     size_t bytes = static_cast<size_t>(t.nbytes());
+    if (device == Device::meta) {
+        t.data_ = kMetaData;
+        if (t_meta) t_meta->alloc(cat, static_cast<int64_t>(bytes));
+        return t;
+    }
     if (device == Device::cuda) {
         TS_CHECK(device_cuda_available(), "a CUDA tensor was requested but this process has no "
                                           "CUDA backend (runtime.device: cuda needs a CUDA build)");
@@ -128,7 +181,7 @@ Tensor Tensor::zeros(Shape shape, MemCategory cat, DType dtype, Device device) {
 }
 
 void Tensor::zero() {
-    if (!data_) return;
+    if (!data_ || device_ == Device::meta) return;
     if (device_ == Device::cuda) g_cuda_alloc.zero(data_, static_cast<size_t>(nbytes()));
     else std::memset(data_, 0, static_cast<size_t>(nbytes()));
 }
@@ -137,12 +190,19 @@ Tensor Tensor::clone() const { return to(device_, cat_); }
 
 Tensor Tensor::to(Device device, MemCategory cat) const {
     Tensor t = empty(shape_, cat, dtype_, device);
+    if (device == Device::meta || device_ == Device::meta) {
+        TS_CHECK(device == device_, "a copy between the meta device and another");
+        return t;
+    }
     device_copy(t.data_, device, data_, device_, static_cast<size_t>(nbytes()));
     return t;
 }
 
 void Tensor::release() {
-    if (data_) {
+    if (data_ && device_ == Device::meta) {
+        if (t_meta) t_meta->free(cat_, nbytes());
+        data_ = nullptr;
+    } else if (data_) {
         memory_tracker().sub(cat_, nbytes());
         if (device_ == Device::cuda) g_cuda_alloc.free(data_, static_cast<size_t>(nbytes()));
         else if (pinned_) g_cuda_alloc.host_free(data_, static_cast<size_t>(nbytes()));

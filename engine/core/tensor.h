@@ -19,7 +19,26 @@ using Shape = std::vector<int64_t>;
 
 // Where a tensor's bytes live. CUDA memory comes from the allocator the CUDA backend registers
 // (engine/kernels/cuda/device.cu: stream-ordered, caching); core itself has no CUDA dependency.
-enum class Device : int { cpu, cuda };
+// The meta device holds no bytes: see MetaMemory.
+enum class Device : int { cpu, cuda, meta };
+
+// The meta device: a tensor on it has a shape, a dtype and a category but no storage (its data
+// pointer is a placeholder that must never be read); its bytes are reported to the MetaMemory
+// installed on the creating thread instead of the process's MemoryTracker. The estimator runs
+// the runtime's own layers on it to replay a rank's allocations (engine/plan/rank_sim.h).
+// Offload copies between meta tensors are synchronous, or with async_copies queued like a copy
+// engine's: such a copy is done once a compute has been issued after it (`computes`, advanced
+// by the replay per layer), or once waited for.
+class MetaMemory {
+public:
+    virtual ~MetaMemory() = default;
+    virtual void alloc(MemCategory c, int64_t bytes) = 0;
+    virtual void free(MemCategory c, int64_t bytes) = 0;
+    bool async_copies = false;
+    int64_t computes = 0;
+};
+// Installs m for the calling thread (nullptr: none); returns the one it replaces.
+MetaMemory* meta_memory_install(MetaMemory* m);
 
 struct DeviceAllocator {
     void* (*alloc)(size_t bytes) = nullptr;
@@ -78,6 +97,7 @@ public:
     bool defined() const { return data_ != nullptr; }
     Device device() const { return device_; }
     bool on_cuda() const { return device_ == Device::cuda; }
+    bool on_meta() const { return device_ == Device::meta; }
     void zero();
     // Same shape, dtype and category, fresh copy of the contents (on `device`).
     Tensor clone() const;

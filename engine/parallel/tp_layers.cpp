@@ -1,14 +1,9 @@
 #include "engine/parallel/tp_layers.h"
 
-#include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "engine/core/error.h"
-#include "engine/kernels/cpu/attention.h"
-#include "engine/kernels/cpu/elementwise.h"
-#include "engine/kernels/cpu/gelu.h"
-#include "engine/kernels/cpu/layernorm.h"
-#include "engine/kernels/cpu/matmul.h"
 
 namespace tessera {
 
@@ -62,7 +57,7 @@ int GptLayer::param_index(const std::string& n) const {
 
 namespace {
 
-// Offload copies in flight on this rank, oldest first: the tensor that must outlive its copy
+// Offload copies in flight on this thread (a rank's, or the estimator's replay), oldest first: the tensor that must outlive its copy
 // (a device buffer being saved, or a pinned buffer being fetched) and the copy's event. Shared by
 // all layers so that the forward can be held to the copy engine's pace (see offload()).
 struct InFlight {
@@ -70,7 +65,7 @@ struct InFlight {
     void* event = nullptr;
 };
 std::vector<InFlight>& in_flight() {
-    static auto* v = new std::vector<InFlight>();  // never destroyed: outlives every layer
+    thread_local auto* v = new std::vector<InFlight>();  // never destroyed: outlives every layer
     return *v;
 }
 
@@ -117,7 +112,8 @@ std::vector<void*> GptLayer::move_saved(int micro, MemCategory from, MemCategory
 void GptLayer::offload(int micro) {
     if (!saved_.count(micro) || offloaded_[micro]) return;
     size_t older = in_flight().size();
-    move_saved(micro, MemCategory::activations, MemCategory::host, Device::cpu);
+    move_saved(micro, MemCategory::activations, MemCategory::host,
+               device == Device::meta ? Device::meta : Device::cpu);
     offloaded_[micro] = true;
     reap_copies(older);
 }
@@ -137,6 +133,46 @@ void GptLayer::fetch_wait(int micro) {
     fetching_.erase(it);
 }
 
+const void* GptLayer::w(int i) {
+    if (ops_.traits.act == DType::f32) return param_ptr[i];
+    if (i < (int)param16_ptr.size() && param16_ptr[i]) return param16_ptr[i];
+    const auto& es = table_.entries();
+    if (!cache_.defined()) {
+        int64_t total = 0;
+        for (const auto& e : es) {
+            cache_off_.push_back(total);
+            total += e.numel;
+        }
+        cache_ = Tensor::empty({std::max<int64_t>(total, 1)}, MemCategory::params, ops_.traits.act, device);
+    }
+    if (cache_version_ != weights_version || cache_src_ != param_ptr) {
+        // the parameter store keeps a layer's parameters back to back: then one cast
+        bool contiguous = true;
+        for (size_t k = 0; k < es.size(); ++k) contiguous &= param_ptr[k] == param_ptr[0] + cache_off_[k];
+        const int64_t esize = dtype_size(ops_.traits.act);
+        if (contiguous && !es.empty())
+            ops_.cast_weights(cache_.data(), param_ptr[0], cache_.numel());
+        else
+            for (size_t k = 0; k < es.size(); ++k)
+                ops_.cast_weights((char*)cache_.data() + esize * cache_off_[k], param_ptr[k], es[k].numel);
+        cache_version_ = weights_version;
+        cache_src_ = param_ptr;
+    }
+    return (const char*)cache_.data() + dtype_size(ops_.traits.act) * cache_off_[i];
+}
+
+const int* GptLayer::tokens(int micro, const Batch& b, bool targets) {
+    const std::vector<int32_t>& ids = targets ? b.targets : b.inputs;
+    if (!ops_.traits.tokens_on_device) return ids.data();
+    TokenSlot& slot = tokens_[{micro, targets}];
+    if (slot.n < (int64_t)ids.size()) {
+        slot.device = Tensor::empty({(int64_t)ids.size()}, MemCategory::workspace, DType::i32, device);
+        slot.n = (int64_t)ids.size();
+    }
+    ops_.upload_tokens(slot, ids);
+    return static_cast<const int*>(slot.device.data());
+}
+
 int64_t GptLayer::saved_bytes(int micro) const {
     auto it = saved_.find(micro);
     int64_t n = 0;
@@ -147,82 +183,60 @@ int64_t GptLayer::saved_bytes(int micro) const {
 
 namespace {
 
-const auto kAct = MemCategory::activations;
-const auto kWork = MemCategory::workspace;
-
 std::vector<std::pair<int64_t, int64_t>> rows(int64_t first, int64_t count) {
     return {{first, count}};
 }
 
 // ------------------------------------------------------------------------------------------
-// Embedding: vocab-parallel token embedding + replicated position embedding
+// Embedding: vocab-parallel token embedding + replicated position embedding (added by TP rank
+// 0 before the all-reduce: exact, the other ranks add zeros)
 
 class EmbeddingLayer final : public GptLayer {
 public:
-    explicit EmbeddingLayer(const GptShardSpec& s) : spec_(s) {
+    explicit EmbeddingLayer(const GptShardSpec& s) : GptLayer(*s.ops), spec_(s) {
         name_ = "embedding";
         ParamTable global = gpt_param_table(s.dims);
-        auto [v0, v1] = vocab_shard(s.dims.vocab, s.tp.rank, s.tp.size);
-        v0_ = v0;
-        v1_ = v1;
+        std::tie(v0_, v1_) = vocab_shard(s.dims.vocab, s.tp.rank, s.tp.size);
         const int64_t C = s.dims.d_model;
-        add_param(global, "wte.weight", {v1 - v0, C}, rows(v0, v1 - v0), 0, C);
+        add_param(global, "wte.weight", {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
         add_param(global, "wpe.weight", {s.dims.seq_len, C}, rows(0, s.dims.seq_len), 0, C);
     }
 
     Tensor forward(int micro, Tensor, const Batch& b) override {
-        const int B = b.batch_size, T = b.seq_len, C = spec_.dims.d_model, N = B * T;
-        Tensor out = Tensor::zeros({B, T, C}, kAct);
-        const float* wte = p("wte.weight");
-        for (int n = 0; n < N; ++n) {
-            int tok = b.inputs[n];
+        const int B = b.batch_size, T = b.seq_len, C = spec_.dims.d_model;
+        for (int32_t tok : b.inputs)
             TS_CHECK(tok >= 0 && tok < spec_.dims.vocab, "token id ", tok, " outside vocab ",
                      spec_.dims.vocab);
-            if (tok >= v0_ && tok < v1_)
-                std::memcpy(out.f32() + (int64_t)n * C, wte + (tok - v0_) * C, sizeof(float) * C);
-        }
-        spec_.tp.all_reduce(out.f32(), out.numel());
-        const float* wpe = p("wpe.weight");
-        for (int n = 0; n < N; ++n) {
-            float* o = out.f32() + (int64_t)n * C;
-            const float* pe = wpe + (int64_t)(n % T) * C;
-            for (int c = 0; c < C; ++c) o[c] += pe[c];
-        }
-        saved_[micro];  // nothing to keep: the tokens are in the batch
+        Tensor out = act({B, T, C});
+        ops_.embedding_forward(out.data(), tokens(micro, b, false), w(0),
+                               spec_.tp.rank == 0 ? w(1) : nullptr, v0_, v1_, B, T, C);
+        spec_.tp.all_reduce(out.data(), out.numel(), out.dtype());
+        if (micro >= 0) saved_[micro];  // nothing to keep: the tokens are in the batch
         return out;
     }
 
-    Tensor backward(int micro, Tensor dout, const Batch& b, float) override {
-        const int B = b.batch_size, T = b.seq_len, C = spec_.dims.d_model, N = B * T;
-        float* dwte = g("wte.weight");
-        float* dwpe = g("wpe.weight");
-        for (int n = 0; n < N; ++n) {
-            const float* d = dout.f32() + (int64_t)n * C;
-            int tok = b.inputs[n];
-            if (tok >= v0_ && tok < v1_) {
-                float* w = dwte + (tok - v0_) * C;
-                for (int c = 0; c < C; ++c) w[c] += d[c];
-            }
-            float* pe = dwpe + (int64_t)(n % T) * C;
-            for (int c = 0; c < C; ++c) pe[c] += d[c];
-        }
+    Tensor backward(int micro, Tensor dout, const Batch& b) override {
+        ops_.embedding_backward(g("wte.weight"), g("wpe.weight"), dout.data(), tokens(micro, b, false),
+                                v0_, v1_, b.batch_size, b.seq_len, spec_.dims.d_model);
         saved_.erase(micro);
         offloaded_.erase(micro);
         return Tensor();
     }
 
-    int64_t v0_, v1_;
-
 private:
     GptShardSpec spec_;
+    int64_t v0_, v1_;
 };
 
 // ------------------------------------------------------------------------------------------
 // Transformer block: column-parallel QKV and fc, row-parallel projections
 
 class BlockLayer final : public GptLayer {
+    // saved for backward; STATS: the attention's probabilities or log-sum-exp (LayerTraits)
+    enum Saved { X, LN1, M1, R1, QKV, ATTY, STATS, RES1, LN2, M2, R2, FCH, FCG, kCount };
+
 public:
-    BlockLayer(const GptShardSpec& s, int l) : spec_(s) {
+    BlockLayer(const GptShardSpec& s, int l) : GptLayer(*s.ops), spec_(s) {
         name_ = "block." + std::to_string(l);
         ParamTable global = gpt_param_table(s.dims);
         const int64_t C = s.dims.d_model, t = s.tp.size, r = s.tp.rank;
@@ -246,254 +260,221 @@ public:
     }
 
     Tensor forward(int micro, Tensor x, const Batch& b) override {
-        Acts a = compute(std::move(x), b.batch_size, b.seq_len);
-        Tensor out = std::move(a.out);
-        std::vector<Tensor> keep(kSavedCount);
-        keep[X] = std::move(a.x);
-        if (spec_.recompute != Recompute::full) {
-            keep[LN1] = std::move(a.ln1);
-            keep[M1] = std::move(a.m1);
-            keep[R1] = std::move(a.r1);
-            keep[QKV] = std::move(a.qkv);
-            keep[ATTY] = std::move(a.atty);
-            keep[RES1] = std::move(a.res1);
-            keep[LN2] = std::move(a.ln2);
-            keep[M2] = std::move(a.m2);
-            keep[R2] = std::move(a.r2);
-            keep[FCH] = std::move(a.fch);
-            if (spec_.recompute == Recompute::none) {
-                keep[ATT] = std::move(a.att);
-                keep[FCG] = std::move(a.fcg);
-            }
+        std::vector<Tensor> s = compute(std::move(x), b.batch_size, b.seq_len);
+        Tensor out = std::move(s[kCount]);
+        s.resize(kCount);
+        if (micro < 0) return out;  // evaluation: nothing kept
+        if (spec_.recompute == Recompute::full) {
+            for (int i = 1; i < kCount; ++i) s[i] = Tensor();
+        } else if (spec_.recompute == Recompute::selective) {
+            // the large, cheap ones: the GELU output and the attention probabilities
+            s[FCG] = Tensor();
+            if (ops_.traits.attention_scores) s[STATS] = Tensor();
         }
-        saved_[micro] = std::move(keep);
+        saved_[micro] = std::move(s);
         return out;
     }
 
-    Tensor backward(int micro, Tensor dout, const Batch& b, float) override {
+    Tensor backward(int micro, Tensor dout, const Batch& b) override {
         const int B = b.batch_size, T = b.seq_len, N = B * T;
         const int C = spec_.dims.d_model, Cl = C / spec_.tp.size;
         const int NHl = spec_.dims.n_head / spec_.tp.size;
         auto it = saved_.find(micro);
         TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
-        std::vector<Tensor>& s = it->second;
         TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
+        std::vector<Tensor>& s = it->second;
         if (spec_.recompute == Recompute::full) {
-            Acts a = compute(std::move(s[X]), B, T);
-            s[X] = std::move(a.x);
-            s[LN1] = std::move(a.ln1), s[M1] = std::move(a.m1), s[R1] = std::move(a.r1);
-            s[QKV] = std::move(a.qkv), s[ATT] = std::move(a.att), s[ATTY] = std::move(a.atty);
-            s[RES1] = std::move(a.res1), s[LN2] = std::move(a.ln2), s[M2] = std::move(a.m2);
-            s[R2] = std::move(a.r2), s[FCH] = std::move(a.fch), s[FCG] = std::move(a.fcg);
+            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
+            r.resize(kCount);
+            s = std::move(r);
         } else if (spec_.recompute == Recompute::selective) {
-            // recompute the attention probabilities and the GELU output, the large cheap ones
-            s[ATT] = Tensor::empty({B, NHl, T, T}, kAct);
-            Tensor scratch = Tensor::empty({N, Cl}, kWork);
-            attention_forward(scratch.f32(), s[ATT].f32(), s[QKV].f32(), B, T, Cl, NHl);
-            s[FCG] = Tensor::empty({N, 4 * Cl}, kAct);
-            gelu_forward(s[FCG].f32(), s[FCH].f32(), (int64_t)N * 4 * Cl);
+            if (ops_.traits.attention_scores) {
+                s[STATS] = f32({B, NHl, T, T}, MemCategory::activations);
+                Tensor scratch = work({N, Cl});
+                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl);
+            }
+            s[FCG] = act({N, 4 * Cl});
+            ops_.gelu_forward(s[FCG].data(), s[FCH].data(), (int64_t)N * 4 * Cl);
         }
-        Tensor grad = std::move(dout);  // d(block output), becomes d(block input) in place
-        float* gp = grad.f32();
-        Tensor dfcg = Tensor::zeros({N, 4 * Cl}, kWork);
-        matmul_backward(dfcg.f32(), gw(10), gw(11), gp, s[FCG].f32(), pw(10), N, 4 * Cl, C);
-        Tensor dfch = Tensor::zeros({N, 4 * Cl}, kWork);
-        gelu_backward(dfch.f32(), s[FCH].f32(), dfcg.f32(), (int64_t)N * 4 * Cl);
-        dfcg = Tensor();
-        Tensor dln = Tensor::zeros({N, C}, kWork);
-        matmul_backward(dln.f32(), gw(8), gw(9), dfch.f32(), s[LN2].f32(), pw(8), N, C, 4 * Cl);
-        dfch = Tensor();
-        spec_.tp.all_reduce(dln.f32(), dln.numel());
-        layernorm_backward(gp, gw(6), gw(7), dln.f32(), s[RES1].f32(), pw(6), s[M2].f32(),
-                           s[R2].f32(), N, C);
-        Tensor datty = Tensor::zeros({N, Cl}, kWork);
-        matmul_backward(datty.f32(), gw(4), gw(5), gp, s[ATTY].f32(), pw(4), N, Cl, C);
-        Tensor dqkv = Tensor::zeros({N, 3 * Cl}, kWork);
-        attention_backward(dqkv.f32(), datty.f32(), s[QKV].f32(), s[ATT].f32(), B, T, Cl, NHl);
+        const DType adt = ops_.traits.act;
+        void* gp = dout.data();  // d(block output); becomes d(block input) in place
+        Tensor dfc = work({N, 4 * Cl});
+        ops_.matmul_backward(dfc.data(), grad_ptr[10], grad_ptr[11], gp, s[FCG].data(), w(10), N, 4 * Cl, C);
+        ops_.gelu_backward(dfc.data(), s[FCH].data(), dfc.data(), (int64_t)N * 4 * Cl);
+        Tensor dln = work({N, C});
+        ops_.matmul_backward(dln.data(), grad_ptr[8], grad_ptr[9], dfc.data(), s[LN2].data(), w(8), N, C, 4 * Cl);
+        dfc = Tensor();
+        spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
+        ops_.layernorm_backward(gp, grad_ptr[6], grad_ptr[7], dln.data(), s[RES1].data(), w(6),
+                                s[M2].f32(), s[R2].f32(), N, C);
+        Tensor datty = work({N, Cl});
+        ops_.matmul_backward(datty.data(), grad_ptr[4], grad_ptr[5], gp, s[ATTY].data(), w(4), N, Cl, C);
+        Tensor dqkv = work({N, 3 * Cl});
+        ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
+                                s[STATS].f32(), B, T, Cl, NHl);
         datty = Tensor();
-        dln.zero();
-        matmul_backward(dln.f32(), gw(2), gw(3), dqkv.f32(), s[LN1].f32(), pw(2), N, C, 3 * Cl);
+        ops_.matmul_backward(dln.data(), grad_ptr[2], grad_ptr[3], dqkv.data(), s[LN1].data(), w(2), N, C, 3 * Cl);
         dqkv = Tensor();
-        spec_.tp.all_reduce(dln.f32(), dln.numel());
-        layernorm_backward(gp, gw(0), gw(1), dln.f32(), s[X].f32(), pw(0), s[M1].f32(), s[R1].f32(),
-                           N, C);
+        spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
+        ops_.layernorm_backward(gp, grad_ptr[0], grad_ptr[1], dln.data(), s[X].data(), w(0),
+                                s[M1].f32(), s[R1].f32(), N, C);
         saved_.erase(it);
         offloaded_.erase(micro);
-        return grad;
+        return dout;
     }
 
 private:
-    enum Saved { X, LN1, M1, R1, QKV, ATT, ATTY, RES1, LN2, M2, R2, FCH, FCG, kSavedCount };
-    struct Acts {
-        Tensor x, ln1, m1, r1, qkv, att, atty, res1, ln2, m2, r2, fch, fcg, out;
-    };
-    // parameters in table order: ln_1 w/b, c_attn w/b, attn c_proj w/b, ln_2 w/b, c_fc w/b,
-    // mlp c_proj w/b
-    float* pw(int i) { return param_ptr[i]; }
-    float* gw(int i) { return grad_ptr[i]; }
-
-    // The block's forward from its input x (B, T, C); returns every intermediate.
-    Acts compute(Tensor x, int B, int T) {
+    // The block's forward from its input x (B, T, C); returns the saved tensors and, at index
+    // kCount, the output. Parameters in table order: ln_1 w/b, c_attn w/b, attn c_proj w/b,
+    // ln_2 w/b, c_fc w/b, mlp c_proj w/b.
+    std::vector<Tensor> compute(Tensor x, int B, int T) {
         const int N = B * T, C = spec_.dims.d_model, Cl = C / spec_.tp.size;
         const int NHl = spec_.dims.n_head / spec_.tp.size;
-        Acts a;
-        a.x = std::move(x);
-        a.ln1 = Tensor::empty({N, C}, kAct);
-        a.m1 = Tensor::empty({N}, kAct);
-        a.r1 = Tensor::empty({N}, kAct);
-        layernorm_forward(a.ln1.f32(), a.m1.f32(), a.r1.f32(), a.x.f32(), pw(0), pw(1), N, C);
-        a.qkv = Tensor::empty({N, 3 * Cl}, kAct);
-        matmul_forward(a.qkv.f32(), a.ln1.f32(), pw(2), pw(3), N, C, 3 * Cl);
-        a.att = Tensor::empty({B, NHl, T, T}, kAct);
-        a.atty = Tensor::empty({N, Cl}, kAct);
-        attention_forward(a.atty.f32(), a.att.f32(), a.qkv.f32(), B, T, Cl, NHl);
-        // row-parallel projection: partial sums, all-reduced, then the (replicated) bias
-        a.res1 = Tensor::empty({N, C}, kAct);
-        matmul_forward(a.res1.f32(), a.atty.f32(), pw(4), nullptr, N, Cl, C);
-        spec_.tp.all_reduce(a.res1.f32(), a.res1.numel());
-        add_bias_residual(a.res1.f32(), pw(5), a.x.f32(), N, C);
-        a.ln2 = Tensor::empty({N, C}, kAct);
-        a.m2 = Tensor::empty({N}, kAct);
-        a.r2 = Tensor::empty({N}, kAct);
-        layernorm_forward(a.ln2.f32(), a.m2.f32(), a.r2.f32(), a.res1.f32(), pw(6), pw(7), N, C);
-        a.fch = Tensor::empty({N, 4 * Cl}, kAct);
-        matmul_forward(a.fch.f32(), a.ln2.f32(), pw(8), pw(9), N, C, 4 * Cl);
-        a.fcg = Tensor::empty({N, 4 * Cl}, kAct);
-        gelu_forward(a.fcg.f32(), a.fch.f32(), (int64_t)N * 4 * Cl);
-        a.out = Tensor::empty({B, T, C}, kAct);
-        matmul_forward(a.out.f32(), a.fcg.f32(), pw(10), nullptr, N, 4 * Cl, C);
-        spec_.tp.all_reduce(a.out.f32(), a.out.numel());
-        add_bias_residual(a.out.f32(), pw(11), a.res1.f32(), N, C);
-        return a;
-    }
-
-    // y (N, C) = (y + bias) + residual, in GptModel's order of additions
-    static void add_bias_residual(float* y, const float* bias, const float* res, int N, int C) {
-#pragma omp parallel for
-        for (int n = 0; n < N; ++n) {
-            float* row = y + (int64_t)n * C;
-            const float* r = res + (int64_t)n * C;
-            for (int c = 0; c < C; ++c) row[c] = (bias[c] + row[c]) + r[c];
-        }
+        const auto kA = MemCategory::activations;
+        std::vector<Tensor> s(kCount + 1);
+        s[X] = std::move(x);
+        auto D = [&](int k) { return s[k].data(); };
+        s[LN1] = act({N, C});
+        s[M1] = f32({N}, kA);
+        s[R1] = f32({N}, kA);
+        ops_.layernorm_forward(D(LN1), s[M1].f32(), s[R1].f32(), D(X), w(0), w(1), N, C);
+        s[QKV] = act({N, 3 * Cl});
+        ops_.matmul_forward(D(QKV), D(LN1), w(2), w(3), N, C, 3 * Cl);
+        s[ATTY] = act({N, Cl});
+        s[STATS] = ops_.traits.attention_scores ? f32({B, NHl, T, T}, kA) : f32({B, NHl, T}, kA);
+        ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Cl, NHl);
+        // row-parallel projection: partial sums, all-reduced, then bias and residual
+        s[RES1] = act({N, C});
+        ops_.matmul_forward(D(RES1), D(ATTY), w(4), nullptr, N, Cl, C);
+        spec_.tp.all_reduce(D(RES1), s[RES1].numel(), ops_.traits.act);
+        ops_.add_bias_residual(D(RES1), w(5), D(X), N, C);
+        s[LN2] = act({N, C});
+        s[M2] = f32({N}, kA);
+        s[R2] = f32({N}, kA);
+        ops_.layernorm_forward(D(LN2), s[M2].f32(), s[R2].f32(), D(RES1), w(6), w(7), N, C);
+        s[FCH] = act({N, 4 * Cl});
+        s[FCG] = act({N, 4 * Cl});
+        ops_.matmul_gelu_forward(D(FCG), D(FCH), D(LN2), w(8), w(9), N, C, 4 * Cl);
+        s[kCount] = act({B, T, C});
+        ops_.matmul_forward(D(kCount), D(FCG), w(10), nullptr, N, 4 * Cl, C);
+        spec_.tp.all_reduce(D(kCount), s[kCount].numel(), ops_.traits.act);
+        ops_.add_bias_residual(D(kCount), w(11), D(RES1), N, C);
+        return s;
     }
 
     GptShardSpec spec_;
 };
 
 // ------------------------------------------------------------------------------------------
-// Head: final LayerNorm, LM head on the (tied) vocab-parallel embedding, vocab-parallel CE
+// Head: final LayerNorm, LM head on the (tied) vocab-parallel embedding, vocab-parallel
+// cross-entropy whose gradient is written into the logits during the forward pass
 
 class HeadLayer final : public GptLayer {
 public:
-    HeadLayer(const GptShardSpec& s, GptLayer* tied) : spec_(s), tied_(tied) {
+    HeadLayer(const GptShardSpec& s, GptLayer* tied) : GptLayer(*s.ops), spec_(s), tied_(tied) {
         name_ = "head";
         ParamTable global = gpt_param_table(s.dims);
         const int64_t C = s.dims.d_model;
         add_param(global, "ln_f.weight", {C}, rows(0, C), 0, 1);
         add_param(global, "ln_f.bias", {C}, rows(0, C), 0, 1);
-        auto [v0, v1] = vocab_shard(s.dims.vocab, s.tp.rank, s.tp.size);
-        v0_ = v0;
-        v1_ = v1;
-        if (!tied_) add_param(global, "wte.weight", {v1 - v0, C}, rows(v0, v1 - v0), 0, C);
+        std::tie(v0_, v1_) = vocab_shard(s.dims.vocab, s.tp.rank, s.tp.size);
+        if (!tied_) add_param(global, "wte.weight", {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
     }
     GptLayer* tied_embedding() const override { return tied_; }
 
     Tensor forward(int micro, Tensor x, const Batch& b) override {
         const int N = b.batch_size * b.seq_len, C = spec_.dims.d_model;
-        const int Vl = (int)(v1_ - v0_);
+        const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
+        const auto kA = MemCategory::activations, kW = MemCategory::workspace;
         std::vector<Tensor> s(5);
         s[0] = std::move(x);
-        s[1] = Tensor::empty({N, C}, kAct);
-        s[2] = Tensor::empty({N}, kAct);
-        s[3] = Tensor::empty({N}, kAct);
-        layernorm_forward(s[1].f32(), s[2].f32(), s[3].f32(), s[0].f32(), p("ln_f.weight"),
-                          p("ln_f.bias"), N, C);
-        s[4] = Tensor::empty({N, Vl}, kAct);
-        float* logits = s[4].f32();
-        matmul_forward(logits, s[1].f32(), wte(), nullptr, N, C, Vl);
-        // vocab-parallel cross-entropy: global max, global sum of exp, global target logit
-        Tensor stats = Tensor::empty({3, N}, kWork);
-        float* mx = stats.f32();
-        float* sum = mx + N;
-        float* tl = sum + N;
-#pragma omp parallel for
-        for (int n = 0; n < N; ++n) {
-            const float* row = logits + (int64_t)n * Vl;
-            float m = -INFINITY;
-            for (int v = 0; v < Vl; ++v) m = row[v] > m ? row[v] : m;
-            mx[n] = m;
+        s[1] = act({N, C});
+        s[2] = f32({N}, kA);
+        s[3] = f32({N}, kA);
+        ops_.layernorm_forward(s[1].data(), s[2].f32(), s[3].f32(), s[0].data(), w(0), w(1), N, C);
+        // logits over the (padded) vocabulary shard; the loss ignores the padding columns
+        s[4] = act({N, Vp});
+        ops_.matmul_forward(s[4].data(), s[1].data(), wte(), nullptr, N, C, Vp);
+        Tensor stats = f32({3, N}, kW);
+        const int* tgt = tokens(micro, b, true);
+        {
+            Tensor gmax = spec_.tp.size > 1 ? f32({N}, kW) : Tensor();  // the combine's scratch
+            ops_.cross_entropy_stats(stats.f32(), gmax.f32(), s[4].data(), tgt, v0_, N, Vl, Vp, spec_.tp);
         }
-        spec_.tp.all_reduce(mx, N, ReduceOp::max);
-#pragma omp parallel for
-        for (int n = 0; n < N; ++n) {
-            float* row = logits + (int64_t)n * Vl;
-            float z = 0.0f;
-            for (int v = 0; v < Vl; ++v) {
-                row[v] = std::exp(row[v] - mx[n]);
-                z += row[v];
-            }
-            sum[n] = z;
-            int t = b.targets[n];
-            tl[n] = (t >= v0_ && t < v1_) ? row[t - v0_] : 0.0f;  // exp(logit_t - max)
-        }
-        spec_.tp.all_reduce(sum, 2 * (int64_t)N);  // sums and target terms together
-        Tensor losses = Tensor::empty({N}, kWork);
-#pragma omp parallel for
-        for (int n = 0; n < N; ++n) {
-            float* row = logits + (int64_t)n * Vl;
-            float inv = 1.0f / sum[n];
-            for (int v = 0; v < Vl; ++v) row[v] *= inv;  // probabilities, kept for backward
-            losses.f32()[n] = b.targets[n] >= 0 ? -std::log(tl[n] * inv) : 0.0f;
-        }
-        saved_[micro] = std::move(s);
+        Tensor losses = f32({N}, kW);
+        ops_.cross_entropy_loss(losses.f32(), s[4].data(), stats.f32(), tgt, v0_, N, Vl, Vp,
+                                spec_.loss_scale, micro >= 0);
+        if (micro >= 0) saved_[micro] = std::move(s);
         return losses;
     }
 
-    Tensor backward(int micro, Tensor, const Batch& b, float loss_scale) override {
+    Tensor backward(int micro, Tensor, const Batch& b) override {
         const int N = b.batch_size * b.seq_len, C = spec_.dims.d_model;
-        const int Vl = (int)(v1_ - v0_);
+        const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
         auto it = saved_.find(micro);
         TS_CHECK(it != saved_.end(), "head: backward of micro-batch ", micro, " before forward");
         std::vector<Tensor>& s = it->second;
-        float* dlogits = s[4].f32();
-#pragma omp parallel for
-        for (int n = 0; n < N; ++n) {
-            float* row = dlogits + (int64_t)n * Vl;
-            int t = b.targets[n];
-            if (t < 0) {
-                for (int v = 0; v < Vl; ++v) row[v] = 0.0f;
-                continue;
-            }
-            for (int v = 0; v < Vl; ++v) row[v] *= loss_scale;
-            if (t >= v0_ && t < v1_) row[t - v0_] -= loss_scale;
+        Tensor dln = work({N, C});
+        if (Vp != Vl) {  // the gradient over the padded rows, then its real rows
+            Tensor dw = Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device);
+            ops_.matmul_backward(dln.data(), dw.f32(), nullptr, s[4].data(), s[1].data(), wte(), N, C, Vp);
+            ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
+        } else {
+            ops_.matmul_backward(dln.data(), dwte(), nullptr, s[4].data(), s[1].data(), wte(), N, C, Vp);
         }
-        Tensor dln = Tensor::zeros({N, C}, kWork);
-        matmul_backward(dln.f32(), dwte(), nullptr, dlogits, s[1].f32(), wte(), N, C, Vl);
-        spec_.tp.all_reduce(dln.f32(), dln.numel());
-        Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, kAct);
-        layernorm_backward(dx.f32(), g("ln_f.weight"), g("ln_f.bias"), dln.f32(), s[0].f32(),
-                           p("ln_f.weight"), s[2].f32(), s[3].f32(), N, C);
+        spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
+        Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, MemCategory::activations,
+                                  ops_.traits.act, device);
+        ops_.layernorm_backward(dx.data(), grad_ptr[0], grad_ptr[1], dln.data(), s[0].data(), w(0),
+                                s[2].f32(), s[3].f32(), N, C);
         saved_.erase(it);
         offloaded_.erase(micro);
         return dx;
     }
 
 private:
-    float* wte() {
-        return tied_ ? tied_->param_ptr[tied_->param_index("wte.weight")] : p("wte.weight");
+    int padded_vocab() const {
+        const int a = ops_.traits.vocab_align;
+        return (int)(((v1_ - v0_) + a - 1) / a * a);
     }
-    float* dwte() {
-        return tied_ ? tied_->grad_ptr[tied_->param_index("wte.weight")] : g("wte.weight");
+    GptLayer* owner() { return tied_ ? tied_ : this; }
+    int wte_index() { return owner()->param_index("wte.weight"); }
+    float* dwte() { return owner()->grad_ptr[wte_index()]; }
+    // The (tied) wte shard as the kernels read it: the fp32 masters themselves, or a copy in the
+    // activation dtype padded with zero rows to padded_vocab() (params category), refreshed
+    // when the parameter version or storage moves.
+    const void* wte() {
+        const int64_t C = spec_.dims.d_model, Vl = v1_ - v0_, Vp = padded_vocab();
+        GptLayer* o = owner();
+        const int wi = wte_index();
+        const float* src = o->param_ptr[wi];
+        const DType adt = ops_.traits.act;
+        if (adt == DType::f32 && Vp == Vl) return src;
+        const void* src16 = wi < (int)o->param16_ptr.size() ? o->param16_ptr[wi] : nullptr;
+        if (!pad_.defined()) pad_ = Tensor::zeros({Vp, C}, MemCategory::params, adt, device);
+        if (pad_version_ != weights_version || pad_src_ != src) {
+            if (adt == DType::f32) ops_.copy(pad_.data(), src, sizeof(float) * Vl * C);
+            else if (src16) ops_.copy(pad_.data(), src16, dtype_size(adt) * Vl * C);  // the store's bf16 image
+            else ops_.cast_weights(pad_.data(), src, Vl * C);
+            pad_version_ = weights_version;
+            pad_src_ = src;
+        }
+        return pad_.data();
     }
     GptShardSpec spec_;
     GptLayer* tied_;
     int64_t v0_, v1_;
+    Tensor pad_;
+    uint64_t pad_version_ = 0;
+    const float* pad_src_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<GptLayer> gpt_layer_create(const GptShardSpec& spec, int index,
+std::unique_ptr<GptLayer> gpt_layer_create(const GptShardSpec& spec_in, int index,
                                            GptLayer* tied_embedding) {
+    GptShardSpec spec = spec_in;
+    if (!spec.ops) spec.ops = &layer_ops_cpu();
     const GptDims& d = spec.dims;
     TS_CHECK(d.n_head % spec.tp.size == 0, "n_head ", d.n_head, " not divisible by tp ", spec.tp.size);
     if (index == 0) return std::make_unique<EmbeddingLayer>(spec);

@@ -1,8 +1,10 @@
-// GPT-2 layers for the parallel runtime, Megatron style. Each layer holds its tensor-parallel
-// shard of the parameters (attention QKV and MLP fc column-parallel, attention and MLP output
-// projections row-parallel, vocab-parallel embedding and cross-entropy) and keeps the saved
-// activations of every micro-batch in flight, with per-layer recompute (none / selective / full)
-// and optional activation offload to a host pool. With tp = 1 the math is GptModel's.
+// GPT-2 layers for the parallel runtime, Megatron style, written once for every device: they
+// compute through LayerOps (the CPU kernels, the CUDA kernels, or the meta device on which the
+// estimator replays them). Each layer holds its tensor-parallel shard of the parameters
+// (attention QKV and MLP fc column-parallel, attention and MLP output projections row-parallel,
+// vocab-parallel embedding and cross-entropy) and keeps the saved activations of every
+// micro-batch in flight, with per-layer recompute (none / selective / full) and optional
+// activation offload to a host pool. With tp = 1 on the CPU the math is GptModel's.
 #pragma once
 #include <map>
 #include <memory>
@@ -13,20 +15,12 @@
 #include "engine/model/gpt.h"
 #include "engine/model/model.h"
 #include "engine/parallel/comm.h"
+#include "engine/parallel/layer_ops.h"
 
 namespace tessera {
 
 enum class Recompute { none, selective, full };
 Recompute recompute_parse(const std::string& s);
-
-// This rank's place in its tensor-parallel group (comm null when tp = 1).
-struct TpGroup {
-    Communicator* comm = nullptr;
-    int rank = 0, size = 1;
-    void all_reduce(float* x, int64_t n, ReduceOp op = ReduceOp::sum) const {
-        if (comm) comm->all_reduce(x, n, op);
-    }
-};
 
 // Where a local parameter's elements sit in the full (single-rank) tensor: the local tensor is
 // the rows of `row_blocks` (first global row, count), restricted to columns [col0, col1).
@@ -50,17 +44,18 @@ public:
     // owner before every forward/backward (ZeRO-3 gathers parameters just in time).
     std::vector<float*> param_ptr, grad_ptr;
     // The store's bf16 image of each parameter where it keeps one (ZeRO-1/2 gathering in bf16
-    // through a symmetric buffer), else null: GPU layers in bf16 compute with it instead of
-    // casting a copy of param_ptr (whose other DP ranks' slices the store then leaves stale).
+    // through a symmetric buffer), else null: layers in bf16 compute with it instead of casting
+    // a copy of param_ptr (whose other DP ranks' slices the store then leaves stale).
     std::vector<const void*> param16_ptr;
     int param_index(const std::string& n) const;
 
     // x: the input hidden state (B, T, C) — ownership moves into the layer (saved for backward);
     // null for the embedding. Returns the output (B, T, C); the head returns its per-token losses (N).
     virtual Tensor forward(int micro, Tensor x, const Batch& batch) = 0;
-    // dout: gradient of the output (B, T, C) (empty for the head, which starts from the loss).
-    // Returns the gradient of the input (empty for the embedding). grads += this micro-batch's.
-    virtual Tensor backward(int micro, Tensor dout, const Batch& batch, float loss_scale) = 0;
+    // dout: gradient of the output (B, T, C) (empty for the head, whose forward made the
+    // gradient of its loss). Returns the gradient of the input (empty for the embedding).
+    // grads += this micro-batch's.
+    virtual Tensor backward(int micro, Tensor dout, const Batch& batch) = 0;
     // Activation offload: move micro's saved tensors to the host pool (right after the layer's
     // forward) and back (fetch_begin one layer ahead of the backward, fetch_wait just before it).
     // On GPUs the copies run on the copy stream into pinned memory, overlapped with compute; a
@@ -76,13 +71,24 @@ public:
     // The head on a pp = 1 rank shares the embedding's wte: that embedding layer, else null.
     virtual GptLayer* tied_embedding() const { return nullptr; }
     // Bumped by the parameter store whenever parameter values change (an optimizer step, a
-    // ZeRO-3 gather): GPU layers recast their low-precision weight copies when it moves.
+    // ZeRO-3 gather): layers in bf16 recast their weight copies when it moves.
     uint64_t weights_version = 0;
-    Device device = Device::cpu;
+    Device device = Device::cpu;  // where the layer's tensors live (ops.device())
 
 protected:
-    float* p(const std::string& n) { return param_ptr[param_index(n)]; }
+    explicit GptLayer(LayerOps& ops) : device(ops.device()), ops_(ops) {}
     float* g(const std::string& n) { return grad_ptr[param_index(n)]; }
+    // Parameter i's weights as the kernels read them (activation dtype): the fp32 masters, the
+    // store's bf16 image, or the layer's bf16 copy of its parameters (made on first use in the
+    // params category, recast when weights_version or the storage moves).
+    const void* w(int i);
+    // A batch's token ids (targets: the targets) where the kernels read them: the batch itself,
+    // or a device buffer per micro-batch slot, kept across steps.
+    const int* tokens(int micro, const Batch& b, bool targets);
+    Tensor act(Shape s) { return Tensor::empty(std::move(s), MemCategory::activations, ops_.traits.act, device); }
+    Tensor work(Shape s) { return Tensor::empty(std::move(s), MemCategory::workspace, ops_.traits.act, device); }
+    Tensor f32(Shape s, MemCategory c) { return Tensor::empty(std::move(s), c, DType::f32, device); }
+    LayerOps& ops_;
     // Registers a parameter: local shape and shard description.
     void add_param(const ParamTable& global, const std::string& gname, Shape local,
                    std::vector<std::pair<int64_t, int64_t>> row_blocks, int64_t col0,
@@ -96,15 +102,20 @@ protected:
 private:
     std::vector<void*> move_saved(int micro, MemCategory from, MemCategory to, Device dev);
     std::map<int, std::vector<void*>> fetching_;  // micro -> events the backward must wait for
+    Tensor cache_;  // bf16 copy of the parameters (see w())
+    std::vector<int64_t> cache_off_;
+    std::vector<float*> cache_src_;
+    uint64_t cache_version_ = 0;
+    std::map<std::pair<int, bool>, TokenSlot> tokens_;
 };
 
 struct GptShardSpec {
     GptDims dims;
     TpGroup tp;
     Recompute recompute = Recompute::none;
-    Device device = Device::cpu;
-    DType act_dtype = DType::f32;  // activations (and weight copies) on the device: f32 or bf16
-    float loss_scale = 1.0f;       // d loss / d (per-token loss): the GPU head fuses its backward
+    LayerOps* ops = nullptr;  // the device (null: the CPU)
+    float loss_scale = 1.0f;        // d loss / d (per-token loss): the head's gradient is made in
+                                    // its forward pass
 };
 
 // Layer index in the global layer list: 0 = embedding, 1..L = blocks, L+1 = head.
@@ -112,14 +123,6 @@ struct GptShardSpec {
 // (the head then holds its own copy of its wte shard, kept equal through the embedding group).
 std::unique_ptr<GptLayer> gpt_layer_create(const GptShardSpec& spec, int index,
                                            GptLayer* tied_embedding);
-#ifdef TESSERA_HAVE_CUDA
-// The same layers on the GPU (engine/parallel/tp_layers_cuda.cpp): bf16 or fp32 activations,
-// fp32 master weights (cast to the activation dtype on use), fp32 gradients, cuBLASLt GEMMs,
-// flash attention, fused classifier; token ids must be uploaded by the caller (Batch::inputs
-// and targets are mirrored on the device by the layer itself).
-std::unique_ptr<GptLayer> gpt_layer_create_cuda(const GptShardSpec& spec, int index,
-                                                GptLayer* tied_embedding);
-#endif
 
 // The vocabulary rows [first, last) tensor-parallel rank r of t holds (uneven splits allowed).
 std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t);

@@ -54,6 +54,16 @@ float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t
 
 }  // namespace
 
+std::vector<ParamStore::UnitGroup> ParamStore::unit_groups(const GptLayer& l) {
+    const auto& es = l.table().entries();
+    UnitGroup wte{{}, true}, rest{{}, false};
+    for (int i = 0; i < (int)es.size(); ++i) (es[i].name == "wte.weight" ? wte : rest).params.push_back(i);
+    std::vector<UnitGroup> groups;
+    for (UnitGroup* g : {&wte, &rest})
+        if (!g->params.empty()) groups.push_back(std::move(*g));
+    return groups;
+}
+
 ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
                        Communicator* dp_async, int tp_rank, bool last_stage_copy)
     : layers_(std::move(layers)), o_(o), dp_(dp_async), tp_rank_(tp_rank),
@@ -72,18 +82,15 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
     const bool symg = dp_ && (o_.stage == 0 || (o_.stage == 1 && sym));
     for (GptLayer* l : layers_) {
         const auto& es = l->table().entries();
-        std::vector<int> rest, wte;
-        for (int i = 0; i < (int)es.size(); ++i) (es[i].name == "wte.weight" ? wte : rest).push_back(i);
-        for (auto* group : {&wte, &rest}) {
-            if (group->empty()) continue;
+        for (const UnitGroup& group : unit_groups(*l)) {
             auto u = std::make_unique<Unit>();
             u->layer = l;
-            u->params = *group;
-            for (int i : *group) {
+            u->params = group.params;
+            for (int i : group.params) {
                 u->offset.push_back(u->len);
                 u->len += es[i].numel;
             }
-            u->is_wte = group == &wte;
+            u->is_wte = group.is_wte;
             u->tied_copy = u->is_wte && last_stage_copy_ && l->name() == "head";
             u->S = (u->len + dp_size_ - 1) / dp_size_;
             u->pad = u->S * dp_size_;

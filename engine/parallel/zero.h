@@ -49,6 +49,13 @@ public:
     // A unit's part of a symmetric buffer (DP on NCCL): its bytes rounded up to a page, the
     // alignment NCCL windows need; the estimator replays the same sizes.
     static constexpr int64_t symmetric_part_bytes(int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+    // How a layer's parameters form units (each reduced, sharded and gathered as one buffer):
+    // the (tied) token embedding alone, then the rest; indices in layer.table().
+    struct UnitGroup {
+        std::vector<int> params;
+        bool is_wte = false;
+    };
+    static std::vector<UnitGroup> unit_groups(const GptLayer& l);
     // layers: this rank's layers in forward order. dp: the DP communicators (null when dp = 1):
     // `dp_async` runs on the worker thread. tp_rank: for counting replicated parameters once.
     // last_stage_copy: this rank is the last pipeline stage of pp > 1 (its wte is the tied copy).

@@ -18,6 +18,7 @@
 #include "engine/core/tensor.h"
 #include "engine/model/gpt.h"
 #include "engine/parallel/schedule.h"
+#include "engine/parallel/layer_ops.h"
 #include "engine/parallel/tp_layers.h"
 
 namespace tessera {
@@ -230,51 +231,33 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
             Recompute rc = recompute_parse(rcs);
             for (int t = 0; t < par.tp; ++t) {
                 auto [v0, v1] = vocab_shard(d.vocab, t, par.tp);
+                const int64_t Vl = v1 - v0;
                 RankSim sim;
-                sim.B = B, sim.T = T, sim.C = C, sim.Cl = C / par.tp, sim.NHl = d.n_head / par.tp;
-                sim.N = N, sim.Vl = v1 - v0;
+                sim.B = B, sim.T = T, sim.C = C, sim.N = N;
                 sim.dp = par.dp, sim.zero = par.zero, sim.pp = par.pp, sim.v = v, sim.stage = s;
-                sim.m = m, sim.rc = rc;
+                sim.m = m;
                 sim.offload_act = par.offload_activations, sim.offload_opt = par.offload_optimizer;
-                sim.gpu = gpu, sim.act_bytes = act_bytes;
-                const int64_t Cl = sim.Cl;
+                sim.device = layer_traits(gpu ? Device::cuda : Device::cpu,
+                                          act_bytes == 2 ? DType::bf16 : DType::f32);
                 double flops_tok = 0;  // executed forward+backward(+recompute) FLOPs per token
                 int layers = 0;
-                sim.chunks.resize(v);
                 for (int c = 0; c < v; ++c) {
                     const int g = c * par.pp + s;
-                    sim.global_chunk.push_back(g);
                     int lo = g == 0 ? 0 : first[g];
                     int hi = g == G - 1 ? d.n_layer + 2 : first[g + 1];
-                    auto& ch = sim.chunks[c];
-                    ch.reserve(hi - lo);
+                    sim.add_chunk(g, d, lo, hi, t, par.tp, rc);
                     for (int li = lo; li < hi; ++li) {
-                        SimLayer l;
-                        if (li == 0) {
-                            l.kind = LayerKind::embedding;
-                            l.units = {{sim.Vl * C}, {T * C}};
-                        } else if (li <= d.n_layer) {
-                            l.kind = LayerKind::block;
-                            l.units = {{12 * Cl * C + 7 * Cl + 6 * C}};
+                        if (li > 0 && li <= d.n_layer) {
                             double f = block_fwd_tok / par.tp;
                             double extra = rc == Recompute::full ? f
                                            : rc == Recompute::selective ? 2.0 * 2 * T * C / par.tp
                                                                         : 0.0;
                             flops_tok += 3 * f + extra;
-                        } else {
-                            l.kind = LayerKind::head;
-                            l.units = {{2 * C}};
-                            if (par.pp > 1) l.units.push_back({sim.Vl * C});
-                            flops_tok += 3 * 2.0 * C * sim.Vl;
+                        } else if (li > d.n_layer) {
+                            flops_tok += 3 * 2.0 * C * Vl;
                         }
-                        ch.push_back(std::move(l));
                         ++layers;
                     }
-                }
-                if (par.pp == 1) {  // the head's wte is the embedding's
-                    SimLayer* emb = &sim.chunks[0][0];
-                    SimLayer* head = &sim.chunks[v - 1].back();
-                    head->tied = emb;
                 }
                 sim.store_init();
                 RankEstimate r;
@@ -289,16 +272,14 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 double unit_bytes = 0, wte_bytes = 0;
                 for (auto& ch : sim.chunks)
                     for (auto& l : ch)
-                        for (size_t k = 0; k < l.units.size(); ++k) {
-                            unit_bytes += (double)l.units[k].pad * kF;
-                            bool wte = (l.kind == LayerKind::embedding && k == 0) ||
-                                       (l.kind == LayerKind::head && k == 1);
-                            if (wte) wte_bytes += (double)(par.zero >= 2 ? l.units[k].S : l.units[k].len) * kF;
+                        for (const auto& u : l.units) {
+                            unit_bytes += (double)u.pad * kF;
+                            if (u.is_wte) wte_bytes += (double)(par.zero >= 2 ? u.S : u.len) * kF;
                         }
                 const int dpn = par.dp;
                 // ZeRO-1 on GPUs (NCCL) reduce-scatters instead of all-reducing; bf16 GPU layers
                 // get their ZeRO-1/2 parameters gathered in bf16 (ParamStore)
-                if (par.zero == 1 && sim.gpu) r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
+                if (par.zero == 1 && sim.gpu()) r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
                 else if (par.zero < 2) r.comm_dp_bytes += ring_all_reduce(unit_bytes, dpn);
                 if (par.zero == 1 || par.zero == 2)
                     r.comm_dp_bytes += ring_gather(sim.gathers_bf16() ? unit_bytes / 2 : unit_bytes, dpn);

@@ -1,17 +1,17 @@
-// The estimator's replay of one parallel rank: the parameter store, the rank loop, activation
-// offload and the CPU layers (tp_layers.cpp). The GPU layers are in rank_sim_gpu.cpp.
+// The estimator's replay of one parallel rank: the parameter store and the rank loop, driving the
+// runtime's layers on the meta device.
 #include "engine/plan/rank_sim.h"
 
 #include <algorithm>
 
+#include "engine/core/error.h"
 #include "engine/parallel/zero.h"
 
 namespace tessera::plan_sim {
 
 namespace {
 const MemCategory kParams = MemCategory::params, kGrads = MemCategory::grads,
-                  kOpt = MemCategory::optimizer, kAct = MemCategory::activations,
-                  kWork = MemCategory::workspace, kComm = MemCategory::comm,
+                  kOpt = MemCategory::optimizer, kComm = MemCategory::comm,
                   kHost = MemCategory::host;
 }  // namespace
 
@@ -20,6 +20,7 @@ const MemCategory kParams = MemCategory::params, kGrads = MemCategory::grads,
 
 void Timeline::alloc(MemCategory c, int64_t bytes) {
     int i = (int)c;
+    if (c == MemCategory::host) host_allocated += bytes;
     cur[i] += bytes;
     peak[i] = std::max(peak[i], cur[i]);
     total += bytes;
@@ -52,6 +53,15 @@ void RankSim::drain() {
 
 // Parameters, gradients and AdamW moments are fp32 on every device.
 void RankSim::store_init() {
+    if (pp == 1) {  // the head's wte is the embedding's
+        SimLayer *emb = nullptr, *head = nullptr;
+        for (auto& ch : chunks)
+            for (auto& l : ch) {
+                if (l.kind == LayerKind::embedding) emb = &l;
+                if (l.kind == LayerKind::head) head = &l;
+            }
+        if (head) head->tied = emb;
+    }
     const MemCategory oc = offload_opt ? kHost : kOpt;
     for (auto& ch : chunks)
         for (auto& l : ch)
@@ -161,142 +171,49 @@ void RankSim::optimizer_step() {
 }
 
 // ------------------------------------------------------------------------------------------
-// Layers
+// The layers on the meta device
 
-SimTensor RankSim::layer_forward(SimLayer& l, int micro, SimTensor x) {
-    SimTensor out = gpu ? gpu_forward(l, micro, x) : cpu_forward(l, micro, x);
-    ++computes;
-    return out;
+RankSim::RankSim() { outer_ = meta_memory_install(&tl); }
+
+RankSim::~RankSim() {
+    sends_.clear();
+    chunks.clear();  // the layers' saved tensors and caches report to tl until here
+    meta_memory_install(outer_);
 }
 
-SimTensor RankSim::layer_backward(SimLayer& l, int micro, SimTensor dout) {
-    SimTensor out = gpu ? gpu_backward(l, micro, dout) : cpu_backward(l, micro, dout);
-    ++computes;
-    return out;
-}
-
-void RankSim::free_saved(SimLayer& l, int micro) {
-    auto it = l.saved.find(micro);
-    for (auto& t : it->second) tl.free(t.cat, t.bytes);
-    l.saved.erase(it);
-}
-
-// tp_layers.cpp (fp32): the CPU attention keeps its (B, NH, T, T) probabilities.
-SimTensor RankSim::cpu_forward(SimLayer& l, int micro, SimTensor x) {
-    auto& s = l.saved[micro];
-    if (l.kind == LayerKind::embedding) {
-        tl.alloc(kAct, f32(N * C));
-        return {f32(N * C), kAct};
-    }
-    if (l.kind == LayerKind::head) {
-        s = {x, {f32(N * C), kAct}, {f32(N), kAct}, {f32(N), kAct}, {f32(N * Vl), kAct}};
-        for (size_t i = 1; i < s.size(); ++i) tl.alloc(kAct, s[i].bytes);
-        tl.alloc(kWork, f32(3 * N));  // max / sum / target statistics
-        tl.alloc(kWork, f32(N));      // per-token losses (returned)
-        tl.free(kWork, f32(3 * N));
-        return {f32(N), kWork};
-    }
-    // block: compute() allocates every intermediate, forward keeps a subset
-    const int64_t att = B * NHl * T * T;
-    // X LN1 M1 R1 QKV ATT ATTY RES1 LN2 M2 R2 FCH FCG
-    std::vector<int64_t> all{x.bytes, f32(N * C), f32(N), f32(N), f32(3 * N * Cl), f32(att),
-                             f32(N * Cl), f32(N * C), f32(N * C), f32(N), f32(N),
-                             f32(4 * N * Cl), f32(4 * N * Cl)};
-    for (size_t i = 1; i < all.size(); ++i) tl.alloc(kAct, all[i]);
-    tl.alloc(kAct, f32(N * C));  // out
-    s.clear();
-    for (size_t i = 0; i < all.size(); ++i) {
-        bool keep = i == 0 || rc == Recompute::none ||
-                    (rc == Recompute::selective && i != 5 && i != 12);
-        if (keep) s.push_back({all[i], kAct});
-        else tl.free(kAct, all[i]);
-    }
-    return {f32(N * C), kAct};
-}
-
-SimTensor RankSim::cpu_backward(SimLayer& l, int micro, SimTensor dout) {
-    if (l.kind == LayerKind::embedding) {
-        free_saved(l, micro);
-        tl.free(dout.cat, dout.bytes);  // consumed
-        return {0, kAct};
-    }
-    if (l.kind == LayerKind::head) {
-        tl.alloc(kWork, f32(N * C));  // dln
-        tl.alloc(kAct, f32(N * C));   // dx
-        free_saved(l, micro);
-        tl.free(kWork, f32(N * C));
-        return {f32(N * C), kAct};
-    }
-    auto& s = l.saved[micro];
-    const int64_t att = B * NHl * T * T;
-    if (rc == Recompute::full) {
-        std::vector<int64_t> re{N * C, N, N, 3 * N * Cl, att, N * Cl, N * C, N * C, N, N,
-                                4 * N * Cl, 4 * N * Cl};
-        for (int64_t e : re) tl.alloc(kAct, f32(e)), s.push_back({f32(e), kAct});
-        tl.alloc(kAct, f32(N * C));  // the recomputed output, dropped
-        tl.free(kAct, f32(N * C));
-    } else if (rc == Recompute::selective) {
-        tl.alloc(kAct, f32(att)), s.push_back({f32(att), kAct});
-        tl.alloc(kWork, f32(N * Cl));  // scratch attention output
-        tl.alloc(kAct, f32(4 * N * Cl)), s.push_back({f32(4 * N * Cl), kAct});
-        tl.free(kWork, f32(N * Cl));
-    }
-    tl.alloc(kWork, f32(4 * N * Cl));  // dfcg
-    tl.alloc(kWork, f32(4 * N * Cl));  // dfch
-    tl.free(kWork, f32(4 * N * Cl));
-    tl.alloc(kWork, f32(N * C));       // dln
-    tl.free(kWork, f32(4 * N * Cl));
-    tl.alloc(kWork, f32(N * Cl));      // datty
-    tl.alloc(kWork, f32(3 * N * Cl));  // dqkv
-    tl.free(kWork, f32(N * Cl));
-    tl.free(kWork, f32(3 * N * Cl));
-    free_saved(l, micro);
-    tl.free(kWork, f32(N * C));
-    return dout;  // d(input) computed in place
-}
-
-// ------------------------------------------------------------------------------------------
-// Activation offload (GptLayer::offload / fetch_begin / fetch_wait)
-
-// Frees the sources of finished copies; first the oldest `upto`, which the caller waits for.
-void RankSim::reap_copies(size_t upto) {
-    size_t kept = 0;
-    for (size_t i = 0; i < copies.size(); ++i) {
-        if (i < upto || copies[i].issued_after < computes) tl.free(copies[i].keep.cat, copies[i].keep.bytes);
-        else copies[kept++] = copies[i];
-    }
-    copies.resize(kept);
-}
-
-// Right after the layer's forward: its saved activations move to the host. On the CPU the copy
-// is synchronous; on a GPU the device buffer waits for its copy while the next layer computes,
-// and the previous layer's copies are waited for (one layer pending).
-void RankSim::offload(SimLayer& l, int micro) {
-    auto it = l.saved.find(micro);
-    if (it == l.saved.end()) return;
-    const size_t older = copies.size();
-    for (auto& t : it->second) {
-        if (t.cat != kAct) continue;
-        tl.alloc(kHost, t.bytes);
-        offloaded_bytes += t.bytes;
-        if (gpu) copies.push_back({t, computes});
-        else tl.free(t.cat, t.bytes);
-        t.cat = kHost;
-    }
-    if (gpu) reap_copies(older);
-}
-
-// One layer ahead of its backward: back to the device (the pinned source is kept until copied).
-void RankSim::fetch(SimLayer& l, int micro) {
-    if (gpu) reap_copies(0);
-    auto it = l.saved.find(micro);
-    if (it == l.saved.end()) return;
-    for (auto& t : it->second) {
-        if (t.cat != kHost) continue;
-        tl.alloc(kAct, t.bytes);
-        if (gpu) copies.push_back({t, computes});
-        else tl.free(t.cat, t.bytes);
-        t.cat = kAct;
+void RankSim::add_chunk(int g, const GptDims& dims, int lo, int hi, int tp, int tp_size, Recompute rc) {
+    tl.async_copies = device.async_copies;
+    GptShardSpec spec{dims, TpGroup{nullptr, tp, tp_size}, rc, &layer_ops_meta(device), 1.0f};
+    batch_.batch_size = (int)B;
+    batch_.seq_len = (int)T;
+    batch_.inputs.assign(N, 0);
+    batch_.targets.assign(N, 0);
+    if (no_storage_.empty()) no_storage_.resize(1);
+    global_chunk.push_back(g);
+    auto& ch = chunks.emplace_back();
+    for (int li = lo; li < hi; ++li) {
+        SimLayer l;
+        l.kind = li == 0 ? LayerKind::embedding : li <= dims.n_layer ? LayerKind::block : LayerKind::head;
+        GptLayer* tied = nullptr;
+        if (l.kind == LayerKind::head && pp == 1)
+            for (auto& c : chunks)
+                for (auto& x : c)
+                    if (x.kind == LayerKind::embedding) tied = x.layer.get();
+        l.layer = gpt_layer_create(spec, li, tied);
+        // parameters "live" at a placeholder the meta ops never read; the store's bf16 images
+        // feed the layers where it keeps them (no weight copies then)
+        const size_t np = l.layer->table().entries().size();
+        l.layer->param_ptr.assign(np, no_storage_.data());
+        l.layer->grad_ptr.assign(np, no_storage_.data());
+        l.layer->param16_ptr.assign(np, gathers_bf16() ? no_storage_.data() : nullptr);
+        const auto& es = l.layer->table().entries();
+        for (const auto& group : ParamStore::unit_groups(*l.layer)) {
+            SimUnit u;
+            for (int pi : group.params) u.len += es[pi].numel;
+            u.is_wte = group.is_wte;
+            l.units.push_back(u);
+        }
+        ch.push_back(std::move(l));
     }
 }
 
@@ -306,35 +223,40 @@ void RankSim::fetch(SimLayer& l, int micro) {
 void RankSim::forward(int micro, int c) {
     auto& ch = chunks[c];
     const int g = global_chunk[c], G = pp * v;
-    SimTensor x{0, kAct};
-    if (g > 0) tl.alloc(kAct, act(N * C)), x = {act(N * C), kAct};  // recv buffer
+    Tensor x;
+    if (g > 0) x = Tensor::empty({B, T, C}, MemCategory::activations, device.act, Device::meta);  // recv
     for (size_t i = 0; i < ch.size(); ++i) {
         before_forward(&ch[i], i + 1 < ch.size() ? &ch[i + 1] : nullptr);
-        x = layer_forward(ch[i], micro, x);
+        x = ch[i].layer->forward(micro, std::move(x), batch_);
+        ++tl.computes;
         after_forward(&ch[i]);
-        if (offload_act) offload(ch[i], micro);  // right after the layer's forward
+        if (offload_act) ch[i].layer->offload(micro);  // right after the layer's forward
     }
-    if (g == G - 1) tl.free(x.cat, x.bytes);  // the losses, summed
-    else sends.push_back(x);
+    if (g < G - 1) sends_.push_back(std::move(x));  // the last chunk's losses are summed, freed
 }
 
 void RankSim::backward(int micro, int c) {
     auto& ch = chunks[c];
     const int g = global_chunk[c], G = pp * v;
-    SimTensor dout{0, kAct};
-    if (g < G - 1) tl.alloc(kAct, act(N * C)), dout = {act(N * C), kAct};
-    if (offload_act && !ch.empty()) fetch(ch.back(), micro);
+    Tensor dout;
+    if (g < G - 1) dout = Tensor::empty({B, T, C}, MemCategory::activations, device.act, Device::meta);
+    if (offload_act && !ch.empty()) ch.back().layer->fetch_begin(micro);
     for (size_t i = ch.size(); i-- > 0;) {
-        if (offload_act && i > 0) fetch(ch[i - 1], micro);  // one layer ahead
+        if (offload_act) {
+            if (i > 0) ch[i - 1].layer->fetch_begin(micro);  // one layer ahead
+            ch[i].layer->fetch_wait(micro);
+        }
         before_backward(&ch[i], i > 0 ? &ch[i - 1] : nullptr);
-        dout = layer_backward(ch[i], micro, dout);
+        dout = ch[i].layer->backward(micro, std::move(dout), batch_);
+        ++tl.computes;
         after_backward(&ch[i]);
     }
-    if (g > 0) sends.push_back(dout);
+    if (g > 0) sends_.push_back(std::move(dout));
 }
 
 int RankSim::run_step(const StageSchedule& sched) {
     int total_in_flight = 0, max_in_flight = 0;
+    const int64_t host0 = tl.host_allocated;
     for (const PipeAction& a : sched) {
         if (a.kind == PipeAction::forward) {
             forward(a.micro, a.chunk);
@@ -344,8 +266,8 @@ int RankSim::run_step(const StageSchedule& sched) {
             --total_in_flight;
         }
     }
-    for (const SimTensor& t : sends) tl.free(t.cat, t.bytes);
-    sends.clear();
+    offloaded_bytes = tl.host_allocated - host0;
+    sends_.clear();
     drain();  // finish_gradients
     optimizer_step();
     return max_in_flight;

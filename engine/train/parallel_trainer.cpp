@@ -94,14 +94,11 @@ public:
             int hi = ch.global == G - 1 ? dims_.n_layer + 2 : first_layer[ch.global + 1];
             std::string rc = par.recompute.size() == 1 ? par.recompute[0]
                                                        : par.recompute.at(stage_);
-            GptShardSpec spec{dims_, tp, recompute_parse(rc), dev_, act_dtype_, 1.0f / (float)targets};
+            GptShardSpec spec{dims_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_),
+                              1.0f / (float)targets};
             for (int li = lo; li < hi; ++li) {
                 GptLayer* tied = pp_ == 1 ? embedding : nullptr;
-                std::unique_ptr<GptLayer> layer;
-#ifdef TESSERA_HAVE_CUDA
-                if (dev_ == Device::cuda) layer = gpt_layer_create_cuda(spec, li, tied);
-#endif
-                if (!layer) layer = gpt_layer_create(spec, li, tied);
+                std::unique_ptr<GptLayer> layer = gpt_layer_create(spec, li, tied);
                 if (li == 0) embedding = layer.get();
                 all_layers_.push_back(layer.get());
                 ch.layers.push_back(std::move(layer));
@@ -179,7 +176,6 @@ private:
     std::map<GptLayer*, int> backward_count_;
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
     double busy_s_ = 0;
-    float loss_scale_ = 1.0f;
     double model_flops_per_token_ = 0, peak_flops_ = 0;  // for perf/mfu (GPU runs)
 };
 
@@ -253,7 +249,7 @@ void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
             l->fetch_wait(micro);
         }
         store_->before_backward(l, i > 0 ? ch.layers[i - 1].get() : nullptr);
-        dout = l->backward(micro, std::move(dout), b, loss_scale_);
+        dout = l->backward(micro, std::move(dout), b);
         store_->after_backward(l, ++backward_count_[l] == micro_);
     }
     span_end(sp);
@@ -329,7 +325,6 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
     TrainResult res;
     const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
     const int64_t targets = (int64_t)mb * micro_ * dp * dims_.seq_len;
-    loss_scale_ = 1.0f / (float)targets;
     int64_t start = 0;
     std::string resume = opts.resume_from;
     if (resume.empty() && opts.resume && !cfg_.checkpoint.dir.empty()) {

@@ -20,18 +20,22 @@ TS_SIMD_CLONES void gelu_forward(float* out, const float* inp, int64_t N) {
     }
 }
 
+// d gelu(x) / dx, as PyTorch computes it
+static inline float gelu_local_grad(float x) {
+    float cube = 0.044715f * x * x * x;
+    float tanh_out = tanhf(kGeluScale * (x + cube));
+    float sech2 = 1.0f - tanh_out * tanh_out;
+    return 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
 TS_SIMD_CLONES void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N) {
 #pragma omp parallel for simd
-    for (int64_t i = 0; i < N; ++i) {
-        float x = inp[i];
-        float cube = 0.044715f * x * x * x;
-        float tanh_arg = kGeluScale * (x + cube);
-        float tanh_out = tanhf(tanh_arg);
-        float sech2 = 1.0f - tanh_out * tanh_out;  // as PyTorch computes it
-        float local = 0.5f * (1.0f + tanh_out) +
-                      x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += local * dout[i];
-    }
+    for (int64_t i = 0; i < N; ++i) dinp[i] += gelu_local_grad(inp[i]) * dout[i];
+}
+
+TS_SIMD_CLONES void gelu_backward_set(float* dinp, const float* inp, const float* dout, int64_t N) {
+#pragma omp parallel for simd
+    for (int64_t i = 0; i < N; ++i) dinp[i] = gelu_local_grad(inp[i]) * dout[i];
 }
 
 }  // namespace tessera

@@ -1,0 +1,133 @@
+// What the layers compute with: one device's kernels behind one interface, so that each layer
+// (engine/parallel/tp_layers.cpp) is written once for every device. Three devices implement it:
+// the CPU kernels (fp32, layer_ops_cpu.cpp), the CUDA kernels on the rank's compute stream
+// (bf16 or fp32 activations, layer_ops_cuda.cpp) and the meta device (layer_ops_meta.cpp), which
+// launches nothing: tensors on it allocate no memory but are accounted by category, which is how
+// the estimator replays a rank's step with the runtime's own code.
+//
+// Where devices differ in what they allocate, the difference is a trait (LayerTraits), the same
+// for a device and for the meta device standing in for it. Pointers are of the activation dtype
+// (`act`) unless typed float*; weights are what GptLayer::w() returns (the fp32 masters, or their
+// bf16 copy). Shapes as in engine/kernels/cpu; N = B·T tokens.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/parallel/comm.h"
+
+namespace tessera {
+
+// This rank's place in its tensor-parallel group (comm null when tp = 1, and on the meta device).
+struct TpGroup {
+    Communicator* comm = nullptr;
+    int rank = 0, size = 1;
+    void all_reduce(void* x, int64_t n, DType t, ReduceOp op = ReduceOp::sum) const {
+        if (comm) comm->all_reduce(x, n, t, op);
+    }
+};
+
+// How a device's layers differ in what they keep and allocate.
+struct LayerTraits {
+    Device device = Device::cpu;  // where the real device keeps tensors (cpu | cuda)
+    DType act = DType::f32;       // activations and the weight copies the kernels read
+    // Attention saves its (B, NH, T, T) probabilities (the CPU) or only the log-sum-exp
+    // (B, NH, T) of flash attention (GPUs); selective recompute drops the probabilities.
+    bool attention_scores = true;
+    // The logits' rows are padded to a multiple of this (GPUs: 128 keeps cuBLASLt on its fast
+    // kernels); the loss ignores the padding.
+    int vocab_align = 1;
+    // Token ids are uploaded into a device buffer per micro-batch, kept across steps.
+    bool tokens_on_device = false;
+    // Offload copies run asynchronously on a copy engine (a source stays allocated until its
+    // copy is done) rather than synchronously.
+    bool async_copies = false;
+};
+// The traits of the real device `d` with activations in `act` (f32 on the CPU).
+LayerTraits layer_traits(Device d, DType act);
+
+// A micro-batch's token ids on the device (GPUs): the buffer and the backend's staging.
+struct TokenSlot {
+    Tensor device;
+    int64_t n = 0;
+    void* staging = nullptr;  // pinned host buffer (CUDA), owned by the slot
+    size_t staging_bytes = 0;
+    void (*free_staging)(void*) = nullptr;
+    ~TokenSlot();
+    TokenSlot() = default;
+    TokenSlot(TokenSlot&&) = delete;
+};
+
+class LayerOps {
+public:
+    explicit LayerOps(LayerTraits t) : traits(t) {}
+    virtual ~LayerOps() = default;
+    const LayerTraits traits;
+    // where this backend's tensors live (meta for the meta device)
+    virtual Device device() const { return traits.device; }
+
+    // out (N, C), mean, rstd (N); inp (N, C); weight, bias (C)
+    virtual void layernorm_forward(void* out, float* mean, float* rstd, const void* inp,
+                                   const void* weight, const void* bias, int N, int C) = 0;
+    // dinp (N, C) += ; dweight, dbias (C) +=
+    virtual void layernorm_backward(void* dinp, float* dweight, float* dbias, const void* dout,
+                                    const void* inp, const void* weight, const float* mean,
+                                    const float* rstd, int N, int C) = 0;
+    // out (N, OC) = inp (N, C) · weight (OC, C)ᵀ + bias (OC, may be null)
+    virtual void matmul_forward(void* out, const void* inp, const void* weight, const void* bias,
+                                int N, int C, int OC) = 0;
+    // pre (N, OC) = inp · weightᵀ + bias, out = gelu(pre)
+    virtual void matmul_gelu_forward(void* out, void* pre, const void* inp, const void* weight,
+                                     const void* bias, int N, int C, int OC) = 0;
+    // dinp (N, C) = (overwritten); dweight (OC, C) +=, dbias (OC) += (each may be null)
+    virtual void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout,
+                                 const void* inp, const void* weight, int N, int C, int OC) = 0;
+    virtual void gelu_forward(void* out, const void* inp, int64_t n) = 0;
+    // dinp = gelu'(inp) · dout (overwritten; dinp may be dout)
+    virtual void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) = 0;
+    // out (B, T, C); stats: the probabilities (B, NH, T, T) or the log-sum-exp (B, NH, T), per
+    // traits.attention_scores; qkv (B, T, 3C)
+    virtual void attention_forward(void* out, float* stats, const void* qkv, int B, int T, int C,
+                                   int NH) = 0;
+    // dqkv (B, T, 3C) = (overwritten); dout, out (B, T, C)
+    virtual void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                                    const float* stats, int B, int T, int C, int NH) = 0;
+    // y (N, C) = (y + bias) + res
+    virtual void add_bias_residual(void* y, const void* bias, const void* res, int N, int C) = 0;
+    // out (B, T, C) = the rows [v0, v1) of wte (v1 - v0, C) for tokens in them, else 0; plus
+    // wpe (T, C) where given
+    virtual void embedding_forward(void* out, const int* tokens, const void* wte, const void* wpe,
+                                   int64_t v0, int64_t v1, int B, int T, int C) = 0;
+    // dwte (v1 - v0, C) +=, dwpe (T, C) +=
+    virtual void embedding_backward(float* dwte, float* dwpe, const void* dout, const int* tokens,
+                                    int64_t v0, int64_t v1, int B, int T, int C) = 0;
+    // Vocab-parallel cross-entropy over this rank's logits (N rows of Vp, the first Vl real;
+    // columns are the vocabulary rows from v0). Targets < 0 are ignored (loss 0, no gradient).
+    // First the global row statistics: stats (3, N fp32: row max, sum of exponentials, the
+    // target's term), combined over the TP group; gmax (N fp32) is scratch for that, given only
+    // when tp.size > 1. The logits may be rewritten (the CPU keeps the exponentials there).
+    virtual void cross_entropy_stats(float* stats, float* gmax, void* logits, const int* targets,
+                                     int64_t v0, int N, int Vl, int Vp, const TpGroup& tp) = 0;
+    // Then losses (N fp32) and, with `grad`, the gradient of loss_scale · Σ losses written into
+    // the logits.
+    virtual void cross_entropy_loss(float* losses, void* logits, const float* stats,
+                                    const int* targets, int64_t v0, int N, int Vl, int Vp,
+                                    float loss_scale, bool grad) = 0;
+    virtual void accumulate(float* dst, const float* src, int64_t n) = 0;  // dst += src
+    // dst (act) = src (fp32 masters); bytes copies within the device
+    virtual void cast_weights(void* dst, const float* src, int64_t n) = 0;
+    virtual void copy(void* dst, const void* src, int64_t bytes) = 0;
+    // slot.device (already large enough) = ids, through the backend's staging
+    virtual void upload_tokens(TokenSlot& slot, const std::vector<int32_t>& ids) = 0;
+};
+
+LayerOps& layer_ops_cpu();
+#ifdef TESSERA_HAVE_CUDA
+LayerOps& layer_ops_cuda(DType act);  // engine/parallel/layer_ops_cuda.cpp
+#endif
+// The meta device standing in for the real device `target` (see core/tensor.h: Device::meta).
+LayerOps& layer_ops_meta(const LayerTraits& target);
+// The real device's ops (throws for cuda without a CUDA build).
+LayerOps& layer_ops_for(Device d, DType act);
+
+}  // namespace tessera

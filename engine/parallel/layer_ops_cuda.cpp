@@ -1,0 +1,146 @@
+// The layers' ops on the CUDA kernels (engine/kernels/cuda), on the rank's compute stream, with
+// activations in T (bf16 or float): cuBLASLt GEMMs with bias and GELU epilogues, flash attention
+// (saving only the log-sum-exp), the classifier writing its gradient during the forward pass.
+// Compiled only in CUDA builds.
+#ifdef TESSERA_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "engine/core/error.h"
+#include "engine/kernels/cuda/attention.cuh"
+#include "engine/kernels/cuda/cross_entropy.cuh"
+#include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/device.cuh"
+#include "engine/kernels/cuda/elementwise.cuh"
+#include "engine/kernels/cuda/embedding.cuh"
+#include "engine/kernels/cuda/gelu.cuh"
+#include "engine/kernels/cuda/layernorm.cuh"
+#include "engine/kernels/cuda/matmul.cuh"
+#include "engine/parallel/layer_ops.h"
+
+namespace tessera {
+
+namespace {
+
+template <typename T>
+constexpr DType dtype_of() {
+    return std::is_same_v<T, float> ? DType::f32 : DType::bf16;
+}
+
+template <typename T>
+class CudaLayerOps final : public LayerOps {
+public:
+    CudaLayerOps() : LayerOps(layer_traits(Device::cuda, dtype_of<T>())) {}
+
+    void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
+                           const void* b, int N, int C) override {
+        layernorm_forward_cuda<T>(P(out), mean, rstd, P(inp), P(w), P(b), N, C, st());
+    }
+    void layernorm_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
+                            const void* w, const float* mean, const float* rstd, int N, int C) override {
+        layernorm_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), mean, rstd, N, C, st());
+    }
+    void matmul_forward(void* out, const void* inp, const void* w, const void* b, int N, int C,
+                        int OC) override {
+        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st());
+    }
+    void matmul_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* b,
+                             int N, int C, int OC) override {
+        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), true, P(pre));
+    }
+    void matmul_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
+                         const void* w, int N, int C, int OC) override {
+        matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st());
+    }
+    void gelu_forward(void* out, const void* inp, int64_t n) override {
+        gelu_forward_cuda<T>(P(out), P(inp), (long)n, st());
+    }
+    void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) override {
+        gelu_backward_cuda<T>(P(dinp), P(inp), P(dout), (long)n, st());
+    }
+    void attention_forward(void* out, float* lse, const void* qkv, int B, int T_, int C, int NH) override {
+        attention_forward_cuda<T>(P(out), lse, P(qkv), B, T_, C, NH, st());
+    }
+    void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                            const float* lse, int B, int T_, int C, int NH) override {
+        attention_backward_cuda<T>(P(dqkv), P(dout), P(qkv), P(out), lse, B, T_, C, NH, st());
+    }
+    void add_bias_residual(void* y, const void* bias, const void* res, int N, int C) override {
+        add_bias_residual_cuda<T>(P(y), P(bias), P(res), N, C, st());
+    }
+    void embedding_forward(void* out, const int* tokens, const void* wte, const void* wpe,
+                           int64_t v0, int64_t v1, int B, int T_, int C) override {
+        embedding_forward_cuda<T>(P(out), tokens, P(wte), P(wpe), v0, v1, B, T_, C, st());
+    }
+    void embedding_backward(float* dwte, float* dwpe, const void* dout, const int* tokens,
+                            int64_t v0, int64_t v1, int B, int T_, int C) override {
+        embedding_backward_cuda<T>(dwte, dwpe, P(dout), tokens, v0, v1, B, T_, C, st());
+    }
+    // One online pass per shard; tensor parallel combines the shards with a rescale.
+    void cross_entropy_stats(float* stats, float* gmax, void* logits, const int* targets,
+                             int64_t v0, int N, int Vl, int Vp, const TpGroup& tp) override {
+        float* mx = stats;
+        float* sum = mx + N;
+        float* tt = sum + N;
+        ce_row_stats_cuda<T>(mx, sum, tt, P(logits), targets, v0, N, Vl, st(), Vp);
+        if (tp.size > 1) {  // global max, then the rescaled sums
+            CUDA_CHECK(cudaMemcpyAsync(gmax, mx, sizeof(float) * N, cudaMemcpyDeviceToDevice, st()));
+            tp.all_reduce(gmax, N, DType::f32, ReduceOp::max);
+            ce_rescale_cuda(mx, sum, tt, gmax, N, st());
+            tp.all_reduce(sum, 2 * (int64_t)N, DType::f32);
+        }
+    }
+    void cross_entropy_loss(float* losses, void* logits, const float* stats, const int* targets,
+                            int64_t v0, int N, int Vl, int Vp, float loss_scale, bool grad) override {
+        const float *mx = stats, *sum = mx + N, *tt = sum + N;
+        if (grad)
+            ce_loss_and_grad_cuda<T>(losses, P(logits), mx, sum, tt, targets, v0, loss_scale, N, Vl,
+                                     st(), Vp);
+        else
+            ce_loss_only_cuda(losses, sum, tt, targets, N, st());
+    }
+    void accumulate(float* dst, const float* src, int64_t n) override { accumulate_cuda(dst, src, (long)n, st()); }
+    void cast_weights(void* dst, const float* src, int64_t n) override {
+        if constexpr (std::is_same_v<T, float>)
+            CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, st()));
+        else
+            cast_f32_to_bf16_cuda((T*)dst, src, (long)n, st());
+    }
+    void copy(void* dst, const void* src, int64_t bytes) override {
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st()));
+    }
+    // Through a pinned staging buffer per slot, so the copy is asynchronous; a slot is reused
+    // only in a later step, after the step's final synchronisation (a repeat upload of the same
+    // micro-batch writes the same bytes: harmless).
+    void upload_tokens(TokenSlot& slot, const std::vector<int32_t>& ids) override {
+        const size_t bytes = sizeof(int32_t) * ids.size();
+        if (slot.staging_bytes < bytes) {
+            if (slot.staging) CUDA_CHECK(cudaFreeHost(slot.staging));
+            CUDA_CHECK(cudaMallocHost(&slot.staging, bytes));
+            slot.staging_bytes = bytes;
+            slot.free_staging = [](void* p) { cudaFreeHost(p); };
+        }
+        std::memcpy(slot.staging, ids.data(), bytes);
+        CUDA_CHECK(cudaMemcpyAsync(slot.device.data(), slot.staging, bytes, cudaMemcpyHostToDevice, st()));
+    }
+
+private:
+    static cudaStream_t st() { return cuda_stream(); }
+    static T* P(void* p) { return static_cast<T*>(p); }
+    static const T* P(const void* p) { return static_cast<const T*>(p); }
+};
+
+}  // namespace
+
+LayerOps& layer_ops_cuda(DType act) {
+    static CudaLayerOps<bf16> ops16;
+    static CudaLayerOps<float> ops32;
+    if (act == DType::bf16) return ops16;
+    TS_CHECK(act == DType::f32, "CUDA layers compute in bf16 or fp32, not ", dtype_name(act));
+    return ops32;
+}
+
+}  // namespace tessera
+#endif
