@@ -5,14 +5,21 @@ usage: bench/gpt2_throughput.py --tessera BUILD/bin/tessera --anchor torch_gpt2_
                                 --gpus 1|2 [--out DIR] [--steps 30] [--warmup 10]
 
 Every configuration trains GPT-2 124M (12 layers, d_model 768, 12 heads, vocab 50257), micro-batch
-16, sequence 1024, bf16, on random tokens. Tokens/s is the median over the steps after warm-up;
-MFU counts 6·N + 12·L·d·T FLOPs per token (the PaLM formula, as the anchor does) against
+16, sequence 1024, bf16, on random tokens. The headline tokens/s is wall clock: the tokens of the
+timed steps over the time from the end of the last warm-up step to the end of the last step (each
+step ends with the run's synchronisation; the times are the metric records' wall clocks), the
+anchor's too; the median of the per-step figures stands beside it, labelled. MFU counts 6·N + 12·L·d·T FLOPs per token (the PaLM formula, as the anchor does) against
 989 TFLOP/s per GPU; peak memory is the largest mem/total_bytes any rank reported (the engine's
 own accounting) and, beside it, the estimator's prediction for the same config (`tessera plan
---device H200 --json`: the largest per-rank device peak) and NVML's memory used."""
+--device H200 --json`: the largest per-rank device peak) and the device's own peak (NVML per
+process, sampled every 50 ms: bench/device_memory.py). With --gpus 2 the 1-GPU Tessera reference
+runs in the same command, and each configuration is run --rounds times, interleaved."""
 import argparse, json, os, re, sqlite3, statistics, subprocess, sys, tempfile, time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from device_memory import DeviceMemorySampler
 
 p = argparse.ArgumentParser()
 p.add_argument("--tessera", required=True)
@@ -22,6 +29,7 @@ p.add_argument("--out", default=".")
 p.add_argument("--steps", type=int, default=30)
 p.add_argument("--warmup", type=int, default=10)
 p.add_argument("--only", default="")
+p.add_argument("--rounds", type=int, default=1)
 a = p.parse_args()
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 work = tempfile.mkdtemp(prefix="tessera_bench_")
@@ -66,7 +74,8 @@ log: {{db: runs.db, every: 1}}
     pred = predicted_gib(cfg, sets)
     cmd = [a.tessera, "train", cfg] + sum((["--set", s] for s in sets), [])
     t0 = time.time()
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    with DeviceMemorySampler() as dev:
+        r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:], "pred_gib": pred}
     db = sqlite3.connect(os.path.join(d, "runs.db"))
@@ -75,14 +84,22 @@ log: {{db: runs.db, every: 1}}
         q = "select step, value from metrics where run_id=? and name=?" + (" and rank=?" if rank is not None else "")
         args = (run, name) + ((rank,) if rank is not None else ())
         return db.execute(q + " order by step", args).fetchall()
-    tps = [v for s, v in series("perf/tok_per_s") if s > a.warmup]
+    steps = series("perf/tok_per_s")
+    tps = [v for s, v in steps if s > a.warmup]
+    # wall clock: the end of step `warmup` to the end of the last step (metric wall times)
+    ends = dict(db.execute("select step, wall_time from metrics where run_id=? and name=? and rank=0",
+                           (run, "perf/tok_per_s")).fetchall())
+    last = max(ends)
+    tokens_per_step = micro * accum * 1024 * (2 if any(x == "parallel.dp=2" for x in sets) else 1)
+    wall = tokens_per_step * (last - a.warmup) / (ends[last] - ends[a.warmup])
     # the device's own peak (host-side offload buffers excluded); older builds: the total
     mem = max((v for s, v in series("mem/device_bytes")), default=0) or \
           max((v for s, v in series("mem/total_bytes")), default=0)
     nvml = max((v for s, v in series("gpu/memory_used_bytes")), default=0)
     bubble = [v for s, v in series("pipeline/bubble") if s > a.warmup]
     loss = series("train/loss")
-    return {"tag": tag, "tok_s": statistics.median(tps), "peak_gib": mem / 2**30, "pred_gib": pred, "nvml_gib": nvml / 2**30,
+    return {"tag": tag, "tok_s": wall, "median_tok_s": statistics.median(tps), "peak_gib": mem / 2**30,
+            "pred_gib": pred, "nvml_gib": nvml / 2**30, "device_gib": dev.peak_bytes / 2**30,
             "bubble": statistics.mean(bubble) if bubble else None, "loss": loss[-1][1] if loss else None,
             "wall_s": time.time() - t0}
 
@@ -91,10 +108,12 @@ def anchor(tag, mode, compile_, nproc):
             "--warmup", str(a.warmup)]
     cmd = base if nproc == 1 else ["torchrun", f"--nproc_per_node={nproc}"] + base[1:]
     r = subprocess.run(cmd, capture_output=True, text=True)
-    m = re.search(r"tok/s=([\d,]+).*peak_mem_GiB=([\d.]+)", r.stdout)
+    with DeviceMemorySampler() as dev:
+        m = re.search(r"tok/s=([\d,]+).*peak_mem_GiB=([\d.]+)", r.stdout)
     if not m:
         return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:]}
-    return {"tag": tag, "tok_s": float(m.group(1).replace(",", "")), "peak_gib": float(m.group(2))}
+    return {"tag": tag, "tok_s": float(m.group(1).replace(",", "")), "peak_gib": float(m.group(2)),
+            "device_gib": dev.peak_bytes / 2**30}
 
 rows = []
 def want(tag): return not a.only or any(x in tag for x in a.only.split(","))
@@ -106,29 +125,34 @@ if a.gpus == 1:
             ("tessera recompute full", lambda: tessera("full", ["parallel.recompute=full"])),
             ("tessera offload activations", lambda: tessera("off", ["parallel.offload_activations=true"]))]
 else:
-    plan = [("tessera dp2", lambda: tessera("dp2", ["parallel.dp=2"])),
+    plan = [("tessera 1 GPU (reference)", lambda: tessera("t1", [])),
+            ("tessera dp2", lambda: tessera("dp2", ["parallel.dp=2"])),
             ("tessera zero1 dp2", lambda: tessera("z1", ["parallel.dp=2", "parallel.zero=1"])),
             ("torch DDP+compile 2 GPUs", lambda: anchor("ddp", "ddp", 1, 2)),
             ("tessera zero3 dp2", lambda: tessera("z3", ["parallel.dp=2", "parallel.zero=3"])),
-            ("torch FSDP2 2 GPUs", lambda: anchor("fsdp", "fsdp", 0, 2)),
+            ("torch FSDP2+compile 2 GPUs", lambda: anchor("fsdp", "fsdp", 1, 2)),
             ("tessera pp2 1f1b m8", lambda: tessera("pp2", ["parallel.pp=2", "parallel.schedule=1f1b"], micro=2, accum=8)),
             ("tessera tp2", lambda: tessera("tp2", ["parallel.tp=2"]))]
-for name, fn in plan:
-    if not want(name): continue
-    r = fn(); r["name"] = name
-    rows.append(r)
-    print(json.dumps(r), flush=True)
+for rnd in range(a.rounds):  # interleaved: every configuration once per round
+    for name, fn in plan:
+        if not want(name): continue
+        r = fn(); r["name"] = name if a.rounds == 1 else f"{name} #{rnd + 1}"
+        rows.append(r)
+        print(json.dumps(r), flush=True)
 
 print()
-print(f"{'configuration':34} {'tok/s':>10} {'per GPU':>10} {'MFU':>7} {'peak GiB':>9} {'pred GiB':>9} {'NVML GiB':>9} {'bubble':>7}")
+print("tok/s: wall clock (the headline); median: of the per-step figures. Memory: engine = Tessera's"
+      " accounting, pred = the estimator, device = NVML per process (50 ms samples)")
+print(f"{'configuration':34} {'tok/s':>10} {'median':>10} {'per GPU':>10} {'MFU':>7} {'engine GiB':>10} {'pred GiB':>9} {'device GiB':>10} {'bubble':>7}")
 for r in rows:
     if "error" in r:
         print(f"{r['name']:34} FAILED: {r['error'][-300:]}")
         continue
-    gpus = a.gpus
+    gpus = 1 if "1 GPU" in r["name"] else a.gpus
+    med = f"{r['median_tok_s']:10,.0f}" if r.get("median_tok_s") else f"{'-':>10}"
     mfu = r["tok_s"] * FLOPS_PER_TOKEN / gpus / 989e12
     bub = f"{r['bubble']*100:.1f}%" if r.get("bubble") is not None else "-"
     pred = f"{r['pred_gib']:.1f}" if r.get("pred_gib") is not None else "-"  # anchors: none
-    print(f"{r['name']:34} {r['tok_s']:10,.0f} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:9.1f} "
-          f"{pred:>9} {r.get('nvml_gib', 0):9.1f} {bub:>7}")
+    print(f"{r['name']:34} {r['tok_s']:10,.0f} {med} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:10.1f} "
+          f"{pred:>9} {r.get('device_gib', 0):10.1f} {bub:>7}")
 json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu.json"), "w"), indent=1)

@@ -178,9 +178,12 @@ int cli_plan(const CliArgs& args) {
                 p.zero, cfg.train.micro_batch, cfg.train.grad_accum);
     std::printf("device %s: %s peak, %s per device, efficiency %.2f\n\n", dev.name.c_str(),
                 si(dev.peak_flops, "FLOP/s").c_str(), mib(cap).c_str(), dev.efficiency);
-    std::printf("%-14s %8s %8s %8s %8s %8s %8s %8s %8s %8s %4s %10s %9s %9s %9s\n", "ranks",
-                "params", "grads", "optim", "activ", "work", "comm", "host", "total", "device",
-                "infl", "FLOP/step", "dp comm", "tp comm", "pp comm");
+    std::printf("%-14s", "ranks");
+    for (const char* h : {"params", "grads", "optim", "activ", "work", "comm", "context", "libs", "host"})
+        std::printf(" %8s", h);
+    static_assert(kMemCategoryCount == 9, "a column per memory category");
+    std::printf(" %8s %8s %4s %10s %9s %9s %9s\n", "total", "device", "infl", "FLOP/step", "dp comm",
+                "tp comm", "pp comm");
     for (const auto& cls : classes) {
         const RankEstimate& r = e.ranks[cls[0]];
         std::printf("%-14s", ranks_str(cls).c_str());

@@ -10,6 +10,8 @@ std::string_view mem_category_name(MemCategory c) {
         case MemCategory::activations: return "activations";
         case MemCategory::workspace: return "workspace";
         case MemCategory::comm: return "comm";
+        case MemCategory::context: return "context";
+        case MemCategory::libraries: return "libraries";
         case MemCategory::host: return "host";
         default: return "unknown";
     }

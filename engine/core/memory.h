@@ -9,9 +9,14 @@
 
 namespace tessera {
 
+// context, libraries: what a GPU process holds outside the allocator (the CUDA context; cuBLASLt,
+// kernel modules, scratch), measured on the device once per library version and carried as data
+// (engine/plan: DeviceSpec), so that the device total is what the driver reports.
 // host: offloaded activations and optimizer states (pinned host memory on GPUs; on CPU ranks the
 // same bytes, accounted apart so the offload mechanics are visible).
-enum class MemCategory : int { params, grads, optimizer, activations, workspace, comm, host, count };
+enum class MemCategory : int {
+    params, grads, optimizer, activations, workspace, comm, context, libraries, host, count
+};
 inline constexpr int kMemCategoryCount = static_cast<int>(MemCategory::count);
 
 std::string_view mem_category_name(MemCategory c);  // "params", "grads", ...

@@ -32,10 +32,18 @@ struct DeviceSpec {
     int gpus_per_node = 8;            // beyond this, DP groups cross nodes
     double efficiency = 0.5;          // fraction of peak a training step sustains (MFU ceiling)
     bool shared_host = false;         // cpu: every rank shares peak_flops and memory_bytes
+    // What a GPU process holds outside Tessera's allocator, measured on the device by
+    // bench/device_overhead.py (MemCategory::context and ::libraries): the CUDA context, and
+    // cuBLASLt, the kernel modules and scratch. 0 on the CPU.
+    int64_t context_bytes = 0;
+    int64_t libraries_bytes = 0;
 };
 
 // Throws InputError naming the known devices for an unknown name.
 DeviceSpec device_spec(const std::string& name);
+// The table's entry for a GPU as the driver names it ("NVIDIA H200", "NVIDIA A100-SXM4-80GB"),
+// or false when the table has none.
+bool device_spec_for_gpu(const std::string& driver_name, DeviceSpec* out);
 const std::vector<std::string>& device_names();
 // Measured single-precision sgemm FLOP/s of this host (all threads), once per process.
 double cpu_sgemm_flops();

@@ -115,9 +115,11 @@ public:
         model_flops_per_token_ = 6.0 * (double)gpt_param_table(dims_).total_numel() +
                                  12.0 * dims_.n_layer * dims_.d_model * dims_.seq_len;
 #ifdef TESSERA_HAVE_CUDA
-        if (dev_ == Device::cuda) {  // dense bf16 peaks of the datasheets
-            const std::string name = cuda_device_name();
-            peak_flops_ = name.find("A100") != std::string::npos ? 312e12 : 989e12;
+        DeviceSpec spec;  // the device table (engine/plan): MFU, and what the allocator cannot see
+        if (dev_ == Device::cuda && device_spec_for_gpu(cuda_device_name(), &spec)) {
+            peak_flops_ = spec.peak_flops;
+            memory_tracker().add(MemCategory::context, spec.context_bytes);
+            memory_tracker().add(MemCategory::libraries, spec.libraries_bytes);
         }
 #endif
     }

@@ -1,11 +1,16 @@
-// The estimator against GPU runs, without a GPU: tests/plan/data/h200_gpt2_memory.json holds the
-// per-rank, per-category peak memory that bench/gpu_memory_dump.py measured on H200s (GPT-2 124M,
-// bf16, micro_batch 16, 3 steps) for each plan. Each plan's config is built as that script builds
-// it, estimate_plan predicts it, and every rank's device peak and every category must be within
-// ±10% of the measured figure (a category measured at zero must be predicted at zero). Prints the
-// table of predicted against measured. The data was dumped again after the DP gradients moved
-// to copy-engine exchanges in symmetric buffers and ZeRO-1/2's bf16 images began feeding the
-// layers (2026-11-30, fifth session).
+// The estimator against GPU runs, without a GPU: tests/plan/data/h200_gpt2_memory.json holds, for
+// each plan, what bench/gpu_memory_dump.py measured on H200s (GPT-2 bf16, 3 steps; each entry's
+// produced_by says when and how): the per-rank, per-category peaks of the engine's accounting
+// and, for the plans dumped on one H200 (GPT-2 124M plans and gpt2-large, gpt2-xl), the device's
+// own figure: the largest NVML per-process used memory, sampled every 50 ms. Each plan's config
+// is built as that script builds it and estimate_plan predicts it:
+//   - the device peak (the context and libraries of the device table included) within ±5% of the
+//     device's figure; `full` (full recompute) within ±6%: its allocator pool holds 0.28 GB more
+//     than the other plans' beyond the accounted peak (churn of the recomputed activations), which
+//     the estimator does not model;
+//   - every category of the engine's accounting, its total and its device peak, within ±10% (a
+//     category measured at zero must be predicted at zero).
+// Prints the table of predicted against measured.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -53,23 +58,33 @@ struct Figure {
     int64_t pred;
 };
 
+// The engine's own figures: the allocator's categories, and its total and device peaks (the
+// device table's context and libraries, which the runtime adds from the same table, taken out).
 std::vector<Figure> figures(const RankEstimate& r) {
     std::vector<Figure> f;
-    for (int c = 0; c < kMemCategoryCount; ++c)
-        f.push_back({std::string(mem_category_name((MemCategory)c)), r.peak_bytes[c]});
-    f.push_back({"device", r.device_peak_bytes});
-    f.push_back({"total", r.total_peak_bytes});
+    int64_t outside = 0;
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+        const auto cat = (MemCategory)c;
+        if (cat == MemCategory::context || cat == MemCategory::libraries) {
+            outside += r.peak_bytes[c];
+            continue;
+        }
+        f.push_back({std::string(mem_category_name(cat)), r.peak_bytes[c]});
+    }
+    f.push_back({"device", r.device_peak_bytes - outside});
+    f.push_back({"total", r.total_peak_bytes - outside});
     return f;
 }
 
-TEST(EstimatorGpu, H200Gpt2PeaksWithinTenPercent) {
+TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
     const nlohmann::json all = measured_json();
     ASSERT_FALSE(all.empty());
-    std::printf("%-11s %4s  %21s   error of each category's peak (pred - meas) / meas\n", "plan",
-                "rank", "device GiB pred/meas");
-    int checked = 0;
+    std::printf("%-11s %4s  %21s %21s   engine categories (pred - meas) / meas\n", "plan", "rank",
+                "device GiB pred/NVML", "engine GiB pred/meas");
+    int checked = 0, device_checked = 0;
     for (const auto& [tag, plan] : all.items()) {
         ASSERT_TRUE(plan.contains("measured")) << tag << ": no measurement in the dump";
+        ASSERT_TRUE(plan.contains("produced_by")) << tag << ": the fixture must say what produced it";
         std::vector<std::string> sets = plan.at("sets").get<std::vector<std::string>>();
         RunConfig cfg = config_parse(kConfig, tag + ".yaml", sets);
         PlanEstimate est = estimate_plan(cfg, device_spec("H200"));
@@ -78,18 +93,29 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinTenPercent) {
         for (const auto& [rank_s, meas] : ranks.items()) {
             const int rank = std::stoi(rank_s);
             const RankEstimate& e = est.ranks.at(rank);
-            const double dev_m = meas.at("device_bytes").get<double>();
-            std::string row = str_format("%-11s %4d  %7.3f/%7.3f (%+5.1f%%) ", tag.c_str(), rank,
-                                         gib(e.device_peak_bytes), gib(dev_m),
-                                         100.0 * (e.device_peak_bytes - dev_m) / dev_m);
-            for (const Figure& f : figures(e)) {
-                const double m = meas.at(f.name + "_bytes").get<double>();
+            const std::vector<Figure> fig = figures(e);
+            const double eng_m = meas.at("device_bytes").get<double>();
+            const double eng_p = (double)fig[fig.size() - 2].pred;
+            std::string dev_col = "          -          ";
+            if (plan.contains("device_measured")) {
+                const double dev_m = plan.at("device_measured").at(rank_s).get<double>();
+                const double err = (e.device_peak_bytes - dev_m) / dev_m;
+                dev_col = str_format("%7.3f/%7.3f (%+5.1f%%)", gib(e.device_peak_bytes), gib(dev_m), 100 * err);
+                const double tol = tag == "full" ? 0.06 : 0.05;
+                EXPECT_NEAR(err, 0.0, tol) << tag << " rank " << rank << ": device peak predicted "
+                                           << e.device_peak_bytes << " bytes, NVML " << (int64_t)dev_m;
+                ++device_checked;
+            }
+            std::string row = str_format("%-11s %4d  %s %7.3f/%7.3f (%+5.1f%%) ", tag.c_str(), rank, dev_col.c_str(),
+                                         gib(eng_p), gib(eng_m), 100.0 * (eng_p - eng_m) / eng_m);
+            for (const Figure& f : fig) {
                 if (f.name == "device") continue;
+                const double m = meas.at(f.name + "_bytes").get<double>();
                 row += " " + f.name + (m > 0 ? str_format(" %+.1f%%", 100.0 * (f.pred - m) / m)
                                              : str_format(" %s", f.pred == 0 ? "0=0" : "0!=0"));
             }
             std::printf("%s\n", row.c_str());
-            for (const Figure& f : figures(e)) {
+            for (const Figure& f : fig) {
                 const double m = meas.at(f.name + "_bytes").get<double>();
                 EXPECT_NEAR((double)f.pred, m, 0.10 * m)
                     << tag << " rank " << rank << " " << f.name << ": predicted " << f.pred
@@ -98,7 +124,8 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinTenPercent) {
             }
         }
     }
-    EXPECT_GE(checked, 11 * 9);  // every plan of the dump, every figure
+    EXPECT_GE(checked, 13 * 9);   // every plan of the dump, every figure
+    EXPECT_GE(device_checked, 7);  // the one-GPU plans, gpt2-large and gpt2-xl
 }
 
 // Step time against tests/plan/data/h200_gpt2_throughput.json (bench/gpt2_throughput.py's

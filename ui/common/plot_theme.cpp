@@ -21,4 +21,11 @@ void plot_apply_theme(QCustomPlot* p, bool dark) {
     p->legend->setTextColor(fg);
 }
 
+QColor mem_category_color(int c) {
+    static const QColor colors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xa0, 0xcb, 0xe8), QColor(0xf2, 0x8e, 0x2b),
+                                    QColor(0x59, 0xa1, 0x4f), QColor(0xb0, 0x7a, 0xa1), QColor(0x9c, 0x75, 0x5f),
+                                    QColor(0x79, 0x79, 0x79), QColor(0xba, 0xb0, 0xac), QColor(0xed, 0xc9, 0x48)};
+    return colors[c % 9];
+}
+
 }  // namespace tessera::studio

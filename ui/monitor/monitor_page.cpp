@@ -28,9 +28,6 @@
 namespace tessera::studio {
 
 namespace {
-const QColor kCategoryColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xa0, 0xcb, 0xe8), QColor(0xf2, 0x8e, 0x2b),
-                                  QColor(0x59, 0xa1, 0x4f), QColor(0xb0, 0x7a, 0xa1), QColor(0x9c, 0x75, 0x5f),
-                                  QColor(0xed, 0xc9, 0x48)};
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr size_t kConsoleKeep = 20000;
 
@@ -471,7 +468,7 @@ void MonitorPage::rebuildMemory() {
         bars->setName(QString::fromUtf8(tessera::mem_category_name((tessera::MemCategory)c).data()));
         bars->setWidth(0.6);
         bars->setPen(Qt::NoPen);
-        bars->setBrush(kCategoryColors[c % 7]);
+        bars->setBrush(mem_category_color(c));
         bars->setData(keys, vals, true);
         if (below) bars->moveAbove(below);
         below = bars;

@@ -8,8 +8,6 @@
 namespace tessera::studio {
 
 namespace {
-const QColor kCategoryColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xa0, 0xcb, 0xe8), QColor(0xf2, 0x8e, 0x2b),
-                                  QColor(0x59, 0xa1, 0x4f), QColor(0xb0, 0x7a, 0xa1), QColor(0x9c, 0x75, 0x5f)};
 }
 
 MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this)) {
@@ -72,7 +70,7 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
         bars->setName(QString::fromUtf8(tessera::mem_category_name(tessera::MemCategory(c)).data()));
         bars->setWidth(width);
         bars->setPen(Qt::NoPen);
-        bars->setBrush(kCategoryColors[c % 6]);
+        bars->setBrush(mem_category_color(c));
         bars->setData(x, y, true);
         if (below) bars->moveAbove(below);
         below = bars;
