@@ -137,6 +137,7 @@ const void* GptLayer::w(int i) {
     if (ops_.traits.act == DType::f32) return param_ptr[i];
     if (i < (int)param16_ptr.size() && param16_ptr[i]) return param16_ptr[i];
     const auto& es = table_.entries();
+    const int64_t esize = dtype_size(ops_.traits.act);
     if (!cache_.defined()) {
         int64_t total = 0;
         for (const auto& e : es) {
@@ -149,7 +150,6 @@ const void* GptLayer::w(int i) {
         // the parameter store keeps a layer's parameters back to back: then one cast
         bool contiguous = true;
         for (size_t k = 0; k < es.size(); ++k) contiguous &= param_ptr[k] == param_ptr[0] + cache_off_[k];
-        const int64_t esize = dtype_size(ops_.traits.act);
         if (contiguous && !es.empty())
             ops_.cast_weights(cache_.data(), param_ptr[0], cache_.numel());
         else
@@ -158,7 +158,7 @@ const void* GptLayer::w(int i) {
         cache_version_ = weights_version;
         cache_src_ = param_ptr;
     }
-    return (const char*)cache_.data() + dtype_size(ops_.traits.act) * cache_off_[i];
+    return (const char*)cache_.data() + esize * cache_off_[i];
 }
 
 const int* GptLayer::tokens(int micro, const Batch& b, bool targets) {
@@ -415,12 +415,11 @@ public:
         TS_CHECK(it != saved_.end(), "head: backward of micro-batch ", micro, " before forward");
         std::vector<Tensor>& s = it->second;
         Tensor dln = work({N, C});
-        if (Vp != Vl) {  // the gradient over the padded rows, then its real rows
-            Tensor dw = Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device);
-            ops_.matmul_backward(dln.data(), dw.f32(), nullptr, s[4].data(), s[1].data(), wte(), N, C, Vp);
-            ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
-        } else {
-            ops_.matmul_backward(dln.data(), dwte(), nullptr, s[4].data(), s[1].data(), wte(), N, C, Vp);
+        {  // padded logits: the gradient over the padded rows first, then its real rows
+            Tensor dw = Vp != Vl ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device) : Tensor();
+            ops_.matmul_backward(dln.data(), dw.defined() ? dw.f32() : dwte(), nullptr, s[4].data(),
+                                 s[1].data(), wte(), N, C, Vp);
+            if (dw.defined()) ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
         }
         spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
         Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, MemCategory::activations,

@@ -96,8 +96,7 @@ DeviceSpec device_spec(const std::string& name) {
     return d;
 }
 
-bool device_spec_for_gpu(const std::string& driver_name, DeviceSpec* out) {
-    std::string n = driver_name;
+bool device_spec_for_gpu(const std::string& n, DeviceSpec* out) {
     if (n.find("H200") != std::string::npos) *out = device_spec("H200");
     else if (n.find("H100") != std::string::npos) *out = device_spec("H100");
     else if (n.find("A100") != std::string::npos && n.find("40GB") != std::string::npos) *out = device_spec("A100-40GB");

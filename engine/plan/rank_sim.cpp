@@ -53,15 +53,6 @@ void RankSim::drain() {
 
 // Parameters, gradients and AdamW moments are fp32 on every device.
 void RankSim::store_init() {
-    if (pp == 1) {  // the head's wte is the embedding's
-        SimLayer *emb = nullptr, *head = nullptr;
-        for (auto& ch : chunks)
-            for (auto& l : ch) {
-                if (l.kind == LayerKind::embedding) emb = &l;
-                if (l.kind == LayerKind::head) head = &l;
-            }
-        if (head) head->tied = emb;
-    }
     const MemCategory oc = offload_opt ? kHost : kOpt;
     for (auto& ch : chunks)
         for (auto& l : ch)
@@ -191,15 +182,12 @@ void RankSim::add_chunk(int g, const GptDims& dims, int lo, int hi, int tp, int 
     if (no_storage_.empty()) no_storage_.resize(1);
     global_chunk.push_back(g);
     auto& ch = chunks.emplace_back();
+    ch.reserve(hi - lo);  // the layers stay put: the head may point at the embedding
     for (int li = lo; li < hi; ++li) {
         SimLayer l;
         l.kind = li == 0 ? LayerKind::embedding : li <= dims.n_layer ? LayerKind::block : LayerKind::head;
-        GptLayer* tied = nullptr;
-        if (l.kind == LayerKind::head && pp == 1)
-            for (auto& c : chunks)
-                for (auto& x : c)
-                    if (x.kind == LayerKind::embedding) tied = x.layer.get();
-        l.layer = gpt_layer_create(spec, li, tied);
+        if (l.kind == LayerKind::head && pp == 1) l.tied = embedding_;  // the head's wte is its
+        l.layer = gpt_layer_create(spec, li, l.tied ? l.tied->layer.get() : nullptr);
         // parameters "live" at a placeholder the meta ops never read; the store's bf16 images
         // feed the layers where it keeps them (no weight copies then)
         const size_t np = l.layer->table().entries().size();
@@ -214,6 +202,7 @@ void RankSim::add_chunk(int g, const GptDims& dims, int lo, int hi, int tp, int 
             l.units.push_back(u);
         }
         ch.push_back(std::move(l));
+        if (ch.back().kind == LayerKind::embedding) embedding_ = &ch.back();
     }
 }
 

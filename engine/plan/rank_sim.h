@@ -103,6 +103,7 @@ private:
     std::vector<float> no_storage_;
     MetaMemory* outer_ = nullptr;  // the meta memory installed before this replay
     std::vector<Tensor> sends_;     // tensors held by pending isends until the step ends
+    SimLayer* embedding_ = nullptr;  // the embedding layer, once added
     // ---- the rank loop (parallel_trainer.cpp RankRunner::forward / backward)
     void forward(int micro, int c);
     void backward(int micro, int c);
