@@ -11,6 +11,7 @@
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/model/mlp.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/partitioner.h"
 
@@ -25,7 +26,8 @@ const char* kPlanUsage =
     "bubble, step time, tokens/s and MFU for a run config, without running it.\n"
     "\n"
     "options:\n"
-    "  --device NAME   H100 | H200 (default) | A100-80GB | A100-40GB | cpu (measured sgemm)\n"
+    "  --device NAME   H100 | H200 | A100-80GB | A100-40GB | cpu (measured sgemm); default: cpu\n"
+    "                  for runtime.device cpu, else H200\n"
     "  --json          the same as JSON\n"
     "  --set k=v       override a config key (repeatable)\n";
 
@@ -78,7 +80,7 @@ std::string ranks_str(const std::vector<int>& rs) {
 }  // namespace
 
 int cli_plan(const CliArgs& args) {
-    std::string path, device = "H200";
+    std::string path, device;
     bool json = false;
     std::vector<std::string> overrides;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -108,8 +110,9 @@ int cli_plan(const CliArgs& args) {
     if (path.empty())
         throw InputError("expected a CONFIG file argument, found none (usage: tessera plan CONFIG "
                          "[--device NAME] [--json] [--set key.path=value]...)");
-    DeviceSpec dev = device_spec(device);
     RunConfig cfg = config_load(path, overrides);
+    if (device.empty()) device = cfg.runtime.device == "cpu" ? "cpu" : "H200";
+    DeviceSpec dev = device_spec(device);
     PlanEstimate e = estimate_plan(cfg, dev);
     std::string balanced;
     std::vector<int> blocks;
@@ -171,11 +174,15 @@ int cli_plan(const CliArgs& args) {
     }
 
     const ParallelConfig& p = cfg.parallel;
-    std::printf("plan %s: %s, %d layers, d_model %d, seq %d; world %d = dp%d x tp%d x pp%d "
-                "(v%d, %s), zero %d, micro_batch %d x %d\n",
-                path.c_str(), cfg.model.preset.c_str(), cfg.model.n_layer, cfg.model.d_model,
-                cfg.model.seq_len, e.world, p.dp, p.tp, p.pp, p.virtual_stages, p.schedule.c_str(),
-                p.zero, cfg.train.micro_batch, cfg.train.grad_accum);
+    std::string model = str_cat(cfg.model.preset, ", ", cfg.model.n_layer, " layers, d_model ",
+                                cfg.model.d_model, ", seq ", cfg.model.seq_len);
+    if (cfg.model.preset == "mlp") {
+        model = "mlp";
+        for (int w : mlp_sizes(cfg.model)) model += str_cat(model == "mlp" ? " " : "-", w);
+    }
+    std::printf("plan %s: %s; world %d = dp%d x tp%d x pp%d (v%d, %s), zero %d, micro_batch %d x %d\n",
+                path.c_str(), model.c_str(), e.world, p.dp, p.tp, p.pp, p.virtual_stages,
+                p.schedule.c_str(), p.zero, cfg.train.micro_batch, cfg.train.grad_accum);
     std::printf("device %s: %s peak, %s per device, efficiency %.2f\n\n", dev.name.c_str(),
                 si(dev.peak_flops, "FLOP/s").c_str(), mib(cap).c_str(), dev.efficiency);
     std::printf("%-14s", "ranks");

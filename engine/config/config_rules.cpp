@@ -362,6 +362,16 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         r.fail_key({"parallel.tp"}, "tp 1 with preset mlp (an MLP is not tensor-split)", str_cat(p.tp));
     if (mlp && p.pp != 1)
         r.fail_key({"parallel.pp"}, "pp 1 with preset mlp (an MLP is not pipelined)", str_cat(p.pp));
+    if (mlp && cfg.runtime.device != "cpu")
+        r.fail_key({"runtime.device"}, "device cpu with preset mlp (the MLP reads its features on the host)",
+                   cfg.runtime.device);
+    if (mlp)
+        for (const std::string& rc : p.recompute)
+            if (rc != "none") {
+                r.fail_key({"parallel.recompute"}, "recompute none with preset mlp (its layers keep "
+                           "only their inputs and pre-activations)", rc);
+                break;
+            }
     if (!mlp && m.n_head % p.tp != 0)
         r.fail_key({"parallel.tp", "model.n_head"},
                    str_cat("tp dividing model.n_head (", m.n_head, ")"), str_cat("tp ", p.tp));

@@ -9,7 +9,7 @@
 
 namespace tessera {
 
-static ParamTable mlp_param_table(const std::vector<int>& sizes) {
+ParamTable mlp_param_table(const std::vector<int>& sizes) {
     ParamTable t;
     for (size_t i = 0; i + 1 < sizes.size(); ++i) {
         std::string p = "fc." + std::to_string(i) + ".";
@@ -98,16 +98,9 @@ void MlpModel::forward(const Batch& batch) {
 StepResult MlpModel::evaluate(const Batch& batch) {
     forward(batch);
     StepResult r;
-    const int K = sizes_.back();
-    const float* probs = pre_.back().f32();
-    for (int b = 0; b < batch.batch_size; ++b) {
-        r.loss_sum += losses_.f32()[b];
-        r.count += 1;
-        int best = 0;
-        for (int k = 1; k < K; ++k)
-            if (probs[b * K + k] > probs[b * K + best]) best = k;
-        r.correct += best == batch.targets[b];
-    }
+    for (int b = 0; b < batch.batch_size; ++b) r.loss_sum += losses_.f32()[b];
+    r.count = batch.batch_size;
+    r.correct = count_correct(pre_.back().f32(), batch.targets.data(), batch.batch_size, sizes_.back());
     return r;
 }
 

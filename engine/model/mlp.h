@@ -9,6 +9,8 @@ namespace tessera {
 
 // The layer widths a model config asks for: 784, the hidden sizes (default 256), 10 classes.
 std::vector<int> mlp_sizes(const ModelConfig& m);
+// The parameters of those widths: fc.<i>.weight (out, in), fc.<i>.bias (out).
+ParamTable mlp_param_table(const std::vector<int>& sizes);
 // Per-layer specs (parameters, saved activation bytes, forward FLOPs) for those widths.
 std::vector<LayerSpec> mlp_layer_specs(const std::vector<int>& sizes);
 

@@ -7,7 +7,7 @@
 //
 // Where devices differ in what they allocate, the difference is a trait (LayerTraits), the same
 // for a device and for the meta device standing in for it. Pointers are of the activation dtype
-// (`act`) unless typed float*; weights are what GptLayer::w() returns (the fp32 masters, or their
+// (`act`) unless typed float*; weights are what Layer::w() returns (the fp32 masters, or their
 // bf16 copy). Shapes as in engine/kernels/cpu; N = B·T tokens.
 #pragma once
 #include <cstdint>
@@ -85,6 +85,9 @@ public:
     virtual void gelu_forward(void* out, const void* inp, int64_t n) = 0;
     // dinp = gelu'(inp) · dout (overwritten; dinp may be dout)
     virtual void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) = 0;
+    virtual void relu_forward(void* out, const void* inp, int64_t n) = 0;
+    // dinp = (inp > 0) · dout (overwritten; dinp may be dout)
+    virtual void relu_backward(void* dinp, const void* inp, const void* dout, int64_t n) = 0;
     // out (B, T, C); stats: the probabilities (B, NH, T, T) or the log-sum-exp (B, NH, T), per
     // traits.attention_scores; qkv (B, T, 3C)
     virtual void attention_forward(void* out, float* stats, const void* qkv, int B, int T, int C,
@@ -113,6 +116,10 @@ public:
     virtual void cross_entropy_loss(float* losses, void* logits, const float* stats,
                                     const int* targets, int64_t v0, int N, int Vl, int Vp,
                                     float loss_scale, bool grad) = 0;
+    // Rows (N, V) whose largest entry is at their target: a classifier's correct answers (read
+    // on the host; the meta device counts none). Call on the logits or on what
+    // cross_entropy_stats left there (a monotone function of them).
+    virtual int64_t count_correct(const void* logits, const int* targets, int N, int V) = 0;
     virtual void accumulate(float* dst, const float* src, int64_t n) = 0;  // dst += src
     // dst (act) = src (fp32 masters); bytes copies within the device
     virtual void cast_weights(void* dst, const float* src, int64_t n) = 0;

@@ -5,6 +5,7 @@
 
 #include "engine/core/error.h"
 #include "engine/kernels/cpu/attention.h"
+#include "engine/kernels/cpu/cross_entropy.h"
 #include "engine/kernels/cpu/elementwise.h"
 #include "engine/kernels/cpu/gelu.h"
 #include "engine/kernels/cpu/layernorm.h"
@@ -49,6 +50,12 @@ public:
     }
     void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) override {
         gelu_backward_set(F(dinp), F(inp), F(dout), n);
+    }
+    void relu_forward(void* out, const void* inp, int64_t n) override {
+        tessera::relu_forward(F(out), F(inp), n);
+    }
+    void relu_backward(void* dinp, const void* inp, const void* dout, int64_t n) override {
+        relu_backward_set(F(dinp), F(inp), F(dout), n);
     }
     void attention_forward(void* out, float* stats, const void* qkv, int B, int T, int C,
                            int NH) override {
@@ -151,6 +158,9 @@ public:
             for (int v = 0; v < Vl; ++v) row[v] = (row[v] * inv) * loss_scale;
             if (t >= v0 && t < v0 + Vl) row[t - v0] -= loss_scale;
         }
+    }
+    int64_t count_correct(const void* logits, const int* targets, int N, int V) override {
+        return tessera::count_correct(F(logits), targets, N, V);
     }
     void accumulate(float* dst, const float* src, int64_t n) override { tessera::accumulate(dst, src, n); }
     void cast_weights(void*, const float*, int64_t) override {

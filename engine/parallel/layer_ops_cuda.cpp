@@ -7,8 +7,10 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engine/core/error.h"
+#include "engine/kernels/cpu/cross_entropy.h"
 #include "engine/kernels/cuda/attention.cuh"
 #include "engine/kernels/cuda/cross_entropy.cuh"
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -100,6 +102,24 @@ public:
                                      st(), Vp);
         else
             ce_loss_only_cuda(losses, sum, tt, targets, N, st());
+    }
+    void relu_forward(void* out, const void* inp, int64_t n) override {
+        relu_forward_cuda<T>(P(out), P(inp), (long)n, st());
+    }
+    void relu_backward(void* dinp, const void* inp, const void* dout, int64_t n) override {
+        relu_backward_cuda<T>(P(dinp), P(inp), P(dout), (long)n, st());
+    }
+    // Evaluation only: the scores widened to fp32 and read back with the targets, counted on
+    // the host (one synchronisation).
+    int64_t count_correct(const void* logits, const int* targets, int N, int V) override {
+        Tensor f = Tensor::empty({(int64_t)N * V}, MemCategory::workspace, DType::f32, Device::cuda);
+        cast_to_f32_cuda<T>(f.f32(), P(logits), (long)N * V, st());
+        std::vector<float> h((size_t)N * V);
+        std::vector<int32_t> t((size_t)N);
+        CUDA_CHECK(cudaMemcpyAsync(h.data(), f.f32(), sizeof(float) * h.size(), cudaMemcpyDeviceToHost, st()));
+        CUDA_CHECK(cudaMemcpyAsync(t.data(), targets, sizeof(int32_t) * N, cudaMemcpyDeviceToHost, st()));
+        CUDA_CHECK(cudaStreamSynchronize(st()));
+        return tessera::count_correct(h.data(), t.data(), N, V);
     }
     void accumulate(float* dst, const float* src, int64_t n) override { accumulate_cuda(dst, src, (long)n, st()); }
     void cast_weights(void* dst, const float* src, int64_t n) override {

@@ -18,6 +18,30 @@ std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t) {
     return {vocab * r / t, vocab * (r + 1) / t};
 }
 
+ModelShape model_shape(const ModelConfig& m, int vocab) {
+    ModelShape s;
+    if (m.preset == "mlp") {
+        s.family = ModelShape::Family::mlp;
+        s.sizes = mlp_sizes(m);
+    } else {
+        s.gpt = GptDims{m.n_layer, m.n_head, m.d_model, m.seq_len, vocab};
+    }
+    return s;
+}
+
+ParamTable ModelShape::param_table() const {
+    return family == Family::gpt ? gpt_param_table(gpt) : mlp_param_table(sizes);
+}
+
+std::vector<LayerSpec> ModelShape::layer_specs() const {
+    return family == Family::gpt ? gpt_layer_specs(gpt) : mlp_layer_specs(sizes);
+}
+
+Shape ModelShape::hidden(int B, int T) const {
+    TS_CHECK(family == Family::gpt, "an MLP's layers are not split into stages");
+    return {B, T, gpt.d_model};
+}
+
 int64_t ParamShard::global_offset(int64_t i) const {
     const int64_t cols = col1 - col0;
     const int64_t gcols = global_shape.size() == 2 ? global_shape[1] : 1;
@@ -31,9 +55,9 @@ int64_t ParamShard::global_offset(int64_t i) const {
 }
 
 // ------------------------------------------------------------------------------------------
-// GptLayer: parameters, saved activations, offload
+// Layer: parameters, saved activations, offload
 
-void GptLayer::add_param(const ParamTable& global, const std::string& gname, Shape local,
+void Layer::add_param(const ParamTable& global, const std::string& gname, Shape local,
                          std::vector<std::pair<int64_t, int64_t>> row_blocks, int64_t col0,
                          int64_t col1) {
     const ParamInfo& gp = global.at(gname);
@@ -50,7 +74,7 @@ void GptLayer::add_param(const ParamTable& global, const std::string& gname, Sha
     shards_.push_back(std::move(s));
 }
 
-int GptLayer::param_index(const std::string& n) const {
+int Layer::param_index(const std::string& n) const {
     const ParamInfo& info = table_.at(n);
     return (int)(&info - table_.entries().data());
 }
@@ -87,12 +111,12 @@ void reap_copies(size_t upto = 0) {
 
 }  // namespace
 
-GptLayer::~GptLayer() { reap_copies(in_flight().size()); }
+Layer::~Layer() { reap_copies(in_flight().size()); }
 
 // Replaces micro's saved tensors of category `from` by copies in `to` on `dev` (asynchronous on
 // GPUs: each source stays in the in-flight queue until its copy is done). Returns the copies'
 // events (none on the CPU).
-std::vector<void*> GptLayer::move_saved(int micro, MemCategory from, MemCategory to, Device dev) {
+std::vector<void*> Layer::move_saved(int micro, MemCategory from, MemCategory to, Device dev) {
     std::vector<void*> events;
     for (Tensor& t : saved_.at(micro)) {
         if (!t.defined() || t.category() != from) continue;
@@ -109,7 +133,7 @@ std::vector<void*> GptLayer::move_saved(int micro, MemCategory from, MemCategory
 // The device buffers of one layer may wait for their copy while the next layer computes; the
 // layer before that must be out by then (the forward waits for it), or a compute stream faster
 // than the copy engine would keep every layer's activations on the device after all.
-void GptLayer::offload(int micro) {
+void Layer::offload(int micro) {
     if (!saved_.count(micro) || offloaded_[micro]) return;
     size_t older = in_flight().size();
     move_saved(micro, MemCategory::activations, MemCategory::host,
@@ -118,7 +142,7 @@ void GptLayer::offload(int micro) {
     reap_copies(older);
 }
 
-void GptLayer::fetch_begin(int micro) {
+void Layer::fetch_begin(int micro) {
     reap_copies();
     if (!saved_.count(micro) || !offloaded_[micro]) return;
     std::vector<void*> events = move_saved(micro, MemCategory::host, MemCategory::activations, device);
@@ -126,14 +150,14 @@ void GptLayer::fetch_begin(int micro) {
     offloaded_[micro] = false;
 }
 
-void GptLayer::fetch_wait(int micro) {
+void Layer::fetch_wait(int micro) {
     auto it = fetching_.find(micro);
     if (it == fetching_.end()) return;
     for (void* ev : it->second) device_event_wait(ev);  // ordered on the compute stream
     fetching_.erase(it);
 }
 
-const void* GptLayer::w(int i) {
+const void* Layer::w(int i) {
     if (ops_.traits.act == DType::f32) return param_ptr[i];
     if (i < (int)param16_ptr.size() && param16_ptr[i]) return param16_ptr[i];
     const auto& es = table_.entries();
@@ -161,7 +185,7 @@ const void* GptLayer::w(int i) {
     return (const char*)cache_.data() + esize * cache_off_[i];
 }
 
-const int* GptLayer::tokens(int micro, const Batch& b, bool targets) {
+const int* Layer::tokens(int micro, const Batch& b, bool targets) {
     const std::vector<int32_t>& ids = targets ? b.targets : b.inputs;
     if (!ops_.traits.tokens_on_device) return ids.data();
     TokenSlot& slot = tokens_[{micro, targets}];
@@ -173,7 +197,7 @@ const int* GptLayer::tokens(int micro, const Batch& b, bool targets) {
     return static_cast<const int*>(slot.device.data());
 }
 
-int64_t GptLayer::saved_bytes(int micro) const {
+int64_t Layer::saved_bytes(int micro) const {
     auto it = saved_.find(micro);
     int64_t n = 0;
     if (it != saved_.end())
@@ -191,22 +215,22 @@ std::vector<std::pair<int64_t, int64_t>> rows(int64_t first, int64_t count) {
 // Embedding: vocab-parallel token embedding + replicated position embedding (added by TP rank
 // 0 before the all-reduce: exact, the other ranks add zeros)
 
-class EmbeddingLayer final : public GptLayer {
+class EmbeddingLayer final : public Layer {
 public:
-    explicit EmbeddingLayer(const GptShardSpec& s) : GptLayer(*s.ops), spec_(s) {
+    explicit EmbeddingLayer(const ShardSpec& s) : Layer(*s.ops), spec_(s) {
         name_ = "embedding";
-        ParamTable global = gpt_param_table(s.dims);
-        std::tie(v0_, v1_) = vocab_shard(s.dims.vocab, s.tp.rank, s.tp.size);
-        const int64_t C = s.dims.d_model;
+        ParamTable global = gpt_param_table(s.model.gpt);
+        std::tie(v0_, v1_) = vocab_shard(s.model.gpt.vocab, s.tp.rank, s.tp.size);
+        const int64_t C = s.model.gpt.d_model;
         add_param(global, "wte.weight", {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
-        add_param(global, "wpe.weight", {s.dims.seq_len, C}, rows(0, s.dims.seq_len), 0, C);
+        add_param(global, "wpe.weight", {s.model.gpt.seq_len, C}, rows(0, s.model.gpt.seq_len), 0, C);
     }
 
     Tensor forward(int micro, Tensor, const Batch& b) override {
-        const int B = b.batch_size, T = b.seq_len, C = spec_.dims.d_model;
+        const int B = b.batch_size, T = b.seq_len, C = spec_.model.gpt.d_model;
         for (int32_t tok : b.inputs)
-            TS_CHECK(tok >= 0 && tok < spec_.dims.vocab, "token id ", tok, " outside vocab ",
-                     spec_.dims.vocab);
+            TS_CHECK(tok >= 0 && tok < spec_.model.gpt.vocab, "token id ", tok, " outside vocab ",
+                     spec_.model.gpt.vocab);
         Tensor out = act({B, T, C});
         ops_.embedding_forward(out.data(), tokens(micro, b, false), w(0),
                                spec_.tp.rank == 0 ? w(1) : nullptr, v0_, v1_, B, T, C);
@@ -217,29 +241,29 @@ public:
 
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
         ops_.embedding_backward(g("wte.weight"), g("wpe.weight"), dout.data(), tokens(micro, b, false),
-                                v0_, v1_, b.batch_size, b.seq_len, spec_.dims.d_model);
+                                v0_, v1_, b.batch_size, b.seq_len, spec_.model.gpt.d_model);
         saved_.erase(micro);
         offloaded_.erase(micro);
         return Tensor();
     }
 
 private:
-    GptShardSpec spec_;
+    ShardSpec spec_;
     int64_t v0_, v1_;
 };
 
 // ------------------------------------------------------------------------------------------
 // Transformer block: column-parallel QKV and fc, row-parallel projections
 
-class BlockLayer final : public GptLayer {
+class BlockLayer final : public Layer {
     // saved for backward; STATS: the attention's probabilities or log-sum-exp (LayerTraits)
     enum Saved { X, LN1, M1, R1, QKV, ATTY, STATS, RES1, LN2, M2, R2, FCH, FCG, kCount };
 
 public:
-    BlockLayer(const GptShardSpec& s, int l) : GptLayer(*s.ops), spec_(s) {
+    BlockLayer(const ShardSpec& s, int l) : Layer(*s.ops), spec_(s) {
         name_ = "block." + std::to_string(l);
-        ParamTable global = gpt_param_table(s.dims);
-        const int64_t C = s.dims.d_model, t = s.tp.size, r = s.tp.rank;
+        ParamTable global = gpt_param_table(s.model.gpt);
+        const int64_t C = s.model.gpt.d_model, t = s.tp.size, r = s.tp.rank;
         const int64_t Cl = C / t;  // local width of attention (heads / tp)
         std::string p = "h." + std::to_string(l) + ".";
         auto qkv_rows = std::vector<std::pair<int64_t, int64_t>>{
@@ -277,8 +301,8 @@ public:
 
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
         const int B = b.batch_size, T = b.seq_len, N = B * T;
-        const int C = spec_.dims.d_model, Cl = C / spec_.tp.size;
-        const int NHl = spec_.dims.n_head / spec_.tp.size;
+        const int C = spec_.model.gpt.d_model, Cl = C / spec_.tp.size;
+        const int NHl = spec_.model.gpt.n_head / spec_.tp.size;
         auto it = saved_.find(micro);
         TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
         TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
@@ -328,8 +352,8 @@ private:
     // kCount, the output. Parameters in table order: ln_1 w/b, c_attn w/b, attn c_proj w/b,
     // ln_2 w/b, c_fc w/b, mlp c_proj w/b.
     std::vector<Tensor> compute(Tensor x, int B, int T) {
-        const int N = B * T, C = spec_.dims.d_model, Cl = C / spec_.tp.size;
-        const int NHl = spec_.dims.n_head / spec_.tp.size;
+        const int N = B * T, C = spec_.model.gpt.d_model, Cl = C / spec_.tp.size;
+        const int NHl = spec_.model.gpt.n_head / spec_.tp.size;
         const auto kA = MemCategory::activations;
         std::vector<Tensor> s(kCount + 1);
         s[X] = std::move(x);
@@ -362,28 +386,28 @@ private:
         return s;
     }
 
-    GptShardSpec spec_;
+    ShardSpec spec_;
 };
 
 // ------------------------------------------------------------------------------------------
 // Head: final LayerNorm, LM head on the (tied) vocab-parallel embedding, vocab-parallel
 // cross-entropy whose gradient is written into the logits during the forward pass
 
-class HeadLayer final : public GptLayer {
+class HeadLayer final : public Layer {
 public:
-    HeadLayer(const GptShardSpec& s, GptLayer* tied) : GptLayer(*s.ops), spec_(s), tied_(tied) {
+    HeadLayer(const ShardSpec& s, Layer* tied) : Layer(*s.ops), spec_(s), tied_(tied) {
         name_ = "head";
-        ParamTable global = gpt_param_table(s.dims);
-        const int64_t C = s.dims.d_model;
+        ParamTable global = gpt_param_table(s.model.gpt);
+        const int64_t C = s.model.gpt.d_model;
         add_param(global, "ln_f.weight", {C}, rows(0, C), 0, 1);
         add_param(global, "ln_f.bias", {C}, rows(0, C), 0, 1);
-        std::tie(v0_, v1_) = vocab_shard(s.dims.vocab, s.tp.rank, s.tp.size);
+        std::tie(v0_, v1_) = vocab_shard(s.model.gpt.vocab, s.tp.rank, s.tp.size);
         if (!tied_) add_param(global, "wte.weight", {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
     }
-    GptLayer* tied_embedding() const override { return tied_; }
+    Layer* tied_embedding() const override { return tied_; }
 
     Tensor forward(int micro, Tensor x, const Batch& b) override {
-        const int N = b.batch_size * b.seq_len, C = spec_.dims.d_model;
+        const int N = b.batch_size * b.seq_len, C = spec_.model.gpt.d_model;
         const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
         const auto kA = MemCategory::activations, kW = MemCategory::workspace;
         std::vector<Tensor> s(5);
@@ -409,7 +433,7 @@ public:
     }
 
     Tensor backward(int micro, Tensor, const Batch& b) override {
-        const int N = b.batch_size * b.seq_len, C = spec_.dims.d_model;
+        const int N = b.batch_size * b.seq_len, C = spec_.model.gpt.d_model;
         const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
         auto it = saved_.find(micro);
         TS_CHECK(it != saved_.end(), "head: backward of micro-batch ", micro, " before forward");
@@ -436,15 +460,15 @@ private:
         const int a = ops_.traits.vocab_align;
         return (int)(((v1_ - v0_) + a - 1) / a * a);
     }
-    GptLayer* owner() { return tied_ ? tied_ : this; }
+    Layer* owner() { return tied_ ? tied_ : this; }
     int wte_index() { return owner()->param_index("wte.weight"); }
     float* dwte() { return owner()->grad_ptr[wte_index()]; }
     // The (tied) wte shard as the kernels read it: the fp32 masters themselves, or a copy in the
     // activation dtype padded with zero rows to padded_vocab() (params category), refreshed
     // when the parameter version or storage moves.
     const void* wte() {
-        const int64_t C = spec_.dims.d_model, Vl = v1_ - v0_, Vp = padded_vocab();
-        GptLayer* o = owner();
+        const int64_t C = spec_.model.gpt.d_model, Vl = v1_ - v0_, Vp = padded_vocab();
+        Layer* o = owner();
         const int wi = wte_index();
         const float* src = o->param_ptr[wi];
         const DType adt = ops_.traits.act;
@@ -460,8 +484,8 @@ private:
         }
         return pad_.data();
     }
-    GptShardSpec spec_;
-    GptLayer* tied_;
+    ShardSpec spec_;
+    Layer* tied_;
     int64_t v0_, v1_;
     Tensor pad_;
     uint64_t pad_version_ = 0;
@@ -470,11 +494,12 @@ private:
 
 }  // namespace
 
-std::unique_ptr<GptLayer> gpt_layer_create(const GptShardSpec& spec_in, int index,
-                                           GptLayer* tied_embedding) {
-    GptShardSpec spec = spec_in;
+std::unique_ptr<Layer> layer_create(const ShardSpec& spec_in, int index,
+                                           Layer* tied_embedding) {
+    ShardSpec spec = spec_in;
     if (!spec.ops) spec.ops = &layer_ops_cpu();
-    const GptDims& d = spec.dims;
+    if (spec.model.family == ModelShape::Family::mlp) return mlp_layer_create(spec, index);
+    const GptDims& d = spec.model.gpt;
     TS_CHECK(d.n_head % spec.tp.size == 0, "n_head ", d.n_head, " not divisible by tp ", spec.tp.size);
     if (index == 0) return std::make_unique<EmbeddingLayer>(spec);
     if (index <= d.n_layer) return std::make_unique<BlockLayer>(spec, index - 1);

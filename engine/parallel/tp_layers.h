@@ -1,10 +1,10 @@
-// GPT-2 layers for the parallel runtime, Megatron style, written once for every device: they
-// compute through LayerOps (the CPU kernels, the CUDA kernels, or the meta device on which the
+// The parallel runtime's layers, written once for every device: GPT-2 (Megatron style, this
+// file's tp_layers.cpp) and the MLP classifier (mlp_layers.cpp). They compute through LayerOps (the CPU kernels, the CUDA kernels, or the meta device on which the
 // estimator replays them). Each layer holds its tensor-parallel shard of the parameters
 // (attention QKV and MLP fc column-parallel, attention and MLP output projections row-parallel,
 // vocab-parallel embedding and cross-entropy) and keeps the saved activations of every
 // micro-batch in flight, with per-layer recompute (none / selective / full) and optional
-// activation offload to a host pool. With tp = 1 on the CPU the math is GptModel's.
+// activation offload to a host pool. With tp = 1 on the CPU the math is GptModel's (MlpModel's).
 #pragma once
 #include <map>
 #include <memory>
@@ -13,6 +13,7 @@
 
 #include "engine/core/tensor.h"
 #include "engine/model/gpt.h"
+#include "engine/model/mlp.h"
 #include "engine/model/model.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/layer_ops.h"
@@ -34,9 +35,9 @@ struct ParamShard {
     int64_t global_offset(int64_t i) const;
 };
 
-class GptLayer {
+class Layer {
 public:
-    virtual ~GptLayer();
+    virtual ~Layer();
     const std::string& name() const { return name_; }
     const ParamTable& table() const { return table_; }
     const std::vector<ParamShard>& shards() const { return shards_; }
@@ -69,14 +70,17 @@ public:
     }
     int64_t saved_bytes(int micro) const;
     // The head on a pp = 1 rank shares the embedding's wte: that embedding layer, else null.
-    virtual GptLayer* tied_embedding() const { return nullptr; }
+    virtual Layer* tied_embedding() const { return nullptr; }
     // Bumped by the parameter store whenever parameter values change (an optimizer step, a
     // ZeRO-3 gather): layers in bf16 recast their weight copies when it moves.
     uint64_t weights_version = 0;
+    // A classifier's head counts the evaluation rows it answers right here (the runner reads
+    // and resets it); other layers leave it 0.
+    int64_t eval_correct = 0;
     Device device = Device::cpu;  // where the layer's tensors live (ops.device())
 
 protected:
-    explicit GptLayer(LayerOps& ops) : device(ops.device()), ops_(ops) {}
+    explicit Layer(LayerOps& ops) : device(ops.device()), ops_(ops) {}
     float* g(const std::string& n) { return grad_ptr[param_index(n)]; }
     // Parameter i's weights as the kernels read them (activation dtype): the fp32 masters, the
     // store's bf16 image, or the layer's bf16 copy of its parameters (made on first use in the
@@ -109,8 +113,27 @@ private:
     std::map<std::pair<int, bool>, TokenSlot> tokens_;
 };
 
-struct GptShardSpec {
-    GptDims dims;
+// What a model is to the runtime: the family and the sizes its layers are built from. The global
+// layer list is the input layer (GPT's embedding, the MLP's first linear layer), then the blocks
+// a pipeline splits, then the head (the loss): n_blocks() + 2 layers.
+struct ModelShape {
+    enum class Family { gpt, mlp };
+    Family family = Family::gpt;
+    GptDims gpt;             // gpt
+    std::vector<int> sizes;  // mlp: input, hidden..., classes (mlp_sizes)
+    int n_layers() const { return family == Family::gpt ? gpt.n_layer + 2 : (int)sizes.size() - 1; }
+    int n_blocks() const { return n_layers() - 2; }
+    ParamTable param_table() const;             // the single-rank table: init stream, checkpoints
+    std::vector<LayerSpec> layer_specs() const;  // per global layer, as the Model's
+    int targets_per_sample() const { return family == Family::gpt ? gpt.seq_len : 1; }
+    // What a pipeline stage hands the next: the hidden state of B samples of T positions.
+    Shape hidden(int B, int T) const;
+};
+// The shape of the model a config describes (`vocab`: GPT's tokenizer size).
+ModelShape model_shape(const ModelConfig& m, int vocab);
+
+struct ShardSpec {
+    ModelShape model;
     TpGroup tp;
     Recompute recompute = Recompute::none;
     LayerOps* ops = nullptr;  // the device (null: the CPU)
@@ -118,11 +141,13 @@ struct GptShardSpec {
                                     // its forward pass
 };
 
-// Layer index in the global layer list: 0 = embedding, 1..L = blocks, L+1 = head.
-// `tied_embedding`: the embedding layer on this rank whose wte the head shares (pp = 1), or null
-// (the head then holds its own copy of its wte shard, kept equal through the embedding group).
-std::unique_ptr<GptLayer> gpt_layer_create(const GptShardSpec& spec, int index,
-                                           GptLayer* tied_embedding);
+// Layer index in the global layer list (GPT: 0 = embedding, 1..L = blocks, L+1 = head; the
+// MLP: fc.<index>). `tied_embedding`: the embedding layer on this rank whose wte the head
+// shares (GPT, pp = 1), or null (the head then holds its own copy of its wte shard, kept equal
+// through the embedding group).
+std::unique_ptr<Layer> layer_create(const ShardSpec& spec, int index, Layer* tied_embedding);
+// The MLP's layers (mlp_layers.cpp), through layer_create.
+std::unique_ptr<Layer> mlp_layer_create(const ShardSpec& spec, int index);
 
 // The vocabulary rows [first, last) tensor-parallel rank r of t holds (uneven splits allowed).
 std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t);

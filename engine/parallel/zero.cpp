@@ -12,7 +12,7 @@
 namespace tessera {
 
 struct ParamStore::Unit {
-    GptLayer* layer = nullptr;
+    Layer* layer = nullptr;
     std::vector<int> params;        // indices in layer->table()
     std::vector<int64_t> offset;    // element offset of each param within the unit
     int64_t len = 0, S = 0, pad = 0;
@@ -54,7 +54,7 @@ float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t
 
 }  // namespace
 
-std::vector<ParamStore::UnitGroup> ParamStore::unit_groups(const GptLayer& l) {
+std::vector<ParamStore::UnitGroup> ParamStore::unit_groups(const Layer& l) {
     const auto& es = l.table().entries();
     UnitGroup wte{{}, true}, rest{{}, false};
     for (int i = 0; i < (int)es.size(); ++i) (es[i].name == "wte.weight" ? wte : rest).params.push_back(i);
@@ -64,7 +64,7 @@ std::vector<ParamStore::UnitGroup> ParamStore::unit_groups(const GptLayer& l) {
     return groups;
 }
 
-ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
+ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
                        Communicator* dp_async, int tp_rank, bool last_stage_copy)
     : layers_(std::move(layers)), o_(o), dp_(dp_async), tp_rank_(tp_rank),
       last_stage_copy_(last_stage_copy), ops_(o.ops ? o.ops : &device_ops_cpu()),
@@ -80,7 +80,7 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
     // zero 0/1 (ZeRO-1 when it gathers in bf16) with a DP group: symmetric gradients, reduced
     // through copy-engine exchanges (the estimator's RankSim::symmetric_grads)
     const bool symg = dp_ && (o_.stage == 0 || (o_.stage == 1 && sym));
-    for (GptLayer* l : layers_) {
+    for (Layer* l : layers_) {
         const auto& es = l->table().entries();
         for (const UnitGroup& group : unit_groups(*l)) {
             auto u = std::make_unique<Unit>();
@@ -164,7 +164,7 @@ ParamStore::ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o,
             u.sym16 = reinterpret_cast<uint16_t*>(p);
         });
     refresh_images();
-    for (GptLayer* l : layers_) {
+    for (Layer* l : layers_) {
         l->param_ptr.assign(l->table().entries().size(), nullptr);
         l->param16_ptr.assign(l->table().entries().size(), nullptr);
         l->grad_ptr.assign(l->table().entries().size(), nullptr);
@@ -188,7 +188,7 @@ ParamStore::~ParamStore() {
     memory_tracker().sub(MemCategory::comm, gather16_bytes_ + stage_bytes_);
 }
 
-ParamStore::Unit* ParamStore::unit_of(GptLayer* l, int param) {
+ParamStore::Unit* ParamStore::unit_of(Layer* l, int param) {
     for (auto& u : units_)
         if (u->layer == l)
             for (int p : u->params)
@@ -209,7 +209,7 @@ void ParamStore::settle(Unit& u) const {
     u.full16 = Tensor();
 }
 
-void ParamStore::bind(GptLayer* layer) {
+void ParamStore::bind(Layer* layer) {
     layer->weights_version = version_;
     for (auto& u : units_) {
         if (u->layer != layer) continue;
@@ -247,17 +247,17 @@ void ParamStore::gather(Unit& u) {
     u.gather_posted = true;
 }
 
-void ParamStore::before_forward(GptLayer* layer, GptLayer* next) {
+void ParamStore::before_forward(Layer* layer, Layer* next) {
     if (o_.stage >= 3) {
-        std::vector<GptLayer*> need{layer};
+        std::vector<Layer*> need{layer};
         if (layer->tied_embedding()) need.push_back(layer->tied_embedding());
-        for (GptLayer* l : need)
+        for (Layer* l : need)
             for (auto& u : units_)
                 if (u->layer == l) gather(*u);
         if (next)
             for (auto& u : units_)
                 if (u->layer == next) gather(*u);
-        for (GptLayer* l : need)
+        for (Layer* l : need)
             for (auto& u : units_)
                 if (u->layer == l && u->gather_posted) {
                     u->gathering.get();
@@ -268,21 +268,21 @@ void ParamStore::before_forward(GptLayer* layer, GptLayer* next) {
     if (layer->tied_embedding()) bind(layer->tied_embedding());
 }
 
-void ParamStore::after_forward(GptLayer* layer) {
+void ParamStore::after_forward(Layer* layer) {
     if (o_.stage < 3) return;
-    std::vector<GptLayer*> done{layer};
+    std::vector<Layer*> done{layer};
     if (layer->tied_embedding()) done.push_back(layer->tied_embedding());
-    for (GptLayer* l : done)
+    for (Layer* l : done)
         for (auto& u : units_)
             if (u->layer == l && !u->gather_posted) u->full = Tensor();
 }
 
-void ParamStore::before_backward(GptLayer* layer, GptLayer* next) {
+void ParamStore::before_backward(Layer* layer, Layer* next) {
     before_forward(layer, next);
     if (o_.stage >= 2) {
-        std::vector<GptLayer*> need{layer};
+        std::vector<Layer*> need{layer};
         if (layer->tied_embedding()) need.push_back(layer->tied_embedding());
-        for (GptLayer* l : need)
+        for (Layer* l : need)
             for (auto& u : units_)
                 if (u->layer == l && !u->grad_full.defined()) {
                     // bound the full gradients alive: at most kMaxReductions reduce-scatters
@@ -299,7 +299,7 @@ void ParamStore::before_backward(GptLayer* layer, GptLayer* next) {
     if (layer->tied_embedding()) bind(layer->tied_embedding());
 }
 
-void ParamStore::after_backward(GptLayer* layer, bool last_micro) {
+void ParamStore::after_backward(Layer* layer, bool last_micro) {
     for (auto& up : units_) {
         Unit& u = *up;
         if (u.layer != layer) continue;

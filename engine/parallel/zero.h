@@ -36,7 +36,7 @@ struct ZeroOptions {
     // ZeRO-1/2: the updated slices are all-gathered as bf16, half the bytes. For layers that
     // compute with bf16 copies of the weights only (the GPU layers in bf16 mode): the gathered
     // image is the same bits as those copies cast after an fp32 gather, so the layers compute
-    // with it directly (GptLayer::param16_ptr; without a symmetric buffer it is widened into
+    // with it directly (Layer::param16_ptr; without a symmetric buffer it is widened into
     // the other ranks' fp32 slices instead), while each rank's own slice keeps its fp32 master.
     bool gather_bf16 = false;
 };
@@ -55,22 +55,22 @@ public:
         std::vector<int> params;
         bool is_wte = false;
     };
-    static std::vector<UnitGroup> unit_groups(const GptLayer& l);
+    static std::vector<UnitGroup> unit_groups(const Layer& l);
     // layers: this rank's layers in forward order. dp: the DP communicators (null when dp = 1):
     // `dp_async` runs on the worker thread. tp_rank: for counting replicated parameters once.
     // last_stage_copy: this rank is the last pipeline stage of pp > 1 (its wte is the tied copy).
-    ParamStore(std::vector<GptLayer*> layers, const ZeroOptions& o, Communicator* dp_async,
+    ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communicator* dp_async,
                int tp_rank, bool last_stage_copy);
     ~ParamStore();
 
     // Binds a layer's parameter pointers (ZeRO-3: gathers them, and prefetches `next`).
-    void before_forward(GptLayer* layer, GptLayer* next);
-    void after_forward(GptLayer* layer);
+    void before_forward(Layer* layer, Layer* next);
+    void after_forward(Layer* layer);
     // Binds parameters and fresh/persistent gradient buffers for a backward pass.
-    void before_backward(GptLayer* layer, GptLayer* next);
+    void before_backward(Layer* layer, Layer* next);
     // After a layer's backward on one micro-batch: `last_micro` tells whether it was the last of
     // the step (zero 0/1 reduce then); zero 2/3 reduce-scatter every micro-batch.
-    void after_backward(GptLayer* layer, bool last_micro);
+    void after_backward(Layer* layer, bool last_micro);
 
     void zero_grads();
     // Orders the rest of the step after every gradient reduction, all-reduces the tied
@@ -86,7 +86,7 @@ public:
     // counted once, tied copy excluded) — `fn(layer, param index, local flat index in the
     // parameter, value pointers {param, m, v})`.
     struct Held {
-        GptLayer* layer;
+        Layer* layer;
         int param;
         int64_t begin, end;  // local element range within the parameter
         const float* param_values;
@@ -104,16 +104,16 @@ public:
 
 private:
     struct Unit;
-    Unit* unit_of(GptLayer* l, int param);
+    Unit* unit_of(Layer* l, int param);
     void settle(Unit& u) const;
     void refresh_images();
     void gather(Unit& u);
-    void bind(GptLayer* layer);
+    void bind(Layer* layer);
     void flush_accumulates();
     std::deque<std::shared_future<void>> in_flight_;  // ZeRO-2/3 reduce-scatters
     std::vector<std::unique_ptr<CommRequest>> reducing_;  // background reductions (GPU DP)
     std::vector<std::unique_ptr<Unit>> units_;
-    std::vector<GptLayer*> layers_;
+    std::vector<Layer*> layers_;
     ZeroOptions o_;
     Communicator* dp_;
     int dp_rank_ = 0, dp_size_ = 1, tp_rank_ = 0;
@@ -125,7 +125,7 @@ private:
     DeviceOps* ops_;
     Device dev_;
     int64_t t_ = 0;
-    uint64_t version_ = 1;  // parameter values' version (see GptLayer::weights_version)
+    uint64_t version_ = 1;  // parameter values' version (see Layer::weights_version)
 };
 
 }  // namespace tessera

@@ -122,6 +122,12 @@ std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
                                      "n_layer ", L, ", found ", sum));
         return cfg.parallel.stages;
     }
+    if (cfg.model.preset == "mlp") {  // not pipelined: one chunk
+        if (chunks != 1)
+            throw InputError(str_cat(cfg.source_path, ": parallel.pp: an MLP is not pipelined: "
+                                     "expected pp 1, found ", cfg.parallel.pp));
+        return {model_shape(cfg.model, 0).n_blocks()};
+    }
     // Balanced by compute: the contiguous split minimising the slowest chunk's training FLOPs,
     // the LM head counted on the last chunk. Deterministic (no measured rates): every rank of
     // the job computes the same split. The memory-aware balance (balance_stages) is what
@@ -154,7 +160,7 @@ using plan_sim::Timeline;
 // ------------------------------------------------------------------------------------------
 // World 1: GptModel + AdamW allocate everything once (engine/model/gpt.cpp ensure_acts)
 
-void single_rank_memory(const GptDims& d, int B, Timeline& tl) {
+void single_rank_memory_gpt(const GptDims& d, int B, Timeline& tl) {
     const int64_t P = gpt_param_table(d).total_numel();
     const int64_t C = d.d_model, T = d.seq_len, V = d.vocab, NH = d.n_head, N = (int64_t)B * T;
     tl.alloc(kParams, kF * P);
@@ -165,6 +171,22 @@ void single_rank_memory(const GptDims& d, int B, Timeline& tl) {
     const int64_t block = 16 * N * C + 4 * N + (int64_t)B * NH * T * T;
     tl.alloc(kAct, kF * (N * C + d.n_layer * block + N * C + 2 * N + N * V + N));
     tl.alloc(kWork, kF * 14 * N * C);  // dresidual, dln, dqkv (3C), datty, dfch (4C), dfch_gelu (4C)
+}
+
+// MlpModel: per layer the pre-activation and its ReLU (B, out), the losses (B), and two
+// backward buffers as wide as the widest layer (engine/model/mlp.cpp forward)
+void single_rank_memory_mlp(const std::vector<int>& sizes, int B, Timeline& tl) {
+    const int64_t P = mlp_param_table(sizes).total_numel();
+    tl.alloc(kParams, kF * P);
+    tl.alloc(kGrads, kF * P);
+    tl.alloc(kOpt, kF * 2 * P);
+    int64_t acts = B, widest = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        if (i > 0) acts += 2 * (int64_t)B * sizes[i];
+        widest = std::max<int64_t>(widest, sizes[i]);
+    }
+    tl.alloc(kAct, kF * acts);
+    tl.alloc(kWork, kF * 2 * B * widest);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -182,29 +204,35 @@ double ring_gather(double bytes, int n) { return n > 1 ? (double)(n - 1) / n * b
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
     const ModelConfig& mc = cfg.model;
     const ParallelConfig& par = cfg.parallel;
-    if (mc.preset == "mlp")
-        throw InputError(str_cat(cfg.source_path, ": model.preset: the estimator covers GPT presets, "
-                                                  "found mlp"));
-    GptDims d{mc.n_layer, mc.n_head, mc.d_model, mc.seq_len, plan_vocab_size(mc)};
-    if (d.n_layer < 1 || d.n_head < 1 || d.d_model < 1 || d.seq_len < 1)
+    const ModelShape shape = model_shape(mc, plan_vocab_size(mc));
+    const bool gpt = shape.family == ModelShape::Family::gpt;
+    const GptDims& d = shape.gpt;
+    if (gpt && (d.n_layer < 1 || d.n_head < 1 || d.d_model < 1 || d.seq_len < 1))
         throw InputError(str_cat(cfg.source_path, ": model: expected positive n_layer, n_head, "
                                  "d_model, seq_len, found ", d.n_layer, ", ", d.n_head, ", ",
                                  d.d_model, ", ", d.seq_len));
-    if (d.d_model % d.n_head != 0 || d.n_head % par.tp != 0)
+    if (gpt && (d.d_model % d.n_head != 0 || d.n_head % par.tp != 0))
         throw InputError(str_cat(cfg.source_path, ": parallel.tp: expected n_head (", d.n_head,
                                  ") divisible by tp and d_model (", d.d_model,
                                  ") by n_head, found tp ", par.tp));
+    if (!gpt && par.tp != 1)
+        throw InputError(str_cat(cfg.source_path, ": parallel.tp: an MLP is not tensor-split: "
+                                 "expected tp 1, found ", par.tp));
+    for (int h : shape.sizes)
+        if (h < 1)
+            throw InputError(str_cat(cfg.source_path, ": model.hidden: expected positive sizes, found ", h));
     const MeshShape mesh{par.dp, par.tp, par.pp};
     const int world = mesh.world(), m = cfg.train.grad_accum, B = cfg.train.micro_batch;
-    const int64_t C = d.d_model, T = d.seq_len, N = (int64_t)B * T;
+    const int64_t T = shape.targets_per_sample(), N = (int64_t)B * T;
+    const int64_t C = gpt ? d.d_model : 0;
     PlanEstimate est;
     est.device = dev;
     est.world = world;
     est.tokens_per_step = N * m * par.dp;
-    // model FLOPs per token (forward): blocks + LM head, as GptModel::train_flops_per_target
-    double fwd_tok = 2.0 * C * d.vocab;
-    const double block_fwd_tok = 2.0 * 12 * C * C + 2.0 * 2 * T * C;
-    fwd_tok += d.n_layer * block_fwd_tok;
+    // model FLOPs per target (forward), as the Model's train_flops_per_target
+    const std::vector<LayerSpec> specs = shape.layer_specs();
+    double fwd_tok = 0;
+    for (const LayerSpec& l : specs) fwd_tok += l.flops_per_token;
     est.model_flops_per_step = 3.0 * fwd_tok * (double)est.tokens_per_step;
     const double per_rank_peak = dev.shared_host ? dev.peak_flops / world : dev.peak_flops;
     const double rate = per_rank_peak * dev.efficiency;
@@ -216,13 +244,14 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
     const int64_t act_bytes = gpu && cfg.runtime.precision == "bf16" ? 2 : 4;
     if (world == 1 && !gpu) {
         Timeline tl;
-        single_rank_memory(d, B, tl);
+        if (gpt) single_rank_memory_gpt(d, B, tl);
+        else single_rank_memory_mlp(shape.sizes, B, tl);
         RankEstimate r;
         r.peak_bytes = tl.peak;
         r.total_peak_bytes = tl.total_peak;
         r.device_peak_bytes = tl.device_peak;
         r.max_in_flight = 1;
-        r.layers = d.n_layer + 2;
+        r.layers = shape.n_layers();
         r.flops_per_step = est.model_flops_per_step;
         r.compute_s = r.flops_per_step / rate;
         est.ranks.push_back(r);
@@ -247,10 +276,11 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                               : par.recompute.size() == 1 ? par.recompute[0] : par.recompute[s];
             Recompute rc = recompute_parse(rcs);
             for (int t = 0; t < par.tp; ++t) {
-                auto [v0, v1] = vocab_shard(d.vocab, t, par.tp);
+                auto [v0, v1] = gpt ? vocab_shard(d.vocab, t, par.tp) : std::pair<int64_t, int64_t>{0, 0};
                 const int64_t Vl = v1 - v0;
                 RankSim sim;
-                sim.B = B, sim.T = T, sim.C = C, sim.N = N;
+                sim.B = B, sim.T = T, sim.N = N;
+                if (par.pp > 1) sim.hidden = shape.hidden(B, (int)T);
                 sim.dp = par.dp, sim.zero = par.zero, sim.pp = par.pp, sim.v = v, sim.stage = s;
                 sim.m = m;
                 sim.offload_act = par.offload_activations, sim.offload_opt = par.offload_optimizer;
@@ -261,18 +291,19 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 for (int c = 0; c < v; ++c) {
                     const int g = c * par.pp + s;
                     int lo = g == 0 ? 0 : first[g];
-                    int hi = g == G - 1 ? d.n_layer + 2 : first[g + 1];
-                    sim.add_chunk(g, d, lo, hi, t, par.tp, rc);
+                    int hi = g == G - 1 ? shape.n_layers() : first[g + 1];
+                    sim.add_chunk(g, shape, lo, hi, t, par.tp, rc);
                     for (int li = lo; li < hi; ++li) {
-                        if (li > 0 && li <= d.n_layer) {
-                            double f = block_fwd_tok / par.tp;
-                            double extra = rc == Recompute::full ? f
-                                           : rc == Recompute::selective ? 2.0 * 2 * T * C / par.tp
-                                                                        : 0.0;
-                            flops_tok += 3 * f + extra;
-                        } else if (li > d.n_layer) {
-                            flops_tok += 3 * 2.0 * C * Vl;
-                        }
+                        // a GPT block's columns and rows split evenly over TP, the head by its
+                        // vocabulary shard; recompute repeats the forward (full) or attention's
+                        // score part (selective)
+                        double f = specs[li].flops_per_token / par.tp, extra = 0.0;
+                        if (gpt && li > d.n_layer) f = 2.0 * C * Vl;
+                        if (gpt && li > 0 && li <= d.n_layer)
+                            extra = rc == Recompute::full        ? f
+                                    : rc == Recompute::selective ? 2.0 * 2 * T * C / par.tp
+                                                                 : 0.0;
+                        flops_tok += 3 * f + extra;
                         ++layers;
                     }
                 }

@@ -1,10 +1,10 @@
 // The plan estimator: for a RunConfig (a struct — no YAML in the hot path) and a device, predicts
 // every rank's memory by category (the MemoryTracker categories the runtime reports), FLOPs,
-// communication volume, the pipeline bubble and the step time. Memory comes from replaying the
-// rank's training step as allocation events that mirror the runtime (engine/parallel/tp_layers,
-// or tp_layers_cuda for runtime.device cuda in its precision; zero, engine/train/parallel_trainer,
-// and GptModel for a CPU world 1) at tensor granularity, driven by the real pipeline schedule
-// (schedule_build; the replay itself is engine/plan/rank_sim.h). Formulas: docs/parallelism.md, "The estimator".
+// communication volume, the pipeline bubble and the step time. Memory comes from running the
+// rank's training step with the runtime's own layers (engine/parallel: GPT or the MLP) on the
+// meta device, driven by the real pipeline schedule (schedule_build; engine/plan/rank_sim.h);
+// a CPU world 1 is the single-rank reference model (GptModel, MlpModel), whose few buffers are
+// listed here. Formulas: docs/parallelism.md, "The estimator".
 // Qt-free: the CLI (`tessera plan`) and the studio both call it.
 #pragma once
 #include <array>
@@ -83,7 +83,7 @@ struct PlanEstimate {
     std::string reason;               // why not, when !fits
 };
 
-// Throws InputError for configs it cannot estimate (the MLP preset, indivisible heads, bad
+// Throws InputError for configs it cannot estimate (indivisible heads, a split MLP, bad
 // parallel.stages, a schedule that cannot be built).
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev);
 

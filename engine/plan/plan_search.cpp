@@ -134,8 +134,7 @@ std::string plan_summary(const RunConfig& cfg) {
 std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec& dev, int gpus,
                                          int top, PlanSearchStats* stats) {
     if (gpus < 1) throw InputError(str_cat("plan search: expected at least 1 GPU, found ", gpus));
-    if (base.model.preset == "mlp")
-        throw InputError("plan search: the MLP preset runs on one rank (no dp/tp/pp plan to search)");
+    const bool mlp = base.model.preset == "mlp";  // data-parallel and ZeRO plans only
     PlanSearchStats st;
     const ModelConfig& m = base.model;
     const int64_t global_batch =
@@ -143,9 +142,9 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
     std::vector<Candidate> best_per_layout;
 
     for (int tp : {1, 2, 4, 8}) {
-        if (gpus % tp || m.n_head % tp || m.d_model % tp) continue;
+        if (gpus % tp || (mlp && tp > 1) || (!mlp && (m.n_head % tp || m.d_model % tp))) continue;
         for (int pp = 1; pp <= gpus / tp; ++pp) {
-            if ((gpus / tp) % pp || pp > m.n_layer) continue;
+            if ((gpus / tp) % pp || (mlp ? pp > 1 : pp > m.n_layer)) continue;
             int dp = gpus / (tp * pp);
             if (global_batch % dp) continue;
             std::vector<std::pair<std::string, int>> schedules = {{"1f1b", 1}};
@@ -162,6 +161,7 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
                     if (sched == "interleaved" && accum % pp) continue;
                     bool level_fit = false;
                     for (const char* rc : {"none", "selective", "full"}) {
+                        if (mlp && std::string(rc) != "none") break;  // nothing to recompute
                         for (int off = 0; off < 4 && !level_fit; ++off) {
                             std::string zero0_blocked;
                             for (int z : zeros) {

@@ -172,9 +172,9 @@ RankSim::~RankSim() {
     meta_memory_install(outer_);
 }
 
-void RankSim::add_chunk(int g, const GptDims& dims, int lo, int hi, int tp, int tp_size, Recompute rc) {
+void RankSim::add_chunk(int g, const ModelShape& model, int lo, int hi, int tp, int tp_size, Recompute rc) {
     tl.async_copies = device.async_copies;
-    GptShardSpec spec{dims, TpGroup{nullptr, tp, tp_size}, rc, &layer_ops_meta(device), 1.0f};
+    ShardSpec spec{model, TpGroup{nullptr, tp, tp_size}, rc, &layer_ops_meta(device), 1.0f};
     batch_.batch_size = (int)B;
     batch_.seq_len = (int)T;
     batch_.inputs.assign(N, 0);
@@ -185,9 +185,11 @@ void RankSim::add_chunk(int g, const GptDims& dims, int lo, int hi, int tp, int 
     ch.reserve(hi - lo);  // the layers stay put: the head may point at the embedding
     for (int li = lo; li < hi; ++li) {
         SimLayer l;
-        l.kind = li == 0 ? LayerKind::embedding : li <= dims.n_layer ? LayerKind::block : LayerKind::head;
-        if (l.kind == LayerKind::head && pp == 1) l.tied = embedding_;  // the head's wte is its
-        l.layer = gpt_layer_create(spec, li, l.tied ? l.tied->layer.get() : nullptr);
+        l.kind = li == 0 ? LayerKind::embedding : li + 1 < model.n_layers() ? LayerKind::block : LayerKind::head;
+        // the GPT head's wte is the embedding's on a pp = 1 rank
+        Layer* tied = l.kind == LayerKind::head && pp == 1 && embedding_ ? embedding_->layer.get() : nullptr;
+        l.layer = layer_create(spec, li, tied);
+        if (l.layer->tied_embedding()) l.tied = embedding_;
         // parameters "live" at a placeholder the meta ops never read; the store's bf16 images
         // feed the layers where it keeps them (no weight copies then)
         const size_t np = l.layer->table().entries().size();
@@ -213,7 +215,7 @@ void RankSim::forward(int micro, int c) {
     auto& ch = chunks[c];
     const int g = global_chunk[c], G = pp * v;
     Tensor x;
-    if (g > 0) x = Tensor::empty({B, T, C}, MemCategory::activations, device.act, Device::meta);  // recv
+    if (g > 0) x = Tensor::empty(hidden, MemCategory::activations, device.act, Device::meta);  // recv
     for (size_t i = 0; i < ch.size(); ++i) {
         before_forward(&ch[i], i + 1 < ch.size() ? &ch[i + 1] : nullptr);
         x = ch[i].layer->forward(micro, std::move(x), batch_);
@@ -228,7 +230,7 @@ void RankSim::backward(int micro, int c) {
     auto& ch = chunks[c];
     const int g = global_chunk[c], G = pp * v;
     Tensor dout;
-    if (g < G - 1) dout = Tensor::empty({B, T, C}, MemCategory::activations, device.act, Device::meta);
+    if (g < G - 1) dout = Tensor::empty(hidden, MemCategory::activations, device.act, Device::meta);
     if (offload_act && !ch.empty()) ch.back().layer->fetch_begin(micro);
     for (size_t i = ch.size(); i-- > 0;) {
         if (offload_act) {

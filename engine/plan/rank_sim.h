@@ -45,7 +45,7 @@ struct SimLayer {
     LayerKind kind;
     std::vector<SimUnit> units;  // ParamStore::unit_groups of the layer
     SimLayer* tied = nullptr;    // the head's tied embedding (pp = 1)
-    std::unique_ptr<GptLayer> layer;  // the runtime's layer, on the meta device
+    std::unique_ptr<Layer> layer;  // the runtime's layer, on the meta device
 };
 
 // Create a RankSim, set its plan, call add_chunk for each of the stage's chunks, then run_step.
@@ -54,7 +54,8 @@ struct RankSim {
     RankSim();
     ~RankSim();
     RankSim(const RankSim&) = delete;
-    int64_t B = 1, T = 1, C = 1, N = 1;
+    int64_t B = 1, T = 1, N = 1;
+    Shape hidden;  // what a stage receives and sends (pp > 1)
     int dp = 1, zero = 0, pp = 1, v = 1, stage = 0, m = 1;
     bool offload_act = false, offload_opt = false;
     // the device the rank runs on (its layers' traits: the CPU's, or the GPU's in bf16 or fp32)
@@ -65,8 +66,8 @@ struct RankSim {
     Timeline tl;
     int64_t offloaded_bytes = 0;  // activation bytes sent to the host in the replayed step
 
-    // The layers [lo, hi) of `dims` as global chunk g, sharded for TP rank `tp` of `tp_size`.
-    void add_chunk(int g, const GptDims& dims, int lo, int hi, int tp, int tp_size, Recompute rc);
+    // The layers [lo, hi) of `model` as global chunk g, sharded for TP rank `tp` of `tp_size`.
+    void add_chunk(int g, const ModelShape& model, int lo, int hi, int tp, int tp_size, Recompute rc);
     void store_init();
     // Replays the stage's schedule, the gradient finish and the optimizer step; returns the most
     // micro-batches with saved activations at once.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <utility>
 
 #include "engine/core/error.h"
 #include "engine/data/tokenizer.h"
@@ -37,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Chunk {
     int global = 0;  // global chunk index: chunk * pp + stage
-    std::vector<std::unique_ptr<GptLayer>> layers;
+    std::vector<std::unique_ptr<Layer>> layers;
 };
 
 // Tags of point-to-point messages: unique per (direction, global chunk, micro-batch) in a step.
@@ -74,31 +75,30 @@ public:
         stage_ = groups.coord.pp;
         micro_ = cfg.train.grad_accum;
         data_ = data_source_open(cfg);
-        dims_ = GptDims{cfg.model.n_layer, cfg.model.n_head, cfg.model.d_model, cfg.model.seq_len,
-                        data_->vocab_size()};
+        model_ = model_shape(cfg.model, data_->vocab_size());
         TpGroup tp{groups.tp.get(), groups.coord.tp, par.tp};
         dev_ = cfg.runtime.device == "cuda" ? Device::cuda : Device::cpu;
         act_dtype_ = dev_ == Device::cuda && cfg.runtime.precision == "bf16" ? DType::bf16 : DType::f32;
         ops_ = &device_ops_for(dev_);
         const int64_t targets = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * par.dp *
-                                cfg.model.seq_len;
+                                model_.targets_per_sample();
         std::vector<int> blocks = pipeline_blocks_per_chunk(cfg);
         std::vector<int> first_layer(blocks.size() + 1, 1);  // global layer index of each chunk
         for (size_t c = 0; c < blocks.size(); ++c) first_layer[c + 1] = first_layer[c] + blocks[c];
         const int G = pp_ * v_;
-        GptLayer* embedding = nullptr;
+        Layer* embedding = nullptr;
         for (int c = 0; c < v_; ++c) {
             Chunk ch;
             ch.global = c * pp_ + stage_;
             int lo = ch.global == 0 ? 0 : first_layer[ch.global];
-            int hi = ch.global == G - 1 ? dims_.n_layer + 2 : first_layer[ch.global + 1];
+            int hi = ch.global == G - 1 ? model_.n_layers() : first_layer[ch.global + 1];
             std::string rc = par.recompute.size() == 1 ? par.recompute[0]
                                                        : par.recompute.at(stage_);
-            GptShardSpec spec{dims_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_),
+            ShardSpec spec{model_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_),
                               1.0f / (float)targets};
             for (int li = lo; li < hi; ++li) {
-                GptLayer* tied = pp_ == 1 ? embedding : nullptr;
-                std::unique_ptr<GptLayer> layer = gpt_layer_create(spec, li, tied);
+                Layer* tied = pp_ == 1 ? embedding : nullptr;
+                std::unique_ptr<Layer> layer = layer_create(spec, li, tied);
                 if (li == 0) embedding = layer.get();
                 all_layers_.push_back(layer.get());
                 ch.layers.push_back(std::move(layer));
@@ -112,8 +112,7 @@ public:
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];
         oc_ = optimizer_config(cfg.train);
         run_t0_ = Clock::now();
-        model_flops_per_token_ = 6.0 * (double)gpt_param_table(dims_).total_numel() +
-                                 12.0 * dims_.n_layer * dims_.d_model * dims_.seq_len;
+        for (const LayerSpec& l : model_.layer_specs()) model_flops_per_token_ += 3.0 * l.flops_per_token;
 #ifdef TESSERA_HAVE_CUDA
         DeviceSpec spec;  // the device table (engine/plan): MFU, and what the allocator cannot see
         if (dev_ == Device::cuda && device_spec_for_gpu(cuda_device_name(), &spec)) {
@@ -137,7 +136,13 @@ private:
     void metric(int64_t step, const std::string& name, double v) {
         sink_.write(MetricRecord{step, g_.rank, name, v, telemetry_now()});
     }
-    double evaluate(int64_t index);
+    struct EvalSums {
+        double loss = 0;
+        int64_t targets = 0, correct = 0;
+    };
+    EvalSums evaluate(int64_t index);
+    int64_t eval_targets_ = 0;  // targets whose losses this rank summed in the evaluation
+    bool eval_uncounted_ = false;  // this rank's evaluation batch repeats one (not summed)
     std::string save_checkpoint(int64_t steps_done);
     int64_t load_checkpoint(const std::string& path);
     void load_initial_weights();
@@ -147,7 +152,7 @@ private:
     TelemetrySink& sink_;
     std::ostream& out_;
     std::unique_ptr<DataSource> data_;
-    GptDims dims_;
+    ModelShape model_;
     Device dev_ = Device::cpu;
     DType act_dtype_ = DType::f32;
     DeviceOps* ops_ = nullptr;
@@ -169,13 +174,13 @@ private:
     void spans_flush(int64_t step);
     int pp_ = 1, v_ = 1, stage_ = 0, micro_ = 1;
     std::vector<Chunk> chunks_;
-    std::vector<GptLayer*> all_layers_;
+    std::vector<Layer*> all_layers_;
     std::unique_ptr<ParamStore> store_;
     StageSchedule schedule_;
     OptimizerConfig oc_;
     Clock::time_point run_t0_;
     std::map<std::pair<int, bool>, Batch> batches_;  // (micro, eval) -> batch of this step
-    std::map<GptLayer*, int> backward_count_;
+    std::map<Layer*, int> backward_count_;
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
     double busy_s_ = 0;
     double model_flops_per_token_ = 0, peak_flops_ = 0;  // for perf/mfu (GPU runs)
@@ -192,13 +197,13 @@ const Batch& RankRunner::batch(int64_t step, int micro, bool eval) {
 }
 
 void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, bool eval) {
-    const int G = pp_ * v_, C = dims_.d_model;
+    const int G = pp_ * v_;
     const int tag_micro = eval ? micro + 2048 : micro;
     Tensor x;
     if (ch.global > 0) {
         OpenSpan sp{"recv", micro, 0, 0};
         span_begin(sp);
-        x = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations, act_dtype_, dev_);
+        x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, act_dtype_, dev_);
         g_.pp->irecv(x.data(), x.numel(), act_dtype_, prev_stage(ch.global),
                      p2p_tag(0, ch.global, tag_micro))->wait();
         span_end(sp);
@@ -208,7 +213,7 @@ void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, boo
     span_begin(sp);
     const bool offload = !eval && cfg_.parallel.offload_activations;
     for (size_t i = 0; i < ch.layers.size(); ++i) {
-        GptLayer* l = ch.layers[i].get();
+        Layer* l = ch.layers[i].get();
         store_->before_forward(l, i + 1 < ch.layers.size() ? ch.layers[i + 1].get() : nullptr);
         x = l->forward(eval ? -1 - micro : micro, std::move(x), b);
         store_->after_forward(l);
@@ -217,7 +222,10 @@ void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, boo
     span_end(sp);
     if (!eval) spans_.push_back(sp);
     if (ch.global == G - 1) {
-        if (g_.coord.tp == 0) ops_->sum_add(x.f32(), x.numel());  // TP ranks hold the same losses
+        if (g_.coord.tp == 0 && !(eval && eval_uncounted_)) {  // TP ranks hold the same losses
+            ops_->sum_add(x.f32(), x.numel());
+            if (eval) eval_targets_ += x.numel();
+        }
     } else {
         auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, next_stage(ch.global),
                                 p2p_tag(0, ch.global + 1, tag_micro));
@@ -228,12 +236,12 @@ void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, boo
 }
 
 void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
-    const int G = pp_ * v_, C = dims_.d_model;
+    const int G = pp_ * v_;
     Tensor dout;
     if (ch.global < G - 1) {
         OpenSpan sp{"recv", micro, 0, 0};
         span_begin(sp);
-        dout = Tensor::empty({b.batch_size, b.seq_len, C}, MemCategory::activations, act_dtype_, dev_);
+        dout = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, act_dtype_, dev_);
         g_.pp->irecv(dout.data(), dout.numel(), act_dtype_, next_stage(ch.global),
                      p2p_tag(1, ch.global, micro))->wait();
         span_end(sp);
@@ -245,7 +253,7 @@ void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
     OpenSpan sp{"backward", micro, 0, 0};
     span_begin(sp);
     for (size_t i = ch.layers.size(); i-- > 0;) {
-        GptLayer* l = ch.layers[i].get();
+        Layer* l = ch.layers[i].get();
         if (offload) {
             if (i > 0) ch.layers[i - 1]->fetch_begin(micro);
             l->fetch_wait(micro);
@@ -310,23 +318,48 @@ void RankRunner::spans_flush(int64_t step) {
 #endif
 }
 
-double RankRunner::evaluate(int64_t index) {
+// Evaluation round `index`: the losses summed over the world, with their count and (a
+// classifier) the rows answered right. A finite test set (the MLP's) is read in plain
+// micro-batches as the single-rank trainer reads it, one per DP rank per round (rank d takes
+// batch index·dp + d; past the end it repeats the last batch uncounted, since ZeRO-3's gathers
+// need every DP rank in every forward). Otherwise round `index` is global batch `index`
+// (micro_batch x grad_accum x dp samples), the same samples whatever the plan.
+RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
     batches_.clear();
     ops_->sum_begin();
-    for (int m = 0; m < micro_; ++m)
-        for (auto& ch : chunks_) forward(m, ch, batch(index, m, true), index, true);
+    eval_targets_ = 0;
+    bool uncounted = false;
+    if (data_->eval_set_size() > 0) {
+        const int mb = cfg_.train.micro_batch;
+        const int64_t batches = (data_->eval_set_size() + mb - 1) / mb;
+        const int64_t j = index * cfg_.parallel.dp + g_.coord.dp;
+        uncounted = eval_uncounted_ = j >= batches;
+        Batch b = data_->eval_batch(std::min(j, batches - 1), 0, mb);
+        for (auto& ch : chunks_) forward(0, ch, b, index, true);
+        eval_uncounted_ = false;
+    } else {
+        for (int m = 0; m < micro_; ++m)
+            for (auto& ch : chunks_) forward(m, ch, batch(index, m, true), index, true);
+    }
     for (auto& s : sends_) s.first->wait();
     sends_.clear();
-    float v = (float)ops_->sum_end();
-    if (g_.world) g_.world->all_reduce(&v, 1);
+    int64_t correct = 0;
+    for (Layer* l : all_layers_) correct += std::exchange(l->eval_correct, 0);
+    if (uncounted) correct = 0;
+    // counts of a finite test set (at most its size) are exact in fp32; a global batch's
+    // targets are known
+    float v[3] = {(float)ops_->sum_end(), (float)eval_targets_, (float)correct};
+    if (g_.world) g_.world->all_reduce(v, 3);
     batches_.clear();
-    return v;
+    const int64_t global = (int64_t)cfg_.train.micro_batch * micro_ * cfg_.parallel.dp *
+                           model_.targets_per_sample();
+    return {v[0], data_->eval_set_size() > 0 ? (int64_t)v[1] : global, (int64_t)v[2]};
 }
 
 TrainResult RankRunner::run(const TrainOptions& opts) {
     TrainResult res;
     const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
-    const int64_t targets = (int64_t)mb * micro_ * dp * dims_.seq_len;
+    const int64_t targets = (int64_t)mb * micro_ * dp * model_.targets_per_sample();
     int64_t start = 0;
     std::string resume = opts.resume_from;
     if (resume.empty() && opts.resume && !cfg_.checkpoint.dir.empty()) {
@@ -338,17 +371,31 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
     res.steps_done = start;
     const bool leader = g_.rank == 0;
     if (leader)
-        out_ << "tessera: rank " << g_.rank << " of " << g_.mesh.world() << ": " << dims_.n_layer
-             << " layers over " << pp_ * v_ << " chunks, dp " << dp << " x tp " << cfg_.parallel.tp
+        out_ << "tessera: rank " << g_.rank << " of " << g_.mesh.world() << ": " << model_.n_blocks()
+             << " blocks over " << pp_ * v_ << " chunks, dp " << dp << " x tp " << cfg_.parallel.tp
              << " x pp " << pp_ << ", zero " << cfg_.parallel.zero << ", schedule "
              << cfg_.parallel.schedule << std::endl;
+    const bool classifier = model_.family == ModelShape::Family::mlp;
     auto eval_and_log = [&](int64_t s1) {
         double total = 0;
-        for (int i = 0; i < cfg_.train.eval_steps; ++i) total += evaluate(i);
-        res.last_val_loss = total / ((double)targets * cfg_.train.eval_steps);
+        int64_t count = 0, correct = 0;
+        const int64_t n = data_->eval_set_size() > 0
+                              ? ((data_->eval_set_size() + mb - 1) / mb + dp - 1) / dp  // rounds
+                              : cfg_.train.eval_steps;
+        for (int64_t i = 0; i < n; ++i) {
+            EvalSums e = evaluate(i);
+            total += e.loss;
+            count += e.targets;
+            correct += e.correct;
+        }
+        res.last_val_loss = total / (double)std::max<int64_t>(1, count);
+        if (classifier) res.last_val_accuracy = (double)correct / (double)std::max<int64_t>(1, count);
         if (leader) {
             metric(s1, "val/loss", res.last_val_loss);
-            out_ << "eval step " << s1 << " | val loss " << res.last_val_loss << std::endl;
+            if (classifier) metric(s1, "val/accuracy", res.last_val_accuracy);
+            out_ << "eval step " << s1 << " | val loss " << res.last_val_loss;
+            if (classifier) out_ << " | val accuracy " << res.last_val_accuracy;
+            out_ << std::endl;
         }
     };
     if (cfg_.train.eval_every > 0 && start == 0) eval_and_log(0);
@@ -466,7 +513,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
 std::string RankRunner::save_checkpoint(int64_t steps_done) {
     // Staging buffers are plain host vectors, outside the memory accounting: they are not part
     // of the training step's footprint.
-    ParamTable global = gpt_param_table(dims_);
+    ParamTable global = model_.param_table();
     auto held = store_->held();
     std::vector<std::vector<float>> model_t, m_t, v_t;
     for (const ParamInfo& p : global.entries()) {
@@ -528,7 +575,7 @@ int64_t RankRunner::load_checkpoint(const std::string& path) {
     Checkpoint ck = checkpoint_load(path);
     const SafetensorsFile& mf = checkpoint_file(ck, "model");
     const SafetensorsFile& of = checkpoint_file(ck, "optimizer");
-    ParamTable global = gpt_param_table(dims_);
+    ParamTable global = model_.param_table();
     std::map<std::string, std::vector<float>> cache;
     auto full = [&](const std::string& key, const SafetensorsFile& f, const std::string& name)
         -> const std::vector<float>& {
@@ -551,19 +598,26 @@ int64_t RankRunner::load_checkpoint(const std::string& path) {
 }
 
 // model.init_from: Tessera or Hugging Face GPT-2 weights (gpt_load_weights maps the names and
-// transposes Conv1D) into a host copy of the full model, from which each rank takes its slices.
+// transposes Conv1D), or an MLP's by name, into a host copy of the full model, from which each
+// rank takes its slices.
 void RankRunner::load_initial_weights() {
     SafetensorsFile f = SafetensorsFile::open(config_resolve_path(cfg_, cfg_.model.init_from));
-    GptModel full(dims_);
-    gpt_load_weights(full, f);
-    const ParamTable& table = full.param_table();
+    const ParamTable table = model_.param_table();
+    std::vector<float> values(table.total_numel());
+    if (model_.family == ModelShape::Family::gpt) {
+        GptModel full(model_.gpt);
+        gpt_load_weights(full, f);
+        std::memcpy(values.data(), full.params().f32(), sizeof(float) * values.size());
+    } else {
+        for (const ParamInfo& p : table.entries()) f.read_f32(p.name, p.shape, values.data() + p.offset);
+    }
     store_->load([&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,
                      float* dst) {
         if (which != 0) {  // fresh AdamW moments
             std::fill(dst, dst + (hi - lo), 0.0f);
             return;
         }
-        const float* src = full.params().f32() + table.at(name).offset;
+        const float* src = values.data() + table.at(name).offset;
         for (int64_t i = lo; i < hi; ++i) dst[i - lo] = src[sh.global_offset(i)];
     });
 }
@@ -572,8 +626,6 @@ void RankRunner::load_initial_weights() {
 
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,
                                 const TrainOptions& opts, std::ostream& out) {
-    if (cfg.model.preset == "mlp")
-        throw InputError(str_cat(cfg.source_path, ": parallel: the MLP trains on one rank only"));
     RankRunner r(cfg, groups, sink, out);
     return r.run(opts);
 }

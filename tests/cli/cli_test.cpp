@@ -7,7 +7,10 @@
 #include <cstring>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_test_util.h"
+#include "engine/config/config.h"
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
 
@@ -157,6 +160,40 @@ TEST(CliCheck, EveryShippedProjectIsValid) {
         EXPECT_TRUE(r.err.empty()) << show(r);
     }
     EXPECT_GE(n, 2) << "expected projects/quickstart and projects/mlp-fashion-mnist";
+}
+
+// `tessera plan --json` on every shipped project, as a user runs it: a prediction for every
+// rank, on the device the project runs on (the CPU's measured rates for runtime.device cpu, the
+// H200 for cuda), each rank's device peak the sum its categories reach at most.
+TEST(CliPlan, EveryShippedProjectPlans) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(projects_dir())) {
+        const std::string p = e.path().string() + "/project.yaml";
+        if (!fs::exists(p)) continue;
+        ++n;
+        ProcResult r = run_tessera({"plan", p, "--json"});
+        ASSERT_EQ(r.exit_code, 0) << p << "\n" << show(r);
+        nlohmann::json j = nlohmann::json::parse(r.out);
+        tessera::RunConfig cfg = tessera::config_load(p);
+        EXPECT_EQ(j["device"]["name"], cfg.runtime.device == "cpu" ? "cpu" : "H200") << p;
+        const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
+        int ranks = 0;
+        for (const auto& cls : j["ranks"]) {  // one entry per class of identical ranks
+            ranks += (int)cls["ranks"].size();
+            double cats = 0;
+            for (const auto& [k, v] : cls["memory"].items())
+                if (k != "total_bytes" && k != "device_bytes" && k != "host_bytes") cats += v.get<double>();
+            const double device = cls["memory"]["device_bytes"].get<double>();
+            EXPECT_GT(device, 0) << p;
+            EXPECT_LE(device, cats) << p;
+        }
+        EXPECT_EQ(ranks, world) << p;
+        EXPECT_GT(j["tokens_per_s"].get<double>(), 0) << p;
+        ProcResult text = run_tessera({"plan", p});
+        EXPECT_EQ(text.exit_code, 0) << show(text);
+        EXPECT_NE(text.out.find("fits: yes"), std::string::npos) << p << "\n" << text.out;
+    }
+    EXPECT_GE(n, 5) << "expected the five shipped projects";
 }
 
 TEST(CliCheck, UnknownKeyNamesPlaceAndSuggestsAndWritesNoDb) {

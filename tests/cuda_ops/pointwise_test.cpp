@@ -1,4 +1,4 @@
-// GELU, embedding, AdamW and the small elementwise ops against the CPU kernels (or a host loop
+// GELU, ReLU, embedding, AdamW and the small elementwise ops against the CPU kernels (or a host loop
 // where the CPU has no twin).
 #include <cmath>
 
@@ -37,6 +37,24 @@ TYPED_TEST(PointwiseCuda, GeluMatchesCpu) {
         gelu_backward_cuda<T>(d_dx.p, d_x.p, d_g.p, n, 0);
         EXPECT_REL(d_y.get(), y, tol<T>(), "gelu forward n=" + std::to_string(n));
         EXPECT_REL(d_dx.get(), dx, tol<T>(), "gelu backward (overwrite) n=" + std::to_string(n));
+    }
+}
+
+TYPED_TEST(PointwiseCuda, ReluMatchesCpu) {
+    using T = TypeParam;
+    for (long n : {1L, 1001L, 128L * 512}) {
+        std::mt19937 rng((unsigned)n + 7);
+        auto x = rand_vec<T>(n, rng, -2.0f, 2.0f), g = rand_vec<T>(n, rng);
+        std::vector<float> y(n), dx(n);
+        relu_forward(y.data(), x.data(), n);
+        relu_backward_set(dx.data(), x.data(), g.data(), n);
+        DevBuf<T> d_x(n), d_g(n), d_y(n);
+        d_x.set(x);
+        d_g.set(g);
+        relu_forward_cuda<T>(d_y.p, d_x.p, n, 0);
+        relu_backward_cuda<T>(d_g.p, d_x.p, d_g.p, n, 0);  // in place, as the layers call it
+        EXPECT_REL(d_y.get(), y, tol<T>(), "relu forward n=" + std::to_string(n));
+        EXPECT_REL(d_g.get(), dx, tol<T>(), "relu backward (in place) n=" + std::to_string(n));
     }
 }
 

@@ -4,7 +4,9 @@
 // Asserted: train/loss of every step within rtol 1e-5, and the final parameters (gathered into
 // the checkpoint) within 1e-5 absolute. The learning rate is small (5e-4): Adam's nearly
 // sign-like update magnifies float rounding on elements whose gradient is near zero, and those
-// differences grow with the learning rate (at 1e-3 the TP plans end 1.05e-5 apart).
+// differences grow with the learning rate (at 1e-3 the TP plans end 1.05e-5 apart). The MLP's
+// plans (data-parallel, ZeRO, offload) are held to the same bounds, plus its validation loss
+// (rtol 1e-5) and accuracy (equal) over the whole test set.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -32,8 +34,20 @@ checkpoint: {dir: ck, every: 0, keep: 1}
 log: {db: runs.db, every: 1}
 )";
 
+// The MLP classifier on Fashion-MNIST under data-parallel and ZeRO plans (its layers are not
+// tensor-split or pipelined); evaluated over the whole test set twice.
+const char* kMlpBase = R"(name: equivalence-mlp
+model: {preset: mlp, hidden: [64, 32]}
+data: {dataset: fashion-mnist}
+train: {steps: 10, micro_batch: 16, grad_accum: 2, lr: 5.0e-4, min_lr: 5.0e-5, warmup_steps: 2,
+        weight_decay: 0.1, grad_clip: 1.0, eval_every: 5, seed: 11}
+checkpoint: {dir: ck, every: 0, keep: 1}
+log: {db: runs.db, every: 1}
+)";
+
 struct Outcome {
     std::vector<double> losses;                  // train/loss of steps 1..10
+    std::vector<double> val_loss, val_accuracy;  // evaluations (the MLP)
     std::map<std::string, std::vector<float>> params;  // final, gathered
     std::string output;
     int exit_code = -1;
@@ -44,11 +58,11 @@ fs::path work_root() {
     return root;
 }
 
-Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets) {
+Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets, const char* base = kBase) {
     fs::path dir = work_root() / tag;
     fs::remove_all(dir);
     fs::create_directories(dir);
-    std::ofstream(dir / "project.yaml") << kBase;
+    std::ofstream(dir / "project.yaml") << base;
     Outcome o;
     test_support::CommandResult r = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
     o.exit_code = r.exit_code;
@@ -58,6 +72,8 @@ Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets) {
     auto runs = store.runs_list();
     if (runs.empty()) return o;
     for (const auto& m : store.metrics(runs.back().id, "train/loss")) o.losses.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, "val/loss")) o.val_loss.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, "val/accuracy")) o.val_accuracy.push_back(m.value);
     Checkpoint ck = checkpoint_load((dir / "ck").string());
     const SafetensorsFile& f = ck.files.at("model");
     for (const auto& e : f.entries()) {
@@ -100,6 +116,10 @@ void expect_same_trajectory(const Outcome& ref, const Outcome& got, const std::s
         }
     }
     EXPECT_LE(worst, 1e-5) << plan << ": parameters differ by " << worst << " in " << worst_name;
+    ASSERT_EQ(got.val_loss.size(), ref.val_loss.size()) << plan;
+    for (size_t i = 0; i < ref.val_loss.size(); ++i)
+        EXPECT_NEAR(got.val_loss[i], ref.val_loss[i], 1e-5 * ref.val_loss[i]) << plan << " evaluation " << i;
+    EXPECT_EQ(got.val_accuracy, ref.val_accuracy) << plan;
 }
 
 struct Plan {
@@ -162,6 +182,29 @@ std::vector<Plan> plans() {
 
 INSTANTIATE_TEST_SUITE_P(Plans, Equivalence, ::testing::ValuesIn(plans()),
                          [](const auto& info) { return info.param.tag; });
+
+class MlpEquivalence : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(MlpEquivalence, MatchesSingleRank) {
+    const Plan& p = GetParam();
+    static const Outcome ref = run_plan("mlp_ref", {"train.grad_accum=4"}, kMlpBase);
+    ASSERT_EQ(ref.val_accuracy.size(), 3u) << ref.output;  // steps 0, 5 and 10
+    std::vector<std::string> sets = p.sets;
+    sets.push_back("train.grad_accum=" + std::to_string(p.accum));
+    Outcome got = run_plan(p.tag, sets, kMlpBase);
+    expect_same_trajectory(ref, got, p.tag);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plans, MlpEquivalence,
+    ::testing::Values(Plan{"mlp_dp2", {"parallel.dp=2"}, 2, 2},
+                      Plan{"mlp_dp4_accum1", {"parallel.dp=4"}, 4, 1},
+                      Plan{"mlp_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, 2},
+                      Plan{"mlp_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},
+                      Plan{"mlp_zero3_dp2", {"parallel.dp=2", "parallel.zero=3"}, 2, 2},
+                      Plan{"mlp_offload", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
+                                           "parallel.offload_activations=true"}, 2, 2}),
+    [](const auto& info) { return info.param.tag; });
 
 // A checkpoint written under one plan resumes under another on the same loss curve:
 // 5 steps as dp4 (zero 3), then 5 more as tp2 x pp2, against 10 single-rank steps.

@@ -30,10 +30,20 @@ train: {steps: 3, micro_batch: 2, grad_accum: 2, lr: 5.0e-4, min_lr: 5.0e-5, war
 log: {db: runs.db, every: 1}
 )";
 
+// The MLP classifier (data-parallel, ZeRO and offload plans; its single rank is MlpModel).
+const char* kMlpBase = R"(name: plan_measured_mlp
+model: {preset: mlp, hidden: [256, 128]}
+data: {dataset: fashion-mnist}
+train: {steps: 3, micro_batch: 32, grad_accum: 2, lr: 5.0e-4, min_lr: 5.0e-5, warmup_steps: 2,
+        weight_decay: 0.1, grad_clip: 1.0, eval_every: 0, seed: 11}
+log: {db: runs.db, every: 1}
+)";
+
 struct Plan {
     std::string tag;
     std::vector<std::string> sets;
     int accum = 2;
+    const char* base = kBase;
 };
 // gtest prints the parameter in test listings (and CTest's names): the plan's tag, not its bytes
 void PrintTo(const Plan& p, std::ostream* os) { *os << p.tag; }
@@ -72,6 +82,12 @@ std::vector<Plan> plans() {
         {"offload_optimizer", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true"}},
         {"dp2_accum1", {"parallel.dp=2"}, 1},
         {"dp2_accum4", {"parallel.dp=2"}, 4},
+        {"mlp_single", {}, 2, kMlpBase},
+        {"mlp_dp2", {"parallel.dp=2"}, 2, kMlpBase},
+        {"mlp_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, kMlpBase},
+        {"mlp_zero3_dp4", {"parallel.dp=4", "parallel.zero=3"}, 2, kMlpBase},
+        {"mlp_offload", {"parallel.dp=2", "parallel.zero=2", "parallel.offload_optimizer=true",
+                         "parallel.offload_activations=true"}, 2, kMlpBase},
     };
 }
 
@@ -89,7 +105,7 @@ TEST_P(Measured, PeakMemoryWithinTenPercent) {
     fs::path dir = work_root() / p.tag;
     fs::remove_all(dir);
     fs::create_directories(dir);
-    std::ofstream(dir / "project.yaml") << kBase;
+    std::ofstream(dir / "project.yaml") << p.base;
 
     RunConfig cfg = config_load((dir / "project.yaml").string(), sets);
     PlanEstimate est = estimate_plan(cfg, device_spec("H100"));

@@ -109,7 +109,7 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
     p.setRenderHint(QPainter::Antialiasing);
     p.fillRect(rect(), palette().base());
     if (m_cost.empty()) {
-        p.drawText(rect(), Qt::AlignCenter, "The MLP preset runs on one rank: nothing to partition.");
+        p.drawText(rect(), Qt::AlignCenter, "An MLP is not pipelined: nothing to partition (it runs data-parallel and ZeRO plans).");
         return;
     }
     QRectF r = plotRect();

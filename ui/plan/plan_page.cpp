@@ -333,6 +333,7 @@ void PlanPage::refresh() {
         m_recompute[s]->setCurrentText(QString::fromStdString(mode));
     }
     m_removeStage->setEnabled(p.pp > 1);
+    m_addStage->setEnabled(cfg.model.preset != "mlp");  // an MLP is not pipelined
     m_updating = false;
 
     // issues next to their controls

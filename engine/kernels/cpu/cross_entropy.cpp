@@ -36,4 +36,16 @@ void cross_entropy_backward(float* probs, const int32_t* targets, float dloss, i
     }
 }
 
+int64_t count_correct(const float* scores, const int32_t* targets, int N, int V) {
+    int64_t correct = 0;
+    for (int n = 0; n < N; ++n) {
+        const float* row = scores + (int64_t)n * V;
+        int best = 0;
+        for (int v = 1; v < V; ++v)
+            if (row[v] > row[best]) best = v;
+        correct += best == targets[n];
+    }
+    return correct;
+}
+
 }  // namespace tessera

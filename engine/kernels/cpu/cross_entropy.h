@@ -10,5 +10,7 @@ void cross_entropy_forward(float* losses, float* logits, const int32_t* targets,
 // In place: probs (N, V) become dlogits = (probs - onehot(target)) * dloss; dloss is one scalar
 // (e.g. 1 / (tokens in the global batch)).
 void cross_entropy_backward(float* probs, const int32_t* targets, float dloss, int N, int V);
+// Rows of scores (N, V) whose largest entry (the first, on ties) is at their target.
+int64_t count_correct(const float* scores, const int32_t* targets, int N, int V);
 
 }  // namespace tessera

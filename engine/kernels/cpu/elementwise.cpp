@@ -27,6 +27,11 @@ void relu_backward(float* dinp, const float* inp, const float* dout, int64_t N) 
     for (int64_t i = 0; i < N; ++i) dinp[i] += inp[i] > 0.0f ? dout[i] : 0.0f;
 }
 
+void relu_backward_set(float* dinp, const float* inp, const float* dout, int64_t N) {
+#pragma omp parallel for
+    for (int64_t i = 0; i < N; ++i) dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
+}
+
 double sum_squares(const float* x, int64_t N) {
     double s = 0.0;
     for (int64_t i = 0; i < N; ++i) s += (double)x[i] * x[i];

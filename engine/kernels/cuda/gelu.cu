@@ -1,4 +1,4 @@
-// GELU (tanh approximation) forward and backward: grid-stride elementwise kernels with 16-byte
+// GELU (tanh approximation) and ReLU, forward and backward: grid-stride elementwise kernels with 16-byte
 // accesses when every pointer is aligned (a scalar loop finishes the tail).
 #include "engine/kernels/cuda/gelu.cuh"
 
@@ -66,5 +66,35 @@ template void gelu_forward_cuda<float>(float*, const float*, long, cudaStream_t)
 template void gelu_forward_cuda<bf16>(bf16*, const bf16*, long, cudaStream_t);
 template void gelu_backward_cuda<float>(float*, const float*, const float*, long, cudaStream_t);
 template void gelu_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, long, cudaStream_t);
+
+// out = max(inp, 0); with `dout`: out = (inp > 0) · dout (the backward).
+template <typename T>
+static __global__ void relu_kernel(T* out, const T* inp, const T* dout, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        const bool on = to_float(inp[i]) > 0.0f;
+        out[i] = dout ? (on ? dout[i] : from_float<T>(0.0f)) : (on ? inp[i] : from_float<T>(0.0f));
+    }
+}
+
+template <typename T>
+void relu_forward_cuda(T* out, const T* inp, long n, cudaStream_t s) {
+    TS_CUDA_REQUIRE(n >= 0 && (n == 0 || (out && inp)), "relu_forward_cuda: bad arguments, n=", n);
+    if (n == 0) return;
+    relu_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(out, inp, nullptr, n);
+    CUDA_CHECK_LAUNCH("relu_forward_kernel");
+}
+
+template <typename T>
+void relu_backward_cuda(T* dinp, const T* inp, const T* dout, long n, cudaStream_t s) {
+    TS_CUDA_REQUIRE(n >= 0 && (n == 0 || (dinp && inp && dout)), "relu_backward_cuda: bad arguments, n=", n);
+    if (n == 0) return;
+    relu_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(dinp, inp, dout, n);
+    CUDA_CHECK_LAUNCH("relu_backward_kernel");
+}
+
+template void relu_forward_cuda<float>(float*, const float*, long, cudaStream_t);
+template void relu_forward_cuda<bf16>(bf16*, const bf16*, long, cudaStream_t);
+template void relu_backward_cuda<float>(float*, const float*, const float*, long, cudaStream_t);
+template void relu_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, long, cudaStream_t);
 
 }  // namespace tessera
