@@ -139,6 +139,7 @@ int cli_plan(const CliArgs& args) {
         j["step_s"] = e.step_s;
         j["tokens_per_s"] = e.tokens_per_s;
         j["mfu"] = e.mfu;
+        j["step_model"] = e.step_model;
         j["fits"] = e.fits;
         if (!e.fits) j["reason"] = e.reason;
         if (!blocks.empty()) j["balanced_stages"] = blocks;
@@ -165,6 +166,9 @@ int cli_plan(const CliArgs& args) {
                                                   {"pp", r.comm_pp_bytes},
                                                   {"embedding", r.comm_embedding_bytes}}},
                                   {"compute_s", r.compute_s},
+                                  {"compute_parts_s", {{"gemm", r.gemm_s}, {"attention", r.attention_s},
+                                                       {"other_ops", r.other_ops_s},
+                                                       {"optimizer", r.optimizer_s}}},
                                   {"comm_s", r.comm_s},
                                   {"offload_bytes", r.offload_bytes},
                                   {"offload_s", r.offload_s}});
@@ -177,8 +181,9 @@ int cli_plan(const CliArgs& args) {
     std::string model = str_cat(cfg.model.preset, ", ", cfg.model.n_layer, " layers, d_model ",
                                 cfg.model.d_model, ", seq ", cfg.model.seq_len);
     if (cfg.model.preset == "mlp") {
-        model = "mlp";
-        for (int w : mlp_sizes(cfg.model)) model += str_cat(model == "mlp" ? " " : "-", w);
+        std::string widths;
+        for (int w : mlp_sizes(cfg.model)) widths += (widths.empty() ? "" : "-") + std::to_string(w);
+        model = "mlp " + widths;
     }
     std::printf("plan %s: %s; world %d = dp%d x tp%d x pp%d (v%d, %s), zero %d, micro_batch %d x %d\n",
                 path.c_str(), model.c_str(), e.world, p.dp, p.tp, p.pp, p.virtual_stages,

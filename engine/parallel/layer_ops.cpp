@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "engine/core/error.h"
 
@@ -28,42 +29,88 @@ TokenSlot::~TokenSlot() {
     if (staging && free_staging) free_staging(staging);
 }
 
+const char* op_kind_name(OpKind k) {
+    static const char* names[] = {
+        "matmul_forward",      "matmul_gelu_forward", "matmul_backward",    "layernorm_forward",
+        "layernorm_backward",  "gelu_forward",        "gelu_backward",      "relu_forward",
+        "relu_backward",       "attention_forward",   "attention_backward", "add_bias_residual",
+        "embedding_forward",   "embedding_backward",  "cross_entropy_stats", "cross_entropy_loss",
+        "accumulate",          "cast_weights",        "copy",               "tp_all_reduce"};
+    static_assert(sizeof names / sizeof names[0] == (size_t)OpKind::count, "a name per op kind");
+    return names[(int)k];
+}
+
 namespace {
 
-// The meta device: every op is a no-op; tensors are allocated on Device::meta by the layers.
+thread_local OpTrace* t_trace = nullptr;
+
+// The meta device: every op launches nothing and records its call in the installed trace.
 class MetaLayerOps final : public LayerOps {
 public:
     explicit MetaLayerOps(const LayerTraits& t) : LayerOps(t) {}
     Device device() const override { return Device::meta; }
-    void layernorm_forward(void*, float*, float*, const void*, const void*, const void*, int, int) override {}
+    void layernorm_forward(void*, float*, float*, const void*, const void*, const void*, int N, int C) override {
+        rec(OpKind::layernorm_forward, N, C);
+    }
     void layernorm_backward(void*, float*, float*, const void*, const void*, const void*, const float*,
-                            const float*, int, int) override {}
-    void matmul_forward(void*, const void*, const void*, const void*, int, int, int) override {}
-    void matmul_gelu_forward(void*, void*, const void*, const void*, const void*, int, int, int) override {}
-    void matmul_backward(void*, float*, float*, const void*, const void*, const void*, int, int, int) override {}
-    void gelu_forward(void*, const void*, int64_t) override {}
-    void gelu_backward(void*, const void*, const void*, int64_t) override {}
-    void relu_forward(void*, const void*, int64_t) override {}
-    void relu_backward(void*, const void*, const void*, int64_t) override {}
+                            const float*, int N, int C) override {
+        rec(OpKind::layernorm_backward, N, C);
+    }
+    void matmul_forward(void*, const void*, const void*, const void*, int N, int C, int OC) override {
+        rec(OpKind::matmul_forward, N, C, OC);
+    }
+    void matmul_gelu_forward(void*, void*, const void*, const void*, const void*, int N, int C, int OC) override {
+        rec(OpKind::matmul_gelu_forward, N, C, OC);
+    }
+    void matmul_backward(void*, float*, float*, const void*, const void*, const void*, int N, int C, int OC) override {
+        rec(OpKind::matmul_backward, N, C, OC);
+    }
+    void gelu_forward(void*, const void*, int64_t n) override { rec(OpKind::gelu_forward, n); }
+    void gelu_backward(void*, const void*, const void*, int64_t n) override { rec(OpKind::gelu_backward, n); }
+    void relu_forward(void*, const void*, int64_t n) override { rec(OpKind::relu_forward, n); }
+    void relu_backward(void*, const void*, const void*, int64_t n) override { rec(OpKind::relu_backward, n); }
     int64_t count_correct(const void*, const int*, int, int) override { return 0; }
-    void attention_forward(void*, float*, const void*, int, int, int, int) override {}
-    void attention_backward(void*, const void*, const void*, const void*, const float*, int, int, int,
-                            int) override {}
-    void add_bias_residual(void*, const void*, const void*, int, int) override {}
-    void embedding_forward(void*, const int*, const void*, const void*, int64_t, int64_t, int, int,
-                           int) override {}
-    void embedding_backward(float*, float*, const void*, const int*, int64_t, int64_t, int, int, int) override {}
-    void cross_entropy_stats(float*, float*, void*, const int*, int64_t, int, int, int,
-                             const TpGroup&) override {}
-    void cross_entropy_loss(float*, void*, const float*, const int*, int64_t, int, int, int, float,
-                            bool) override {}
-    void accumulate(float*, const float*, int64_t) override {}
-    void cast_weights(void*, const float*, int64_t) override {}
-    void copy(void*, const void*, int64_t) override {}
+    void attention_forward(void*, float*, const void*, int B, int T, int C, int NH) override {
+        rec(OpKind::attention_forward, (int64_t)B * T, C, 0, B, T, NH);
+    }
+    void attention_backward(void*, const void*, const void*, const void*, const float*, int B, int T, int C,
+                            int NH) override {
+        rec(OpKind::attention_backward, (int64_t)B * T, C, 0, B, T, NH);
+    }
+    void add_bias_residual(void*, const void*, const void*, int N, int C) override {
+        rec(OpKind::add_bias_residual, N, C);
+    }
+    void embedding_forward(void*, const int*, const void*, const void*, int64_t, int64_t, int B, int T,
+                           int C) override {
+        rec(OpKind::embedding_forward, (int64_t)B * T, C);
+    }
+    void embedding_backward(float*, float*, const void*, const int*, int64_t, int64_t, int B, int T, int C) override {
+        rec(OpKind::embedding_backward, (int64_t)B * T, C);
+    }
+    void cross_entropy_stats(float*, float*, void*, const int*, int64_t, int N, int, int Vp,
+                             const TpGroup&) override {
+        rec(OpKind::cross_entropy_stats, N, Vp);
+    }
+    void cross_entropy_loss(float*, void*, const float*, const int*, int64_t, int N, int, int Vp, float,
+                            bool) override {
+        rec(OpKind::cross_entropy_loss, N, Vp);
+    }
+    void accumulate(float*, const float*, int64_t n) override { rec(OpKind::accumulate, n); }
+    void cast_weights(void*, const float*, int64_t n) override { rec(OpKind::cast_weights, n); }
+    void copy(void*, const void*, int64_t bytes) override { rec(OpKind::copy, bytes); }
     void upload_tokens(TokenSlot&, const std::vector<int32_t>&) override {}
+
+private:
+    void rec(OpKind k, int64_t N, int64_t C = 0, int64_t OC = 0, int64_t B = 0, int64_t T = 0,
+             int64_t NH = 0) const {
+        if (t_trace) t_trace->calls.push_back({k, N, C, OC, B, T, NH, traits.act});
+    }
 };
 
 }  // namespace
+
+OpTrace* op_trace_install(OpTrace* t) { return std::exchange(t_trace, t); }
+OpTrace* op_trace_current() { return t_trace; }
 
 LayerOps& layer_ops_meta(const LayerTraits& target) {
     static std::mutex mu;

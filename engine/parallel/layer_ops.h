@@ -18,12 +18,58 @@
 
 namespace tessera {
 
-// This rank's place in its tensor-parallel group (comm null when tp = 1, and on the meta device).
+// ------------------------------------------------------------------------------------------
+// What the meta device records of a step (the estimator prices it: engine/plan/op_costs.h):
+// each op the layers call, with the sizes that set its cost, in call order.
+
+enum class OpKind {
+    matmul_forward,       // N, C, OC: (N, C) · (OC, C)ᵀ
+    matmul_gelu_forward,  // N, C, OC, GELU epilogue
+    matmul_backward,      // N, C, OC: input gradient (N, C) and weight gradient (OC, C)
+    layernorm_forward,    // N, C
+    layernorm_backward,   // N, C
+    gelu_forward,         // N elements
+    gelu_backward,        // N elements
+    relu_forward,         // N elements
+    relu_backward,        // N elements
+    attention_forward,    // B, T, C (this rank's heads' width), NH (this rank's heads)
+    attention_backward,   // B, T, C, NH
+    add_bias_residual,    // N, C
+    embedding_forward,    // N tokens, C
+    embedding_backward,   // N tokens, C
+    cross_entropy_stats,  // N rows, C = padded vocabulary columns
+    cross_entropy_loss,   // N rows, C = padded vocabulary columns
+    accumulate,           // N fp32 elements
+    cast_weights,         // N elements
+    copy,                 // N bytes
+    tp_all_reduce,        // N bytes over the tensor-parallel group of NH ranks
+    count
+};
+const char* op_kind_name(OpKind k);
+
+struct OpCall {
+    OpKind kind = OpKind::copy;
+    int64_t N = 0, C = 0, OC = 0, B = 0, T = 0, NH = 0;
+    DType dtype = DType::f32;  // the activation dtype
+};
+
+// The ops recorded on this thread while installed (the meta device's calls); returns the
+// previous trace. Null: nothing recorded.
+struct OpTrace {
+    std::vector<OpCall> calls;
+};
+OpTrace* op_trace_install(OpTrace* t);
+OpTrace* op_trace_current();
+
+// This rank's place in its tensor-parallel group (comm null when tp = 1, and on the meta device,
+// where an all-reduce over size > 1 ranks is recorded in the op trace).
 struct TpGroup {
     Communicator* comm = nullptr;
     int rank = 0, size = 1;
     void all_reduce(void* x, int64_t n, DType t, ReduceOp op = ReduceOp::sum) const {
         if (comm) comm->all_reduce(x, n, t, op);
+        else if (size > 1 && op_trace_current())
+            op_trace_current()->calls.push_back({OpKind::tp_all_reduce, n * dtype_size(t), 0, 0, 0, 0, size, t});
     }
 };
 

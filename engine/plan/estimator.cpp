@@ -2,6 +2,7 @@
 // the runtime allocates them: rank_sim.h), then derives FLOPs, communication and step time. See
 // estimator.h and docs/parallelism.md ("The estimator") for the formulas.
 #include "engine/plan/estimator.h"
+#include "engine/plan/op_costs.h"
 #include "engine/plan/partitioner.h"
 #include "engine/plan/rank_sim.h"
 
@@ -196,6 +197,41 @@ void single_rank_memory_mlp(const std::vector<int>& sizes, int B, Timeline& tl) 
 double ring_all_reduce(double bytes, int n) { return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0; }
 double ring_gather(double bytes, int n) { return n > 1 ? (double)(n - 1) / n * bytes : 0.0; }
 
+// A GPU rank's busy time from its step's op trace and the parameter store's passes, priced
+// with the device's measured costs (OpCosts): r.compute_s and its parts. The host launches
+// every kernel: a step of many small ops takes at least their launch time.
+void price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate& r) {
+    r.gemm_s = r.attention_s = r.other_ops_s = 0;
+    for (const OpCall& c : sim.trace.calls) {
+        const double t = costs.op_s(c);
+        switch (c.kind) {
+            case OpKind::matmul_forward:
+            case OpKind::matmul_gelu_forward:
+            case OpKind::matmul_backward: r.gemm_s += t; break;
+            case OpKind::attention_forward:
+            case OpKind::attention_backward: r.attention_s += t; break;
+            default: r.other_ops_s += t;
+        }
+    }
+    // per unit: its gradients zeroed, its squared norm summed; one batched AdamW over the
+    // rank's slices (engine/parallel/zero.cpp)
+    double opt_elems = 0;
+    size_t units = 0;
+    r.optimizer_s = 0;
+    for (const auto& ch : sim.chunks)
+        for (const auto& l : ch)
+            for (const auto& u : l.units) {
+                const double n = (double)(zero >= 1 ? u.S : u.len);
+                opt_elems += n;
+                ++units;
+                r.optimizer_s += costs.zero.at((double)(zero >= 2 ? u.S : u.pad)) + costs.sum_squares.at(n);
+            }
+    r.optimizer_s += costs.adamw.at(opt_elems);
+    const double device_s = r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s;
+    const double host_s = (double)(sim.trace.calls.size() + 2 * units + 1) * costs.launch_s;
+    r.compute_s = std::max(device_s, host_s);
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -242,6 +278,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
     // world 1 is GptModel
     const bool gpu = cfg.runtime.device == "cuda";
     const int64_t act_bytes = gpu && cfg.runtime.precision == "bf16" ? 2 : 4;
+    // measured per-op costs price a GPU step where the device has them (bf16 only)
+    const OpCosts* costs = gpu && act_bytes == 2 ? op_costs_for(dev.name) : nullptr;
+    if (costs) est.step_model = "ops";
     if (world == 1 && !gpu) {
         Timeline tl;
         if (gpt) single_rank_memory_gpt(d, B, tl);
@@ -320,6 +359,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 r.layers = layers;
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
+                if (costs) price_ops(*costs, sim, par.zero, r);
                 // ---- communication per step (bytes sent by this rank)
                 double unit_bytes = 0, wte_bytes = 0;
                 for (auto& ch : sim.chunks)
@@ -364,7 +404,8 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 r.offload_bytes = (double)sim.offloaded_bytes;
                 if (r.offload_bytes > 0 && dev.host_link_bytes_per_s > 0) {
                     const double copy_s = r.offload_bytes / dev.host_link_bytes_per_s;
-                    const double fwd = r.compute_s / 3, bwd = r.compute_s - fwd;
+                    const double pass = r.compute_s - r.optimizer_s;  // forward + backward
+                    const double fwd = pass / 3, bwd = pass - fwd;
                     r.offload_s = std::max(fwd, copy_s) - fwd + std::max(bwd, copy_s) - bwd;
                 }
                 cls[(size_t)s * par.tp + t] = r;
@@ -379,7 +420,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
             r.coord = c;
             est.ranks[rank] = r;
             est.flops_per_step += r.flops_per_step;
-            slowest = std::max(slowest, r.compute_s / (1.0 - est.bubble_fraction) + r.comm_s + r.offload_s);
+            // the pipeline's passes stretched by the bubble; the optimizer after them
+            slowest = std::max(slowest, (r.compute_s - r.optimizer_s) / (1.0 - est.bubble_fraction) +
+                                            r.optimizer_s + r.comm_s + r.offload_s);
         }
         est.step_s = slowest;
     }

@@ -62,7 +62,10 @@ struct RankEstimate {
     double comm_tp_bytes = 0;
     double comm_pp_bytes = 0;
     double comm_embedding_bytes = 0;
-    double compute_s = 0;           // busy compute time per step (no bubble)
+    double compute_s = 0;           // busy compute time per step (no bubble), optimizer included
+    // With measured op costs (OpCosts), compute_s in parts: the forward and backward passes'
+    // GEMMs, attention and other (memory-bound) ops, and the optimizer's passes
+    double gemm_s = 0, attention_s = 0, other_ops_s = 0, optimizer_s = 0;
     double comm_s = 0;              // exposed communication time per step
     double offload_bytes = 0;       // activation bytes copied to the host per step (and back)
     double offload_s = 0;           // exposed time of those copies per step
@@ -79,6 +82,9 @@ struct PlanEstimate {
     double step_s = 0;
     double tokens_per_s = 0;
     double mfu = 0;
+    // How compute time was predicted: "ops" (each op priced from the device's measured costs,
+    // OpCosts) or "efficiency" (FLOPs at DeviceSpec::efficiency of peak)
+    std::string step_model = "efficiency";
     bool fits = true;                 // every rank's device_peak_bytes <= device.memory_bytes
     std::string reason;               // why not, when !fits
 };

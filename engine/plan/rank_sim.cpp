@@ -248,6 +248,7 @@ void RankSim::backward(int micro, int c) {
 int RankSim::run_step(const StageSchedule& sched) {
     int total_in_flight = 0, max_in_flight = 0;
     const int64_t host0 = tl.host_allocated;
+    OpTrace* outer_trace = op_trace_install(&trace);
     for (const PipeAction& a : sched) {
         if (a.kind == PipeAction::forward) {
             forward(a.micro, a.chunk);
@@ -257,6 +258,7 @@ int RankSim::run_step(const StageSchedule& sched) {
             --total_in_flight;
         }
     }
+    op_trace_install(outer_trace);
     offloaded_bytes = tl.host_allocated - host0;
     sends_.clear();
     drain();  // finish_gradients

@@ -64,6 +64,7 @@ struct RankSim {
     std::vector<std::vector<SimLayer>> chunks;  // this rank's chunks (local index) -> layers
     std::vector<int> global_chunk;
     Timeline tl;
+    OpTrace trace;  // the layers' op calls during run_step (the step time is priced from them)
     int64_t offloaded_bytes = 0;  // activation bytes sent to the host in the replayed step
 
     // The layers [lo, hi) of `model` as global chunk g, sharded for TP rank `tp` of `tp_size`.

@@ -128,11 +128,34 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
     EXPECT_GE(device_checked, 7);  // the one-GPU plans, gpt2-large and gpt2-xl
 }
 
-// Step time against tests/plan/data/h200_gpt2_throughput.json (bench/gpt2_throughput.py's
-// medians): every plan the time model covers within 15% (the H200's efficiency is the measured
-// MFU of one GPU; offload is bound by the host link); the plans marked not_modelled are printed
-// with the reason and not held to it.
-TEST(EstimatorGpu, H200Gpt2ThroughputWithinFifteenPercent) {
+// Step time against tests/plan/data/h200_gpt2_step_time.json: what bench/step_time.py measured
+// on one H200, wall clock (tokens of steps 11-30 over their elapsed time), for GPT-2 plans of
+// every size, recompute policy, offload and micro-batch sizes from 1 to 16. None of these runs
+// entered the prediction: the estimator prices each op of the step from the per-op costs
+// bench/op_sweep measured on its own (resources/devices/h200_ops.json). Every plan within ±10%.
+TEST(EstimatorGpu, H200Gpt2StepTimeWithinTenPercentOfWallClock) {
+    const nlohmann::json data = measured_json("h200_gpt2_step_time.json");
+    ASSERT_TRUE(data.contains("produced_by"));
+    std::printf("%-22s %10s %10s %8s\n", "plan", "measured", "predicted", "error");
+    int checked = 0;
+    for (const auto& [tag, plan] : data.at("plans").items()) {
+        std::vector<std::string> sets = plan.at("sets").get<std::vector<std::string>>();
+        RunConfig cfg = config_parse(kConfig, "step.yaml", sets);
+        const PlanEstimate est = estimate_plan(cfg, device_spec("H200"));
+        EXPECT_EQ(est.step_model, "ops") << tag;
+        const double meas = plan.at("measured_tok_per_s").get<double>();
+        std::printf("%-22s %10.0f %10.0f %+7.1f%%\n", tag.c_str(), meas, est.tokens_per_s,
+                    100.0 * (est.tokens_per_s - meas) / meas);
+        EXPECT_NEAR(est.tokens_per_s, meas, 0.10 * meas) << tag << ": predicted " << est.tokens_per_s << " tokens/s";
+        ++checked;
+    }
+    EXPECT_GE(checked, 11);
+}
+
+// Two H200s, against tests/plan/data/h200_gpt2_throughput.json: per-step medians of an earlier
+// build (about 3% above wall clock), the only 2-GPU figures there are until a 2-GPU machine
+// measures them as bench/step_time.py does; held to ±15%.
+TEST(EstimatorGpu, TwoH200sGpt2WithinFifteenPercentOfOlderMedians) {
     const nlohmann::json data = measured_json("h200_gpt2_throughput.json");
     std::printf("%-10s %10s %10s %8s\n", "plan", "measured", "predicted", "error");
     int checked = 0;
@@ -141,14 +164,11 @@ TEST(EstimatorGpu, H200Gpt2ThroughputWithinFifteenPercent) {
         RunConfig cfg = config_parse(kConfig, tag + ".yaml", sets);
         const double pred = estimate_plan(cfg, device_spec("H200")).tokens_per_s;
         const double meas = plan.at("tok_s").get<double>();
-        const bool modelled = !plan.contains("not_modelled");
-        std::printf("%-10s %10.0f %10.0f %+7.1f%%%s\n", tag.c_str(), meas, pred, 100.0 * (pred - meas) / meas,
-                    modelled ? "" : ("  (not modelled: " + plan.at("not_modelled").get<std::string>() + ")").c_str());
-        if (!modelled) continue;
+        std::printf("%-10s %10.0f %10.0f %+7.1f%%\n", tag.c_str(), meas, pred, 100.0 * (pred - meas) / meas);
         EXPECT_NEAR(pred, meas, 0.15 * meas) << tag << ": predicted " << pred << " tokens/s";
         ++checked;
     }
-    EXPECT_GE(checked, 7);
+    EXPECT_GE(checked, 5);
 }
 
 // The GPU replay differs from the CPU one where the layers differ: a bf16 run holds about half

@@ -1,9 +1,12 @@
 // Unit tests of the plan estimator and the stage balancer on hand-computable cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 #include "engine/model/gpt.h"
 #include "engine/plan/estimator.h"
+#include "engine/plan/op_costs.h"
 #include "engine/plan/partitioner.h"
 
 using namespace tessera;
@@ -134,6 +137,62 @@ TEST(Estimator, FlopsCommAndTime) {
 TEST(Estimator, BadInputIsAnInputError) {
     EXPECT_THROW(device_spec("TPUv9"), InputError);
     EXPECT_THROW(estimate_plan(tiny({"parallel.tp=3", "parallel.dp=1"}), device_spec("H100")), InputError);
+}
+
+// The per-op costs: at a grid point the measured time itself, between grid points between
+// their neighbours, outside the grid in proportion to the work; a bad file is an InputError.
+TEST(OpCosts, InterpolatesTheMeasuredGrid) {
+    const OpCosts* c = op_costs_for("H200");
+    ASSERT_NE(c, nullptr) << "resources/devices/h200_ops.json is embedded";
+    EXPECT_EQ(op_costs_for("A100-40GB"), nullptr);
+    auto gemm = [&](OpKind k, int64_t N, int64_t C, int64_t OC) {
+        return c->op_s(OpCall{k, N, C, OC, 0, 0, 0, DType::bf16});
+    };
+    auto idx = [&](double n, double ch, double oc) {
+        auto at = [](const std::vector<double>& g, double x) { return (size_t)(std::find(g.begin(), g.end(), x) - g.begin()); };
+        return (at(c->gemm_N, n) * c->gemm_C.size() + at(c->gemm_C, ch)) * c->gemm_OC.size() + at(c->gemm_OC, oc);
+    };
+    const size_t i = idx(16384, 768, 2304), j = idx(16384, 768, 3072);
+    EXPECT_NEAR(gemm(OpKind::matmul_forward, 16384, 768, 2304), c->gemm_forward_s[i], 1e-9 * c->gemm_forward_s[i]);
+    EXPECT_NEAR(gemm(OpKind::matmul_backward, 16384, 768, 3072), c->gemm_backward_s[j], 1e-9 * c->gemm_backward_s[j]);
+    const double mid = gemm(OpKind::matmul_forward, 16384, 768, 2600);
+    EXPECT_GT(mid, std::min(c->gemm_forward_s[i], c->gemm_forward_s[j]));
+    EXPECT_LT(mid, std::max(c->gemm_forward_s[i], c->gemm_forward_s[j]));
+    const double big = gemm(OpKind::matmul_forward, 65536, 768, 2304);  // N beyond the grid's 32768
+    EXPECT_NEAR(big, 2 * gemm(OpKind::matmul_forward, 32768, 768, 2304), 1e-9);
+    // attention grows with T² at a fixed number of heads; a memory-bound op is fixed + per unit
+    const double a1 = c->op_s(OpCall{OpKind::attention_forward, 8 * 1024, 768, 0, 8, 1024, 12, DType::bf16});
+    const double a2 = c->op_s(OpCall{OpKind::attention_forward, 8 * 2048, 768, 0, 8, 2048, 12, DType::bf16});
+    EXPECT_GT(a2, 2 * a1);
+    const OpCall ln{OpKind::layernorm_forward, 1000, 768, 0, 0, 0, 0, DType::bf16};
+    const auto& lin = c->linear[(size_t)OpKind::layernorm_forward];
+    EXPECT_DOUBLE_EQ(c->op_s(ln), lin.fixed_s + lin.per_unit_s * 768000.0);
+    EXPECT_THROW(op_costs_parse("{}", "x.json"), InputError);
+    EXPECT_THROW(op_costs_parse("not json", "x.json"), InputError);
+}
+
+// A bf16 GPU step is priced op by op where the device has measured costs; elsewhere (fp32, a
+// device without them, CPU ranks) from FLOPs at the device's efficiency.
+TEST(Estimator, StepTimeFromOpsWhereMeasured) {
+    const std::vector<std::string> gpu{"runtime.device=cuda", "runtime.precision=bf16"};
+    PlanEstimate h200 = estimate_plan(tiny(gpu), device_spec("H200"));
+    EXPECT_EQ(h200.step_model, "ops");
+    const RankEstimate& r = h200.ranks[0];
+    EXPECT_GT(r.gemm_s, 0);
+    EXPECT_GT(r.attention_s, 0);
+    EXPECT_GT(r.other_ops_s, 0);
+    EXPECT_GT(r.optimizer_s, 0);
+    EXPECT_GE(r.compute_s, r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s - 1e-12);
+    EXPECT_EQ(estimate_plan(tiny(gpu), device_spec("A100-80GB")).step_model, "efficiency");
+    EXPECT_EQ(estimate_plan(tiny({"runtime.device=cuda", "runtime.precision=fp32"}), device_spec("H200")).step_model,
+              "efficiency");
+    EXPECT_EQ(estimate_plan(tiny(), device_spec("H200")).step_model, "efficiency");
+    // full recompute runs the blocks' forward twice: more GEMM time, same optimizer
+    std::vector<std::string> full = gpu;
+    full.push_back("parallel.recompute=full");
+    const RankEstimate f = estimate_plan(tiny(full), device_spec("H200")).ranks[0];
+    EXPECT_GT(f.gemm_s, r.gemm_s);
+    EXPECT_DOUBLE_EQ(f.optimizer_s, r.optimizer_s);
 }
 
 TEST(Balance, KnownOptimum) {

@@ -27,6 +27,23 @@ namespace {
 
 constexpr double kGiB = double(1ll << 30);
 
+// How the step time was predicted, and (with measured op costs) the slowest rank's busy time
+// in parts.
+QString step_parts_text(const tessera::PlanEstimate& e) {
+    if (e.step_model != "ops" || e.ranks.empty())
+        return QString("<br><span style='color:gray'>step time from FLOPs at %1% of peak (no measured op costs "
+                       "for %2 in this precision)</span>").arg(100 * e.device.efficiency, 0, 'f', 0)
+            .arg(QString::fromStdString(e.device.name));
+    const tessera::RankEstimate* slow = &e.ranks[0];
+    for (const auto& r : e.ranks)
+        if (r.compute_s > slow->compute_s) slow = &r;
+    auto ms = [](double s) { return QString::number(s * 1e3, 'f', 1); };
+    return QString("<br><span style='color:gray'>compute per step from the %1's measured op costs: GEMMs %2 ms, "
+                   "attention %3 ms, other ops %4 ms, optimizer %5 ms (GPU %6)</span>")
+        .arg(QString::fromStdString(e.device.name)).arg(ms(slow->gemm_s)).arg(ms(slow->attention_s))
+        .arg(ms(slow->other_ops_s)).arg(ms(slow->optimizer_s)).arg(slow->rank);
+}
+
 QString tokens_str(double tok_per_s) {
     if (tok_per_s >= 1e6) return QString("%1 M tok/s").arg(tok_per_s / 1e6, 0, 'f', 2);
     if (tok_per_s >= 1e3) return QString("%1 k tok/s").arg(tok_per_s / 1e3, 0, 'f', 1);
@@ -367,7 +384,8 @@ void PlanPage::refresh() {
                                       "bubble %4% &nbsp;|&nbsp; comm %5 per step (all GPUs)")
                                   .arg(e.step_s, 0, 'f', e.step_s < 1 ? 3 : 2).arg(tokens_str(e.tokens_per_s))
                                   .arg(100 * e.mfu, 0, 'f', 1).arg(100 * e.bubble_fraction, 0, 'f', 1)
-                                  .arg(bytes_str(comm)));
+                                  .arg(bytes_str(comm)) +
+                              step_parts_text(e));
         QStringList lines;
         for (const auto& r : e.ranks) {
             bool o = r.device_peak_bytes > cap;

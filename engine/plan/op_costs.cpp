@@ -1,0 +1,173 @@
+// Per-op costs: parsing bench/op_sweep's data and pricing one op call (see op_costs.h).
+#include "engine/plan/op_costs.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+
+namespace tessera {
+
+const char* device_ops_json(const std::string& name);  // generated from resources/devices
+
+namespace {
+
+// Where x falls on an ascending grid: the cell's lower index and the weight of its upper end,
+// in log space; x outside the grid is clamped to its end.
+struct Cell {
+    size_t i = 0;
+    double w = 0, clamped = 0;
+};
+Cell locate(const std::vector<double>& g, double x) {
+    Cell c;
+    c.clamped = std::clamp(x, g.front(), g.back());
+    if (g.size() == 1) return c;
+    size_t hi = std::upper_bound(g.begin(), g.end(), c.clamped) - g.begin();
+    hi = std::clamp<size_t>(hi, 1, g.size() - 1);
+    c.i = hi - 1;
+    c.w = (std::log(c.clamped) - std::log(g[c.i])) / (std::log(g[hi]) - std::log(g[c.i]));
+    return c;
+}
+
+// Multilinear interpolation of log(values) over the grids (row-major, the last grid fastest).
+double interpolate(const std::vector<const std::vector<double>*>& grids, const std::vector<Cell>& at,
+                   const std::vector<double>& values, size_t base = 0) {
+    const size_t D = grids.size();
+    double acc = 0;
+    for (size_t corner = 0; corner < (1u << D); ++corner) {
+        double weight = 1;
+        size_t idx = 0;
+        for (size_t d = 0; d < D; ++d) {
+            const bool up = (corner >> d) & 1;
+            const size_t n = grids[d]->size();
+            const size_t k = std::min(at[d].i + (up ? 1 : 0), n - 1);
+            weight *= up ? at[d].w : 1 - at[d].w;
+            idx = idx * n + k;
+        }
+        if (weight > 0) acc += weight * std::log(values.at(base + idx));
+    }
+    return std::exp(acc);
+}
+
+std::vector<double> doubles(const nlohmann::json& j, const char* key, const std::string& where) {
+    if (!j.contains(key) || !j[key].is_array())
+        throw InputError(str_cat(where, ": expected an array '", key, "'"));
+    return j[key].get<std::vector<double>>();
+}
+
+OpCosts::Linear linear(const nlohmann::json& j, const std::string& key, const std::string& where) {
+    if (!j.contains(key) || !j[key].contains("fixed_s") || !j[key].contains("per_unit_s"))
+        throw InputError(str_cat(where, ": expected '", key, "' with fixed_s and per_unit_s"));
+    return {j[key]["fixed_s"].get<double>(), j[key]["per_unit_s"].get<double>()};
+}
+
+}  // namespace
+
+double op_units(const OpCall& c) {
+    switch (c.kind) {
+        case OpKind::gelu_forward:
+        case OpKind::gelu_backward:
+        case OpKind::relu_forward:
+        case OpKind::relu_backward:
+        case OpKind::accumulate:
+        case OpKind::cast_weights:
+        case OpKind::copy: return (double)c.N;
+        default: return (double)c.N * (double)c.C;
+    }
+}
+
+double OpCosts::op_s(const OpCall& c) const {
+    switch (c.kind) {
+        case OpKind::matmul_forward:
+        case OpKind::matmul_gelu_forward:
+        case OpKind::matmul_backward: {
+            const std::vector<Cell> at{locate(gemm_N, c.N), locate(gemm_C, c.C), locate(gemm_OC, c.OC)};
+            const auto& v = c.kind == OpKind::matmul_forward        ? gemm_forward_s
+                            : c.kind == OpKind::matmul_gelu_forward ? gemm_forward_gelu_s
+                                                                    : gemm_backward_s;
+            const double t = interpolate({&gemm_N, &gemm_C, &gemm_OC}, at, v);
+            // outside the grid: in proportion to the work
+            return t * ((double)c.N * c.C * c.OC) / (at[0].clamped * at[1].clamped * at[2].clamped);
+        }
+        case OpKind::attention_forward:
+        case OpKind::attention_backward: {
+            const double hd = (double)c.C / std::max<int64_t>(c.NH, 1), bh = (double)c.B * c.NH;
+            size_t h = 0;  // the nearest measured head width (by ratio)
+            for (size_t k = 1; k < attn_head_dim.size(); ++k)
+                if (std::fabs(std::log(attn_head_dim[k] / hd)) < std::fabs(std::log(attn_head_dim[h] / hd))) h = k;
+            const std::vector<Cell> at{locate(attn_BH, bh), locate(attn_T, (double)c.T)};
+            const auto& v = c.kind == OpKind::attention_forward ? attn_forward_s : attn_backward_s;
+            const double t = interpolate({&attn_BH, &attn_T}, at, v, h * attn_BH.size() * attn_T.size());
+            return t * (bh / at[0].clamped) * std::pow((double)c.T / at[1].clamped, 2) * (hd / attn_head_dim[h]);
+        }
+        case OpKind::tp_all_reduce: return 0.0;
+        default: return linear[(size_t)c.kind].at(op_units(c));
+    }
+}
+
+OpCosts op_costs_parse(const std::string& text, const std::string& where) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const std::exception& e) {
+        throw InputError(str_cat(where, ": not JSON (", e.what(), ")"));
+    }
+    OpCosts o;
+    o.device = j.value("device", "");
+    o.produced_by = j.value("produced_by", "");
+    o.launch_s = j.value("launch_s", 0.0);
+    if (!j.contains("gemm") || !j.contains("attention") || !j.contains("linear") || !j.contains("optimizer"))
+        throw InputError(str_cat(where, ": expected gemm, attention, linear and optimizer sections"));
+    const auto& g = j["gemm"];
+    o.gemm_N = doubles(g, "N", where), o.gemm_C = doubles(g, "C", where), o.gemm_OC = doubles(g, "OC", where);
+    o.gemm_forward_s = doubles(g, "forward_s", where);
+    o.gemm_forward_gelu_s = doubles(g, "forward_gelu_s", where);
+    o.gemm_backward_s = doubles(g, "backward_s", where);
+    const size_t ng = o.gemm_N.size() * o.gemm_C.size() * o.gemm_OC.size();
+    for (const auto* v : {&o.gemm_forward_s, &o.gemm_forward_gelu_s, &o.gemm_backward_s})
+        if (v->size() != ng) throw InputError(str_cat(where, ": gemm: expected ", ng, " times, found ", v->size()));
+    const auto& a = j["attention"];
+    o.attn_head_dim = doubles(a, "head_dim", where), o.attn_BH = doubles(a, "BH", where), o.attn_T = doubles(a, "T", where);
+    o.attn_forward_s = doubles(a, "forward_s", where), o.attn_backward_s = doubles(a, "backward_s", where);
+    const size_t na = o.attn_head_dim.size() * o.attn_BH.size() * o.attn_T.size();
+    for (const auto* v : {&o.attn_forward_s, &o.attn_backward_s})
+        if (v->size() != na) throw InputError(str_cat(where, ": attention: expected ", na, " times, found ", v->size()));
+    for (int k = 0; k < (int)OpKind::count; ++k) {
+        const OpKind kind = (OpKind)k;
+        switch (kind) {
+            case OpKind::matmul_forward:
+            case OpKind::matmul_gelu_forward:
+            case OpKind::matmul_backward:
+            case OpKind::attention_forward:
+            case OpKind::attention_backward:
+            case OpKind::tp_all_reduce: break;
+            default: o.linear[k] = linear(j["linear"], op_kind_name(kind), where + ": linear");
+        }
+    }
+    o.adamw = linear(j["optimizer"], "adamw", where + ": optimizer");
+    o.sum_squares = linear(j["optimizer"], "sum_squares", where + ": optimizer");
+    o.zero = linear(j["optimizer"], "zero", where + ": optimizer");
+    return o;
+}
+
+const OpCosts* op_costs_for(const std::string& device_name) {
+    static std::mutex mu;
+    static std::map<std::string, std::unique_ptr<OpCosts>> cache;
+    std::string key = device_name;
+    for (char& ch : key) ch = (char)std::tolower((unsigned char)ch);
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second.get();
+    const char* text = device_ops_json(key);
+    auto& slot = cache[key];
+    if (text) slot = std::make_unique<OpCosts>(op_costs_parse(text, "resources/devices/" + key + "_ops.json"));
+    return slot.get();
+}
+
+}  // namespace tessera

@@ -1,0 +1,44 @@
+// What each op of a step costs on a device, measured there by bench/op_sweep and stored as data
+// (resources/devices/<device>_ops.json, embedded at build time): GEMMs (forward, with the GELU
+// epilogue, backward) on a grid of (N, C, OC) and flash attention on a grid of (batch x heads, T)
+// per head width, interpolated in log space; memory-bound ops as a fixed time plus a time per
+// unit of size; the optimizer's passes per fp32 element; the host's time per kernel launch.
+// The estimator prices the op trace the meta device records of a rank's step with it
+// (docs/parallelism.md, "Step time"). bf16 activations only.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "engine/parallel/layer_ops.h"
+
+namespace tessera {
+
+struct OpCosts {
+    struct Linear {
+        double fixed_s = 0, per_unit_s = 0;
+        double at(double units) const { return fixed_s + per_unit_s * units; }
+    };
+    std::string device;       // as the driver names it ("NVIDIA H200")
+    std::string produced_by;  // the bench, the GPU, the date
+    double launch_s = 0;      // host time per kernel launch
+    std::vector<double> gemm_N, gemm_C, gemm_OC;
+    std::vector<double> gemm_forward_s, gemm_forward_gelu_s, gemm_backward_s;  // [n][c][oc]
+    std::vector<double> attn_head_dim, attn_BH, attn_T;
+    std::vector<double> attn_forward_s, attn_backward_s;  // [head_dim][bh][t]
+    std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
+    Linear adamw, sum_squares, zero;                       // per fp32 element
+
+    // Seconds one call takes on the device (tp_all_reduce: 0, communication is priced apart).
+    double op_s(const OpCall& c) const;
+};
+
+// The size a memory-bound op's time grows with (elements, or bytes for copies): the unit of
+// OpCosts::linear, the same in bench/op_sweep.
+double op_units(const OpCall& c);
+// The measured costs of a device by its table name ("H200"), or null where none were measured.
+const OpCosts* op_costs_for(const std::string& device_name);
+// Parses bench/op_sweep's JSON; throws InputError naming `where` and the missing or bad key.
+OpCosts op_costs_parse(const std::string& json_text, const std::string& where);
+
+}  // namespace tessera
