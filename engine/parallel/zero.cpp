@@ -75,11 +75,10 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
     }
     worker_ = std::make_unique<CommWorker>();
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
-    // ZeRO-1/2 in bf16 with a DP group: symmetric buffers are tried below (see there)
-    const bool sym = o_.gather_bf16 && dp_ && (o_.stage == 1 || o_.stage == 2);
-    // zero 0/1 (ZeRO-1 when it gathers in bf16) with a DP group: symmetric gradients, reduced
-    // through copy-engine exchanges (the estimator's RankSim::symmetric_grads)
-    const bool symg = dp_ && (o_.stage == 0 || (o_.stage == 1 && sym));
+    // symmetric buffers are tried below (see there): ZeRO-1/2's bf16 images, and gradients
+    // reduced through copy-engine exchanges
+    const SymmetricLayout layout = symmetric_layout(o_.stage, o_.gather_bf16, dp_ != nullptr);
+    const bool sym = layout.images16, symg = layout.grads;
     for (Layer* l : layers_) {
         const auto& es = l->table().entries();
         for (const UnitGroup& group : unit_groups(*l)) {

@@ -56,6 +56,19 @@ public:
         bool is_wte = false;
     };
     static std::vector<UnitGroup> unit_groups(const Layer& l);
+    // Which of the store's buffers are symmetric (NCCL windows, where the DP communicator
+    // provides them): the bf16 parameter images of ZeRO-1/2 gathering in bf16, and the full
+    // gradients (and their staging) of zero 0 and of ZeRO-1 with those images. The estimator
+    // asks the same (RankSim).
+    struct SymmetricLayout {
+        bool images16 = false, grads = false;
+    };
+    static SymmetricLayout symmetric_layout(int stage, bool gather_bf16, bool dp_group) {
+        SymmetricLayout l;
+        l.images16 = gather_bf16 && dp_group && (stage == 1 || stage == 2);
+        l.grads = dp_group && (stage == 0 || (stage == 1 && l.images16));
+        return l;
+    }
     // layers: this rank's layers in forward order. dp: the DP communicators (null when dp = 1):
     // `dp_async` runs on the worker thread. tp_rank: for counting replicated parameters once.
     // last_stage_copy: this rank is the last pipeline stage of pp > 1 (its wte is the tied copy).

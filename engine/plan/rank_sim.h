@@ -18,6 +18,7 @@
 #include "engine/core/tensor.h"
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/tp_layers.h"
+#include "engine/parallel/zero.h"
 
 namespace tessera::plan_sim {
 
@@ -74,13 +75,15 @@ struct RankSim {
     // micro-batches with saved activations at once.
     int run_step(const StageSchedule& sched);
 
-    // ZeRO-1/2 on bf16 GPU layers: parameters gathered as bf16 in a persistent symmetric buffer
-    bool gathers_bf16() const {
-        return gpu() && device.act == DType::bf16 && (zero == 1 || zero == 2) && dp > 1;
+    // The store's symmetric buffers (ParamStore::symmetric_layout), which GPUs' NCCL provides:
+    // ZeRO-1/2 parameters gathered as bf16 in a persistent symmetric buffer; zero 0 (and ZeRO-1
+    // gathering in bf16) full gradients in one, with a staging buffer as large
+    ParamStore::SymmetricLayout symmetric() const {
+        if (!gpu()) return {};
+        return ParamStore::symmetric_layout(zero, device.act == DType::bf16, dp > 1);
     }
-    // ZeRO-0 (and ZeRO-1 gathering in bf16) on GPUs: the full gradients in a symmetric buffer,
-    // with a staging buffer as large, reduced through copy-engine exchanges
-    bool symmetric_grads() const { return gpu() && dp > 1 && (zero == 0 || (zero == 1 && gathers_bf16())); }
+    bool gathers_bf16() const { return symmetric().images16; }
+    bool symmetric_grads() const { return symmetric().grads; }
 
 private:
     // ---- ParamStore. Its DP comm thread is modelled as lazy: a posted task runs only when the
