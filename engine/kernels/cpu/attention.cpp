@@ -7,17 +7,19 @@
 
 namespace tessera {
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH, int KV) {
     const int hs = C / NH;
-    const int C3 = 3 * C;
+    if (KV <= 0) KV = NH;
+    const int group = NH / KV, CK = KV * hs;  // query heads per kv head, the keys' width
+    const int C3 = C + 2 * CK;                // a token's row of qkv
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * NH; ++bh) {
         {
             const int b = bh / NH, h = bh % NH;
             const float* q = qkv + (long)b * T * C3 + h * hs;
-            const float* k = q + C;
-            const float* v = q + 2 * C;
+            const float* k = qkv + (long)b * T * C3 + C + (h / group) * hs;
+            const float* v = k + CK;
             float* a = att + ((long)b * NH + h) * T * T;
             // scores (T, T) = scale * q @ k^T
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, k, C3,
@@ -44,23 +46,27 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) {
+                        int T, int C, int NH, int KV) {
     const int hs = C / NH;
-    const int C3 = 3 * C;
+    if (KV <= 0) KV = NH;
+    const int group = NH / KV, CK = KV * hs;
+    const int C3 = C + 2 * CK;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
 #pragma omp parallel
     {
     std::vector<float> datt((size_t)T * T);  // per thread
+    // one (batch, kv head) per iteration: its query heads in order, so that their gradients of
+    // the shared keys and values add up without races
 #pragma omp for schedule(static)
-    for (int bh = 0; bh < B * NH; ++bh) {
-        {
-            const int b = bh / NH, h = bh % NH;
+    for (int bk = 0; bk < B * KV; ++bk) {
+        const int b = bk / KV, kh = bk % KV;
+        const float* k = qkv + (long)b * T * C3 + C + kh * hs;
+        const float* v = k + CK;
+        float* dk = dqkv + (long)b * T * C3 + C + kh * hs;
+        float* dv = dk + CK;
+        for (int h = kh * group; h < (kh + 1) * group; ++h) {
             const float* q = qkv + (long)b * T * C3 + h * hs;
-            const float* k = q + C;
-            const float* v = q + 2 * C;
             float* dq = dqkv + (long)b * T * C3 + h * hs;
-            float* dk = dq + C;
-            float* dv = dq + 2 * C;
             const float* a = att + ((long)b * NH + h) * T * T;
             const float* g = dout + (long)b * T * C + h * hs;
             // datt (T, T) = dout (T, hs) @ v^T ; dv (T, hs) += att^T @ dout
