@@ -160,8 +160,8 @@ int main(int argc, char** argv) {
                 bf16* out = (bf16*)O2;
                 bf16* dout = out + btc;
                 bf16* dqkv = dout + btc;
-                afwd.push_back(time_s([&] { ops.attention_forward(out, lse, O, B, T, C, NH); }));
-                abwd.push_back(time_s([&] { ops.attention_backward(dqkv, dout, O, out, lse, B, T, C, NH); }));
+                afwd.push_back(time_s([&] { ops.attention_forward(out, lse, O, B, T, C, NH, NH); }));
+                abwd.push_back(time_s([&] { ops.attention_backward(dqkv, dout, O, out, lse, B, T, C, NH, NH); }));
             }
     out["attention"] = {{"head_dim", HDs}, {"BH", BHs}, {"T", Ts}, {"forward_s", afwd}, {"backward_s", abwd},
                         {"layout", "index (hd * |BH| + bh) * |T| + t"}};

@@ -1,5 +1,5 @@
 // How long the estimator takes: `tessera plan` must answer interactively (< 100 ms) for
-// gpt2-large dp8 x tp2 x pp4 and for 64-GPU plans. Prints the median of repeated estimates
+// gpt2-large dp8 x tp2 x pp4, for 64-GPU plans and for llama-3.1-8b over 8 H200s. Prints the median of repeated estimates
 // (the config is a struct: no YAML in the timed path) and the balanced split's time.
 #include <algorithm>
 #include <chrono>
@@ -22,8 +22,9 @@ double median_ms(const std::vector<double>& v) {
     return s[s.size() / 2];
 }
 
-void bench(const char* label, const std::vector<std::string>& sets) {
-    RunConfig cfg = config_parse("name: bench\nmodel: {preset: gpt2-large}\ndata: {dataset: brown}\n", "bench.yaml", sets);
+void bench(const char* label, const std::vector<std::string>& sets, const char* preset = "gpt2-large") {
+    RunConfig cfg = config_parse(std::string("name: bench\nmodel: {preset: ") + preset + "}\ndata: {dataset: brown}\n",
+                                 "bench.yaml", sets);
     DeviceSpec dev = device_spec("H200");
     std::vector<double> est_ms, bal_ms;
     PlanEstimate e;
@@ -73,6 +74,14 @@ int main() {
           {"parallel.dp=8", "parallel.tp=2", "parallel.pp=4", "parallel.schedule=interleaved",
            "parallel.virtual_stages=3", "train.grad_accum=32"});
     bench("dp64, zero 3, accum 4", {"parallel.dp=64", "parallel.zero=3", "train.grad_accum=4"});
+    const std::vector<std::string> cuda{"runtime.device=cuda", "runtime.precision=bf16", "model.seq_len=4096"};
+    auto with = [&](std::vector<std::string> v) { v.insert(v.end(), cuda.begin(), cuda.end()); return v; };
+    bench("llama-3.1-8b tp8, selective, accum 16",
+          with({"parallel.tp=8", "parallel.recompute=selective", "train.micro_batch=1", "train.grad_accum=16"}),
+          "llama-3.1-8b");
+    bench("llama-3.1-8b tp2 x pp4, zero 1, accum 16",
+          with({"parallel.tp=2", "parallel.pp=4", "parallel.zero=1", "train.micro_batch=1", "train.grad_accum=16"}),
+          "llama-3.1-8b");
     bench("dp16 x tp4, zero 1", {"parallel.dp=16", "parallel.tp=4", "parallel.zero=1"});
     bench("dp4 x tp4 x pp4, gpipe, accum 64",
           {"parallel.dp=4", "parallel.tp=4", "parallel.pp=4", "parallel.schedule=gpipe",

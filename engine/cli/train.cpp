@@ -145,8 +145,9 @@ int cli_train(const CliArgs& args) {
     RankEnv env = rank_env_from_environment();
     if (env.source != "single" && env.source != "tessera") return run_rank(cfg, env, t.opts);
     bool remote = !cfg.cluster.hosts.empty();
-    if (world == 1 && !remote && cfg.runtime.device == "cuda") {
-        // one GPU: the rank loop in this process (it writes the store itself)
+    if (world == 1 && !remote && (cfg.runtime.device == "cuda" || model_family(cfg.model.preset) == "llama")) {
+        // one GPU, or a model with no single-rank reference (the Llama family, which PyTorch
+        // checks): the rank loop in this process (it writes the store itself)
         std::signal(SIGINT, [](int) { train_request_stop(); });
         return run_rank(cfg, env, t.opts);
     }

@@ -35,7 +35,10 @@ const std::vector<std::string>& config_top_keys() {
 const std::vector<std::string>& config_section_keys(const std::string& section) {
     static const std::map<std::string, std::vector<std::string>> keys = {
         {"model", {"preset", "n_layer", "n_head", "d_model", "seq_len", "vocab", "hidden",
-                   "init_from"}},
+                   "init_from", "n_kv_head", "head_dim", "ffn", "vocab_size", "norm_eps",
+                   "rope_theta", "rope_scaling", "qkv_bias", "tie_embeddings"}},
+        {"model.rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
+                                "original_max_position_embeddings"}},
         {"data", {"train", "val", "dataset"}},
         {"train", {"steps", "micro_batch", "grad_accum", "lr", "min_lr", "warmup_steps",
                    "weight_decay", "grad_clip", "seed", "eval_every", "eval_steps", "beta1",

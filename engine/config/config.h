@@ -9,10 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/rope_scaling.h"
+
 namespace tessera {
 
 struct ModelConfig {
-    std::string preset = "gpt-tiny";  // gpt-tiny | gpt2 | gpt2-medium | gpt2-large | gpt2-xl | mlp
+    std::string preset = "gpt-tiny";  // a GPT, Llama-family or MLP preset (model_family)
     int n_layer = 0;                  // 0 = take the preset's value
     int n_head = 0;
     int d_model = 0;
@@ -20,6 +22,16 @@ struct ModelConfig {
     std::string vocab = "bytes";      // bytes | gpt2 (GPT models)
     // MLP only: hidden layer widths (preset mlp: {256})
     std::vector<int> hidden;
+    // The Llama family (presets llama-tiny, smollm-135m, ...; docs/config.md); 0 = the preset's
+    int n_kv_head = 0;       // key/value heads (grouped-query attention)
+    int head_dim = 0;        // per head
+    int ffn = 0;             // the SwiGLU MLP's width (intermediate_size)
+    int vocab_size = 0;      // the embedding's rows; 0 (GPT) = the tokenizer's size
+    double norm_eps = 0;     // RMSNorm epsilon
+    double rope_theta = 0;   // rotary base
+    RopeScaling rope_scaling;
+    bool qkv_bias = false;   // biases on the q, k, v projections (Qwen2)
+    bool tie_embeddings = true;  // the head reads the token embedding (else its own lm_head)
     std::string init_from;            // optional safetensors file (HF GPT-2 names accepted)
 
     bool operator==(const ModelConfig&) const = default;
@@ -143,6 +155,9 @@ RunConfig config_parse(const std::string& text, const std::string& name,
                        const std::vector<std::string>& overrides = {});
 // Canonical YAML for a config (every key, resolved values) — what the studio saves.
 std::string config_to_yaml(const RunConfig& cfg);
+// The model presets (GPT, the Llama family, the MLP), and the family of one: gpt | llama | mlp.
+std::vector<std::string> config_preset_names();
+std::string model_family(const std::string& preset);
 // The hosts of an OpenMPI/DeepSpeed hostfile ("host slots=N", plus Tessera's optional user=,
 // port=, identity=, addr=); `name` stands for the file in messages (name:line: ...).
 std::vector<ClusterHost> cluster_parse_hostfile(const std::string& text, const std::string& name);

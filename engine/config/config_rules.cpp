@@ -23,14 +23,36 @@ namespace {
 
 struct ModelPreset {
     const char* name;
+    const char* family;  // gpt | llama | mlp
     int n_layer, n_head, d_model, seq_len;
     const char* vocab;
+    // the Llama family (public configs: ../shared/MODELS.md)
+    int n_kv_head = 0, head_dim = 0, ffn = 0, vocab_size = 0;
+    double norm_eps = 0, rope_theta = 0;
+    RopeScaling rope_scaling{};
+    bool qkv_bias = false, tie_embeddings = true;
 };
 
+const RopeScaling kLlama3x32{"llama3", 32.0, 1.0, 4.0, 8192}, kLlama3x8{"llama3", 8.0, 1.0, 4.0, 8192};
+
 const ModelPreset kPresets[] = {
-    {"gpt-tiny", 4, 4, 128, 128, "bytes"},     {"gpt2", 12, 12, 768, 1024, "gpt2"},
-    {"gpt2-medium", 24, 16, 1024, 1024, "gpt2"}, {"gpt2-large", 36, 20, 1280, 1024, "gpt2"},
-    {"gpt2-xl", 48, 25, 1600, 1024, "gpt2"},   {"mlp", 0, 0, 0, 0, ""},
+    {"gpt-tiny", "gpt", 4, 4, 128, 128, "bytes"},
+    {"gpt2", "gpt", 12, 12, 768, 1024, "gpt2"},
+    {"gpt2-medium", "gpt", 24, 16, 1024, 1024, "gpt2"},
+    {"gpt2-large", "gpt", 36, 20, 1280, 1024, "gpt2"},
+    {"gpt2-xl", "gpt", 48, 25, 1600, 1024, "gpt2"},
+    {"mlp", "mlp", 0, 0, 0, 0, ""},
+    // name, family, layers, heads, hidden, seq_len, tokenizer; kv heads, head_dim, ffn, vocab
+    // rows, RMSNorm eps, rope theta, rope scaling, qkv bias, tied
+    {"llama-tiny", "llama", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
+    {"smollm-135m", "llama", 30, 9, 576, 2048, "bytes", 3, 64, 1536, 49152, 1e-5, 1e4, {}, false, true},
+    {"smollm2-360m", "llama", 32, 15, 960, 2048, "bytes", 5, 64, 2560, 49152, 1e-5, 1e5, {}, false, true},
+    {"qwen2.5-0.5b", "llama", 24, 14, 896, 2048, "bytes", 2, 64, 4864, 151936, 1e-6, 1e6, {}, true, true},
+    {"tinyllama-1.1b", "llama", 22, 32, 2048, 2048, "bytes", 4, 64, 5632, 32000, 1e-5, 1e4, {}, false, false},
+    {"llama-3.2-1b", "llama", 16, 32, 2048, 2048, "bytes", 8, 64, 8192, 128256, 1e-5, 5e5, kLlama3x32, false, true},
+    {"llama-3.1-8b", "llama", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 128256, 1e-5, 5e5, kLlama3x8, false, false},
+    {"mistral-7b", "llama", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 32000, 1e-5, 1e4, {}, false, false},
+    {"qwen2.5-7b", "llama", 28, 28, 3584, 2048, "bytes", 4, 128, 18944, 152064, 1e-6, 1e6, {}, true, false},
 };
 
 std::vector<std::string> preset_names() {
@@ -45,7 +67,16 @@ const ModelPreset& preset_find(const std::string& name) {
     return kPresets[0];
 }
 
+}  // namespace
+
+std::string model_family(const std::string& preset) { return preset_find(preset).family; }
+std::vector<std::string> config_preset_names() { return preset_names(); }
+
+namespace {
+
 const std::vector<std::string> kGptOnlyKeys = {"n_layer", "n_head", "d_model", "seq_len", "vocab"};
+const std::vector<std::string> kLlamaOnlyKeys = {"n_kv_head", "head_dim", "ffn", "vocab_size", "norm_eps",
+                                                 "rope_theta", "rope_scaling", "qkv_bias", "tie_embeddings"};
 
 // ----------------------------------------------------------------------------
 // sections
@@ -68,6 +99,27 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m) {
             m.hidden = r.read_int_list(f, 1, 1 << 20);
             if (m.hidden.empty()) r.fail_field(f, "at least one hidden width like [256]", "[]");
         } else if (k == "init_from") m.init_from = r.read_string(f, true);
+        else if (k == "n_kv_head") m.n_kv_head = (int)r.read_int(f, 1, 4096);
+        else if (k == "head_dim") m.head_dim = (int)r.read_int(f, 2, 4096);
+        else if (k == "ffn") m.ffn = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "vocab_size") m.vocab_size = (int)r.read_int(f, 1, 1 << 24);
+        else if (k == "norm_eps") m.norm_eps = r.read_double(f, 0.0, true, 1.0, false);
+        else if (k == "rope_theta") m.rope_theta = r.read_double(f, 1.0, false);
+        else if (k == "qkv_bias") m.qkv_bias = r.read_bool(f);
+        else if (k == "tie_embeddings") m.tie_embeddings = r.read_bool(f);
+        else if (k == "rope_scaling") {
+            m.rope_scaling = RopeScaling{};
+            for (const auto& g : r.read_map(f.value, "model.rope_scaling", f.at, config_section_keys("model.rope_scaling"))) {
+                const std::string rk = key_of(g);
+                if (rk == "type") m.rope_scaling.type = r.read_enum(g, {"none", "linear", "llama3"});
+                else if (rk == "factor") m.rope_scaling.factor = r.read_double(g, 0.0, true);
+                else if (rk == "low_freq_factor") m.rope_scaling.low_freq_factor = r.read_double(g, 0.0, true);
+                else if (rk == "high_freq_factor") m.rope_scaling.high_freq_factor = r.read_double(g, 0.0, true);
+                else if (rk == "original_max_position_embeddings")
+                    m.rope_scaling.original_max_position_embeddings = (int)r.read_int(g, 1, 1 << 24);
+            }
+            if (m.rope_scaling.type == "none") m.rope_scaling.type.clear();
+        }
     }
     // Resolve the preset: absent dims come from it, explicit keys win.
     if (m.preset == "mlp") {
@@ -85,11 +137,29 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m) {
             r.fail_field(f, str_cat("no hidden with preset ", m.preset, " (hidden is for preset mlp)"),
                          yaml_describe_node(f.value));
     const ModelPreset& p = preset_find(m.preset);
+    const bool llama = std::string(p.family) == "llama";
+    if (!llama)
+        for (const auto& f : fields)
+            for (const auto& g : kLlamaOnlyKeys)
+                if (key_of(f) == g)
+                    r.fail_field(f, str_cat("no ", g, " with preset ", m.preset, " (", g,
+                                            " is for the Llama-family presets)"),
+                                 yaml_describe_node(f.value));
     if (!m.n_layer) m.n_layer = p.n_layer;
     if (!m.n_head) m.n_head = p.n_head;
     if (!m.d_model) m.d_model = p.d_model;
     if (!m.seq_len) m.seq_len = p.seq_len;
     if (!given.count("vocab")) m.vocab = p.vocab;
+    if (!llama) return;
+    if (!m.n_kv_head) m.n_kv_head = given.count("n_head") ? m.n_head : p.n_kv_head;
+    if (!m.head_dim) m.head_dim = given.count("d_model") || given.count("n_head") ? m.d_model / m.n_head : p.head_dim;
+    if (!m.ffn) m.ffn = p.ffn;
+    if (!m.vocab_size) m.vocab_size = p.vocab_size;
+    if (!m.norm_eps) m.norm_eps = p.norm_eps;
+    if (!m.rope_theta) m.rope_theta = p.rope_theta;
+    if (!given.count("rope_scaling")) m.rope_scaling = p.rope_scaling;
+    if (!given.count("qkv_bias")) m.qkv_bias = p.qkv_bias;
+    if (!given.count("tie_embeddings")) m.tie_embeddings = p.tie_embeddings;
 }
 
 void read_data(ConfigReader& r, const ConfigField& sec, DataConfig& d) {
@@ -340,9 +410,26 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     const ParallelConfig& p = cfg.parallel;
     const DataConfig& d = cfg.data;
     bool mlp = m.preset == "mlp";
+    const bool llama = model_family(m.preset) == "llama";
 
     // model shape
-    if (!mlp && m.d_model % m.n_head != 0)
+    if (llama) {
+        if (m.n_head % m.n_kv_head != 0)
+            r.fail_key({"model.n_kv_head", "model.n_head", "model.preset"},
+                       str_cat("n_kv_head dividing n_head (", m.n_head, ")"), str_cat("n_kv_head ", m.n_kv_head));
+        if (m.head_dim % 2 != 0)
+            r.fail_key({"model.head_dim", "model.preset"}, "an even head_dim (rotary pairs)", str_cat(m.head_dim));
+        const int tok = m.vocab == "gpt2" ? 50257 : 256;
+        if (m.vocab_size < tok)
+            r.fail_key({"model.vocab_size", "model.vocab"},
+                       str_cat("vocab_size at least the ", m.vocab, " tokenizer's ", tok), str_cat(m.vocab_size));
+        if (p.tp > 0 && (m.n_kv_head % p.tp != 0 || m.ffn % p.tp != 0))
+            r.fail_key({"parallel.tp", "model.n_kv_head"},
+                       str_cat("tp dividing n_kv_head (", m.n_kv_head, ") and ffn (", m.ffn,
+                               "): each TP rank holds whole key/value heads"),
+                       str_cat("tp ", p.tp));
+    }
+    if (!mlp && !llama && m.d_model % m.n_head != 0)
         r.fail_key({"model.d_model", "model.n_head", "model.preset"},
                    str_cat("d_model divisible by n_head (", m.n_head, ")"),
                    str_cat("d_model ", m.d_model));
@@ -375,7 +462,7 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     if (!mlp && m.n_head % p.tp != 0)
         r.fail_key({"parallel.tp", "model.n_head"},
                    str_cat("tp dividing model.n_head (", m.n_head, ")"), str_cat("tp ", p.tp));
-    if (!mlp && m.d_model % p.tp != 0)
+    if (!mlp && !llama && m.d_model % p.tp != 0)
         r.fail_key({"parallel.tp", "model.d_model"},
                    str_cat("tp dividing model.d_model (", m.d_model, ")"), str_cat("tp ", p.tp));
     if (!mlp && p.pp > m.n_layer)
@@ -495,6 +582,27 @@ std::string config_to_yaml(const RunConfig& c) {
         e << YAML::Key << "d_model" << YAML::Value << c.model.d_model;
         e << YAML::Key << "seq_len" << YAML::Value << c.model.seq_len;
         e << YAML::Key << "vocab" << YAML::Value << c.model.vocab;
+        if (model_family(c.model.preset) == "llama") {
+            const ModelConfig& m = c.model;
+            e << YAML::Key << "n_kv_head" << YAML::Value << m.n_kv_head;
+            e << YAML::Key << "head_dim" << YAML::Value << m.head_dim;
+            e << YAML::Key << "ffn" << YAML::Value << m.ffn;
+            e << YAML::Key << "vocab_size" << YAML::Value << m.vocab_size;
+            e << YAML::Key << "norm_eps" << YAML::Value << num_text(m.norm_eps);
+            e << YAML::Key << "rope_theta" << YAML::Value << num_text(m.rope_theta);
+            e << YAML::Key << "rope_scaling" << YAML::Value << YAML::Flow << YAML::BeginMap;
+            e << YAML::Key << "type" << YAML::Value << (m.rope_scaling.type.empty() ? "none" : m.rope_scaling.type);
+            if (!m.rope_scaling.type.empty()) {
+                e << YAML::Key << "factor" << YAML::Value << num_text(m.rope_scaling.factor);
+                e << YAML::Key << "low_freq_factor" << YAML::Value << num_text(m.rope_scaling.low_freq_factor);
+                e << YAML::Key << "high_freq_factor" << YAML::Value << num_text(m.rope_scaling.high_freq_factor);
+                e << YAML::Key << "original_max_position_embeddings" << YAML::Value
+                  << m.rope_scaling.original_max_position_embeddings;
+            }
+            e << YAML::EndMap;
+            e << YAML::Key << "qkv_bias" << YAML::Value << m.qkv_bias;
+            e << YAML::Key << "tie_embeddings" << YAML::Value << m.tie_embeddings;
+        }
     }
     if (!c.model.init_from.empty()) e << YAML::Key << "init_from" << YAML::Value << c.model.init_from;
     e << YAML::EndMap;

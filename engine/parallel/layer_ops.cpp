@@ -33,7 +33,9 @@ const char* op_kind_name(OpKind k) {
     static const char* names[] = {
         "matmul_forward",      "matmul_gelu_forward", "matmul_backward",    "layernorm_forward",
         "layernorm_backward",  "gelu_forward",        "gelu_backward",      "relu_forward",
-        "relu_backward",       "attention_forward",   "attention_backward", "add_bias_residual",
+        "relu_backward",       "attention_forward",   "attention_backward", "rmsnorm_forward",
+        "rmsnorm_backward",    "rope",                "swiglu_forward",     "swiglu_backward",
+        "add_bias_residual",
         "embedding_forward",   "embedding_backward",  "cross_entropy_stats", "cross_entropy_loss",
         "accumulate",          "cast_weights",        "copy",               "tp_all_reduce"};
     static_assert(sizeof names / sizeof names[0] == (size_t)OpKind::count, "a name per op kind");
@@ -70,13 +72,24 @@ public:
     void relu_forward(void*, const void*, int64_t n) override { rec(OpKind::relu_forward, n); }
     void relu_backward(void*, const void*, const void*, int64_t n) override { rec(OpKind::relu_backward, n); }
     int64_t count_correct(const void*, const int*, int, int) override { return 0; }
-    void attention_forward(void*, float*, const void*, int B, int T, int C, int NH) override {
-        rec(OpKind::attention_forward, (int64_t)B * T, C, 0, B, T, NH);
+    void attention_forward(void*, float*, const void*, int B, int T, int C, int NH, int KV) override {
+        rec(OpKind::attention_forward, (int64_t)B * T, C, KV, B, T, NH);
     }
     void attention_backward(void*, const void*, const void*, const void*, const float*, int B, int T, int C,
-                            int NH) override {
-        rec(OpKind::attention_backward, (int64_t)B * T, C, 0, B, T, NH);
+                            int NH, int KV) override {
+        rec(OpKind::attention_backward, (int64_t)B * T, C, KV, B, T, NH);
     }
+    void rmsnorm_forward(void*, float*, const void*, const void*, int N, int C, float) override {
+        rec(OpKind::rmsnorm_forward, N, C);
+    }
+    void rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*, int N, int C) override {
+        rec(OpKind::rmsnorm_backward, N, C);
+    }
+    void rope(void*, int B, int T, int heads, int hd, int64_t, const std::vector<float>&, bool) override {
+        rec(OpKind::rope, (int64_t)B * T, (int64_t)heads * hd);
+    }
+    void swiglu_forward(void*, const void*, int N, int F) override { rec(OpKind::swiglu_forward, N, F); }
+    void swiglu_backward(void*, const void*, const void*, int N, int F) override { rec(OpKind::swiglu_backward, N, F); }
     void add_bias_residual(void*, const void*, const void*, int N, int C) override {
         rec(OpKind::add_bias_residual, N, C);
     }

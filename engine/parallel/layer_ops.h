@@ -32,8 +32,13 @@ enum class OpKind {
     gelu_backward,        // N elements
     relu_forward,         // N elements
     relu_backward,        // N elements
-    attention_forward,    // B, T, C (this rank's heads' width), NH (this rank's heads)
-    attention_backward,   // B, T, C, NH
+    attention_forward,    // B, T, C (this rank's heads' width), NH (this rank's heads), OC = KV heads
+    attention_backward,   // B, T, C, NH, OC = KV heads
+    rmsnorm_forward,      // N, C
+    rmsnorm_backward,     // N, C
+    rope,                 // N rows, C = heads·hd rotated
+    swiglu_forward,       // N, C = F
+    swiglu_backward,      // N, C = F
     add_bias_residual,    // N, C
     embedding_forward,    // N tokens, C
     embedding_backward,   // N tokens, C
@@ -134,20 +139,35 @@ public:
     virtual void relu_forward(void* out, const void* inp, int64_t n) = 0;
     // dinp = (inp > 0) · dout (overwritten; dinp may be dout)
     virtual void relu_backward(void* dinp, const void* inp, const void* dout, int64_t n) = 0;
+    // C = NH·hs queries' width, KV key/value heads (grouped-query attention; KV = NH for GPT).
     // out (B, T, C); stats: the probabilities (B, NH, T, T) or the log-sum-exp (B, NH, T), per
-    // traits.attention_scores; qkv (B, T, 3C)
+    // traits.attention_scores; qkv (B, T, C + 2·KV·hs) laid out [q | k | v]
     virtual void attention_forward(void* out, float* stats, const void* qkv, int B, int T, int C,
-                                   int NH) = 0;
-    // dqkv (B, T, 3C) = (overwritten); dout, out (B, T, C)
+                                   int NH, int KV) = 0;
+    // dqkv (B, T, C + 2·KV·hs) = (overwritten); dout, out (B, T, C)
     virtual void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
-                                    const float* stats, int B, int T, int C, int NH) = 0;
-    // y (N, C) = (y + bias) + res
+                                    const float* stats, int B, int T, int C, int NH, int KV) = 0;
+    // out (N, C) = RMSNorm(inp) · weight; rstd (N)
+    virtual void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N,
+                                 int C, float eps) = 0;
+    // dinp (N, C) +=; dweight (C) +=
+    virtual void rmsnorm_backward(void* dinp, float* dweight, const void* dout, const void* inp,
+                                  const void* weight, const float* rstd, int N, int C) = 0;
+    // Rotary embeddings, in place: `heads` heads of width hd at the start of each of B·T rows of
+    // x (row stride `stride` elements), position row % T; inverse: the backward's rotation
+    virtual void rope(void* x, int B, int T, int heads, int hd, int64_t stride,
+                      const std::vector<float>& inv_freq, bool inverse) = 0;
+    // out (N, F) = silu(gate) · up, gu (N, 2F) each row's gate then up
+    virtual void swiglu_forward(void* out, const void* gu, int N, int F) = 0;
+    // dgu (N, 2F) = (overwritten); dout (N, F)
+    virtual void swiglu_backward(void* dgu, const void* dout, const void* gu, int N, int F) = 0;
+    // y (N, C) = (y + bias) + res (bias may be null)
     virtual void add_bias_residual(void* y, const void* bias, const void* res, int N, int C) = 0;
     // out (B, T, C) = the rows [v0, v1) of wte (v1 - v0, C) for tokens in them, else 0; plus
     // wpe (T, C) where given
     virtual void embedding_forward(void* out, const int* tokens, const void* wte, const void* wpe,
                                    int64_t v0, int64_t v1, int B, int T, int C) = 0;
-    // dwte (v1 - v0, C) +=, dwpe (T, C) +=
+    // dwte (v1 - v0, C) +=, dwpe (T, C) += (where given)
     virtual void embedding_backward(float* dwte, float* dwpe, const void* dout, const int* tokens,
                                     int64_t v0, int64_t v1, int B, int T, int C) = 0;
     // Vocab-parallel cross-entropy over this rank's logits (N rows of Vp, the first Vl real;

@@ -10,6 +10,9 @@
 #include "engine/kernels/cpu/gelu.h"
 #include "engine/kernels/cpu/layernorm.h"
 #include "engine/kernels/cpu/matmul.h"
+#include "engine/kernels/cpu/rmsnorm.h"
+#include "engine/kernels/cpu/rope.h"
+#include "engine/kernels/cpu/swiglu.h"
 #include "engine/parallel/layer_ops.h"
 
 namespace tessera {
@@ -58,13 +61,30 @@ public:
         relu_backward_set(F(dinp), F(inp), F(dout), n);
     }
     void attention_forward(void* out, float* stats, const void* qkv, int B, int T, int C,
-                           int NH) override {
-        tessera::attention_forward(F(out), stats, F(qkv), B, T, C, NH);
+                           int NH, int KV) override {
+        tessera::attention_forward(F(out), stats, F(qkv), B, T, C, NH, KV);
     }
     void attention_backward(void* dqkv, const void* dout, const void* qkv, const void*,
-                            const float* stats, int B, int T, int C, int NH) override {
-        std::memset(dqkv, 0, sizeof(float) * B * T * 3 * C);
-        tessera::attention_backward(F(dqkv), F(dout), F(qkv), stats, B, T, C, NH);
+                            const float* stats, int B, int T, int C, int NH, int KV) override {
+        std::memset(dqkv, 0, sizeof(float) * B * T * (C + 2 * (C / NH) * KV));
+        tessera::attention_backward(F(dqkv), F(dout), F(qkv), stats, B, T, C, NH, KV);
+    }
+    void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C, float eps) override {
+        tessera::rmsnorm_forward(F(out), rstd, F(inp), F(w), N, C, eps);
+    }
+    void rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
+                          const float* rstd, int N, int C) override {
+        tessera::rmsnorm_backward(F(dinp), dw, F(dout), F(inp), F(w), rstd, N, C);
+    }
+    void rope(void* x, int B, int T, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
+              bool inverse) override {
+        rope_apply(F(x), B, T, heads, hd, (long)stride, inv_freq, inverse);
+    }
+    void swiglu_forward(void* out, const void* gu, int N, int Fw) override {
+        tessera::swiglu_forward(F(out), F(gu), N, Fw);
+    }
+    void swiglu_backward(void* dgu, const void* dout, const void* gu, int N, int Fw) override {
+        tessera::swiglu_backward(F(dgu), F(dout), F(gu), N, Fw);
     }
     void add_bias_residual(void* yv, const void* biasv, const void* resv, int N, int C) override {
         float* y = F(yv);
@@ -73,7 +93,10 @@ public:
         for (int n = 0; n < N; ++n) {
             float* row = y + (int64_t)n * C;
             const float* r = res + (int64_t)n * C;
-            for (int c = 0; c < C; ++c) row[c] = (bias[c] + row[c]) + r[c];
+            if (bias)
+                for (int c = 0; c < C; ++c) row[c] = (bias[c] + row[c]) + r[c];
+            else
+                for (int c = 0; c < C; ++c) row[c] = row[c] + r[c];
         }
     }
     void embedding_forward(void* outv, const int* tokens, const void* wtev, const void* wpev,
@@ -103,6 +126,7 @@ public:
                 float* w = dwte + (tok - v0) * C;
                 for (int c = 0; c < C; ++c) w[c] += d[c];
             }
+            if (!dwpe) continue;
             float* pe = dwpe + (int64_t)(n % T) * C;
             for (int c = 0; c < C; ++c) pe[c] += d[c];
         }

@@ -62,13 +62,26 @@ public:
     void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) override {
         gelu_backward_cuda<T>(P(dinp), P(inp), P(dout), (long)n, st());
     }
-    void attention_forward(void* out, float* lse, const void* qkv, int B, int T_, int C, int NH) override {
+    void attention_forward(void* out, float* lse, const void* qkv, int B, int T_, int C, int NH, int KV) override {
+        gpt_only(KV == NH, "grouped-query attention");
         attention_forward_cuda<T>(P(out), lse, P(qkv), B, T_, C, NH, st());
     }
     void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
-                            const float* lse, int B, int T_, int C, int NH) override {
+                            const float* lse, int B, int T_, int C, int NH, int KV) override {
+        gpt_only(KV == NH, "grouped-query attention");
         attention_backward_cuda<T>(P(dqkv), P(dout), P(qkv), P(out), lse, B, T_, C, NH, st());
     }
+    // The Llama family's ops have no CUDA kernels yet: the config refuses the family on cuda
+    // (engine/config), so these are never reached from a valid config.
+    void rmsnorm_forward(void*, float*, const void*, const void*, int, int, float) override { gpt_only(false, "RMSNorm"); }
+    void rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*, int, int) override {
+        gpt_only(false, "RMSNorm");
+    }
+    void rope(void*, int, int, int, int, int64_t, const std::vector<float>&, bool) override {
+        gpt_only(false, "rotary embeddings");
+    }
+    void swiglu_forward(void*, const void*, int, int) override { gpt_only(false, "SwiGLU"); }
+    void swiglu_backward(void*, const void*, const void*, int, int) override { gpt_only(false, "SwiGLU"); }
     void add_bias_residual(void* y, const void* bias, const void* res, int N, int C) override {
         add_bias_residual_cuda<T>(P(y), P(bias), P(res), N, C, st());
     }
@@ -147,6 +160,9 @@ public:
     }
 
 private:
+    static void gpt_only(bool ok, const char* what) {
+        if (!ok) throw Error(str_cat(what, " on CUDA: the Llama family runs on CPU ranks until its kernels are written"));
+    }
     static cudaStream_t st() { return cuda_stream(); }
     static T* P(void* p) { return static_cast<T*>(p); }
     static const T* P(const void* p) { return static_cast<const T*>(p); }

@@ -26,7 +26,7 @@ public:
         first_ = i == 0;
         last_ = i + 2 == (int)sizes.size();
         name_ = "fc." + std::to_string(i);
-        ParamTable global = s.model.param_table();
+        const ParamTable& global = s.model.param_table();
         add_param(global, name_ + ".weight", {out_, in_}, {{0, out_}}, 0, in_);
         add_param(global, name_ + ".bias", {out_}, {{0, out_}}, 0, 1);
     }

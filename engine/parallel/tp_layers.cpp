@@ -18,28 +18,41 @@ std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t) {
     return {vocab * r / t, vocab * (r + 1) / t};
 }
 
+bool vocab_embedding_name(const std::string& n) { return n == "wte.weight" || n == "model.embed_tokens.weight"; }
+
 ModelShape model_shape(const ModelConfig& m, int vocab) {
     ModelShape s;
-    if (m.preset == "mlp") {
+    const std::string family = model_family(m.preset);
+    if (family == "mlp") {
         s.family = ModelShape::Family::mlp;
         s.sizes = mlp_sizes(m);
+    } else if (family == "llama") {
+        s.family = ModelShape::Family::llama;
+        s.llama = LlamaDims{m.n_layer, m.n_head, m.n_kv_head, m.d_model, m.head_dim, m.ffn, m.seq_len,
+                            m.vocab_size > 0 ? m.vocab_size : vocab, (float)m.norm_eps, (float)m.rope_theta,
+                            m.rope_scaling, m.qkv_bias, m.tie_embeddings};
     } else {
         s.gpt = GptDims{m.n_layer, m.n_head, m.d_model, m.seq_len, vocab};
     }
     return s;
 }
 
-ParamTable ModelShape::param_table() const {
-    return family == Family::gpt ? gpt_param_table(gpt) : mlp_param_table(sizes);
+const ParamTable& ModelShape::param_table() const {
+    if (!table_)
+        table_ = std::make_shared<const ParamTable>(family == Family::gpt     ? gpt_param_table(gpt)
+                                                    : family == Family::llama ? llama_param_table(llama)
+                                                                              : mlp_param_table(sizes));
+    return *table_;
 }
 
 std::vector<LayerSpec> ModelShape::layer_specs() const {
-    return family == Family::gpt ? gpt_layer_specs(gpt) : mlp_layer_specs(sizes);
+    return family == Family::gpt ? gpt_layer_specs(gpt) : family == Family::llama ? llama_layer_specs(llama)
+                                                                                  : mlp_layer_specs(sizes);
 }
 
 Shape ModelShape::hidden(int B, int T) const {
-    TS_CHECK(family == Family::gpt, "an MLP's layers are not split into stages");
-    return {B, T, gpt.d_model};
+    TS_CHECK(family != Family::mlp, "an MLP's layers are not split into stages");
+    return {B, T, d_model()};
 }
 
 int64_t ParamShard::global_offset(int64_t i) const {
@@ -212,36 +225,38 @@ std::vector<std::pair<int64_t, int64_t>> rows(int64_t first, int64_t count) {
 }
 
 // ------------------------------------------------------------------------------------------
-// Embedding: vocab-parallel token embedding + replicated position embedding (added by TP rank
-// 0 before the all-reduce: exact, the other ranks add zeros)
+// Embedding: vocab-parallel token embedding; GPT adds the replicated position embedding (TP
+// rank 0 before the all-reduce: exact, the other ranks add zeros), the Llama family has none
+// (its positions are rotary, in the blocks)
 
 class EmbeddingLayer final : public Layer {
 public:
     explicit EmbeddingLayer(const ShardSpec& s) : Layer(*s.ops), spec_(s) {
         name_ = "embedding";
-        ParamTable global = gpt_param_table(s.model.gpt);
-        std::tie(v0_, v1_) = vocab_shard(s.model.gpt.vocab, s.tp.rank, s.tp.size);
-        const int64_t C = s.model.gpt.d_model;
-        add_param(global, "wte.weight", {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
-        add_param(global, "wpe.weight", {s.model.gpt.seq_len, C}, rows(0, s.model.gpt.seq_len), 0, C);
+        gpt_ = s.model.family == ModelShape::Family::gpt;
+        const ParamTable& global = s.model.param_table();
+        std::tie(v0_, v1_) = vocab_shard(s.model.vocab(), s.tp.rank, s.tp.size);
+        const int64_t C = s.model.d_model();
+        add_param(global, gpt_ ? "wte.weight" : "model.embed_tokens.weight", {v1_ - v0_, C},
+                  rows(v0_, v1_ - v0_), 0, C);
+        if (gpt_) add_param(global, "wpe.weight", {s.model.gpt.seq_len, C}, rows(0, s.model.gpt.seq_len), 0, C);
     }
 
     Tensor forward(int micro, Tensor, const Batch& b) override {
-        const int B = b.batch_size, T = b.seq_len, C = spec_.model.gpt.d_model;
+        const int B = b.batch_size, T = b.seq_len, C = spec_.model.d_model();
         for (int32_t tok : b.inputs)
-            TS_CHECK(tok >= 0 && tok < spec_.model.gpt.vocab, "token id ", tok, " outside vocab ",
-                     spec_.model.gpt.vocab);
+            TS_CHECK(tok >= 0 && tok < spec_.model.vocab(), "token id ", tok, " outside vocab ", spec_.model.vocab());
         Tensor out = act({B, T, C});
         ops_.embedding_forward(out.data(), tokens(micro, b, false), w(0),
-                               spec_.tp.rank == 0 ? w(1) : nullptr, v0_, v1_, B, T, C);
+                               gpt_ && spec_.tp.rank == 0 ? w(1) : nullptr, v0_, v1_, B, T, C);
         spec_.tp.all_reduce(out.data(), out.numel(), out.dtype());
         if (micro >= 0) saved_[micro];  // nothing to keep: the tokens are in the batch
         return out;
     }
 
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
-        ops_.embedding_backward(g("wte.weight"), g("wpe.weight"), dout.data(), tokens(micro, b, false),
-                                v0_, v1_, b.batch_size, b.seq_len, spec_.model.gpt.d_model);
+        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr, dout.data(), tokens(micro, b, false),
+                                v0_, v1_, b.batch_size, b.seq_len, spec_.model.d_model());
         saved_.erase(micro);
         offloaded_.erase(micro);
         return Tensor();
@@ -249,6 +264,7 @@ public:
 
 private:
     ShardSpec spec_;
+    bool gpt_ = true;
     int64_t v0_, v1_;
 };
 
@@ -262,7 +278,7 @@ class BlockLayer final : public Layer {
 public:
     BlockLayer(const ShardSpec& s, int l) : Layer(*s.ops), spec_(s) {
         name_ = "block." + std::to_string(l);
-        ParamTable global = gpt_param_table(s.model.gpt);
+        const ParamTable& global = s.model.param_table();
         const int64_t C = s.model.gpt.d_model, t = s.tp.size, r = s.tp.rank;
         const int64_t Cl = C / t;  // local width of attention (heads / tp)
         std::string p = "h." + std::to_string(l) + ".";
@@ -315,7 +331,7 @@ public:
             if (ops_.traits.attention_scores) {
                 s[STATS] = f32({B, NHl, T, T}, MemCategory::activations);
                 Tensor scratch = work({N, Cl});
-                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl);
+                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl, NHl);
             }
             s[FCG] = act({N, 4 * Cl});
             ops_.gelu_forward(s[FCG].data(), s[FCH].data(), (int64_t)N * 4 * Cl);
@@ -335,7 +351,7 @@ public:
         ops_.matmul_backward(datty.data(), grad_ptr[4], grad_ptr[5], gp, s[ATTY].data(), w(4), N, Cl, C);
         Tensor dqkv = work({N, 3 * Cl});
         ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
-                                s[STATS].f32(), B, T, Cl, NHl);
+                                s[STATS].f32(), B, T, Cl, NHl, NHl);
         datty = Tensor();
         ops_.matmul_backward(dln.data(), grad_ptr[2], grad_ptr[3], dqkv.data(), s[LN1].data(), w(2), N, C, 3 * Cl);
         dqkv = Tensor();
@@ -366,7 +382,7 @@ private:
         ops_.matmul_forward(D(QKV), D(LN1), w(2), w(3), N, C, 3 * Cl);
         s[ATTY] = act({N, Cl});
         s[STATS] = ops_.traits.attention_scores ? f32({B, NHl, T, T}, kA) : f32({B, NHl, T}, kA);
-        ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Cl, NHl);
+        ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Cl, NHl, NHl);
         // row-parallel projection: partial sums, all-reduced, then bias and residual
         s[RES1] = act({N, C});
         ops_.matmul_forward(D(RES1), D(ATTY), w(4), nullptr, N, Cl, C);
@@ -395,27 +411,42 @@ private:
 
 class HeadLayer final : public Layer {
 public:
-    HeadLayer(const ShardSpec& s, Layer* tied) : Layer(*s.ops), spec_(s), tied_(tied) {
+    // GPT: LayerNorm ln_f, the head on wte (tied, or its copy on the last stage). The Llama
+    // family: RMSNorm model.norm, the head on the token embedding (tied, or its copy) or on its
+    // own lm_head.
+    HeadLayer(const ShardSpec& s, Layer* tied) : Layer(*s.ops), spec_(s) {
         name_ = "head";
-        ParamTable global = gpt_param_table(s.model.gpt);
-        const int64_t C = s.model.gpt.d_model;
-        add_param(global, "ln_f.weight", {C}, rows(0, C), 0, 1);
-        add_param(global, "ln_f.bias", {C}, rows(0, C), 0, 1);
-        std::tie(v0_, v1_) = vocab_shard(s.model.gpt.vocab, s.tp.rank, s.tp.size);
-        if (!tied_) add_param(global, "wte.weight", {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
+        gpt_ = s.model.family == ModelShape::Family::gpt;
+        const bool own_head = !gpt_ && !s.model.llama.tie_embeddings;
+        tied_ = own_head ? nullptr : tied;
+        const ParamTable& global = s.model.param_table();
+        const int64_t C = s.model.d_model();
+        if (gpt_) {
+            add_param(global, "ln_f.weight", {C}, rows(0, C), 0, 1);
+            add_param(global, "ln_f.bias", {C}, rows(0, C), 0, 1);
+        } else {
+            add_param(global, "model.norm.weight", {C}, rows(0, C), 0, 1);
+        }
+        std::tie(v0_, v1_) = vocab_shard(s.model.vocab(), s.tp.rank, s.tp.size);
+        table_name_ = gpt_ ? "wte.weight" : own_head ? "lm_head.weight" : "model.embed_tokens.weight";
+        if (!tied_) add_param(global, table_name_, {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
     }
     Layer* tied_embedding() const override { return tied_; }
 
     Tensor forward(int micro, Tensor x, const Batch& b) override {
-        const int N = b.batch_size * b.seq_len, C = spec_.model.gpt.d_model;
+        const int N = b.batch_size * b.seq_len, C = spec_.model.d_model();
         const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
         const auto kA = MemCategory::activations, kW = MemCategory::workspace;
         std::vector<Tensor> s(5);
         s[0] = std::move(x);
         s[1] = act({N, C});
-        s[2] = f32({N}, kA);
+        if (gpt_) s[2] = f32({N}, kA);  // the mean (LayerNorm only)
         s[3] = f32({N}, kA);
-        ops_.layernorm_forward(s[1].data(), s[2].f32(), s[3].f32(), s[0].data(), w(0), w(1), N, C);
+        if (gpt_) {
+            ops_.layernorm_forward(s[1].data(), s[2].f32(), s[3].f32(), s[0].data(), w(0), w(1), N, C);
+        } else {
+            ops_.rmsnorm_forward(s[1].data(), s[3].f32(), s[0].data(), w(0), N, C, spec_.model.llama.norm_eps);
+        }
         // logits over the (padded) vocabulary shard; the loss ignores the padding columns
         s[4] = act({N, Vp});
         ops_.matmul_forward(s[4].data(), s[1].data(), wte(), nullptr, N, C, Vp);
@@ -433,7 +464,7 @@ public:
     }
 
     Tensor backward(int micro, Tensor, const Batch& b) override {
-        const int N = b.batch_size * b.seq_len, C = spec_.model.gpt.d_model;
+        const int N = b.batch_size * b.seq_len, C = spec_.model.d_model();
         const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
         auto it = saved_.find(micro);
         TS_CHECK(it != saved_.end(), "head: backward of micro-batch ", micro, " before forward");
@@ -448,8 +479,11 @@ public:
         spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
         Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, MemCategory::activations,
                                   ops_.traits.act, device);
-        ops_.layernorm_backward(dx.data(), grad_ptr[0], grad_ptr[1], dln.data(), s[0].data(), w(0),
-                                s[2].f32(), s[3].f32(), N, C);
+        if (gpt_)
+            ops_.layernorm_backward(dx.data(), grad_ptr[0], grad_ptr[1], dln.data(), s[0].data(), w(0),
+                                    s[2].f32(), s[3].f32(), N, C);
+        else
+            ops_.rmsnorm_backward(dx.data(), grad_ptr[0], dln.data(), s[0].data(), w(0), s[3].f32(), N, C);
         saved_.erase(it);
         offloaded_.erase(micro);
         return dx;
@@ -461,13 +495,13 @@ private:
         return (int)(((v1_ - v0_) + a - 1) / a * a);
     }
     Layer* owner() { return tied_ ? tied_ : this; }
-    int wte_index() { return owner()->param_index("wte.weight"); }
+    int wte_index() { return owner()->param_index(table_name_); }
     float* dwte() { return owner()->grad_ptr[wte_index()]; }
     // The (tied) wte shard as the kernels read it: the fp32 masters themselves, or a copy in the
     // activation dtype padded with zero rows to padded_vocab() (params category), refreshed
     // when the parameter version or storage moves.
     const void* wte() {
-        const int64_t C = spec_.model.gpt.d_model, Vl = v1_ - v0_, Vp = padded_vocab();
+        const int64_t C = spec_.model.d_model(), Vl = v1_ - v0_, Vp = padded_vocab();
         Layer* o = owner();
         const int wi = wte_index();
         const float* src = o->param_ptr[wi];
@@ -485,7 +519,9 @@ private:
         return pad_.data();
     }
     ShardSpec spec_;
-    Layer* tied_;
+    bool gpt_ = true;
+    Layer* tied_ = nullptr;
+    std::string table_name_;  // the vocabulary table the logits are computed with
     int64_t v0_, v1_;
     Tensor pad_;
     uint64_t pad_version_ = 0;
@@ -499,11 +535,14 @@ std::unique_ptr<Layer> layer_create(const ShardSpec& spec_in, int index,
     ShardSpec spec = spec_in;
     if (!spec.ops) spec.ops = &layer_ops_cpu();
     if (spec.model.family == ModelShape::Family::mlp) return mlp_layer_create(spec, index);
-    const GptDims& d = spec.model.gpt;
-    TS_CHECK(d.n_head % spec.tp.size == 0, "n_head ", d.n_head, " not divisible by tp ", spec.tp.size);
+    const int L = spec.model.n_layers() - 2;
+    const int heads = spec.model.family == ModelShape::Family::gpt ? spec.model.gpt.n_head : spec.model.llama.n_head;
+    TS_CHECK(heads % spec.tp.size == 0, "n_head ", heads, " not divisible by tp ", spec.tp.size);
     if (index == 0) return std::make_unique<EmbeddingLayer>(spec);
-    if (index <= d.n_layer) return std::make_unique<BlockLayer>(spec, index - 1);
-    TS_CHECK(index == d.n_layer + 1, "layer index ", index, " outside 0..", d.n_layer + 1);
+    if (index <= L)
+        return spec.model.family == ModelShape::Family::gpt ? std::make_unique<BlockLayer>(spec, index - 1)
+                                                            : llama_block_create(spec, index - 1);
+    TS_CHECK(index == L + 1, "layer index ", index, " outside 0..", L + 1);
     return std::make_unique<HeadLayer>(spec, tied_embedding);
 }
 

@@ -13,6 +13,7 @@
 
 #include "engine/core/tensor.h"
 #include "engine/model/gpt.h"
+#include "engine/model/llama.h"
 #include "engine/model/mlp.h"
 #include "engine/model/model.h"
 #include "engine/parallel/comm.h"
@@ -117,17 +118,31 @@ private:
 // layer list is the input layer (GPT's embedding, the MLP's first linear layer), then the blocks
 // a pipeline splits, then the head (the loss): n_blocks() + 2 layers.
 struct ModelShape {
-    enum class Family { gpt, mlp };
+    enum class Family { gpt, llama, mlp };
     Family family = Family::gpt;
     GptDims gpt;             // gpt
+    LlamaDims llama;         // llama
     std::vector<int> sizes;  // mlp: input, hidden..., classes (mlp_sizes)
-    int n_layers() const { return family == Family::gpt ? gpt.n_layer + 2 : (int)sizes.size() - 1; }
+    int n_layers() const {
+        return family == Family::gpt ? gpt.n_layer + 2 : family == Family::llama ? llama.n_layer + 2 : (int)sizes.size() - 1;
+    }
     int n_blocks() const { return n_layers() - 2; }
-    ParamTable param_table() const;             // the single-rank table: init stream, checkpoints
+    // The single-rank table (init stream, checkpoints), built on first use and shared by the
+    // shape's copies (every layer of a rank asks for it): set the fields before asking.
+    const ParamTable& param_table() const;
     std::vector<LayerSpec> layer_specs() const;  // per global layer, as the Model's
-    int targets_per_sample() const { return family == Family::gpt ? gpt.seq_len : 1; }
+    int targets_per_sample() const {
+        return family == Family::gpt ? gpt.seq_len : family == Family::llama ? llama.seq_len : 1;
+    }
+    int d_model() const { return family == Family::gpt ? gpt.d_model : llama.d_model; }  // transformers
+    // the head computes with the embedding's table (its copy on a pp > 1 last stage)
+    bool tied() const { return family == Family::gpt || (family == Family::llama && llama.tie_embeddings); }
+    int vocab() const { return family == Family::gpt ? gpt.vocab : llama.vocab; }        // transformers
     // What a pipeline stage hands the next: the hidden state of B samples of T positions.
     Shape hidden(int B, int T) const;
+
+private:
+    mutable std::shared_ptr<const ParamTable> table_;
 };
 // The shape of the model a config describes (`vocab`: GPT's tokenizer size).
 ModelShape model_shape(const ModelConfig& m, int vocab);
@@ -146,8 +161,12 @@ struct ShardSpec {
 // shares (GPT, pp = 1), or null (the head then holds its own copy of its wte shard, kept equal
 // through the embedding group).
 std::unique_ptr<Layer> layer_create(const ShardSpec& spec, int index, Layer* tied_embedding);
-// The MLP's layers (mlp_layers.cpp), through layer_create.
+// The MLP's layers (mlp_layers.cpp) and the Llama family's blocks (llama_layers.cpp), through
+// layer_create.
 std::unique_ptr<Layer> mlp_layer_create(const ShardSpec& spec, int index);
+std::unique_ptr<Layer> llama_block_create(const ShardSpec& spec, int block);
+// A vocabulary table a head may share with the embedding (ParamStore keeps it in its own unit).
+bool vocab_embedding_name(const std::string& param_name);
 
 // The vocabulary rows [first, last) tensor-parallel rank r of t holds (uneven splits allowed).
 std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t);

@@ -57,7 +57,7 @@ float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t
 std::vector<ParamStore::UnitGroup> ParamStore::unit_groups(const Layer& l) {
     const auto& es = l.table().entries();
     UnitGroup wte{{}, true}, rest{{}, false};
-    for (int i = 0; i < (int)es.size(); ++i) (es[i].name == "wte.weight" ? wte : rest).params.push_back(i);
+    for (int i = 0; i < (int)es.size(); ++i) (vocab_embedding_name(es[i].name) ? wte : rest).params.push_back(i);
     std::vector<UnitGroup> groups;
     for (UnitGroup* g : {&wte, &rest})
         if (!g->params.empty()) groups.push_back(std::move(*g));

@@ -106,7 +106,10 @@ bool device_spec_for_gpu(const std::string& n, DeviceSpec* out) {
     return true;
 }
 
-int plan_vocab_size(const ModelConfig& m) { return m.vocab == "gpt2" ? 50257 : 256; }
+int plan_vocab_size(const ModelConfig& m) {
+    if (m.vocab_size > 0) return m.vocab_size;  // the Llama family's embedding rows
+    return m.vocab == "gpt2" ? 50257 : 256;
+}
 
 std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
     const int chunks = cfg.parallel.pp * cfg.parallel.virtual_stages;
@@ -133,9 +136,7 @@ std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
     // the LM head counted on the last chunk. Deterministic (no measured rates): every rank of
     // the job computes the same split. The memory-aware balance (balance_stages) is what
     // `tessera plan` and the studio suggest for a device.
-    const GptDims d{cfg.model.n_layer, cfg.model.n_head, cfg.model.d_model, cfg.model.seq_len,
-                    cfg.model.vocab == "gpt2" ? 50257 : 256};
-    const std::vector<LayerSpec> specs = gpt_layer_specs(d);
+    const std::vector<LayerSpec> specs = model_shape(cfg.model, plan_vocab_size(cfg.model)).layer_specs();
     ChunkCostModel m;
     m.block_s = specs[1].flops_per_token;
     m.fixed_s.assign(chunks, 0.0);
@@ -200,7 +201,10 @@ double ring_gather(double bytes, int n) { return n > 1 ? (double)(n - 1) / n * b
 // A GPU rank's busy time from its step's op trace and the parameter store's passes, priced
 // with the device's measured costs (OpCosts): r.compute_s and its parts. The host launches
 // every kernel: a step of many small ops takes at least their launch time.
-void price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate& r) {
+// Returns false (r untouched) when the trace holds an op the device's sweep did not time.
+bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate& r) {
+    for (const OpCall& c : sim.trace.calls)
+        if (!costs.measured[(size_t)c.kind]) return false;
     r.gemm_s = r.attention_s = r.other_ops_s = 0;
     for (const OpCall& c : sim.trace.calls) {
         const double t = costs.op_s(c);
@@ -230,6 +234,7 @@ void price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate&
     const double device_s = r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s;
     const double host_s = (double)(sim.trace.calls.size() + 2 * units + 1) * costs.launch_s;
     r.compute_s = std::max(device_s, host_s);
+    return true;
 }
 
 }  // namespace
@@ -251,16 +256,22 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
         throw InputError(str_cat(cfg.source_path, ": parallel.tp: expected n_head (", d.n_head,
                                  ") divisible by tp and d_model (", d.d_model,
                                  ") by n_head, found tp ", par.tp));
-    if (!gpt && par.tp != 1)
+    const bool mlp = shape.family == ModelShape::Family::mlp, llama = shape.family == ModelShape::Family::llama;
+    if (mlp && par.tp != 1)
         throw InputError(str_cat(cfg.source_path, ": parallel.tp: an MLP is not tensor-split: "
                                  "expected tp 1, found ", par.tp));
+    if (llama && (shape.llama.n_head % par.tp || shape.llama.n_kv_head % par.tp || shape.llama.ffn % par.tp))
+        throw InputError(str_cat(cfg.source_path, ": parallel.tp: expected tp dividing n_head (", shape.llama.n_head,
+                                 "), n_kv_head (", shape.llama.n_kv_head, ") and ffn (", shape.llama.ffn,
+                                 "), found tp ", par.tp));
     for (int h : shape.sizes)
         if (h < 1)
             throw InputError(str_cat(cfg.source_path, ": model.hidden: expected positive sizes, found ", h));
     const MeshShape mesh{par.dp, par.tp, par.pp};
     const int world = mesh.world(), m = cfg.train.grad_accum, B = cfg.train.micro_batch;
     const int64_t T = shape.targets_per_sample(), N = (int64_t)B * T;
-    const int64_t C = gpt ? d.d_model : 0;
+    const int64_t C = mlp ? 0 : shape.d_model();
+    const int64_t q_width = gpt ? d.d_model : llama ? shape.llama.q_width() : 0;  // attention's width
     PlanEstimate est;
     est.device = dev;
     est.world = world;
@@ -281,7 +292,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
     // measured per-op costs price a GPU step where the device has them (bf16 only)
     const OpCosts* costs = gpu && act_bytes == 2 ? op_costs_for(dev.name) : nullptr;
     if (costs) est.step_model = "ops";
-    if (world == 1 && !gpu) {
+    if (world == 1 && !gpu && !llama) {  // the single-rank reference models
         Timeline tl;
         if (gpt) single_rank_memory_gpt(d, B, tl);
         else single_rank_memory_mlp(shape.sizes, B, tl);
@@ -315,8 +326,17 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                               : par.recompute.size() == 1 ? par.recompute[0] : par.recompute[s];
             Recompute rc = recompute_parse(rcs);
             for (int t = 0; t < par.tp; ++t) {
-                auto [v0, v1] = gpt ? vocab_shard(d.vocab, t, par.tp) : std::pair<int64_t, int64_t>{0, 0};
+                auto [v0, v1] = mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), t, par.tp);
                 const int64_t Vl = v1 - v0;
+                // TP ranks differ only in their vocabulary shard: a rank with the first's shard
+                // size is the first's twin (heads, kv heads and the MLP split evenly)
+                if (t > 0) {
+                    auto [f0, f1] = mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), 0, par.tp);
+                    if (f1 - f0 == Vl) {
+                        cls[(size_t)s * par.tp + t] = cls[(size_t)s * par.tp];
+                        continue;
+                    }
+                }
                 RankSim sim;
                 sim.B = B, sim.T = T, sim.N = N;
                 if (par.pp > 1) sim.hidden = shape.hidden(B, (int)T);
@@ -336,11 +356,12 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                         // a GPT block's columns and rows split evenly over TP, the head by its
                         // vocabulary shard; recompute repeats the forward (full) or attention's
                         // score part (selective)
+                        const int L = shape.n_blocks();
                         double f = specs[li].flops_per_token / par.tp, extra = 0.0;
-                        if (gpt && li > d.n_layer) f = 2.0 * C * Vl;
-                        if (gpt && li > 0 && li <= d.n_layer)
+                        if (!mlp && li > L) f = 2.0 * C * Vl;
+                        if (!mlp && li > 0 && li <= L)
                             extra = rc == Recompute::full        ? f
-                                    : rc == Recompute::selective ? 2.0 * 2 * T * C / par.tp
+                                    : rc == Recompute::selective ? 2.0 * 2 * T * q_width / par.tp
                                                                  : 0.0;
                         flops_tok += 3 * f + extra;
                         ++layers;
@@ -359,7 +380,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 r.layers = layers;
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
-                if (costs) price_ops(*costs, sim, par.zero, r);
+                if (costs && !price_ops(*costs, sim, par.zero, r)) costs = nullptr, est.step_model = "efficiency";
                 // ---- communication per step (bytes sent by this rank)
                 double unit_bytes = 0, wte_bytes = 0;
                 for (auto& ch : sim.chunks)
@@ -390,7 +411,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                     if (g > 0) r.comm_pp_bytes += act * m;      // input gradients sent back
                 }
                 r.comm_tp_bytes = m * ring_all_reduce(tp_per_micro, par.tp);
-                if (par.pp > 1 && wte_bytes > 0) r.comm_embedding_bytes = ring_all_reduce(wte_bytes, 2);
+                if (par.pp > 1 && wte_bytes > 0 && shape.tied()) r.comm_embedding_bytes = ring_all_reduce(wte_bytes, 2);
                 const bool dp_cross_node = (int64_t)par.tp * par.dp > dev.gpus_per_node;
                 const double dp_bw = dp_cross_node ? dev.network_bytes_per_s : dev.nvlink_bytes_per_s;
                 const double pp_bw = world > dev.gpus_per_node ? dev.network_bytes_per_s

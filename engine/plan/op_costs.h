@@ -27,6 +27,7 @@ struct OpCosts {
     std::vector<double> attn_head_dim, attn_BH, attn_T;
     std::vector<double> attn_forward_s, attn_backward_s;  // [head_dim][bh][t]
     std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
+    std::array<bool, (size_t)OpKind::count> measured{};   // the ops the sweep timed
     Linear adamw, sum_squares, zero;                       // per fp32 element
 
     // Seconds one call takes on the device (tp_all_reduce: 0, communication is priced apart).

@@ -426,7 +426,8 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         // step), the clipping scale computed by the AdamW kernel from the summed norm.
         OpenSpan opt{"optimizer", -1, 0, 0};
         span_begin(opt);
-        store_->finish_gradients(g_.embedding.get());
+        // the tied copies of the vocabulary table on the first and last stage (none untied)
+        store_->finish_gradients(model_.tied() ? g_.embedding.get() : nullptr);
         float* scalars = ops_->step_scalars(train_stop_requested() ? 1.0f : 0.0f);
         if (g_.world) g_.world->all_reduce(scalars, 3);
         store_->optimizer_step(oc_, step, scalars);
@@ -626,6 +627,11 @@ void RankRunner::load_initial_weights() {
 
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,
                                 const TrainOptions& opts, std::ostream& out) {
+    // planned (tessera plan, the studio) on GPUs, trained on CPU ranks until its kernels exist
+    if (model_family(cfg.model.preset) == "llama" && cfg.runtime.device != "cpu")
+        throw InputError(str_cat(cfg.source_path, ": runtime.device: the Llama family trains on CPU ranks "
+                                 "(runtime.device: cpu) until its CUDA kernels are written; found ",
+                                 cfg.runtime.device, " (tessera plan predicts it on GPUs)"));
     RankRunner r(cfg, groups, sink, out);
     return r.run(opts);
 }

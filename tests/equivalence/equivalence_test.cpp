@@ -206,6 +206,56 @@ INSTANTIATE_TEST_SUITE_P(
                                            "parallel.offload_activations=true"}, 2, 2}),
     [](const auto& info) { return info.param.tag; });
 
+// The Llama family (llama-tiny with 4 query heads over 2 key/value heads, untied head, Llama 3's
+// rotary scaling): every kind of plan against its own single rank (the runtime at world 1, which
+// tests/model/llama_torch_test holds to PyTorch).
+const char* kLlamaBase = R"(name: equivalence-llama
+model: {preset: llama-tiny, n_layer: 4, seq_len: 16, tie_embeddings: false,
+        rope_scaling: {type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4,
+                       original_max_position_embeddings: 8}}
+data: {dataset: brown}
+train: {steps: 10, micro_batch: 2, grad_accum: 2, lr: 5.0e-4, min_lr: 5.0e-5, warmup_steps: 2,
+        weight_decay: 0.1, grad_clip: 1.0, eval_every: 5, eval_steps: 2, seed: 11}
+checkpoint: {dir: ck, every: 0, keep: 1}
+log: {db: runs.db, every: 1}
+)";
+
+class LlamaEquivalence : public ::testing::TestWithParam<Plan> {};
+
+TEST_P(LlamaEquivalence, MatchesSingleRank) {
+    const Plan& p = GetParam();
+    // the reference: the same model (the plan's model.* keys) on one rank, the same global batch
+    static std::map<std::string, Outcome> refs;
+    std::vector<std::string> ref_sets{"train.grad_accum=" + std::to_string(p.accum * p.dp)};
+    for (const auto& s : p.sets)
+        if (s.rfind("model.", 0) == 0) ref_sets.push_back(s);
+    std::string key;
+    for (const auto& s : ref_sets) key += s + ";";
+    if (!refs.count(key)) refs[key] = run_plan("llama_ref_" + std::to_string(refs.size()), ref_sets, kLlamaBase);
+    std::vector<std::string> sets = p.sets;
+    sets.push_back("train.grad_accum=" + std::to_string(p.accum));
+    Outcome got = run_plan(p.tag, sets, kLlamaBase);
+    expect_same_trajectory(refs[key], got, p.tag);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plans, LlamaEquivalence,
+    ::testing::Values(Plan{"llama_dp2", {"parallel.dp=2"}, 2, 2},
+                      Plan{"llama_tp2", {"parallel.tp=2"}, 1, 2},
+                      Plan{"llama_pp2", {"parallel.pp=2"}, 1, 4},
+                      Plan{"llama_pp2_tied", {"parallel.pp=2", "model.tie_embeddings=true"}, 1, 4},
+                      Plan{"llama_interleaved", {"parallel.pp=2", "parallel.schedule=interleaved",
+                                                 "parallel.virtual_stages=2"}, 1, 4},
+                      Plan{"llama_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, 2},
+                      Plan{"llama_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},
+                      Plan{"llama_zero3_dp2", {"parallel.dp=2", "parallel.zero=3"}, 2, 2},
+                      Plan{"llama_dp2_tp2", {"parallel.dp=2", "parallel.tp=2"}, 2, 2},
+                      Plan{"llama_recompute_full", {"parallel.tp=2", "parallel.recompute=full"}, 1, 2},
+                      Plan{"llama_recompute_selective", {"parallel.pp=2", "parallel.recompute=selective"}, 1, 2},
+                      Plan{"llama_offload", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
+                                             "parallel.offload_activations=true"}, 2, 2}),
+    [](const auto& info) { return info.param.tag; });
+
 // A checkpoint written under one plan resumes under another on the same loss curve:
 // 5 steps as dp4 (zero 3), then 5 more as tp2 x pp2, against 10 single-rank steps.
 TEST(Resharding, Dp4Zero3ToTp2Pp2ContinuesTheCurve) {

@@ -75,4 +75,5 @@ def main():
             grads(name, {"q": q, "k": k, "v": v}, y)
     st_write(sys.argv[2], out)
 
-main()
+if __name__ == "__main__":
+    main()

@@ -39,6 +39,15 @@ train: {steps: 3, micro_batch: 32, grad_accum: 2, lr: 5.0e-4, min_lr: 5.0e-5, wa
 log: {db: runs.db, every: 1}
 )";
 
+// The Llama family (llama-tiny: 4 query heads over 2 key/value heads; the runtime even on one rank).
+const char* kLlamaBase = R"(name: plan_measured_llama
+model: {preset: llama-tiny, seq_len: 16, tie_embeddings: false}
+data: {dataset: brown}
+train: {steps: 3, micro_batch: 2, grad_accum: 2, lr: 5.0e-4, min_lr: 5.0e-5, warmup_steps: 2,
+        weight_decay: 0.1, grad_clip: 1.0, eval_every: 0, seed: 11}
+log: {db: runs.db, every: 1}
+)";
+
 struct Plan {
     std::string tag;
     std::vector<std::string> sets;
@@ -82,6 +91,12 @@ std::vector<Plan> plans() {
         {"offload_optimizer", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true"}},
         {"dp2_accum1", {"parallel.dp=2"}, 1},
         {"dp2_accum4", {"parallel.dp=2"}, 4},
+        {"llama_single", {}, 2, kLlamaBase},
+        {"llama_dp2_zero1", {"parallel.dp=2", "parallel.zero=1"}, 2, kLlamaBase},
+        {"llama_tp2", {"parallel.tp=2"}, 2, kLlamaBase},
+        {"llama_pp2_tied", {"parallel.pp=2", "model.tie_embeddings=true"}, 4, kLlamaBase},
+        {"llama_zero3_dp2_selective", {"parallel.dp=2", "parallel.zero=3", "parallel.recompute=selective"}, 2, kLlamaBase},
+        {"llama_offload", {"parallel.pp=2", "parallel.offload_activations=true"}, 2, kLlamaBase},
         {"mlp_single", {}, 2, kMlpBase},
         {"mlp_dp2", {"parallel.dp=2"}, 2, kMlpBase},
         {"mlp_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, kMlpBase},

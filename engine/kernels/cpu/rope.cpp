@@ -8,18 +8,19 @@ std::vector<float> rope_inv_freq(int hd, float theta, const RopeScaling& s) {
     std::vector<float> inv(hd / 2);
     for (int j = 0; j < hd / 2; ++j) inv[j] = 1.0f / std::pow(theta, (float)(2 * j) / (float)hd);
     if (s.type == "linear") {
-        for (float& f : inv) f /= s.factor;
+        for (float& f : inv) f /= (float)s.factor;
     } else if (s.type == "llama3") {
         // keep the high frequencies, divide the low ones by factor, interpolate in between
         const float old_len = (float)s.original_max_position_embeddings;
-        const float low_wavelen = old_len / s.low_freq_factor, high_wavelen = old_len / s.high_freq_factor;
+        const float lo = (float)s.low_freq_factor, hi = (float)s.high_freq_factor, factor = (float)s.factor;
+        const float low_wavelen = old_len / lo, high_wavelen = old_len / hi;
         const float pi = 3.14159265358979323846f;
         for (float& f : inv) {
             const float wavelen = 2.0f * pi / f;
-            float scaled = wavelen > low_wavelen ? f / s.factor : f;
+            float scaled = wavelen > low_wavelen ? f / factor : f;
             if (!(wavelen < high_wavelen) && !(wavelen > low_wavelen)) {
-                const float smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
-                scaled = (1.0f - smooth) * scaled / s.factor + smooth * scaled;
+                const float smooth = (old_len / wavelen - lo) / (hi - lo);
+                scaled = (1.0f - smooth) * scaled / factor + smooth * scaled;
             }
             f = scaled;
         }

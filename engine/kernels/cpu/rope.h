@@ -5,15 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace tessera {
+#include "engine/core/rope_scaling.h"
 
-struct RopeScaling {
-    std::string type;  // "" (none) | linear | llama3
-    float factor = 1.0f;
-    float low_freq_factor = 1.0f, high_freq_factor = 4.0f;  // llama3
-    int original_max_position_embeddings = 8192;           // llama3
-    bool operator==(const RopeScaling&) const = default;
-};
+namespace tessera {
 
 // The hd/2 inverse frequencies theta^(−2j/hd), scaled as transformers scales them.
 std::vector<float> rope_inv_freq(int hd, float theta, const RopeScaling& scaling);

@@ -1,0 +1,175 @@
+// The Llama family's transformer block for the parallel runtime, Megatron style, written once for
+// every device (it computes through LayerOps): RMSNorm; one column-parallel GEMM for q, k and v
+// (this TP rank's query heads and its key/value heads, plus Qwen2's biases); rotary embeddings on
+// q and k; grouped-query causal attention; the row-parallel output projection, all-reduced, plus
+// the residual; RMSNorm; one column-parallel GEMM for gate and up; SwiGLU; the row-parallel down
+// projection, all-reduced, plus the residual. No other biases. Each TP rank holds whole key/value
+// heads (the config requires tp to divide n_kv_head). The embedding and the head are shared with
+// GPT (tp_layers.cpp).
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/kernels/cpu/rope.h"
+#include "engine/parallel/tp_layers.h"
+
+namespace tessera {
+
+namespace {
+
+class LlamaBlock final : public Layer {
+    // saved for backward; STATS: the attention's probabilities or log-sum-exp (LayerTraits)
+    enum Saved { X, LN1, R1, QKV, ATTY, STATS, RES1, LN2, R2, GU, ACT, kCount };
+
+public:
+    LlamaBlock(const ShardSpec& s, int l) : Layer(*s.ops), spec_(s), d_(spec_.model.llama) {
+        name_ = "block." + std::to_string(l);
+        const int64_t t = s.tp.size, r = s.tp.rank, C = d_.d_model;
+        TS_CHECK(d_.n_head % t == 0 && d_.n_kv_head % t == 0 && d_.ffn % t == 0, name_,
+                 ": tp ", t, " must divide n_head, n_kv_head and ffn");
+        NHl_ = d_.n_head / (int)t, KVl_ = d_.n_kv_head / (int)t, Fl_ = d_.ffn / (int)t;
+        Ql_ = NHl_ * d_.head_dim, Kl_ = KVl_ * d_.head_dim;
+        const int64_t Q = d_.q_width(), K = d_.kv_width(), F = d_.ffn;
+        const ParamTable& global = s.model.param_table();
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        // this rank's query heads, then its key heads, then its value heads
+        std::vector<std::pair<int64_t, int64_t>> qkv{{r * Ql_, Ql_}, {Q + r * Kl_, Kl_}, {Q + K + r * Kl_, Kl_}};
+        add_param(global, p + "input_layernorm.weight", {C}, {{0, C}}, 0, 1);
+        add_param(global, p + "self_attn.qkv_proj.weight", {Ql_ + 2 * Kl_, C}, qkv, 0, C);
+        if (d_.qkv_bias) add_param(global, p + "self_attn.qkv_proj.bias", {Ql_ + 2 * Kl_}, qkv, 0, 1);
+        add_param(global, p + "self_attn.o_proj.weight", {C, Ql_}, {{0, C}}, r * Ql_, (r + 1) * Ql_);
+        add_param(global, p + "post_attention_layernorm.weight", {C}, {{0, C}}, 0, 1);
+        add_param(global, p + "mlp.gate_up_proj.weight", {2 * Fl_, C}, {{r * Fl_, Fl_}, {F + r * Fl_, Fl_}}, 0, C);
+        add_param(global, p + "mlp.down_proj.weight", {C, Fl_}, {{0, C}}, r * Fl_, (r + 1) * Fl_);
+        ln1_ = param_index(p + "input_layernorm.weight");
+        qkv_ = param_index(p + "self_attn.qkv_proj.weight");
+        qkv_b_ = d_.qkv_bias ? param_index(p + "self_attn.qkv_proj.bias") : -1;
+        o_ = param_index(p + "self_attn.o_proj.weight");
+        ln2_ = param_index(p + "post_attention_layernorm.weight");
+        gu_ = param_index(p + "mlp.gate_up_proj.weight");
+        down_ = param_index(p + "mlp.down_proj.weight");
+        inv_freq_ = rope_inv_freq(d_.head_dim, d_.rope_theta, d_.rope_scaling);
+    }
+
+    Tensor forward(int micro, Tensor x, const Batch& b) override {
+        std::vector<Tensor> s = compute(std::move(x), b.batch_size, b.seq_len);
+        Tensor out = std::move(s[kCount]);
+        s.resize(kCount);
+        if (micro < 0) return out;  // evaluation: nothing kept
+        if (spec_.recompute == Recompute::full) {
+            for (int i = 1; i < kCount; ++i) s[i] = Tensor();
+        } else if (spec_.recompute == Recompute::selective) {
+            // the large, cheap ones: the SwiGLU output and the attention probabilities
+            s[ACT] = Tensor();
+            if (ops_.traits.attention_scores) s[STATS] = Tensor();
+        }
+        saved_[micro] = std::move(s);
+        return out;
+    }
+
+    Tensor backward(int micro, Tensor dout, const Batch& b) override {
+        const int B = b.batch_size, T = b.seq_len, N = B * T, C = d_.d_model, hd = d_.head_dim;
+        const int S = Ql_ + 2 * Kl_;
+        auto it = saved_.find(micro);
+        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
+        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
+        std::vector<Tensor>& s = it->second;
+        if (spec_.recompute == Recompute::full) {
+            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
+            r.resize(kCount);
+            s = std::move(r);
+        } else if (spec_.recompute == Recompute::selective) {
+            if (ops_.traits.attention_scores) {
+                s[STATS] = f32({B, NHl_, T, T}, MemCategory::activations);
+                Tensor scratch = work({N, Ql_});
+                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Ql_, NHl_, KVl_);
+            }
+            s[ACT] = act({N, Fl_});
+            ops_.swiglu_forward(s[ACT].data(), s[GU].data(), N, Fl_);
+        }
+        const DType adt = ops_.traits.act;
+        void* gp = dout.data();  // d(block output); becomes d(block input) in place
+        Tensor dgu = work({N, 2 * Fl_});
+        {
+            Tensor dact = work({N, Fl_});
+            ops_.matmul_backward(dact.data(), grad_ptr[down_], nullptr, gp, s[ACT].data(), w(down_), N, Fl_, C);
+            ops_.swiglu_backward(dgu.data(), dact.data(), s[GU].data(), N, Fl_);
+        }
+        Tensor dln = work({N, C});
+        ops_.matmul_backward(dln.data(), grad_ptr[gu_], nullptr, dgu.data(), s[LN2].data(), w(gu_), N, C, 2 * Fl_);
+        dgu = Tensor();
+        spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
+        ops_.rmsnorm_backward(gp, grad_ptr[ln2_], dln.data(), s[RES1].data(), w(ln2_), s[R2].f32(), N, C);
+        Tensor datty = work({N, Ql_});
+        ops_.matmul_backward(datty.data(), grad_ptr[o_], nullptr, gp, s[ATTY].data(), w(o_), N, Ql_, C);
+        Tensor dqkv = work({N, S});
+        ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(), s[STATS].f32(), B, T,
+                                Ql_, NHl_, KVl_);
+        datty = Tensor();
+        // the rotation's gradient: rotate back
+        ops_.rope(dqkv.data(), B, T, NHl_, hd, S, inv_freq_, true);
+        ops_.rope(at(dqkv, Ql_), B, T, KVl_, hd, S, inv_freq_, true);
+        ops_.matmul_backward(dln.data(), grad_ptr[qkv_], qkv_b_ >= 0 ? grad_ptr[qkv_b_] : nullptr, dqkv.data(),
+                             s[LN1].data(), w(qkv_), N, C, S);
+        dqkv = Tensor();
+        spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
+        ops_.rmsnorm_backward(gp, grad_ptr[ln1_], dln.data(), s[X].data(), w(ln1_), s[R1].f32(), N, C);
+        saved_.erase(it);
+        offloaded_.erase(micro);
+        return dout;
+    }
+
+private:
+    // element `k` of a tensor's rows, in the activation dtype
+    void* at(Tensor& t, int64_t k) { return static_cast<char*>(t.data()) + k * dtype_size(ops_.traits.act); }
+
+    // The block's forward from its input x (B, T, C); returns the saved tensors and, at index
+    // kCount, the output.
+    std::vector<Tensor> compute(Tensor x, int B, int T) {
+        const int N = B * T, C = d_.d_model, hd = d_.head_dim, S = Ql_ + 2 * Kl_;
+        const auto kA = MemCategory::activations;
+        std::vector<Tensor> s(kCount + 1);
+        s[X] = std::move(x);
+        auto D = [&](int k) { return s[k].data(); };
+        s[LN1] = act({N, C});
+        s[R1] = f32({N}, kA);
+        ops_.rmsnorm_forward(D(LN1), s[R1].f32(), D(X), w(ln1_), N, C, d_.norm_eps);
+        s[QKV] = act({N, S});
+        ops_.matmul_forward(D(QKV), D(LN1), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
+        ops_.rope(D(QKV), B, T, NHl_, hd, S, inv_freq_, false);
+        ops_.rope(at(s[QKV], Ql_), B, T, KVl_, hd, S, inv_freq_, false);
+        s[ATTY] = act({N, Ql_});
+        s[STATS] = ops_.traits.attention_scores ? f32({B, NHl_, T, T}, kA) : f32({B, NHl_, T}, kA);
+        ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Ql_, NHl_, KVl_);
+        // row-parallel projection: partial sums, all-reduced, then the residual
+        s[RES1] = act({N, C});
+        ops_.matmul_forward(D(RES1), D(ATTY), w(o_), nullptr, N, Ql_, C);
+        spec_.tp.all_reduce(D(RES1), s[RES1].numel(), ops_.traits.act);
+        ops_.add_bias_residual(D(RES1), nullptr, D(X), N, C);
+        s[LN2] = act({N, C});
+        s[R2] = f32({N}, kA);
+        ops_.rmsnorm_forward(D(LN2), s[R2].f32(), D(RES1), w(ln2_), N, C, d_.norm_eps);
+        s[GU] = act({N, 2 * Fl_});
+        ops_.matmul_forward(D(GU), D(LN2), w(gu_), nullptr, N, C, 2 * Fl_);
+        s[ACT] = act({N, Fl_});
+        ops_.swiglu_forward(D(ACT), D(GU), N, Fl_);
+        s[kCount] = act({B, T, C});
+        ops_.matmul_forward(D(kCount), D(ACT), w(down_), nullptr, N, Fl_, C);
+        spec_.tp.all_reduce(D(kCount), s[kCount].numel(), ops_.traits.act);
+        ops_.add_bias_residual(D(kCount), nullptr, D(RES1), N, C);
+        return s;
+    }
+
+    ShardSpec spec_;
+    const LlamaDims& d_;
+    int NHl_ = 0, KVl_ = 0, Fl_ = 0, Ql_ = 0, Kl_ = 0;
+    int ln1_ = 0, qkv_ = 0, qkv_b_ = -1, o_ = 0, ln2_ = 0, gu_ = 0, down_ = 0;  // parameter indices
+    std::vector<float> inv_freq_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> llama_block_create(const ShardSpec& spec, int block) {
+    return std::make_unique<LlamaBlock>(spec, block);
+}
+
+}  // namespace tessera
