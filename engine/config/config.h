@@ -32,6 +32,9 @@ struct ModelConfig {
     RopeScaling rope_scaling;
     bool qkv_bias = false;   // biases on the q, k, v projections (Qwen2)
     bool tie_embeddings = true;  // the head reads the token embedding (else its own lm_head)
+    // init_from is a Hugging Face folder: its config.json set the architecture and sizes above
+    // (only seq_len and vocab may be given beside it)
+    bool from_folder = false;
     std::string init_from;            // optional safetensors file (HF GPT-2 names accepted)
 
     bool operator==(const ModelConfig&) const = default;
@@ -157,6 +160,9 @@ RunConfig config_parse(const std::string& text, const std::string& name,
 std::string config_to_yaml(const RunConfig& cfg);
 // The model presets (GPT, the Llama family, the MLP), and the family of one: gpt | llama | mlp.
 std::vector<std::string> config_preset_names();
+// Fills `m` from the Hugging Face folder `dir`'s config.json (engine/config/hf_config.cpp);
+// InputError naming the file and key, or the unsupported architecture and the supported ones.
+void hf_config_apply(const std::string& dir, ModelConfig& m);
 std::string model_family(const std::string& preset);
 // The hosts of an OpenMPI/DeepSpeed hostfile ("host slots=N", plus Tessera's optional user=,
 // port=, identity=, addr=); `name` stands for the file in messages (name:line: ...).

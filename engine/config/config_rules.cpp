@@ -45,6 +45,8 @@ const ModelPreset kPresets[] = {
     // name, family, layers, heads, hidden, seq_len, tokenizer; kv heads, head_dim, ffn, vocab
     // rows, RMSNorm eps, rope theta, rope scaling, qkv bias, tied
     {"llama-tiny", "llama", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
+    // a Llama-family model sized by its keys (a Hugging Face folder's config.json sets them)
+    {"llama", "llama", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
     {"smollm-135m", "llama", 30, 9, 576, 2048, "bytes", 3, 64, 1536, 49152, 1e-5, 1e4, {}, false, true},
     {"smollm2-360m", "llama", 32, 15, 960, 2048, "bytes", 5, 64, 2560, 49152, 1e-5, 1e5, {}, false, true},
     {"qwen2.5-0.5b", "llama", 24, 14, 896, 2048, "bytes", 2, 64, 4864, 151936, 1e-6, 1e6, {}, true, true},
@@ -83,7 +85,7 @@ const std::vector<std::string> kLlamaOnlyKeys = {"n_kv_head", "head_dim", "ffn",
 
 std::string key_of(const ConfigField& f) { return f.path.substr(f.path.find_last_of('.') + 1); }
 
-void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m) {
+void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const std::string& base_dir) {
     std::set<std::string> given;
     std::vector<ConfigField> fields = r.read_map(sec.value, "model", sec.at, config_section_keys("model"));
     for (const auto& f : fields) {
@@ -119,6 +121,24 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m) {
                     m.rope_scaling.original_max_position_embeddings = (int)r.read_int(g, 1, 1 << 24);
             }
             if (m.rope_scaling.type == "none") m.rope_scaling.type.clear();
+        }
+    }
+    // A Hugging Face folder: its config.json is the architecture; beside it, only the sequence
+    // length and the tokenizer
+    if (!m.init_from.empty()) {
+        std::filesystem::path dir(m.init_from);
+        if (dir.is_relative() && !base_dir.empty()) dir = std::filesystem::path(base_dir) / dir;
+        std::error_code ec;
+        if (std::filesystem::is_directory(dir, ec)) {
+            for (const auto& f : fields)
+                if (key_of(f) != "init_from" && key_of(f) != "seq_len" && key_of(f) != "vocab")
+                    r.fail_field(f, str_cat("no ", key_of(f), " beside a Hugging Face folder in model.init_from "
+                                            "(its config.json sets the architecture)"),
+                                 yaml_describe_node(f.value));
+            if (!given.count("seq_len")) m.seq_len = 0;
+            hf_config_apply(dir.string(), m);
+            if (!given.count("vocab") && m.preset != "gpt2") m.vocab = "bytes";
+            return;
         }
     }
     // Resolve the preset: absent dims come from it, explicit keys win.
@@ -386,7 +406,7 @@ void config_read_tree(ConfigReader& r, const YAML::Node& root, RunConfig& cfg) {
     for (const auto& sec : r.read_map(root, "", str_cat(r.file, ":1:1"), config_top_keys())) {
         const std::string& k = sec.path;
         if (k == "name") cfg.name = r.read_string(sec, false);
-        else if (k == "model") read_model(r, sec, cfg.model);
+        else if (k == "model") read_model(r, sec, cfg.model, cfg.base_dir);
         else if (k == "data") read_data(r, sec, cfg.data), has_data = true;
         else if (k == "train") read_train(r, sec, cfg.train);
         else if (k == "runtime") read_runtime(r, sec, cfg.runtime);
@@ -396,7 +416,7 @@ void config_read_tree(ConfigReader& r, const YAML::Node& root, RunConfig& cfg) {
         else if (k == "cluster") read_cluster(r, sec, cfg.cluster, cfg.base_dir);
     }
     // Sections that were absent still need their defaults resolved.
-    if (!r.locs.count("model")) read_model(r, {"model", YAML::Node(), r.loc("")}, cfg.model);
+    if (!r.locs.count("model")) read_model(r, {"model", YAML::Node(), r.loc("")}, cfg.model, cfg.base_dir);
     if (!r.locs.count("parallel")) cfg.parallel.recompute = {"none"};
     if (!has_data)
         r.fail(r.loc(""), "data", "a data section (data.dataset or data.train)", "none");
@@ -420,7 +440,7 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         if (m.head_dim % 2 != 0)
             r.fail_key({"model.head_dim", "model.preset"}, "an even head_dim (rotary pairs)", str_cat(m.head_dim));
         const int tok = m.vocab == "gpt2" ? 50257 : 256;
-        if (m.vocab_size < tok)
+        if (m.vocab_size < tok && !m.from_folder)  // a folder's own tokenizer: the data issue
             r.fail_key({"model.vocab_size", "model.vocab"},
                        str_cat("vocab_size at least the ", m.vocab, " tokenizer's ", tok), str_cat(m.vocab_size));
         if (p.tp > 0 && (m.n_kv_head % p.tp != 0 || m.ffn % p.tp != 0))
@@ -535,7 +555,7 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     };
     must_exist("data.train", d.train);
     must_exist("data.val", d.val);
-    must_exist("model.init_from", m.init_from);
+    if (!m.from_folder) must_exist("model.init_from", m.init_from);  // a file, or a folder read above
 
     // optimizer, runtime
     if (cfg.train.min_lr > cfg.train.lr)
@@ -572,6 +592,12 @@ std::string config_to_yaml(const RunConfig& c) {
     e << YAML::Key << "name" << YAML::Value << c.name;
 
     e << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+    if (c.model.from_folder) {  // the folder's config.json holds the rest
+        e << YAML::Key << "init_from" << YAML::Value << c.model.init_from;
+        e << YAML::Key << "seq_len" << YAML::Value << c.model.seq_len;
+        e << YAML::Key << "vocab" << YAML::Value << c.model.vocab;
+        e << YAML::EndMap;
+    } else {
     e << YAML::Key << "preset" << YAML::Value << c.model.preset;
     if (c.model.preset == "mlp") {
         e << YAML::Key << "hidden" << YAML::Value;
@@ -606,6 +632,7 @@ std::string config_to_yaml(const RunConfig& c) {
     }
     if (!c.model.init_from.empty()) e << YAML::Key << "init_from" << YAML::Value << c.model.init_from;
     e << YAML::EndMap;
+    }
 
     e << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
     if (!c.data.dataset.empty()) e << YAML::Key << "dataset" << YAML::Value << c.data.dataset;

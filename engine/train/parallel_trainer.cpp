@@ -15,6 +15,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_import.h"
+#include "engine/model/hf_import.h"
 #include "engine/parallel/device_ops.h"
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/tp_layers.h"
@@ -76,6 +77,10 @@ public:
         micro_ = cfg.train.grad_accum;
         data_ = data_source_open(cfg);
         model_ = model_shape(cfg.model, data_->vocab_size());
+        if (model_.family != ModelShape::Family::mlp && data_->vocab_size() > model_.vocab())
+            throw InputError(str_cat(cfg.source_path, ": model.vocab: the data's tokenizer (", cfg.model.vocab, ", ",
+                                     data_->vocab_size(), " ids) does not fit the model's ", model_.vocab(),
+                                     "-row vocabulary; tokenize the data with the model's own tokenizer"));
         TpGroup tp{groups.tp.get(), groups.coord.tp, par.tp};
         dev_ = cfg.runtime.device == "cuda" ? Device::cuda : Device::cpu;
         act_dtype_ = dev_ == Device::cuda && cfg.runtime.precision == "bf16" ? DType::bf16 : DType::f32;
@@ -602,14 +607,18 @@ int64_t RankRunner::load_checkpoint(const std::string& path) {
 // transposes Conv1D), or an MLP's by name, into a host copy of the full model, from which each
 // rank takes its slices.
 void RankRunner::load_initial_weights() {
-    SafetensorsFile f = SafetensorsFile::open(config_resolve_path(cfg_, cfg_.model.init_from));
-    const ParamTable table = model_.param_table();
+    const std::string path = config_resolve_path(cfg_, cfg_.model.init_from);
+    const ParamTable& table = model_.param_table();
     std::vector<float> values(table.total_numel());
-    if (model_.family == ModelShape::Family::gpt) {
+    if (cfg_.model.from_folder && model_.family == ModelShape::Family::llama) {
+        llama_load_hf_weights(path, model_.llama, values.data());  // Hugging Face names
+    } else if (model_.family == ModelShape::Family::gpt) {
+        SafetensorsFile f = SafetensorsFile::open(cfg_.model.from_folder ? hf_weights_file(path) : path);
         GptModel full(model_.gpt);
         gpt_load_weights(full, f);
         std::memcpy(values.data(), full.params().f32(), sizeof(float) * values.size());
     } else {
+        SafetensorsFile f = SafetensorsFile::open(path);
         for (const ParamInfo& p : table.entries()) f.read_f32(p.name, p.shape, values.data() + p.offset);
     }
     store_->load([&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,

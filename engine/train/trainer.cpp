@@ -14,6 +14,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/kernels/cpu/threads.h"
 #include "engine/model/gpt_import.h"
+#include "engine/model/hf_import.h"
 #include "engine/model/model.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/telemetry.h"
@@ -96,7 +97,8 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
     auto model = model_create(cfg.model, data->vocab_size());
     model->init_params(cfg.train.seed);
     if (!cfg.model.init_from.empty()) {
-        SafetensorsFile f = SafetensorsFile::open(config_resolve_path(cfg, cfg.model.init_from));
+        const std::string path = config_resolve_path(cfg, cfg.model.init_from);
+        SafetensorsFile f = SafetensorsFile::open(cfg.model.from_folder ? hf_weights_file(path) : path);
         if (auto* gpt = dynamic_cast<GptModel*>(model.get())) {
             gpt_load_weights(*gpt, f);  // Tessera or Hugging Face GPT-2 names
         } else {

@@ -1,0 +1,104 @@
+#include "engine/model/hf_import.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/io/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace tessera {
+
+std::string hf_weights_file(const std::string& dir) {
+    const fs::path p = fs::path(dir) / "model.safetensors";
+    if (!fs::exists(p)) throw InputError(str_cat(dir, ": expected model.safetensors in the model folder"));
+    return p.string();
+}
+
+namespace {
+
+// The folder's tensors: one file, or the shards an index maps names to (opened on first use).
+class Weights {
+public:
+    explicit Weights(const std::string& dir) : dir_(dir) {
+        const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+        if (fs::exists(index)) {
+            std::ifstream f(index);
+            std::stringstream text;
+            text << f.rdbuf();
+            nlohmann::json j;
+            try {
+                j = nlohmann::json::parse(text.str());
+            } catch (const std::exception& e) {
+                throw InputError(str_cat(index.string(), ": not JSON (", e.what(), ")"));
+            }
+            if (!j.contains("weight_map") || !j["weight_map"].is_object())
+                throw InputError(str_cat(index.string(), ": expected a weight_map object"));
+            for (const auto& [name, file] : j["weight_map"].items()) map_[name] = file.get<std::string>();
+        } else {
+            single_ = hf_weights_file(dir);
+        }
+    }
+    // Reads tensor `name` of shape `shape` into dst (converted to fp32).
+    void read(const std::string& name, const Shape& shape, float* dst) {
+        std::string file = single_;
+        if (file.empty()) {
+            auto it = map_.find(name);
+            if (it == map_.end())
+                throw InputError(str_cat(dir_, "/model.safetensors.index.json: no tensor ", name, " in weight_map"));
+            file = (fs::path(dir_) / it->second).string();
+        }
+        auto& f = files_[file];
+        if (!f) f = std::make_unique<SafetensorsFile>(SafetensorsFile::open(file));
+        if (!f->find(name)) throw InputError(str_cat(file, ": no tensor ", name, " (expected shape ", shape_str(shape), ")"));
+        f->read_f32(name, shape, dst);
+    }
+
+private:
+    static std::string shape_str(const Shape& s) {
+        std::string r = "[";
+        for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+        return r + "]";
+    }
+    std::string dir_, single_;
+    std::map<std::string, std::string> map_;
+    std::map<std::string, std::unique_ptr<SafetensorsFile>> files_;
+};
+
+}  // namespace
+
+void llama_load_hf_weights(const std::string& dir, const LlamaDims& d, float* dst) {
+    Weights w(dir);
+    const ParamTable table = llama_param_table(d);
+    const int64_t C = d.d_model, Q = d.q_width(), K = d.kv_width(), F = d.ffn;
+    for (const ParamInfo& p : table.entries()) {
+        float* out = dst + p.offset;
+        const std::string& n = p.name;
+        auto ends = [&](const std::string& suffix) {
+            return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+        };
+        const std::string base = n.substr(0, n.rfind('.', n.rfind('.') - 1) + 1);  // "model.layers.i.self_attn."
+        if (ends("qkv_proj.weight")) {
+            w.read(base + "q_proj.weight", {Q, C}, out);
+            w.read(base + "k_proj.weight", {K, C}, out + Q * C);
+            w.read(base + "v_proj.weight", {K, C}, out + (Q + K) * C);
+        } else if (ends("qkv_proj.bias")) {
+            w.read(base + "q_proj.bias", {Q}, out);
+            w.read(base + "k_proj.bias", {K}, out + Q);
+            w.read(base + "v_proj.bias", {K}, out + Q + K);
+        } else if (ends("gate_up_proj.weight")) {
+            w.read(base + "gate_proj.weight", {F, C}, out);
+            w.read(base + "up_proj.weight", {F, C}, out + F * C);
+        } else {
+            w.read(n, p.shape, out);
+        }
+    }
+}
+
+}  // namespace tessera
