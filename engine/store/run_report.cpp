@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace tessera {
 
@@ -53,9 +54,10 @@ void store_write_run_table(std::ostream& out, const RunStore& store) {
     }
     // rows of cells, the first is the header
     std::vector<std::vector<std::string>> rows;
-    rows.push_back({"id", "name", "status", "steps", "world", "start", "duration", "train/loss"});
+    rows.push_back({"id", "name", "status", "steps", "world", "start", "duration",
+                    std::string(metric::train_loss)});
     for (const RunRow& r : runs) {
-        auto loss = store.metric_last(r.id, "train/loss");
+        auto loss = store.metric_last(r.id, metric::train_loss);
         std::string name = r.name.size() > 28 ? r.name.substr(0, 25) + "..." : r.name;
         rows.push_back({std::to_string(r.id), name, r.status, std::to_string(r.last_step),
                         std::to_string(r.world_size), store_format_time(r.start_time),

@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace tessera {
 
@@ -54,7 +55,7 @@ struct Query {
         st.reset(raw);
     }
     Query& bind(int i, int64_t v) { sqlite3_bind_int64(st.get(), i, v); return *this; }
-    Query& bind(int i, const std::string& v) {
+    Query& bind(int i, std::string_view v) {
         sqlite3_bind_text(st.get(), i, v.data(), int(v.size()), SQLITE_TRANSIENT);
         return *this;
     }
@@ -107,7 +108,8 @@ private:
 // append a new one and bump kStoreSchemaVersion.
 
 const char* kMigrations[] = {
-    // 0 -> 1: the initial schema.
+    // 0 -> 1: the initial schema. The status CHECK spells out run_status's values
+    // (engine/telemetry/metric_names.h), which therefore never change.
     R"sql(
 CREATE TABLE runs (
   id          INTEGER PRIMARY KEY,
@@ -272,8 +274,9 @@ void bind_real(sqlite3_stmt* st, int i, double x) {
     else sqlite3_bind_double(st, i, x);
 }
 void check_status(const std::string& status) {
-    if (status != "completed" && status != "failed" && status != "stopped" && status != "running")
-        throw InputError(str_cat("run status: expected completed|failed|stopped, found '", status,
+    if (!run_status::valid(status))
+        throw InputError(str_cat("run status: expected ", run_status::completed, "|",
+                                 run_status::failed, "|", run_status::stopped, ", found '", status,
                                  "'"));
 }
 }  // namespace
@@ -298,10 +301,10 @@ int64_t RunStore::run_begin(const RunStartRecord& r) {
     sqlite3* db = db_.get();
     Query q(db, path_,
             "INSERT INTO runs (name, config_text, status, start_time, host, world_size, plan_json) "
-            "VALUES (?, ?, 'running', ?, ?, ?, ?)");
-    q.bind(1, r.name).bind(2, r.config_text);
-    sqlite3_bind_double(q.st.get(), 3, r.wall_time > 0 ? r.wall_time : telemetry_now());
-    q.bind(4, r.host).bind(5, int64_t(r.world_size)).bind(6, r.plan_json);
+            "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    q.bind(1, r.name).bind(2, r.config_text).bind(3, run_status::running);
+    sqlite3_bind_double(q.st.get(), 4, r.wall_time > 0 ? r.wall_time : telemetry_now());
+    q.bind(5, r.host).bind(6, int64_t(r.world_size)).bind(7, r.plan_json);
     q.step();
     return sqlite3_last_insert_rowid(db);
 }
@@ -387,9 +390,9 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
     tx.commit();
 }
 
-void RunStore::run_finish(int64_t run_id, const std::string& status, const std::string& message,
+void RunStore::run_finish(int64_t run_id, std::string_view status, const std::string& message,
                           int64_t last_step) {
-    append(run_id, {RunEndRecord{status, message, last_step, telemetry_now()}});
+    append(run_id, {RunEndRecord{std::string(status), message, last_step, telemetry_now()}});
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -437,7 +440,7 @@ std::optional<RunRow> RunStore::run_get(int64_t id) const {
     return read_run(q);
 }
 
-std::vector<MetricRow> RunStore::metrics(int64_t run_id, const std::string& name,
+std::vector<MetricRow> RunStore::metrics(int64_t run_id, std::string_view name,
                                          int64_t after_rowid) const {
     std::string sql = str_cat(kMetricCols, " WHERE run_id = ?1 AND rowid > ?2",
                               name.empty() ? "" : " AND name = ?3", " ORDER BY rowid");
@@ -457,7 +460,7 @@ std::vector<std::string> RunStore::metric_names(int64_t run_id) const {
     return out;
 }
 
-std::optional<MetricRow> RunStore::metric_last(int64_t run_id, const std::string& name) const {
+std::optional<MetricRow> RunStore::metric_last(int64_t run_id, std::string_view name) const {
     Query q(db_.get(), path_,
             str_cat(kMetricCols, " WHERE run_id = ? AND name = ? ORDER BY step DESC, rowid DESC "
                                  "LIMIT 1").c_str());

@@ -18,6 +18,7 @@
 #include <map>
 
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -151,7 +152,7 @@ TEST(Failure, KilledRankEndsTheJobWithinTenSecondsAndKeepsRows) {
     EXPECT_NE(run.message.find("SIGKILL"), std::string::npos) << run.message;
     EXPECT_NE(run.message.find("rank "), std::string::npos) << run.message;
     // every committed step is there, in order, without gaps
-    auto losses = store.metrics(run.id, "train/loss");
+    auto losses = store.metrics(run.id, metric::train_loss);
     ASSERT_GE(losses.size(), 3u);
     for (size_t i = 0; i < losses.size(); ++i) EXPECT_EQ(losses[i].step, (int64_t)i + 1);
     EXPECT_GE(run.last_step, (int64_t)losses.size());
@@ -201,10 +202,10 @@ TEST(Failure, RestartResumesFromTheLastCheckpoint) {
     RunRow run = last_run(dir);
     EXPECT_EQ(run.status, "completed") << run.message;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
-    auto attempts = store.metrics(run.id, "launch/attempt");
+    auto attempts = store.metrics(run.id, metric::launch_attempt);
     EXPECT_EQ(attempts.size(), 2u);
     // the second attempt resumed from the step-4 checkpoint: steps 5.. appear twice, 1..4 once
-    auto losses = store.metrics(run.id, "train/loss");
+    auto losses = store.metrics(run.id, metric::train_loss);
     int step5 = 0, step1 = 0;
     for (const auto& m : losses) step5 += m.step == 5, step1 += m.step == 1;
     EXPECT_EQ(step1, 1);
@@ -226,9 +227,11 @@ TEST(ZeroMemory, MeasuredCategoriesDivideByDp) {
         ASSERT_EQ(wait_exit(p, 60), 0) << p.output;
         RunStore store = RunStore::open((dir / "runs.db").string(), true);
         RunRow run = store.runs_list().back();
-        for (const char* cat : {"params", "grads", "optimizer"})
-            for (const auto& m : store.metrics(run.id, std::string("mem/") + cat + "_bytes"))
-                if (m.rank == 0) peak[zero][cat] = std::max(peak[zero][cat], m.value);
+        for (MemCategory cat : {MemCategory::params, MemCategory::grads, MemCategory::optimizer}) {
+            double& p = peak[zero][std::string(mem_category_name(cat))];
+            for (const auto& m : store.metrics(run.id, metric::mem_category_bytes(cat)))
+                if (m.rank == 0) p = std::max(p, m.value);
+        }
     }
     auto ratio = [&](int zero, const char* cat) { return peak[zero][cat] / peak[0][cat]; };
     EXPECT_NEAR(ratio(1, "optimizer"), 0.5, 0.01);

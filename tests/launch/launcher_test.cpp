@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/launch/launcher.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 using namespace tessera;
 
@@ -113,12 +114,12 @@ TEST(Launcher, PrefixesOutputAndStoresTelemetry) {
     EXPECT_EQ(run->status, "completed");
     EXPECT_EQ(run->world_size, 2);
     EXPECT_EQ(run->name, "launcher-test");
-    auto loss = store.metrics(r.run_id, "train/loss");
+    auto loss = store.metrics(r.run_id, metric::train_loss);
     ASSERT_EQ(loss.size(), 4u);
     int rank1 = 0;
     for (auto& m : loss) rank1 += m.rank == 1;
     EXPECT_EQ(rank1, 2);
-    auto attempt = store.metric_last(r.run_id, "launch/attempt");
+    auto attempt = store.metric_last(r.run_id, metric::launch_attempt);
     ASSERT_TRUE(attempt);
     EXPECT_EQ(attempt->value, 1.0);
 }
@@ -151,7 +152,7 @@ TEST(Launcher, KilledRankTearsDownTheJob) {
     ASSERT_TRUE(run);
     EXPECT_EQ(run->status, "failed");
     EXPECT_EQ(run->message, r.message);
-    EXPECT_EQ(store.metrics(r.run_id, "train/loss").size(), 5u);  // 4 x step 1 + rank 3's step 5
+    EXPECT_EQ(store.metrics(r.run_id, metric::train_loss).size(), 5u);  // 4 x step 1 + rank 3's step 5
     auto errors = store.errors(r.run_id);
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_EQ(errors[0].rank, 3);
@@ -222,7 +223,7 @@ TEST(Launcher, RestartAppendsResumeArgs) {
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_NE(errors[0].message.find("attempt 1: rank 1 (dp1.tp0.pp0) exited with code 1"),
               std::string::npos);
-    EXPECT_EQ(store.metric_last(r.run_id, "launch/attempt")->value, 2.0);
+    EXPECT_EQ(store.metric_last(r.run_id, metric::launch_attempt)->value, 2.0);
 }
 
 TEST(Launcher, RestartsExhaustedFails) {

@@ -22,6 +22,7 @@
 #include "engine/launch/cluster.h"
 #include "engine/launch/ssh.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "tests/ssh/loopback_sshd.h"
 
 namespace fs = std::filesystem;
@@ -95,7 +96,7 @@ log: {db: runs.db, every: 1}
         RunStore s = RunStore::open(db.string(), true);
         auto runs = s.runs_list();
         std::map<int64_t, double> out;
-        for (const auto& m : s.metrics(runs.back().id, "train/loss")) out[m.step] = m.value;
+        for (const auto& m : s.metrics(runs.back().id, metric::train_loss)) out[m.step] = m.value;
         return out;
     }
 };
@@ -391,7 +392,7 @@ void expect_failed_run_intact(const fs::path& db, const std::string& host) {
     EXPECT_NE(row->message.find(host), std::string::npos) << row->message;
     EXPECT_EQ(s.integrity_check(), "ok");
     std::vector<int64_t> got;
-    for (const auto& m : s.metrics(1, "train/loss"))
+    for (const auto& m : s.metrics(1, metric::train_loss))
         if (m.rank == 0) got.push_back(m.step);
     ASSERT_GE(got.size(), 5u);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], int64_t(i + 1)) << "rows not contiguous";

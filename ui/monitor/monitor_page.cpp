@@ -23,6 +23,7 @@
 
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
+#include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
 
 namespace tessera::studio {
@@ -334,29 +335,25 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
     for (const tessera::MetricRow& r : rows) {
         m_lastRowid = std::max(m_lastRowid, r.rowid);
         const std::string& n = r.name;
-        if (n == "train/loss") {
+        if (n == metric::train_loss) {
             if (add(m_trainLoss, r)) m_smooth.push_back(m_ema.push(r.value));
-        } else if (n == "val/loss") {
+        } else if (n == metric::val_loss) {
             add(m_valLoss, r);
-        } else if (n == "perf/tok_per_s") {
+        } else if (n == metric::perf_tok_per_s) {
             add(m_tokPerS, r);
-        } else if (n == "perf/step_ms") {
+        } else if (n == metric::perf_step_ms) {
             add(m_stepMs, r);
-        } else if (n == "perf/mfu") {
+        } else if (n == metric::perf_mfu) {
             add(m_mfu, r);
-        } else if (n == "gpu/util_percent") {
+        } else if (n == metric::gpu_util_percent) {
             add(m_gpuUtil, r);
-        } else if (n == "gpu/memory_used_bytes") {
+        } else if (n == metric::gpu_memory_used_bytes) {
             if (std::isfinite(r.value)) m_nvmlUsed[r.rank] = std::max(m_nvmlUsed[r.rank], r.value);
             m_memDirty = true;
-        } else if (n.rfind("mem/", 0) == 0 && n != "mem/total_bytes") {
-            for (int c = 0; c < tessera::kMemCategoryCount; ++c) {
-                std::string want = "mem/" + std::string(tessera::mem_category_name((tessera::MemCategory)c)) + "_bytes";
-                if (n != want) continue;
-                auto& arr = m_mem.try_emplace(r.rank).first->second;
-                if (std::isfinite(r.value)) arr[(size_t)c] = std::max(arr[(size_t)c], r.value);
-                m_memDirty = true;
-            }
+        } else if (std::optional<MemCategory> c = metric::mem_category_of(n)) {
+            auto& arr = m_mem.try_emplace(r.rank).first->second;
+            if (std::isfinite(r.value)) arr[(size_t)*c] = std::max(arr[(size_t)*c], r.value);
+            m_memDirty = true;
         }
     }
     m_dataDirty = true;
@@ -577,7 +574,7 @@ void MonitorPage::updateStatus() {
         s += QString(" · step %1").arg(step);
         if (m_totalSteps > 0) s += QString("/%1").arg(m_totalSteps);
         if (!m_tokPerS.value.empty()) s += QString(" · %1 tok/s").arg(m_tokPerS.value.back(), 0, 'f', 0);
-        if (m_run.status == "running" && m_totalSteps > step && m_trainLoss.step.size() >= 2) {
+        if (m_run.status == run_status::running && m_totalSteps > step && m_trainLoss.step.size() >= 2) {
             const auto& st = m_trainLoss.step;
             const auto& w = m_trainLoss.wall;
             size_t a = st.size() > 50 ? st.size() - 50 : 0, b = st.size() - 1;
