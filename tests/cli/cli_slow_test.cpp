@@ -41,7 +41,7 @@ TEST(CliSlow, QuickstartAsShipped) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed");
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed);
     auto val = s.metrics(runs[0].id, tessera::metric::val_loss);
     ASSERT_GE(val.size(), 2u);
     std::printf("[ quickstart ] val/loss %.4f at step 0 -> %.4f at step %lld\n", val.front().value,
@@ -62,7 +62,7 @@ TEST(CliSlow, MlpFashionMnistAsShipped) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed");
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed);
     auto acc = s.metric_last(runs[0].id, tessera::metric::val_accuracy);
     ASSERT_TRUE(acc.has_value());
     std::printf("[ mlp-fashion-mnist ] val/accuracy %.4f at step %lld\n", acc->value, (long long)acc->step);

@@ -140,7 +140,7 @@ TEST(CliCheckpoint, CorruptModelFileIsRejectedAndDbKept) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed");
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed);
     EXPECT_EQ(s.metrics(runs[0].id, tessera::metric::train_loss).size(), 4u);
     EXPECT_EQ(s.integrity_check(), "ok");
     // The good checkpoint still samples.
@@ -335,7 +335,7 @@ TEST(CliStop, SigintStopsSavesAndRecordsStopped) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "stopped");
+    EXPECT_EQ(runs[0].status, tessera::run_status::stopped);
     EXPECT_GT(runs[0].end_time, 0.0);
     EXPECT_GE(runs[0].last_step, 1);
     EXPECT_LT(runs[0].last_step, 1000000);

@@ -148,7 +148,7 @@ TEST(Failure, KilledRankEndsTheJobWithinTenSecondsAndKeepsRows) {
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     EXPECT_EQ(store.integrity_check(), "ok");
     RunRow run = store.runs_list().back();
-    EXPECT_EQ(run.status, "failed");
+    EXPECT_EQ(run.status, run_status::failed);
     EXPECT_NE(run.message.find("SIGKILL"), std::string::npos) << run.message;
     EXPECT_NE(run.message.find("rank "), std::string::npos) << run.message;
     // every committed step is there, in order, without gaps
@@ -171,7 +171,7 @@ TEST(Failure, WatchdogNamesTheStalledCollective) {
     EXPECT_NE(p.output.find("did not complete within 2000 ms"), std::string::npos) << p.output;
     EXPECT_NE(p.output.find("rank 0 (dp0.tp0.pp0)"), std::string::npos) << p.output;
     RunRow run = last_run(dir);
-    EXPECT_EQ(run.status, "failed");
+    EXPECT_EQ(run.status, run_status::failed);
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     bool named = false;
     for (const auto& e : store.errors(run.id))
@@ -189,7 +189,7 @@ TEST(Failure, CtrlCStopsEveryRankAfterTheSameStep) {
     int code = wait_exit(p, 30);
     EXPECT_EQ(code, 130) << p.output;  // the shell's code for a command stopped by Ctrl-C
     RunRow run = last_run(dir);
-    EXPECT_EQ(run.status, "stopped") << run.message;
+    EXPECT_EQ(run.status, run_status::stopped) << run.message;
     EXPECT_TRUE(fs::exists(dir / "ck" / "latest")) << "no checkpoint saved on stop";
 }
 
@@ -200,7 +200,7 @@ TEST(Failure, RestartResumesFromTheLastCheckpoint) {
     int code = wait_exit(p, 120);
     EXPECT_EQ(code, 0) << p.output;
     RunRow run = last_run(dir);
-    EXPECT_EQ(run.status, "completed") << run.message;
+    EXPECT_EQ(run.status, run_status::completed) << run.message;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto attempts = store.metrics(run.id, metric::launch_attempt);
     EXPECT_EQ(attempts.size(), 2u);

@@ -196,7 +196,7 @@ log: {db: runs.db, every: 1}
                                             telemetry_now()}});
             if (step % 5 == 0) st.compare->refresh();  // the page re-reads while runs grow
         }
-        if (r % 2 == 0) writer.run_finish(id, "completed", "", 20);
+        if (r % 2 == 0) writer.run_finish(id, run_status::completed, "", 20);
         st.compare->refresh();
         EXPECT_EQ(st.compare->runModel()->rowCount(), r + 1);
     }
