@@ -95,6 +95,16 @@ void store_write_run_detail(std::ostream& out, const RunStore& store, int64_t ru
         << (r.end_time > 0 ? "" : " (still running)") << "\n";
     out << "  last step:  " << r.last_step << "\n";
 
+    std::vector<DeviceRecord> devs = store.devices(r.id);
+    out << "\ndevices:\n";
+    if (devs.empty()) out << "  (none recorded)\n";
+    for (const DeviceRecord& d : devs) {
+        char mem[32];
+        std::snprintf(mem, sizeof mem, "%.1f GiB", double(d.memory_bytes) / double(1LL << 30));
+        out << "  rank " << d.rank << "  " << (d.host.empty() ? "-" : d.host) << "  " << d.name
+            << "  " << mem << "\n";
+    }
+
     std::vector<MetricRow> latest = store.metrics_latest(r.id);
     out << "\nlast metrics:\n";
     if (latest.empty()) out << "  (none)\n";

@@ -159,6 +159,19 @@ CREATE TABLE errors (
   wall_time REAL NOT NULL
 );
 )sql",
+    // 1 -> 2: the device each rank trained on (DeviceRecord); a restarted attempt's rank replaces
+    // its row.
+    R"sql(
+CREATE TABLE devices (
+  run_id       INTEGER NOT NULL REFERENCES runs(id),
+  rank         INTEGER NOT NULL,
+  host         TEXT NOT NULL,
+  name         TEXT NOT NULL,           -- 'cpu' or the driver's name ('NVIDIA H200')
+  memory_bytes INTEGER NOT NULL,        -- total device memory (cpu: the host's RAM)
+  wall_time    REAL NOT NULL,
+  PRIMARY KEY (run_id, rank)
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion);
 
@@ -222,9 +235,9 @@ RunStore RunStore::open(const std::string& path, bool read_only) {
     if (read_only) {
         if (fresh)
             throw InputError(str_cat(path, ": empty file, not a Tessera run database"));
-        if (version < kStoreSchemaVersion)
+        if (version < kStoreOldestReadable)
             throw InputError(str_cat(path, ": run database schema version ", version,
-                                     " is older than ", kStoreSchemaVersion,
+                                     " is older than ", kStoreOldestReadable,
                                      "; open it once read-write (e.g. `tessera train`) to migrate"));
         return s;
     }
@@ -264,7 +277,7 @@ std::string RunStore::integrity_check() const {
 // writing
 
 namespace {
-enum Slot { kInsMetric, kInsSpan, kInsError, kInsCheckpoint, kFinish, kLastStep, kNumSlots };
+enum Slot { kInsMetric, kInsSpan, kInsError, kInsCheckpoint, kFinish, kLastStep, kInsDevice, kNumSlots };
 
 void bind_text(sqlite3_stmt* st, int i, const std::string& s) {
     sqlite3_bind_text(st, i, s.data(), int(s.size()), SQLITE_STATIC);
@@ -375,6 +388,17 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_bind_double(st, 4, end->wall_time > 0 ? end->wall_time : telemetry_now());
             sqlite3_bind_int64(st, 5, run_id);
             run_step(st, "finish run");
+        } else if (auto* d = std::get_if<DeviceRecord>(&rec)) {
+            sqlite3_stmt* st = cached(kInsDevice,
+                                      "INSERT OR REPLACE INTO devices (run_id, rank, host, name, "
+                                      "memory_bytes, wall_time) VALUES (?, ?, ?, ?, ?, ?)");
+            sqlite3_bind_int64(st, 1, run_id);
+            sqlite3_bind_int(st, 2, d->rank);
+            bind_text(st, 3, d->host);
+            bind_text(st, 4, d->name);
+            sqlite3_bind_int64(st, 5, d->memory_bytes);
+            sqlite3_bind_double(st, 6, d->wall_time);
+            run_step(st, "insert device");
         } else {
             throw Error(str_cat(path_, ": append: a run_start record cannot be appended to run ",
                                 run_id, " (use run_begin)"));
@@ -505,6 +529,18 @@ std::vector<ErrorRow> RunStore::errors(int64_t run_id) const {
     q.bind(1, run_id);
     std::vector<ErrorRow> out;
     while (q.step()) out.push_back(ErrorRow{int(q.i64(0)), q.i64(1), q.str(2), q.f64(3)});
+    return out;
+}
+
+std::vector<DeviceRecord> RunStore::devices(int64_t run_id) const {
+    if (schema_version() < 2) return {};  // a reader of an older file: no devices table
+    Query q(db_.get(), path_,
+            "SELECT rank, host, name, memory_bytes, wall_time FROM devices WHERE run_id = ? "
+            "ORDER BY rank");
+    q.bind(1, run_id);
+    std::vector<DeviceRecord> out;
+    while (q.step())
+        out.push_back(DeviceRecord{int(q.i64(0)), q.str(1), q.str(2), q.i64(3), q.f64(4)});
     return out;
 }
 

@@ -22,7 +22,10 @@ struct sqlite3_stmt;
 
 namespace tessera {
 
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
+// The oldest schema a read-only RunStore reads (a reader never migrates): what a later step added
+// is simply absent from an older file (devices() is empty before version 2).
+inline constexpr int kStoreOldestReadable = 1;
 inline constexpr int kStoreApplicationId = 0x54535352;  // "TSSR"
 
 // One row of `runs`. end_time is 0 while the run is still running.
@@ -108,6 +111,9 @@ public:
     std::vector<SpanRecord> spans(int64_t run_id, std::optional<int64_t> step = {}) const;
     std::vector<CheckpointRow> checkpoints(int64_t run_id) const;
     std::vector<ErrorRow> errors(int64_t run_id) const;
+    // The device each rank recorded as it started (DeviceRecord), by rank: empty for a run none
+    // recorded yet, and for every run of a file older than schema version 2.
+    std::vector<DeviceRecord> devices(int64_t run_id) const;
     // CSV with header run,step,rank,name,value,wall_time; every run if run_ids is empty.
     void export_csv(std::ostream& out, const std::vector<int64_t>& run_ids) const;
     std::string integrity_check() const;  // "ok" when fine

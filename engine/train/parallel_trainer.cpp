@@ -127,6 +127,7 @@ public:
     TrainResult run(const TrainOptions& opts);
 
 private:
+    DeviceRecord device_record() const;
     double now_s() const { return std::chrono::duration<double>(Clock::now() - run_t0_).count(); }
     int prev_stage(int g) const { return (g - 1) % pp_; }
     int next_stage(int g) const { return (g + 1) % pp_; }
@@ -357,8 +358,26 @@ RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
     return {v[0], data_->eval_set_size() > 0 ? (int64_t)v[1] : global, (int64_t)v[2]};
 }
 
+// The device this rank trains on, for the run's record (RunStore::devices): the GPU as its driver
+// names it with the memory NVML reports (the runtime's figure without NVML), or the host's RAM.
+DeviceRecord RankRunner::device_record() const {
+    DeviceRecord d{g_.rank, telemetry_host_name(), std::string(kDeviceCpu),
+                   telemetry_host_memory_bytes(), telemetry_now()};
+#ifdef TESSERA_HAVE_CUDA
+    if (dev_ == Device::cuda) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        GpuReading gr = cuda_nvml_read(dev);
+        d.name = cuda_device_name();
+        d.memory_bytes = gr.ok && gr.total_bytes > 0 ? gr.total_bytes : cuda_device_memory_bytes();
+    }
+#endif
+    return d;
+}
+
 TrainResult RankRunner::run(const TrainOptions& opts) {
     TrainResult res;
+    sink_.write(device_record());
     const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
     const int64_t targets = (int64_t)mb * micro_ * dp * model_.targets_per_sample();
     int64_t start = 0;

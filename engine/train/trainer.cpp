@@ -130,6 +130,9 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
     start.wall_time = telemetry_now();
     int64_t run_id = store.run_begin(start);
     auto sink = store_sink(store, run_id);
+    // this trainer runs on the CPU only (a GPU world 1 is the rank loop's)
+    sink->write(DeviceRecord{0, start.host, std::string(kDeviceCpu), telemetry_host_memory_bytes(),
+                             telemetry_now()});
 
     const int mb = cfg.train.micro_batch, accum = cfg.train.grad_accum;
     const int64_t global_samples = (int64_t)mb * accum;

@@ -292,6 +292,12 @@ TEST(CliMetrics, MemoryAndThroughputMetrics) {
     EXPECT_GT(tps->value, 0.0);
     EXPECT_TRUE(std::isfinite(tps->value));
     for (const auto& row : s.metrics(1, tessera::metric::perf_tok_per_s)) EXPECT_GT(row.value, 0.0);
+    // the single-rank trainer records its device: the CPU, with the host's RAM
+    auto devices = s.devices(1);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0].rank, 0);
+    EXPECT_EQ(devices[0].name, tessera::kDeviceCpu);
+    EXPECT_EQ(devices[0].memory_bytes, tessera::telemetry_host_memory_bytes());
 }
 
 // 6. ---------------------------------------------------------------------------------------

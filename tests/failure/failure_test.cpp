@@ -211,6 +211,15 @@ TEST(Failure, RestartResumesFromTheLastCheckpoint) {
     EXPECT_EQ(step1, 1);
     EXPECT_EQ(step5, 2);
     EXPECT_EQ(losses.back().step, 8);
+    // every rank recorded its device; the second attempt's records replaced the first's
+    auto devices = store.devices(run.id);
+    ASSERT_EQ(devices.size(), 4u);
+    for (int r = 0; r < 4; ++r) {
+        EXPECT_EQ(devices[r].rank, r);
+        EXPECT_EQ(devices[r].name, kDeviceCpu);
+        EXPECT_GT(devices[r].memory_bytes, 0);
+        EXPECT_GT(devices[r].wall_time, attempts.back().wall_time - 1.0);  // the second attempt's
+    }
 }
 
 // Measured per-rank memory: ZeRO 1 halves the optimizer states on dp2, ZeRO 2 also the

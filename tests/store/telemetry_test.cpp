@@ -136,6 +136,22 @@ TEST(Telemetry, SpanErrorCheckpointRunEndRoundTrip) {
     EXPECT_EQ(r.wall_time, 7);
 }
 
+TEST(Telemetry, DeviceRoundTripAndMissingKey) {
+    DeviceRecord in{3, "node-1", "NVIDIA H200", int64_t(150754820096), 1700000000.25};
+    std::string line = telemetry_encode(in);
+    EXPECT_EQ(line.rfind("{\"v\":1,\"type\":\"device\",", 0), 0u) << line;
+    auto out = std::get<DeviceRecord>(telemetry_decode(line));
+    EXPECT_EQ(out.rank, 3);
+    EXPECT_EQ(out.host, "node-1");
+    EXPECT_EQ(out.name, "NVIDIA H200");
+    EXPECT_EQ(out.memory_bytes, in.memory_bytes);
+    EXPECT_EQ(out.wall_time, in.wall_time);
+    std::string e = decode_error("{\"v\":1,\"type\":\"device\",\"rank\":0,\"host\":\"h\","
+                                 "\"name\":\"cpu\",\"wall_time\":1}");
+    EXPECT_NE(e.find("missing key 'memory_bytes'"), std::string::npos) << e;
+    EXPECT_GT(telemetry_host_memory_bytes(), 0);
+}
+
 TEST(Telemetry, DecodeIgnoresUnknownKeysAndTrailingNewline) {
     Record r = telemetry_decode(
         "{\"v\":1,\"type\":\"checkpoint\",\"step\":3,\"path\":\"p\",\"wall_time\":1,"
