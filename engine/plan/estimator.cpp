@@ -105,6 +105,18 @@ bool device_spec_for_gpu(const std::string& n, DeviceSpec* out) {
     return true;
 }
 
+bool device_spec_for_recorded(const std::string& n, DeviceSpec* out) {
+    if (n == "cpu") {
+        *out = device_spec("cpu");
+        return true;
+    }
+    return device_spec_for_gpu(n, out);
+}
+
+std::string device_default_name(const RunConfig& cfg) {
+    return cfg.runtime.device == "cpu" ? "cpu" : "H200";
+}
+
 int plan_vocab_size(const ModelConfig& m) { return m.vocab == "gpt2" ? 50257 : 256; }
 
 std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
