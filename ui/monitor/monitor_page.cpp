@@ -127,6 +127,14 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_memPlot->xAxis->setLabel("rank · node, stage, TP, DP");
     m_memPlot->legend->setVisible(true);
     m_memPlot->legend->setFont(QFont(font().family(), 8));
+    // the key below the chart, in rows of three: inside it would hide the bars of a few ranks
+    m_memPlot->plotLayout()->addElement(1, 0, m_memPlot->legend);
+    m_memPlot->plotLayout()->setRowStretchFactor(1, 0.001);
+    m_memPlot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_memPlot->legend->setWrap(3);
+    m_memPlot->legend->setIconSize(16, 9);
+    m_memPlot->legend->setRowSpacing(0);
+    m_memPlot->legend->setColumnSpacing(8);
     m_deviceLabel = new QLabel(this);  // which device the prediction is for, and why
     m_deviceLabel->setObjectName("monitorDevice");
     m_deviceLabel->setWordWrap(true);
@@ -515,7 +523,7 @@ void MonitorPage::rebuildMemory() {
     const QColor band_color(0xe1, 0x57, 0x59);
     if (!m_predTotal.empty()) {
         auto* key = new QCPBars(m_memPlot->xAxis, m_memPlot->yAxis);
-        key->setName(QString("predicted for %1 (±5 %)").arg(QString::fromStdString(m_predDevice)));
+        key->setName("predicted ±5 %");  // for the device named above the chart
         key->setPen(QPen(band_color, 1, Qt::DashLine));
         key->setBrush(QColor(0xe1, 0x57, 0x59, 60));
     }
@@ -553,8 +561,8 @@ void MonitorPage::rebuildMemory() {
             ymax = std::max(ymax, bytes / kGiB);
         }
     };
-    ticks(m_engineDevice, "device total, engine accounting", QPen(ink, 2, Qt::DashLine), "engineDevice");
-    ticks(m_nvmlUsed, "used, measured by the driver (NVML)", QPen(ink, 2), "nvmlUsed");
+    ticks(m_engineDevice, "engine accounting", QPen(ink, 2, Qt::DashLine), "engineDevice");
+    ticks(m_nvmlUsed, "measured (driver)", QPen(ink, 2), "nvmlUsed");
     m_memPlot->xAxis->setRange(-0.7, ranks - 0.3);
     m_memPlot->yAxis->setRange(0, ymax > 0 ? ymax * 1.15 : 1);
     // each rank labelled with its place in the plan: rank, stage, TP rank, DP rank
