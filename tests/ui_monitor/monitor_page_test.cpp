@@ -251,6 +251,19 @@ TEST(MonitorPageTest, PredictsForTheRecordedDeviceAndShowsTheDriversFigure) {
     EXPECT_EQ(page.predictionDevice(), "H200");
     EXPECT_FALSE(page.predictionFromRecordedDevice());
     EXPECT_NE(page.deviceText().indexOf("not recorded"), -1) << page.deviceText().toStdString();
+
+    // a live run whose rank records its device after the page picked the run: the next poll
+    // predicts for it
+    tessera::RunStore writer = tessera::RunStore::open((dir / "runs.db").string());
+    const int64_t live = writer.run_begin(
+        tessera::RunStartRecord{"live", writer.run_get(1)->config_text, "gpu-host", 1, "", 2000});
+    page.pollNow();
+    ASSERT_TRUE(page.selectRun(live));
+    EXPECT_FALSE(page.predictionFromRecordedDevice());
+    writer.append(live, {tessera::DeviceRecord{0, "gpu-host", "NVIDIA A100-SXM4-40GB", 1, 2001}});
+    page.pollNow();
+    EXPECT_EQ(page.predictionDevice(), "A100-40GB");
+    EXPECT_TRUE(page.predictionFromRecordedDevice());
     std::error_code ec;
     fs::remove_all(dir, ec);
 }
