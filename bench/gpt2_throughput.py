@@ -9,7 +9,7 @@ Every configuration trains GPT-2 124M (12 layers, d_model 768, 12 heads, vocab 5
 timed steps over the time from the end of the last warm-up step to the end of the last step (each
 step ends with the run's synchronisation; the times are the metric records' wall clocks), the
 anchor's too; the median of the per-step figures stands beside it, labelled. MFU counts 6·N + 12·L·d·T FLOPs per token (the PaLM formula, as the anchor does) against
-989 TFLOP/s per GPU; peak memory is the largest mem/total_bytes any rank reported (the engine's
+the H200's peak in Tessera's device table (engine/plan, via `tessera plan --json`); peak memory is the largest mem/total_bytes any rank reported (the engine's
 own accounting) and, beside it, the estimator's prediction for the same config (`tessera plan
 --device H200 --json`: the largest per-rank device peak) and the device's own peak (NVML per
 process, sampled every 50 ms: bench/device_memory.py). With --gpus 2 the 1-GPU Tessera reference
@@ -48,15 +48,19 @@ def random_shard(path, n=50_000_000):
 shard = os.path.join(work, "random.bin")
 random_shard(shard)
 
+peak_flops = None  # per GPU, from the device table (`tessera plan --json`: device.peak_flops)
+
 def predicted_gib(cfg, sets):
     """The estimator's per-rank device peak (largest over ranks) for the config, or None."""
+    global peak_flops
     cmd = [a.tessera, "plan", cfg, "--device", "H200", "--json"] + sum((["--set", s] for s in sets), [])
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"tessera plan failed for {cfg}: {(r.stdout + r.stderr)[-300:]}", file=sys.stderr)
         return None
-    ranks = json.loads(r.stdout)["ranks"]
-    return max(c["memory"]["device_bytes"] for c in ranks) / 2**30
+    plan = json.loads(r.stdout)
+    peak_flops = plan["device"]["peak_flops"]
+    return max(c["memory"]["device_bytes"] for c in plan["ranks"]) / 2**30
 
 def tessera(tag, sets, micro=16, accum=1):
     d = os.path.join(work, tag)
@@ -150,7 +154,7 @@ for r in rows:
         continue
     gpus = 1 if "1 GPU" in r["name"] else a.gpus
     med = f"{r['median_tok_s']:10,.0f}" if r.get("median_tok_s") else f"{'-':>10}"
-    mfu = r["tok_s"] * FLOPS_PER_TOKEN / gpus / 989e12
+    mfu = r["tok_s"] * FLOPS_PER_TOKEN / gpus / peak_flops if peak_flops else float("nan")
     bub = f"{r['bubble']*100:.1f}%" if r.get("bubble") is not None else "-"
     pred = f"{r['pred_gib']:.1f}" if r.get("pred_gib") is not None else "-"  # anchors: none
     print(f"{r['name']:34} {r['tok_s']:10,.0f} {med} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:10.1f} "

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 using namespace tessera;
 
@@ -20,7 +21,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int main(int argc, char** argv) {
     int64_t rows = argc > 1 ? std::atoll(argv[1]) : 2000000;
     int batch = argc > 2 ? std::atoi(argv[2]) : 512;
-    const char* names[] = {"train/loss", "train/lr", "train/grad_norm", "perf/tok_per_s"};
+    const std::string_view names[] = {metric::train_loss, metric::train_lr, metric::train_grad_norm,
+                                      metric::perf_tok_per_s};
     std::string dir = (std::filesystem::temp_directory_path() / "tessera_store_ingest").string();
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
@@ -34,10 +36,10 @@ int main(int argc, char** argv) {
         auto sink = store_sink(store, run, batch);
         auto t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < rows; ++i)
-            sink->write(MetricRecord{i / 4, 0, names[i % 4], 1.0 / double(i + 1), 1.7e9 + i});
-        sink->write(RunEndRecord{"completed", "", rows / 4, 0});
+            sink->write(MetricRecord{i / 4, 0, std::string(names[i % 4]), 1.0 / double(i + 1), 1.7e9 + i});
+        sink->write(RunEndRecord{std::string(run_status::completed), "", rows / 4, 0});
         sink_s = seconds_since(t0);
-        if (store.metrics(run, "train/loss", 0).size() != size_t((rows + 3) / 4))
+        if (store.metrics(run, metric::train_loss, 0).size() != size_t((rows + 3) / 4))
             std::fprintf(stderr, "store_ingest: row count mismatch\n");
     }
     auto db_bytes = std::filesystem::file_size(path);
@@ -48,7 +50,7 @@ int main(int argc, char** argv) {
     double check = 0;
     for (int64_t i = 0; i < n_json; ++i) {
         std::string line =
-            telemetry_encode(MetricRecord{i / 4, 0, names[i % 4], 1.0 / double(i + 1), 1.7e9 + i});
+            telemetry_encode(MetricRecord{i / 4, 0, std::string(names[i % 4]), 1.0 / double(i + 1), 1.7e9 + i});
         check += std::get<MetricRecord>(telemetry_decode(line)).value;
     }
     double json_s = seconds_since(t1);

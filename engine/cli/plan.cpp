@@ -111,7 +111,7 @@ int cli_plan(const CliArgs& args) {
         throw InputError("expected a CONFIG file argument, found none (usage: tessera plan CONFIG "
                          "[--device NAME] [--json] [--set key.path=value]...)");
     RunConfig cfg = config_load(path, overrides);
-    if (device.empty()) device = cfg.runtime.device == "cpu" ? "cpu" : "H200";
+    if (device.empty()) device = device_default_name(cfg);
     DeviceSpec dev = device_spec(device);
     PlanEstimate e = estimate_plan(cfg, dev);
     std::string balanced;

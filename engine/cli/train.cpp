@@ -20,6 +20,7 @@
 #include "engine/launch/launcher.h"
 #include "engine/parallel/comm.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "engine/train/parallel_trainer.h"
 #include "engine/train/trainer.h"
 
@@ -117,16 +118,16 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     }
     try {
         TrainResult r = parallel_train_rank(cfg, groups, *sink, opts, std::cout);
-        if (env.rank == 0 || r.status == "stopped")
-            sink->write(RunEndRecord{r.status, r.status == "stopped" ? "stopped by the user" : "",
+        if (env.rank == 0 || r.status == run_status::stopped)
+            sink->write(RunEndRecord{r.status, r.status == run_status::stopped ? "stopped by the user" : "",
                                      r.steps_done, telemetry_now()});
         sink->flush();
         // under the launcher a stopped rank exits 0: the launcher reads "stopped" from run_end
-        if (r.status == "stopped") return std::getenv("TESSERA_TELEMETRY_FD") ? 0 : 130;
-        return r.status == "completed" ? 0 : 1;
+        if (r.status == run_status::stopped) return std::getenv("TESSERA_TELEMETRY_FD") ? 0 : 130;
+        return r.status == run_status::completed ? 0 : 1;
     } catch (const std::exception& e) {
         sink->write(ErrorRecord{env.rank, 0, e.what(), telemetry_now()});
-        if (store) sink->write(RunEndRecord{"failed", e.what(), 0, telemetry_now()});
+        if (store) sink->write(RunEndRecord{std::string(run_status::failed), e.what(), 0, telemetry_now()});
         sink->flush();
         throw;
     }
@@ -161,7 +162,7 @@ int cli_train(const CliArgs& args) {
         if (cfg.model.preset == "mlp" && r.last_val_accuracy >= 0)
             std::cout << ", test accuracy " << r.last_val_accuracy;
         std::cout << "\n";
-        return r.status == "completed" ? 0 : r.status == "stopped" ? 130 : 1;
+        return run_status::exit_code(r.status);
     }
     // the launcher: one `tessera _rank` process per rank (or, with cluster hosts, one node
     // launcher per host over ssh); this process writes the store
@@ -192,7 +193,7 @@ int cli_train(const CliArgs& args) {
               << (r.attempts == 1 ? "" : "s") << ")";
     if (!r.message.empty()) std::cout << ": " << r.message;
     std::cout << "\n";
-    return r.status == "completed" ? 0 : r.status == "stopped" ? 130 : 1;  // 130: stopped by Ctrl-C
+    return run_status::exit_code(r.status);
 }
 
 std::string cli_self_exe() {

@@ -26,6 +26,7 @@
 #include "engine/core/error.h"
 #include "engine/parallel/tcp_store.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 extern char** environ;
 
@@ -361,11 +362,11 @@ private:
         if (sink_) sink_->flush();
         out_.flush();
         if (res_.failed_rank >= 0 || lost_) {
-            res_.status = "failed";
+            res_.status = run_status::failed;
         } else {
             bool stopped = stop_forwarded_;
-            for (auto& r : ranks_) stopped |= r.end_status == "stopped";
-            res_.status = stopped ? "stopped" : "completed";
+            for (auto& r : ranks_) stopped |= r.end_status == run_status::stopped;
+            res_.status = stopped ? run_status::stopped : run_status::completed;
             if (stopped) res_.message = "stopped by request";
         }
         return res_;
@@ -635,7 +636,7 @@ private:
         } else if (auto* e = std::get_if<RunEndRecord>(&rec)) {
             // The launcher finishes the run once for the whole job; remember what the rank said.
             r.end_status = e->status;
-            if (e->status == "failed") r.end_message = e->message;
+            if (e->status == run_status::failed) r.end_message = e->message;
             r.last_step = std::max(r.last_step, e->last_step);
             return;
         } else if (std::holds_alternative<RunStartRecord>(rec)) {
@@ -692,7 +693,7 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
             for (int attempt = 1;; ++attempt) {
                 if (server) server->clear();  // a fresh rendezvous for every attempt
                 result.attempts = attempt;
-                sink->write(MetricRecord{result.last_step, -1, "launch/attempt", double(attempt),
+                sink->write(MetricRecord{result.last_step, -1, std::string(metric::launch_attempt), double(attempt),
                                          telemetry_now()});
                 if (attempt > 1)
                     out << "[launcher] attempt " << attempt << " of " << spec.restarts + 1
@@ -708,7 +709,7 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
                     }
                 }
                 result.last_step = std::max(result.last_step, ar.last_step);
-                if (ar.status != "failed") break;
+                if (ar.status != run_status::failed) break;
                 sink->write(ErrorRecord{ar.failed_rank, ar.last_step,
                                         str_cat("attempt ", attempt, ": ", ar.message),
                                         telemetry_now()});
@@ -722,7 +723,7 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
         // The launcher itself failed (fork, pipes, the store): every rank is already gone
         // (~Attempt); leave the run row finished, not "running" forever.
         try {
-            store.run_finish(result.run_id, "failed", str_cat("launcher: ", e.what()),
+            store.run_finish(result.run_id, run_status::failed, str_cat("launcher: ", e.what()),
                              result.last_step);
         } catch (const std::exception&) {
             // the original error is the one to report
@@ -760,7 +761,7 @@ int launch_node(const NodeSpec& ns) {
                          ns.run_id, 0, node_env);
     }
     write_line(1, "d " + ar.status);
-    return ar.status == "completed" ? 0 : ar.status == "stopped" ? 130 : 1;
+    return run_status::exit_code(ar.status);
 }
 
 }  // namespace tessera

@@ -16,6 +16,7 @@
 
 #include "engine/core/error.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace tessera {
 
@@ -142,8 +143,8 @@ int run_control_mark_failed(const std::string& db_path, double since, const std:
     RunStore store = RunStore::open(db_path, false);
     int n = 0;
     for (const RunRow& r : store.runs_list()) {
-        if (r.status != "running" || r.start_time + 2.0 < since) continue;
-        store.run_finish(r.id, "failed", message, r.last_step);
+        if (r.status != run_status::running || r.start_time + 2.0 < since) continue;
+        store.run_finish(r.id, run_status::failed, message, r.last_step);
         ++n;
     }
     return n;
@@ -353,7 +354,9 @@ void RunController::finish(int status, bool have_status) {
     remove_pid_file(project_dir_, pid);
     {
         std::lock_guard<std::mutex> lk(mu_);
-        message_ = exit_code_ == 0 ? "completed" : exit_code_ == 130 ? "stopped" : cause;
+        message_ = exit_code_ == 0     ? std::string(run_status::completed)
+                   : exit_code_ == 130 ? std::string(run_status::stopped)
+                                       : cause;
         if (!have_status) message_ = ok ? "ended" : cause;
     }
     set_state(ok ? RunState::finished : RunState::failed);

@@ -106,6 +106,18 @@ bool device_spec_for_gpu(const std::string& n, DeviceSpec* out) {
     return true;
 }
 
+bool device_spec_for_recorded(const std::string& n, DeviceSpec* out) {
+    if (n == "cpu") {
+        *out = device_spec("cpu");
+        return true;
+    }
+    return device_spec_for_gpu(n, out);
+}
+
+std::string device_default_name(const RunConfig& cfg) {
+    return cfg.runtime.device == "cpu" ? "cpu" : "H200";
+}
+
 int plan_vocab_size(const ModelConfig& m) {
     if (m.vocab_size > 0) return m.vocab_size;  // the Llama family's embedding rows
     return m.vocab == "gpt2" ? 50257 : 256;

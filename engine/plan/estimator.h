@@ -44,6 +44,12 @@ DeviceSpec device_spec(const std::string& name);
 // The table's entry for a GPU as the driver names it ("NVIDIA H200", "NVIDIA A100-SXM4-80GB"),
 // or false when the table has none.
 bool device_spec_for_gpu(const std::string& driver_name, DeviceSpec* out);
+// The table's entry for the device a run recorded (RunStore::devices): "cpu", or a GPU by its
+// driver's name (device_spec_for_gpu). False when the table has none.
+bool device_spec_for_recorded(const std::string& recorded_name, DeviceSpec* out);
+// The device a config is estimated for when none is named or recorded: "cpu" for runtime.device
+// cpu, else "H200" (`tessera plan`, the Plan page, the Monitor page for a run with no record).
+std::string device_default_name(const RunConfig& cfg);
 const std::vector<std::string>& device_names();
 // Measured single-precision sgemm FLOP/s of this host (all threads), once per process.
 double cpu_sgemm_flops();

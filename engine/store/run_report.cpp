@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace tessera {
 
@@ -53,9 +54,10 @@ void store_write_run_table(std::ostream& out, const RunStore& store) {
     }
     // rows of cells, the first is the header
     std::vector<std::vector<std::string>> rows;
-    rows.push_back({"id", "name", "status", "steps", "world", "start", "duration", "train/loss"});
+    rows.push_back({"id", "name", "status", "steps", "world", "start", "duration",
+                    std::string(metric::train_loss)});
     for (const RunRow& r : runs) {
-        auto loss = store.metric_last(r.id, "train/loss");
+        auto loss = store.metric_last(r.id, metric::train_loss);
         std::string name = r.name.size() > 28 ? r.name.substr(0, 25) + "..." : r.name;
         rows.push_back({std::to_string(r.id), name, r.status, std::to_string(r.last_step),
                         std::to_string(r.world_size), store_format_time(r.start_time),
@@ -92,6 +94,16 @@ void store_write_run_detail(std::ostream& out, const RunStore& store, int64_t ru
     out << "  duration:   " << store_format_duration(run_duration(r))
         << (r.end_time > 0 ? "" : " (still running)") << "\n";
     out << "  last step:  " << r.last_step << "\n";
+
+    std::vector<DeviceRecord> devs = store.devices(r.id);
+    out << "\ndevices:\n";
+    if (devs.empty()) out << "  (none recorded)\n";
+    for (const DeviceRecord& d : devs) {
+        char mem[32];
+        std::snprintf(mem, sizeof mem, "%.1f GiB", double(d.memory_bytes) / double(1LL << 30));
+        out << "  rank " << d.rank << "  " << (d.host.empty() ? "-" : d.host) << "  " << d.name
+            << "  " << mem << "\n";
+    }
 
     std::vector<MetricRow> latest = store.metrics_latest(r.id);
     out << "\nlast metrics:\n";

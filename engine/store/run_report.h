@@ -11,7 +11,8 @@ namespace tessera {
 
 // Table: id, name, status, steps, world, start, duration, final train/loss.
 void store_write_run_table(std::ostream& out, const RunStore& store);
-// One run: status/message, host, timing, last value of every metric, checkpoints, errors, config.
+// One run: status/message, host, timing, the devices its ranks recorded, last value of every
+// metric, checkpoints, errors, config.
 // Throws InputError if the run does not exist.
 void store_write_run_detail(std::ostream& out, const RunStore& store, int64_t run_id);
 

@@ -12,6 +12,7 @@
 #include <ostream>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace tessera {
 
@@ -54,7 +55,7 @@ struct Query {
         st.reset(raw);
     }
     Query& bind(int i, int64_t v) { sqlite3_bind_int64(st.get(), i, v); return *this; }
-    Query& bind(int i, const std::string& v) {
+    Query& bind(int i, std::string_view v) {
         sqlite3_bind_text(st.get(), i, v.data(), int(v.size()), SQLITE_TRANSIENT);
         return *this;
     }
@@ -107,7 +108,8 @@ private:
 // append a new one and bump kStoreSchemaVersion.
 
 const char* kMigrations[] = {
-    // 0 -> 1: the initial schema.
+    // 0 -> 1: the initial schema. The status CHECK spells out run_status's values
+    // (engine/telemetry/metric_names.h), which therefore never change.
     R"sql(
 CREATE TABLE runs (
   id          INTEGER PRIMARY KEY,
@@ -155,6 +157,19 @@ CREATE TABLE errors (
   step      INTEGER NOT NULL,
   message   TEXT NOT NULL,
   wall_time REAL NOT NULL
+);
+)sql",
+    // 1 -> 2: the device each rank trained on (DeviceRecord); a restarted attempt's rank replaces
+    // its row.
+    R"sql(
+CREATE TABLE devices (
+  run_id       INTEGER NOT NULL REFERENCES runs(id),
+  rank         INTEGER NOT NULL,
+  host         TEXT NOT NULL,
+  name         TEXT NOT NULL,           -- 'cpu' or the driver's name ('NVIDIA H200')
+  memory_bytes INTEGER NOT NULL,        -- total device memory (cpu: the host's RAM)
+  wall_time    REAL NOT NULL,
+  PRIMARY KEY (run_id, rank)
 );
 )sql",
 };
@@ -220,9 +235,9 @@ RunStore RunStore::open(const std::string& path, bool read_only) {
     if (read_only) {
         if (fresh)
             throw InputError(str_cat(path, ": empty file, not a Tessera run database"));
-        if (version < kStoreSchemaVersion)
+        if (version < kStoreOldestReadable)
             throw InputError(str_cat(path, ": run database schema version ", version,
-                                     " is older than ", kStoreSchemaVersion,
+                                     " is older than ", kStoreOldestReadable,
                                      "; open it once read-write (e.g. `tessera train`) to migrate"));
         return s;
     }
@@ -262,7 +277,7 @@ std::string RunStore::integrity_check() const {
 // writing
 
 namespace {
-enum Slot { kInsMetric, kInsSpan, kInsError, kInsCheckpoint, kFinish, kLastStep, kNumSlots };
+enum Slot { kInsMetric, kInsSpan, kInsError, kInsCheckpoint, kFinish, kLastStep, kInsDevice, kNumSlots };
 
 void bind_text(sqlite3_stmt* st, int i, const std::string& s) {
     sqlite3_bind_text(st, i, s.data(), int(s.size()), SQLITE_STATIC);
@@ -272,8 +287,9 @@ void bind_real(sqlite3_stmt* st, int i, double x) {
     else sqlite3_bind_double(st, i, x);
 }
 void check_status(const std::string& status) {
-    if (status != "completed" && status != "failed" && status != "stopped" && status != "running")
-        throw InputError(str_cat("run status: expected completed|failed|stopped, found '", status,
+    if (!run_status::valid(status))
+        throw InputError(str_cat("run status: expected ", run_status::completed, "|",
+                                 run_status::failed, "|", run_status::stopped, ", found '", status,
                                  "'"));
 }
 }  // namespace
@@ -298,10 +314,10 @@ int64_t RunStore::run_begin(const RunStartRecord& r) {
     sqlite3* db = db_.get();
     Query q(db, path_,
             "INSERT INTO runs (name, config_text, status, start_time, host, world_size, plan_json) "
-            "VALUES (?, ?, 'running', ?, ?, ?, ?)");
-    q.bind(1, r.name).bind(2, r.config_text);
-    sqlite3_bind_double(q.st.get(), 3, r.wall_time > 0 ? r.wall_time : telemetry_now());
-    q.bind(4, r.host).bind(5, int64_t(r.world_size)).bind(6, r.plan_json);
+            "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    q.bind(1, r.name).bind(2, r.config_text).bind(3, run_status::running);
+    sqlite3_bind_double(q.st.get(), 4, r.wall_time > 0 ? r.wall_time : telemetry_now());
+    q.bind(5, r.host).bind(6, int64_t(r.world_size)).bind(7, r.plan_json);
     q.step();
     return sqlite3_last_insert_rowid(db);
 }
@@ -372,6 +388,17 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_bind_double(st, 4, end->wall_time > 0 ? end->wall_time : telemetry_now());
             sqlite3_bind_int64(st, 5, run_id);
             run_step(st, "finish run");
+        } else if (auto* d = std::get_if<DeviceRecord>(&rec)) {
+            sqlite3_stmt* st = cached(kInsDevice,
+                                      "INSERT OR REPLACE INTO devices (run_id, rank, host, name, "
+                                      "memory_bytes, wall_time) VALUES (?, ?, ?, ?, ?, ?)");
+            sqlite3_bind_int64(st, 1, run_id);
+            sqlite3_bind_int(st, 2, d->rank);
+            bind_text(st, 3, d->host);
+            bind_text(st, 4, d->name);
+            sqlite3_bind_int64(st, 5, d->memory_bytes);
+            sqlite3_bind_double(st, 6, d->wall_time);
+            run_step(st, "insert device");
         } else {
             throw Error(str_cat(path_, ": append: a run_start record cannot be appended to run ",
                                 run_id, " (use run_begin)"));
@@ -387,9 +414,9 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
     tx.commit();
 }
 
-void RunStore::run_finish(int64_t run_id, const std::string& status, const std::string& message,
+void RunStore::run_finish(int64_t run_id, std::string_view status, const std::string& message,
                           int64_t last_step) {
-    append(run_id, {RunEndRecord{status, message, last_step, telemetry_now()}});
+    append(run_id, {RunEndRecord{std::string(status), message, last_step, telemetry_now()}});
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -437,7 +464,7 @@ std::optional<RunRow> RunStore::run_get(int64_t id) const {
     return read_run(q);
 }
 
-std::vector<MetricRow> RunStore::metrics(int64_t run_id, const std::string& name,
+std::vector<MetricRow> RunStore::metrics(int64_t run_id, std::string_view name,
                                          int64_t after_rowid) const {
     std::string sql = str_cat(kMetricCols, " WHERE run_id = ?1 AND rowid > ?2",
                               name.empty() ? "" : " AND name = ?3", " ORDER BY rowid");
@@ -457,7 +484,7 @@ std::vector<std::string> RunStore::metric_names(int64_t run_id) const {
     return out;
 }
 
-std::optional<MetricRow> RunStore::metric_last(int64_t run_id, const std::string& name) const {
+std::optional<MetricRow> RunStore::metric_last(int64_t run_id, std::string_view name) const {
     Query q(db_.get(), path_,
             str_cat(kMetricCols, " WHERE run_id = ? AND name = ? ORDER BY step DESC, rowid DESC "
                                  "LIMIT 1").c_str());
@@ -502,6 +529,18 @@ std::vector<ErrorRow> RunStore::errors(int64_t run_id) const {
     q.bind(1, run_id);
     std::vector<ErrorRow> out;
     while (q.step()) out.push_back(ErrorRow{int(q.i64(0)), q.i64(1), q.str(2), q.f64(3)});
+    return out;
+}
+
+std::vector<DeviceRecord> RunStore::devices(int64_t run_id) const {
+    if (schema_version() < 2) return {};  // a reader of an older file: no devices table
+    Query q(db_.get(), path_,
+            "SELECT rank, host, name, memory_bytes, wall_time FROM devices WHERE run_id = ? "
+            "ORDER BY rank");
+    q.bind(1, run_id);
+    std::vector<DeviceRecord> out;
+    while (q.step())
+        out.push_back(DeviceRecord{int(q.i64(0)), q.str(1), q.str(2), q.i64(3), q.f64(4)});
     return out;
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/telemetry/telemetry.h"
@@ -21,7 +22,10 @@ struct sqlite3_stmt;
 
 namespace tessera {
 
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
+// The oldest schema a read-only RunStore reads (a reader never migrates): what a later step added
+// is simply absent from an older file (devices() is empty before version 2).
+inline constexpr int kStoreOldestReadable = 1;
 inline constexpr int kStoreApplicationId = 0x54535352;  // "TSSR"
 
 // One row of `runs`. end_time is 0 while the run is still running.
@@ -29,7 +33,7 @@ struct RunRow {
     int64_t id = 0;
     std::string name;
     std::string config_text;
-    std::string status;  // running|completed|failed|stopped
+    std::string status;  // run_status:: running|completed|failed|stopped
     std::string message;
     double start_time = 0;  // seconds since epoch
     double end_time = 0;
@@ -91,21 +95,25 @@ public:
     // All records in one transaction. RunEndRecord finishes the run; RunStartRecord is refused
     // (use run_begin). runs.last_step follows the highest step appended.
     void append(int64_t run_id, const std::vector<Record>& records);
-    void run_finish(int64_t run_id, const std::string& status, const std::string& message,
+    void run_finish(int64_t run_id, std::string_view status, const std::string& message,
                     int64_t last_step);
 
     // ---- reading ----
     std::vector<RunRow> runs_list() const;  // by id
     std::optional<RunRow> run_get(int64_t id) const;
     // Metric rows with rowid > after_rowid (all names if name is empty), in insertion order.
-    std::vector<MetricRow> metrics(int64_t run_id, const std::string& name = "",
+    // Names: engine/telemetry/metric_names.h.
+    std::vector<MetricRow> metrics(int64_t run_id, std::string_view name = {},
                                    int64_t after_rowid = 0) const;
     std::vector<std::string> metric_names(int64_t run_id) const;  // sorted
-    std::optional<MetricRow> metric_last(int64_t run_id, const std::string& name) const;
+    std::optional<MetricRow> metric_last(int64_t run_id, std::string_view name) const;
     std::vector<MetricRow> metrics_latest(int64_t run_id) const;  // last row of each name
     std::vector<SpanRecord> spans(int64_t run_id, std::optional<int64_t> step = {}) const;
     std::vector<CheckpointRow> checkpoints(int64_t run_id) const;
     std::vector<ErrorRow> errors(int64_t run_id) const;
+    // The device each rank recorded as it started (DeviceRecord), by rank: empty for a run none
+    // recorded yet, and for every run of a file older than schema version 2.
+    std::vector<DeviceRecord> devices(int64_t run_id) const;
     // CSV with header run,step,rank,name,value,wall_time; every run if run_ids is empty.
     void export_csv(std::ostream& out, const std::vector<int64_t>& run_ids) const;
     std::string integrity_check() const;  // "ok" when fine

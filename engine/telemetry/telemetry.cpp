@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -73,13 +74,21 @@ struct Encoder {
         j["last_step"] = r.last_step;
         j["wall_time"] = encode_double(r.wall_time);
     }
+    void operator()(const DeviceRecord& r) {
+        j["rank"] = r.rank;
+        j["host"] = r.host;
+        j["name"] = r.name;
+        j["memory_bytes"] = r.memory_bytes;
+        j["wall_time"] = encode_double(r.wall_time);
+    }
 };
 
 }  // namespace
 
 const char* telemetry_type_name(const Record& r) {
-    static const char* kNames[] = {"run_start", "metric", "span", "error", "checkpoint", "run_end"};
-    static_assert(std::variant_size_v<Record> == 6);
+    static const char* kNames[] = {"run_start", "metric", "span",   "error",
+                                   "checkpoint", "run_end", "device"};
+    static_assert(std::variant_size_v<Record> == std::size(kNames));
     return kNames[r.index()];
 }
 
@@ -191,8 +200,11 @@ Record telemetry_decode(std::string_view line) {
     if (t == "run_end")
         return RunEndRecord{f.str("status"), f.str("message"), f.i64("last_step"),
                             f.f64("wall_time")};
+    if (t == "device")
+        return DeviceRecord{f.i32("rank"), f.str("host"), f.str("name"), f.i64("memory_bytes"),
+                            f.f64("wall_time")};
     throw InputError(str_cat("telemetry record: key 'type': expected one of run_start, metric, "
-                             "span, error, checkpoint, run_end, found '",
+                             "span, error, checkpoint, run_end, device, found '",
                              t, "'"));
 }
 
@@ -241,6 +253,11 @@ std::string telemetry_host_name() {
     char buf[256] = {0};
     ::gethostname(buf, sizeof buf - 1);
     return buf;
+}
+
+int64_t telemetry_host_memory_bytes() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : 0;
 }
 
 }  // namespace tessera

@@ -2,9 +2,10 @@
 // per line to a pipe/socket; the launcher decodes the lines and is the only writer of runs.db
 // (engine/store). The wire format is documented field by field in docs/telemetry.md.
 //
-// Versioning rule: every line carries "v". Adding a field (readers ignore unknown keys) keeps the
-// version; removing, renaming or changing the meaning/unit of a field bumps kTelemetryVersion,
-// and a reader rejects any version it does not know.
+// Versioning rule: every line carries "v". Adding a field (readers ignore unknown keys) or a record
+// type (an older launcher warns about that line and keeps the rest) keeps the version; removing,
+// renaming or changing the meaning/unit of a field bumps kTelemetryVersion, and a reader rejects
+// any version it does not know.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -66,12 +67,24 @@ struct RunEndRecord {
     double wall_time = 0;
 };
 
+// The device a rank trains on, written once by each rank as it starts: a GPU as its driver names
+// it ("NVIDIA H200") with the memory NVML reports, or kDeviceCpu with the host's physical RAM.
+// Readers look the name up in the device table (engine/plan: device_spec_for_recorded).
+inline constexpr std::string_view kDeviceCpu = "cpu";
+struct DeviceRecord {
+    int rank = 0;
+    std::string host;          // the rank's machine (telemetry_host_name)
+    std::string name;          // kDeviceCpu or the driver's name of the GPU
+    int64_t memory_bytes = 0;  // the device's total memory (cpu: the host's RAM)
+    double wall_time = 0;
+};
+
 using Record = std::variant<RunStartRecord, MetricRecord, SpanRecord, ErrorRecord,
-                            CheckpointRecord, RunEndRecord>;
+                            CheckpointRecord, RunEndRecord, DeviceRecord>;
 
 // ------------------------------------------------------------------------------------------------
 // Encoding: one JSON object, no newline: {"v":1,"type":"metric",...}. Types are run_start, metric,
-// span, error, checkpoint, run_end.
+// span, error, checkpoint, run_end, device.
 
 std::string telemetry_encode(const Record& r);
 // Throws InputError (naming the byte offset / key, expected vs found) on malformed JSON, a
@@ -82,6 +95,7 @@ const char* telemetry_type_name(const Record& r);
 
 double telemetry_now();  // wall time, seconds since epoch
 std::string telemetry_host_name();  // this machine's host name (RunStartRecord::host)
+int64_t telemetry_host_memory_bytes();  // this machine's physical RAM (a CPU rank's device)
 
 // ------------------------------------------------------------------------------------------------
 // Sinks: where a rank's records go.

@@ -21,6 +21,7 @@
 #include "engine/parallel/tp_layers.h"
 #include "engine/parallel/zero.h"
 #include "engine/plan/estimator.h"
+#include "engine/telemetry/metric_names.h"
 #include "engine/train/data_source.h"
 #include "engine/optim/optimizer.h"
 #ifdef TESSERA_HAVE_CUDA
@@ -131,6 +132,7 @@ public:
     TrainResult run(const TrainOptions& opts);
 
 private:
+    DeviceRecord device_record() const;
     double now_s() const { return std::chrono::duration<double>(Clock::now() - run_t0_).count(); }
     int prev_stage(int g) const { return (g - 1) % pp_; }
     int next_stage(int g) const { return (g + 1) % pp_; }
@@ -138,8 +140,8 @@ private:
     void forward(int micro, Chunk& ch, const Batch& b, int64_t step, bool eval);
     void backward(int micro, Chunk& ch, const Batch& b, int64_t step);
     void fault_stall(int64_t step) { fault_stall_check(g_.rank, step); }
-    void metric(int64_t step, const std::string& name, double v) {
-        sink_.write(MetricRecord{step, g_.rank, name, v, telemetry_now()});
+    void metric(int64_t step, std::string_view name, double v) {
+        sink_.write(MetricRecord{step, g_.rank, std::string(name), v, telemetry_now()});
     }
     struct EvalSums {
         double loss = 0;
@@ -361,8 +363,26 @@ RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
     return {v[0], data_->eval_set_size() > 0 ? (int64_t)v[1] : global, (int64_t)v[2]};
 }
 
+// The device this rank trains on, for the run's record (RunStore::devices): the GPU as its driver
+// names it with the memory NVML reports (the runtime's figure without NVML), or the host's RAM.
+DeviceRecord RankRunner::device_record() const {
+    DeviceRecord d{g_.rank, telemetry_host_name(), std::string(kDeviceCpu),
+                   telemetry_host_memory_bytes(), telemetry_now()};
+#ifdef TESSERA_HAVE_CUDA
+    if (dev_ == Device::cuda) {
+        int dev = 0;
+        cudaGetDevice(&dev);
+        GpuReading gr = cuda_nvml_read(dev);
+        d.name = cuda_device_name();
+        d.memory_bytes = gr.ok && gr.total_bytes > 0 ? gr.total_bytes : cuda_device_memory_bytes();
+    }
+#endif
+    return d;
+}
+
 TrainResult RankRunner::run(const TrainOptions& opts) {
     TrainResult res;
+    sink_.write(device_record());
     const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
     const int64_t targets = (int64_t)mb * micro_ * dp * model_.targets_per_sample();
     int64_t start = 0;
@@ -396,8 +416,8 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         res.last_val_loss = total / (double)std::max<int64_t>(1, count);
         if (classifier) res.last_val_accuracy = (double)correct / (double)std::max<int64_t>(1, count);
         if (leader) {
-            metric(s1, "val/loss", res.last_val_loss);
-            if (classifier) metric(s1, "val/accuracy", res.last_val_accuracy);
+            metric(s1, metric::val_loss, res.last_val_loss);
+            if (classifier) metric(s1, metric::val_accuracy, res.last_val_accuracy);
             out_ << "eval step " << s1 << " | val loss " << res.last_val_loss;
             if (classifier) out_ << " | val accuracy " << res.last_val_accuracy;
             out_ << std::endl;
@@ -460,31 +480,31 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
             MemoryTracker& mt = memory_tracker();
             for (int c = 0; c < kMemCategoryCount; ++c) {
                 auto cat = static_cast<MemCategory>(c);
-                metric(s1, str_cat("mem/", mem_category_name(cat), "_bytes"), (double)mt.peak_bytes(cat));
+                metric(s1, metric::mem_category_bytes(cat), (double)mt.peak_bytes(cat));
             }
-            metric(s1, "mem/total_bytes", (double)mt.total_peak_bytes());
-            metric(s1, "mem/device_bytes", (double)mt.device_peak_bytes());
+            metric(s1, metric::mem_total_bytes, (double)mt.total_peak_bytes());
+            metric(s1, metric::mem_device_bytes, (double)mt.device_peak_bytes());
 #ifdef TESSERA_HAVE_CUDA
             if (dev_ == Device::cuda) {
                 int dev = 0;
                 cudaGetDevice(&dev);
                 GpuReading gr = cuda_nvml_read(dev);
                 if (gr.ok) {
-                    metric(s1, "gpu/util_percent", gr.util_percent);
-                    metric(s1, "gpu/memory_used_bytes", (double)gr.used_bytes);
+                    metric(s1, metric::gpu_util_percent, gr.util_percent);
+                    metric(s1, metric::gpu_memory_used_bytes, (double)gr.used_bytes);
                 }
             }
 #endif
             double pipe_s = opt.start_s - step_t0;
-            if (pp_ > 1) metric(s1, "pipeline/bubble", pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
+            if (pp_ > 1) metric(s1, metric::pipeline_bubble, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
             if (leader) {
-                metric(s1, "train/loss", loss);
-                metric(s1, "train/lr", lr);
-                metric(s1, "train/grad_norm", norm);
-                metric(s1, "perf/step_ms", step_s * 1e3);
-                metric(s1, "perf/tok_per_s", targets / step_s);
+                metric(s1, metric::train_loss, loss);
+                metric(s1, metric::train_lr, lr);
+                metric(s1, metric::train_grad_norm, norm);
+                metric(s1, metric::perf_step_ms, step_s * 1e3);
+                metric(s1, metric::perf_tok_per_s, targets / step_s);
                 if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token
-                    metric(s1, "perf/mfu", targets / step_s * model_flops_per_token_ /
+                    metric(s1, metric::perf_mfu, targets / step_s * model_flops_per_token_ /
                                                (g_.mesh.world() * peak_flops_));
                 char line[256];
                 std::snprintf(line, sizeof line,
@@ -505,12 +525,12 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         }
         sink_.flush();
         if (stop && s1 < cfg_.train.steps) {
-            res.status = "stopped";
+            res.status = run_status::stopped;
             return res;
         }
         fault_stall(s1);
     }
-    res.status = "completed";
+    res.status = run_status::completed;
     return res;
 }
 

@@ -17,6 +17,7 @@
 #include "engine/model/hf_import.h"
 #include "engine/model/model.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "engine/telemetry/telemetry.h"
 #include "engine/train/data_source.h"
 #include "engine/optim/optimizer.h"
@@ -131,6 +132,9 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
     start.wall_time = telemetry_now();
     int64_t run_id = store.run_begin(start);
     auto sink = store_sink(store, run_id);
+    // this trainer runs on the CPU only (a GPU world 1 is the rank loop's)
+    sink->write(DeviceRecord{0, start.host, std::string(kDeviceCpu), telemetry_host_memory_bytes(),
+                             telemetry_now()});
 
     const int mb = cfg.train.micro_batch, accum = cfg.train.grad_accum;
     const int64_t global_samples = (int64_t)mb * accum;
@@ -147,8 +151,8 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
     res.run_id = run_id;
     res.steps_done = start_step;
     auto run_t0 = Clock::now();
-    auto emit = [&](int64_t step, const std::string& name, double value) {
-        sink->write(MetricRecord{step, 0, name, value, telemetry_now()});
+    auto emit = [&](int64_t step, std::string_view name, double value) {
+        sink->write(MetricRecord{step, 0, std::string(name), value, telemetry_now()});
     };
     auto evaluate = [&](int64_t step) {
         StepResult tot;
@@ -169,8 +173,8 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
         }
         res.last_val_loss = tot.loss_sum / std::max<int64_t>(1, tot.count);
         res.last_val_accuracy = (double)tot.correct / std::max<int64_t>(1, tot.count);
-        emit(step, "val/loss", res.last_val_loss);
-        emit(step, "val/accuracy", res.last_val_accuracy);
+        emit(step, metric::val_loss, res.last_val_loss);
+        emit(step, metric::val_accuracy, res.last_val_accuracy);
         out << "eval step " << step << " | val loss " << res.last_val_loss << " | val accuracy "
             << res.last_val_accuracy << std::endl;
     };
@@ -202,17 +206,17 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
             const int64_t s1 = step + 1;  // metrics are keyed by completed steps
             if (s1 % cfg.log.every == 0 || s1 == cfg.train.steps) {
                 MemoryTracker& mt = memory_tracker();
-                emit(s1, "train/loss", loss);
-                emit(s1, "train/lr", lr);
-                emit(s1, "train/grad_norm", norm);
-                emit(s1, "perf/step_ms", step_s * 1e3);
-                emit(s1, "perf/tok_per_s", targets_per_step / step_s);
-                emit(s1, "perf/gflops", flops_per_step / step_s / 1e9);
+                emit(s1, metric::train_loss, loss);
+                emit(s1, metric::train_lr, lr);
+                emit(s1, metric::train_grad_norm, norm);
+                emit(s1, metric::perf_step_ms, step_s * 1e3);
+                emit(s1, metric::perf_tok_per_s, targets_per_step / step_s);
+                emit(s1, metric::perf_gflops, flops_per_step / step_s / 1e9);
                 for (int c = 0; c < kMemCategoryCount; ++c) {
                     auto cat = static_cast<MemCategory>(c);
-                    emit(s1, str_cat("mem/", mem_category_name(cat), "_bytes"), (double)mt.peak_bytes(cat));
+                    emit(s1, metric::mem_category_bytes(cat), (double)mt.peak_bytes(cat));
                 }
-                emit(s1, "mem/total_bytes", (double)mt.total_peak_bytes());
+                emit(s1, metric::mem_total_bytes, (double)mt.total_peak_bytes());
                 char line[256];
                 std::snprintf(line, sizeof line,
                               "step %6lld/%lld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | "
@@ -232,17 +236,17 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
             }
             if (s1 % 16 == 0) sink->flush();
             if (g_stop && s1 < cfg.train.steps) {
-                res.status = "stopped";
+                res.status = run_status::stopped;
                 break;
             }
         }
-        if (res.status.empty()) res.status = "completed";
-        sink->write(RunEndRecord{res.status, res.status == "stopped" ? "stopped by the user" : "",
+        if (res.status.empty()) res.status = run_status::completed;
+        sink->write(RunEndRecord{res.status, res.status == run_status::stopped ? "stopped by the user" : "",
                                  res.steps_done, telemetry_now()});
         sink->flush();
     } catch (const std::exception& e) {
         sink->write(ErrorRecord{0, res.steps_done, e.what(), telemetry_now()});
-        sink->write(RunEndRecord{"failed", e.what(), res.steps_done, telemetry_now()});
+        sink->write(RunEndRecord{std::string(run_status::failed), e.what(), res.steps_done, telemetry_now()});
         sink->flush();
         throw;
     }

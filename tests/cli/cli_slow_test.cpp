@@ -6,6 +6,7 @@
 
 #include "cli_test_util.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 using namespace tessera_cli_test;
 using tessera::RunStore;
@@ -40,8 +41,8 @@ TEST(CliSlow, QuickstartAsShipped) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed");
-    auto val = s.metrics(runs[0].id, "val/loss");
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed);
+    auto val = s.metrics(runs[0].id, tessera::metric::val_loss);
     ASSERT_GE(val.size(), 2u);
     std::printf("[ quickstart ] val/loss %.4f at step 0 -> %.4f at step %lld\n", val.front().value,
                 val.back().value, (long long)val.back().step);
@@ -61,8 +62,8 @@ TEST(CliSlow, MlpFashionMnistAsShipped) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed");
-    auto acc = s.metric_last(runs[0].id, "val/accuracy");
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed);
+    auto acc = s.metric_last(runs[0].id, tessera::metric::val_accuracy);
     ASSERT_TRUE(acc.has_value());
     std::printf("[ mlp-fashion-mnist ] val/accuracy %.4f at step %lld\n", acc->value, (long long)acc->step);
     EXPECT_EQ(acc->step, runs[0].last_step);

@@ -13,6 +13,7 @@
 #include "engine/config/config.h"
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 using namespace tessera_cli_test;
 using tessera::RunStore;
@@ -33,7 +34,7 @@ ProcResult train_ok(const std::vector<std::string>& args) {
     return r;
 }
 
-std::vector<tessera::MetricRow> metric_rows(const std::string& db, int64_t run, const char* name) {
+std::vector<tessera::MetricRow> metric_rows(const std::string& db, int64_t run, std::string_view name) {
     RunStore s = RunStore::open(db, true);
     return s.metrics(run, name);
 }
@@ -66,9 +67,9 @@ void check_bit_exact_resume(const std::function<std::string(int, int, int)>& yam
     EXPECT_NE(b.out.find("at step " + std::to_string(n)), std::string::npos) << show(b);
     EXPECT_EQ(b.out.find("step      1/"), std::string::npos) << "resume re-ran step 1\n" << show(b);
 
-    auto ref = metric_rows(full / "runs.db", 1, "train/loss");
-    auto first = metric_rows(split / "runs.db", 1, "train/loss");
-    auto second = metric_rows(split / "runs.db", 2, "train/loss");
+    auto ref = metric_rows(full / "runs.db", 1, tessera::metric::train_loss);
+    auto first = metric_rows(split / "runs.db", 1, tessera::metric::train_loss);
+    auto second = metric_rows(split / "runs.db", 2, tessera::metric::train_loss);
     ASSERT_EQ(ref.size(), (size_t)(2 * n));
     ASSERT_EQ(first.size(), (size_t)n);
     ASSERT_EQ(second.size(), (size_t)n);
@@ -139,8 +140,8 @@ TEST(CliCheckpoint, CorruptModelFileIsRejectedAndDbKept) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed");
-    EXPECT_EQ(s.metrics(runs[0].id, "train/loss").size(), 4u);
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed);
+    EXPECT_EQ(s.metrics(runs[0].id, tessera::metric::train_loss).size(), 4u);
     EXPECT_EQ(s.integrity_check(), "ok");
     // The good checkpoint still samples.
     ProcResult ok = run_tessera({"sample", "--checkpoint", good, "--prompt", "The ", "--tokens", "5"});
@@ -241,9 +242,9 @@ TEST(CliRuns, ExportCsvListAndShowMatchTheDb) {
         ASSERT_EQ(f.size(), 6u) << lines[i];
         EXPECT_EQ(f[0], "1") << lines[i];
         EXPECT_EQ(f[2], "0") << lines[i];
-        if (f[3] == "train/loss") csv_loss.push_back({std::stoll(f[1]), std::strtod(f[4].c_str(), nullptr)});
+        if (f[3] == tessera::metric::train_loss) csv_loss.push_back({std::stoll(f[1]), std::strtod(f[4].c_str(), nullptr)});
     }
-    auto db_loss = metric_rows(t / "r.db", 1, "train/loss");
+    auto db_loss = metric_rows(t / "r.db", 1, tessera::metric::train_loss);
     ASSERT_EQ(db_loss.size(), 5u);
     ASSERT_EQ(csv_loss.size(), db_loss.size());
     for (size_t i = 0; i < db_loss.size(); ++i) {
@@ -282,15 +283,21 @@ TEST(CliMetrics, MemoryAndThroughputMetrics) {
     // 2 layers, d_model 64, seq 32, vocab 256 (tied embeddings): 118528 by hand.
     EXPECT_EQ(n_params, 118528);
     RunStore s = RunStore::open(t / "runs.db", true);
-    auto pb = s.metric_last(1, "mem/params_bytes");
-    auto ab = s.metric_last(1, "mem/activations_bytes");
-    auto tps = s.metric_last(1, "perf/tok_per_s");
+    auto pb = s.metric_last(1, tessera::metric::mem_category_bytes(tessera::MemCategory::params));
+    auto ab = s.metric_last(1, tessera::metric::mem_category_bytes(tessera::MemCategory::activations));
+    auto tps = s.metric_last(1, tessera::metric::perf_tok_per_s);
     ASSERT_TRUE(pb && ab && tps);
     EXPECT_EQ(pb->value, 4.0 * (double)n_params);
     EXPECT_GT(ab->value, 0.0);
     EXPECT_GT(tps->value, 0.0);
     EXPECT_TRUE(std::isfinite(tps->value));
-    for (const auto& row : s.metrics(1, "perf/tok_per_s")) EXPECT_GT(row.value, 0.0);
+    for (const auto& row : s.metrics(1, tessera::metric::perf_tok_per_s)) EXPECT_GT(row.value, 0.0);
+    // the single-rank trainer records its device: the CPU, with the host's RAM
+    auto devices = s.devices(1);
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0].rank, 0);
+    EXPECT_EQ(devices[0].name, tessera::kDeviceCpu);
+    EXPECT_EQ(devices[0].memory_bytes, tessera::telemetry_host_memory_bytes());
 }
 
 // 6. ---------------------------------------------------------------------------------------
@@ -334,7 +341,7 @@ TEST(CliStop, SigintStopsSavesAndRecordsStopped) {
     RunStore s = RunStore::open(t / "runs.db", true);
     auto runs = s.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "stopped");
+    EXPECT_EQ(runs[0].status, tessera::run_status::stopped);
     EXPECT_GT(runs[0].end_time, 0.0);
     EXPECT_GE(runs[0].last_step, 1);
     EXPECT_LT(runs[0].last_step, 1000000);
@@ -343,7 +350,7 @@ TEST(CliStop, SigintStopsSavesAndRecordsStopped) {
     auto ck = tessera::checkpoint_load(t / "ck");
     EXPECT_EQ(ck.step, cks.back().step);
     EXPECT_EQ(ck.state.value("steps_done", (int64_t)-1), runs[0].last_step);
-    EXPECT_EQ(metric_rows(t / "runs.db", 1, "train/loss").back().step, runs[0].last_step);
+    EXPECT_EQ(metric_rows(t / "runs.db", 1, tessera::metric::train_loss).back().step, runs[0].last_step);
 }
 
 // 10. --------------------------------------------------------------------------------------

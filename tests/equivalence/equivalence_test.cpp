@@ -18,6 +18,7 @@
 
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
@@ -71,9 +72,9 @@ Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets, c
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto runs = store.runs_list();
     if (runs.empty()) return o;
-    for (const auto& m : store.metrics(runs.back().id, "train/loss")) o.losses.push_back(m.value);
-    for (const auto& m : store.metrics(runs.back().id, "val/loss")) o.val_loss.push_back(m.value);
-    for (const auto& m : store.metrics(runs.back().id, "val/accuracy")) o.val_accuracy.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::train_loss)) o.losses.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::val_loss)) o.val_loss.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::val_accuracy)) o.val_accuracy.push_back(m.value);
     Checkpoint ck = checkpoint_load((dir / "ck").string());
     const SafetensorsFile& f = ck.files.at("model");
     for (const auto& e : f.entries()) {
@@ -274,7 +275,7 @@ TEST(Resharding, Dp4Zero3ToTp2Pp2ContinuesTheCurve) {
     RunStore store = RunStore::open((work_root() / "reshard" / "runs.db").string(), true);
     auto runs = store.runs_list();
     ASSERT_EQ(runs.size(), 2u);
-    auto resumed = store.metrics(runs.back().id, "train/loss");
+    auto resumed = store.metrics(runs.back().id, metric::train_loss);
     ASSERT_EQ(resumed.size(), 5u) << out;
     for (size_t i = 0; i < resumed.size(); ++i) {
         EXPECT_EQ(resumed[i].step, (int64_t)(6 + i));

@@ -18,6 +18,7 @@
 #include <map>
 
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -147,11 +148,11 @@ TEST(Failure, KilledRankEndsTheJobWithinTenSecondsAndKeepsRows) {
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     EXPECT_EQ(store.integrity_check(), "ok");
     RunRow run = store.runs_list().back();
-    EXPECT_EQ(run.status, "failed");
+    EXPECT_EQ(run.status, run_status::failed);
     EXPECT_NE(run.message.find("SIGKILL"), std::string::npos) << run.message;
     EXPECT_NE(run.message.find("rank "), std::string::npos) << run.message;
     // every committed step is there, in order, without gaps
-    auto losses = store.metrics(run.id, "train/loss");
+    auto losses = store.metrics(run.id, metric::train_loss);
     ASSERT_GE(losses.size(), 3u);
     for (size_t i = 0; i < losses.size(); ++i) EXPECT_EQ(losses[i].step, (int64_t)i + 1);
     EXPECT_GE(run.last_step, (int64_t)losses.size());
@@ -170,7 +171,7 @@ TEST(Failure, WatchdogNamesTheStalledCollective) {
     EXPECT_NE(p.output.find("did not complete within 2000 ms"), std::string::npos) << p.output;
     EXPECT_NE(p.output.find("rank 0 (dp0.tp0.pp0)"), std::string::npos) << p.output;
     RunRow run = last_run(dir);
-    EXPECT_EQ(run.status, "failed");
+    EXPECT_EQ(run.status, run_status::failed);
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     bool named = false;
     for (const auto& e : store.errors(run.id))
@@ -188,7 +189,7 @@ TEST(Failure, CtrlCStopsEveryRankAfterTheSameStep) {
     int code = wait_exit(p, 30);
     EXPECT_EQ(code, 130) << p.output;  // the shell's code for a command stopped by Ctrl-C
     RunRow run = last_run(dir);
-    EXPECT_EQ(run.status, "stopped") << run.message;
+    EXPECT_EQ(run.status, run_status::stopped) << run.message;
     EXPECT_TRUE(fs::exists(dir / "ck" / "latest")) << "no checkpoint saved on stop";
 }
 
@@ -199,17 +200,26 @@ TEST(Failure, RestartResumesFromTheLastCheckpoint) {
     int code = wait_exit(p, 120);
     EXPECT_EQ(code, 0) << p.output;
     RunRow run = last_run(dir);
-    EXPECT_EQ(run.status, "completed") << run.message;
+    EXPECT_EQ(run.status, run_status::completed) << run.message;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
-    auto attempts = store.metrics(run.id, "launch/attempt");
+    auto attempts = store.metrics(run.id, metric::launch_attempt);
     EXPECT_EQ(attempts.size(), 2u);
     // the second attempt resumed from the step-4 checkpoint: steps 5.. appear twice, 1..4 once
-    auto losses = store.metrics(run.id, "train/loss");
+    auto losses = store.metrics(run.id, metric::train_loss);
     int step5 = 0, step1 = 0;
     for (const auto& m : losses) step5 += m.step == 5, step1 += m.step == 1;
     EXPECT_EQ(step1, 1);
     EXPECT_EQ(step5, 2);
     EXPECT_EQ(losses.back().step, 8);
+    // every rank recorded its device; the second attempt's records replaced the first's
+    auto devices = store.devices(run.id);
+    ASSERT_EQ(devices.size(), 4u);
+    for (int r = 0; r < 4; ++r) {
+        EXPECT_EQ(devices[r].rank, r);
+        EXPECT_EQ(devices[r].name, kDeviceCpu);
+        EXPECT_GT(devices[r].memory_bytes, 0);
+        EXPECT_GT(devices[r].wall_time, attempts.back().wall_time - 1.0);  // the second attempt's
+    }
 }
 
 // Measured per-rank memory: ZeRO 1 halves the optimizer states on dp2, ZeRO 2 also the
@@ -226,9 +236,11 @@ TEST(ZeroMemory, MeasuredCategoriesDivideByDp) {
         ASSERT_EQ(wait_exit(p, 60), 0) << p.output;
         RunStore store = RunStore::open((dir / "runs.db").string(), true);
         RunRow run = store.runs_list().back();
-        for (const char* cat : {"params", "grads", "optimizer"})
-            for (const auto& m : store.metrics(run.id, std::string("mem/") + cat + "_bytes"))
-                if (m.rank == 0) peak[zero][cat] = std::max(peak[zero][cat], m.value);
+        for (MemCategory cat : {MemCategory::params, MemCategory::grads, MemCategory::optimizer}) {
+            double& p = peak[zero][std::string(mem_category_name(cat))];
+            for (const auto& m : store.metrics(run.id, metric::mem_category_bytes(cat)))
+                if (m.rank == 0) p = std::max(p, m.value);
+        }
     }
     auto ratio = [&](int zero, const char* cat) { return peak[zero][cat] / peak[0][cat]; };
     EXPECT_NEAR(ratio(1, "optimizer"), 0.5, 0.01);

@@ -11,6 +11,7 @@
 
 #include "engine/kernels/cuda/device.cuh"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
@@ -48,7 +49,7 @@ std::vector<double> losses_in(const fs::path& dir, bool every_run = false) {
     auto runs = store.runs_list();
     if (!every_run && runs.size() > 1) runs.erase(runs.begin(), runs.end() - 1);
     for (const auto& r : runs)
-        for (const auto& m : store.metrics(r.id, "train/loss")) losses.push_back(m.value);
+        for (const auto& m : store.metrics(r.id, metric::train_loss)) losses.push_back(m.value);
     return losses;
 }
 

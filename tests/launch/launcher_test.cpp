@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/launch/launcher.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 using namespace tessera;
 
@@ -95,7 +96,7 @@ TEST(Launcher, PrefixesOutputAndStoresTelemetry) {
     LaunchResult r = launch_job(spec_for({2, 1, 1}, script, db), out);
     std::string o = out.str();
     SCOPED_TRACE(o);
-    EXPECT_EQ(r.status, "completed");
+    EXPECT_EQ(r.status, run_status::completed);
     EXPECT_EQ(r.attempts, 1);
     EXPECT_EQ(r.last_step, 2);
     EXPECT_NE(o.find("[dp0.tp0.pp0] hello from 0 of 2 attempt 1\n"), std::string::npos);
@@ -110,15 +111,15 @@ TEST(Launcher, PrefixesOutputAndStoresTelemetry) {
     RunStore store = RunStore::open(db, true);
     auto run = store.run_get(r.run_id);
     ASSERT_TRUE(run);
-    EXPECT_EQ(run->status, "completed");
+    EXPECT_EQ(run->status, run_status::completed);
     EXPECT_EQ(run->world_size, 2);
     EXPECT_EQ(run->name, "launcher-test");
-    auto loss = store.metrics(r.run_id, "train/loss");
+    auto loss = store.metrics(r.run_id, metric::train_loss);
     ASSERT_EQ(loss.size(), 4u);
     int rank1 = 0;
     for (auto& m : loss) rank1 += m.rank == 1;
     EXPECT_EQ(rank1, 2);
-    auto attempt = store.metric_last(r.run_id, "launch/attempt");
+    auto attempt = store.metric_last(r.run_id, metric::launch_attempt);
     ASSERT_TRUE(attempt);
     EXPECT_EQ(attempt->value, 1.0);
 }
@@ -138,7 +139,7 @@ TEST(Launcher, KilledRankTearsDownTheJob) {
     auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     SCOPED_TRACE(out.str());
     EXPECT_LT(secs, 10.0);
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 3 (dp1.tp1.pp0) killed by signal 9 (SIGKILL) at step 5");
     EXPECT_EQ(r.last_step, 5);
     auto pids = read_pids(t.path);
@@ -149,9 +150,9 @@ TEST(Launcher, KilledRankTearsDownTheJob) {
     EXPECT_EQ(store.integrity_check(), "ok");
     auto run = store.run_get(r.run_id);
     ASSERT_TRUE(run);
-    EXPECT_EQ(run->status, "failed");
+    EXPECT_EQ(run->status, run_status::failed);
     EXPECT_EQ(run->message, r.message);
-    EXPECT_EQ(store.metrics(r.run_id, "train/loss").size(), 5u);  // 4 x step 1 + rank 3's step 5
+    EXPECT_EQ(store.metrics(r.run_id, metric::train_loss).size(), 5u);  // 4 x step 1 + rank 3's step 5
     auto errors = store.errors(r.run_id);
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_EQ(errors[0].rank, 3);
@@ -170,7 +171,7 @@ TEST(Launcher, RanksIgnoringSigtermAreKilledAfterGrace) {
     LaunchResult r = launch_job(s, out);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - t0).count();
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 0");
     EXPECT_GE(ms, 700 + 200);  // waited out the grace period
     EXPECT_LT(ms, 5000);
@@ -183,7 +184,7 @@ TEST(Launcher, ExitCodeIsNamed) {
         spec_for({2, 1, 1}, "if [ $TESSERA_RANK = 1 ]; then exit 3; fi; sleep 30",
                  t.path + "/runs.db"),
         out);
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 1 (dp1.tp0.pp0) exited with code 3 at step 0");
 }
 
@@ -194,7 +195,7 @@ TEST(Launcher, RankFailureMessageFromRunEnd) {
         "echo '{\"v\":1,\"type\":\"run_end\",\"status\":\"failed\",\"message\":\"loss is NaN\","
         "\"last_step\":7,\"wall_time\":1.0}' >&$TESSERA_TELEMETRY_FD; exit 1";
     LaunchResult r = launch_job(spec_for({1, 1, 1}, script, t.path + "/runs.db"), out);
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 7: loss is NaN");
 }
 
@@ -211,18 +212,18 @@ TEST(Launcher, RestartAppendsResumeArgs) {
     std::ostringstream out;
     LaunchResult r = launch_job(s, out);
     SCOPED_TRACE(out.str());
-    EXPECT_EQ(r.status, "completed");
+    EXPECT_EQ(r.status, run_status::completed);
     EXPECT_EQ(r.attempts, 2);
     EXPECT_NE(out.str().find(str_cat("[dp1.tp0.pp0] resumed attempt 2 run ", r.run_id)),
               std::string::npos);
     RunStore store = RunStore::open(db, true);
     EXPECT_EQ(store.runs_list().size(), 1u);  // one run row for the job
-    EXPECT_EQ(store.run_get(r.run_id)->status, "completed");
+    EXPECT_EQ(store.run_get(r.run_id)->status, run_status::completed);
     auto errors = store.errors(r.run_id);
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_NE(errors[0].message.find("attempt 1: rank 1 (dp1.tp0.pp0) exited with code 1"),
               std::string::npos);
-    EXPECT_EQ(store.metric_last(r.run_id, "launch/attempt")->value, 2.0);
+    EXPECT_EQ(store.metric_last(r.run_id, metric::launch_attempt)->value, 2.0);
 }
 
 TEST(Launcher, RestartsExhaustedFails) {
@@ -231,7 +232,7 @@ TEST(Launcher, RestartsExhaustedFails) {
     s.restarts = 1;
     std::ostringstream out;
     LaunchResult r = launch_job(s, out);
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.attempts, 2);
     EXPECT_NE(r.message.find("exited with code 4"), std::string::npos);
 }
@@ -250,7 +251,7 @@ TEST(Launcher, StopForwardsSigint) {
     stopper.join();
     SCOPED_TRACE(out.str());
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
-    EXPECT_EQ(r.status, "stopped");
+    EXPECT_EQ(r.status, run_status::stopped);
     EXPECT_NE(out.str().find("[dp1.tp0.pp0] stopping"), std::string::npos);
 }
 
@@ -261,7 +262,7 @@ TEST(Launcher, MissingExecutable) {
     s.db_path = t.path + "/runs.db";
     std::ostringstream out;
     LaunchResult r = launch_job(s, out);
-    EXPECT_EQ(r.status, "failed");
+    EXPECT_EQ(r.status, run_status::failed);
     EXPECT_NE(r.message.find("exited with code 127"), std::string::npos);
     EXPECT_NE(out.str().find("cannot execute /nonexistent/tessera-rank"), std::string::npos);
 }

@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
@@ -40,7 +41,7 @@ log: {db: runs.db, every: 1}
     auto run = store.runs_list().back();
     double sum = 0;
     int n = 0;
-    for (const auto& m : store.metrics(run.id, "pipeline/bubble"))
+    for (const auto& m : store.metrics(run.id, metric::pipeline_bubble))
         if (m.step > 1) sum += m.value, ++n;
     EXPECT_GT(n, 0);
     return n ? sum / n : 1.0;

@@ -15,6 +15,7 @@
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
 
 namespace fs = std::filesystem;
@@ -132,17 +133,17 @@ TEST_P(Measured, PeakMemoryWithinTenPercent) {
     auto runs = store.runs_list();
     ASSERT_FALSE(runs.empty());
     const int64_t run = runs.back().id;
-    auto measured = [&](const std::string& name) {
+    auto measured = [&](std::string_view name) {
         std::map<int, double> by_rank;  // max over steps
         for (const auto& m : store.metrics(run, name))
             by_rank[m.rank] = std::max(by_rank[m.rank], m.value);
         return by_rank;
     };
-    auto total = measured("mem/total_bytes");
+    auto total = measured(metric::mem_total_bytes);
     ASSERT_EQ((int)total.size(), est.world) << out;
     std::map<int, std::map<int, double>> cats;
     for (int c = 0; c < kMemCategoryCount; ++c)
-        cats[c] = measured(std::string("mem/") + std::string(mem_category_name((MemCategory)c)) + "_bytes");
+        cats[c] = measured(metric::mem_category_bytes((MemCategory)c));
 
     for (int r = 0; r < est.world; ++r) {
         const RankEstimate& e = est.ranks[r];

@@ -13,6 +13,7 @@
 
 #include "engine/launch/run_control.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -103,7 +104,7 @@ TEST(RunControl, ShortRunCompletes) {
     EXPECT_FALSE(fs::exists(t.p / kRunPidFileName));
     auto runs = runs_in(t.p);
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed");
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed);
     EXPECT_EQ(runs[0].last_step, 20);
 }
 
@@ -120,7 +121,7 @@ TEST(RunControl, StopIsGraceful) {
     EXPECT_EQ(rc.exit_code(), 130);
     auto runs = runs_in(t.p);
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "stopped");
+    EXPECT_EQ(runs[0].status, tessera::run_status::stopped);
     EXPECT_LT(runs[0].last_step, 100000);
 }
 
@@ -137,7 +138,7 @@ TEST(RunControl, KilledExternallyIsFailed) {
     EXPECT_NE(rc.message().find("signal 9"), std::string::npos) << rc.message();
     auto runs = runs_in(t.p);
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "failed");
+    EXPECT_EQ(runs[0].status, tessera::run_status::failed);
     EXPECT_NE(runs[0].message.find("signal 9"), std::string::npos) << runs[0].message;
 }
 
@@ -161,13 +162,13 @@ TEST(RunControl, AttachMarksGoneProcessFailed) {
         w.run_finish(w.runs_list().at(0).id, "running", "", 2);  // as if nobody had noticed
         std::ofstream(t.p / kRunPidFileName) << keep << "\n";
     }
-    ASSERT_EQ(runs_in(t.p).at(0).status, "running");
+    ASSERT_EQ(runs_in(t.p).at(0).status, tessera::run_status::running);
     RunController rc2;
     RunState st = rc2.attach(t.p.string(), (t.p / "runs.db").string());
     EXPECT_EQ(st, RunState::failed);
     EXPECT_FALSE(fs::exists(t.p / kRunPidFileName));
     auto runs = runs_in(t.p);
-    EXPECT_EQ(runs.at(0).status, "failed");
+    EXPECT_EQ(runs.at(0).status, tessera::run_status::failed);
     EXPECT_NE(runs.at(0).message.find(std::to_string(child_pid)), std::string::npos);
 }
 

@@ -22,6 +22,7 @@
 #include "engine/launch/cluster.h"
 #include "engine/launch/ssh.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "tests/ssh/loopback_sshd.h"
 
 namespace fs = std::filesystem;
@@ -95,7 +96,7 @@ log: {db: runs.db, every: 1}
         RunStore s = RunStore::open(db.string(), true);
         auto runs = s.runs_list();
         std::map<int64_t, double> out;
-        for (const auto& m : s.metrics(runs.back().id, "train/loss")) out[m.step] = m.value;
+        for (const auto& m : s.metrics(runs.back().id, metric::train_loss)) out[m.step] = m.value;
         return out;
     }
 };
@@ -116,7 +117,7 @@ TEST_F(SshTest, TwoNodeRunReproducesTheLocalRunAndStoresBothNodesMetrics) {
     // both nodes' ranks reported through their ssh channels into the local runs.db
     RunStore s = RunStore::open((remote.parent_path() / "runs.db").string(), true);
     auto run0 = s.runs_list().back();
-    EXPECT_EQ(run0.status, "completed");
+    EXPECT_EQ(run0.status, run_status::completed);
     EXPECT_EQ(run0.world_size, 2);
     std::map<int, int> rows_by_rank;
     for (const auto& m : s.metrics(run0.id)) rows_by_rank[m.rank]++;
@@ -387,11 +388,11 @@ void expect_failed_run_intact(const fs::path& db, const std::string& host) {
     RunStore s = RunStore::open(db.string(), true);
     auto row = s.run_get(1);
     ASSERT_TRUE(row);
-    EXPECT_EQ(row->status, "failed");
+    EXPECT_EQ(row->status, run_status::failed);
     EXPECT_NE(row->message.find(host), std::string::npos) << row->message;
     EXPECT_EQ(s.integrity_check(), "ok");
     std::vector<int64_t> got;
-    for (const auto& m : s.metrics(1, "train/loss"))
+    for (const auto& m : s.metrics(1, metric::train_loss))
         if (m.rank == 0) got.push_back(m.step);
     ASSERT_GE(got.size(), 5u);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], int64_t(i + 1)) << "rows not contiguous";
@@ -450,7 +451,7 @@ TEST_F(SshTest, CtrlCStopsEveryHostAfterTheSameStep) {
     EXPECT_LT(took, 10s);
     EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 130) << slurp(b.out);
     RunStore s = RunStore::open(b.db.string(), true);
-    EXPECT_EQ(s.run_get(1)->status, "stopped") << slurp(b.out);
+    EXPECT_EQ(s.run_get(1)->status, run_status::stopped) << slurp(b.out);
     std::map<int, int64_t> last;
     for (const auto& m : s.metrics(1)) last[m.rank] = std::max(last[m.rank], m.step);
     EXPECT_EQ(last[0], last[1]) << "both hosts stop after the same step";

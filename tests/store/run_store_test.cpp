@@ -11,6 +11,7 @@
 #include "engine/core/error.h"
 #include "engine/store/run_report.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "store_test_util.h"
 
 using namespace tessera;
@@ -49,6 +50,8 @@ int64_t write_sample_run(RunStore& store, const std::string& name, double loss_a
     }
     sink->write(CheckpointRecord{2, "ckpt/step_2", 1003});
     sink->write(ErrorRecord{1, 2, "rank 1: slow", 1003.5});
+    sink->write(DeviceRecord{1, "host-b", "NVIDIA H200", int64_t(150754820096), 1000.5});
+    sink->write(DeviceRecord{0, "host-a", "NVIDIA H200", int64_t(150754820096), 1000.5});
     sink->write(RunEndRecord{"completed", "done", 2, 1010.0});
     return id;
 }
@@ -111,6 +114,49 @@ TEST(RunStore, RoundTrip) {
     ASSERT_EQ(store.errors(id).size(), 1u);
     EXPECT_EQ(store.errors(id)[0].message, "rank 1: slow");
     EXPECT_FALSE(store.run_get(id + 1));
+}
+
+TEST(RunStore, DevicesRoundTripByRank) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    int64_t id = 0, other = 0;
+    {
+        RunStore store = RunStore::open(path);
+        id = write_sample_run(store, "gpu", 2.5);
+        other = store.run_begin(RunStartRecord{"cpu run"});
+        store.append(other, {DeviceRecord{0, "vm", "cpu", int64_t(24) << 30, 2000}});
+        // a restarted attempt's rank records its device again: its row is replaced
+        store.append(id, {DeviceRecord{1, "host-c", "NVIDIA H200", int64_t(150754820096), 1001}});
+    }
+    RunStore ro = RunStore::open(path, true);
+    auto d = ro.devices(id);
+    ASSERT_EQ(d.size(), 2u);
+    EXPECT_EQ(d[0].rank, 0);
+    EXPECT_EQ(d[0].host, "host-a");
+    EXPECT_EQ(d[0].name, "NVIDIA H200");
+    EXPECT_EQ(d[0].memory_bytes, int64_t(150754820096));
+    EXPECT_EQ(d[0].wall_time, 1000.5);
+    EXPECT_EQ(d[1].rank, 1);
+    EXPECT_EQ(d[1].host, "host-c");
+    EXPECT_EQ(d[1].wall_time, 1001);
+    auto c = ro.devices(other);
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].name, kDeviceCpu);
+    EXPECT_EQ(c[0].memory_bytes, int64_t(24) << 30);
+    EXPECT_TRUE(ro.devices(other + 1).empty());
+}
+
+TEST(RunStore, EveryRunStatusIsAccepted) {
+    TempDir tmp;
+    RunStore store = RunStore::open(tmp.file("runs.db"));
+    for (std::string_view st : {run_status::completed, run_status::failed, run_status::stopped,
+                                run_status::running}) {
+        int64_t id = store.run_begin(RunStartRecord{"r"});
+        EXPECT_EQ(store.run_get(id)->status, run_status::running);
+        store.run_finish(id, st, "", 0);
+        EXPECT_EQ(store.run_get(id)->status, st);
+    }
+    EXPECT_THROW(store.run_finish(1, "finished", "", 0), InputError);
 }
 
 TEST(RunStore, ReopenReadOnlySeesDataAndRefusesWrites) {
@@ -202,6 +248,41 @@ TEST(RunStoreSchema, MigratesTaggedVersionZeroFile) {
     EXPECT_EQ(again.runs_list().size(), 1u);
 }
 
+// A runs.db written before the devices table (schema 1): the current build makes one and takes it
+// back to version 1 exactly as it shipped (step 1->2 only adds the devices table).
+TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    int64_t id = 0;
+    {
+        RunStore s = RunStore::open(path);
+        id = write_sample_run(s, "old", 2.5);
+    }
+    raw_exec(path, "DROP TABLE devices; PRAGMA user_version = 1;");
+    {
+        // readers (the studio, `tessera runs`) never migrate: they read a version-1 file as is
+        RunStore ro = RunStore::open(path, true);
+        EXPECT_EQ(ro.schema_version(), 1);
+        ASSERT_EQ(ro.runs_list().size(), 1u);
+        EXPECT_EQ(ro.run_get(id)->status, run_status::completed);
+        EXPECT_EQ(ro.metrics(id, metric::train_loss).size(), 2u);
+        EXPECT_EQ(ro.checkpoints(id).size(), 1u);
+        EXPECT_TRUE(ro.devices(id).empty());
+        std::ostringstream show;
+        store_write_run_detail(show, ro, id);
+        EXPECT_NE(show.str().find("devices:\n  (none recorded)"), std::string::npos) << show.str();
+    }
+    // the writer migrates it: old rows kept, devices recorded from then on
+    RunStore rw = RunStore::open(path);
+    EXPECT_EQ(rw.schema_version(), kStoreSchemaVersion);
+    EXPECT_EQ(rw.metrics(id, metric::train_loss).size(), 2u);
+    EXPECT_TRUE(rw.devices(id).empty());
+    int64_t next = rw.run_begin(RunStartRecord{"new"});
+    rw.append(next, {DeviceRecord{0, "vm", "cpu", 1 << 30, 1}});
+    ASSERT_EQ(rw.devices(next).size(), 1u);
+    EXPECT_EQ(RunStore::open(path, true).devices(next)[0].memory_bytes, 1 << 30);
+}
+
 TEST(RunStoreSchema, RefusesNewerSchema) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
@@ -284,6 +365,8 @@ TEST(RunsCli, ListShowExport) {
     EXPECT_NE(show.find("completed — done"), std::string::npos) << show;
     EXPECT_NE(show.find("train/loss  step 2  2.5"), std::string::npos) << show;
     EXPECT_NE(show.find("step 2  ckpt/step_2"), std::string::npos) << show;
+    EXPECT_NE(show.find("devices:\n  rank 0  host-a  NVIDIA H200  140.4 GiB\n  rank 1  host-b"),
+              std::string::npos) << show;
     EXPECT_NE(show.find("  preset: gpt-tiny"), std::string::npos) << show;
 
     std::string csv = run_cli({"export", "--db", path, "--run", "1", "--csv"});

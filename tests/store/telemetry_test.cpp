@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/metric_names.h"
 #include "engine/telemetry/telemetry.h"
 
 using namespace tessera;
@@ -30,6 +31,50 @@ std::string decode_error(const std::string& line) {
 }
 
 }  // namespace
+
+// The vocabulary is on disk: these literals are what every existing runs.db holds.
+TEST(TelemetryVocabulary, ValuesOnDiskNeverChange) {
+    EXPECT_EQ(metric::train_loss, "train/loss");
+    EXPECT_EQ(metric::train_lr, "train/lr");
+    EXPECT_EQ(metric::train_grad_norm, "train/grad_norm");
+    EXPECT_EQ(metric::val_loss, "val/loss");
+    EXPECT_EQ(metric::val_accuracy, "val/accuracy");
+    EXPECT_EQ(metric::perf_step_ms, "perf/step_ms");
+    EXPECT_EQ(metric::perf_tok_per_s, "perf/tok_per_s");
+    EXPECT_EQ(metric::perf_gflops, "perf/gflops");
+    EXPECT_EQ(metric::perf_mfu, "perf/mfu");
+    EXPECT_EQ(metric::mem_total_bytes, "mem/total_bytes");
+    EXPECT_EQ(metric::mem_device_bytes, "mem/device_bytes");
+    EXPECT_EQ(metric::gpu_util_percent, "gpu/util_percent");
+    EXPECT_EQ(metric::gpu_memory_used_bytes, "gpu/memory_used_bytes");
+    EXPECT_EQ(metric::pipeline_bubble, "pipeline/bubble");
+    EXPECT_EQ(metric::launch_attempt, "launch/attempt");
+    EXPECT_EQ(metric::mem_category_bytes(MemCategory::params), "mem/params_bytes");
+    EXPECT_EQ(metric::mem_category_bytes(MemCategory::host), "mem/host_bytes");
+    EXPECT_EQ(run_status::running, "running");
+    EXPECT_EQ(run_status::completed, "completed");
+    EXPECT_EQ(run_status::failed, "failed");
+    EXPECT_EQ(run_status::stopped, "stopped");
+}
+
+TEST(TelemetryVocabulary, MemoryCategoryNamesRoundTrip) {
+    for (int c = 0; c < kMemCategoryCount; ++c) {
+        auto cat = static_cast<MemCategory>(c);
+        auto back = metric::mem_category_of(metric::mem_category_bytes(cat));
+        ASSERT_TRUE(back) << mem_category_name(cat);
+        EXPECT_EQ(*back, cat);
+    }
+    for (std::string_view other : {metric::mem_total_bytes, metric::mem_device_bytes,
+                                   metric::train_loss, std::string_view("mem/"),
+                                   std::string_view("mem/_bytes"), std::string_view("mem/params"),
+                                   std::string_view("xmem/params_bytes")})
+        EXPECT_FALSE(metric::mem_category_of(other)) << other;
+    EXPECT_TRUE(run_status::valid("stopped"));
+    EXPECT_FALSE(run_status::valid("finished"));
+    EXPECT_EQ(run_status::exit_code(run_status::completed), 0);
+    EXPECT_EQ(run_status::exit_code(run_status::stopped), 130);
+    EXPECT_EQ(run_status::exit_code(run_status::failed), 1);
+}
 
 TEST(Telemetry, EncodeStartsWithVersionAndType) {
     std::string line = telemetry_encode(MetricRecord{7, 1, "train/loss", 2.5, 100.25});
@@ -89,6 +134,22 @@ TEST(Telemetry, SpanErrorCheckpointRunEndRoundTrip) {
     EXPECT_EQ(r.message, "rank 1 died");
     EXPECT_EQ(r.last_step, 42);
     EXPECT_EQ(r.wall_time, 7);
+}
+
+TEST(Telemetry, DeviceRoundTripAndMissingKey) {
+    DeviceRecord in{3, "node-1", "NVIDIA H200", int64_t(150754820096), 1700000000.25};
+    std::string line = telemetry_encode(in);
+    EXPECT_EQ(line.rfind("{\"v\":1,\"type\":\"device\",", 0), 0u) << line;
+    auto out = std::get<DeviceRecord>(telemetry_decode(line));
+    EXPECT_EQ(out.rank, 3);
+    EXPECT_EQ(out.host, "node-1");
+    EXPECT_EQ(out.name, "NVIDIA H200");
+    EXPECT_EQ(out.memory_bytes, in.memory_bytes);
+    EXPECT_EQ(out.wall_time, in.wall_time);
+    std::string e = decode_error("{\"v\":1,\"type\":\"device\",\"rank\":0,\"host\":\"h\","
+                                 "\"name\":\"cpu\",\"wall_time\":1}");
+    EXPECT_NE(e.find("missing key 'memory_bytes'"), std::string::npos) << e;
+    EXPECT_GT(telemetry_host_memory_bytes(), 0);
 }
 
 TEST(Telemetry, DecodeIgnoresUnknownKeysAndTrailingNewline) {

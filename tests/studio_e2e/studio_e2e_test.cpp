@@ -21,6 +21,7 @@
 #include <set>
 
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
 #include "ui/compare/compare_page.h"
 #include "ui/compare/run_table_model.h"
@@ -58,7 +59,7 @@ int64_t last_loss_step(const QString& db) {
     RunStore s = RunStore::open(db.toStdString(), true);
     auto runs = s.runs_list();
     if (runs.empty()) return 0;
-    auto m = s.metrics(runs.back().id, "train/loss");
+    auto m = s.metrics(runs.back().id, metric::train_loss);
     return m.empty() ? 0 : m.back().step;
 }
 
@@ -156,7 +157,7 @@ log: {db: runs.db, every: 1}
     EXPECT_NE(status.find("SIGKILL"), std::string::npos) << status;
     RunStore store = RunStore::open(st.doc.dbPath().toStdString(), true);
     EXPECT_EQ(store.integrity_check(), "ok");
-    auto losses = store.metrics(store.runs_list().back().id, "train/loss");
+    auto losses = store.metrics(store.runs_list().back().id, metric::train_loss);
     ASSERT_GE(losses.size(), 3u);
     for (size_t i = 0; i < losses.size(); ++i) EXPECT_EQ(losses[i].step, (int64_t)i + 1);
 }
@@ -189,11 +190,13 @@ log: {db: runs.db, every: 1}
         start.wall_time = telemetry_now();
         int64_t id = writer.run_begin(start);
         for (int step = 1; step <= 20; ++step) {
-            writer.append(id, {MetricRecord{step, 0, "train/loss", 5.0 - 0.1 * step, telemetry_now()},
-                               MetricRecord{step, 0, "perf/tok_per_s", 1000.0 + r, telemetry_now()}});
+            writer.append(id, {MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - 0.1 * step,
+                                            telemetry_now()},
+                               MetricRecord{step, 0, std::string(metric::perf_tok_per_s), 1000.0 + r,
+                                            telemetry_now()}});
             if (step % 5 == 0) st.compare->refresh();  // the page re-reads while runs grow
         }
-        if (r % 2 == 0) writer.run_finish(id, "completed", "", 20);
+        if (r % 2 == 0) writer.run_finish(id, run_status::completed, "", 20);
         st.compare->refresh();
         EXPECT_EQ(st.compare->runModel()->rowCount(), r + 1);
     }

@@ -17,6 +17,7 @@
 
 #include "engine/launch/run_control.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "tests/ssh/loopback_sshd.h"
 #include "ui/common/project_document.h"
 #include "ui/hosts/hosts_page.h"
@@ -108,7 +109,7 @@ cluster:
     RunStore store = RunStore::open(db, true);
     auto runs = store.runs_list();
     ASSERT_EQ(runs.size(), 1u);
-    EXPECT_EQ(runs[0].status, "completed") << runs[0].message;
+    EXPECT_EQ(runs[0].status, tessera::run_status::completed) << runs[0].message;
     std::map<int, int> rows;
     for (const auto& m : store.metrics(runs[0].id)) rows[m.rank]++;
     EXPECT_GT(rows[0], 0);

@@ -1,6 +1,9 @@
 // The Monitor page offscreen on a runs.db produced by a real short `tessera train`: curves appear,
 // smoothing changes the smoothed series and not the raw one, the prediction band is drawn per
-// rank, x-axis modes re-key the data; plus the debiased EMA on its own.
+// rank, x-axis modes re-key the data; plus the debiased EMA on its own. On a runs.db written by
+// hand as GPU runs would write it: the prediction is for the device each run recorded (the default
+// only without a record, and the page says so), and the memory chart shows the driver's measured
+// use next to the engine's own device total.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,7 +17,10 @@
 #include <fstream>
 #include "ui/common/qcustomplot_qt.h"
 
+#include "engine/store/run_store.h"
+#include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
+#include "ui/monitor/monitor_device.h"
 #include "ui/monitor/monitor_page.h"
 #include "ui/monitor/monitor_series.h"
 
@@ -38,6 +44,47 @@ void make_project() {
     std::string cmd = std::string(TESSERA_BIN_DIR) + "/tessera train '" + (g_project / "project.yaml").string() +
                       "' --db '" + (g_project / "runs.db").string() + "' > /dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// A project whose runs.db holds GPU runs written as the launcher writes them: run 1 recorded
+// "NVIDIA H200" with NVML and engine memory figures, run 2 an A100 40GB, run 3 no device (a run
+// from before devices were recorded). No GPU is needed: nothing trains.
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+fs::path make_gpu_project() {
+    fs::path dir = g_project.parent_path() / (g_project.filename().string() + "_gpu");
+    fs::create_directories(dir);
+    const std::string yaml =
+        "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+        "data: {dataset: brown}\n"
+        "train: {steps: 4, micro_batch: 4, eval_every: 0}\n"
+        "runtime: {device: cuda, precision: bf16}\n";
+    std::ofstream(dir / "project.yaml") << yaml;
+    using namespace tessera;
+    RunStore s = RunStore::open((dir / "runs.db").string());
+    auto run = [&](const char* name, const char* device) {
+        int64_t id = s.run_begin(RunStartRecord{name, yaml, "gpu-host", 1, "", 1000});
+        std::vector<Record> recs;
+        if (device) recs.push_back(DeviceRecord{0, "gpu-host", device, int64_t(140 * kGiB), 1000});
+        for (int64_t step = 1; step <= 4; ++step) {
+            recs.push_back(MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, metric::mem_category_bytes(MemCategory::params), 0.5 * kGiB, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, metric::mem_category_bytes(MemCategory::context), 0.5 * kGiB, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, std::string(metric::mem_device_bytes), 1.0 * kGiB, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, std::string(metric::gpu_memory_used_bytes), 1.25 * kGiB, 1000.0 + step});
+        }
+        recs.push_back(RunEndRecord{std::string(run_status::completed), "", 4, 1010});
+        s.append(id, recs);
+    };
+    run("h200", "NVIDIA H200");
+    run("a100", "NVIDIA A100-SXM4-40GB");
+    run("before-devices", nullptr);
+    return dir;
+}
+
+QCPAbstractPlottable* plottable_named(QCustomPlot* p, const QString& name) {
+    for (int i = 0; i < p->plottableCount(); ++i)
+        if (p->plottable(i)->name() == name) return p->plottable(i);
+    return nullptr;
 }
 
 std::vector<double> values_of(QCPGraph* g) {
@@ -118,7 +165,10 @@ TEST(MonitorPageTest, ShowsCurvesOfARealRun) {
     page.setLogY(true);
     EXPECT_EQ(page.lossPlot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
 
-    // memory: stacked bars by category for rank 0, and one prediction band per rank
+    // memory: stacked bars by category for rank 0, and one prediction band per rank, for the
+    // device the run recorded (the single-rank trainer: the CPU)
+    EXPECT_EQ(page.predictionDevice(), "cpu");
+    EXPECT_TRUE(page.predictionFromRecordedDevice());
     EXPECT_EQ(page.predictionBandCount(), 1);
     EXPECT_GT(page.memoryPlot()->plottableCount(), 1);
     QCPBars* params = nullptr;
@@ -131,6 +181,91 @@ TEST(MonitorPageTest, ShowsCurvesOfARealRun) {
     ASSERT_NE(band, nullptr);
     EXPECT_GT(band->topLeft->coords().y(), band->bottomRight->coords().y());
     EXPECT_GT(band->bottomRight->coords().y(), 0.0);
+}
+
+TEST(MonitorDevice, RecordedDeviceElseTheDefault) {
+    tessera::RunConfig cuda = tessera::config_parse("model: {preset: gpt-tiny}\ndata: {dataset: brown}\nruntime: {device: cuda}\n", "t");
+    tessera::RunConfig cpu = tessera::config_parse("model: {preset: gpt-tiny}\ndata: {dataset: brown}\n", "t");
+    auto h200 = monitor_prediction_device(cuda, {{0, "h", "NVIDIA H200", int64_t(140 * kGiB), 0}});
+    EXPECT_TRUE(h200.recorded);
+    EXPECT_EQ(h200.spec.name, "H200");
+    EXPECT_NE(h200.text.find("NVIDIA H200 (140.0 GiB)"), std::string::npos) << h200.text;
+    auto h100 = monitor_prediction_device(cuda, {{0, "h", "NVIDIA H100 80GB HBM3", 1, 0},
+                                                 {1, "h", "NVIDIA H100 80GB HBM3", 1, 0}});
+    EXPECT_EQ(h100.spec.name, "H100");
+    EXPECT_NE(h100.text.find("2 × NVIDIA H100"), std::string::npos) << h100.text;
+    auto mixed = monitor_prediction_device(cuda, {{0, "a", "NVIDIA A100-SXM4-40GB", 1, 0},
+                                                  {1, "b", "NVIDIA H200", 1, 0}});
+    EXPECT_EQ(mixed.spec.name, "A100-40GB");  // rank 0's
+    EXPECT_NE(mixed.text.find("the ranks differ"), std::string::npos) << mixed.text;
+    auto on_cpu = monitor_prediction_device(cpu, {{0, "vm", "cpu", int64_t(16 * kGiB), 0}});
+    EXPECT_TRUE(on_cpu.recorded);
+    EXPECT_EQ(on_cpu.spec.name, "cpu");
+    // no record: the Plan page's rule, and the text says so
+    auto none = monitor_prediction_device(cuda, {});
+    EXPECT_FALSE(none.recorded);
+    EXPECT_EQ(none.spec.name, "H200");
+    EXPECT_NE(none.text.find("not recorded"), std::string::npos) << none.text;
+    EXPECT_EQ(monitor_prediction_device(cpu, {}).spec.name, "cpu");
+    // a GPU the table does not know: the default stands in, named as such
+    auto unknown = monitor_prediction_device(cuda, {{0, "h", "NVIDIA L40S", 1, 0}});
+    EXPECT_FALSE(unknown.recorded);
+    EXPECT_EQ(unknown.spec.name, "H200");
+    EXPECT_NE(unknown.text.find("not in the device table"), std::string::npos) << unknown.text;
+}
+
+TEST(MonitorPageTest, PredictsForTheRecordedDeviceAndShowsTheDriversFigure) {
+    fs::path dir = make_gpu_project();
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(dir.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.resize(1200, 900);
+    page.show();
+    page.pollNow();
+
+    ASSERT_TRUE(page.selectRun(1));
+    page.replotNow();
+    EXPECT_EQ(page.predictionDevice(), "H200");
+    EXPECT_TRUE(page.predictionFromRecordedDevice());
+    EXPECT_NE(page.deviceText().indexOf("NVIDIA H200"), -1) << page.deviceText().toStdString();
+    EXPECT_EQ(page.predictionBandCount(), 1);
+    EXPECT_NE(plottable_named(page.memoryPlot(), "predicted ±5 %"), nullptr);
+    // the driver's measured use beside the engine's device total, each with a legend entry
+    auto* nvml = page.memoryPlot()->findChild<QCPItemLine*>("nvmlUsed0");
+    auto* engine = page.memoryPlot()->findChild<QCPItemLine*>("engineDevice0");
+    ASSERT_NE(nvml, nullptr);
+    ASSERT_NE(engine, nullptr);
+    EXPECT_DOUBLE_EQ(nvml->start->coords().y(), 1.25);
+    EXPECT_DOUBLE_EQ(engine->start->coords().y(), 1.0);
+    EXPECT_NE(plottable_named(page.memoryPlot(), "measured (driver)"), nullptr);
+    EXPECT_NE(plottable_named(page.memoryPlot(), "engine accounting"), nullptr);
+
+    ASSERT_TRUE(page.selectRun(2));  // an A100 40GB: its own entry, not the default
+    page.replotNow();
+    EXPECT_EQ(page.predictionDevice(), "A100-40GB");
+    EXPECT_TRUE(page.predictionFromRecordedDevice());
+
+    ASSERT_TRUE(page.selectRun(3));  // no device recorded: the Plan page's default, said so
+    page.replotNow();
+    EXPECT_EQ(page.predictionDevice(), "H200");
+    EXPECT_FALSE(page.predictionFromRecordedDevice());
+    EXPECT_NE(page.deviceText().indexOf("not recorded"), -1) << page.deviceText().toStdString();
+
+    // a live run whose rank records its device after the page picked the run: the next poll
+    // predicts for it
+    tessera::RunStore writer = tessera::RunStore::open((dir / "runs.db").string());
+    const int64_t live = writer.run_begin(
+        tessera::RunStartRecord{"live", writer.run_get(1)->config_text, "gpu-host", 1, "", 2000});
+    page.pollNow();
+    ASSERT_TRUE(page.selectRun(live));
+    EXPECT_FALSE(page.predictionFromRecordedDevice());
+    writer.append(live, {tessera::DeviceRecord{0, "gpu-host", "NVIDIA A100-SXM4-40GB", 1, 2001}});
+    page.pollNow();
+    EXPECT_EQ(page.predictionDevice(), "A100-40GB");
+    EXPECT_TRUE(page.predictionFromRecordedDevice());
+    std::error_code ec;
+    fs::remove_all(dir, ec);
 }
 
 TEST(MonitorPageTest, IncrementalPollAddsOnlyNewRows) {

@@ -21,6 +21,7 @@
 
 #include "engine/config/config.h"
 #include "ui/common/project_document.h"
+#include "ui/common/vocabulary.h"
 #include "ui/compare/config_diff.h"
 #include "ui/compare/run_table_model.h"
 
@@ -30,7 +31,8 @@ namespace {
 const QColor kRunColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xe1, 0x57, 0x59), QColor(0x59, 0xa1, 0x4f),
                              QColor(0xf2, 0x8e, 0x2b), QColor(0xb0, 0x7a, 0xa1), QColor(0x76, 0xb7, 0xb2),
                              QColor(0xed, 0xc9, 0x48), QColor(0x9c, 0x75, 0x5f)};
-const QStringList kHoverMetrics = {"train/loss", "val/loss", "perf/tok_per_s", "train/lr"};
+const QStringList kHoverMetrics = {vocab(metric::train_loss), vocab(metric::val_loss),
+                                   vocab(metric::perf_tok_per_s), vocab(metric::train_lr)};
 
 // The last point at or before x (x in steps); nullptr if none.
 const QPair<double, double>* value_at(const QVector<QPair<double, double>>& s, double step) {
@@ -288,14 +290,14 @@ void ComparePage::hoverAt(double x) {
             m_hover->setItem(r, c, item);
         };
         set(0, name);
-        const auto* at = value_at(series(id, "train/loss"), step);
+        const auto* at = value_at(series(id, vocab(metric::train_loss)), step);
         const double shown_step = at ? at->first : std::floor(std::max(0.0, step));
         set(1, QString::number(int64_t(shown_step)));
         set(2, QString::number(int64_t(shown_step * tps)));
         for (int m = 0; m < kHoverMetrics.size(); ++m) {
             const auto* p = value_at(series(id, kHoverMetrics[m]), step);
-            const int prec = kHoverMetrics[m] == "perf/tok_per_s" ? 0 : 4;
-            set(3 + m, p ? (kHoverMetrics[m] == "train/lr" ? QString::number(p->second, 'e', 2)
+            const int prec = kHoverMetrics[m] == vocab(metric::perf_tok_per_s) ? 0 : 4;
+            set(3 + m, p ? (kHoverMetrics[m] == vocab(metric::train_lr) ? QString::number(p->second, 'e', 2)
                                                           : QString::number(p->second, 'f', prec))
                          : QStringLiteral("–"));
         }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/config/config.h"
+#include "ui/common/vocabulary.h"
 
 namespace tessera::studio {
 
@@ -43,21 +44,21 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
         // an unreadable stored config leaves the plan columns at their defaults
     }
     double best = std::numeric_limits<double>::infinity();
-    for (const auto& m : store.metrics(run.id, "val/loss")) {
+    for (const auto& m : store.metrics(run.id, tessera::metric::val_loss)) {
         if (!std::isfinite(m.value)) continue;
         best = std::min(best, m.value);
         s.final_val_loss = m.value;
     }
     if (std::isfinite(best)) s.best_val_loss = best;
-    if (auto m = store.metric_last(run.id, "train/loss")) s.final_train_loss = m->value;
+    if (auto m = store.metric_last(run.id, tessera::metric::train_loss)) s.final_train_loss = m->value;
     std::vector<double> tok;
-    for (const auto& m : store.metrics(run.id, "perf/tok_per_s"))
+    for (const auto& m : store.metrics(run.id, tessera::metric::perf_tok_per_s))
         if (std::isfinite(m.value)) tok.push_back(m.value);
     if (!tok.empty()) {
         std::nth_element(tok.begin(), tok.begin() + tok.size() / 2, tok.end());
         s.median_tok_per_s = tok[tok.size() / 2];
     }
-    for (const auto& m : store.metrics(run.id, "mem/total_bytes"))
+    for (const auto& m : store.metrics(run.id, tessera::metric::mem_total_bytes))
         if (std::isfinite(m.value)) s.peak_bytes_per_gpu = std::max(s.peak_bytes_per_gpu, m.value);
     return s;
 }
@@ -108,8 +109,8 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
                    ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))
                    : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
     if (role == Qt::ForegroundRole && index.column() == Status) {
-        if (r.status == "failed") return QBrush(QColor(0xc0, 0x39, 0x2b));
-        if (r.status == "running") return QBrush(QColor(0x29, 0x80, 0xb9));
+        if (r.status == vocab(tessera::run_status::failed)) return QBrush(QColor(0xc0, 0x39, 0x2b));
+        if (r.status == vocab(tessera::run_status::running)) return QBrush(QColor(0x29, 0x80, 0xb9));
         return {};
     }
     if (role == Qt::ToolTipRole && index.column() == Name)

@@ -23,7 +23,9 @@
 
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
+#include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
+#include "ui/monitor/monitor_device.h"
 
 namespace tessera::studio {
 
@@ -122,9 +124,26 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_speedPlot->legend->setVisible(true);
     m_speedPlot->legend->setFont(QFont(font().family(), 8));
     m_memPlot = make_plot(this, "monitorMemoryPlot", "GiB");
-    m_memPlot->xAxis->setLabel("rank · node, stage, TP, DP (band: prediction; black: NVML used)");
+    m_memPlot->xAxis->setLabel("rank · node, stage, TP, DP");
     m_memPlot->legend->setVisible(true);
     m_memPlot->legend->setFont(QFont(font().family(), 8));
+    // the key below the chart, in rows of three: inside it would hide the bars of a few ranks
+    m_memPlot->plotLayout()->addElement(1, 0, m_memPlot->legend);
+    m_memPlot->plotLayout()->setRowStretchFactor(1, 0.001);
+    m_memPlot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_memPlot->legend->setWrap(3);
+    m_memPlot->legend->setIconSize(16, 9);
+    m_memPlot->legend->setRowSpacing(0);
+    m_memPlot->legend->setColumnSpacing(8);
+    m_deviceLabel = new QLabel(this);  // which device the prediction is for, and why
+    m_deviceLabel->setObjectName("monitorDevice");
+    m_deviceLabel->setWordWrap(true);
+    m_deviceLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    auto* memBox = new QWidget(this);
+    auto* ml = new QVBoxLayout(memBox);
+    ml->setContentsMargins(0, 0, 0, 0);
+    ml->addWidget(m_deviceLabel);
+    ml->addWidget(m_memPlot, 1);
 
     // ---- console ----
     m_rankFilter = new QComboBox(this);
@@ -149,7 +168,7 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
 
     auto* lower = new QSplitter(Qt::Horizontal, this);
     lower->addWidget(m_speedPlot);
-    lower->addWidget(m_memPlot);
+    lower->addWidget(memBox);
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_lossPlot);
     split->addWidget(lower);
@@ -265,6 +284,10 @@ void MonitorPage::pollNow() {
     try {
         refreshRuns();
         if (m_runId) ingest(m_store->metrics(m_runId, "", m_lastRowid));
+        // a live run's ranks record their devices as they start: predict for them once they have
+        if (m_runId && !m_deviceSeen && m_run.status == run_status::running &&
+            !m_store->devices(m_runId).empty())
+            loadPrediction();
     } catch (const std::exception& e) {
         m_status->setText(QString("runs.db: %1").arg(e.what()));
         return;
@@ -297,7 +320,11 @@ void MonitorPage::resetRunData() {
     m_ema = EmaState{m_beta};
     m_mem.clear();
     m_nvmlUsed.clear();
+    m_engineDevice.clear();
     m_predTotal.clear();
+    m_predDevice.clear();
+    m_deviceRecorded = m_deviceSeen = false;
+    m_deviceLabel->clear();
     m_tokensPerStep = 0;
     m_totalSteps = 0;
     m_fullRebuild = m_memDirty = true;
@@ -305,21 +332,38 @@ void MonitorPage::resetRunData() {
 }
 
 // The run's own config (runs.config_text) gives tokens per step, the step count and the
-// estimator's per-rank memory prediction.
+// estimator's per-rank memory prediction, for the device the run recorded (monitor_device.h).
 void MonitorPage::loadPrediction() {
+    m_predTotal.clear();
+    m_predDevice.clear();
+    m_deviceRecorded = m_deviceSeen = false;
+    m_deviceLabel->clear();
     try {
         tessera::RunConfig cfg = tessera::config_parse(m_run.config_text, QString("run #%1").arg(m_runId).toStdString());
         m_totalSteps = cfg.train.steps;
         m_mesh = tessera::MeshShape{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};
         m_tokensPerStep = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * cfg.model.seq_len;
-        const std::string dev = cfg.runtime.device == "cuda" ? "H100" : "cpu";
-        tessera::PlanEstimate est = tessera::estimate_plan(cfg, tessera::device_spec(dev));
+        std::vector<tessera::DeviceRecord> devices;
+        if (m_store) devices = m_store->devices(m_runId);
+        m_deviceSeen = !devices.empty();
+        MonitorDevice md = monitor_prediction_device(cfg, devices);
+        m_predDevice = md.spec.name;
+        m_deviceRecorded = md.recorded;
+        m_deviceLabel->setText(QString::fromStdString(md.text));
+        tessera::PlanEstimate est = tessera::estimate_plan(cfg, md.spec);
         if (est.tokens_per_step > 0) m_tokensPerStep = est.tokens_per_step;
         for (auto& rk : est.ranks) m_predTotal.push_back((double)rk.total_peak_bytes);
-    } catch (const std::exception&) {
-        // an unparsable or unestimable config: charts without the band
+    } catch (const std::exception& e) {
+        // an unparsable or unestimable config: charts without the band, and the reason
+        m_predTotal.clear();
+        m_deviceLabel->setText(m_deviceLabel->text() + (m_deviceLabel->text().isEmpty() ? "" : " · ") +
+                               QString("no prediction: %1").arg(QString::fromUtf8(e.what())));
     }
+    m_memDirty = true;
+    scheduleReplot();
 }
+
+QString MonitorPage::deviceText() const { return m_deviceLabel->text(); }
 
 void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
     if (rows.empty()) return;
@@ -334,29 +378,28 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
     for (const tessera::MetricRow& r : rows) {
         m_lastRowid = std::max(m_lastRowid, r.rowid);
         const std::string& n = r.name;
-        if (n == "train/loss") {
+        if (n == metric::train_loss) {
             if (add(m_trainLoss, r)) m_smooth.push_back(m_ema.push(r.value));
-        } else if (n == "val/loss") {
+        } else if (n == metric::val_loss) {
             add(m_valLoss, r);
-        } else if (n == "perf/tok_per_s") {
+        } else if (n == metric::perf_tok_per_s) {
             add(m_tokPerS, r);
-        } else if (n == "perf/step_ms") {
+        } else if (n == metric::perf_step_ms) {
             add(m_stepMs, r);
-        } else if (n == "perf/mfu") {
+        } else if (n == metric::perf_mfu) {
             add(m_mfu, r);
-        } else if (n == "gpu/util_percent") {
+        } else if (n == metric::gpu_util_percent) {
             add(m_gpuUtil, r);
-        } else if (n == "gpu/memory_used_bytes") {
+        } else if (n == metric::gpu_memory_used_bytes) {
             if (std::isfinite(r.value)) m_nvmlUsed[r.rank] = std::max(m_nvmlUsed[r.rank], r.value);
             m_memDirty = true;
-        } else if (n.rfind("mem/", 0) == 0 && n != "mem/total_bytes") {
-            for (int c = 0; c < tessera::kMemCategoryCount; ++c) {
-                std::string want = "mem/" + std::string(tessera::mem_category_name((tessera::MemCategory)c)) + "_bytes";
-                if (n != want) continue;
-                auto& arr = m_mem.try_emplace(r.rank).first->second;
-                if (std::isfinite(r.value)) arr[(size_t)c] = std::max(arr[(size_t)c], r.value);
-                m_memDirty = true;
-            }
+        } else if (n == metric::mem_device_bytes) {
+            if (std::isfinite(r.value)) m_engineDevice[r.rank] = std::max(m_engineDevice[r.rank], r.value);
+            m_memDirty = true;
+        } else if (std::optional<MemCategory> c = metric::mem_category_of(n)) {
+            auto& arr = m_mem.try_emplace(r.rank).first->second;
+            if (std::isfinite(r.value)) arr[(size_t)*c] = std::max(arr[(size_t)*c], r.value);
+            m_memDirty = true;
         }
     }
     m_dataDirty = true;
@@ -441,7 +484,10 @@ void MonitorPage::replotNow() {
 }
 
 // Per-rank memory: bars stacked by category (the run's peaks), the prediction as a band per rank
-// (a translucent rectangle ±5 % around the predicted total, with the total as its centre line).
+// (a translucent rectangle ±5 % around the predicted total, with the total as its centre line), and
+// two ticks per rank: the engine's own device total (mem/device_bytes, dashed) and what the driver
+// measured used on the GPU (gpu/memory_used_bytes, NVML, solid). Items have no legend entries: an
+// empty plottable drawn like each stands in for it in the legend.
 void MonitorPage::rebuildMemory() {
     m_memPlot->clearPlottables();
     m_memPlot->clearItems();
@@ -474,30 +520,49 @@ void MonitorPage::rebuildMemory() {
         below = bars;
     }
     for (double s : stacked) ymax = std::max(ymax, s);
+    const QColor band_color(0xe1, 0x57, 0x59);
+    if (!m_predTotal.empty()) {
+        auto* key = new QCPBars(m_memPlot->xAxis, m_memPlot->yAxis);
+        key->setName("predicted ±5 %");  // for the device named above the chart
+        key->setPen(QPen(band_color, 1, Qt::DashLine));
+        key->setBrush(QColor(0xe1, 0x57, 0x59, 60));
+    }
     for (int r = 0; r < (int)m_predTotal.size(); ++r) {
         double p = m_predTotal[(size_t)r] / kGiB;
         auto* band = new QCPItemRect(m_memPlot);
         band->setObjectName(QString("predictionBand%1").arg(r));
         band->topLeft->setCoords(r - 0.45, p * 1.05);
         band->bottomRight->setCoords(r + 0.45, p * 0.95);
-        band->setPen(QPen(QColor(0xe1, 0x57, 0x59), 1, Qt::DashLine));
+        band->setPen(QPen(band_color, 1, Qt::DashLine));
         band->setBrush(QColor(0xe1, 0x57, 0x59, 60));
         auto* mid = new QCPItemLine(m_memPlot);
         mid->start->setCoords(r - 0.45, p);
         mid->end->setCoords(r + 0.45, p);
-        mid->setPen(QPen(QColor(0xe1, 0x57, 0x59), 2));
+        mid->setPen(QPen(band_color, 2));
         m_bands.push_back(band);
         ymax = std::max(ymax, p * 1.05);
     }
-    // what NVML saw used on each GPU (the driver's view: the engine's tensors plus caches, CUDA
-    // context and library workspaces), as a black tick over the bars
-    for (const auto& [r, used] : m_nvmlUsed) {
-        auto* tick = new QCPItemLine(m_memPlot);
-        tick->start->setCoords(r - 0.35, used / kGiB);
-        tick->end->setCoords(r + 0.35, used / kGiB);
-        tick->setPen(QPen(palette().color(QPalette::WindowText), 2));
-        ymax = std::max(ymax, used / kGiB);
-    }
+    // the engine's own device total per rank (its accounting without the host category), and what
+    // the driver measured used on each GPU (NVML: the engine's tensors plus the CUDA context,
+    // library workspaces and anything else on the device), side by side over the bars
+    const QColor ink = palette().color(QPalette::WindowText);
+    auto ticks = [&](const std::map<int, double>& per_rank, const QString& name, const QPen& pen,
+                     const QString& id) {
+        if (per_rank.empty()) return;
+        QCPGraph* key = m_memPlot->addGraph();
+        key->setName(name);
+        key->setPen(pen);
+        for (const auto& [r, bytes] : per_rank) {
+            auto* tick = new QCPItemLine(m_memPlot);
+            tick->setObjectName(QString("%1%2").arg(id).arg(r));
+            tick->start->setCoords(r - 0.35, bytes / kGiB);
+            tick->end->setCoords(r + 0.35, bytes / kGiB);
+            tick->setPen(pen);
+            ymax = std::max(ymax, bytes / kGiB);
+        }
+    };
+    ticks(m_engineDevice, "engine accounting", QPen(ink, 2, Qt::DashLine), "engineDevice");
+    ticks(m_nvmlUsed, "measured (driver)", QPen(ink, 2), "nvmlUsed");
     m_memPlot->xAxis->setRange(-0.7, ranks - 0.3);
     m_memPlot->yAxis->setRange(0, ymax > 0 ? ymax * 1.15 : 1);
     // each rank labelled with its place in the plan: rank, stage, TP rank, DP rank
@@ -577,7 +642,7 @@ void MonitorPage::updateStatus() {
         s += QString(" · step %1").arg(step);
         if (m_totalSteps > 0) s += QString("/%1").arg(m_totalSteps);
         if (!m_tokPerS.value.empty()) s += QString(" · %1 tok/s").arg(m_tokPerS.value.back(), 0, 'f', 0);
-        if (m_run.status == "running" && m_totalSteps > step && m_trainLoss.step.size() >= 2) {
+        if (m_run.status == run_status::running && m_totalSteps > step && m_trainLoss.step.size() >= 2) {
             const auto& st = m_trainLoss.step;
             const auto& w = m_trainLoss.wall;
             size_t a = st.size() > 50 ? st.size() - 50 : 0, b = st.size() - 1;

@@ -1,6 +1,7 @@
 // The Monitor page: live charts of a run in the project's runs.db (loss with debiased-EMA
-// smoothing, tokens/s, per-rank memory stacked by category with the estimator's prediction as a
-// band), Launch / Stop through RunController, a console with a rank filter and a status line.
+// smoothing, tokens/s, per-rank memory stacked by category with the estimator's prediction for the
+// run's recorded device as a band, the engine's device total and the driver's measured use as
+// ticks), Launch / Stop through RunController, a console with a rank filter and a status line.
 // runs.db is read through a read-only RunStore: incremental metrics(after_rowid) every 250 ms,
 // replots coalesced on a 40 ms timer (never per sample), adaptive sampling on every graph.
 #pragma once
@@ -62,6 +63,11 @@ public:
     QCPGraph* valGraph() const { return m_val; }
     QCPGraph* speedGraph() const { return m_speed; }
     int predictionBandCount() const { return (int)m_bands.size(); }
+    // The device table's entry the prediction is for ("H200", "cpu"), whether it is the run's own
+    // recorded device, and the line above the memory chart that says so.
+    QString predictionDevice() const { return QString::fromStdString(m_predDevice); }
+    bool predictionFromRecordedDevice() const { return m_deviceRecorded; }
+    QString deviceText() const;
     QString statusText() const;
     tessera::RunController* controller() { return m_ctl.get(); }
     // Replaces the selected run's data with synthetic series (bench): n points per loss series.
@@ -111,7 +117,11 @@ private:
     QCPGraph* m_mfuGraph = nullptr;
     QCPGraph* m_utilGraph = nullptr;
     tessera::MeshShape m_mesh;
-    std::map<int, double> m_nvmlUsed;  // rank -> largest gpu/memory_used_bytes  // the run's plan: memory bars are labelled by coordinates
+    std::map<int, double> m_nvmlUsed;      // rank -> largest gpu/memory_used_bytes (the driver)
+    std::map<int, double> m_engineDevice;  // rank -> largest mem/device_bytes (the engine)
+    std::string m_predDevice;              // the device table entry the prediction is for
+    bool m_deviceRecorded = false;         // ... is the run's own recorded device
+    bool m_deviceSeen = false;             // the run has a device record (known to the table or not)
     std::vector<double> m_smooth;  // debiased EMA of m_trainLoss.value (full resolution)
     EmaState m_ema;
     double m_beta = 0.6;
@@ -142,6 +152,7 @@ private:
     QCustomPlot* m_lossPlot;
     QCustomPlot* m_speedPlot;
     QCustomPlot* m_memPlot;
+    QLabel* m_deviceLabel;
     QCPGraph* m_trainRaw = nullptr;
     QCPGraph* m_trainSmooth = nullptr;
     QCPGraph* m_val = nullptr;

@@ -65,7 +65,8 @@ PlanPage::PlanPage(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_d
     setObjectName("planPage");
     buildUi();
     connect(m_doc, &ProjectDocument::configChanged, this, &PlanPage::refresh);
-    // a newly opened project picks its device again (cpu for CPU runs, H200 for CUDA runs)
+    // a newly opened project picks its device again (device_default_name: cpu for CPU runs, H200
+    // for CUDA runs)
     connect(m_doc, &ProjectDocument::opened, this, [this] {
         m_device->setProperty("initialised", QVariant());
         refresh();
@@ -334,7 +335,7 @@ void PlanPage::refresh() {
         s->setToolTip(cluster ? "the cluster's hosts and their slots (Hosts page)" : QString());
     }
     if (m_device->property("initialised").isNull()) {
-        m_device->setCurrentText(cfg.runtime.device == "cpu" ? "cpu" : "H200");
+        m_device->setCurrentText(QString::fromStdString(tessera::device_default_name(cfg)));
         m_device->setProperty("initialised", true);
     }
     m_dp->setValue(p.dp), m_tp->setValue(p.tp), m_pp->setValue(p.pp);

@@ -12,6 +12,7 @@
 
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
 #include "ui/timeline/gantt_view.h"
 #include "ui/timeline/timeline_data.h"
@@ -172,7 +173,7 @@ void TimelinePage::showStep() {
         spans = m_store->spans(run.id, step - 1);
         double sum = 0;  // pipeline/bubble is logged per rank: show the mean
         int n = 0;
-        for (const auto& m : m_store->metrics(run.id, "pipeline/bubble"))
+        for (const auto& m : m_store->metrics(run.id, tessera::metric::pipeline_bubble))
             if (m.step == step) sum += m.value, ++n;
         if (n > 0) m_loggedBubble = sum / n;
     } catch (const std::exception& e) {

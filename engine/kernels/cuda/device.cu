@@ -194,6 +194,12 @@ std::string cuda_device_name() {
     return p.name;
 }
 
+int64_t cuda_device_memory_bytes() {
+    cudaDeviceProp p;
+    CUDA_CHECK(cudaGetDeviceProperties(&p, g_device < 0 ? 0 : g_device));
+    return (int64_t)p.totalGlobalMem;
+}
+
 void* cuda_event_record_now() {
     cudaEvent_t e;
     CUDA_CHECK(cudaEventCreate(&e));

@@ -16,6 +16,7 @@ int cuda_device_count();  // 0 when no driver / no GPU (never throws)
 cudaStream_t cuda_stream();
 void cuda_synchronize();
 std::string cuda_device_name();
+int64_t cuda_device_memory_bytes();  // total global memory (the runtime's figure)
 
 struct GpuReading {
     bool ok = false;
