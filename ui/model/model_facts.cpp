@@ -6,6 +6,7 @@
 
 #include "engine/model/gpt.h"
 #include "engine/model/mlp.h"
+#include "engine/parallel/tp_layers.h"
 #include "engine/plan/estimator.h"
 
 namespace tessera {
@@ -20,6 +21,10 @@ std::vector<LayerSpec> model_layer_specs(const ModelConfig& m) {
         return mlp_layer_specs(mlp_sizes(m));  // specs only: no parameter buffer allocated
     }
     if (m.n_layer < 1 || m.n_head < 1 || m.d_model < 1 || m.seq_len < 1) return {};
+    if (model_family(m.preset) == "llama") {
+        if (m.n_kv_head < 1 || m.head_dim < 1 || m.ffn < 1 || m.vocab_size < 1) return {};
+        return model_shape(m, plan_vocab_size(m)).layer_specs();
+    }
     if (m.d_model % m.n_head != 0) return {};
     GptDims d{m.n_layer, m.n_head, m.d_model, m.seq_len, plan_vocab_size(m)};
     return gpt_layer_specs(d);
@@ -60,8 +65,7 @@ std::string model_check_config(const RunConfig& cfg, const std::string& name) {
 }
 
 const std::vector<std::string>& model_preset_names() {
-    static const std::vector<std::string> names = {"gpt-tiny",   "gpt2",    "gpt2-medium",
-                                                   "gpt2-large", "gpt2-xl", "mlp"};
+    static const std::vector<std::string> names = config_preset_names();  // the engine's table
     return names;
 }
 

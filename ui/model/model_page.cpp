@@ -238,8 +238,8 @@ bool ModelPage::importSafetensors(const QString& path) {
     const std::string from = rel.toStdString();
     m_doc->edit(tr("Import %1").arg(QFileInfo(path).fileName()), [d, from](tessera::RunConfig& c) {
         if (c.model.preset == "mlp") tessera::model_apply_preset(c, "gpt2");
-        for (const auto& p : tessera::model_preset_names()) {  // a preset with these dims, if any
-            if (p == "mlp") continue;
+        for (const auto& p : tessera::model_preset_names()) {  // a GPT preset with these dims, if any
+            if (tessera::model_family(p) != "gpt") continue;
             tessera::RunConfig t;
             tessera::model_apply_preset(t, p);
             if (t.model.n_layer == d.n_layer && t.model.n_head == d.n_head &&
