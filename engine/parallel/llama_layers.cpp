@@ -55,14 +55,8 @@ public:
         Tensor out = std::move(s[kCount]);
         s.resize(kCount);
         if (micro < 0) return out;  // evaluation: nothing kept
-        if (spec_.recompute == Recompute::full) {
-            for (int i = 1; i < kCount; ++i) s[i] = Tensor();
-        } else if (spec_.recompute == Recompute::selective) {
-            // the large, cheap ones: the SwiGLU output and the attention probabilities
-            s[ACT] = Tensor();
-            if (ops_.traits.attention_scores) s[STATS] = Tensor();
-        }
-        saved_[micro] = std::move(s);
+        // selective: the large, cheap ones, the SwiGLU output and the attention probabilities
+        save_for_backward(micro, std::move(s), spec_.recompute, ACT, STATS);
         return out;
     }
 

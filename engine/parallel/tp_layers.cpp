@@ -210,6 +210,16 @@ const int* Layer::tokens(int micro, const Batch& b, bool targets) {
     return static_cast<const int*>(slot.device.data());
 }
 
+void Layer::save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, int cheap, int scores) {
+    if (rc == Recompute::full) {
+        for (size_t i = 1; i < s.size(); ++i) s[i] = Tensor();
+    } else if (rc == Recompute::selective) {
+        s[cheap] = Tensor();
+        if (ops_.traits.attention_scores) s[scores] = Tensor();
+    }
+    saved_[micro] = std::move(s);
+}
+
 int64_t Layer::saved_bytes(int micro) const {
     auto it = saved_.find(micro);
     int64_t n = 0;
@@ -304,14 +314,8 @@ public:
         Tensor out = std::move(s[kCount]);
         s.resize(kCount);
         if (micro < 0) return out;  // evaluation: nothing kept
-        if (spec_.recompute == Recompute::full) {
-            for (int i = 1; i < kCount; ++i) s[i] = Tensor();
-        } else if (spec_.recompute == Recompute::selective) {
-            // the large, cheap ones: the GELU output and the attention probabilities
-            s[FCG] = Tensor();
-            if (ops_.traits.attention_scores) s[STATS] = Tensor();
-        }
-        saved_[micro] = std::move(s);
+        // selective: the large, cheap ones, the GELU output and the attention probabilities
+        save_for_backward(micro, std::move(s), spec_.recompute, FCG, STATS);
         return out;
     }
 

@@ -90,6 +90,10 @@ protected:
     // A batch's token ids (targets: the targets) where the kernels read them: the batch itself,
     // or a device buffer per micro-batch slot, kept across steps.
     const int* tokens(int micro, const Batch& b, bool targets);
+    // Keeps micro's saved tensors (index 0: the block's input) as the recompute policy says:
+    // full keeps the input only; selective drops the cheap activation output `cheap` and, where
+    // the device keeps attention probabilities, `scores` (both recomputed in the backward).
+    void save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, int cheap, int scores);
     Tensor act(Shape s) { return Tensor::empty(std::move(s), MemCategory::activations, ops_.traits.act, device); }
     Tensor work(Shape s) { return Tensor::empty(std::move(s), MemCategory::workspace, ops_.traits.act, device); }
     Tensor f32(Shape s, MemCategory c) { return Tensor::empty(std::move(s), c, DType::f32, device); }
