@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/cuda_buffers.h"
 #include "engine/kernels/cuda/adamw.cuh"
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device.cuh"
@@ -38,26 +39,7 @@ using nlohmann::json;
 
 namespace {
 
-void* dev(size_t bytes) {
-    static std::vector<uint16_t> pattern = [] {
-        std::vector<uint16_t> v(1 << 22);
-        std::mt19937 rng(7);
-        std::uniform_real_distribution<float> d(-2.0f, 2.0f);
-        for (auto& x : v) {
-            float f = d(rng);
-            uint32_t u;
-            std::memcpy(&u, &f, 4);
-            x = (uint16_t)(u >> 16);
-        }
-        return v;
-    }();
-    void* p = nullptr;
-    CUDA_CHECK(cudaMalloc(&p, bytes));
-    const size_t chunk = pattern.size() * 2;
-    for (size_t off = 0; off < bytes; off += chunk)
-        CUDA_CHECK(cudaMemcpy((char*)p + off, pattern.data(), std::min(chunk, bytes - off), cudaMemcpyHostToDevice));
-    return p;
-}
+void* dev(size_t bytes) { return bench::device_random(bytes); }
 
 // seconds per run: 2 warm-ups, then repeats until 5 ms of work or 20 runs
 double time_s(const std::function<void()>& f) {
