@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/config/config.h"
+#include "engine/config/hf_config.h"
 #include "engine/core/error.h"
 
 namespace tessera {
@@ -18,18 +19,21 @@ const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM
 
 }  // namespace
 
-void hf_config_apply(const std::string& dir, ModelConfig& m) {
-    const std::string path = (std::filesystem::path(dir) / "config.json").string();
+nlohmann::json hf_read_json(const std::string& path, const std::string& missing) {
     std::ifstream f(path);
-    if (!f) throw InputError(str_cat(path, ": model.init_from is a folder, expected its config.json (none found)"));
+    if (!f) throw InputError(str_cat(path, ": ", missing, " (none found)"));
     std::stringstream text;
     text << f.rdbuf();
-    nlohmann::json j;
     try {
-        j = nlohmann::json::parse(text.str());
+        return nlohmann::json::parse(text.str());
     } catch (const std::exception& e) {
         throw InputError(str_cat(path, ": not JSON (", e.what(), ")"));
     }
+}
+
+void hf_config_apply(const std::string& dir, ModelConfig& m) {
+    const std::string path = (std::filesystem::path(dir) / "config.json").string();
+    const nlohmann::json j = hf_read_json(path, "model.init_from is a folder, expected its config.json");
     auto num = [&](const nlohmann::json& o, const char* key, const std::string& where) -> double {
         if (!o.contains(key) || !o[key].is_number())
             throw InputError(str_cat(path, ": ", where, key, ": expected a number, found ",

@@ -1,13 +1,12 @@
 #include "engine/model/hf_import.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/config/hf_config.h"
 #include "engine/core/error.h"
 #include "engine/io/safetensors.h"
 
@@ -29,15 +28,7 @@ public:
     explicit Weights(const std::string& dir) : dir_(dir) {
         const fs::path index = fs::path(dir) / "model.safetensors.index.json";
         if (fs::exists(index)) {
-            std::ifstream f(index);
-            std::stringstream text;
-            text << f.rdbuf();
-            nlohmann::json j;
-            try {
-                j = nlohmann::json::parse(text.str());
-            } catch (const std::exception& e) {
-                throw InputError(str_cat(index.string(), ": not JSON (", e.what(), ")"));
-            }
+            const nlohmann::json j = hf_read_json(index.string(), "expected the shards' index");
             if (!j.contains("weight_map") || !j["weight_map"].is_object())
                 throw InputError(str_cat(index.string(), ": expected a weight_map object"));
             for (const auto& [name, file] : j["weight_map"].items()) map_[name] = file.get<std::string>();
