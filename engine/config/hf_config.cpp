@@ -71,8 +71,8 @@ void hf_config_apply(const std::string& dir, ModelConfig& m) {
     m.ffn = (int)num(j, "intermediate_size", "");
     m.vocab_size = (int)num(j, "vocab_size", "");
     m.norm_eps = num(j, "rms_norm_eps", "");
-    m.tie_embeddings = j.value("tie_word_embeddings", arch != "MistralForCausalLM" && arch != "LlamaForCausalLM" ? true : false);
-    if (j.contains("tie_word_embeddings")) m.tie_embeddings = j["tie_word_embeddings"].get<bool>();
+    // absent: untied, the default of transformers' Llama, Mistral and Qwen2 configs
+    m.tie_embeddings = j.value("tie_word_embeddings", false);
     m.qkv_bias = arch == "Qwen2ForCausalLM" || j.value("attention_bias", false);
     if (j.value("mlp_bias", false))
         throw InputError(str_cat(path, ": mlp_bias: true is not supported (the Llama family's MLP has no biases)"));

@@ -116,6 +116,14 @@ TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
     }
     EXPECT_THROW(config_parse("model: {init_from: " + d.string() + ", n_layer: 3}\ndata: {dataset: brown}\n", "x.yaml"),
                  InputError);
+    // tie_word_embeddings absent: untied, as transformers' Qwen2Config defaults it
+    std::ofstream(d / "config.json") << R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300,
+        "rms_norm_eps": 1e-6, "max_position_embeddings": 4096})";
+    RunConfig q = open_folder(d.string(), 128);
+    EXPECT_FALSE(q.model.tie_embeddings);
+    EXPECT_TRUE(q.model.qkv_bias);
+    EXPECT_EQ(q.model.n_kv_head, 4);
     std::ofstream(d / "config.json") << R"({"architectures": ["GemmaForCausalLM"]})";
     try {
         open_folder(d.string(), 16);
