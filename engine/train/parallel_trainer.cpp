@@ -148,6 +148,10 @@ private:
         int64_t targets = 0, correct = 0;
     };
     EvalSums evaluate(int64_t index);
+    // a finite test set's micro-batches, as the single-rank trainer reads it
+    int64_t test_batches() const {
+        return (data_->eval_set_size() + cfg_.train.micro_batch - 1) / cfg_.train.micro_batch;
+    }
     int64_t eval_targets_ = 0;  // targets whose losses this rank summed in the evaluation
     bool eval_uncounted_ = false;  // this rank's evaluation batch repeats one (not summed)
     std::string save_checkpoint(int64_t steps_done);
@@ -337,11 +341,10 @@ RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
     eval_targets_ = 0;
     bool uncounted = false;
     if (data_->eval_set_size() > 0) {
-        const int mb = cfg_.train.micro_batch;
-        const int64_t batches = (data_->eval_set_size() + mb - 1) / mb;
+        const int64_t batches = test_batches();
         const int64_t j = index * cfg_.parallel.dp + g_.coord.dp;
         uncounted = eval_uncounted_ = j >= batches;
-        Batch b = data_->eval_batch(std::min(j, batches - 1), 0, mb);
+        Batch b = data_->eval_batch(std::min(j, batches - 1), 0, cfg_.train.micro_batch);
         for (auto& ch : chunks_) forward(0, ch, b, index, true);
         eval_uncounted_ = false;
     } else {
@@ -405,7 +408,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         double total = 0;
         int64_t count = 0, correct = 0;
         const int64_t n = data_->eval_set_size() > 0
-                              ? ((data_->eval_set_size() + mb - 1) / mb + dp - 1) / dp  // rounds
+                              ? (test_batches() + dp - 1) / dp  // rounds
                               : cfg_.train.eval_steps;
         for (int64_t i = 0; i < n; ++i) {
             EvalSums e = evaluate(i);
