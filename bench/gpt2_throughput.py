@@ -14,12 +14,10 @@ own accounting) and, beside it, the estimator's prediction for the same config (
 --device H200 --json`: the largest per-rank device peak) and the device's own peak (NVML per
 process, sampled every 50 ms: bench/device_memory.py). With --gpus 2 the 1-GPU Tessera reference
 runs in the same command, and each configuration is run --rounds times, interleaved."""
-import argparse, json, os, re, sqlite3, statistics, subprocess, sys, tempfile, time
-
-import numpy as np
+import argparse, json, os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from device_memory import DeviceMemorySampler
+from throughput_runs import anchor_run, random_shard, tessera_run
 
 p = argparse.ArgumentParser()
 p.add_argument("--tessera", required=True)
@@ -37,87 +35,29 @@ N_PARAMS = 124_475_904  # GPT-2 124M with vocab 50257, tied head
 L, D, T = 12, 768, 1024
 FLOPS_PER_TOKEN = 6 * N_PARAMS + 12 * L * D * T
 
-def random_shard(path, n=50_000_000):
-    rng = np.random.default_rng(0)
-    hdr = np.zeros(256, dtype=np.int32)
-    hdr[0], hdr[1], hdr[2] = 20240520, 1, n
-    with open(path, "wb") as f:
-        f.write(hdr.tobytes())
-        f.write(rng.integers(0, 50257, n, dtype=np.uint16).tobytes())
-
 shard = os.path.join(work, "random.bin")
-random_shard(shard)
-
+random_shard(shard, 50257)
 peak_flops = None  # per GPU, from the device table (`tessera plan --json`: device.peak_flops)
 
-def predicted_gib(cfg, sets):
-    """The estimator's per-rank device peak (largest over ranks) for the config, or None."""
-    global peak_flops
-    cmd = [a.tessera, "plan", cfg, "--device", "H200", "--json"] + sum((["--set", s] for s in sets), [])
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(f"tessera plan failed for {cfg}: {(r.stdout + r.stderr)[-300:]}", file=sys.stderr)
-        return None
-    plan = json.loads(r.stdout)
-    peak_flops = plan["device"]["peak_flops"]
-    return max(c["memory"]["device_bytes"] for c in plan["ranks"]) / 2**30
-
 def tessera(tag, sets, micro=16, accum=1):
-    d = os.path.join(work, tag)
-    os.makedirs(d, exist_ok=True)
-    cfg = os.path.join(d, "project.yaml")
-    with open(cfg, "w") as f:
-        f.write(f"""name: {tag}
+    global peak_flops
+    yaml = f"""name: {tag}
 model: {{preset: gpt2}}
 data: {{train: {shard}}}
 train: {{steps: {a.steps + a.warmup}, micro_batch: {micro}, grad_accum: {accum}, lr: 6.0e-4,
         min_lr: 6.0e-5, warmup_steps: 10, eval_every: 0, grad_clip: 1.0}}
 runtime: {{device: cuda, precision: bf16}}
 log: {{db: runs.db, every: 1}}
-""")
-    pred = predicted_gib(cfg, sets)
-    cmd = [a.tessera, "train", cfg] + sum((["--set", s] for s in sets), [])
-    t0 = time.time()
-    with DeviceMemorySampler() as dev:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:], "pred_gib": pred}
-    db = sqlite3.connect(os.path.join(d, "runs.db"))
-    run = db.execute("select max(id) from runs").fetchone()[0]
-    def series(name, rank=None):
-        q = "select step, value from metrics where run_id=? and name=?" + (" and rank=?" if rank is not None else "")
-        args = (run, name) + ((rank,) if rank is not None else ())
-        return db.execute(q + " order by step", args).fetchall()
-    steps = series("perf/tok_per_s")
-    tps = [v for s, v in steps if s > a.warmup]
-    # wall clock: the end of step `warmup` to the end of the last step (metric wall times)
-    ends = dict(db.execute("select step, wall_time from metrics where run_id=? and name=? and rank=0",
-                           (run, "perf/tok_per_s")).fetchall())
-    last = max(ends)
-    tokens_per_step = micro * accum * 1024 * (2 if any(x == "parallel.dp=2" for x in sets) else 1)
-    wall = tokens_per_step * (last - a.warmup) / (ends[last] - ends[a.warmup])
-    # the device's own peak (host-side offload buffers excluded); older builds: the total
-    mem = max((v for s, v in series("mem/device_bytes")), default=0) or \
-          max((v for s, v in series("mem/total_bytes")), default=0)
-    nvml = max((v for s, v in series("gpu/memory_used_bytes")), default=0)
-    bubble = [v for s, v in series("pipeline/bubble") if s > a.warmup]
-    loss = series("train/loss")
-    return {"tag": tag, "tok_s": wall, "median_tok_s": statistics.median(tps), "peak_gib": mem / 2**30,
-            "pred_gib": pred, "nvml_gib": nvml / 2**30, "device_gib": dev.peak_bytes / 2**30,
-            "bubble": statistics.mean(bubble) if bubble else None, "loss": loss[-1][1] if loss else None,
-            "wall_s": time.time() - t0}
+"""
+    tokens = micro * accum * T * (2 if any(x == "parallel.dp=2" for x in sets) else 1)
+    r = tessera_run(a.tessera, work, tag, yaml, sets, tokens, a.warmup)
+    peak_flops = r.get("peak_flops") or peak_flops
+    return r
 
 def anchor(tag, mode, compile_, nproc):
     base = [sys.executable, a.anchor, "--mode", mode, "--compile", str(compile_), "--steps", str(a.steps),
             "--warmup", str(a.warmup)]
-    cmd = base if nproc == 1 else ["torchrun", f"--nproc_per_node={nproc}"] + base[1:]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    with DeviceMemorySampler() as dev:
-        m = re.search(r"tok/s=([\d,]+).*peak_mem_GiB=([\d.]+)", r.stdout)
-    if not m:
-        return {"tag": tag, "error": (r.stdout + r.stderr)[-2000:]}
-    return {"tag": tag, "tok_s": float(m.group(1).replace(",", "")), "peak_gib": float(m.group(2)),
-            "device_gib": dev.peak_bytes / 2**30}
+    return anchor_run(tag, base if nproc == 1 else ["torchrun", f"--nproc_per_node={nproc}"] + base[1:])
 
 rows = []
 def want(tag): return not a.only or any(x in tag for x in a.only.split(","))

@@ -121,9 +121,9 @@ int main() {
     add("lm head fwd (N,768)x(768,50304)", e * (N * C + (double)Vp * C + (double)N * Vp), 2.0 * N * C * Vp,
         [&] { matmul_forward_cuda<bf16>(logits, act, wte, nullptr, N, C, Vp, s); });
     add("attention fwd (flash)", e * (N * 3 * C + N * C), 2.0 * 2 * B * NH * (double)T * T * 64 / 2,
-        [&] { attention_forward_cuda<bf16>(act, lse, qkv, B, T, C, NH, s); });
+        [&] { attention_forward_cuda<bf16>(act, lse, qkv, B, T, C, NH, NH, s); });
     add("attention bwd (flash)", e * (2 * N * 3 * C + 2 * N * C), 2.5 * 2 * 2 * B * NH * (double)T * T * 64 / 2,
-        [&] { attention_backward_cuda<bf16>(dqkv, act, qkv, act2, lse, B, T, C, NH, s); });
+        [&] { attention_backward_cuda<bf16>(dqkv, act, qkv, act2, lse, B, T, C, NH, NH, s); });
     add("layernorm fwd", e * 2 * N * C, 0, [&] { layernorm_forward_cuda<bf16>(act2, stats, stats + N, act, bias, bias, N, C, s); });
     add("layernorm bwd", e * 3 * N * C, 0,
         [&] { layernorm_backward_cuda<bf16>(act3, bf, bf + C, act2, act, bias, stats, stats + N, N, C, s); });

@@ -1,12 +1,16 @@
 // The layers' ops on the CUDA kernels (engine/kernels/cuda), on the rank's compute stream, with
 // activations in T (bf16 or float): cuBLASLt GEMMs with bias and GELU epilogues, flash attention
-// (saving only the log-sum-exp), the classifier writing its gradient during the forward pass.
+// with grouped-query heads (saving only the log-sum-exp), the Llama family's RMSNorm, rotary
+// embeddings and SwiGLU, the classifier writing its gradient during the forward pass.
 // Compiled only in CUDA builds.
 #ifdef TESSERA_HAVE_CUDA
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -20,6 +24,8 @@
 #include "engine/kernels/cuda/gelu.cuh"
 #include "engine/kernels/cuda/layernorm.cuh"
 #include "engine/kernels/cuda/matmul.cuh"
+#include "engine/kernels/cuda/rope.cuh"
+#include "engine/kernels/cuda/swiglu.cuh"
 #include "engine/parallel/layer_ops.h"
 
 namespace tessera {
@@ -63,25 +69,29 @@ public:
         gelu_backward_cuda<T>(P(dinp), P(inp), P(dout), (long)n, st());
     }
     void attention_forward(void* out, float* lse, const void* qkv, int B, int T_, int C, int NH, int KV) override {
-        gpt_only(KV == NH, "grouped-query attention");
-        attention_forward_cuda<T>(P(out), lse, P(qkv), B, T_, C, NH, st());
+        attention_forward_cuda<T>(P(out), lse, P(qkv), B, T_, C, NH, KV, st());
     }
     void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
                             const float* lse, int B, int T_, int C, int NH, int KV) override {
-        gpt_only(KV == NH, "grouped-query attention");
-        attention_backward_cuda<T>(P(dqkv), P(dout), P(qkv), P(out), lse, B, T_, C, NH, st());
+        attention_backward_cuda<T>(P(dqkv), P(dout), P(qkv), P(out), lse, B, T_, C, NH, KV, st());
     }
-    // The Llama family's ops have no CUDA kernels yet: the config refuses the family on cuda
-    // (engine/config), so these are never reached from a valid config.
-    void rmsnorm_forward(void*, float*, const void*, const void*, int, int, float) override { gpt_only(false, "RMSNorm"); }
-    void rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*, int, int) override {
-        gpt_only(false, "RMSNorm");
+    void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C, float eps) override {
+        rmsnorm_forward_cuda<T>(P(out), rstd, P(inp), P(w), N, C, eps, st());
     }
-    void rope(void*, int, int, int, int, int64_t, const std::vector<float>&, bool) override {
-        gpt_only(false, "rotary embeddings");
+    void rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
+                          const float* rstd, int N, int C) override {
+        rmsnorm_backward_cuda<T>(P(dinp), dw, P(dout), P(inp), P(w), rstd, N, C, st());
     }
-    void swiglu_forward(void*, const void*, int, int) override { gpt_only(false, "SwiGLU"); }
-    void swiglu_backward(void*, const void*, const void*, int, int) override { gpt_only(false, "SwiGLU"); }
+    void rope(void* x, int B, int T_, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
+              bool inverse) override {
+        rope_cuda<T>(P(x), B, T_, heads, hd, (long)stride, device_table(inv_freq), inverse, st());
+    }
+    void swiglu_forward(void* out, const void* gu, int N, int F) override {
+        swiglu_forward_cuda<T>(P(out), P(gu), N, F, st());
+    }
+    void swiglu_backward(void* dgu, const void* dout, const void* gu, int N, int F) override {
+        swiglu_backward_cuda<T>(P(dgu), P(dout), P(gu), N, F, st());
+    }
     void add_bias_residual(void* y, const void* bias, const void* res, int N, int C) override {
         add_bias_residual_cuda<T>(P(y), P(bias), P(res), N, C, st());
     }
@@ -160,8 +170,20 @@ public:
     }
 
 private:
-    static void gpt_only(bool ok, const char* what) {
-        if (!ok) throw Error(str_cat(what, " on CUDA: the Llama family runs on CPU ranks until its kernels are written"));
+    // A small constant table (the rotary frequencies) on the current device, uploaded once per
+    // device and content and kept for the process (a few hundred bytes per model).
+    static const float* device_table(const std::vector<float>& v) {
+        static std::mutex mu;
+        static std::map<std::pair<int, std::vector<float>>, float*> tables;
+        int dev = 0;
+        CUDA_CHECK(cudaGetDevice(&dev));
+        std::lock_guard<std::mutex> lock(mu);
+        float*& p = tables[{dev, v}];
+        if (!p) {
+            CUDA_CHECK(cudaMalloc(&p, sizeof(float) * v.size()));
+            CUDA_CHECK(cudaMemcpy(p, v.data(), sizeof(float) * v.size(), cudaMemcpyHostToDevice));
+        }
+        return p;
     }
     static cudaStream_t st() { return cuda_stream(); }
     static T* P(void* p) { return static_cast<T*>(p); }

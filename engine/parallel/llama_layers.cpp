@@ -99,9 +99,8 @@ public:
         ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(), s[STATS].f32(), B, T,
                                 Ql_, NHl_, KVl_);
         datty = Tensor();
-        // the rotation's gradient: rotate back
-        ops_.rope(dqkv.data(), B, T, NHl_, hd, S, inv_freq_, true);
-        ops_.rope(at(dqkv, Ql_), B, T, KVl_, hd, S, inv_freq_, true);
+        // the rotation's gradient: rotate back (query heads, then the key heads after them)
+        ops_.rope(dqkv.data(), B, T, NHl_ + KVl_, hd, S, inv_freq_, true);
         ops_.matmul_backward(dln.data(), grad_ptr[qkv_], qkv_b_ >= 0 ? grad_ptr[qkv_b_] : nullptr, dqkv.data(),
                              s[LN1].data(), w(qkv_), N, C, S);
         dqkv = Tensor();
@@ -113,9 +112,6 @@ public:
     }
 
 private:
-    // element `k` of a tensor's rows, in the activation dtype
-    void* at(Tensor& t, int64_t k) { return static_cast<char*>(t.data()) + k * dtype_size(ops_.traits.act); }
-
     // The block's forward from its input x (B, T, C); returns the saved tensors and, at index
     // kCount, the output.
     std::vector<Tensor> compute(Tensor x, int B, int T) {
@@ -129,8 +125,7 @@ private:
         ops_.rmsnorm_forward(D(LN1), s[R1].f32(), D(X), w(ln1_), N, C, d_.norm_eps);
         s[QKV] = act({N, S});
         ops_.matmul_forward(D(QKV), D(LN1), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
-        ops_.rope(D(QKV), B, T, NHl_, hd, S, inv_freq_, false);
-        ops_.rope(at(s[QKV], Ql_), B, T, KVl_, hd, S, inv_freq_, false);
+        ops_.rope(D(QKV), B, T, NHl_ + KVl_, hd, S, inv_freq_, false);  // q heads, then k heads
         s[ATTY] = act({N, Ql_});
         s[STATS] = ops_.traits.attention_scores ? f32({B, NHl_, T, T}, kA) : f32({B, NHl_, T}, kA);
         ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Ql_, NHl_, KVl_);

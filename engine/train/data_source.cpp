@@ -123,16 +123,22 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
     }
     auto train = shard_read(train_path);
     auto val = shard_read(val_path);
+    // Ids Tessera tokenized itself lie in the tokenizer's vocabulary; a shard of the user's own
+    // ids must fit the model's embedding (a Llama-family vocab_size; GPT's is the tokenizer's).
+    const bool own_ids = d.dataset.empty() && cfg.model.vocab_size > 0;
+    const int vocab = own_ids ? cfg.model.vocab_size : tok->vocab_size();
     for (auto* v : {&train, &val})
         for (uint16_t t : *v)
-            if (t >= tok->vocab_size())
-                throw InputError(str_cat(v == &train ? train_path : val_path, ": token id ", t,
-                                         " outside the ", cfg.model.vocab, " vocabulary (size ",
-                                         tok->vocab_size(), ")"));
+            if (t >= vocab)
+                throw InputError(own_ids ? str_cat(v == &train ? train_path : val_path, ": token id ", t,
+                                                   " outside the model's vocabulary (vocab_size ", vocab, ")")
+                                         : str_cat(v == &train ? train_path : val_path, ": token id ", t,
+                                                   " outside the ", cfg.model.vocab, " vocabulary (size ",
+                                                   vocab, ")"));
     std::string desc = str_cat(d.dataset.empty() ? train_path : d.dataset, " (", train.size(),
                                " train / ", val.size(), " val tokens, vocab ", cfg.model.vocab, ")");
     return std::make_unique<TokenData>(std::move(train), std::move(val), cfg.model.seq_len,
-                                       cfg.train.seed, tok->vocab_size(), desc);
+                                       cfg.train.seed, vocab, desc);
 }
 
 }  // namespace tessera

@@ -659,11 +659,6 @@ void RankRunner::load_initial_weights() {
 
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,
                                 const TrainOptions& opts, std::ostream& out) {
-    // planned (tessera plan, the studio) on GPUs, trained on CPU ranks until its kernels exist
-    if (model_family(cfg.model.preset) == "llama" && cfg.runtime.device != "cpu")
-        throw InputError(str_cat(cfg.source_path, ": runtime.device: the Llama family trains on CPU ranks "
-                                 "(runtime.device: cpu) until its CUDA kernels are written; found ",
-                                 cfg.runtime.device, " (tessera plan predicts it on GPUs)"));
     RankRunner r(cfg, groups, sink, out);
     return r.run(opts);
 }

@@ -1,6 +1,7 @@
 // The fused CUDA attention (engine/kernels/cuda/attention.cu) against the CPU reference
 // (engine/kernels/cpu/attention.cpp): forward output, logsumexp and the backward's dq, dk, dv at
-// shapes covering every head size, T = 1, T not a multiple of the tile, and several tiles; fp32
+// shapes covering every head size, T = 1, T not a multiple of the tile, several tiles and
+// grouped-query attention (fewer key/value heads than query heads, the Llama family); fp32
 // to 1e-5 and bf16 to 1e-2 (relative to the largest reference value, the CPU fed the same
 // bf16-rounded inputs). Outputs are poisoned with 0xFF bytes (NaN) first, so an element the
 // kernels forget to write fails. Every GPU test skips when no CUDA device is present.
@@ -132,19 +133,20 @@ void expect_close(const char* what, const std::vector<float>& got, const std::ve
                                        << "), max|ref| " << max_ref;
 }
 
-// lse (B, NH, T) of the scaled causal scores, in double.
-std::vector<float> reference_lse(const std::vector<float>& qkv, int B, int T, int C, int NH) {
+// lse (B, NH, T) of the scaled causal scores, in double; qkv rows [q (C) | k (KV·hs) | v].
+std::vector<float> reference_lse(const std::vector<float>& qkv, int B, int T, int C, int NH, int KV) {
     const int hs = C / NH;
+    const size_t W = C + 2 * KV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
     std::vector<float> lse((size_t)B * NH * T);
     std::vector<double> s(T);
     for (int b = 0; b < B; ++b)
         for (int h = 0; h < NH; ++h)
             for (int t = 0; t < T; ++t) {
-                const float* q = &qkv[((size_t)b * T + t) * 3 * C + h * hs];
+                const float* q = &qkv[((size_t)b * T + t) * W + h * hs];
                 double m = -INFINITY;
                 for (int j = 0; j <= t; ++j) {
-                    const float* k = &qkv[((size_t)b * T + j) * 3 * C + C + h * hs];
+                    const float* k = &qkv[((size_t)b * T + j) * W + C + (h / (NH / KV)) * hs];
                     double dot = 0;
                     for (int d = 0; d < hs; ++d) dot += (double)q[d] * k[d];
                     s[j] = dot * scale;
@@ -157,28 +159,30 @@ std::vector<float> reference_lse(const std::vector<float>& qkv, int B, int T, in
     return lse;
 }
 
-// Columns [part*C, (part+1)*C) of a (B*T, 3C) array.
-std::vector<float> qkv_part(const std::vector<float>& x, int BT, int C, int part) {
-    std::vector<float> y((size_t)BT * C);
+// Columns [c0, c0 + n) of a (BT, W) array.
+std::vector<float> columns(const std::vector<float>& x, int BT, size_t W, size_t c0, size_t n) {
+    std::vector<float> y((size_t)BT * n);
     for (int r = 0; r < BT; ++r)
-        for (int c = 0; c < C; ++c) y[(size_t)r * C + c] = x[(size_t)r * 3 * C + part * C + c];
+        for (size_t c = 0; c < n; ++c) y[(size_t)r * n + c] = x[(size_t)r * W + c0 + c];
     return y;
 }
 
 struct Shape {
-    int B, T, C, NH;
+    int B, T, C, NH, KV = 0;  // KV 0: as many key/value heads as query heads
+    int kv() const { return KV ? KV : NH; }
 };
 
 std::string shape_name(const Shape& s) {
     return "B" + std::to_string(s.B) + "_T" + std::to_string(s.T) + "_C" + std::to_string(s.C) +
-           "_NH" + std::to_string(s.NH);
+           "_NH" + std::to_string(s.NH) + (s.KV ? "_KV" + std::to_string(s.KV) : "");
 }
 
 // Forward and backward of one shape on the GPU vs the CPU.
 template <typename T>
 void check_against_cpu(const Shape& sh, double tol, uint32_t seed) {
-    const int B = sh.B, T_ = sh.T, C = sh.C, NH = sh.NH;
-    const size_t n_qkv = (size_t)B * T_ * 3 * C, n_out = (size_t)B * T_ * C,
+    const int B = sh.B, T_ = sh.T, C = sh.C, NH = sh.NH, KV = sh.kv(), hs = C / NH;
+    const size_t W = C + 2 * (size_t)KV * hs;  // a qkv row
+    const size_t n_qkv = (size_t)B * T_ * W, n_out = (size_t)B * T_ * C,
                  n_lse = (size_t)B * NH * T_;
     std::mt19937 rng(seed);
     const std::vector<float> qkv = round_to<T>(random_vector(n_qkv, -1.5f, 1.5f, rng));
@@ -186,9 +190,9 @@ void check_against_cpu(const Shape& sh, double tol, uint32_t seed) {
 
     // CPU reference (its backward accumulates: start from zeros)
     std::vector<float> out_ref(n_out), att((size_t)B * NH * T_ * T_), dqkv_ref(n_qkv, 0.0f);
-    attention_forward(out_ref.data(), att.data(), qkv.data(), B, T_, C, NH);
-    attention_backward(dqkv_ref.data(), dout.data(), qkv.data(), att.data(), B, T_, C, NH);
-    const std::vector<float> lse_ref = reference_lse(qkv, B, T_, C, NH);
+    attention_forward(out_ref.data(), att.data(), qkv.data(), B, T_, C, NH, KV);
+    attention_backward(dqkv_ref.data(), dout.data(), qkv.data(), att.data(), B, T_, C, NH, KV);
+    const std::vector<float> lse_ref = reference_lse(qkv, B, T_, C, NH, KV);
 
     DeviceBuf d_qkv = upload<T>(qkv), d_dout = upload<T>(dout);
     DeviceBuf d_out = device_alloc(n_out * sizeof(T)), d_lse = device_alloc(n_lse * 4),
@@ -197,9 +201,9 @@ void check_against_cpu(const Shape& sh, double tol, uint32_t seed) {
     poison(d_lse, n_lse * 4);
     poison(d_dqkv, n_qkv * sizeof(T));
     attention_forward_cuda<T>((T*)d_out.get(), (float*)d_lse.get(), (const T*)d_qkv.get(), B, T_,
-                              C, NH, nullptr);
+                              C, NH, KV, nullptr);
     attention_backward_cuda<T>((T*)d_dqkv.get(), (const T*)d_dout.get(), (const T*)d_qkv.get(),
-                               (const T*)d_out.get(), (const float*)d_lse.get(), B, T_, C, NH,
+                               (const T*)d_out.get(), (const float*)d_lse.get(), B, T_, C, NH, KV,
                                nullptr);
     check_cuda(cudaDeviceSynchronize(), "attention kernels");
 
@@ -213,9 +217,10 @@ void check_against_cpu(const Shape& sh, double tol, uint32_t seed) {
     double max_dqkv = 0;
     for (float v : dqkv_ref) max_dqkv = std::max(max_dqkv, (double)std::fabs(v));
     const char* parts[3] = {"dq", "dk", "dv"};
+    const size_t c0[3] = {0, (size_t)C, (size_t)C + (size_t)KV * hs}, n[3] = {(size_t)C, (size_t)KV * hs, (size_t)KV * hs};
     for (int p = 0; p < 3; ++p)
-        expect_close(parts[p], qkv_part(dqkv, B * T_, C, p), qkv_part(dqkv_ref, B * T_, C, p), tol,
-                     0.1 * max_dqkv);
+        expect_close(parts[p], columns(dqkv, B * T_, W, c0[p], n[p]),
+                     columns(dqkv_ref, B * T_, W, c0[p], n[p]), tol, 0.1 * max_dqkv);
 }
 
 const Shape kShapes[] = {
@@ -229,6 +234,12 @@ const Shape kShapes[] = {
     {1, 1000, 256, 4}, // hs 64
     {1, 333, 256, 2},  // hs 128 (the backward's 32-row steps)
     {2, 520, 128, 4},  // hs 32
+    // grouped-query attention: several query heads per key/value head (SmolLM: 9 on 3, hs 64;
+    // Llama 3.2: 32 on 8; Qwen3-like hs 128 on 1 kv head), partial tiles
+    {2, 200, 576, 9, 3},
+    {1, 333, 512, 8, 2},
+    {2, 130, 512, 4, 1},
+    {1, 1000, 256, 4, 2},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -262,7 +273,7 @@ void check_causal() {
         DeviceBuf d_qkv = upload<T>(x);
         poison(d_out, n_out * sizeof(T));
         attention_forward_cuda<T>((T*)d_out.get(), (float*)d_lse.get(), (const T*)d_qkv.get(), B,
-                                  T_, C, NH, nullptr);
+                                  T_, C, NH, NH, nullptr);
         check_cuda(cudaDeviceSynchronize(), "attention forward");
         return download<T>(d_out, n_out);
     };
@@ -303,13 +314,13 @@ TEST(CudaAttentionDeterminism, Bf16BackwardIsBitIdentical) {
     DeviceBuf d_out = device_alloc(n_out * 2), d_lse = device_alloc((size_t)B * NH * T_ * 4),
               d_dqkv = device_alloc(n_qkv * 2);
     attention_forward_cuda<bf16>((bf16*)d_out.get(), (float*)d_lse.get(),
-                                 (const bf16*)d_qkv.get(), B, T_, C, NH, nullptr);
+                                 (const bf16*)d_qkv.get(), B, T_, C, NH, NH, nullptr);
     std::vector<uint16_t> first(n_qkv), second(n_qkv);
     for (std::vector<uint16_t>* dst : {&first, &second}) {
         poison(d_dqkv, n_qkv * 2);
         attention_backward_cuda<bf16>((bf16*)d_dqkv.get(), (const bf16*)d_dout.get(),
                                       (const bf16*)d_qkv.get(), (const bf16*)d_out.get(),
-                                      (const float*)d_lse.get(), B, T_, C, NH, nullptr);
+                                      (const float*)d_lse.get(), B, T_, C, NH, NH, nullptr);
         check_cuda(cudaMemcpy(dst->data(), d_dqkv.get(), n_qkv * 2, cudaMemcpyDeviceToHost),
                    "download");
     }
@@ -320,10 +331,10 @@ TEST(CudaAttentionDeterminism, Bf16BackwardIsBitIdentical) {
 TEST(CudaAttentionChecks, RejectsUnsupportedShapes) {
     float* fake = reinterpret_cast<float*>(uintptr_t{4096});
     auto fwd = [&](int B, int T_, int C, int NH) {
-        attention_forward_cuda<float>(fake, fake, fake, B, T_, C, NH, nullptr);
+        attention_forward_cuda<float>(fake, fake, fake, B, T_, C, NH, NH, nullptr);
     };
     auto bwd = [&](int B, int T_, int C, int NH) {
-        attention_backward_cuda<float>(fake, fake, fake, fake, fake, B, T_, C, NH, nullptr);
+        attention_backward_cuda<float>(fake, fake, fake, fake, fake, B, T_, C, NH, NH, nullptr);
     };
     try {
         fwd(1, 4, 48, 1);  // hs 48
@@ -332,15 +343,17 @@ TEST(CudaAttentionChecks, RejectsUnsupportedShapes) {
         EXPECT_NE(std::string(e.what()).find("head size C/NH=48"), std::string::npos) << e.what();
     }
     EXPECT_THROW(fwd(1, 4, 64, 3), Error);   // C % NH != 0
+    EXPECT_THROW(attention_forward_cuda<float>(fake, fake, fake, 1, 4, 256, 4, 3, nullptr),
+                 Error);  // 4 query heads do not share 3 kv heads
     EXPECT_THROW(fwd(1, 0, 64, 2), Error);   // T = 0
     EXPECT_THROW(fwd(1, 4, 512, 2), Error);  // hs 256
     EXPECT_THROW(bwd(1, 4, 48, 1), Error);
     EXPECT_THROW(bwd(1, 4, 64, 3), Error);
-    EXPECT_THROW(attention_forward_cuda<float>(nullptr, fake, fake, 1, 4, 64, 2, nullptr), Error);
+    EXPECT_THROW(attention_forward_cuda<float>(nullptr, fake, fake, 1, 4, 64, 2, 2, nullptr), Error);
     EXPECT_THROW(
-        attention_backward_cuda<float>(fake, fake, nullptr, fake, fake, 1, 4, 64, 2, nullptr),
+        attention_backward_cuda<float>(fake, fake, nullptr, fake, fake, 1, 4, 64, 2, 2, nullptr),
         Error);
-    EXPECT_THROW(attention_forward_cuda<float>(fake, fake, fake + 1, 1, 4, 64, 2, nullptr),
+    EXPECT_THROW(attention_forward_cuda<float>(fake, fake, fake + 1, 1, 4, 64, 2, 2, nullptr),
                  Error);  // qkv not 16-byte aligned
 }
 

@@ -146,10 +146,12 @@ static __device__ void block_matmul(float* c, int ldc, const T* a, int lda, cons
 // ---------------------------------------------------------------------------------------------
 // kernels
 
-// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, 3C); grid (query tiles, NH, B), ATT_THREADS.
+// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, C + 2·KV·HS); grid (query tiles, NH, B),
+// ATT_THREADS.
 template <typename T, int HS, int TILE>
 static __global__ void __launch_bounds__(ATT_THREADS)
-    attention_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int NH, float scale) {
+    attention_forward_kernel(T* out, float* lse, const T* qkv, int T_, int C, int NH, int KV,
+                             float scale) {
     using L = FwdSmem<T, HS, TILE>;
     using Ld = AttLd<HS, TILE>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -166,11 +168,13 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     const int qt = n_tiles - 1 - (int)blockIdx.x;  // the longest (last) query tiles start first
     const int h = blockIdx.y, b = blockIdx.z;
     const int q0 = qt * TILE;
-    const long C3 = 3L * C;
-    const T* qkv_bh = qkv + (long)b * T_ * C3 + h * HS;  // q of head h; k at +C, v at +2C
+    const long C3 = C + 2L * KV * HS;  // the row stride
+    const T* q_bh = qkv + (long)b * T_ * C3 + h * HS;
+    const T* k_bh = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;  // head h's kv head
+    const T* v_bh = k_bh + (long)KV * HS;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-    load_tile<T, HS, TILE>(qs, Ld::t, qkv_bh, C3, q0, T_);
+    load_tile<T, HS, TILE>(qs, Ld::t, q_bh, C3, q0, T_);
     for (int i = threadIdx.x; i < TILE * Ld::a; i += ATT_THREADS) os[i] = 0.0f;
     for (int i = threadIdx.x; i < TILE; i += ATT_THREADS) {
         ms[i] = -INFINITY;
@@ -180,8 +184,8 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     for (int kt = 0; kt <= qt; ++kt) {
         const int k0 = kt * TILE;
         __syncthreads();  // the previous P·V is done with ks, vs, ps
-        load_tile<T, HS, TILE>(ks, Ld::t, qkv_bh + C, C3, k0, T_);
-        load_tile<T, HS, TILE>(vs, Ld::t, qkv_bh + 2 * C, C3, k0, T_);
+        load_tile<T, HS, TILE>(ks, Ld::t, k_bh, C3, k0, T_);
+        load_tile<T, HS, TILE>(vs, Ld::t, v_bh, C3, k0, T_);
         __syncthreads();
         // S (TILE x TILE) = Q · K^T
         block_matmul<T, TILE, TILE, HS, false, true, false>(ss, Ld::s, qs, Ld::t, ks, Ld::t);
@@ -251,12 +255,13 @@ static __global__ void attention_dd_kernel(float* dd, const T* dout, const T* ou
     if (lane == 0) dd[((long)b * NH + h) * T_ + t] = sum;
 }
 
-// dqkv (B, T_, 3C): dk, dv parts written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
-// grid (key tiles, NH, B), ATT_THREADS.
+// dqkv (B, T_, C + 2·KV·HS): dk, dv parts written; dout (B, T_, C); qkv as dqkv; lse, dd
+// (B, NH, T_); grid (key tiles, KV, B), ATT_THREADS: a block sums over the query heads of its
+// kv head (NH / KV of them) and every query tile from the diagonal on.
 template <typename T, int HS, int TILE>
 static __global__ void __launch_bounds__(ATT_THREADS)
     attention_backward_dkv_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse,
-                                  const float* dd, int T_, int C, int NH, float scale) {
+                                  const float* dd, int T_, int C, int NH, int KV, float scale) {
     using L = BwdSmem<T, HS, TILE>;
     using Ld = AttLd<HS, TILE>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -274,22 +279,24 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 
     const int n_tiles = (T_ + TILE - 1) / TILE;
     const int kt = blockIdx.x;  // tile 0 sees the most query tiles and starts first
-    const int h = blockIdx.y, b = blockIdx.z;
+    const int hk = blockIdx.y, b = blockIdx.z, G = NH / KV;
     const int k0 = kt * TILE;
-    const long C3 = 3L * C;
-    const T* qkv_bh = qkv + (long)b * T_ * C3 + h * HS;
-    const T* dout_bh = dout + (long)b * T_ * C + h * HS;
-    const float* lse_bh = lse + ((long)b * NH + h) * T_;
-    const float* dd_bh = dd + ((long)b * NH + h) * T_;
+    const long C3 = C + 2L * KV * HS;  // the row stride
+    const T* k_bh = qkv + (long)b * T_ * C3 + C + hk * HS;
 
-    load_tile<T, HS, TILE>(ks, Ld::t, qkv_bh + C, C3, k0, T_);
-    load_tile<T, HS, TILE>(vs, Ld::t, qkv_bh + 2 * C, C3, k0, T_);
+    load_tile<T, HS, TILE>(ks, Ld::t, k_bh, C3, k0, T_);
+    load_tile<T, HS, TILE>(vs, Ld::t, k_bh + (long)KV * HS, C3, k0, T_);
     for (int i = threadIdx.x; i < TILE * Ld::a; i += ATT_THREADS) dks[i] = dvs[i] = 0.0f;
 
-    for (int qt = kt; qt < n_tiles; ++qt) {
+    for (int it = 0; it < G * (n_tiles - kt); ++it) {  // (query head of the group, query tile)
+        const int h = hk * G + it / (n_tiles - kt), qt = kt + it % (n_tiles - kt);
+        const T* q_bh = qkv + (long)b * T_ * C3 + h * HS;
+        const T* dout_bh = dout + (long)b * T_ * C + h * HS;
+        const float* lse_bh = lse + ((long)b * NH + h) * T_;
+        const float* dd_bh = dd + ((long)b * NH + h) * T_;
         const int q0 = qt * TILE;
         __syncthreads();  // the previous tile is done with qs, dos, pt, lse_s, dd_s
-        load_tile<T, HS, TILE>(qs, Ld::t, qkv_bh, C3, q0, T_);
+        load_tile<T, HS, TILE>(qs, Ld::t, q_bh, C3, q0, T_);
         load_tile<T, HS, TILE>(dos, Ld::t, dout_bh, C, q0, T_);
         for (int i = threadIdx.x; i < TILE; i += ATT_THREADS) {
             const bool in = q0 + i < T_;
@@ -328,18 +335,18 @@ static __global__ void __launch_bounds__(ATT_THREADS)
         const int r = i / HS, d = i % HS;
         const int k = k0 + r;
         if (k >= T_) continue;
-        T* dk = dqkv + ((long)b * T_ + k) * C3 + C + h * HS;  // dv at +C
+        T* dk = dqkv + ((long)b * T_ + k) * C3 + C + hk * HS;  // dv at +KV·HS
         dk[d] = from_float<T>(dks[r * Ld::a + d]);
-        dk[C + d] = from_float<T>(dvs[r * Ld::a + d]);
+        dk[(long)KV * HS + d] = from_float<T>(dvs[r * Ld::a + d]);
     }
 }
 
-// dqkv (B, T_, 3C): q part written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
+// dqkv (B, T_, C + 2·KV·HS): q part written; dout (B, T_, C); qkv as dqkv; lse, dd (B, NH, T_);
 // grid (query tiles, NH, B), ATT_THREADS.
 template <typename T, int HS, int TILE>
 static __global__ void __launch_bounds__(ATT_THREADS)
     attention_backward_dq_kernel(T* dqkv, const T* dout, const T* qkv, const float* lse,
-                                 const float* dd, int T_, int C, int NH, float scale) {
+                                 const float* dd, int T_, int C, int NH, int KV, float scale) {
     using L = DqSmem<T, HS, TILE>;
     using Ld = AttLd<HS, TILE>;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -358,12 +365,13 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     const int qt = n_tiles - 1 - (int)blockIdx.x;  // the longest (last) query tiles start first
     const int h = blockIdx.y, b = blockIdx.z;
     const int q0 = qt * TILE;
-    const long C3 = 3L * C;
-    const T* qkv_bh = qkv + (long)b * T_ * C3 + h * HS;
+    const long C3 = C + 2L * KV * HS;  // the row stride
+    const T* q_bh = qkv + (long)b * T_ * C3 + h * HS;
+    const T* k_bh = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
     const float* lse_bh = lse + ((long)b * NH + h) * T_;
     const float* dd_bh = dd + ((long)b * NH + h) * T_;
 
-    load_tile<T, HS, TILE>(qs, Ld::t, qkv_bh, C3, q0, T_);
+    load_tile<T, HS, TILE>(qs, Ld::t, q_bh, C3, q0, T_);
     load_tile<T, HS, TILE>(dos, Ld::t, dout + (long)b * T_ * C + h * HS, C, q0, T_);
     for (int i = threadIdx.x; i < TILE; i += ATT_THREADS) {
         const bool in = q0 + i < T_;
@@ -375,8 +383,8 @@ static __global__ void __launch_bounds__(ATT_THREADS)
     for (int kt = 0; kt <= qt; ++kt) {
         const int k0 = kt * TILE;
         __syncthreads();  // the previous dS · K is done with ks, dss
-        load_tile<T, HS, TILE>(ks, Ld::t, qkv_bh + C, C3, k0, T_);
-        load_tile<T, HS, TILE>(vs, Ld::t, qkv_bh + 2 * C, C3, k0, T_);
+        load_tile<T, HS, TILE>(ks, Ld::t, k_bh, C3, k0, T_);
+        load_tile<T, HS, TILE>(vs, Ld::t, k_bh + (long)KV * HS, C3, k0, T_);
         __syncthreads();
         // S (TILE x TILE) = Q · K^T ; dP (TILE x TILE) = dO · V^T
         block_matmul<T, TILE, TILE, HS, false, true, false>(ss, Ld::s, qs, Ld::t, ks, Ld::t);
@@ -404,10 +412,12 @@ static __global__ void __launch_bounds__(ATT_THREADS)
 // ---------------------------------------------------------------------------------------------
 // launchers
 
-static void attention_check_shapes(const char* op, int B, int T_, int C, int NH) {
+static void attention_check_shapes(const char* op, int B, int T_, int C, int NH, int KV) {
     TS_CHECK(B > 0 && T_ > 0 && C > 0 && NH > 0, op, ": expected positive B, T, C, NH, found B=", B,
              " T=", T_, " C=", C, " NH=", NH);
     TS_CHECK(C % NH == 0, op, ": C=", C, " is not a multiple of NH=", NH);
+    TS_CHECK(KV > 0 && NH % KV == 0, op, ": NH=", NH, " query heads do not divide into KV=", KV,
+             " key/value heads");
     const int hs = C / NH;
     TS_CHECK(hs == 32 || hs == 64 || hs == 128, op, ": head size C/NH=", hs,
              " is not supported (expected 32, 64 or 128)");
@@ -417,56 +427,56 @@ static void attention_check_shapes(const char* op, int B, int T_, int C, int NH)
 
 template <typename T, int HS>
 static void attention_forward_launch(T* out, float* lse, const T* qkv, int B, int T_, int C,
-                                     int NH, cudaStream_t s) {
+                                     int NH, int KV, cudaStream_t s) {
     constexpr int TILE = FP32_TILE;
     constexpr size_t smem = FwdSmem<T, HS, TILE>::bytes;
     auto kernel = attention_forward_kernel<T, HS, TILE>;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid(ceil_div(T_, TILE), NH, B);
     const float scale = 1.0f / sqrtf((float)HS);
-    kernel<<<grid, ATT_THREADS, smem, s>>>(out, lse, qkv, T_, C, NH, scale);
+    kernel<<<grid, ATT_THREADS, smem, s>>>(out, lse, qkv, T_, C, NH, KV, scale);
     CUDA_CHECK_LAUNCH("attention_forward_kernel");
 }
 
 template <typename T>
 void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH,
-                            cudaStream_t s) {
-    attention_check_shapes("attention_forward_cuda", B, T_, C, NH);
+                            int KV, cudaStream_t s) {
+    attention_check_shapes("attention_forward_cuda", B, T_, C, NH, KV);
     TS_CHECK(out && lse && qkv, "attention_forward_cuda: null pointer (out, lse or qkv)");
     TS_CHECK(aligned16(qkv), "attention_forward_cuda: qkv must be 16-byte aligned");
     if constexpr (std::is_same_v<T, bf16>) {
         switch (C / NH) {
-            case 32: att_mma::forward<32>(out, lse, qkv, B, T_, C, NH, s); break;
-            case 64: att_mma::forward<64>(out, lse, qkv, B, T_, C, NH, s); break;
-            default: att_mma::forward<128>(out, lse, qkv, B, T_, C, NH, s); break;
+            case 32: att_mma::forward<32>(out, lse, qkv, B, T_, C, NH, KV, s); break;
+            case 64: att_mma::forward<64>(out, lse, qkv, B, T_, C, NH, KV, s); break;
+            default: att_mma::forward<128>(out, lse, qkv, B, T_, C, NH, KV, s); break;
         }
     } else {
         switch (C / NH) {
-            case 32: attention_forward_launch<T, 32>(out, lse, qkv, B, T_, C, NH, s); break;
-            case 64: attention_forward_launch<T, 64>(out, lse, qkv, B, T_, C, NH, s); break;
-            default: attention_forward_launch<T, 128>(out, lse, qkv, B, T_, C, NH, s); break;
+            case 32: attention_forward_launch<T, 32>(out, lse, qkv, B, T_, C, NH, KV, s); break;
+            case 64: attention_forward_launch<T, 64>(out, lse, qkv, B, T_, C, NH, KV, s); break;
+            default: attention_forward_launch<T, 128>(out, lse, qkv, B, T_, C, NH, KV, s); break;
         }
     }
 }
 
 template <typename T, int HS>
 static void attention_backward_launch(T* dqkv, const T* dout, const T* qkv, const float* lse,
-                                      const float* dd, int B, int T_, int C, int NH,
+                                      const float* dd, int B, int T_, int C, int NH, int KV,
                                       cudaStream_t s) {
     constexpr int TILE = FP32_TILE;
-    const dim3 grid(ceil_div(T_, TILE), NH, B);
+    const dim3 grid(ceil_div(T_, TILE), NH, B), grid_kv(ceil_div(T_, TILE), KV, B);
     const float scale = 1.0f / sqrtf((float)HS);
 
     constexpr size_t smem_dkv = BwdSmem<T, HS, TILE>::bytes;
     auto dkv = attention_backward_dkv_kernel<T, HS, TILE>;
     CUDA_CHECK(cudaFuncSetAttribute(dkv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkv));
-    dkv<<<grid, ATT_THREADS, smem_dkv, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, scale);
+    dkv<<<grid_kv, ATT_THREADS, smem_dkv, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, KV, scale);
     CUDA_CHECK_LAUNCH("attention_backward_dkv_kernel");
 
     constexpr size_t smem_dq = DqSmem<T, HS, TILE>::bytes;
     auto dq = attention_backward_dq_kernel<T, HS, TILE>;
     CUDA_CHECK(cudaFuncSetAttribute(dq, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
-    dq<<<grid, ATT_THREADS, smem_dq, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, scale);
+    dq<<<grid, ATT_THREADS, smem_dq, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, KV, scale);
     CUDA_CHECK_LAUNCH("attention_backward_dq_kernel");
 }
 
@@ -479,8 +489,8 @@ struct CudaFreeAsync {
 
 template <typename T>
 void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse,
-                             int B, int T_, int C, int NH, cudaStream_t s) {
-    attention_check_shapes("attention_backward_cuda", B, T_, C, NH);
+                             int B, int T_, int C, int NH, int KV, cudaStream_t s) {
+    attention_check_shapes("attention_backward_cuda", B, T_, C, NH, KV);
     TS_CHECK(dqkv && dout && qkv && out && lse,
              "attention_backward_cuda: null pointer (dqkv, dout, qkv, out or lse)");
     TS_CHECK(aligned16(qkv) && aligned16(dout),
@@ -493,9 +503,9 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
 
     if constexpr (std::is_same_v<T, bf16>) {
         switch (C / NH) {
-            case 32: att_mma::backward<32>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, s); break;
-            case 64: att_mma::backward<64>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, s); break;
-            default: att_mma::backward<128>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, s); break;
+            case 32: att_mma::backward<32>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s); break;
+            case 64: att_mma::backward<64>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s); break;
+            default: att_mma::backward<128>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s); break;
         }
     } else {
         const int dd_block = 256;  // 8 rows per block
@@ -504,25 +514,25 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
         CUDA_CHECK_LAUNCH("attention_dd_kernel");
         switch (C / NH) {
             case 32:
-                attention_backward_launch<T, 32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+                attention_backward_launch<T, 32>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, KV, s);
                 break;
             case 64:
-                attention_backward_launch<T, 64>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+                attention_backward_launch<T, 64>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, KV, s);
                 break;
             default:
-                attention_backward_launch<T, 128>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+                attention_backward_launch<T, 128>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, KV, s);
                 break;
         }
     }
 }
 
 template void attention_forward_cuda<float>(float*, float*, const float*, int, int, int, int,
-                                            cudaStream_t);
+                                            int, cudaStream_t);
 template void attention_forward_cuda<bf16>(bf16*, float*, const bf16*, int, int, int, int,
-                                           cudaStream_t);
+                                           int, cudaStream_t);
 template void attention_backward_cuda<float>(float*, const float*, const float*, const float*,
-                                             const float*, int, int, int, int, cudaStream_t);
+                                             const float*, int, int, int, int, int, cudaStream_t);
 template void attention_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*,
-                                            const float*, int, int, int, int, cudaStream_t);
+                                            const float*, int, int, int, int, int, cudaStream_t);
 
 }  // namespace tessera

@@ -2,7 +2,8 @@
 // raw tensor-core instructions (mma.sync m16n8k16 bf16 with fp32 accumulation, ldmatrix, cp.async).
 // Include from attention.cu only (static device code; sm_80+).
 //
-// Layouts follow attention.cuh: qkv (B, T, 3C) [q | k | v], head h at columns h*HS .. of each part.
+// Layouts follow attention.cuh: qkv (B, T, C + 2·KV·HS) [q | k | v], head h at columns h*HS .. of
+// its part; query head h reads kv head h / (NH / KV).
 // Every kernel runs 4 warps (128 threads); a warp owns 16*MT rows of its block's 64*MT-row tile
 // (queries, or keys in the dK/dV pass) and keeps its score tiles, probabilities and accumulators
 // in registers; its MT row tiles share every fragment loaded from shared memory. The m16n8k16
@@ -14,7 +15,8 @@
 //   forward: one block per query tile; key tiles double-buffered with cp.async; an online
 //            softmax (running max and partial sums per row in registers).
 //   backward dD: D = rowsum(dout ∘ out) per (b, h, t), vectorised.
-//   backward dK/dV: one block per key tile; it walks the query tiles from the diagonal down,
+//   backward dK/dV: one block per (key tile, kv head); for each query head of the kv head's
+//            group it walks the query tiles from the diagonal down,
 //            computes S^T = K·Q^T directly (a warp owns keys), P^T, dV += P^T·dO,
 //            dP^T = V·dO^T, dS^T, dK += dS^T·Q. No cross-warp traffic.
 //   backward dQ: one block per query tile over key tiles 0 .. diagonal: S, dP, dS, dQ += dS·K.
@@ -234,12 +236,13 @@ inline dim3 work_grid(int tiles, int NH, int B, bool heavy_first) {
 template <int HS, int MT, int BN>
 constexpr size_t forward_smem() { return sizeof(bf16) * (HS + 8) * (64 * MT + 4 * BN); }
 
-// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, 3C); grid work_grid(query tiles of 64*MT), THREADS.
+// out (B, T_, C), lse (B, NH, T_), qkv (B, T_, C + 2·KV·HS); grid work_grid(query tiles of 64*MT),
+// THREADS.
 // A warp owns 16*MT query rows (MT row tiles share every K and V fragment); BN keys per step.
 template <int HS, int MT, int BN>
 static __global__ void __launch_bounds__(THREADS)
-    forward_kernel(bf16* out, float* lse, const bf16* qkv, int T_, int C, int NH, float scale,
-                   bool heavy_first) {
+    forward_kernel(bf16* out, float* lse, const bf16* qkv, int T_, int C, int NH, int KV,
+                   float scale, bool heavy_first) {
     constexpr int LD = HS + 8, RQ = 64 * MT, KT = BN * LD;
     extern __shared__ __align__(128) unsigned char smem[];
     bf16* qs = reinterpret_cast<bf16*>(smem);
@@ -250,10 +253,10 @@ static __global__ void __launch_bounds__(THREADS)
     const BlockWork w = block_work(NH, heavy_first);
     const int h = w.h, b = w.b;
     const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = 3L * C;
+    const long C3 = C + 2L * KV * HS;  // the row stride
     const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
-    const bf16* k_g = q_g + C;
-    const bf16* v_g = q_g + 2 * C;
+    const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
+    const bf16* v_g = k_g + (long)KV * HS;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     // key tiles 0 .. the one holding key min(q0 + RQ, T_) - 1
@@ -375,13 +378,14 @@ constexpr size_t backward_dkv_smem() {
     return sizeof(bf16) * (HS + 8) * (2 * 64 * MT + 4 * BQ) + sizeof(float) * 4 * BQ;
 }
 
-// dqkv (B, T_, 3C): k and v parts written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
-// grid work_grid(key tiles of 64*MT), THREADS. A warp owns 16*MT keys; BQ queries per step (BQ
-// divides 64).
+// dqkv (B, T_, C + 2·KV·HS): k and v parts written; dout (B, T_, C); qkv as dqkv; lse, dd
+// (B, NH, T_); grid work_grid(key tiles of 64*MT, KV heads), THREADS. A warp owns 16*MT keys; BQ
+// queries per step (BQ divides 64); the steps run over the group's query heads, then its tiles.
 template <int HS, int MT, int BQ>
 static __global__ void __launch_bounds__(THREADS)
     backward_dkv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                        const float* dd, int T_, int C, int NH, float scale, bool heavy_first) {
+                        const float* dd, int T_, int C, int NH, int KV, float scale,
+                        bool heavy_first) {
     static_assert(64 % BQ == 0 && BQ % 16 == 0, "backward_dkv_kernel: BQ must divide 64");
     constexpr int LD = HS + 8, RK = 64 * MT, QT = BQ * LD;
     // K and V fragments stay in registers when they fit; otherwise they are reloaded per step
@@ -394,30 +398,28 @@ static __global__ void __launch_bounds__(THREADS)
     float* lse_s = reinterpret_cast<float*>(dos + 2 * QT);  // stage s at lse_s + s*BQ
     float* dd_s = lse_s + 2 * BQ;
 
-    const BlockWork w = block_work(NH, heavy_first);
-    const int h = w.h, b = w.b;
+    const BlockWork w = block_work(KV, heavy_first);
+    const int hk = w.h, b = w.b, G = NH / KV;  // the kv head and its query heads' count
     const int k0 = w.rank * RK;  // key tile 0 sees the most query tiles
-    const long C3 = 3L * C;
-    const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
-    const bf16* do_g = dout + (long)b * T_ * C + h * HS;
-    const float* lse_g = lse + ((long)b * NH + h) * T_;
-    const float* dd_g = dd + ((long)b * NH + h) * T_;
+    const long C3 = C + 2L * KV * HS;  // the row stride
+    const bf16* k_g = qkv + (long)b * T_ * C3 + C + hk * HS;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     const int qb0 = k0 / BQ, n_qb = (T_ + BQ - 1) / BQ;  // query tiles qb0 .. n_qb - 1
+    const int nq = n_qb - qb0, n_steps = G * nq;  // step i: query head hk*G + i / nq, tile i % nq
     const int wkey = k0 + warp * 16 * MT;  // this warp's first key; a thread's keys are
                                            // wkey + 16*mt + g + 8*r
 
-    auto load_q_stage = [&](int qb) {
-        const int st = (qb - qb0) & 1;
-        load_tile_async<HS, BQ>(qs + st * QT, q_g, C3, qb * BQ, T_);
-        load_tile_async<HS, BQ>(dos + st * QT, do_g, C, qb * BQ, T_);
-        load_rows_async<BQ>(lse_s + st * BQ, lse_g, qb * BQ, T_, 0);
-        load_rows_async<BQ>(dd_s + st * BQ, dd_g, qb * BQ, T_, 64);
+    auto load_q_stage = [&](int i) {
+        const int st = i & 1, h = hk * G + i / nq, qb = qb0 + i % nq;
+        load_tile_async<HS, BQ>(qs + st * QT, qkv + (long)b * T_ * C3 + h * HS, C3, qb * BQ, T_);
+        load_tile_async<HS, BQ>(dos + st * QT, dout + (long)b * T_ * C + h * HS, C, qb * BQ, T_);
+        load_rows_async<BQ>(lse_s + st * BQ, lse + ((long)b * NH + h) * T_, qb * BQ, T_, 0);
+        load_rows_async<BQ>(dd_s + st * BQ, dd + ((long)b * NH + h) * T_, qb * BQ, T_, 64);
     };
-    load_tile_async<HS, RK>(ks, q_g + C, C3, k0, T_);
-    load_tile_async<HS, RK>(vs, q_g + 2 * C, C3, k0, T_);
-    load_q_stage(qb0);
+    load_tile_async<HS, RK>(ks, k_g, C3, k0, T_);
+    load_tile_async<HS, RK>(vs, k_g + (long)KV * HS, C3, k0, T_);
+    load_q_stage(0);
     cp_async_commit();
 
     float dk[MT][HS / 8][4], dv[MT][HS / 8][4];
@@ -425,22 +427,23 @@ static __global__ void __launch_bounds__(THREADS)
     zero(dv);
     uint32_t kf[MT][HS / 16][4], vf[MT][HS / 16][4];
 
-    for (int qb = qb0; qb < n_qb; ++qb) {
-        if (qb + 1 < n_qb) {
-            load_q_stage(qb + 1);
+    for (int i = 0; i < n_steps; ++i) {
+        const int qb = qb0 + i % nq;
+        if (i + 1 < n_steps) {
+            load_q_stage(i + 1);
             cp_async_commit();
             cp_async_wait<1>();
         } else {
             cp_async_wait<0>();
         }
         __syncthreads();
-        if (KV_REGS && qb == qb0) {
+        if (KV_REGS && i == 0) {
             load_a(kf, ks + (wkey - k0) * LD, LD);
             load_a(vf, vs + (wkey - k0) * LD, LD);
         }
         const int q0 = qb * BQ;
         if (wkey < q0 + BQ) {  // else every key of this warp is past every query: P = 0
-            const int st = (qb - qb0) & 1;
+            const int st = i & 1;
             const bf16* qc = qs + st * QT;
             const bf16* doc = dos + st * QT;
             const float* lse_c = lse_s + st * BQ;
@@ -493,12 +496,12 @@ static __global__ void __launch_bounds__(THREADS)
         for (int r = 0; r < 2; ++r) {
             const int key = wkey + 16 * mt + g + 8 * r;
             if (key >= T_) continue;
-            bf16* dk_g = dqkv + ((long)b * T_ + key) * C3 + C + h * HS + 2 * t;  // dv at +C
+            bf16* dk_g = dqkv + ((long)b * T_ + key) * C3 + C + hk * HS + 2 * t;  // dv at +KV·HS
 #pragma unroll
             for (int j = 0; j < HS / 8; ++j) {
                 *reinterpret_cast<uint32_t*>(dk_g + 8 * j) =
                     pack_bf16(dk[mt][j][2 * r] * scale, dk[mt][j][2 * r + 1] * scale);
-                *reinterpret_cast<uint32_t*>(dk_g + C + 8 * j) =
+                *reinterpret_cast<uint32_t*>(dk_g + (long)KV * HS + 8 * j) =
                     pack_bf16(dv[mt][j][2 * r], dv[mt][j][2 * r + 1]);
             }
         }
@@ -511,13 +514,14 @@ static __global__ void __launch_bounds__(THREADS)
 template <int HS, int MT, int BK>
 constexpr size_t backward_dq_smem() { return sizeof(bf16) * (HS + 8) * (2 * 64 * MT + 4 * BK); }
 
-// dqkv (B, T_, 3C): q part written; dout (B, T_, C); qkv (B, T_, 3C); lse, dd (B, NH, T_);
+// dqkv (B, T_, C + 2·KV·HS): q part written; dout (B, T_, C); qkv as dqkv; lse, dd (B, NH, T_);
 // grid work_grid(query tiles of 64*MT), THREADS. A warp owns 16*MT query rows; BK keys per step
 // (BK divides 64).
 template <int HS, int MT, int BK>
 static __global__ void __launch_bounds__(THREADS)
     backward_dq_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                       const float* dd, int T_, int C, int NH, float scale, bool heavy_first) {
+                       const float* dd, int T_, int C, int NH, int KV, float scale,
+                       bool heavy_first) {
     static_assert(64 % BK == 0 && BK % 16 == 0, "backward_dq_kernel: BK must divide 64");
     constexpr int LD = HS + 8, RQ = 64 * MT, KT = BK * LD;
     // Q and dO fragments stay in registers when they fit; otherwise they are reloaded per step
@@ -532,10 +536,10 @@ static __global__ void __launch_bounds__(THREADS)
     const BlockWork w = block_work(NH, heavy_first);
     const int h = w.h, b = w.b;
     const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = 3L * C;
+    const long C3 = C + 2L * KV * HS;  // the row stride
     const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
-    const bf16* k_g = q_g + C;
-    const bf16* v_g = q_g + 2 * C;
+    const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
+    const bf16* v_g = k_g + (long)KV * HS;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     const int n_k = (min(q0 + RQ, T_) - 1) / BK + 1;  // key tiles 0 .. the last one needed
@@ -657,30 +661,30 @@ static void launch_tiles(Kernel kernel, size_t smem, int tiles, int B, int NH, b
 }
 
 template <int HS, int MT = Tiles<HS>::fwd_mt, int BN = Tiles<HS>::fwd_bn>
-static void forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int C, int NH,
+static void forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int C, int NH, int KV,
                     cudaStream_t s, bool heavy_first = Tiles<HS>::heavy_first) {
     launch_tiles(forward_kernel<HS, MT, BN>, forward_smem<HS, MT, BN>(), ceil_div(T_, 64 * MT), B,
-                 NH, heavy_first, s, out, lse, qkv, T_, C, NH, 1.0f / sqrtf((float)HS));
+                 NH, heavy_first, s, out, lse, qkv, T_, C, NH, KV, 1.0f / sqrtf((float)HS));
 }
 
 // dqkv's k and v parts; dd (B, NH, T_) = rowsum(dout ∘ out) per head, already computed on s.
 template <int HS, int MT = Tiles<HS>::dkv_mt, int BQ = Tiles<HS>::dkv_bq>
 static void backward_dkv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                         const float* dd, int B, int T_, int C, int NH, cudaStream_t s,
+                         const float* dd, int B, int T_, int C, int NH, int KV, cudaStream_t s,
                          bool heavy_first = Tiles<HS>::heavy_first) {
     launch_tiles(backward_dkv_kernel<HS, MT, BQ>, backward_dkv_smem<HS, MT, BQ>(),
-                 ceil_div(T_, 64 * MT), B, NH, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
-                 1.0f / sqrtf((float)HS));
+                 ceil_div(T_, 64 * MT), B, KV, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
+                 KV, 1.0f / sqrtf((float)HS));
 }
 
 // dqkv's q part, as backward_dkv.
 template <int HS, int MT = Tiles<HS>::dq_mt, int BK = Tiles<HS>::dq_bk>
 static void backward_dq(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                        const float* dd, int B, int T_, int C, int NH, cudaStream_t s,
+                        const float* dd, int B, int T_, int C, int NH, int KV, cudaStream_t s,
                         bool heavy_first = Tiles<HS>::heavy_first) {
     launch_tiles(backward_dq_kernel<HS, MT, BK>, backward_dq_smem<HS, MT, BK>(),
                  ceil_div(T_, 64 * MT), B, NH, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
-                 1.0f / sqrtf((float)HS));
+                 KV, 1.0f / sqrtf((float)HS));
 }
 
 // dd (B, NH, T_) = rowsum(dout ∘ out) per head; dout, out (B, T_, C) with C = NH*HS; rows =
@@ -732,13 +736,14 @@ static void backward_dd(float* dd, const bf16* dout, const bf16* out, int B, int
     CUDA_CHECK_LAUNCH("attention backward_dd_kernel (bf16)");
 }
 
-// dqkv (B, T_, 3C) overwritten; dd (B, NH, T_) scratch, filled here.
+// dqkv (B, T_, C + 2·KV·HS) overwritten; dd (B, NH, T_) scratch, filled here.
 template <int HS>
 static void backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                     const float* lse, float* dd, int B, int T_, int C, int NH, cudaStream_t s) {
+                     const float* lse, float* dd, int B, int T_, int C, int NH, int KV,
+                     cudaStream_t s) {
     backward_dd<HS>(dd, dout, out, B, T_, NH, s);
-    backward_dkv<HS>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
-    backward_dq<HS>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, s);
+    backward_dkv<HS>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, KV, s);
+    backward_dq<HS>(dqkv, dout, qkv, lse, dd, B, T_, C, NH, KV, s);
 }
 
 }  // namespace att_mma

@@ -1,5 +1,5 @@
-// LayerNorm on the GPU: one warp per row for the forward and for dinp, a column-tiled two-pass
-// reduction for dweight/dbias (deterministic). Rows are read with 16-byte vector loads when C and
+// LayerNorm and RMSNorm on the GPU: one warp per row for the forward and for dinp, a
+// column-tiled two-pass reduction for dweight/dbias (deterministic). Rows are read with 16-byte vector loads when C and
 // the pointers allow it (VEC = 4 floats or 8 bf16), else element by element (any C works).
 #include "engine/kernels/cuda/layernorm.cuh"
 
@@ -104,8 +104,8 @@ static __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, co
     }
 }
 
-// dout, inp are (N, C); mean, rstd are (N); partial is (chunks, 2, C): [c, 0, i] = sum of
-// norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block of 8 warps over VEC * 32
+// dout, inp are (N, C); mean (null: 0, RMSNorm), rstd are (N); partial is (chunks, 2, C):
+// [c, 0, i] = sum of norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block of 8 warps over VEC * 32
 // columns: each lane sums VEC adjacent columns (16-byte loads when VEC > 1), warp w the chunk's
 // rows w, w + 8, ...; the warps' sums are added in warp order (fixed: deterministic).
 template <typename T, int VEC>
@@ -122,7 +122,7 @@ static __global__ void layernorm_dparams_partial_kernel(float* partial, const T*
         for (int n = r0 + warp; n < r1; n += 8) {
             const Vec<T, VEC> g = load_vec<VEC>(dout + (long)n * C + i0);
             const Vec<T, VEC> x = load_vec<VEC>(inp + (long)n * C + i0);
-            const float m = mean[n], r = rstd[n];
+            const float m = mean ? mean[n] : 0.0f, r = rstd[n];
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
                 const float gf = to_float(g.v[k]);
@@ -146,6 +146,56 @@ static __global__ void layernorm_dparams_partial_kernel(float* partial, const T*
         }
         partial[((long)blockIdx.y * 2) * C + i] = w;
         partial[((long)blockIdx.y * 2 + 1) * C + i] = bsum;
+    }
+}
+
+// out (N, C), rstd (N) or null; inp (N, C); weight (C). One warp per row.
+template <typename T, int VEC>
+static __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp, const T* weight,
+                                              int N, int C, float eps) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= N) return;
+    const long off = (long)row * C;
+    float ss = 0.0f;
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i);
+        for (int k = 0; k < VEC; ++k) ss += to_float(vx.v[k]) * to_float(vx.v[k]);
+    }
+    const float r = 1.0f / sqrtf(warp_sum(ss) / C + eps);
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vw = load_vec<VEC>(weight + i), o;
+        for (int k = 0; k < VEC; ++k) o.v[k] = from_float<T>((to_float(vx.v[k]) * r) * to_float(vw.v[k]));
+        store_vec<VEC>(out + off + i, o);
+    }
+    if (lane == 0 && rstd) rstd[row] = r;
+}
+
+// dinp (N, C) += r·(g − x̂·mean(g·x̂)), g = dout·weight, x̂ = inp·r. One warp per row.
+template <typename T, int VEC>
+static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp,
+                                                    const T* weight, const float* rstd, int N,
+                                                    int C) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= N) return;
+    const long off = (long)row * C;
+    const float r = rstd[row];
+    float dot = 0.0f;
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                    vw = load_vec<VEC>(weight + i);
+        for (int k = 0; k < VEC; ++k) dot += to_float(vg.v[k]) * to_float(vw.v[k]) * (to_float(vx.v[k]) * r);
+    }
+    dot = warp_sum(dot) / C;
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                    vw = load_vec<VEC>(weight + i), vd = load_vec<VEC>(dinp + off + i);
+        for (int k = 0; k < VEC; ++k) {
+            const float xh = to_float(vx.v[k]) * r;
+            vd.v[k] = from_float<T>(to_float(vd.v[k]) + r * (to_float(vg.v[k]) * to_float(vw.v[k]) - xh * dot));
+        }
+        store_vec<VEC>(dinp + off + i, vd);
     }
 }
 
@@ -187,6 +237,10 @@ void fused_residual_layernorm_forward_cuda(T* residual_out, T* ln_out, float* me
 }
 
 template <typename T>
+static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const T* inp,
+                              const float* mean, const float* rstd, int N, int C, cudaStream_t s);
+
+template <typename T>
 void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, int N, int C,
                              cudaStream_t s) {
@@ -207,6 +261,14 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
                 dinp, dout, inp, weight, mean, rstd, N, C);
         CUDA_CHECK_LAUNCH("layernorm_backward_dinp_kernel");
     }
+    layernorm_dparams(dweight, dbias, dout, inp, mean, rstd, N, C, s);
+}
+
+// dweight (C) += Σ_n norm · dout, dbias (C) += Σ_n dout (either may be null), norm = (inp − mean)
+// · rstd (mean null: RMSNorm's inp · rstd); per-chunk partial sums, then the chunks in order.
+template <typename T>
+static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const T* inp,
+                              const float* mean, const float* rstd, int N, int C, cudaStream_t s) {
     if (dweight || dbias) {
         const int rows_per_chunk = std::max(256, ceil_div(N, 65535));
         const int chunks = ceil_div(N, rows_per_chunk);
@@ -229,6 +291,40 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
     }
 }
 
+template <typename T>
+void rmsnorm_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N, int C,
+                          float eps, cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_forward_cuda: bad shape N=", N, " C=", C);
+    TS_CUDA_REQUIRE(out && inp && weight, "rmsnorm_forward_cuda: null out/inp/weight");
+    if (N == 0) return;
+    constexpr int V = vec16<T>();
+    const int grid = ceil_div(N, kLnWarps);
+    if (C % V == 0 && aligned16(out) && aligned16(inp) && aligned16(weight))
+        rmsnorm_forward_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps);
+    else
+        rmsnorm_forward_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps);
+    CUDA_CHECK_LAUNCH("rmsnorm_forward_kernel");
+}
+
+template <typename T>
+void rmsnorm_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
+                           const float* rstd, int N, int C, cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_backward_cuda: bad shape N=", N, " C=", C);
+    TS_CUDA_REQUIRE(dout && inp && rstd, "rmsnorm_backward_cuda: null dout/inp/rstd");
+    if (N == 0) return;
+    if (dinp) {
+        TS_CUDA_REQUIRE(weight, "rmsnorm_backward_cuda: dinp needs weight");
+        constexpr int V = vec16<T>();
+        const int grid = ceil_div(N, kLnWarps);
+        if (C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight))
+            rmsnorm_backward_dinp_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
+        else
+            rmsnorm_backward_dinp_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
+        CUDA_CHECK_LAUNCH("rmsnorm_backward_dinp_kernel");
+    }
+    layernorm_dparams<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C, s);
+}
+
 #define TS_INSTANTIATE_LN(T)                                                                     \
     template void layernorm_forward_cuda<T>(T*, float*, float*, const T*, const T*, const T*, int, \
                                             int, cudaStream_t);                                   \
@@ -236,7 +332,11 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
                                                            const T*, const T*, const T*, int, int, \
                                                            cudaStream_t);                         \
     template void layernorm_backward_cuda<T>(T*, float*, float*, const T*, const T*, const T*,     \
-                                             const float*, const float*, int, int, cudaStream_t);
+                                             const float*, const float*, int, int, cudaStream_t);  \
+    template void rmsnorm_forward_cuda<T>(T*, float*, const T*, const T*, int, int, float,         \
+                                          cudaStream_t);                                          \
+    template void rmsnorm_backward_cuda<T>(T*, float*, const T*, const T*, const T*, const float*, \
+                                           int, int, cudaStream_t);
 TS_INSTANTIATE_LN(float)
 TS_INSTANTIATE_LN(bf16)
 

@@ -1,5 +1,6 @@
 // LayerNorm over the last dimension (eps 1e-5) on the GPU, forward (plain and fused with the
-// residual add) and backward; same math as engine/kernels/cpu/layernorm.h. T is float or bf16;
+// residual add) and backward; same math as engine/kernels/cpu/layernorm.h. RMSNorm (the Llama
+// family; engine/kernels/cpu/rmsnorm.h) shares its weight-gradient reduction. T is float or bf16;
 // statistics and reductions are fp32.
 #pragma once
 #include <cuda_bf16.h>
@@ -28,5 +29,16 @@ template <typename T>
 void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, int N, int C,
                              cudaStream_t s);
+
+// out (N, C) = inp · rstd · weight, rstd = 1 / sqrt(mean(inp²) + eps) (N, fp32, may be null).
+template <typename T>
+void rmsnorm_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N, int C,
+                          float eps, cudaStream_t s);
+
+// dinp (N, C) += (may be null), dweight (C) += (fp32, may be null); dout, inp (N, C); rstd the
+// forward's. Deterministic like layernorm_backward_cuda (same scratch slot).
+template <typename T>
+void rmsnorm_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
+                           const float* rstd, int N, int C, cudaStream_t s);
 
 }  // namespace tessera
