@@ -32,6 +32,7 @@
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device.cuh"
 #include "engine/kernels/cuda/elementwise.cuh"
+#include "engine/kernels/cpu/rope.h"
 #include "engine/parallel/layer_ops.h"
 
 using namespace tessera;
@@ -164,6 +165,15 @@ int main(int argc, char** argv) {
     sweep("layernorm_forward", [&](int N, int C) { ops.layernorm_forward(O, stats, stats + N, A, W, W, N, C); }, NxC);
     sweep("layernorm_backward", [&](int N, int C) {
         ops.layernorm_backward(O2, dW, db, O, A, W, stats, stats + N, N, C); }, NxC);
+    // the Llama family's: RMSNorm, rotary embeddings (heads of 64 in rows of C), SwiGLU (F = C/2)
+    sweep("rmsnorm_forward", [&](int N, int C) { ops.rmsnorm_forward(O, stats, A, W, N, C, 1e-5f); }, NxC);
+    sweep("rmsnorm_backward", [&](int N, int C) { ops.rmsnorm_backward(O2, dW, O, A, W, stats, N, C); }, NxC);
+    const std::vector<float> inv_freq = rope_inv_freq(64, 1e4f, RopeScaling{});
+    sweep("rope", [&](int N, int C) { ops.rope(O, N / 1024, 1024, C / 64, 64, C, inv_freq, false); },
+          [](int N, int C) { return (double)N * (C / 64 * 64); });
+    auto NxF = [](int N, int C) { return (double)N * (C / 2); };
+    sweep("swiglu_forward", [&](int N, int C) { ops.swiglu_forward(O, A, N, C / 2); }, NxF);
+    sweep("swiglu_backward", [&](int N, int C) { ops.swiglu_backward(O2, O, A, N, C / 2); }, NxF);
     sweep("gelu_forward", [&](int N, int C) { ops.gelu_forward(O, A, (int64_t)N * C); }, NxC);
     sweep("gelu_backward", [&](int N, int C) { ops.gelu_backward(O, A, O, (int64_t)N * C); }, NxC);
     sweep("relu_forward", [&](int N, int C) { ops.relu_forward(O, A, (int64_t)N * C); }, NxC);

@@ -36,7 +36,7 @@ const std::vector<std::string>& config_section_keys(const std::string& section) 
     static const std::map<std::string, std::vector<std::string>> keys = {
         {"model", {"preset", "n_layer", "n_head", "d_model", "seq_len", "vocab", "hidden",
                    "init_from", "n_kv_head", "head_dim", "ffn", "vocab_size", "norm_eps",
-                   "rope_theta", "rope_scaling", "qkv_bias", "tie_embeddings"}},
+                   "rope_theta", "rope_scaling", "qkv_bias", "qk_norm", "tie_embeddings"}},
         {"model.rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
                                 "original_max_position_embeddings"}},
         {"data", {"train", "val", "dataset"}},

@@ -31,6 +31,7 @@ struct ModelConfig {
     double rope_theta = 0;   // rotary base
     RopeScaling rope_scaling;
     bool qkv_bias = false;   // biases on the q, k, v projections (Qwen2)
+    bool qk_norm = false;    // RMSNorm on each query and key head before the rotation (Qwen3)
     bool tie_embeddings = true;  // the head reads the token embedding (else its own lm_head)
     // init_from is a Hugging Face folder: its config.json set the architecture and sizes above
     // (only seq_len and vocab may be given beside it)

@@ -30,7 +30,7 @@ struct ModelPreset {
     int n_kv_head = 0, head_dim = 0, ffn = 0, vocab_size = 0;
     double norm_eps = 0, rope_theta = 0;
     RopeScaling rope_scaling{};
-    bool qkv_bias = false, tie_embeddings = true;
+    bool qkv_bias = false, tie_embeddings = true, qk_norm = false;
 };
 
 const RopeScaling kLlama3x32{"llama3", 32.0, 1.0, 4.0, 8192}, kLlama3x8{"llama3", 8.0, 1.0, 4.0, 8192};
@@ -43,13 +43,14 @@ const ModelPreset kPresets[] = {
     {"gpt2-xl", "gpt", 48, 25, 1600, 1024, "gpt2"},
     {"mlp", "mlp", 0, 0, 0, 0, ""},
     // name, family, layers, heads, hidden, seq_len, tokenizer; kv heads, head_dim, ffn, vocab
-    // rows, RMSNorm eps, rope theta, rope scaling, qkv bias, tied
+    // rows, RMSNorm eps, rope theta, rope scaling, qkv bias, tied, q/k norm
     {"llama-tiny", "llama", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
     // a Llama-family model sized by its keys (a Hugging Face folder's config.json sets them)
     {"llama", "llama", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
     {"smollm-135m", "llama", 30, 9, 576, 2048, "bytes", 3, 64, 1536, 49152, 1e-5, 1e4, {}, false, true},
     {"smollm2-360m", "llama", 32, 15, 960, 2048, "bytes", 5, 64, 2560, 49152, 1e-5, 1e5, {}, false, true},
     {"qwen2.5-0.5b", "llama", 24, 14, 896, 2048, "bytes", 2, 64, 4864, 151936, 1e-6, 1e6, {}, true, true},
+    {"qwen3-0.6b", "llama", 28, 16, 1024, 2048, "bytes", 8, 128, 3072, 151936, 1e-6, 1e6, {}, false, true, true},
     {"tinyllama-1.1b", "llama", 22, 32, 2048, 2048, "bytes", 4, 64, 5632, 32000, 1e-5, 1e4, {}, false, false},
     {"llama-3.2-1b", "llama", 16, 32, 2048, 2048, "bytes", 8, 64, 8192, 128256, 1e-5, 5e5, kLlama3x32, false, true},
     {"llama-3.1-8b", "llama", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 128256, 1e-5, 5e5, kLlama3x8, false, false},
@@ -78,7 +79,8 @@ namespace {
 
 const std::vector<std::string> kGptOnlyKeys = {"n_layer", "n_head", "d_model", "seq_len", "vocab"};
 const std::vector<std::string> kLlamaOnlyKeys = {"n_kv_head", "head_dim", "ffn", "vocab_size", "norm_eps",
-                                                 "rope_theta", "rope_scaling", "qkv_bias", "tie_embeddings"};
+                                                 "rope_theta", "rope_scaling", "qkv_bias", "qk_norm",
+                                                 "tie_embeddings"};
 
 // ----------------------------------------------------------------------------
 // sections
@@ -108,6 +110,7 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
         else if (k == "norm_eps") m.norm_eps = r.read_double(f, 0.0, true, 1.0, false);
         else if (k == "rope_theta") m.rope_theta = r.read_double(f, 1.0, false);
         else if (k == "qkv_bias") m.qkv_bias = r.read_bool(f);
+        else if (k == "qk_norm") m.qk_norm = r.read_bool(f);
         else if (k == "tie_embeddings") m.tie_embeddings = r.read_bool(f);
         else if (k == "rope_scaling") {
             m.rope_scaling = RopeScaling{};
@@ -179,6 +182,7 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
     if (!m.rope_theta) m.rope_theta = p.rope_theta;
     if (!given.count("rope_scaling")) m.rope_scaling = p.rope_scaling;
     if (!given.count("qkv_bias")) m.qkv_bias = p.qkv_bias;
+    if (!given.count("qk_norm")) m.qk_norm = p.qk_norm;
     if (!given.count("tie_embeddings")) m.tie_embeddings = p.tie_embeddings;
 }
 
@@ -627,6 +631,7 @@ std::string config_to_yaml(const RunConfig& c) {
             }
             e << YAML::EndMap;
             e << YAML::Key << "qkv_bias" << YAML::Value << m.qkv_bias;
+            e << YAML::Key << "qk_norm" << YAML::Value << m.qk_norm;
             e << YAML::Key << "tie_embeddings" << YAML::Value << m.tie_embeddings;
         }
     }

@@ -15,7 +15,7 @@ namespace tessera {
 
 namespace {
 
-const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel";
+const char* kSupported = "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel";
 
 }  // namespace
 
@@ -58,7 +58,8 @@ void hf_config_apply(const std::string& dir, ModelConfig& m) {
         m.from_folder = true;
         return;
     }
-    if (arch != "LlamaForCausalLM" && arch != "MistralForCausalLM" && arch != "Qwen2ForCausalLM")
+    if (arch != "LlamaForCausalLM" && arch != "MistralForCausalLM" && arch != "Qwen2ForCausalLM" &&
+        arch != "Qwen3ForCausalLM")
         throw InputError(str_cat(path, ": architectures: expected one of ", kSupported, ", found ",
                                  arch.empty() ? std::string("none") : arch));
     m.preset = "llama";
@@ -74,6 +75,7 @@ void hf_config_apply(const std::string& dir, ModelConfig& m) {
     // absent: untied, the default of transformers' Llama, Mistral and Qwen2 configs
     m.tie_embeddings = j.value("tie_word_embeddings", false);
     m.qkv_bias = arch == "Qwen2ForCausalLM" || j.value("attention_bias", false);
+    m.qk_norm = arch == "Qwen3ForCausalLM";
     if (j.value("mlp_bias", false))
         throw InputError(str_cat(path, ": mlp_bias: true is not supported (the Llama family's MLP has no biases)"));
     const std::string act = j.value("hidden_act", "silu");

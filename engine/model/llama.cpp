@@ -14,6 +14,10 @@ ParamTable llama_param_table(const LlamaDims& d) {
         t.add(p + "input_layernorm.weight", {C}, false, InitKind::ones);
         t.add(p + "self_attn.qkv_proj.weight", {Q + 2 * K, C}, true, InitKind::normal, s);
         if (d.qkv_bias) t.add(p + "self_attn.qkv_proj.bias", {Q + 2 * K}, false, InitKind::zeros);
+        if (d.qk_norm) {
+            t.add(p + "self_attn.q_norm.weight", {d.head_dim}, false, InitKind::ones);
+            t.add(p + "self_attn.k_norm.weight", {d.head_dim}, false, InitKind::ones);
+        }
         t.add(p + "self_attn.o_proj.weight", {C, Q}, true, InitKind::normal, s);
         t.add(p + "post_attention_layernorm.weight", {C}, false, InitKind::ones);
         t.add(p + "mlp.gate_up_proj.weight", {2 * F, C}, true, InitKind::normal, s);
@@ -33,10 +37,13 @@ std::vector<LayerSpec> llama_layer_specs(const LlamaDims& d) {
         LayerSpec b;
         b.name = "block." + std::to_string(l);
         b.kind = "block";
-        b.params = 2 * C + (Q + 2 * K) * C + (d.qkv_bias ? Q + 2 * K : 0) + Q * C + 3 * F * C;
+        b.params = 2 * C + (Q + 2 * K) * C + (d.qkv_bias ? Q + 2 * K : 0) + (d.qk_norm ? 2 * d.head_dim : 0) +
+                   Q * C + 3 * F * C;
         // saved per token: input, norm 1, qkv, attention output, residual, norm 2, gate+up, SwiGLU
         // output, 2 RMS statistics; plus the attention probabilities (CPU) n_head·T per token
-        const int64_t per_tok = 3 * C + (Q + 2 * K) + Q + 3 * F + 2;
+        // (Qwen3's q/k norm also keeps q, k, v before it, and a statistic per q and k head)
+        const int64_t per_tok = 3 * C + (Q + 2 * K) + Q + 3 * F + 2 +
+                                (d.qk_norm ? Q + 2 * K + d.n_head + d.n_kv_head : 0);
         b.activation_bytes = (per_tok * T + (int64_t)d.n_head * T * T) * f;
         b.activation_bytes_full = C * T * f;
         b.activation_bytes_selective = (per_tok - F) * T * f;

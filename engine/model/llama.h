@@ -1,5 +1,6 @@
-// The Llama family (Llama 3, SmolLM, TinyLlama, Mistral, Qwen2/2.5): token embedding, pre-norm
-// blocks of RMSNorm, grouped-query attention with rotary embeddings (optional q/k/v biases) and
+// The Llama family (Llama 3, SmolLM, TinyLlama, Mistral, Qwen2/2.5, Qwen3): token embedding,
+// pre-norm blocks of RMSNorm, grouped-query attention with rotary embeddings (optional q/k/v
+// biases, Qwen2; optional per-head RMSNorm of q and k before the rotation, Qwen3) and
 // a SwiGLU MLP, a final RMSNorm and a head tied to the embedding or its own. Sizes and the
 // parameter table; the layers are the parallel runtime's (engine/parallel/llama_layers.cpp), the
 // reference is PyTorch (tests/model). Parameter names follow Hugging Face's, except that q/k/v
@@ -19,7 +20,7 @@ struct LlamaDims {
     float norm_eps = 1e-5f;
     float rope_theta = 1e4f;
     RopeScaling rope_scaling;
-    bool qkv_bias = false, tie_embeddings = true;
+    bool qkv_bias = false, tie_embeddings = true, qk_norm = false;
     int q_width() const { return n_head * head_dim; }
     int kv_width() const { return n_kv_head * head_dim; }
 };

@@ -85,6 +85,15 @@ public:
     void rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*, int N, int C) override {
         rec(OpKind::rmsnorm_backward, N, C);
     }
+    // priced as RMSNorm over the heads' rows
+    void head_rmsnorm_forward(void*, float*, const void*, const void*, int N, int heads, int hd, int64_t,
+                              float) override {
+        rec(OpKind::rmsnorm_forward, (int64_t)N * heads, hd);
+    }
+    void head_rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*, int N,
+                               int heads, int hd, int64_t) override {
+        rec(OpKind::rmsnorm_backward, (int64_t)N * heads, hd);
+    }
     void rope(void*, int B, int T, int heads, int hd, int64_t, const std::vector<float>&, bool) override {
         rec(OpKind::rope, (int64_t)B * T, (int64_t)heads * hd);
     }

@@ -153,6 +153,14 @@ public:
     // dinp (N, C) +=; dweight (C) +=
     virtual void rmsnorm_backward(void* dinp, float* dweight, const void* dout, const void* inp,
                                   const void* weight, const float* rstd, int N, int C) = 0;
+    // Per-head RMSNorm (Qwen3's q/k norm): `heads` heads of hd at the start of each of N rows of
+    // out and inp (row stride `stride` elements); weight (hd); rstd (N·heads)
+    virtual void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N,
+                                      int heads, int hd, int64_t stride, float eps) = 0;
+    // dinp (laid out as inp) = (overwritten; dinp may be dout); dweight (hd) +=
+    virtual void head_rmsnorm_backward(void* dinp, float* dweight, const void* dout, const void* inp,
+                                       const void* weight, const float* rstd, int N, int heads, int hd,
+                                       int64_t stride) = 0;
     // Rotary embeddings, in place: `heads` heads of width hd at the start of each of B·T rows of
     // x (row stride `stride` elements), position row % T; inverse: the backward's rotation
     virtual void rope(void* x, int B, int T, int heads, int hd, int64_t stride,

@@ -76,6 +76,14 @@ public:
                           const float* rstd, int N, int C) override {
         tessera::rmsnorm_backward(F(dinp), dw, F(dout), F(inp), F(w), rstd, N, C);
     }
+    void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int heads, int hd,
+                              int64_t stride, float eps) override {
+        rmsnorm_heads_forward(F(out), rstd, F(inp), F(w), N, heads, hd, (long)stride, eps);
+    }
+    void head_rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
+                               const float* rstd, int N, int heads, int hd, int64_t stride) override {
+        rmsnorm_heads_backward(F(dinp), dw, F(dout), F(inp), F(w), rstd, N, heads, hd, (long)stride);
+    }
     void rope(void* x, int B, int T, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
               bool inverse) override {
         rope_apply(F(x), B, T, heads, hd, (long)stride, inv_freq, inverse);

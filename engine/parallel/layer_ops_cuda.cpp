@@ -82,6 +82,14 @@ public:
                           const float* rstd, int N, int C) override {
         rmsnorm_backward_cuda<T>(P(dinp), dw, P(dout), P(inp), P(w), rstd, N, C, st());
     }
+    void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int heads, int hd,
+                              int64_t stride, float eps) override {
+        rmsnorm_heads_forward_cuda<T>(P(out), rstd, P(inp), P(w), N, heads, hd, (long)stride, eps, st());
+    }
+    void head_rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
+                               const float* rstd, int N, int heads, int hd, int64_t stride) override {
+        rmsnorm_heads_backward_cuda<T>(P(dinp), dw, P(dout), P(inp), P(w), rstd, N, heads, hd, (long)stride, st());
+    }
     void rope(void* x, int B, int T_, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
               bool inverse) override {
         rope_cuda<T>(P(x), B, T_, heads, hd, (long)stride, device_table(inv_freq), inverse, st());

@@ -1,7 +1,8 @@
 // The Llama family's transformer block for the parallel runtime, Megatron style, written once for
 // every device (it computes through LayerOps): RMSNorm; one column-parallel GEMM for q, k and v
-// (this TP rank's query heads and its key/value heads, plus Qwen2's biases); rotary embeddings on
-// q and k; grouped-query causal attention; the row-parallel output projection, all-reduced, plus
+// (this TP rank's query heads and its key/value heads, plus Qwen2's biases); Qwen3's RMSNorm of
+// each q and k head (its weight replicated, its gradient summed over the TP group); rotary
+// embeddings on q and k; grouped-query causal attention; the row-parallel output projection, all-reduced, plus
 // the residual; RMSNorm; one column-parallel GEMM for gate and up; SwiGLU; the row-parallel down
 // projection, all-reduced, plus the residual. No other biases. Each TP rank holds whole key/value
 // heads (the config requires tp to divide n_kv_head). The embedding and the head are shared with
@@ -17,8 +18,9 @@ namespace tessera {
 namespace {
 
 class LlamaBlock final : public Layer {
-    // saved for backward; STATS: the attention's probabilities or log-sum-exp (LayerTraits)
-    enum Saved { X, LN1, R1, QKV, ATTY, STATS, RES1, LN2, R2, GU, ACT, kCount };
+    // saved for backward; STATS: the attention's probabilities or log-sum-exp (LayerTraits);
+    // with q/k norm, QKR: q, k, v before it, QR/KR its statistics (else undefined)
+    enum Saved { X, LN1, R1, QKV, ATTY, STATS, RES1, LN2, R2, GU, ACT, QKR, QR, KR, kCount };
 
 public:
     LlamaBlock(const ShardSpec& s, int l) : Layer(*s.ops), spec_(s), d_(spec_.model.llama) {
@@ -36,6 +38,10 @@ public:
         add_param(global, p + "input_layernorm.weight", {C}, {{0, C}}, 0, 1);
         add_param(global, p + "self_attn.qkv_proj.weight", {Ql_ + 2 * Kl_, C}, qkv, 0, C);
         if (d_.qkv_bias) add_param(global, p + "self_attn.qkv_proj.bias", {Ql_ + 2 * Kl_}, qkv, 0, 1);
+        if (d_.qk_norm) {
+            add_param(global, p + "self_attn.q_norm.weight", {d_.head_dim}, {{0, d_.head_dim}}, 0, 1);
+            add_param(global, p + "self_attn.k_norm.weight", {d_.head_dim}, {{0, d_.head_dim}}, 0, 1);
+        }
         add_param(global, p + "self_attn.o_proj.weight", {C, Ql_}, {{0, C}}, r * Ql_, (r + 1) * Ql_);
         add_param(global, p + "post_attention_layernorm.weight", {C}, {{0, C}}, 0, 1);
         add_param(global, p + "mlp.gate_up_proj.weight", {2 * Fl_, C}, {{r * Fl_, Fl_}, {F + r * Fl_, Fl_}}, 0, C);
@@ -43,6 +49,8 @@ public:
         ln1_ = param_index(p + "input_layernorm.weight");
         qkv_ = param_index(p + "self_attn.qkv_proj.weight");
         qkv_b_ = d_.qkv_bias ? param_index(p + "self_attn.qkv_proj.bias") : -1;
+        qn_ = d_.qk_norm ? param_index(p + "self_attn.q_norm.weight") : -1;
+        kn_ = d_.qk_norm ? param_index(p + "self_attn.k_norm.weight") : -1;
         o_ = param_index(p + "self_attn.o_proj.weight");
         ln2_ = param_index(p + "post_attention_layernorm.weight");
         gu_ = param_index(p + "mlp.gate_up_proj.weight");
@@ -101,6 +109,7 @@ public:
         datty = Tensor();
         // the rotation's gradient: rotate back (query heads, then the key heads after them)
         ops_.rope(dqkv.data(), B, T, NHl_ + KVl_, hd, S, inv_freq_, true);
+        if (d_.qk_norm) qk_norm_backward(dqkv, s, N);
         ops_.matmul_backward(dln.data(), grad_ptr[qkv_], qkv_b_ >= 0 ? grad_ptr[qkv_b_] : nullptr, dqkv.data(),
                              s[LN1].data(), w(qkv_), N, C, S);
         dqkv = Tensor();
@@ -112,6 +121,31 @@ public:
     }
 
 private:
+    // element `k` of a tensor's rows, in the activation dtype
+    void* at(Tensor& t, int64_t k) { return static_cast<char*>(t.data()) + k * dtype_size(ops_.traits.act); }
+
+    // dqkv's q and k heads: from the gradient of the normalised heads to that of the raw ones, in
+    // place. The weights' gradients are partial sums over this rank's heads: with tensor
+    // parallelism they are summed over the group before they are added.
+    void qk_norm_backward(Tensor& dqkv, std::vector<Tensor>& s, int N) {
+        const int hd = d_.head_dim, S = Ql_ + 2 * Kl_;
+        Tensor part;
+        float* dq = grad_ptr[qn_];
+        float* dk = grad_ptr[kn_];
+        if (spec_.tp.size > 1) {
+            part = Tensor::zeros({2 * hd}, MemCategory::workspace, DType::f32, device);
+            dq = part.f32(), dk = part.f32() + hd;
+        }
+        ops_.head_rmsnorm_backward(dqkv.data(), dq, dqkv.data(), s[QKR].data(), w(qn_), s[QR].f32(), N, NHl_, hd, S);
+        ops_.head_rmsnorm_backward(at(dqkv, Ql_), dk, at(dqkv, Ql_), at(s[QKR], Ql_), w(kn_), s[KR].f32(), N,
+                                   KVl_, hd, S);
+        if (part.defined()) {
+            spec_.tp.all_reduce(part.f32(), 2 * hd, DType::f32);
+            ops_.accumulate(grad_ptr[qn_], part.f32(), hd);
+            ops_.accumulate(grad_ptr[kn_], part.f32() + hd, hd);
+        }
+    }
+
     // The block's forward from its input x (B, T, C); returns the saved tensors and, at index
     // kCount, the output.
     std::vector<Tensor> compute(Tensor x, int B, int T) {
@@ -124,7 +158,18 @@ private:
         s[R1] = f32({N}, kA);
         ops_.rmsnorm_forward(D(LN1), s[R1].f32(), D(X), w(ln1_), N, C, d_.norm_eps);
         s[QKV] = act({N, S});
-        ops_.matmul_forward(D(QKV), D(LN1), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
+        if (d_.qk_norm) {  // q, k, v into QKR; QKV = v and the normalised q and k heads
+            s[QKR] = act({N, S});
+            ops_.matmul_forward(D(QKR), D(LN1), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
+            ops_.copy(D(QKV), D(QKR), s[QKV].nbytes());
+            s[QR] = f32({N, NHl_}, kA);
+            s[KR] = f32({N, KVl_}, kA);
+            ops_.head_rmsnorm_forward(D(QKV), s[QR].f32(), D(QKR), w(qn_), N, NHl_, hd, S, d_.norm_eps);
+            ops_.head_rmsnorm_forward(at(s[QKV], Ql_), s[KR].f32(), at(s[QKR], Ql_), w(kn_), N, KVl_, hd, S,
+                                      d_.norm_eps);
+        } else {
+            ops_.matmul_forward(D(QKV), D(LN1), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
+        }
         ops_.rope(D(QKV), B, T, NHl_ + KVl_, hd, S, inv_freq_, false);  // q heads, then k heads
         s[ATTY] = act({N, Ql_});
         s[STATS] = ops_.traits.attention_scores ? f32({B, NHl_, T, T}, kA) : f32({B, NHl_, T}, kA);
@@ -151,7 +196,7 @@ private:
     ShardSpec spec_;
     const LlamaDims& d_;
     int NHl_ = 0, KVl_ = 0, Fl_ = 0, Ql_ = 0, Kl_ = 0;
-    int ln1_ = 0, qkv_ = 0, qkv_b_ = -1, o_ = 0, ln2_ = 0, gu_ = 0, down_ = 0;  // parameter indices
+    int ln1_ = 0, qkv_ = 0, qkv_b_ = -1, qn_ = -1, kn_ = -1, o_ = 0, ln2_ = 0, gu_ = 0, down_ = 0;  // parameter indices
     std::vector<float> inv_freq_;
 };
 

@@ -30,7 +30,7 @@ ModelShape model_shape(const ModelConfig& m, int vocab) {
         s.family = ModelShape::Family::llama;
         s.llama = LlamaDims{m.n_layer, m.n_head, m.n_kv_head, m.d_model, m.head_dim, m.ffn, m.seq_len,
                             m.vocab_size > 0 ? m.vocab_size : vocab, (float)m.norm_eps, (float)m.rope_theta,
-                            m.rope_scaling, m.qkv_bias, m.tie_embeddings};
+                            m.rope_scaling, m.qkv_bias, m.tie_embeddings, m.qk_norm};
     } else {
         s.gpt = GptDims{m.n_layer, m.n_head, m.d_model, m.seq_len, vocab};
     }

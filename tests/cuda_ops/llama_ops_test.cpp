@@ -109,3 +109,30 @@ TYPED_TEST(LlamaOpsCuda, SwigluForwardAndBackwardMatchCpu) {
         EXPECT_REL(d_dgu.get(), dgu, tol<T>(), what + " dgate, dup");
     }
 }
+
+// Qwen3's per-head RMSNorm on the q heads of qkv rows (row stride wider than the heads), the
+// backward in place as the block calls it
+TYPED_TEST(LlamaOpsCuda, HeadRmsnormMatchesCpuInPlace) {
+    using T = TypeParam;
+    const int N = 70, heads = 3, hd = 128;
+    const long stride = heads * hd + 2 * hd;  // q heads, then k and v of one kv head
+    std::mt19937 rng(5);
+    auto inp = rand_vec<T>((size_t)N * stride, rng, -2.0f, 2.0f), dout = rand_vec<T>((size_t)N * stride, rng);
+    auto w = rand_vec<T>(hd, rng, 0.5f, 1.5f), dw0 = rand_vec<float>(hd, rng);
+    std::vector<float> out = inp, rstd((size_t)N * heads), dinp = dout, dw = dw0;
+    rmsnorm_heads_forward(out.data(), rstd.data(), inp.data(), w.data(), N, heads, hd, stride, 1e-6f);
+    rmsnorm_heads_backward(dinp.data(), dw.data(), dinp.data(), inp.data(), w.data(), rstd.data(), N, heads, hd, stride);
+    DevBuf<T> d_inp(inp.size()), d_out(inp.size()), d_w(hd), d_g(dout.size());
+    DevBuf<float> d_rstd(rstd.size()), d_dw(hd);
+    d_inp.set(inp);
+    d_out.set(inp);  // the columns past the heads keep their values
+    d_w.set(w);
+    d_g.set(dout);
+    d_dw.set(dw0);
+    rmsnorm_heads_forward_cuda<T>(d_out.p, d_rstd.p, d_inp.p, d_w.p, N, heads, hd, stride, 1e-6f, 0);
+    EXPECT_REL(d_out.get(), out, tol<T>(), "heads forward");
+    EXPECT_REL(d_rstd.get(), rstd, 1e-5, "heads rstd");
+    rmsnorm_heads_backward_cuda<T>(d_g.p, d_dw.p, d_g.p, d_inp.p, d_w.p, d_rstd.p, N, heads, hd, stride, 0);
+    EXPECT_REL(d_g.get(), dinp, tol<T>(), "heads backward in place");
+    EXPECT_REL(d_dw.get(), dw, tol<T>(), "heads dweight (+=)");
+}

@@ -254,7 +254,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Plan{"llama_recompute_full", {"parallel.tp=2", "parallel.recompute=full"}, 1, 2},
                       Plan{"llama_recompute_selective", {"parallel.pp=2", "parallel.recompute=selective"}, 1, 2},
                       Plan{"llama_offload", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
-                                             "parallel.offload_activations=true"}, 2, 2}),
+                                             "parallel.offload_activations=true"}, 2, 2},
+                      // Qwen3's q/k norm: its weights' gradients summed over the TP group
+                      Plan{"qwen3_tp2", {"model.qk_norm=true", "parallel.tp=2"}, 1, 2},
+                      Plan{"qwen3_zero3_dp2_recompute", {"model.qk_norm=true", "parallel.dp=2", "parallel.zero=3",
+                                                         "parallel.recompute=full"}, 2, 2}),
     [](const auto& info) { return info.param.tag; });
 
 // A checkpoint written under one plan resumes under another on the same loss curve:

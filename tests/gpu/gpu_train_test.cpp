@@ -125,20 +125,35 @@ std::string llama_small_yaml(int steps) {
            "runtime: {device: cuda, precision: fp32}\nlog: {db: runs.db, every: 1}\n";
 }
 
-// fp32 on the GPU follows the CPU ranks' curve (different summation orders only).
-TEST(GpuTrainLlama, Fp32CudaMatchesCpuRanks) {
+// fp32 on the GPU follows the CPU ranks' curve (different summation orders only); also with
+// Qwen3's per-head q/k norm.
+class GpuTrainLlamaFamily : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GpuTrainLlamaFamily, Fp32CudaMatchesCpuRanks) {
     REQUIRE_GPUS(1);
     const std::string yaml = llama_small_yaml(10);
-    auto cpu = train_losses("llama_cpu", yaml, {"runtime.device=cpu"});
-    auto gpu = train_losses("llama_gpu", yaml, {});
+    const std::string cpu_tag = "cpu_" + GetParam(), gpu_tag = "gpu_" + GetParam();
+    const std::string qk = "model.qk_norm=" + std::string(GetParam() == "qwen3" ? "true" : "false");
+    auto cpu = train_losses(cpu_tag, yaml, {"runtime.device=cpu", qk});
+    auto gpu = train_losses(gpu_tag, yaml, {qk});
     ASSERT_EQ(cpu.size(), 10u);
     ASSERT_EQ(gpu.size(), 10u);
+    // each ran where it says: the device its rank recorded
+    for (auto [tag, want_gpu] : {std::pair{cpu_tag, false}, std::pair{gpu_tag, true}}) {
+        RunStore store = RunStore::open((work() / tag / "runs.db").string(), true);
+        auto devices = store.devices(store.runs_list().back().id);
+        ASSERT_EQ(devices.size(), 1u) << tag;
+        std::printf("%s ran on %s\n", tag.c_str(), devices[0].name.c_str());
+        EXPECT_EQ(devices[0].name.find("NVIDIA") != std::string::npos, want_gpu) << tag << ": " << devices[0].name;
+    }
     for (size_t i = 0; i < cpu.size(); ++i) {
         std::printf("step %2zu cpu %.6f cuda %.6f diff %+.2e\n", i + 1, cpu[i], gpu[i], gpu[i] - cpu[i]);
         EXPECT_NEAR(gpu[i], cpu[i], 1e-4) << "step " << i + 1;
     }
     EXPECT_LT(cpu.back(), cpu.front() - 0.5) << "the model did not learn";
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, GpuTrainLlamaFamily, ::testing::Values("llama", "qwen3"));
 
 // Offload moves bytes, recompute reruns the same kernels: the plain run's curve.
 TEST(GpuTrainLlama, OffloadAndRecomputeKeepTheCurve) {

@@ -77,7 +77,7 @@ TEST_P(HfFixture, LossMatchesTransformers) {
     EXPECT_NEAR(loss, ref, 1e-4) << GetParam() << " (" << fx.at("architecture") << ")";
 }
 
-INSTANTIATE_TEST_SUITE_P(Folders, HfFixture, ::testing::Values("llama3_tied", "mistral_sharded", "qwen2_bias"));
+INSTANTIATE_TEST_SUITE_P(Folders, HfFixture, ::testing::Values("llama3_tied", "mistral_sharded", "qwen2_bias", "qwen3_qknorm"));
 
 fs::path scratch(const std::string& tag) {
     fs::path d = fs::temp_directory_path() / ("tessera_hf_" + tag + "_" + std::to_string(::getpid()));

@@ -47,12 +47,15 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
     const ParamTable table = shape.param_table();
     std::vector<float> params(table.total_numel()), grads(table.total_numel(), 0.0f);
     params_init(table, 1234, params.data());
-    // the biases start at zero: give them values so their gradients and effect are exercised
+    // the biases start at zero and the q/k norms at one: give them values so that their
+    // gradients and their effect are exercised
     std::mt19937 rng(7);
     std::normal_distribution<float> nd(0.0f, 0.1f);
-    for (const auto& p : table.entries())
-        if (p.name.find("bias") != std::string::npos)
-            for (int64_t i = 0; i < p.numel; ++i) params[p.offset + i] = nd(rng);
+    for (const auto& p : table.entries()) {
+        const bool bias = p.name.find("bias") != std::string::npos;
+        if (bias || p.name.find("_norm.weight") != std::string::npos)
+            for (int64_t i = 0; i < p.numel; ++i) params[p.offset + i] = (bias ? 0.0f : 1.0f) + nd(rng);
+    }
 
     const int B = 3, T = d.seq_len, N = B * T;
     Batch batch;
@@ -94,7 +97,7 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
               {"original_max_position_embeddings", d.rope_scaling.original_max_position_embeddings}};
     nlohmann::json cfg = {{"n_layer", d.n_layer}, {"n_head", d.n_head}, {"n_kv_head", d.n_kv_head},
                           {"head_dim", d.head_dim}, {"ffn", d.ffn}, {"norm_eps", d.norm_eps},
-                          {"rope_theta", d.rope_theta}, {"rope_scaling", rs}, {"qkv_bias", d.qkv_bias},
+                          {"rope_theta", d.rope_theta}, {"rope_scaling", rs}, {"qkv_bias", d.qkv_bias}, {"qk_norm", d.qk_norm},
                           {"tie_embeddings", d.tie_embeddings}};
     const std::string in = (dir / "in.safetensors").string(), out = (dir / "out.safetensors").string();
     safetensors_write(in, views, {{"config", cfg.dump()}});
@@ -126,7 +129,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Variant{"tied_gqa", dims(4, 2, false, true, {})},
                       Variant{"qwen2_bias", dims(4, 1, true, true, {})},
                       Variant{"untied_llama3", dims(4, 2, false, false, {"llama3", 8.0, 1.0, 4.0, 6})},
-                      Variant{"linear_mha", dims(2, 2, false, true, {"linear", 2.0})}),
+                      Variant{"linear_mha", dims(2, 2, false, true, {"linear", 2.0})},
+                      Variant{"qwen3_qk_norm", [] {
+                                  LlamaDims d = dims(4, 2, false, true, {});
+                                  d.qk_norm = true;
+                                  return d;
+                              }()}),
     [](const auto& info) { return info.param.tag; });
 
 }  // namespace

@@ -14,7 +14,7 @@ import json, os, sys
 import torch
 import transformers
 from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM,
-                          Qwen2Config, Qwen2ForCausalLM)
+                          Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 out = sys.argv[1]
 torch.manual_seed(0)
@@ -30,14 +30,18 @@ cases = {
                         dict(tie_word_embeddings=False, rope_theta=10000.0, sliding_window=None), "20KB"),
     "qwen2_bias": (Qwen2Config, Qwen2ForCausalLM,
                    dict(tie_word_embeddings=True, rope_theta=1e6, num_key_value_heads=1), None),
+    # Qwen3: per-head q/k RMSNorm, a head_dim that is not hidden / heads, untied
+    "qwen3_qknorm": (Qwen3Config, Qwen3ForCausalLM,
+                     dict(tie_word_embeddings=False, rope_theta=1e6, head_dim=16, attention_bias=False), None),
 }
 for name, (Cfg, Model, extra, shard) in cases.items():
     kw = dict(common); kw.update(extra)
     cfg = Cfg(**kw)
     model = Model(cfg).float().eval()
-    with torch.no_grad():  # the biases start at zero: give them values
+    with torch.no_grad():  # the biases start at zero and the q/k norms at one: give them values
         for n, p in model.named_parameters():
             if n.endswith("bias"): p.normal_(0.0, 0.2)
+            if n.endswith("q_norm.weight") or n.endswith("k_norm.weight"): p.normal_(1.0, 0.2)
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     if shard: model.save_pretrained(d, safe_serialization=True, max_shard_size=shard)

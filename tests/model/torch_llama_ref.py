@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """PyTorch reference for Tessera's Llama-family model (Debian python3-torch, CPU, fp32): the
-forward of transformers' LlamaForCausalLM (Qwen2's q/k/v biases, untied heads) written from the
+forward of transformers' LlamaForCausalLM (Qwen2's q/k/v biases, Qwen3's per-head q/k RMSNorm
+before the rotation, untied heads) written from the
 published architecture — RMSNorm, q/k/v projections, rotate-half rotary embeddings with the
 default / linear / llama3 inverse frequencies, grouped-query causal attention (repeat_kv), the
 output projection, SiLU-gated MLP, final RMSNorm, the head — then the mean cross-entropy and
@@ -38,8 +39,12 @@ def main():
         if c["qkv_bias"]:
             b = params[p + "self_attn.qkv_proj.bias"]
             q, k, v = q + b[: NH * hd], k + b[NH * hd: (NH + KV) * hd], v + b[(NH + KV) * hd:]
-        q = rope(q.view(B, T, NH, hd), inv, T).transpose(1, 2)
-        k = rope(k.view(B, T, KV, hd), inv, T).transpose(1, 2).repeat_interleave(NH // KV, dim=1)
+        q, k = q.view(B, T, NH, hd), k.view(B, T, KV, hd)
+        if c.get("qk_norm"):  # Qwen3: RMSNorm over each head's hd, one weight for all heads
+            q = rmsnorm(q, params[p + "self_attn.q_norm.weight"], eps)
+            k = rmsnorm(k, params[p + "self_attn.k_norm.weight"], eps)
+        q = rope(q, inv, T).transpose(1, 2)
+        k = rope(k, inv, T).transpose(1, 2).repeat_interleave(NH // KV, dim=1)
         v = v.view(B, T, KV, hd).transpose(1, 2).repeat_interleave(NH // KV, dim=1)
         s = q @ k.transpose(-1, -2) / math.sqrt(hd)
         s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))

@@ -152,6 +152,40 @@ TEST(EstimatorGpu, H200Gpt2StepTimeWithinTenPercentOfWallClock) {
     EXPECT_GE(checked, 11);
 }
 
+// The Llama family on one H200, against tests/plan/data/h200_llama_step_time.json: what
+// bench/llama_throughput.py measured (T 2048, bf16, wall clock) for SmolLM-135M, Qwen2.5-0.5B,
+// Llama-3.2-1B and Qwen3-0.6B, none of which entered the per-op costs. Step time within ±10%;
+// device memory (NVML per process) within ±5%.
+TEST(EstimatorGpu, H200LlamaStepTimeAndDeviceMemory) {
+    const nlohmann::json data = measured_json("h200_llama_step_time.json");
+    ASSERT_TRUE(data.contains("produced_by"));
+    const char* base = R"(name: llama_step
+model: {preset: smollm-135m, seq_len: 2048}
+data: {dataset: brown}
+train: {steps: 30, micro_batch: 8, grad_accum: 1, eval_every: 0}
+runtime: {device: cuda, precision: bf16}
+)";
+    std::printf("%-20s %10s %10s %8s %9s %9s %8s\n", "plan", "measured", "predicted", "error", "dev GiB", "pred GiB",
+                "error");
+    int checked = 0;
+    for (const auto& [tag, plan] : data.at("plans").items()) {
+        RunConfig cfg = config_parse(base, "llama_step.yaml", plan.at("sets").get<std::vector<std::string>>());
+        const PlanEstimate est = estimate_plan(cfg, device_spec("H200"));
+        EXPECT_EQ(est.step_model, "ops") << tag;
+        const double meas = plan.at("measured_tok_per_s").get<double>();
+        const double dev = plan.at("measured_device_gib").get<double>() * (1 << 30);
+        double pred_dev = 0;
+        for (const auto& r : est.ranks) pred_dev = std::max(pred_dev, (double)r.device_peak_bytes);
+        std::printf("%-20s %10.0f %10.0f %+7.1f%% %9.2f %9.2f %+7.1f%%\n", tag.c_str(), meas, est.tokens_per_s,
+                    100.0 * (est.tokens_per_s - meas) / meas, dev / (1 << 30), pred_dev / (1 << 30),
+                    100.0 * (pred_dev - dev) / dev);
+        EXPECT_NEAR(est.tokens_per_s, meas, 0.10 * meas) << tag << ": predicted " << est.tokens_per_s << " tokens/s";
+        EXPECT_NEAR(pred_dev, dev, 0.05 * dev) << tag;
+        ++checked;
+    }
+    EXPECT_GE(checked, 4);
+}
+
 // Two H200s, against tests/plan/data/h200_gpt2_throughput.json: per-step medians of an earlier
 // build (about 3% above wall clock), the only 2-GPU figures there are until a 2-GPU machine
 // measures them as bench/step_time.py does; held to ±15%.

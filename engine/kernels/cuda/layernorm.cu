@@ -11,6 +11,14 @@ namespace tessera {
 static constexpr float kLnEps = 1e-5f;
 static constexpr int kLnWarps = 4;  // rows per block in the warp-per-row kernels
 
+// Where rows of C elements lie: R rows per group, groups `stride` elements apart (plain (N, C):
+// R = 1, stride = C; RMSNorm per head: R heads of hd in each qkv row).
+struct RowLayout {
+    int R;
+    long stride;
+    __host__ __device__ long offset(long row, int C) const { return (row / R) * stride + (row % R) * (long)C; }
+};
+
 // ---------------------------------------------------------------------------------------------
 // kernels
 
@@ -111,7 +119,7 @@ static __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, co
 template <typename T, int VEC>
 static __global__ void layernorm_dparams_partial_kernel(float* partial, const T* dout, const T* inp,
                                                         const float* mean, const float* rstd, int N,
-                                                        int C, int rows_per_chunk) {
+                                                        int C, int rows_per_chunk, RowLayout L) {
     __shared__ float sw[8][32 * VEC + 1], sb[8][32 * VEC + 1];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int i0 = (blockIdx.x * 32 + lane) * VEC;
@@ -120,8 +128,8 @@ static __global__ void layernorm_dparams_partial_kernel(float* partial, const T*
     float aw[VEC] = {}, ab[VEC] = {};
     if (i0 < C)
         for (int n = r0 + warp; n < r1; n += 8) {
-            const Vec<T, VEC> g = load_vec<VEC>(dout + (long)n * C + i0);
-            const Vec<T, VEC> x = load_vec<VEC>(inp + (long)n * C + i0);
+            const Vec<T, VEC> g = load_vec<VEC>(dout + L.offset(n, C) + i0);
+            const Vec<T, VEC> x = load_vec<VEC>(inp + L.offset(n, C) + i0);
             const float m = mean ? mean[n] : 0.0f, r = rstd[n];
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
@@ -152,11 +160,11 @@ static __global__ void layernorm_dparams_partial_kernel(float* partial, const T*
 // out (N, C), rstd (N) or null; inp (N, C); weight (C). One warp per row.
 template <typename T, int VEC>
 static __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp, const T* weight,
-                                              int N, int C, float eps) {
+                                              int N, int C, float eps, RowLayout L) {
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= N) return;
-    const long off = (long)row * C;
+    const long off = L.offset(row, C);
     float ss = 0.0f;
     for (int i = lane * VEC; i < C; i += 32 * VEC) {
         Vec<T, VEC> vx = load_vec<VEC>(inp + off + i);
@@ -171,15 +179,16 @@ static __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp,
     if (lane == 0 && rstd) rstd[row] = r;
 }
 
-// dinp (N, C) += r·(g − x̂·mean(g·x̂)), g = dout·weight, x̂ = inp·r. One warp per row.
+// dinp (N, C) += r·(g − x̂·mean(g·x̂)), g = dout·weight, x̂ = inp·r, or (accumulate false) =
+// (dinp may then be dout: a lane reads its elements before writing them). One warp per row.
 template <typename T, int VEC>
 static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp,
                                                     const T* weight, const float* rstd, int N,
-                                                    int C) {
+                                                    int C, RowLayout L, bool accumulate) {
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= N) return;
-    const long off = (long)row * C;
+    const long off = L.offset(row, C);
     const float r = rstd[row];
     float dot = 0.0f;
     for (int i = lane * VEC; i < C; i += 32 * VEC) {
@@ -190,10 +199,12 @@ static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, cons
     dot = warp_sum(dot) / C;
     for (int i = lane * VEC; i < C; i += 32 * VEC) {
         Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                    vw = load_vec<VEC>(weight + i), vd = load_vec<VEC>(dinp + off + i);
+                    vw = load_vec<VEC>(weight + i), vd;
+        if (accumulate) vd = load_vec<VEC>(dinp + off + i);
         for (int k = 0; k < VEC; ++k) {
             const float xh = to_float(vx.v[k]) * r;
-            vd.v[k] = from_float<T>(to_float(vd.v[k]) + r * (to_float(vg.v[k]) * to_float(vw.v[k]) - xh * dot));
+            const float g = r * (to_float(vg.v[k]) * to_float(vw.v[k]) - xh * dot);
+            vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
         }
         store_vec<VEC>(dinp + off + i, vd);
     }
@@ -238,7 +249,8 @@ void fused_residual_layernorm_forward_cuda(T* residual_out, T* ln_out, float* me
 
 template <typename T>
 static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const T* inp,
-                              const float* mean, const float* rstd, int N, int C, cudaStream_t s);
+                              const float* mean, const float* rstd, int N, int C, cudaStream_t s,
+                              RowLayout L);
 
 template <typename T>
 void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
@@ -261,28 +273,29 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
                 dinp, dout, inp, weight, mean, rstd, N, C);
         CUDA_CHECK_LAUNCH("layernorm_backward_dinp_kernel");
     }
-    layernorm_dparams(dweight, dbias, dout, inp, mean, rstd, N, C, s);
+    layernorm_dparams(dweight, dbias, dout, inp, mean, rstd, N, C, s, RowLayout{1, C});
 }
 
 // dweight (C) += Σ_n norm · dout, dbias (C) += Σ_n dout (either may be null), norm = (inp − mean)
 // · rstd (mean null: RMSNorm's inp · rstd); per-chunk partial sums, then the chunks in order.
 template <typename T>
 static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const T* inp,
-                              const float* mean, const float* rstd, int N, int C, cudaStream_t s) {
+                              const float* mean, const float* rstd, int N, int C, cudaStream_t s,
+                              RowLayout L) {
     if (dweight || dbias) {
         const int rows_per_chunk = std::max(256, ceil_div(N, 65535));
         const int chunks = ceil_div(N, rows_per_chunk);
         float* partial = static_cast<float*>(cuda_scratch(
             ScratchSlot::layernorm_dparams, sizeof(float) * 2 * (size_t)chunks * C));
         constexpr int V = vec16<T>();
-        if (C % V == 0 && aligned16(dout) && aligned16(inp)) {
+        if (C % V == 0 && L.stride % V == 0 && aligned16(dout) && aligned16(inp)) {
             dim3 grid(ceil_div(C, 32 * V), chunks);
             layernorm_dparams_partial_kernel<T, V><<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd,
-                                                                        N, C, rows_per_chunk);
+                                                                        N, C, rows_per_chunk, L);
         } else {
             dim3 grid(ceil_div(C, 32), chunks);
             layernorm_dparams_partial_kernel<T, 1><<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd,
-                                                                        N, C, rows_per_chunk);
+                                                                        N, C, rows_per_chunk, L);
         }
         CUDA_CHECK_LAUNCH("layernorm_dparams_partial_kernel");
         // dweight from rows [c, 0, :], dbias from rows [c, 1, :] (either may be null)
@@ -292,37 +305,71 @@ static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const
 }
 
 template <typename T>
-void rmsnorm_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N, int C,
-                          float eps, cudaStream_t s) {
+static void rmsnorm_forward_rows(T* out, float* rstd, const T* inp, const T* weight, int N, int C,
+                                 float eps, RowLayout L, cudaStream_t s) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_forward_cuda: bad shape N=", N, " C=", C);
     TS_CUDA_REQUIRE(out && inp && weight, "rmsnorm_forward_cuda: null out/inp/weight");
     if (N == 0) return;
     constexpr int V = vec16<T>();
     const int grid = ceil_div(N, kLnWarps);
-    if (C % V == 0 && aligned16(out) && aligned16(inp) && aligned16(weight))
-        rmsnorm_forward_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps);
+    if (C % V == 0 && L.stride % V == 0 && aligned16(out) && aligned16(inp) && aligned16(weight))
+        rmsnorm_forward_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps, L);
     else
-        rmsnorm_forward_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps);
+        rmsnorm_forward_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps, L);
     CUDA_CHECK_LAUNCH("rmsnorm_forward_kernel");
+}
+
+// The weight gradient first: with accumulate false, dinp may be dout and is written last.
+template <typename T>
+static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const T* inp,
+                                  const T* weight, const float* rstd, int N, int C, RowLayout L,
+                                  bool accumulate, cudaStream_t s) {
+    TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_backward_cuda: bad shape N=", N, " C=", C);
+    TS_CUDA_REQUIRE(dout && inp && rstd, "rmsnorm_backward_cuda: null dout/inp/rstd");
+    if (N == 0) return;
+    layernorm_dparams<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C, s, L);
+    if (dinp) {
+        TS_CUDA_REQUIRE(weight, "rmsnorm_backward_cuda: dinp needs weight");
+        constexpr int V = vec16<T>();
+        const int grid = ceil_div(N, kLnWarps);
+        if (C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
+            aligned16(weight))
+            rmsnorm_backward_dinp_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C,
+                                                                              L, accumulate);
+        else
+            rmsnorm_backward_dinp_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C,
+                                                                              L, accumulate);
+        CUDA_CHECK_LAUNCH("rmsnorm_backward_dinp_kernel");
+    }
+}
+
+template <typename T>
+void rmsnorm_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N, int C,
+                          float eps, cudaStream_t s) {
+    rmsnorm_forward_rows<T>(out, rstd, inp, weight, N, C, eps, RowLayout{1, C}, s);
 }
 
 template <typename T>
 void rmsnorm_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
                            const float* rstd, int N, int C, cudaStream_t s) {
-    TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_backward_cuda: bad shape N=", N, " C=", C);
-    TS_CUDA_REQUIRE(dout && inp && rstd, "rmsnorm_backward_cuda: null dout/inp/rstd");
-    if (N == 0) return;
-    if (dinp) {
-        TS_CUDA_REQUIRE(weight, "rmsnorm_backward_cuda: dinp needs weight");
-        constexpr int V = vec16<T>();
-        const int grid = ceil_div(N, kLnWarps);
-        if (C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight))
-            rmsnorm_backward_dinp_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
-        else
-            rmsnorm_backward_dinp_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C);
-        CUDA_CHECK_LAUNCH("rmsnorm_backward_dinp_kernel");
-    }
-    layernorm_dparams<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C, s);
+    rmsnorm_backward_rows<T>(dinp, dweight, dout, inp, weight, rstd, N, C, RowLayout{1, C}, true, s);
+}
+
+template <typename T>
+void rmsnorm_heads_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N, int heads,
+                                int hd, long stride, float eps, cudaStream_t s) {
+    TS_CUDA_REQUIRE(heads > 0 && stride >= (long)heads * hd, "rmsnorm_heads_forward_cuda: heads=", heads,
+                    " of ", hd, " do not fit rows of ", stride);
+    rmsnorm_forward_rows<T>(out, rstd, inp, weight, N * heads, hd, eps, RowLayout{heads, stride}, s);
+}
+
+template <typename T>
+void rmsnorm_heads_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
+                                 const float* rstd, int N, int heads, int hd, long stride, cudaStream_t s) {
+    TS_CUDA_REQUIRE(heads > 0 && stride >= (long)heads * hd, "rmsnorm_heads_backward_cuda: heads=", heads,
+                    " of ", hd, " do not fit rows of ", stride);
+    rmsnorm_backward_rows<T>(dinp, dweight, dout, inp, weight, rstd, N * heads, hd, RowLayout{heads, stride},
+                             false, s);
 }
 
 #define TS_INSTANTIATE_LN(T)                                                                     \
@@ -336,7 +383,11 @@ void rmsnorm_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp,
     template void rmsnorm_forward_cuda<T>(T*, float*, const T*, const T*, int, int, float,         \
                                           cudaStream_t);                                          \
     template void rmsnorm_backward_cuda<T>(T*, float*, const T*, const T*, const T*, const float*, \
-                                           int, int, cudaStream_t);
+                                           int, int, cudaStream_t);                               \
+    template void rmsnorm_heads_forward_cuda<T>(T*, float*, const T*, const T*, int, int, int, long, \
+                                                float, cudaStream_t);                             \
+    template void rmsnorm_heads_backward_cuda<T>(T*, float*, const T*, const T*, const T*,         \
+                                                 const float*, int, int, int, long, cudaStream_t);
 TS_INSTANTIATE_LN(float)
 TS_INSTANTIATE_LN(bf16)
 
