@@ -25,6 +25,7 @@ const char* kUsage =
     "  hosts CONFIG [scan | trust HOST [--yes]]                         host keys of the cluster\n"
     "  launch-script CONFIG --format sbatch|mpirun                      the plan for Slurm / mpirun\n"
     "  sample --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+    "  export --hf CHECKPOINT OUT_DIR [--force]                          a Hugging Face model folder\n"
     "  --version, --help\n"
     "\n"
     "Run `tessera <command> --help` for a command's options. Docs: docs/ in the source tree.\n";
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
         if (cmd == "runs") return tessera::cli_runs(args);
         if (cmd == "data") return tessera::cli_data(args);
         if (cmd == "sample") return tessera::cli_sample(args);
+        if (cmd == "export") return tessera::cli_export(args);
         if (cmd == "preflight") return tessera::cli_preflight(args);
         if (cmd == "hosts") return tessera::cli_hosts(args);
         if (cmd == "launch-script") return tessera::cli_launch_script(args);

@@ -49,9 +49,7 @@ int cli_sample(const CliArgs& args) {
     }
     if (ckpt.empty()) throw InputError(str_cat("sample: missing --checkpoint DIR\n", kSampleUsage));
     Checkpoint ck = checkpoint_load(ckpt);
-    std::string text = ck.state.value("config_text", std::string());
-    if (text.empty()) throw InputError(str_cat("checkpoint ", ck.dir, ": state has no config_text"));
-    RunConfig cfg = config_parse(text, ck.dir + "/manifest.json (config_text)");
+    RunConfig cfg = cli_checkpoint_config(ck);
     if (cfg.model.preset == "mlp")
         throw InputError(str_cat("checkpoint ", ck.dir, ": an MLP classifier cannot generate text"));
     auto tok = tokenizer_make(cfg.model.vocab);

@@ -333,7 +333,7 @@ std::string read_text_file(const std::string& path) {
 // public API
 
 RunConfig config_parse(const std::string& text, const std::string& name,
-                       const std::vector<std::string>& overrides) {
+                       const std::vector<std::string>& overrides, const std::string& base_dir) {
     ConfigReader r;
     r.file = name;
     r.locs[""] = str_cat(name, ":1:1");
@@ -351,7 +351,7 @@ RunConfig config_parse(const std::string& text, const std::string& name,
     for (const auto& spec : overrides) apply_override(r, root, spec);
 
     RunConfig cfg;
-    cfg.base_dir = config_base_dir_for(name);
+    cfg.base_dir = base_dir.empty() ? config_base_dir_for(name) : base_dir;
     config_read_tree(r, root, cfg);
     config_check_rules(r, cfg);
 

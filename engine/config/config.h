@@ -36,6 +36,7 @@ struct ModelConfig {
     // init_from is a Hugging Face folder: its config.json set the architecture and sizes above
     // (only seq_len and vocab may be given beside it)
     bool from_folder = false;
+    std::string hf_architecture;      // that folder's architectures[0] (LlamaForCausalLM, ...)
     std::string init_from;            // optional safetensors file (HF GPT-2 names accepted)
 
     bool operator==(const ModelConfig&) const = default;
@@ -154,9 +155,10 @@ struct RunConfig {
 // Reads, overrides ("key.path=value", applied before validation) and validates.
 RunConfig config_load(const std::string& path,
                       const std::vector<std::string>& overrides = {});
-// The same from text; `name` stands for the file in messages.
+// The same from text; `name` stands for the file in messages. Relative paths resolve against
+// `base_dir`, or when it is empty against the folder of `name`.
 RunConfig config_parse(const std::string& text, const std::string& name,
-                       const std::vector<std::string>& overrides = {});
+                       const std::vector<std::string>& overrides = {}, const std::string& base_dir = "");
 // Canonical YAML for a config (every key, resolved values) — what the studio saves.
 std::string config_to_yaml(const RunConfig& cfg);
 // The model presets (GPT, the Llama family, the MLP), and the family of one: gpt | llama | mlp.
@@ -165,6 +167,8 @@ std::vector<std::string> config_preset_names();
 // InputError naming the file and key, or the unsupported architecture and the supported ones.
 void hf_config_apply(const std::string& dir, ModelConfig& m);
 std::string model_family(const std::string& preset);
+// The size of a GPT tokenizer's vocabulary (model.vocab): bytes 256, gpt2 50257.
+int config_tokenizer_vocab_size(const std::string& vocab);
 // The hosts of an OpenMPI/DeepSpeed hostfile ("host slots=N", plus Tessera's optional user=,
 // port=, identity=, addr=); `name` stands for the file in messages (name:line: ...).
 std::vector<ClusterHost> cluster_parse_hostfile(const std::string& text, const std::string& name);

@@ -73,6 +73,7 @@ const ModelPreset& preset_find(const std::string& name) {
 }  // namespace
 
 std::string model_family(const std::string& preset) { return preset_find(preset).family; }
+int config_tokenizer_vocab_size(const std::string& vocab) { return vocab == "gpt2" ? 50257 : 256; }
 std::vector<std::string> config_preset_names() { return preset_names(); }
 
 namespace {
@@ -443,7 +444,7 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
                        str_cat("n_kv_head dividing n_head (", m.n_head, ")"), str_cat("n_kv_head ", m.n_kv_head));
         if (m.head_dim % 2 != 0)
             r.fail_key({"model.head_dim", "model.preset"}, "an even head_dim (rotary pairs)", str_cat(m.head_dim));
-        const int tok = m.vocab == "gpt2" ? 50257 : 256;
+        const int tok = config_tokenizer_vocab_size(m.vocab);
         if (m.vocab_size < tok && !m.from_folder)  // a folder's own tokenizer: the data issue
             r.fail_key({"model.vocab_size", "model.vocab"},
                        str_cat("vocab_size at least the ", m.vocab, " tokenizer's ", tok), str_cat(m.vocab_size));

@@ -1,6 +1,8 @@
 // A Hugging Face model folder's config.json as Tessera's model config (model.init_from: DIR):
 // the architecture and every size come from the folder. Both spellings of the rotary settings
 // are read: top-level rope_theta / rope_scaling (transformers 4.x) and rope_parameters (5.x).
+// The writer (hf_config_json, for `tessera export --hf`) is kept beside the reader: the same
+// keys, and what one writes the other reads back to the same model.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -52,10 +54,15 @@ void hf_config_apply(const std::string& dir, ModelConfig& m) {
         if (!m.seq_len) m.seq_len = positions;
         if (m.seq_len > positions)
             throw InputError(str_cat(path, ": model.seq_len ", m.seq_len, " is longer than the folder's n_positions ", positions));
-        if ((int)num(j, "vocab_size", "") != 50257)
-            throw InputError(str_cat(path, ": vocab_size: expected GPT-2's 50257, found ", j["vocab_size"].dump()));
-        m.vocab = "gpt2";
+        // GPT-2's tokenizer, or the byte-level one of a model Tessera trained and exported
+        const int vocab = (int)num(j, "vocab_size", "");
+        if (vocab != config_tokenizer_vocab_size("gpt2") && vocab != config_tokenizer_vocab_size("bytes"))
+            throw InputError(str_cat(path, ": vocab_size: expected GPT-2's ", config_tokenizer_vocab_size("gpt2"),
+                                     " (or ", config_tokenizer_vocab_size("bytes"),
+                                     ", Tessera's byte-level vocabulary), found ", j["vocab_size"].dump()));
+        m.vocab = vocab == config_tokenizer_vocab_size("gpt2") ? "gpt2" : "bytes";
         m.from_folder = true;
+        m.hf_architecture = arch;
         return;
     }
     if (arch != "LlamaForCausalLM" && arch != "MistralForCausalLM" && arch != "Qwen2ForCausalLM" &&
@@ -74,7 +81,12 @@ void hf_config_apply(const std::string& dir, ModelConfig& m) {
     m.norm_eps = num(j, "rms_norm_eps", "");
     // absent: untied, the default of transformers' Llama, Mistral and Qwen2 configs
     m.tie_embeddings = j.value("tie_word_embeddings", false);
-    m.qkv_bias = arch == "Qwen2ForCausalLM" || j.value("attention_bias", false);
+    // Qwen2 biases q, k and v always; Llama's and Qwen3's attention_bias also biases o_proj,
+    // which the block does not have; Mistral's attention has no biases
+    m.qkv_bias = arch == "Qwen2ForCausalLM";
+    if ((arch == "LlamaForCausalLM" || arch == "Qwen3ForCausalLM") && j.value("attention_bias", false))
+        throw InputError(str_cat(path, ": attention_bias: true is not supported for ", arch,
+                                 " (it biases o_proj too; Tessera's attention has q/k/v biases only, as Qwen2's)"));
     m.qk_norm = arch == "Qwen3ForCausalLM";
     if (j.value("mlp_bias", false))
         throw InputError(str_cat(path, ": mlp_bias: true is not supported (the Llama family's MLP has no biases)"));
@@ -105,6 +117,93 @@ void hf_config_apply(const std::string& dir, ModelConfig& m) {
         throw InputError(str_cat(path, ": model.seq_len ", m.seq_len, " is longer than the folder's max_position_embeddings ",
                                  positions));
     m.from_folder = true;
+    m.hf_architecture = arch;
+}
+
+// ------------------------------------------------------------------------------------------
+// config.json for `tessera export --hf`
+
+std::string hf_export_architecture(const ModelConfig& m, bool qk_norm) {
+    const std::string family = model_family(m.preset);
+    if (family == "gpt") return "GPT2LMHeadModel";
+    if (family != "llama")
+        throw InputError(str_cat("model.preset ", m.preset, ": no Hugging Face architecture (expected a GPT or "
+                                 "Llama-family model)"));
+    if (qk_norm && m.qkv_bias)
+        throw InputError("q/k norms together with q/k/v biases: no Hugging Face architecture has both "
+                         "(Qwen3's attention_bias would add an o_proj bias)");
+    if (qk_norm) return "Qwen3ForCausalLM";
+    if (m.qkv_bias) return "Qwen2ForCausalLM";
+    if (m.hf_architecture == "MistralForCausalLM" || m.preset.rfind("mistral", 0) == 0) return "MistralForCausalLM";
+    return "LlamaForCausalLM";
+}
+
+nlohmann::json hf_config_json(const ModelConfig& m, const std::string& architecture) {
+    nlohmann::json j;
+    j["architectures"] = {architecture};
+    if (architecture == "GPT2LMHeadModel") {
+        const int vocab = config_tokenizer_vocab_size(m.vocab);
+        j["model_type"] = "gpt2";
+        j["vocab_size"] = vocab;
+        j["n_embd"] = m.d_model;
+        j["n_layer"] = m.n_layer;
+        j["n_head"] = m.n_head;
+        j["n_positions"] = m.seq_len;
+        j["n_ctx"] = m.seq_len;
+        j["n_inner"] = nullptr;                  // 4 * n_embd
+        j["activation_function"] = "gelu_new";  // the tanh approximation (kernels/cpu/gelu.h)
+        j["layer_norm_epsilon"] = 1e-5;         // kernels/cpu/layernorm.h
+        j["scale_attn_weights"] = true;
+        j["resid_pdrop"] = j["embd_pdrop"] = j["attn_pdrop"] = 0.0;
+        j["tie_word_embeddings"] = true;
+        // <|endoftext|>; the byte vocabulary has none (GPT2Config would default 50256)
+        j["bos_token_id"] = j["eos_token_id"] = m.vocab == "gpt2" ? nlohmann::json(vocab - 1) : nlohmann::json();
+    } else {
+        j["model_type"] = architecture == "MistralForCausalLM" ? "mistral"
+                          : architecture == "Qwen2ForCausalLM" ? "qwen2"
+                          : architecture == "Qwen3ForCausalLM" ? "qwen3"
+                                                               : "llama";
+        j["vocab_size"] = m.vocab_size;
+        j["hidden_size"] = m.d_model;
+        j["intermediate_size"] = m.ffn;
+        j["num_hidden_layers"] = m.n_layer;
+        j["num_attention_heads"] = m.n_head;
+        j["num_key_value_heads"] = m.n_kv_head;
+        j["head_dim"] = m.head_dim;
+        j["hidden_act"] = "silu";
+        j["rms_norm_eps"] = m.norm_eps;
+        j["max_position_embeddings"] = m.seq_len;
+        j["tie_word_embeddings"] = m.tie_embeddings;
+        // Qwen2's q/k/v biases are implicit; elsewhere attention_bias would add an o_proj bias
+        if (architecture != "Qwen2ForCausalLM") j["attention_bias"] = false;
+        if (architecture == "LlamaForCausalLM") j["mlp_bias"] = false;
+        // no sliding window: Mistral's config defaults one (4096), Qwen's keep it off
+        if (architecture != "LlamaForCausalLM") j["sliding_window"] = nullptr;
+        if (architecture == "Qwen2ForCausalLM" || architecture == "Qwen3ForCausalLM")
+            j["use_sliding_window"] = false;
+        // rotary: 4.x's top-level keys, and 5.x's rope_parameters (the same keys plus rope_theta)
+        nlohmann::json scaling = nullptr;
+        const RopeScaling& rs = m.rope_scaling;
+        if (rs.type == "linear") {
+            scaling = {{"rope_type", "linear"}, {"factor", rs.factor}};
+        } else if (rs.type == "llama3") {
+            scaling = {{"rope_type", "llama3"},
+                       {"factor", rs.factor},
+                       {"low_freq_factor", rs.low_freq_factor},
+                       {"high_freq_factor", rs.high_freq_factor},
+                       {"original_max_position_embeddings", rs.original_max_position_embeddings}};
+        } else if (!rs.type.empty()) {
+            throw InputError(str_cat("model.rope_scaling.type ", rs.type, ": no Hugging Face spelling known"));
+        }
+        j["rope_theta"] = m.rope_theta;
+        j["rope_scaling"] = scaling;
+        nlohmann::json params = scaling.is_null() ? nlohmann::json{{"rope_type", "default"}} : scaling;
+        params["rope_theta"] = m.rope_theta;
+        j["rope_parameters"] = params;
+    }
+    j["torch_dtype"] = "float32";  // 4.x
+    j["dtype"] = "float32";        // 5.x
+    return j;
 }
 
 }  // namespace tessera

@@ -9,6 +9,7 @@
 #include "engine/config/hf_config.h"
 #include "engine/core/error.h"
 #include "engine/io/safetensors.h"
+#include "engine/model/hf_names.h"
 
 namespace fs = std::filesystem;
 
@@ -67,29 +68,8 @@ private:
 void llama_load_hf_weights(const std::string& dir, const LlamaDims& d, float* dst) {
     Weights w(dir);
     const ParamTable table = llama_param_table(d);
-    const int64_t C = d.d_model, Q = d.q_width(), K = d.kv_width(), F = d.ffn;
-    for (const ParamInfo& p : table.entries()) {
-        float* out = dst + p.offset;
-        const std::string& n = p.name;
-        auto ends = [&](const std::string& suffix) {
-            return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
-        };
-        const std::string base = n.substr(0, n.rfind('.', n.rfind('.') - 1) + 1);  // "model.layers.i.self_attn."
-        if (ends("qkv_proj.weight")) {
-            w.read(base + "q_proj.weight", {Q, C}, out);
-            w.read(base + "k_proj.weight", {K, C}, out + Q * C);
-            w.read(base + "v_proj.weight", {K, C}, out + (Q + K) * C);
-        } else if (ends("qkv_proj.bias")) {
-            w.read(base + "q_proj.bias", {Q}, out);
-            w.read(base + "k_proj.bias", {K}, out + Q);
-            w.read(base + "v_proj.bias", {K}, out + Q + K);
-        } else if (ends("gate_up_proj.weight")) {
-            w.read(base + "gate_proj.weight", {F, C}, out);
-            w.read(base + "up_proj.weight", {F, C}, out + F * C);
-        } else {
-            w.read(n, p.shape, out);
-        }
-    }
+    for (const ParamInfo& p : table.entries())
+        for (const HfTensor& t : llama_hf_tensors(p, d)) w.read(t.name, t.shape, dst + p.offset + t.offset);
 }
 
 }  // namespace tessera

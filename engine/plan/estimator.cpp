@@ -120,7 +120,7 @@ std::string device_default_name(const RunConfig& cfg) {
 
 int plan_vocab_size(const ModelConfig& m) {
     if (m.vocab_size > 0) return m.vocab_size;  // the Llama family's embedding rows
-    return m.vocab == "gpt2" ? 50257 : 256;
+    return config_tokenizer_vocab_size(m.vocab);
 }
 
 std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {

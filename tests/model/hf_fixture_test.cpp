@@ -4,20 +4,27 @@
 // Qwen2ForCausalLM with q/k/v biases and one kv head), opened the way a user opens them
 // (model.init_from: DIR, config.json read as transformers 5.x writes it), their weights loaded
 // into Tessera's layers on the CPU: the loss over the fixture's tokens within 1e-4 of
-// transformers' own. Also: the 4.x spelling of the rotary settings, and the errors for an
+// transformers' own. Exported again (tessera export --hf), the same tensors and config keys
+// transformers wrote. Also: the 4.x spelling of the rotary settings, and the errors for an
 // unsupported architecture and a misshapen tensor.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/config/config.h"
+#include "engine/config/hf_config.h"
 #include "engine/core/error.h"
+#include "engine/io/safetensors.h"
+#include "engine/model/hf_export.h"
 #include "engine/model/hf_import.h"
 #include "engine/parallel/tp_layers.h"
+#include "tests/support/token_loss.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -35,29 +42,9 @@ RunConfig open_folder(const std::string& dir, int seq_len) {
 // Tessera's mean loss over rows of tokens (each row: inputs all but the last, targets shifted).
 double tessera_loss(const RunConfig& cfg, const std::vector<std::vector<int>>& rows) {
     ModelShape shape = model_shape(cfg.model, cfg.model.vocab_size);
-    const ParamTable& table = shape.param_table();
-    std::vector<float> params(table.total_numel()), grads(table.total_numel(), 0.0f);
+    std::vector<float> params(shape.param_table().total_numel());
     llama_load_hf_weights(cfg.model.init_from, shape.llama, params.data());
-    Batch b;
-    b.batch_size = (int)rows.size();
-    b.seq_len = (int)rows[0].size() - 1;
-    for (const auto& r : rows)
-        for (size_t t = 0; t + 1 < r.size(); ++t) b.inputs.push_back(r[t]), b.targets.push_back(r[t + 1]);
-    const int N = b.batch_size * b.seq_len;
-    ShardSpec spec{shape, TpGroup{}, Recompute::none, &layer_ops_cpu(), 1.0f / N};
-    std::vector<std::unique_ptr<Layer>> layers;
-    for (int i = 0; i < shape.n_layers(); ++i) {
-        layers.push_back(layer_create(spec, i, layers.empty() ? nullptr : layers[0].get()));
-        for (const auto& p : layers.back()->table().entries()) {
-            layers.back()->param_ptr.push_back(params.data() + table.at(p.name).offset);
-            layers.back()->grad_ptr.push_back(grads.data() + table.at(p.name).offset);
-        }
-    }
-    Tensor x;
-    for (auto& l : layers) x = l->forward(-1, std::move(x), b);
-    double loss = 0;
-    for (int i = 0; i < N; ++i) loss += x.f32()[i];
-    return loss / N;
+    return test_support::model_token_loss(shape, params, rows);
 }
 
 class HfFixture : public ::testing::TestWithParam<std::string> {};
@@ -77,14 +64,77 @@ TEST_P(HfFixture, LossMatchesTransformers) {
     EXPECT_NEAR(loss, ref, 1e-4) << GetParam() << " (" << fx.at("architecture") << ")";
 }
 
-INSTANTIATE_TEST_SUITE_P(Folders, HfFixture, ::testing::Values("llama3_tied", "mistral_sharded", "qwen2_bias", "qwen3_qknorm"));
-
 fs::path scratch(const std::string& tag) {
     fs::path d = fs::temp_directory_path() / ("tessera_hf_" + tag + "_" + std::to_string(::getpid()));
     fs::remove_all(d);
     fs::create_directories(d);
     return d;
 }
+
+// Each tensor file of a folder (the single file, or the shards its index lists), opened.
+std::vector<SafetensorsFile> folder_files(const std::string& dir) {
+    std::vector<SafetensorsFile> files;
+    if (!fs::exists(dir + "/model.safetensors.index.json")) {
+        files.push_back(SafetensorsFile::open(dir + "/model.safetensors"));
+        return files;
+    }
+    std::ifstream f(dir + "/model.safetensors.index.json");
+    std::set<std::string> shards;
+    const nlohmann::json index = nlohmann::json::parse(f);
+    for (const auto& [name, file] : index.at("weight_map").items()) shards.insert(file.get<std::string>());
+    for (const auto& s : shards) files.push_back(SafetensorsFile::open(dir + "/" + s));
+    return files;
+}
+
+// Imported and exported again (what `tessera export --hf` writes), the folder transformers wrote
+// comes back: every tensor under its name with its shape and bytes, none added, the config keys
+// that make the model equal, and the same loss.
+TEST_P(HfFixture, ExportWritesWhatTransformersWrote) {
+    const std::string dir = kData + GetParam();
+    std::ifstream fx_file(dir + "/fixture.json");
+    const nlohmann::json fx = nlohmann::json::parse(fx_file);
+    const auto rows = fx.at("tokens").get<std::vector<std::vector<int>>>();
+    const RunConfig cfg = config_parse("model: {init_from: " + dir + "}\ndata: {dataset: brown}\n", "hf.yaml");
+    const ModelShape shape = model_shape(cfg.model, cfg.model.vocab_size);
+    std::vector<float> params(shape.param_table().total_numel());
+    llama_load_hf_weights(dir, shape.llama, params.data());
+    const fs::path out = scratch("export_" + GetParam());
+    hf_export_weights(shape.param_table(), params.data(), [&](const ParamInfo& p) { return llama_hf_tensors(p, shape.llama); },
+                      (out / "model.safetensors").string());
+    const nlohmann::json written = hf_config_json(cfg.model, hf_export_architecture(cfg.model, false));
+    std::ofstream(out / "config.json") << written.dump(2);
+
+    const SafetensorsFile exported = SafetensorsFile::open((out / "model.safetensors").string());
+    size_t n = 0;
+    for (const SafetensorsFile& f : folder_files(dir))
+        for (const auto& e : f.entries()) {
+            ++n;
+            const auto* x = exported.find(e.name);
+            ASSERT_NE(x, nullptr) << e.name;
+            EXPECT_EQ(x->shape, e.shape) << e.name;
+            ASSERT_EQ(e.dtype, DType::f32) << e.name;  // the fixtures are fp32: the bytes compare
+            EXPECT_EQ(x->nbytes, e.nbytes) << e.name;
+            EXPECT_EQ(std::memcmp(x->data, e.data, e.nbytes), 0) << e.name;
+        }
+    EXPECT_EQ(exported.entries().size(), n);
+
+    std::ifstream orig_file(dir + "/config.json");
+    const nlohmann::json orig = nlohmann::json::parse(orig_file);
+    for (const char* key : {"architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+                            "num_attention_heads", "num_key_value_heads", "rms_norm_eps", "vocab_size",
+                            "max_position_embeddings", "tie_word_embeddings", "rope_parameters", "hidden_act"})
+        EXPECT_EQ(written.at(key), orig.at(key)) << key;
+    for (const char* key : {"head_dim", "attention_bias", "mlp_bias", "sliding_window", "use_sliding_window"})
+        if (orig.contains(key)) EXPECT_EQ(written.at(key), orig.at(key)) << key;
+
+    const RunConfig back = open_folder(out.string(), (int)rows[0].size() - 1);
+    const double loss = tessera_loss(back, rows), ref = fx.at("loss").get<double>();
+    EXPECT_EQ(loss, tessera_loss(open_folder(dir, (int)rows[0].size() - 1), rows));
+    EXPECT_NEAR(loss, ref, 1e-4);
+    fs::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Folders, HfFixture, ::testing::Values("llama3_tied", "mistral_sharded", "qwen2_bias", "qwen3_qknorm"));
 
 // transformers 4.x writes rope_theta and rope_scaling at the top level
 TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
@@ -124,6 +174,16 @@ TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
     EXPECT_FALSE(q.model.tie_embeddings);
     EXPECT_TRUE(q.model.qkv_bias);
     EXPECT_EQ(q.model.n_kv_head, 4);
+    // Llama's attention_bias also biases o_proj, which the block lacks: refused, not dropped
+    std::ofstream(d / "config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+        "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300,
+        "rms_norm_eps": 1e-6, "max_position_embeddings": 4096, "attention_bias": true})";
+    try {
+        open_folder(d.string(), 16);
+        FAIL() << "attention_bias accepted for LlamaForCausalLM";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("attention_bias: true is not supported"), std::string::npos) << e.what();
+    }
     std::ofstream(d / "config.json") << R"({"architectures": ["GemmaForCausalLM"]})";
     try {
         open_folder(d.string(), 16);
