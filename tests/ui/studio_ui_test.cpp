@@ -205,6 +205,25 @@ TEST_F(StudioTest, PresetSwitchToMlpKeepsTheConfigValid) {
     EXPECT_EQ(doc.undoStack()->count(), 2);
 }
 
+TEST_F(StudioTest, PresetSwitchKeepsATensorSplitTheKvHeadsAllow) {
+    QTemporaryDir tmp;
+    ProjectDocument doc;
+    QString error;
+    ASSERT_TRUE(doc.open(copy_quickstart(tmp), &error));
+    doc.edit("gpt2-medium, tp 16", [](tessera::RunConfig& c) {
+        tessera::model_apply_preset(c, "gpt2-medium");  // 16 heads
+        c.parallel.tp = 16;
+    });
+    ASSERT_EQ(tessera::model_check_config(doc.config()), "");
+    // 32 heads split 16 ways, but each TP rank holds whole kv heads: 8 of them
+    doc.edit("preset", [](tessera::RunConfig& c) { tessera::model_apply_preset(c, "mistral-7b"); });
+    EXPECT_EQ(doc.config().parallel.tp, 8);
+    EXPECT_EQ(tessera::model_check_config(doc.config()), "");
+    doc.edit("preset", [](tessera::RunConfig& c) { tessera::model_apply_preset(c, "smollm-135m"); });
+    EXPECT_EQ(doc.config().parallel.tp, 1);  // 9 heads / 3 kv: no even split
+    EXPECT_EQ(tessera::model_check_config(doc.config()), "");
+}
+
 // ----------------------------------------------------------------------------
 // Model page pieces
 
