@@ -163,6 +163,9 @@ RunConfig config_parse(const std::string& text, const std::string& name,
 std::string config_to_yaml(const RunConfig& cfg);
 // The model presets (GPT, the Llama family, the MLP), and the family of one: gpt | llama | mlp.
 std::vector<std::string> config_preset_names();
+// The model series a preset belongs to, as a person picks it: GPT-2, Llama 3, SmolLM, Qwen2.5,
+// TinyLlama, Mistral or MLP (one column of the preset table; the studio's family picker).
+std::string config_preset_series(const std::string& preset);
 // Fills `m` from the Hugging Face folder `dir`'s config.json (engine/config/hf_config.cpp);
 // InputError naming the file and key, or the unsupported architecture and the supported ones.
 void hf_config_apply(const std::string& dir, ModelConfig& m);

@@ -23,7 +23,8 @@ namespace {
 
 struct ModelPreset {
     const char* name;
-    const char* family;  // gpt | llama | mlp
+    const char* family;  // gpt | llama | mlp: the architecture the runtime builds
+    const char* series;  // the model line a person picks it by (the studio's family picker)
     int n_layer, n_head, d_model, seq_len;
     const char* vocab;
     // the Llama family (public configs: ../shared/MODELS.md)
@@ -36,26 +37,26 @@ struct ModelPreset {
 const RopeScaling kLlama3x32{"llama3", 32.0, 1.0, 4.0, 8192}, kLlama3x8{"llama3", 8.0, 1.0, 4.0, 8192};
 
 const ModelPreset kPresets[] = {
-    {"gpt-tiny", "gpt", 4, 4, 128, 128, "bytes"},
-    {"gpt2", "gpt", 12, 12, 768, 1024, "gpt2"},
-    {"gpt2-medium", "gpt", 24, 16, 1024, 1024, "gpt2"},
-    {"gpt2-large", "gpt", 36, 20, 1280, 1024, "gpt2"},
-    {"gpt2-xl", "gpt", 48, 25, 1600, 1024, "gpt2"},
-    {"mlp", "mlp", 0, 0, 0, 0, ""},
-    // name, family, layers, heads, hidden, seq_len, tokenizer; kv heads, head_dim, ffn, vocab
+    {"gpt-tiny", "gpt", "GPT-2", 4, 4, 128, 128, "bytes"},
+    {"gpt2", "gpt", "GPT-2", 12, 12, 768, 1024, "gpt2"},
+    {"gpt2-medium", "gpt", "GPT-2", 24, 16, 1024, 1024, "gpt2"},
+    {"gpt2-large", "gpt", "GPT-2", 36, 20, 1280, 1024, "gpt2"},
+    {"gpt2-xl", "gpt", "GPT-2", 48, 25, 1600, 1024, "gpt2"},
+    // name, family, series, layers, heads, hidden, seq_len, tokenizer; kv heads, head_dim, ffn, vocab
     // rows, RMSNorm eps, rope theta, rope scaling, qkv bias, tied, q/k norm
-    {"llama-tiny", "llama", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
+    {"llama-tiny", "llama", "Llama 3", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
     // a Llama-family model sized by its keys (a Hugging Face folder's config.json sets them)
-    {"llama", "llama", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
-    {"smollm-135m", "llama", 30, 9, 576, 2048, "bytes", 3, 64, 1536, 49152, 1e-5, 1e4, {}, false, true},
-    {"smollm2-360m", "llama", 32, 15, 960, 2048, "bytes", 5, 64, 2560, 49152, 1e-5, 1e5, {}, false, true},
-    {"qwen2.5-0.5b", "llama", 24, 14, 896, 2048, "bytes", 2, 64, 4864, 151936, 1e-6, 1e6, {}, true, true},
-    {"qwen3-0.6b", "llama", 28, 16, 1024, 2048, "bytes", 8, 128, 3072, 151936, 1e-6, 1e6, {}, false, true, true},
-    {"tinyllama-1.1b", "llama", 22, 32, 2048, 2048, "bytes", 4, 64, 5632, 32000, 1e-5, 1e4, {}, false, false},
-    {"llama-3.2-1b", "llama", 16, 32, 2048, 2048, "bytes", 8, 64, 8192, 128256, 1e-5, 5e5, kLlama3x32, false, true},
-    {"llama-3.1-8b", "llama", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 128256, 1e-5, 5e5, kLlama3x8, false, false},
-    {"mistral-7b", "llama", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 32000, 1e-5, 1e4, {}, false, false},
-    {"qwen2.5-7b", "llama", 28, 28, 3584, 2048, "bytes", 4, 128, 18944, 152064, 1e-6, 1e6, {}, true, false},
+    {"llama", "llama", "Llama 3", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
+    {"smollm-135m", "llama", "SmolLM", 30, 9, 576, 2048, "bytes", 3, 64, 1536, 49152, 1e-5, 1e4, {}, false, true},
+    {"smollm2-360m", "llama", "SmolLM", 32, 15, 960, 2048, "bytes", 5, 64, 2560, 49152, 1e-5, 1e5, {}, false, true},
+    {"qwen2.5-0.5b", "llama", "Qwen2.5", 24, 14, 896, 2048, "bytes", 2, 64, 4864, 151936, 1e-6, 1e6, {}, true, true},
+    {"qwen3-0.6b", "llama", "Qwen3", 28, 16, 1024, 2048, "bytes", 8, 128, 3072, 151936, 1e-6, 1e6, {}, false, true, true},
+    {"tinyllama-1.1b", "llama", "TinyLlama", 22, 32, 2048, 2048, "bytes", 4, 64, 5632, 32000, 1e-5, 1e4, {}, false, false},
+    {"llama-3.2-1b", "llama", "Llama 3", 16, 32, 2048, 2048, "bytes", 8, 64, 8192, 128256, 1e-5, 5e5, kLlama3x32, false, true},
+    {"llama-3.1-8b", "llama", "Llama 3", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 128256, 1e-5, 5e5, kLlama3x8, false, false},
+    {"mistral-7b", "llama", "Mistral", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 32000, 1e-5, 1e4, {}, false, false},
+    {"qwen2.5-7b", "llama", "Qwen2.5", 28, 28, 3584, 2048, "bytes", 4, 128, 18944, 152064, 1e-6, 1e6, {}, true, false},
+    {"mlp", "mlp", "MLP", 0, 0, 0, 0, ""},
 };
 
 std::vector<std::string> preset_names() {
@@ -75,6 +76,7 @@ const ModelPreset& preset_find(const std::string& name) {
 std::string model_family(const std::string& preset) { return preset_find(preset).family; }
 int config_tokenizer_vocab_size(const std::string& vocab) { return vocab == "gpt2" ? 50257 : 256; }
 std::vector<std::string> config_preset_names() { return preset_names(); }
+std::string config_preset_series(const std::string& preset) { return preset_find(preset).series; }
 
 namespace {
 

@@ -3,6 +3,7 @@
 // the canonical-YAML round-trip, and the `tessera check` subcommand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -294,6 +295,23 @@ TEST_F(ConfigTest, PresetsResolveAndExplicitKeysWin) {
     RunConfig m = config_load(write("m.yaml", "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\n"));
     EXPECT_EQ(m.model.hidden, (std::vector<int>{256}));
     EXPECT_EQ(m.model.n_layer, 0);
+}
+
+TEST_F(ConfigTest, EveryPresetBelongsToOneSeriesInTableOrder) {
+    // the studio's family picker lists these, in this order, from the preset table alone
+    std::vector<std::string> series;
+    for (const auto& p : config_preset_names()) {
+        const std::string s = config_preset_series(p);
+        EXPECT_FALSE(s.empty()) << p;
+        if (std::find(series.begin(), series.end(), s) == series.end()) series.push_back(s);
+    }
+    EXPECT_EQ(series, (std::vector<std::string>{"GPT-2", "Llama 3", "SmolLM", "Qwen2.5", "Qwen3", "TinyLlama",
+                                                "Mistral", "MLP"}));
+    EXPECT_EQ(config_preset_series("gpt2-xl"), "GPT-2");
+    EXPECT_EQ(config_preset_series("smollm2-360m"), "SmolLM");
+    EXPECT_EQ(config_preset_series("qwen2.5-7b"), "Qwen2.5");
+    EXPECT_EQ(config_preset_series("llama-3.1-8b"), "Llama 3");
+    EXPECT_EQ(model_family("mistral-7b"), "llama");  // the series names the line, not the architecture
 }
 
 TEST_F(ConfigTest, ParallelLayouts) {

@@ -1,15 +1,22 @@
 // Studio tests, offscreen: project round-trip through ProjectDocument, broken files shown and left
 // untouched, undo/redo of model edits, the layer table under QAbstractItemModelTester, the
-// window title, safetensors import.
+// window title, safetensors import; the Model page's family and preset pickers and Hugging Face
+// folders (good ones shown, bad ones refused with the engine's message), with screenshots in
+// build/screenshots/.
 #include <gtest/gtest.h>
 
 #include <QAbstractItemModelTester>
+#include <QAbstractItemView>
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QPushButton>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QTest>
 #include <vector>
 
 #include "engine/config/config.h"
@@ -68,6 +75,36 @@ QString copy_quickstart(const QTemporaryDir& tmp) {
     write_all(dir + "/project.yaml", read_all(projects_dir() + "/quickstart/project.yaml"));
     return dir;
 }
+
+QString hf_fixture(const char* name) { return QString(TESSERA_TESTS_DIR) + "/model/data/hf/" + name; }
+
+QString screenshot_dir() {
+    const QString d = QString(TESSERA_BIN_DIR) + "/../screenshots";
+    QDir().mkpath(d);
+    return QDir(d).absolutePath();
+}
+
+// Picks `text` in a combo box as a user does: open the popup, click the item.
+void choose(QComboBox* combo, const QString& text) {
+    const int i = combo->findText(text);
+    ASSERT_GE(i, 0) << text.toStdString() << " is not offered";
+    combo->showPopup();
+    QAbstractItemView* view = combo->view();
+    const QModelIndex item = view->model()->index(i, 0);
+    view->scrollTo(item);
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(item).center());
+    QApplication::processEvents();
+    ASSERT_EQ(combo->currentText(), text);
+}
+
+QStringList items(const QComboBox* combo) {
+    QStringList out;
+    for (int i = 0; i < combo->count(); ++i) out << combo->itemText(i);
+    return out;
+}
+
+// The layer table's text at (row, column).
+QString cell(const LayerTableModel* m, int row, int column) { return m->index(row, column).data().toString(); }
 
 class StudioTest : public ::testing::Test {
 protected:
@@ -205,6 +242,25 @@ TEST_F(StudioTest, PresetSwitchToMlpKeepsTheConfigValid) {
     EXPECT_EQ(doc.undoStack()->count(), 2);
 }
 
+TEST_F(StudioTest, PresetSwitchKeepsATensorSplitTheKvHeadsAllow) {
+    QTemporaryDir tmp;
+    ProjectDocument doc;
+    QString error;
+    ASSERT_TRUE(doc.open(copy_quickstart(tmp), &error));
+    doc.edit("gpt2-medium, tp 16", [](tessera::RunConfig& c) {
+        tessera::model_apply_preset(c, "gpt2-medium");  // 16 heads
+        c.parallel.tp = 16;
+    });
+    ASSERT_EQ(tessera::model_check_config(doc.config()), "");
+    // 32 heads split 16 ways, but each TP rank holds whole kv heads: 8 of them
+    doc.edit("preset", [](tessera::RunConfig& c) { tessera::model_apply_preset(c, "mistral-7b"); });
+    EXPECT_EQ(doc.config().parallel.tp, 8);
+    EXPECT_EQ(tessera::model_check_config(doc.config()), "");
+    doc.edit("preset", [](tessera::RunConfig& c) { tessera::model_apply_preset(c, "smollm-135m"); });
+    EXPECT_EQ(doc.config().parallel.tp, 1);  // 9 heads / 3 kv: no even split
+    EXPECT_EQ(tessera::model_check_config(doc.config()), "");
+}
+
 // ----------------------------------------------------------------------------
 // Model page pieces
 
@@ -266,6 +322,232 @@ TEST_F(StudioTest, ImportSafetensorsSetsArchitectureAndReportsBadFiles) {
     EXPECT_TRUE(page.validationText().isEmpty()) << page.validationText().toStdString();
     doc.undoStack()->undo();
     EXPECT_EQ(doc.config().model.n_layer, 4);
+}
+
+TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts) {
+    QTemporaryDir tmp;
+    ProjectDocument doc;
+    QString error;
+    ASSERT_TRUE(doc.open(copy_quickstart(tmp), &error)) << error.toStdString();
+    ModelPage page(&doc);
+    page.resize(1500, 920);
+    page.show();
+    QApplication::processEvents();
+    QAbstractItemModelTester tester(page.layerModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    auto* family = page.findChild<QComboBox*>("family");
+    auto* preset = page.findChild<QComboBox*>("preset");
+    auto* kv = page.findChild<QSpinBox*>("n_kv_head");
+    ASSERT_TRUE(family && preset && kv);
+    const LayerTableModel* table = page.layerModel();
+    using C = LayerTableModel;
+
+    // the engine's table, grouped: the project's gpt-tiny is a GPT-2
+    EXPECT_EQ(items(family), (QStringList{"GPT-2", "Llama 3", "SmolLM", "Qwen2.5", "Qwen3", "TinyLlama", "Mistral", "MLP"}));
+    EXPECT_EQ(family->currentText(), "GPT-2");
+    EXPECT_EQ(items(preset), (QStringList{"gpt-tiny", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"}));
+    EXPECT_EQ(preset->currentText(), "gpt-tiny");
+    EXPECT_FALSE(kv->isVisibleTo(&page));  // GPT-2 has no kv heads
+
+    // a family switches to its first preset; the preset list follows
+    choose(family, "SmolLM");
+    EXPECT_EQ(doc.config().model.preset, "smollm-135m");
+    EXPECT_EQ(items(preset), (QStringList{"smollm-135m", "smollm2-360m"}));
+    EXPECT_EQ(preset->currentText(), "smollm-135m");
+    EXPECT_TRUE(kv->isVisibleTo(&page));
+    EXPECT_EQ(kv->value(), 3);
+    EXPECT_EQ(doc.undoStack()->count(), 1);
+    EXPECT_EQ(page.validationText(), "");
+    ASSERT_EQ(table->rowCount(), 1 + 30 + 1 + 1);  // embedding, blocks, head, totals
+    EXPECT_EQ(cell(table, 0, C::Structure), "tokens 49152 × 576, tied to the head · positions: rotary θ 10000");
+    EXPECT_EQ(cell(table, 1, C::Structure),
+              "RMSNorm · attention 9 heads / 3 kv, head_dim 64 · RMSNorm · SwiGLU ffn 1536");
+    EXPECT_EQ(cell(table, 31, C::Structure), "RMSNorm · tied to the embedding (49152 × 576)");
+    const QString tip = table->index(1, C::Structure).data(Qt::ToolTipRole).toString();
+    EXPECT_TRUE(tip.contains("attention: q 576 × 576, k and v 192 × 576 each, o 576 × 576 = 884.7 K"))
+        << tip.toStdString();
+    EXPECT_TRUE(tip.contains("MLP (SwiGLU): gate and up 1536 × 576 each, down 576 × 1536 = 2.65 M"));
+    EXPECT_TRUE(tip.contains("RMSNorm × 2: 1152"));
+    EXPECT_EQ(table->index(1, C::Params).data(Qt::UserRole).toLongLong(), 3540096);
+    EXPECT_GT(table->index(1, C::ActivationBytes).data(Qt::UserRole).toLongLong(), 0);
+    EXPECT_EQ(table->index(32, C::Params).data(Qt::UserRole).toLongLong(), 134515008);  // SmolLM-135M
+    EXPECT_EQ(cell(table, 32, C::Params), "134.52 M");
+    QApplication::processEvents();  // the layout settles, as on screen
+    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/model_page_smollm_135m.png"));
+
+    choose(preset, "smollm2-360m");
+    EXPECT_EQ(doc.config().model.preset, "smollm2-360m");
+    EXPECT_EQ(family->currentText(), "SmolLM");
+    EXPECT_EQ(cell(table, 1, C::Structure),
+              "RMSNorm · attention 15 heads / 5 kv, head_dim 64 · RMSNorm · SwiGLU ffn 2560");
+
+    // untied embeddings: the head has its own lm_head
+    choose(family, "Mistral");
+    EXPECT_EQ(doc.config().model.preset, "mistral-7b");
+    EXPECT_EQ(cell(table, 0, C::Structure), "tokens 32000 × 4096, untied (own lm_head) · positions: rotary θ 10000");
+    EXPECT_EQ(cell(table, 33, C::Structure), "RMSNorm · lm_head 32000 × 4096");
+    EXPECT_EQ(table->index(34, C::Params).data(Qt::UserRole).toLongLong(), 7241732096);  // Mistral-7B
+
+    // Qwen2.5: biases on q, k, v
+    choose(family, "Qwen2.5");
+    EXPECT_EQ(doc.config().model.preset, "qwen2.5-0.5b");
+    EXPECT_EQ(cell(table, 1, C::Structure),
+              "RMSNorm · attention 14 heads / 2 kv, head_dim 64, qkv bias · RMSNorm · SwiGLU ffn 4864");
+    EXPECT_EQ(table->index(table->rowCount() - 1, C::Params).data(Qt::UserRole).toLongLong(), 494032768);
+
+    // Llama 3.2: llama3 rotary scaling in the embedding row
+    choose(family, "Llama 3");
+    choose(preset, "llama-3.2-1b");
+    EXPECT_EQ(cell(table, 0, C::Structure),
+              "tokens 128256 × 2048, tied to the head · positions: rotary θ 500000, llama3 ×32");
+    EXPECT_EQ(page.validationText(), "");
+
+    // and back to GPT-2: the page's GPT figures as before
+    choose(family, "GPT-2");
+    choose(preset, "gpt2");
+    EXPECT_EQ(doc.config().model.preset, "gpt2");
+    EXPECT_FALSE(kv->isVisibleTo(&page));
+    EXPECT_EQ(cell(table, 1, C::Structure), "LayerNorm · attention 12 heads, head_dim 64 · LayerNorm · GELU MLP 3072");
+    EXPECT_EQ(cell(table, 0, C::Structure), "wte 50257 × 768, tied to the head · wpe 1024 × 768");
+    EXPECT_EQ(cell(table, table->rowCount() - 1, C::Params), "124.44 M");
+    EXPECT_EQ(tessera::model_check_config(doc.config()), "");
+
+    // every pick was one undo step
+    EXPECT_EQ(doc.undoStack()->count(), 8);
+    while (doc.undoStack()->canUndo()) doc.undoStack()->undo();
+    EXPECT_EQ(doc.config().model.preset, "gpt-tiny");
+    EXPECT_EQ(family->currentText(), "GPT-2");
+    EXPECT_FALSE(doc.isModified());
+}
+
+TEST_F(StudioTest, OpenModelFolderRefusesBadFoldersWithTheEngineMessageAndKeepsTheProject) {
+    QTemporaryDir tmp;
+    ProjectDocument doc;
+    QString error;
+    const QString dir = copy_quickstart(tmp);
+    ASSERT_TRUE(doc.open(dir, &error)) << error.toStdString();
+    ModelPage page(&doc);
+    page.resize(1500, 920);
+    page.show();
+    QSignalSpy failed(&page, &ModelPage::modelFolderFailed);
+    doc.edit("steps", [](tessera::RunConfig& c) { c.train.steps = 7; });  // unsaved work to keep
+    const tessera::RunConfig before = doc.config();
+    const QByteArray yaml = read_all(dir + "/project.yaml");
+
+    struct Bad { const char* name; QByteArray config; const char* says; };
+    const QByteArray llama = read_all(hf_fixture("llama3_tied") + "/config.json");
+    QByteArray bert = llama;
+    bert.replace("LlamaForCausalLM", "BertForMaskedLM");
+    for (const Bad& b : {Bad{"no_config", "", "config.json: model.init_from is a folder, expected its config.json"},
+                         Bad{"not_json", "{\"architectures\": [\"LlamaForCausalLM\",", "config.json: not JSON"},
+                         Bad{"bert", bert, "architectures: expected one of LlamaForCausalLM, MistralForCausalLM, "
+                                           "Qwen2ForCausalLM, GPT2LMHeadModel, found BertForMaskedLM"},
+                         Bad{"no_weights", llama, "expected model.safetensors in the model folder"}}) {
+        SCOPED_TRACE(b.name);
+        const QString bad = tmp.filePath(b.name);
+        QDir().mkpath(bad);
+        if (!b.config.isEmpty()) write_all(bad + "/config.json", b.config);
+        EXPECT_FALSE(page.openModelFolder(bad));
+        ASSERT_FALSE(failed.isEmpty());
+        const QString message = failed.takeLast().at(0).toString();
+        EXPECT_TRUE(message.contains(b.says)) << message.toStdString();
+        EXPECT_TRUE(message.contains(bad)) << message.toStdString();  // names the folder or its file
+        EXPECT_TRUE(page.validationText().contains(message)) << page.validationText().toStdString();
+        EXPECT_TRUE(doc.config() == before);
+        EXPECT_EQ(doc.undoStack()->count(), 1);
+    }
+    EXPECT_FALSE(page.openModelFolder(tmp.filePath("nowhere")));
+    EXPECT_TRUE(failed.takeLast().at(0).toString().contains("expected a Hugging Face model folder"));
+    // the unsupported architecture's message, as the page shows it
+    EXPECT_FALSE(page.openModelFolder(tmp.filePath("bert")));
+    QApplication::processEvents();  // the layout settles, as on screen
+    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/model_page_bad_folder.png"));
+    EXPECT_TRUE(doc.config() == before);
+    EXPECT_TRUE(doc.isModified());  // the user's own edit, still there
+    EXPECT_EQ(read_all(dir + "/project.yaml"), yaml);
+
+    // a later good folder clears the message
+    ASSERT_TRUE(page.openModelFolder(hf_fixture("llama3_tied")));
+    EXPECT_EQ(page.validationText(), "");
+    EXPECT_EQ(doc.config().train.steps, 7);
+}
+
+TEST_F(StudioTest, OpenModelFolderShowsTheFolderModelAndSavesARelativeInitFrom) {
+    QTemporaryDir tmp;
+    ProjectDocument doc;
+    QString error;
+    const QString dir = copy_quickstart(tmp);
+    ASSERT_TRUE(doc.open(dir, &error)) << error.toStdString();
+    ModelPage page(&doc);
+    page.resize(1500, 920);
+    page.show();
+    QAbstractItemModelTester tester(page.layerModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    auto* family = page.findChild<QComboBox*>("family");
+    auto* preset = page.findChild<QComboBox*>("preset");
+    auto* layers = page.findChild<QSpinBox*>("n_layer");
+    auto* seq = page.findChild<QSpinBox*>("seq_len");
+    ASSERT_TRUE(family && preset && layers && seq);
+    const LayerTableModel* table = page.layerModel();
+    using C = LayerTableModel;
+
+    // outside the project: an absolute init_from
+    const QString llama = QDir(hf_fixture("llama3_tied")).absolutePath();
+    ASSERT_TRUE(page.openModelFolder(llama)) << page.validationText().toStdString();
+    const tessera::ModelConfig& m = doc.config().model;
+    EXPECT_EQ(m.init_from, llama.toStdString());
+    EXPECT_TRUE(m.from_folder);
+    EXPECT_EQ(m.preset, "llama");
+    EXPECT_EQ(m.n_layer, 2);
+    EXPECT_EQ(m.n_head, 4);
+    EXPECT_EQ(m.n_kv_head, 2);
+    EXPECT_EQ(m.head_dim, 8);
+    EXPECT_EQ(m.ffn, 48);
+    EXPECT_EQ(m.vocab_size, 96);
+    EXPECT_EQ(m.seq_len, 64);  // the folder's max_position_embeddings
+    EXPECT_EQ(page.validationText(), "");
+    EXPECT_EQ(family->currentIndex(), -1);
+    EXPECT_EQ(family->placeholderText(), "Hugging Face folder");
+    EXPECT_EQ(preset->placeholderText(), "LlamaForCausalLM");
+    EXPECT_FALSE(layers->isEnabled());  // config.json sets it
+    EXPECT_TRUE(seq->isEnabled());
+    ASSERT_EQ(table->rowCount(), 1 + 2 + 1 + 1);
+    EXPECT_EQ(cell(table, 0, C::Structure), "tokens 96 × 32, tied to the head · positions: rotary θ 500, llama3 ×8");
+    EXPECT_EQ(cell(table, 1, C::Structure), "RMSNorm · attention 4 heads / 2 kv, head_dim 8 · RMSNorm · SwiGLU ffn 48");
+    EXPECT_EQ(cell(table, 3, C::Structure), "RMSNorm · tied to the embedding (96 × 32)");
+    // 96·32 embedding + 2 blocks of (2·32 + 64·32 + 32·32 + 3·48·32) + the final norm's 32
+    EXPECT_EQ(table->index(4, C::Params).data(Qt::UserRole).toLongLong(), 3072 + 2 * 7744 + 32);
+    QApplication::processEvents();  // the layout settles, as on screen
+    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/model_page_hf_llama3_tied.png"));
+
+    // inside the project: relative to project.yaml, as the engine resolves it
+    const QString qwen = dir + "/models/qwen2_bias";
+    QDir().mkpath(qwen);
+    for (const QString& f : QDir(hf_fixture("qwen2_bias")).entryList(QDir::Files))
+        ASSERT_TRUE(QFile::copy(hf_fixture("qwen2_bias") + "/" + f, qwen + "/" + f));
+    ASSERT_TRUE(page.openModelFolder(qwen)) << page.validationText().toStdString();
+    EXPECT_EQ(doc.config().model.init_from, "models/qwen2_bias");
+    EXPECT_EQ(preset->placeholderText(), "Qwen2ForCausalLM");
+    EXPECT_EQ(cell(table, 1, C::Structure),
+              "RMSNorm · attention 4 heads / 1 kv, head_dim 8, qkv bias · RMSNorm · SwiGLU ffn 48");
+    seq->setValue(32);  // the one size the project keeps beside a folder
+    EXPECT_EQ(doc.config().model.seq_len, 32);
+    const tessera::RunConfig edited = doc.config();
+    ASSERT_TRUE(doc.save(&error)) << error.toStdString();
+    const tessera::RunConfig saved = tessera::config_load((dir + "/project.yaml").toStdString());
+    EXPECT_TRUE(saved.model.from_folder);
+    EXPECT_EQ(saved.model.init_from, "models/qwen2_bias");
+    EXPECT_EQ(saved.model.seq_len, 32);
+    EXPECT_TRUE(content(saved) == content(edited)) << tessera::config_to_yaml(saved);
+
+    // a family leaves the folder for its first preset; undo comes back to it
+    choose(family, "TinyLlama");
+    EXPECT_EQ(doc.config().model.preset, "tinyllama-1.1b");
+    EXPECT_TRUE(doc.config().model.init_from.empty());
+    EXPECT_FALSE(doc.config().model.from_folder);
+    EXPECT_TRUE(layers->isEnabled());
+    EXPECT_EQ(cell(table, table->rowCount() - 2, C::Structure), "RMSNorm · lm_head 32000 × 2048");
+    doc.undoStack()->undo();
+    EXPECT_EQ(doc.config().model.init_from, "models/qwen2_bias");
+    EXPECT_EQ(family->currentIndex(), -1);
 }
 
 // ----------------------------------------------------------------------------

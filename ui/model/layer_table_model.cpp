@@ -9,9 +9,12 @@ namespace tessera::studio {
 
 LayerTableModel::LayerTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void LayerTableModel::setSpecs(std::vector<tessera::LayerSpec> specs) {
+void LayerTableModel::setSpecs(std::vector<tessera::LayerSpec> specs,
+                               std::vector<tessera::LayerStructure> structure) {
     beginResetModel();
     m_specs = std::move(specs);
+    m_structure = std::move(structure);
+    m_structure.resize(m_specs.size());
     const tessera::LayerTotals t = tessera::model_layer_totals(m_specs);
     m_totals = {};
     m_totals.name = "total";
@@ -35,11 +38,14 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         return {};
     const bool totals = isTotalsRow(index.row());
     const tessera::LayerSpec& s = totals ? m_totals : m_specs[index.row()];
+    const tessera::LayerStructure none;
+    const tessera::LayerStructure& st = totals ? none : m_structure[index.row()];
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
         case Name: return QString::fromStdString(s.name);
         case Kind: return QString::fromStdString(s.kind);
+        case Structure: return QString::fromStdString(st.text);
         case Params: return QString::fromStdString(tessera::format_count((double)s.params));
         case ActivationBytes:
             return QString::fromStdString(tessera::format_bytes((double)s.activation_bytes));
@@ -50,12 +56,14 @@ QVariant LayerTableModel::data(const QModelIndex& index, int role) const {
         switch (index.column()) {
         case Name: return QString::fromStdString(s.name);
         case Kind: return QString::fromStdString(s.kind);
+        case Structure: return QString::fromStdString(st.text);
         case Params: return QVariant::fromValue<qlonglong>(s.params);
         case ActivationBytes: return QVariant::fromValue<qlonglong>(s.activation_bytes);
         case Flops: return s.flops_per_token;
         }
         return {};
     case Qt::ToolTipRole:
+        if (index.column() == Structure && !st.detail.empty()) return QString::fromStdString(st.detail);
         if (index.column() == Params) return QString::number(s.params) + tr(" parameters");
         if (index.column() == ActivationBytes)
             return tr("%1 bytes saved for backward per sample (fp32, no recompute)")
@@ -80,6 +88,7 @@ QVariant LayerTableModel::headerData(int section, Qt::Orientation o, int role) c
     switch (section) {
     case Name: return tr("Layer");
     case Kind: return tr("Kind");
+    case Structure: return tr("Structure");
     case Params: return tr("Parameters");
     case ActivationBytes: return tr("Activations / sample");
     case Flops: return tr("Forward FLOPs / token");

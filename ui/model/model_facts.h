@@ -40,8 +40,38 @@ std::string model_check_config(const RunConfig& cfg, const std::string& name = "
 void model_apply_preset(RunConfig& cfg, const std::string& preset);
 const std::vector<std::string>& model_preset_names();
 
-// "124.4 M", "1.50 GiB", "2.3 GFLOP".
+// The family picker: the series of the engine's preset table in its order (GPT-2, Llama 3,
+// SmolLM, ...; config_preset_series), and the presets of one series.
+std::vector<std::string> model_series_names();
+std::vector<std::string> model_series_presets(const std::string& series);
+
+// A Hugging Face model folder, read by the engine's own reader (hf_config_apply).
+struct ModelFolder {
+    ModelConfig model;         // sizes from config.json; init_from = the folder as given
+    std::string architecture;  // config.json's architectures[0], e.g. "LlamaForCausalLM"
+};
+// Reads `dir` as model.init_from would name it (relative paths resolve against cfg.base_dir, as
+// config_resolve_path does). InputError with the engine's message when it is not a folder, has
+// no config.json, is not JSON, names an unsupported architecture or has no safetensors weights.
+ModelFolder model_read_folder(const RunConfig& cfg, const std::string& dir);
+// The architecture of cfg's folder; "" when the model is not read from a folder.
+std::string model_folder_architecture(const RunConfig& cfg);
+// Switches cfg to a folder's model (model_read_folder) and the fields that follow the family.
+void model_apply_folder(RunConfig& cfg, const ModelConfig& folder_model);
+
+// What one layer is made of: "RMSNorm · attention 9 heads / 3 kv, head_dim 64 · RMSNorm · SwiGLU
+// ffn 1536", and one line per part with its parameters (the table's tooltip).
+struct LayerStructure {
+    std::string text;
+    std::string detail;
+};
+// One per spec of model_layer_specs(m), in order.
+std::vector<LayerStructure> model_layer_structure(const ModelConfig& m,
+                                                  const std::vector<LayerSpec>& specs);
+
+// "124.4 M", "1.50 GiB", "2.3 GFLOP"; format_number: 576, 10000, 1e6 (shortest, no "e+06").
 std::string format_count(double n);
+std::string format_number(double v);
 std::string format_bytes(double bytes);
 std::string format_flops(double flops);
 
