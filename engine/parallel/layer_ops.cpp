@@ -94,9 +94,14 @@ public:
                                int heads, int hd, int64_t) override {
         rec(OpKind::rmsnorm_backward, (int64_t)N * heads, hd);
     }
-    void rope(void*, int B, int T, int heads, int hd, int64_t, const std::vector<float>&, bool) override {
+    void rope(void*, int B, int T, int heads, int hd, int64_t, const std::vector<float>&, bool, int) override {
         rec(OpKind::rope, (int64_t)B * T, (int64_t)heads * hd);
     }
+    // decoding is not planned: nothing recorded
+    void attention_decode(void*, const void*, int64_t, const void*, const void*, int, int, int, int, int, int,
+                          int) override {}
+    void copy_rows(void*, int64_t, const void*, int64_t, int64_t, int64_t) override {}
+    std::vector<float> read_f32(const void*, int64_t n) override { return std::vector<float>((size_t)n, 0.0f); }
     void swiglu_forward(void*, const void*, int N, int F) override { rec(OpKind::swiglu_forward, N, F); }
     void swiglu_backward(void*, const void*, const void*, int N, int F) override { rec(OpKind::swiglu_backward, N, F); }
     void add_bias_residual(void*, const void*, const void*, int N, int C) override {

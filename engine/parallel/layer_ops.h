@@ -162,9 +162,19 @@ public:
                                        const void* weight, const float* rstd, int N, int heads, int hd,
                                        int64_t stride) = 0;
     // Rotary embeddings, in place: `heads` heads of width hd at the start of each of B·T rows of
-    // x (row stride `stride` elements), position row % T; inverse: the backward's rotation
+    // x (row stride `stride` elements), position pos0 + row % T; inverse: the backward's rotation
     virtual void rope(void* x, int B, int T, int heads, int hd, int64_t stride,
-                      const std::vector<float>& inv_freq, bool inverse) = 0;
+                      const std::vector<float>& inv_freq, bool inverse, int pos0 = 0) = 0;
+    // Cached decoding (tessera sample): n new queries per sequence against a key/value cache.
+    // q: B·n rows (row stride q_stride elements) of NH heads of hd; kc, vc (B, Tmax, KV·hd); query
+    // i of sequence b at position pos0 + i sees keys 0 .. pos0 + i. out (B·n, NH·hd).
+    virtual void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc, const void* vc,
+                                  int B, int n, int pos0, int NH, int KV, int hd, int Tmax) = 0;
+    // rows rows of row_bytes from src (row pitch src_pitch bytes) to dst (row pitch dst_pitch)
+    virtual void copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t rows,
+                           int64_t row_bytes) = 0;
+    // n elements of the activation dtype, widened to fp32 on the host (waits for the device)
+    virtual std::vector<float> read_f32(const void* x, int64_t n) = 0;
     // out (N, F) = silu(gate) · up, gu (N, 2F) each row's gate then up
     virtual void swiglu_forward(void* out, const void* gu, int N, int F) = 0;
     // dgu (N, 2F) = (overwritten); dout (N, F)

@@ -84,9 +84,21 @@ public:
                                const float* rstd, int N, int heads, int hd, int64_t stride) override {
         rmsnorm_heads_backward(F(dinp), dw, F(dout), F(inp), F(w), rstd, N, heads, hd, (long)stride);
     }
+    void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc, const void* vc, int B, int n,
+                          int pos0, int NH, int KV, int hd, int Tmax) override {
+        tessera::attention_decode(F(out), F(q), (long)q_stride, F(kc), F(vc), B, n, pos0, NH, KV, hd, Tmax);
+    }
+    void copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t rows,
+                   int64_t row_bytes) override {
+        for (int64_t r = 0; r < rows; ++r)
+            std::memcpy((char*)dst + r * dst_pitch, (const char*)src + r * src_pitch, (size_t)row_bytes);
+    }
+    std::vector<float> read_f32(const void* x, int64_t n) override {
+        return std::vector<float>(F(x), F(x) + n);
+    }
     void rope(void* x, int B, int T, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
-              bool inverse) override {
-        rope_apply(F(x), B, T, heads, hd, (long)stride, inv_freq, inverse);
+              bool inverse, int pos0) override {
+        rope_apply(F(x), B, T, heads, hd, (long)stride, inv_freq, inverse, pos0);
     }
     void swiglu_forward(void* out, const void* gu, int N, int Fw) override {
         tessera::swiglu_forward(F(out), F(gu), N, Fw);

@@ -91,8 +91,24 @@ public:
         rmsnorm_heads_backward_cuda<T>(P(dinp), dw, P(dout), P(inp), P(w), rstd, N, heads, hd, (long)stride, st());
     }
     void rope(void* x, int B, int T_, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
-              bool inverse) override {
-        rope_cuda<T>(P(x), B, T_, heads, hd, (long)stride, device_table(inv_freq), inverse, st());
+              bool inverse, int pos0) override {
+        rope_cuda<T>(P(x), B, T_, heads, hd, (long)stride, device_table(inv_freq), inverse, st(), pos0);
+    }
+    void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc, const void* vc, int B, int n,
+                          int pos0, int NH, int KV, int hd, int Tmax) override {
+        attention_decode_cuda<T>(P(out), P(q), (long)q_stride, P(kc), P(vc), B, n, pos0, NH, KV, hd, Tmax, st());
+    }
+    void copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t rows,
+                   int64_t row_bytes) override {
+        CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice, st()));
+    }
+    std::vector<float> read_f32(const void* x, int64_t n) override {
+        Tensor f = Tensor::empty({n}, MemCategory::workspace, DType::f32, Device::cuda);
+        cast_to_f32_cuda<T>(f.f32(), P(x), (long)n, st());
+        std::vector<float> h((size_t)n);
+        CUDA_CHECK(cudaMemcpyAsync(h.data(), f.f32(), sizeof(float) * n, cudaMemcpyDeviceToHost, st()));
+        CUDA_CHECK(cudaStreamSynchronize(st()));
+        return h;
     }
     void swiglu_forward(void* out, const void* gu, int N, int F) override {
         swiglu_forward_cuda<T>(P(out), P(gu), N, F, st());

@@ -68,6 +68,56 @@ public:
         return out;
     }
 
+    // One rank's cached decoding: the forward over n new tokens per sequence, their keys and
+    // values appended to the block's cache, attention over the cache.
+    Tensor decode(Tensor x, const DecodeStep& st) override {
+        TS_CHECK(spec_.tp.size == 1, name_, ": cached decoding runs on one rank");
+        TS_CHECK(st.max_len > 0 && st.pos0 + st.n <= st.max_len, name_, ": positions ", st.pos0, "..",
+                 st.pos0 + st.n, " beyond the cache of ", st.max_len);
+        const int B = st.B, n = st.n, N = B * n, C = d_.d_model, hd = d_.head_dim, S = Ql_ + 2 * Kl_;
+        const int64_t es = dtype_size(ops_.traits.act);
+        if (!kc_.defined() || cache_B_ != B || cache_len_ != st.max_len) {
+            kc_ = act({B, st.max_len, Kl_});
+            vc_ = act({B, st.max_len, Kl_});
+            cache_B_ = B, cache_len_ = st.max_len;
+        }
+        const auto kW = MemCategory::workspace;
+        Tensor ln = work({N, C}), r = f32({N}, kW);
+        ops_.rmsnorm_forward(ln.data(), r.f32(), x.data(), w(ln1_), N, C, d_.norm_eps);
+        Tensor qkv = work({N, S});
+        if (d_.qk_norm) {
+            Tensor raw = work({N, S}), rq = f32({N, NHl_}, kW), rk = f32({N, KVl_}, kW);
+            ops_.matmul_forward(raw.data(), ln.data(), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
+            ops_.copy(qkv.data(), raw.data(), qkv.nbytes());
+            ops_.head_rmsnorm_forward(qkv.data(), rq.f32(), raw.data(), w(qn_), N, NHl_, hd, S, d_.norm_eps);
+            ops_.head_rmsnorm_forward(at(qkv, Ql_), rk.f32(), at(raw, Ql_), w(kn_), N, KVl_, hd, S, d_.norm_eps);
+        } else {
+            ops_.matmul_forward(qkv.data(), ln.data(), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
+        }
+        ops_.rope(qkv.data(), B, n, NHl_ + KVl_, hd, S, inv_freq_, false, st.pos0);
+        for (int b = 0; b < B; ++b) {  // the new keys and values into the cache at pos0
+            const int64_t dst = ((int64_t)b * st.max_len + st.pos0) * Kl_ * es, src = (int64_t)b * n * S * es;
+            ops_.copy_rows(static_cast<char*>(kc_.data()) + dst, Kl_ * es,
+                           static_cast<char*>(qkv.data()) + src + Ql_ * es, S * es, n, Kl_ * es);
+            ops_.copy_rows(static_cast<char*>(vc_.data()) + dst, Kl_ * es,
+                           static_cast<char*>(qkv.data()) + src + (Ql_ + Kl_) * es, S * es, n, Kl_ * es);
+        }
+        Tensor att = work({N, Ql_});
+        ops_.attention_decode(att.data(), qkv.data(), S, kc_.data(), vc_.data(), B, n, st.pos0, NHl_, KVl_, hd,
+                              st.max_len);
+        Tensor res = act({N, C});
+        ops_.matmul_forward(res.data(), att.data(), w(o_), nullptr, N, Ql_, C);
+        ops_.add_bias_residual(res.data(), nullptr, x.data(), N, C);
+        ops_.rmsnorm_forward(ln.data(), r.f32(), res.data(), w(ln2_), N, C, d_.norm_eps);
+        Tensor gu = work({N, 2 * Fl_}), a = work({N, Fl_});
+        ops_.matmul_forward(gu.data(), ln.data(), w(gu_), nullptr, N, C, 2 * Fl_);
+        ops_.swiglu_forward(a.data(), gu.data(), N, Fl_);
+        Tensor out = act({B, n, C});
+        ops_.matmul_forward(out.data(), a.data(), w(down_), nullptr, N, Fl_, C);
+        ops_.add_bias_residual(out.data(), nullptr, res.data(), N, C);
+        return out;
+    }
+
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
         const int B = b.batch_size, T = b.seq_len, N = B * T, C = d_.d_model, hd = d_.head_dim;
         const int S = Ql_ + 2 * Kl_;
@@ -198,6 +248,8 @@ private:
     int NHl_ = 0, KVl_ = 0, Fl_ = 0, Ql_ = 0, Kl_ = 0;
     int ln1_ = 0, qkv_ = 0, qkv_b_ = -1, qn_ = -1, kn_ = -1, o_ = 0, ln2_ = 0, gu_ = 0, down_ = 0;  // parameter indices
     std::vector<float> inv_freq_;
+    Tensor kc_, vc_;  // cached decoding's keys and values (B, max_len, this rank's kv width)
+    int cache_B_ = 0, cache_len_ = 0;
 };
 
 }  // namespace

@@ -126,6 +126,10 @@ void reap_copies(size_t upto = 0) {
 
 Layer::~Layer() { reap_copies(in_flight().size()); }
 
+Tensor Layer::decode(Tensor, const DecodeStep&) {
+    throw Error(str_cat(name_, ": cached decoding covers the Llama family"));
+}
+
 // Replaces micro's saved tensors of category `from` by copies in `to` on `dev` (asynchronous on
 // GPUs: each source stays in the in-flight queue until its copy is done). Returns the copies'
 // events (none on the CPU).
@@ -436,6 +440,24 @@ public:
         if (!tied_) add_param(global, table_name_, {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
     }
     Layer* tied_embedding() const override { return tied_; }
+
+    Tensor decode(Tensor x, const DecodeStep& st) override {
+        const int C = spec_.model.d_model(), rows = st.all_rows ? st.B * st.n : st.B, Vp = padded_vocab();
+        TS_CHECK(!gpt_ && spec_.tp.size == 1, "head: cached decoding covers the Llama family on one rank");
+        const int64_t es = dtype_size(ops_.traits.act);
+        Tensor last;
+        if (!st.all_rows) {  // each sequence's last row
+            last = work({rows, C});
+            ops_.copy_rows(last.data(), C * es, static_cast<char*>(x.data()) + (int64_t)(st.n - 1) * C * es,
+                           (int64_t)st.n * C * es, rows, C * es);
+        }
+        const void* h = st.all_rows ? x.data() : last.data();
+        Tensor ln = work({rows, C}), r = f32({rows}, MemCategory::workspace);
+        ops_.rmsnorm_forward(ln.data(), r.f32(), h, w(0), rows, C, spec_.model.llama.norm_eps);
+        Tensor logits = work({rows, Vp});
+        ops_.matmul_forward(logits.data(), ln.data(), wte(), nullptr, rows, C, Vp);
+        return logits;
+    }
 
     Tensor forward(int micro, Tensor x, const Batch& b) override {
         const int N = b.batch_size * b.seq_len, C = spec_.model.d_model();

@@ -58,6 +58,16 @@ public:
     // gradient of its loss). Returns the gradient of the input (empty for the embedding).
     // grads += this micro-batch's.
     virtual Tensor backward(int micro, Tensor dout, const Batch& batch) = 0;
+    // Cached decoding (tessera sample, one rank holding the whole model; the embedding runs its
+    // forward): x (B, n, C) the input for n new tokens per sequence at positions pos0 ..
+    // pos0 + n; returns the output (B, n, C), the head the logits (rows, padded vocabulary) of
+    // each sequence's last token, or of every token with all_rows. A block keeps its keys and
+    // values for max_len positions. Layers without it throw.
+    struct DecodeStep {
+        int B = 1, n = 1, pos0 = 0, max_len = 0;
+        bool all_rows = false;
+    };
+    virtual Tensor decode(Tensor x, const DecodeStep& st);
     // Activation offload: move micro's saved tensors to the host pool (right after the layer's
     // forward) and back (fetch_begin one layer ahead of the backward, fetch_wait just before it).
     // On GPUs the copies run on the copy stream into pinned memory, overlapped with compute; a

@@ -320,6 +320,36 @@ TEST(CliSample, PromptThenDeterministicText) {
     EXPECT_NE(a.out, c.out) << "different seed, same text";
 }
 
+// A Llama-family checkpoint decodes through the runtime's layers with a key/value cache (its
+// agreement with the training forward: tests/model/llama_torch_test); a bad --device is named.
+TEST(CliSample, LlamaFamilyWithKeyValueCache) {
+    TempDir t;
+    write_file(t / "p.yaml", R"(name: sample-llama
+model: {preset: llama-tiny, n_layer: 2, seq_len: 64, qk_norm: true}
+data: {dataset: brown}
+train: {steps: 4, micro_batch: 2, grad_accum: 1, lr: 1.0e-3, min_lr: 1.0e-4, warmup_steps: 1, eval_every: 0}
+checkpoint: {dir: ck, every: 4, keep: 1}
+log: {db: runs.db, every: 1}
+)");
+    train_ok({t / "p.yaml"});
+    const std::string prompt = "The jury said";
+    auto sample = [&](const std::string& seed) {
+        return run_tessera({"sample", "--checkpoint", t / "ck", "--prompt", prompt, "--tokens", "30", "--seed", seed,
+                            "--device", "cpu"});
+    };
+    ProcResult a = sample("1"), b = sample("1"), c = sample("2");
+    for (const ProcResult* r : {&a, &b, &c}) {
+        ASSERT_EQ(r->exit_code, 0) << show(*r);
+        EXPECT_EQ(r->out.rfind(prompt, 0), 0u) << "output must start with the prompt\n" << show(*r);
+        EXPECT_GT(r->out.size(), prompt.size() + 10) << "no generated text\n" << show(*r);
+    }
+    EXPECT_EQ(a.out, b.out) << "same seed, different text";
+    EXPECT_NE(a.out, c.out) << "different seed, same text";
+    ProcResult bad = run_tessera({"sample", "--checkpoint", t / "ck", "--device", "gpu"});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("--device: expected cpu or cuda, found 'gpu'"), std::string::npos) << show(bad);
+}
+
 // 9. ---------------------------------------------------------------------------------------
 TEST(CliStop, SigintStopsSavesAndRecordsStopped) {
     TempDir t;

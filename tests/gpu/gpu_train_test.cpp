@@ -155,6 +155,27 @@ TEST_P(GpuTrainLlamaFamily, Fp32CudaMatchesCpuRanks) {
 
 INSTANTIATE_TEST_SUITE_P(Families, GpuTrainLlamaFamily, ::testing::Values("llama", "qwen3"));
 
+// `tessera sample` decodes a Llama-family checkpoint with its key/value cache on the GPU: greedy
+// in fp32 it writes the CPU's text (which tests/model/llama_torch_test holds to the forward).
+TEST(GpuTrainLlama, SampleOnCudaWritesTheCpuText) {
+    REQUIRE_GPUS(1);
+    std::string yaml = llama_small_yaml(20);
+    yaml += "checkpoint: {dir: ck, every: 20, keep: 1}\n";
+    auto losses = train_losses("llama_sample", yaml, {});
+    ASSERT_EQ(losses.size(), 20u);
+    const std::string ck = (work() / "llama_sample" / "ck").string();
+    auto sample = [&](const std::string& args) {
+        auto [rc, text] = test_support::run_command(test_support::bin_dir() + "/tessera sample --checkpoint " + ck +
+                                                    " --prompt 'The ' --tokens 40 --temperature 0 " + args);
+        EXPECT_EQ(rc, 0) << text;
+        return text;
+    };
+    const std::string cpu = sample("--device cpu"), gpu = sample("--device cuda");
+    std::printf("cpu:  %s\ncuda: %s\n", cpu.c_str(), gpu.c_str());
+    EXPECT_GT(cpu.size(), 20u);
+    EXPECT_EQ(gpu, cpu);
+}
+
 // Offload moves bytes, recompute reruns the same kernels: the plain run's curve.
 TEST(GpuTrainLlama, OffloadAndRecomputeKeepTheCurve) {
     REQUIRE_GPUS(1);

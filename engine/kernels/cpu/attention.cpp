@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -91,6 +92,36 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         }
     }
     }
+}
+
+void attention_decode(float* out, const float* q, long q_stride, const float* kc, const float* vc, int B, int n,
+                      int pos0, int NH, int KV, int hd, int Tmax) {
+    const float scale = 1.0f / std::sqrt((float)hd);
+    const long kvw = (long)KV * hd;
+#pragma omp parallel for collapse(2)
+    for (int r = 0; r < B * n; ++r)
+        for (int h = 0; h < NH; ++h) {
+            const int b = r / n, t = pos0 + r % n, kh = h / (NH / KV);
+            const float* qh = q + (long)r * q_stride + (long)h * hd;
+            std::vector<float> p(t + 1);
+            float m = -INFINITY;
+            for (int j = 0; j <= t; ++j) {
+                const float* k = kc + ((long)b * Tmax + j) * kvw + (long)kh * hd;
+                float dot = 0.0f;
+                for (int d = 0; d < hd; ++d) dot += qh[d] * k[d];
+                p[j] = dot * scale;
+                m = std::max(m, p[j]);
+            }
+            float sum = 0.0f;
+            for (int j = 0; j <= t; ++j) sum += p[j] = std::exp(p[j] - m);
+            float* o = out + (long)r * NH * hd + (long)h * hd;
+            for (int d = 0; d < hd; ++d) o[d] = 0.0f;
+            for (int j = 0; j <= t; ++j) {
+                const float* v = vc + ((long)b * Tmax + j) * kvw + (long)kh * hd;
+                const float w = p[j] / sum;
+                for (int d = 0; d < hd; ++d) o[d] += w * v[d];
+            }
+        }
 }
 
 }  // namespace tessera

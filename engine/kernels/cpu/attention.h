@@ -14,4 +14,10 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
                         int T, int C, int NH, int KV = 0);
 
+// Cached decoding: n new queries per sequence against a key/value cache. q: B·n rows (row stride
+// q_stride floats) holding NH heads of hd; kc, vc (B, Tmax, KV·hd); query i of sequence b is at
+// position pos0 + i and sees the keys 0 .. pos0 + i (already in the cache). out (B·n, NH·hd).
+void attention_decode(float* out, const float* q, long q_stride, const float* kc, const float* vc, int B, int n,
+                      int pos0, int NH, int KV, int hd, int Tmax);
+
 }  // namespace tessera

@@ -29,11 +29,11 @@ std::vector<float> rope_inv_freq(int hd, float theta, const RopeScaling& s) {
 }
 
 void rope_apply(float* x, int B, int T, int heads, int hd, long stride, const std::vector<float>& inv_freq,
-                bool inverse) {
+                bool inverse, int pos0) {
     const int half = hd / 2;
 #pragma omp parallel for
     for (long row = 0; row < (long)B * T; ++row) {
-        const float t = (float)(row % T);
+        const float t = (float)(pos0 + row % T);
         float* r = x + row * stride;
         for (int j = 0; j < half; ++j) {
             const float angle = t * inv_freq[j];

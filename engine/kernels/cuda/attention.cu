@@ -535,4 +535,57 @@ template void attention_backward_cuda<float>(float*, const float*, const float*,
 template void attention_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*,
                                             const float*, int, int, int, int, int, cudaStream_t);
 
+// ---------------------------------------------------------------------------------------------
+// cached decoding
+
+// out (B·n, NH·hd); q (B·n rows, stride q_stride); kc, vc (B, Tmax, KV·hd); grid B·n·NH warps.
+template <typename T>
+static __global__ void attention_decode_kernel(T* out, const T* q, long q_stride, const T* kc, const T* vc, int n,
+                                               int pos0, int NH, int KV, int hd, int Tmax, float scale,
+                                               long warps) {
+    const long w = ((long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    if (w >= warps) return;  // whole warps
+    const int lane = threadIdx.x % 32;
+    const long r = w / NH;
+    const int h = (int)(w % NH), b = (int)(r / n), t = pos0 + (int)(r % n), kh = h / (NH / KV);
+    const T* qh = q + r * q_stride + (long)h * hd;
+    float qv[4], acc[4] = {0, 0, 0, 0};
+    for (int u = 0; u < 4; ++u) qv[u] = lane + 32 * u < hd ? to_float(qh[lane + 32 * u]) : 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    const long kvw = (long)KV * hd;
+    for (int j = 0; j <= t; ++j) {
+        const T* k = kc + ((long)b * Tmax + j) * kvw + (long)kh * hd;
+        const T* v = vc + ((long)b * Tmax + j) * kvw + (long)kh * hd;
+        float dot = 0.0f;
+        for (int u = 0; u < 4; ++u)
+            if (lane + 32 * u < hd) dot += qv[u] * to_float(k[lane + 32 * u]);
+        const float s = warp_sum(dot) * scale;
+        const float m_new = fmaxf(m, s), alpha = expf(m - m_new), p = expf(s - m_new);
+        l = l * alpha + p;
+        for (int u = 0; u < 4; ++u)
+            if (lane + 32 * u < hd) acc[u] = acc[u] * alpha + p * to_float(v[lane + 32 * u]);
+        m = m_new;
+    }
+    T* o = out + r * NH * hd + (long)h * hd;
+    for (int u = 0; u < 4; ++u)
+        if (lane + 32 * u < hd) o[lane + 32 * u] = from_float<T>(acc[u] / l);
+}
+
+template <typename T>
+void attention_decode_cuda(T* out, const T* q, long q_stride, const T* kc, const T* vc, int B, int n, int pos0,
+                           int NH, int KV, int hd, int Tmax, cudaStream_t s) {
+    TS_CHECK(B > 0 && n > 0 && NH > 0 && KV > 0 && NH % KV == 0 && hd > 0 && hd <= 128 && pos0 + n <= Tmax,
+             "attention_decode_cuda: bad shape B=", B, " n=", n, " pos0=", pos0, " NH=", NH, " KV=", KV, " hd=", hd,
+             " Tmax=", Tmax);
+    const long warps = (long)B * n * NH;
+    attention_decode_kernel<T><<<ceil_div(warps * 32, 128), 128, 0, s>>>(out, q, q_stride, kc, vc, n, pos0, NH, KV,
+                                                                          hd, Tmax, 1.0f / sqrtf((float)hd), warps);
+    CUDA_CHECK_LAUNCH("attention_decode_kernel");
+}
+
+template void attention_decode_cuda<float>(float*, const float*, long, const float*, const float*, int, int, int,
+                                           int, int, int, int, cudaStream_t);
+template void attention_decode_cuda<bf16>(bf16*, const bf16*, long, const bf16*, const bf16*, int, int, int, int,
+                                          int, int, int, cudaStream_t);
+
 }  // namespace tessera

@@ -28,6 +28,14 @@ template <typename T>
 void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse,
                              int B, int T_, int C, int NH, int KV, cudaStream_t s);
 
+// Cached decoding (tessera sample), as engine/kernels/cpu/attention.h's attention_decode: q B·n
+// rows (stride q_stride elements) of NH heads of hd; kc, vc (B, Tmax, KV·hd); query i of sequence
+// b at position pos0 + i sees keys 0 .. pos0 + i. out (B·n, NH·hd). One warp per (row, head),
+// an online softmax over the keys; hd <= 128.
+template <typename T>
+void attention_decode_cuda(T* out, const T* q, long q_stride, const T* kc, const T* vc, int B, int n, int pos0,
+                           int NH, int KV, int hd, int Tmax, cudaStream_t s);
+
 extern template void attention_forward_cuda<float>(float*, float*, const float*, int, int, int, int,
                                                    int, cudaStream_t);
 extern template void attention_forward_cuda<bf16>(bf16*, float*, const bf16*, int, int, int, int,

@@ -10,13 +10,13 @@ namespace tessera {
 
 template <typename T>
 static __global__ void rope_kernel(T* x, long rows, int T_, int heads, int half, long stride,
-                                   const float* inv_freq, float sign) {
+                                   const float* inv_freq, float sign, int pos0) {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= rows * half) return;
     const long row = i / half;
     const int j = (int)(i % half);
     float sn, cs;
-    sincosf((float)(row % T_) * inv_freq[j], &sn, &cs);
+    sincosf((float)(pos0 + row % T_) * inv_freq[j], &sn, &cs);
     sn *= sign;
     T* p = x + row * stride + j;
     for (int h = 0; h < heads; ++h, p += 2 * half) {
@@ -28,18 +28,18 @@ static __global__ void rope_kernel(T* x, long rows, int T_, int heads, int half,
 
 template <typename T>
 void rope_cuda(T* x, int B, int T_, int heads, int hd, long stride, const float* inv_freq,
-               bool inverse, cudaStream_t s) {
+               bool inverse, cudaStream_t s, int pos0) {
     TS_CUDA_REQUIRE(B >= 0 && T_ > 0 && heads >= 0 && hd > 0 && hd % 2 == 0 && stride >= (long)heads * hd,
                     "rope_cuda: bad shape B=", B, " T=", T_, " heads=", heads, " hd=", hd, " stride=", stride);
     const long rows = (long)B * T_, n = rows * (hd / 2);
     if (n == 0 || heads == 0) return;
     TS_CUDA_REQUIRE(x && inv_freq, "rope_cuda: null x/inv_freq");
     rope_kernel<T><<<ceil_div(n, 256), 256, 0, s>>>(x, rows, T_, heads, hd / 2, stride, inv_freq,
-                                                    inverse ? -1.0f : 1.0f);
+                                                    inverse ? -1.0f : 1.0f, pos0);
     CUDA_CHECK_LAUNCH("rope_kernel");
 }
 
-template void rope_cuda<float>(float*, int, int, int, int, long, const float*, bool, cudaStream_t);
-template void rope_cuda<bf16>(bf16*, int, int, int, int, long, const float*, bool, cudaStream_t);
+template void rope_cuda<float>(float*, int, int, int, int, long, const float*, bool, cudaStream_t, int);
+template void rope_cuda<bf16>(bf16*, int, int, int, int, long, const float*, bool, cudaStream_t, int);
 
 }  // namespace tessera
