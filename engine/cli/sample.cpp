@@ -8,6 +8,9 @@
 #include "engine/core/error.h"
 #include "engine/data/tokenizer.h"
 #include "engine/io/checkpoint.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "engine/kernels/cuda/device.cuh"
+#endif
 #include "engine/model/gpt.h"
 #include "engine/parallel/layer_ops.h"
 #include "engine/train/sampler.h"
@@ -72,6 +75,14 @@ int cli_sample(const CliArgs& args) {
         for (const auto& p : table.entries()) weights.read_f32(p.name, p.shape, params.data() + p.offset);
         if (device.empty()) device = cfg.runtime.device;
         const bool cuda = device == "cuda";
+        if (cuda) {
+#ifdef TESSERA_HAVE_CUDA
+            TS_CHECK(cuda_device_count() > 0, "sample: --device cuda, but no CUDA GPU is visible");
+            cuda_device_init(0);  // the stream and the allocator CUDA tensors come from
+#else
+            throw InputError("sample: --device cuda needs a CUDA build of tessera");
+#endif
+        }
         LayerOps& ops = layer_ops_for(cuda ? Device::cuda : Device::cpu,
                                       cuda && cfg.runtime.precision == "bf16" ? DType::bf16 : DType::f32);
         LayerDecoder decoder(shape, ops, params);
