@@ -21,11 +21,9 @@ from torch_llama_ops import inv_freq, rope
 def rmsnorm(x, w, eps):
     return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 
-def main():
-    t, meta = st_read(sys.argv[1])
-    c = json.loads(meta["config"])
-    inputs, targets = t.pop("inputs").long(), t.pop("targets").long()
-    params = {k: v.clone().requires_grad_() for k, v in t.items()}
+def llama_loss(params, inputs, targets, c):
+    """The mean next-token cross-entropy of the (B, T) inputs against the targets."""
+    inputs, targets = inputs.long(), targets.long()
     B, T = inputs.shape
     NH, KV, hd, F, eps = c["n_head"], c["n_kv_head"], c["head_dim"], c["ffn"], c["norm_eps"]
     inv = inv_freq(hd, c["rope_theta"], c["rope_scaling"])
@@ -57,7 +55,14 @@ def main():
     h = rmsnorm(h, params["model.norm.weight"], eps)
     head = params["model.embed_tokens.weight"] if c["tie_embeddings"] else params["lm_head.weight"]
     logits = h @ head.T
-    loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+    return torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+def main():
+    t, meta = st_read(sys.argv[1])
+    c = json.loads(meta["config"])
+    inputs, targets = t.pop("inputs"), t.pop("targets")
+    params = {k: v.clone().requires_grad_() for k, v in t.items()}
+    loss = llama_loss(params, inputs, targets, c)
     loss.backward()
     out = {"loss": loss.detach().reshape(1)}
     for k, v in params.items(): out["grad." + k] = v.grad

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PyTorch reference for Tessera's model tests (Debian python3-torch, CPU, fp32).
 
-usage: torch_ref.py gpt|mlp IN.safetensors OUT.safetensors
+usage: torch_ref.py gpt|mlp|llama IN.safetensors OUT.safetensors (llama: torch_llama_ref.py's
+forward, its config in the hyper JSON)
 
 IN holds the model's parameters under Tessera's names, the batches ("inputs.<k>",
 "targets.<k>" or "features.<k>") and a "hyper" metadata JSON. OUT receives, computed by PyTorch:
@@ -105,9 +106,14 @@ def main():
     h = json.loads(meta["hyper"])
     names = json.loads(meta["params"])
     P = {n: T[n].clone().requires_grad_(True) for n in names}
-    lossf = gpt_loss if kind == "gpt" else mlp_loss
+    if kind == "llama":
+        sys.path.insert(0, __file__.rsplit("/", 1)[0])
+        from torch_llama_ref import llama_loss
+        lossf = llama_loss
+    else:
+        lossf = gpt_loss if kind == "gpt" else mlp_loss
     def batch(k):
-        x = T[f"inputs.{k}"] if kind == "gpt" else T[f"features.{k}"]
+        x = T[f"inputs.{k}"] if kind != "mlp" else T[f"features.{k}"]
         return x, T[f"targets.{k}"]
     out = {}
     x, y = batch(0)

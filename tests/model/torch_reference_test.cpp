@@ -1,6 +1,7 @@
-// GPT and MLP against PyTorch (python3-torch, CPU, fp32, same weights): the loss and every
-// parameter gradient of one batch, then 10 AdamW steps (clipping, warmup + cosine) — losses and
-// final parameters. The reference is tests/model/torch_ref.py, run with /usr/bin/python3.
+// GPT, the MLP and the Llama family (the parallel runtime's layers on one CPU rank) against
+// PyTorch (python3-torch, CPU, fp32, same weights): the loss and every parameter gradient of one
+// batch, then 10 AdamW steps (clipping, warmup + cosine) — losses and final parameters. The
+// reference is tests/model/torch_ref.py, run with /usr/bin/python3.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "engine/model/gpt_import.h"
 #include "engine/model/mlp.h"
 #include "engine/optim/optimizer.h"
+#include "engine/parallel/tp_layers.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -60,7 +62,7 @@ SafetensorsFile run_reference(Case& c, const fs::path& dir) {
     }
     for (size_t k = 0; k < c.batches.size(); ++k) {
         const Batch& b = c.batches[k];
-        if (c.kind == "gpt") {
+        if (c.kind != "mlp") {
             views.push_back({"inputs." + std::to_string(k), DType::i32,
                              {b.batch_size, b.seq_len}, b.inputs.data()});
             views.push_back({"targets." + std::to_string(k), DType::i32,
@@ -175,6 +177,84 @@ TEST(TorchReference, GptLossGradientsAndTenAdamWSteps) {
         c.batches.push_back(std::move(b));
     }
     check_against_torch(c, "gpt");
+}
+
+// The Llama family's layers (engine/parallel/llama_layers.cpp) on one CPU rank as a Model: the
+// runtime's own forward and backward over the whole model.
+class LlamaLayers final : public Model {
+public:
+    explicit LlamaLayers(const LlamaDims& d) {
+        shape_.family = ModelShape::Family::llama;
+        shape_.llama = d;
+        allocate(shape_.param_table());
+    }
+    StepResult forward_backward(const Batch& b, float loss_scale) override {
+        if (loss_scale != scale_) build(loss_scale);  // the head makes d(loss_scale · Σ losses)
+        for (auto& l : layers_) ++l->weights_version;  // the optimizer moved the weights
+        Tensor x;
+        for (auto& l : layers_) x = l->forward(0, std::move(x), b);
+        StepResult r;
+        r.count = (int64_t)b.batch_size * b.seq_len;
+        for (int64_t i = 0; i < r.count; ++i) r.loss_sum += x.f32()[i];
+        Tensor dx;
+        for (size_t i = layers_.size(); i-- > 0;) dx = layers_[i]->backward(0, std::move(dx), b);
+        return r;
+    }
+    StepResult evaluate(const Batch&) override { throw Error("LlamaLayers: training steps only"); }
+    std::vector<LayerSpec> layer_specs() const override { return shape_.layer_specs(); }
+    int targets_per_sample() const override { return shape_.llama.seq_len; }
+    double train_flops_per_target() const override { return 0.0; }
+    std::string describe() const override { return "llama layers"; }
+
+private:
+    void build(float loss_scale) {
+        scale_ = loss_scale;
+        layers_.clear();
+        ShardSpec spec{shape_, TpGroup{}, Recompute::none, &layer_ops_cpu(), loss_scale};
+        for (int i = 0; i < shape_.n_layers(); ++i) {
+            layers_.push_back(layer_create(spec, i, layers_.empty() ? nullptr : layers_[0].get()));
+            for (const auto& p : layers_.back()->table().entries()) {
+                layers_.back()->param_ptr.push_back(params_.f32() + table_.at(p.name).offset);
+                layers_.back()->grad_ptr.push_back(grads_.f32() + table_.at(p.name).offset);
+                layers_.back()->param16_ptr.push_back(nullptr);
+            }
+        }
+    }
+    ModelShape shape_;
+    float scale_ = 0.0f;
+    std::vector<std::unique_ptr<Layer>> layers_;
+};
+
+// Grouped-query attention, Qwen3's q/k norm, Llama 3's rotary scaling and an untied head.
+TEST(TorchReference, LlamaLossGradientsAndTenAdamWSteps) {
+    LlamaDims d;
+    d.n_layer = 2, d.n_head = 4, d.n_kv_head = 2, d.head_dim = 8, d.d_model = 32, d.ffn = 48;
+    d.seq_len = 16, d.vocab = 61, d.norm_eps = 1e-5f, d.rope_theta = 500.0f;
+    d.rope_scaling = {"llama3", 8.0, 1.0, 4.0, 8};
+    d.tie_embeddings = false, d.qk_norm = true;
+    Case c;
+    c.kind = "llama";
+    c.model = std::make_unique<LlamaLayers>(d);
+    c.model->init_params(5);
+    c.hyper = base_hyper();
+    c.hyper.update({{"n_layer", d.n_layer}, {"n_head", d.n_head}, {"n_kv_head", d.n_kv_head},
+                    {"head_dim", d.head_dim}, {"ffn", d.ffn}, {"norm_eps", d.norm_eps},
+                    {"rope_theta", d.rope_theta}, {"qkv_bias", false}, {"qk_norm", true},
+                    {"tie_embeddings", false},
+                    {"rope_scaling", {{"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                                      {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8}}}});
+    std::mt19937 rng(13);
+    for (int k = 0; k < 10; ++k) {
+        Batch b;
+        b.batch_size = 3;
+        b.seq_len = d.seq_len;
+        for (int i = 0; i < b.batch_size * b.seq_len; ++i) {
+            b.inputs.push_back(rng() % d.vocab);
+            b.targets.push_back(rng() % d.vocab);
+        }
+        c.batches.push_back(std::move(b));
+    }
+    check_against_torch(c, "llama");
 }
 
 TEST(TorchReference, MlpLossGradientsAndTenAdamWSteps) {
