@@ -394,6 +394,14 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
               "RMSNorm · attention 14 heads / 2 kv, head_dim 64, qkv bias · RMSNorm · SwiGLU ffn 4864");
     EXPECT_EQ(table->index(table->rowCount() - 1, C::Params).data(Qt::UserRole).toLongLong(), 494032768);
 
+    // Qwen3: q/k norm, head_dim 128 wider than hidden / heads (1024 / 16)
+    choose(family, "Qwen3");
+    EXPECT_EQ(doc.config().model.preset, "qwen3-0.6b");
+    EXPECT_EQ(cell(table, 1, C::Structure),
+              "RMSNorm · attention 16 heads / 8 kv, head_dim 128, q/k norm · RMSNorm · SwiGLU ffn 3072");
+    // the published Qwen3-0.6B: 0.44B non-embedding parameters, 151936 × 1024 tied embedding
+    EXPECT_EQ(table->index(table->rowCount() - 1, C::Params).data(Qt::UserRole).toLongLong(), 596049920);
+
     // Llama 3.2: llama3 rotary scaling in the embedding row
     choose(family, "Llama 3");
     choose(preset, "llama-3.2-1b");
@@ -412,7 +420,7 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
     EXPECT_EQ(tessera::model_check_config(doc.config()), "");
 
     // every pick was one undo step
-    EXPECT_EQ(doc.undoStack()->count(), 8);
+    EXPECT_EQ(doc.undoStack()->count(), 9);
     while (doc.undoStack()->canUndo()) doc.undoStack()->undo();
     EXPECT_EQ(doc.config().model.preset, "gpt-tiny");
     EXPECT_EQ(family->currentText(), "GPT-2");
@@ -440,7 +448,7 @@ TEST_F(StudioTest, OpenModelFolderRefusesBadFoldersWithTheEngineMessageAndKeepsT
     for (const Bad& b : {Bad{"no_config", "", "config.json: model.init_from is a folder, expected its config.json"},
                          Bad{"not_json", "{\"architectures\": [\"LlamaForCausalLM\",", "config.json: not JSON"},
                          Bad{"bert", bert, "architectures: expected one of LlamaForCausalLM, MistralForCausalLM, "
-                                           "Qwen2ForCausalLM, GPT2LMHeadModel, found BertForMaskedLM"},
+                                           "Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, found BertForMaskedLM"},
                          Bad{"no_weights", llama, "expected model.safetensors in the model folder"}}) {
         SCOPED_TRACE(b.name);
         const QString bad = tmp.filePath(b.name);

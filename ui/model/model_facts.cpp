@@ -80,11 +80,14 @@ LayerStructure llama_structure(const ModelConfig& m, const LayerSpec& s) {
         return {str_cat("RMSNorm · lm_head ", dims(V, C)),
                 str_cat(norm, "\nlm_head ", dims(V, C), " = ", count(V * C))};
     }
-    const int64_t attn = (Q + 2 * K) * C + (m.qkv_bias ? Q + 2 * K : 0) + Q * C, mlp = 3 * F * C;
+    const int64_t attn = (Q + 2 * K) * C + (m.qkv_bias ? Q + 2 * K : 0) + (m.qk_norm ? 2 * m.head_dim : 0) + Q * C,
+                  mlp = 3 * F * C;
     return {str_cat("RMSNorm · attention ", m.n_head, " heads / ", m.n_kv_head, " kv, head_dim ",
-                    m.head_dim, m.qkv_bias ? ", qkv bias" : "", " · RMSNorm · SwiGLU ffn ", m.ffn),
+                    m.head_dim, m.qkv_bias ? ", qkv bias" : "", m.qk_norm ? ", q/k norm" : "",
+                    " · RMSNorm · SwiGLU ffn ", m.ffn),
             str_cat("attention: q ", dims(Q, C), ", k and v ", dims(K, C), " each, o ", dims(C, Q),
-                    m.qkv_bias ? ", q/k/v biases" : "", " = ", count(attn),
+                    m.qkv_bias ? ", q/k/v biases" : "", m.qk_norm ? str_cat(", q/k norm 2 × ", m.head_dim) : "",
+                    " = ", count(attn),
                     "\nMLP (SwiGLU): gate and up ", dims(F, C), " each, down ", dims(C, F), " = ",
                     count(mlp), "\nRMSNorm × 2: ", 2 * C)};
 }
