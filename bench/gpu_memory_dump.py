@@ -8,13 +8,12 @@ import json, os, sqlite3, subprocess, sys, tempfile
 import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from device_memory import DeviceMemorySampler
+from throughput_runs import random_shard
 tess = sys.argv[1]; out = sys.argv[2]
 gpus = int(sys.argv[sys.argv.index("--gpus") + 1]) if "--gpus" in sys.argv else 2
 work = tempfile.mkdtemp()
 shard = os.path.join(work, "random.bin")
-rng = np.random.default_rng(0); n = 5_000_000
-hdr = np.zeros(256, dtype=np.int32); hdr[0], hdr[1], hdr[2] = 20240520, 1, n
-with open(shard, "wb") as f: f.write(hdr.tobytes()); f.write(rng.integers(0, 50257, n, dtype=np.uint16).tobytes())
+random_shard(shard, 50257, 5_000_000)
 plans = {"plain": [], "selective": ["parallel.recompute=selective"], "full": ["parallel.recompute=full"],
          "offload": ["parallel.offload_activations=true"], "accum4_mb4": ["train.micro_batch=4", "train.grad_accum=4"],
          "dp2": ["parallel.dp=2"], "zero1_dp2": ["parallel.dp=2", "parallel.zero=1"], "zero2_dp2": ["parallel.dp=2", "parallel.zero=2"],

@@ -10,6 +10,9 @@
 import json, os, sqlite3, subprocess, sys, tempfile
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from throughput_runs import random_shard
+
 tess = sys.argv[1]; out = sys.argv[2]
 steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 30
 warm = 10
@@ -31,9 +34,7 @@ if "--plans" in sys.argv:
     plans = {k: v for k, v in plans.items() if k in keep}
 work = tempfile.mkdtemp()
 shard = os.path.join(work, "random.bin")
-rng = np.random.default_rng(0); n = 5_000_000
-hdr = np.zeros(256, dtype=np.int32); hdr[0], hdr[1], hdr[2] = 20240520, 1, n
-with open(shard, "wb") as f: f.write(hdr.tobytes()); f.write(rng.integers(0, 50257, n, dtype=np.uint16).tobytes())
+random_shard(shard, 50257, 5_000_000)
 res = {}
 print(f"{'plan':<22} {'measured tok/s':>14} {'predicted':>10} {'error':>7}   predicted parts (ms): gemm attention other optimizer", flush=True)
 for tag, sets in plans.items():

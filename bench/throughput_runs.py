@@ -12,13 +12,15 @@ from device_memory import DeviceMemorySampler
 
 
 def random_shard(path, vocab, n=50_000_000):
-    """A token shard (engine/data/shard.h: 256 int32 header, uint16 tokens) of uniform ids < vocab."""
+    """A token shard (engine/data/shard.h: 256 int32 header; version 1 uint16 tokens, version 2
+    uint32 for vocabularies past 65,536) of uniform ids < vocab."""
     rng = np.random.default_rng(0)
+    wide = vocab > 65536
     hdr = np.zeros(256, dtype=np.int32)
-    hdr[0], hdr[1], hdr[2] = 20240520, 1, n
+    hdr[0], hdr[1], hdr[2] = 20240520, 2 if wide else 1, n
     with open(path, "wb") as f:
         f.write(hdr.tobytes())
-        f.write(rng.integers(0, min(vocab, 65536), n, dtype=np.uint16).tobytes())
+        f.write(rng.integers(0, vocab, n, dtype=np.uint32 if wide else np.uint16).tobytes())
 
 
 def plan(tessera, cfg, sets):

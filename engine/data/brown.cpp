@@ -125,12 +125,11 @@ ShardPaths brown_prepare(const std::string& vocab, bool force) {
         encoded[d] = tok->encode(text);
         if (tok->eot_token() >= 0) encoded[d].insert(encoded[d].begin(), tok->eot_token());
     }
-    std::vector<uint16_t> train, val;
+    std::vector<uint32_t> train, val;
     for (size_t d = 0; d < docs.size(); d++) {
-        std::vector<uint16_t>& dst = brown_is_val_document(d) ? val : train;
+        std::vector<uint32_t>& dst = brown_is_val_document(d) ? val : train;
         for (int t : encoded[d]) {
-            TS_CHECK(t >= 0 && t < 65536, "token id ", t, " does not fit a uint16 shard");
-            dst.push_back((uint16_t)t);
+            dst.push_back((uint32_t)t);
         }
     }
     shard_write(paths.train, train);

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -19,7 +20,7 @@ struct FileCloser {
 using FilePtr = std::unique_ptr<FILE, FileCloser>;
 }  // namespace
 
-void shard_write(const std::string& path, const std::vector<uint16_t>& tokens) {
+void shard_write(const std::string& path, const std::vector<uint32_t>& tokens) {
     if (tokens.size() > (size_t)std::numeric_limits<int32_t>::max())
         throw InputError(str_cat(path, ": ", tokens.size(), " tokens do not fit one shard (max 2^31-1)"));
     std::filesystem::path p(path);
@@ -27,14 +28,19 @@ void shard_write(const std::string& path, const std::vector<uint16_t>& tokens) {
     std::string tmp = str_cat(path, ".tmp.", getpid());
     int32_t header[kShardHeaderInts] = {};
     header[0] = kShardMagic;
-    header[1] = kShardVersion;
+    const bool wide = std::any_of(tokens.begin(), tokens.end(), [](uint32_t t) { return t > 0xFFFF; });
+    header[1] = wide ? kShardVersion32 : kShardVersion;
     header[2] = (int32_t)tokens.size();
     {
         FilePtr f(std::fopen(tmp.c_str(), "wb"));
         if (!f) throw Error(str_cat("cannot write shard ", tmp, " (check the folder is writable)"));
         bool ok = std::fwrite(header, sizeof(header), 1, f.get()) == 1;
-        if (!tokens.empty())
-            ok = ok && std::fwrite(tokens.data(), sizeof(uint16_t), tokens.size(), f.get()) == tokens.size();
+        if (wide) {
+            ok = ok && std::fwrite(tokens.data(), sizeof(uint32_t), tokens.size(), f.get()) == tokens.size();
+        } else if (!tokens.empty()) {
+            const std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
+            ok = ok && std::fwrite(narrow.data(), sizeof(uint16_t), narrow.size(), f.get()) == narrow.size();
+        }
         ok = std::fflush(f.get()) == 0 && ok;
         if (!ok) {
             f.reset();
@@ -48,7 +54,7 @@ void shard_write(const std::string& path, const std::vector<uint16_t>& tokens) {
     }
 }
 
-std::vector<uint16_t> shard_read(const std::string& path) {
+std::vector<uint32_t> shard_read(const std::string& path) {
     FilePtr f(std::fopen(path.c_str(), "rb"));
     if (!f) throw InputError(str_cat("token shard not found: ", path));
     std::fseek(f.get(), 0, SEEK_END);
@@ -63,18 +69,26 @@ std::vector<uint16_t> shard_read(const std::string& path) {
     if (header[0] != kShardMagic)
         throw InputError(str_cat(path, ": bad magic in token shard header: expected ", kShardMagic,
                                  ", found ", header[0], " (not an llm.c .bin shard)"));
-    if (header[1] != kShardVersion)
-        throw InputError(str_cat(path, ": unsupported token shard version: expected ", kShardVersion,
-                                 ", found ", header[1]));
+    if (header[1] != kShardVersion && header[1] != kShardVersion32)
+        throw InputError(str_cat(path, ": unsupported token shard version: expected ", kShardVersion, " (uint16) or ",
+                                 kShardVersion32, " (uint32), found ", header[1]));
+    const long width = header[1] == kShardVersion32 ? 4 : 2;
     int32_t count = header[2];
-    long expected = (long)sizeof(header) + 2L * (count < 0 ? 0 : count);
+    long expected = (long)sizeof(header) + width * (count < 0 ? 0 : count);
     if (count < 0 || size != expected)
         throw InputError(str_cat(path, ": ", size < expected ? "truncated" : "oversized",
                                  " token shard: header says ", count, " tokens (", expected,
                                  " bytes), found ", size, " bytes"));
-    std::vector<uint16_t> tokens((size_t)count);
-    if (count > 0 && std::fread(tokens.data(), sizeof(uint16_t), tokens.size(), f.get()) != tokens.size())
-        throw InputError(str_cat(path, ": short read of ", count, " tokens"));
+    std::vector<uint32_t> tokens((size_t)count);
+    bool ok = true;
+    if (width == 4) {
+        ok = count == 0 || std::fread(tokens.data(), 4, tokens.size(), f.get()) == tokens.size();
+    } else if (count > 0) {
+        std::vector<uint16_t> narrow((size_t)count);
+        ok = std::fread(narrow.data(), 2, narrow.size(), f.get()) == narrow.size();
+        std::copy(narrow.begin(), narrow.end(), tokens.begin());
+    }
+    if (!ok) throw InputError(str_cat(path, ": short read of ", count, " tokens"));
     return tokens;
 }
 

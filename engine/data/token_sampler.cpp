@@ -21,7 +21,7 @@ int64_t token_sampler_start(uint64_t seed, int64_t step, int64_t sample, int64_t
     return (int64_t)(((unsigned __int128)h * range) >> 64);  // multiply-shift: no modulo bias
 }
 
-void sample_token_batch(const std::vector<uint16_t>& tokens, uint64_t seed, int64_t step,
+void sample_token_batch(const std::vector<uint32_t>& tokens, uint64_t seed, int64_t step,
                         int64_t first_sample, int n_samples, int seq_len, int32_t* inputs,
                         int32_t* targets) {
     if (seq_len < 1) throw InputError(str_cat("token sampler: seq_len must be >= 1, found ", seq_len));
@@ -34,7 +34,7 @@ void sample_token_batch(const std::vector<uint16_t>& tokens, uint64_t seed, int6
                                  seq_len + 1));
     for (int r = 0; r < n_samples; r++) {
         int64_t start = token_sampler_start(seed, step, first_sample + r, n, seq_len);
-        const uint16_t* src = tokens.data() + start;
+        const uint32_t* src = tokens.data() + start;
         int32_t* in = inputs + (int64_t)r * seq_len;
         int32_t* tg = targets + (int64_t)r * seq_len;
         for (int t = 0; t < seq_len; t++) {

@@ -12,7 +12,7 @@ int64_t token_sampler_start(uint64_t seed, int64_t step, int64_t sample, int64_t
 
 // inputs, targets are (n_samples, seq_len) int32; row r is global sample first_sample + r;
 // targets[r][t] = inputs[r][t+1] within the window. InputError if tokens.size() < seq_len + 1.
-void sample_token_batch(const std::vector<uint16_t>& tokens, uint64_t seed, int64_t step,
+void sample_token_batch(const std::vector<uint32_t>& tokens, uint64_t seed, int64_t step,
                         int64_t first_sample, int n_samples, int seq_len, int32_t* inputs,
                         int32_t* targets);
 

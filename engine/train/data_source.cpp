@@ -15,7 +15,7 @@ namespace {
 // ---- GPT: windows of seq_len + 1 tokens from llm.c token shards -------------------------------
 class TokenData final : public DataSource {
 public:
-    TokenData(std::vector<uint16_t> train, std::vector<uint16_t> val, int seq_len, uint64_t seed,
+    TokenData(std::vector<uint32_t> train, std::vector<uint32_t> val, int seq_len, uint64_t seed,
               int vocab, std::string desc)
         : train_(std::move(train)), val_(std::move(val)), seq_len_(seq_len), seed_(seed),
           vocab_(vocab), desc_(std::move(desc)) {}
@@ -31,7 +31,7 @@ public:
     std::string describe() const override { return desc_; }
 
 private:
-    Batch make(const std::vector<uint16_t>& tokens, uint64_t seed, int64_t step, int64_t first,
+    Batch make(const std::vector<uint32_t>& tokens, uint64_t seed, int64_t step, int64_t first,
                int n) const {
         Batch b;
         b.batch_size = n;
@@ -42,7 +42,7 @@ private:
                            b.targets.data());
         return b;
     }
-    std::vector<uint16_t> train_, val_;
+    std::vector<uint32_t> train_, val_;
     int seq_len_;
     uint64_t seed_;
     int vocab_;
@@ -128,8 +128,8 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
     const bool own_ids = d.dataset.empty() && cfg.model.vocab_size > 0;
     const int vocab = own_ids ? cfg.model.vocab_size : tok->vocab_size();
     for (auto* v : {&train, &val})
-        for (uint16_t t : *v)
-            if (t >= vocab)
+        for (uint32_t t : *v)
+            if (t >= (uint32_t)vocab)
                 throw InputError(own_ids ? str_cat(v == &train ? train_path : val_path, ": token id ", t,
                                                    " outside the model's vocabulary (vocab_size ", vocab, ")")
                                          : str_cat(v == &train ? train_path : val_path, ": token id ", t,

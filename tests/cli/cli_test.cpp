@@ -11,6 +11,7 @@
 
 #include "cli_test_util.h"
 #include "engine/config/config.h"
+#include "engine/data/shard.h"
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
@@ -348,6 +349,27 @@ log: {db: runs.db, every: 1}
     ProcResult bad = run_tessera({"sample", "--checkpoint", t / "ck", "--device", "gpu"});
     EXPECT_NE(bad.exit_code, 0);
     EXPECT_NE(bad.err.find("--device: expected cpu or cuda, found 'gpu'"), std::string::npos) << show(bad);
+}
+
+// A user's own token shard with ids past uint16 (a Llama 3 / Qwen vocabulary): the uint32 shard
+// variant trains a model whose embedding has the rows; a model with fewer rows is refused with
+// the file and the id named, before anything is written.
+TEST(CliData, WideTokenShardTrainsAndOutOfVocabularyIdsAreNamed) {
+    TempDir t;
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < 4096; ++i) ids.push_back((i * 2654435761u) % 70000u);
+    tessera::shard_write(t / "wide.bin", ids);
+    auto yaml = [&](int vocab) {
+        return "name: wide\nmodel: {preset: llama-tiny, n_layer: 1, seq_len: 16, vocab_size: " + std::to_string(vocab) +
+               "}\ndata: {train: wide.bin}\ntrain: {steps: 2, micro_batch: 2, eval_every: 0}\nlog: {db: runs.db, every: 1}\n";
+    };
+    write_file(t / "p.yaml", yaml(70000));
+    train_ok({t / "p.yaml"});
+    write_file(t / "small.yaml", yaml(60000));
+    ProcResult r = run_tessera({"train", t / "small.yaml"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("wide.bin: token id"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("outside the model's vocabulary (vocab_size 60000)"), std::string::npos) << show(r);
 }
 
 // 9. ---------------------------------------------------------------------------------------

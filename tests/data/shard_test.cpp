@@ -39,8 +39,8 @@ void file_put(const std::string& path, const std::vector<char>& b) {
 
 TEST(Shard, WriteReadRoundTrip) {
     TempDir tmp;
-    std::vector<uint16_t> tokens;
-    for (int i = 0; i < 5000; i++) tokens.push_back((uint16_t)(i * 7919 % 65536));
+    std::vector<uint32_t> tokens;
+    for (int i = 0; i < 5000; i++) tokens.push_back((uint32_t)(i * 7919 % 65536));
     std::string path = tmp.file("sub/dir/train.bin");  // parent folders are created
     shard_write(path, tokens);
     EXPECT_EQ(shard_read(path), tokens);
@@ -58,6 +58,25 @@ TEST(Shard, WriteReadRoundTrip) {
     // Empty shard and overwrite.
     shard_write(path, {});
     EXPECT_TRUE(shard_read(path).empty());
+}
+
+// Ids past uint16 (Llama 3's 128256, Qwen's 151936 rows) write the uint32 variant (version 2),
+// read back as they were; a file of such ids with a bad size is refused like a version-1 one.
+TEST(Shard, WideIdsWriteVersionTwo) {
+    TempDir tmp;
+    std::vector<uint32_t> tokens{0, 65535, 65536, 151935, 7};
+    std::string path = tmp.file("wide.bin");
+    shard_write(path, tokens);
+    EXPECT_EQ(shard_read(path), tokens);
+    EXPECT_EQ(std::filesystem::file_size(path), 1024u + 4u * tokens.size());
+    std::vector<char> b = file_bytes(path);
+    int32_t header[3];
+    std::memcpy(header, b.data(), sizeof(header));
+    EXPECT_EQ(header[1], 2);
+    EXPECT_EQ(header[2], 5);
+    b.pop_back();
+    file_put(path, b);
+    expect_read_error(path, {"truncated", "5 tokens", "1044", "1043"});
 }
 
 TEST(Shard, RejectsMissingFile) { expect_read_error("/nonexistent/x.bin", {"not found"}); }
@@ -98,8 +117,8 @@ TEST(Shard, RejectsTruncatedFiles) {
 }
 
 TEST(TokenSampler, WindowsAreShiftedTargets) {
-    std::vector<uint16_t> tokens(1000);
-    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (uint16_t)i;
+    std::vector<uint32_t> tokens(1000);
+    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (uint32_t)i;
     const int n = 16, T = 32;
     std::vector<int32_t> in(n * T), tg(n * T);
     sample_token_batch(tokens, 1234, 0, 0, n, T, in.data(), tg.data());
@@ -118,8 +137,8 @@ TEST(TokenSampler, WindowsAreShiftedTargets) {
 }
 
 TEST(TokenSampler, DependsOnlyOnSeedStepAndGlobalIndex) {
-    std::vector<uint16_t> tokens(50000);
-    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (uint16_t)((i * 2654435761u) >> 7);
+    std::vector<uint32_t> tokens(50000);
+    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (uint32_t)(uint16_t)((i * 2654435761u) >> 7);
     const int n = 24, T = 64;
     std::vector<int32_t> whole_in(n * T), whole_tg(n * T);
     sample_token_batch(tokens, 42, 7, 0, n, T, whole_in.data(), whole_tg.data());
@@ -147,7 +166,7 @@ TEST(TokenSampler, DependsOnlyOnSeedStepAndGlobalIndex) {
 }
 
 TEST(TokenSampler, ShortShardIsAnInputError) {
-    std::vector<uint16_t> tokens(64);
+    std::vector<uint32_t> tokens(64);
     std::vector<int32_t> in(64), tg(64);
     EXPECT_THROW(sample_token_batch(tokens, 1, 0, 0, 1, 64, in.data(), tg.data()), InputError);
     EXPECT_NO_THROW(sample_token_batch(tokens, 1, 0, 0, 1, 63, in.data(), tg.data()));
