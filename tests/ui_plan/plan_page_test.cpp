@@ -181,6 +181,36 @@ TEST(PlanPage, GridFollowsMeshOrder) {
     EXPECT_NE(tip.indexOf("stage (pp) 1, TP rank 1, DP rank 0"), -1) << tip.toStdString();
 }
 
+// The Llama family on the Plan page: Llama 3.1 8B over 8 H200s (tp 4 x pp 2, the shipped
+// project) partitions its 32 blocks over two stages and predicts per GPU; moving blocks between
+// the stages is one undoable edit that moves the prediction.
+TEST(PlanPage, Llama8BOverEightGpusPartitionsAndPredicts) {
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/llama-3.1-8b-8xh200", &err)) << err.toStdString();
+    PlanPage page(&doc);
+    page.resize(1400, 980);
+    page.setDeviceName("H200");
+    page.show();
+    QApplication::processEvents();
+    ASSERT_TRUE(page.hasEstimate()) << page.predictionText().toStdString();
+    const std::vector<int> chunks = page.partitionEditor()->blocksPerChunk();
+    ASSERT_EQ(chunks.size(), 2u);
+    EXPECT_EQ(chunks[0] + chunks[1], 32);
+    const QString before = page.predictionText();
+    EXPECT_FALSE(before.isEmpty());
+    const int undo0 = doc.undoStack()->count();
+    doc.edit("stages", [](RunConfig& c) { c.parallel.stages = {20, 12}; });
+    QApplication::processEvents();
+    EXPECT_EQ(page.partitionEditor()->blocksPerChunk(), (std::vector<int>{20, 12}));
+    EXPECT_NE(page.predictionText(), before) << "an unbalanced split must change the prediction";
+    EXPECT_EQ(doc.undoStack()->count(), undo0 + 1);
+    doc.undoStack()->undo();
+    QApplication::processEvents();
+    EXPECT_EQ(page.predictionText(), before);
+    EXPECT_TRUE(page.grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_llama_8b_8gpu.png"));
+}
+
 TEST(PlanPage, RenderScreenshots) {
     const QString out = QString(TESSERA_BIN_DIR) + "/..";
     {

@@ -153,7 +153,7 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
             p.setBrush(Qt::NoBrush);
             p.drawRect(box);
             if (i == 0 || i == L + 1) {
-                QString t = i == 0 ? "emb" : "LN+head";
+                QString t = i == 0 ? "emb" : "norm+head";
                 if (p.fontMetrics().horizontalAdvance(t) + 4 > box.width()) t = i == 0 ? "" : "head";
                 p.setPen(Qt::white);
                 if (p.fontMetrics().horizontalAdvance(t) + 4 <= box.width()) p.drawText(box, Qt::AlignCenter, t);
@@ -181,7 +181,7 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
     // axis and replicas
     p.setPen(palette().text().color());
     p.drawText(QRectF(r.left(), r.bottom() + 2, r.width(), kBottom - 2), Qt::AlignLeft | Qt::AlignVCenter,
-               QString("embedding → %1 blocks (width = FLOPs) → final LN + head").arg(L));
+               QString("embedding → %1 blocks (width = FLOPs) → final norm + head").arg(L));
     QRectF right(r.right() + 8, r.top(), kRight - 12, r.height());
     for (int k = std::min(m_dp, 3) - 1; k >= 0; --k) {
         QRectF card(right.left() + 4 * k, right.top() + 4 * k, 40, std::min(60.0, r.height() - 12));
@@ -281,7 +281,7 @@ bool PartitionEditor::event(QEvent* e) {
             if (i <= acc || g + 1 == (int)m_chunks.size()) { chunk = g; break; }
         }
         if (i == 0) chunk = 0;
-        QString name = i == 0 ? "embedding" : i == L + 1 ? "final LN + head" : QString("block %1").arg(i - 1);
+        QString name = i == 0 ? "embedding" : i == L + 1 ? "final norm + head" : QString("block %1").arg(i - 1);
         QToolTip::showText(he->globalPos(),
                            QString("%1 — stage %2 (chunk %3)\n%4 MFLOP per token forward, split over TP %5")
                                .arg(name).arg(chunk % m_pp).arg(chunk).arg(m_cost[i] / 1e6, 0, 'f', 1).arg(m_tp),
