@@ -68,54 +68,18 @@ public:
         return out;
     }
 
-    // One rank's cached decoding: the forward over n new tokens per sequence, their keys and
-    // values appended to the block's cache, attention over the cache.
+    // One rank's cached decoding: the block's forward over n new tokens per sequence, their keys
+    // and values appended to the block's cache, attention over the cache.
     Tensor decode(Tensor x, const DecodeStep& st) override {
         TS_CHECK(spec_.tp.size == 1, name_, ": cached decoding runs on one rank");
         TS_CHECK(st.max_len > 0 && st.pos0 + st.n <= st.max_len, name_, ": positions ", st.pos0, "..",
                  st.pos0 + st.n, " beyond the cache of ", st.max_len);
-        const int B = st.B, n = st.n, N = B * n, C = d_.d_model, hd = d_.head_dim, S = Ql_ + 2 * Kl_;
-        const int64_t es = dtype_size(ops_.traits.act);
-        if (!kc_.defined() || cache_B_ != B || cache_len_ != st.max_len) {
-            kc_ = act({B, st.max_len, Kl_});
-            vc_ = act({B, st.max_len, Kl_});
-            cache_B_ = B, cache_len_ = st.max_len;
+        if (!kc_.defined() || cache_B_ != st.B || cache_len_ != st.max_len) {
+            kc_ = act({st.B, st.max_len, Kl_});
+            vc_ = act({st.B, st.max_len, Kl_});
+            cache_B_ = st.B, cache_len_ = st.max_len;
         }
-        const auto kW = MemCategory::workspace;
-        Tensor ln = work({N, C}), r = f32({N}, kW);
-        ops_.rmsnorm_forward(ln.data(), r.f32(), x.data(), w(ln1_), N, C, d_.norm_eps);
-        Tensor qkv = work({N, S});
-        if (d_.qk_norm) {
-            Tensor raw = work({N, S}), rq = f32({N, NHl_}, kW), rk = f32({N, KVl_}, kW);
-            ops_.matmul_forward(raw.data(), ln.data(), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
-            ops_.copy(qkv.data(), raw.data(), qkv.nbytes());
-            ops_.head_rmsnorm_forward(qkv.data(), rq.f32(), raw.data(), w(qn_), N, NHl_, hd, S, d_.norm_eps);
-            ops_.head_rmsnorm_forward(at(qkv, Ql_), rk.f32(), at(raw, Ql_), w(kn_), N, KVl_, hd, S, d_.norm_eps);
-        } else {
-            ops_.matmul_forward(qkv.data(), ln.data(), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
-        }
-        ops_.rope(qkv.data(), B, n, NHl_ + KVl_, hd, S, inv_freq_, false, st.pos0);
-        for (int b = 0; b < B; ++b) {  // the new keys and values into the cache at pos0
-            const int64_t dst = ((int64_t)b * st.max_len + st.pos0) * Kl_ * es, src = (int64_t)b * n * S * es;
-            ops_.copy_rows(static_cast<char*>(kc_.data()) + dst, Kl_ * es,
-                           static_cast<char*>(qkv.data()) + src + Ql_ * es, S * es, n, Kl_ * es);
-            ops_.copy_rows(static_cast<char*>(vc_.data()) + dst, Kl_ * es,
-                           static_cast<char*>(qkv.data()) + src + (Ql_ + Kl_) * es, S * es, n, Kl_ * es);
-        }
-        Tensor att = work({N, Ql_});
-        ops_.attention_decode(att.data(), qkv.data(), S, kc_.data(), vc_.data(), B, n, st.pos0, NHl_, KVl_, hd,
-                              st.max_len);
-        Tensor res = act({N, C});
-        ops_.matmul_forward(res.data(), att.data(), w(o_), nullptr, N, Ql_, C);
-        ops_.add_bias_residual(res.data(), nullptr, x.data(), N, C);
-        ops_.rmsnorm_forward(ln.data(), r.f32(), res.data(), w(ln2_), N, C, d_.norm_eps);
-        Tensor gu = work({N, 2 * Fl_}), a = work({N, Fl_});
-        ops_.matmul_forward(gu.data(), ln.data(), w(gu_), nullptr, N, C, 2 * Fl_);
-        ops_.swiglu_forward(a.data(), gu.data(), N, Fl_);
-        Tensor out = act({B, n, C});
-        ops_.matmul_forward(out.data(), a.data(), w(down_), nullptr, N, Fl_, C);
-        ops_.add_bias_residual(out.data(), nullptr, res.data(), N, C);
-        return out;
+        return std::move(compute(std::move(x), st.B, st.n, &st)[kCount]);
     }
 
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
@@ -197,8 +161,9 @@ private:
     }
 
     // The block's forward from its input x (B, T, C); returns the saved tensors and, at index
-    // kCount, the output.
-    std::vector<Tensor> compute(Tensor x, int B, int T) {
+    // kCount, the output. With a decode step: the T tokens sit at positions pos0 .. pos0 + T, their
+    // keys and values go into the cache and the queries attend over it (nothing is saved).
+    std::vector<Tensor> compute(Tensor x, int B, int T, const DecodeStep* dec = nullptr) {
         const int N = B * T, C = d_.d_model, hd = d_.head_dim, S = Ql_ + 2 * Kl_;
         const auto kA = MemCategory::activations;
         std::vector<Tensor> s(kCount + 1);
@@ -220,10 +185,24 @@ private:
         } else {
             ops_.matmul_forward(D(QKV), D(LN1), w(qkv_), qkv_b_ >= 0 ? w(qkv_b_) : nullptr, N, C, S);
         }
-        ops_.rope(D(QKV), B, T, NHl_ + KVl_, hd, S, inv_freq_, false);  // q heads, then k heads
+        // q heads, then k heads
+        ops_.rope(D(QKV), B, T, NHl_ + KVl_, hd, S, inv_freq_, false, dec ? dec->pos0 : 0);
         s[ATTY] = act({N, Ql_});
-        s[STATS] = ops_.traits.attention_scores ? f32({B, NHl_, T, T}, kA) : f32({B, NHl_, T}, kA);
-        ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Ql_, NHl_, KVl_);
+        if (dec) {
+            const int64_t es = dtype_size(ops_.traits.act);
+            for (int b = 0; b < B; ++b) {  // the new keys and values into the cache at pos0
+                const int64_t dst = ((int64_t)b * dec->max_len + dec->pos0) * Kl_ * es, src = (int64_t)b * T * S * es;
+                ops_.copy_rows(static_cast<char*>(kc_.data()) + dst, Kl_ * es,
+                               static_cast<char*>(D(QKV)) + src + Ql_ * es, S * es, T, Kl_ * es);
+                ops_.copy_rows(static_cast<char*>(vc_.data()) + dst, Kl_ * es,
+                               static_cast<char*>(D(QKV)) + src + (Ql_ + Kl_) * es, S * es, T, Kl_ * es);
+            }
+            ops_.attention_decode(D(ATTY), D(QKV), S, kc_.data(), vc_.data(), B, T, dec->pos0, NHl_, KVl_, hd,
+                                  dec->max_len);
+        } else {
+            s[STATS] = ops_.traits.attention_scores ? f32({B, NHl_, T, T}, kA) : f32({B, NHl_, T}, kA);
+            ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Ql_, NHl_, KVl_);
+        }
         // row-parallel projection: partial sums, all-reduced, then the residual
         s[RES1] = act({N, C});
         ops_.matmul_forward(D(RES1), D(ATTY), w(o_), nullptr, N, Ql_, C);
