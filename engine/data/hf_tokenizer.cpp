@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/data/byte_level.h"
 #include "engine/data/tokenizer.h"
 
 namespace tessera {
@@ -76,15 +77,6 @@ bool utf8_is_valid(std::string_view s) {
         i += n;
     }
     return true;
-}
-
-std::string utf8_encode(uint32_t cp) {
-    std::string s;
-    if (cp < 0x80) s += (char)cp;
-    else if (cp < 0x800) { s += (char)(0xC0 | (cp >> 6)); s += (char)(0x80 | (cp & 0x3F)); }
-    else if (cp < 0x10000) { s += (char)(0xE0 | (cp >> 12)); s += (char)(0x80 | ((cp >> 6) & 0x3F)); s += (char)(0x80 | (cp & 0x3F)); }
-    else { s += (char)(0xF0 | (cp >> 18)); s += (char)(0x80 | ((cp >> 12) & 0x3F)); s += (char)(0x80 | ((cp >> 6) & 0x3F)); s += (char)(0x80 | (cp & 0x3F)); }
-    return s;
 }
 
 // Unicode NFC through ICU (valid UTF-8 in and out).
@@ -184,26 +176,6 @@ json json_read(const std::string& path) {
     } catch (const json::parse_error& e) {
         throw InputError(str_cat(path, ": not valid JSON (byte ", e.byte, "): expected a Hugging Face tokenizer file"));
     }
-}
-
-// The byte-level alphabet: byte b <-> a printable stand-in character (GPT-2's bytes_to_unicode).
-struct ByteLevelMap {
-    std::string encode[256];                        // byte -> UTF-8 of its stand-in
-    std::unordered_map<uint32_t, uint8_t> decode;  // stand-in code point -> byte
-    ByteLevelMap() {
-        int n = 0;
-        for (int b = 0; b < 256; b++) {
-            bool keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            uint32_t cp = keep ? (uint32_t)b : (uint32_t)(256 + n++);
-            encode[b] = utf8_encode(cp);
-            decode[cp] = (uint8_t)b;
-        }
-    }
-};
-
-const ByteLevelMap& byte_level_map() {
-    static const ByteLevelMap m;
-    return m;
 }
 
 // ----------------------------------------------------------------------------------------------
