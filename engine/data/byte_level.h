@@ -10,7 +10,7 @@
 namespace tessera {
 
 struct ByteLevelMap {
-    std::string encode[256];                        // byte -> UTF-8 of its stand-in character
+    std::string encode[256];                       // byte -> UTF-8 of its stand-in character
     std::unordered_map<uint32_t, uint8_t> decode;  // stand-in code point -> byte
 };
 

