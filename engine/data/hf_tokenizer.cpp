@@ -199,9 +199,8 @@ struct AddedToken {
 struct PreStep {
     enum Kind { split_isolated, split_removed, byte_level_regex, metaspace } kind;
     std::shared_ptr<Regex> regex;  // split_*, byte_level_regex
-    bool prefix_space =
-        false;  // byte_level_regex: add_prefix_space; metaspace: prepend_scheme != never
-    bool metaspace_first_only = false;
+    bool prefix_space = false;     // byte_level_regex: add_prefix_space; metaspace: scheme != never
+    bool metaspace_first_only = false;  // metaspace: prepend ▁ only to the text's first segment
 };
 
 class HfBpeTokenizer final : public Tokenizer {
@@ -234,11 +233,11 @@ public:
                 while (b > seg && is_space_byte(t[b - 1])) b--;
             if (a->rstrip)
                 while (e < t.size() && is_space_byte(t[e])) e++;
-            encode_segment(t.substr(seg, b - seg), out);
+            encode_segment(t.substr(seg, b - seg), seg == 0, out);
             out.push_back(a->id);
             seg = i = e;
         }
-        encode_segment(t.substr(seg), out);
+        encode_segment(t.substr(seg), seg == 0, out);
         return out;
     }
 
@@ -553,7 +552,8 @@ private:
         return nullptr;
     }
 
-    void encode_segment(std::string_view seg, std::vector<int>& out) const {
+    // `first`: the segment starts the text (no added token before it).
+    void encode_segment(std::string_view seg, bool first, std::vector<int>& out) const {
         if (seg.empty()) return;
         std::string text(seg);
         if (nfc_) text = unicode_nfc(text);
@@ -573,7 +573,7 @@ private:
             text.swap(r);
         }
         std::vector<std::string> pieces{text};
-        for (const PreStep& s : steps_) pieces = pre_step(s, pieces);
+        for (const PreStep& s : steps_) pieces = pre_step(s, pieces, first);
         std::string mapped;
         const ByteLevelMap& bl = byte_level_map();
         for (const std::string& piece : pieces) {
@@ -588,13 +588,17 @@ private:
         }
     }
 
-    static std::vector<std::string> pre_step(const PreStep& s, const std::vector<std::string>& in) {
+    static std::vector<std::string> pre_step(const PreStep& s, const std::vector<std::string>& in,
+                                             bool first) {
         std::vector<std::string> out;
         for (const std::string& p0 : in) {
             std::string p = p0;
             if (s.kind == PreStep::metaspace) {
-                std::string r = s.prefix_space && p.rfind(" ", 0) != 0 ? "\xE2\x96\x81" : "";
+                std::string r;
                 for (char c : p) r += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+                if (s.prefix_space && (first || !s.metaspace_first_only) &&
+                    r.rfind("\xE2\x96\x81", 0) != 0)
+                    r = "\xE2\x96\x81" + r;
                 out.push_back(r);
                 continue;
             }

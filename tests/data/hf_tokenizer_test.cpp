@@ -31,7 +31,8 @@ std::vector<std::string> tricky_strings() {
         "SHOUTING: IT'S DON'T WE'RE THEY'VE I'LL I'D I'M 'S 'T ''s",
         "CJK 日本語のテキストです。中文文本，简体與繁體。한국어 텍스트",
         "Arabic مرحبا بالعالم، Hebrew שָׁלוֹם עוֹלָם, Devanagari हिन्दी नमस्ते, Thai สวัสดีชาวโลก",
-        "emoji 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 flags 🇺🇸🇯🇵🇩🇪 🎉🎉 text🙂text "
+        "emoji 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 flags 🇺🇸🇯🇵🇩🇪 🎉🎉 "
+        "text🙂text "
         "❤️",
         "combining: e\u0301 a\u0308 n\u0303 Z\u0335\u0321\u0319a\u0337l\u0334g\u0336o (decomposed "
         "and stacked)",
@@ -233,4 +234,41 @@ TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
         EXPECT_NE(std::string(e.what()).find("/nonexistent/dir: not found"), std::string::npos)
             << e.what();
     }
+}
+
+// Llama 2's file rewritten as newer SentencePiece conversions write it (Mistral, Llama 2 with
+// legacy: false): no normalizer, a Metaspace pre-tokenizer that prepends ▁ only to the text's
+// first segment (prepend_scheme "first"), so text after a special token gets no ▁.
+TEST(HfTokenizer, MetaspaceFirstMatchesLenmlTokenizers) {
+    std::string src = model_dir("llama2");
+    TS_REQUIRE_DATA(src + "/tokenizer.json");
+    TS_REQUIRE_DATA(kLenml + "/dist/main.js");
+    TempDir tmp;
+    std::ifstream in(src + "/tokenizer.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    j["normalizer"] = nullptr;
+    j["pre_tokenizer"] = {{"type", "Metaspace"},
+                          {"replacement", "\u2581"},
+                          {"add_prefix_space", true},
+                          {"prepend_scheme", "first"},
+                          {"split", false}};
+    std::ofstream(tmp.file("tokenizer.json")) << j.dump();
+    std::ifstream cfg(src + "/tokenizer_config.json");
+    std::ofstream(tmp.file("tokenizer_config.json")) << cfg.rdbuf();
+
+    std::vector<std::string> texts = tricky_strings();
+    texts.push_back("</s>hello world");
+    texts.push_back("hi</s> there <s>again");
+    Reference ref = node_reference_encode(tmp.path.string(), texts);
+    ASSERT_EQ(ref.ids.size(), texts.size());
+    auto tok = tokenizer_hf(tmp.path.string());
+    for (size_t i = 0; i < texts.size(); i++) {
+        std::vector<int> got = tok->encode(texts[i]);
+        EXPECT_EQ(got, ref.ids[i]) << "text " << i << ": " << texts[i];
+        if (!texts[i].empty() && texts[i][0] != ' ' && texts[i][0] != '\t' && texts[i][0] != '\n')
+            EXPECT_EQ(tok->decode(got), texts[i]) << "text " << i << " does not round-trip";
+    }
+    // the text's first segment gets ▁ ("▁hell" "o"), the segment after </s> none ("hello")
+    EXPECT_EQ(tok->encode("hello"), (std::vector<int>{6312, 28709}));
+    EXPECT_EQ(tok->encode("</s>hello"), (std::vector<int>{2, 21558}));
 }
