@@ -21,6 +21,7 @@ const char* kUsage =
     "  plan CONFIG [--device H200|H100|A100-80GB|A100-40GB|cpu] [--json] [--set k=v]...  estimate memory/time\n"
     "  runs list|show|export --db FILE [--run ID] [--csv]               inspect stored runs\n"
     "  data prepare brown [--vocab bytes|gpt2] [--force] | data prepare fashion-mnist | data where\n"
+    "  data encode|decode --tokenizer FILE|DIR|gpt2|bytes   stdin text <-> ids (tokenizer.json BPE)\n"
     "  preflight CONFIG [--json]                                        check the cluster's hosts\n"
     "  hosts CONFIG [scan | trust HOST [--yes]]                         host keys of the cluster\n"
     "  launch-script CONFIG --format sbatch|mpirun                      the plan for Slurm / mpirun\n"

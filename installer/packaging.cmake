@@ -128,7 +128,7 @@ if(DPKG_SHLIBDEPS AND NOT TESSERA_CUDA)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "libc6, libstdc++6, libgcc-s1, libyaml-cpp0.7, libsqlite3-0, libopenblas0 | libblas3, libgloo0, zlib1g, libgomp1, libqt6widgets6, libqt6gui6, libqt6core6, libqcustomplot2.1-qt6")
+      "libc6, libstdc++6, libgcc-s1, libyaml-cpp0.7, libsqlite3-0, libopenblas0 | libblas3, libgloo0, zlib1g, libpcre2-8-0, libicu72, libgomp1, libqt6widgets6, libqt6gui6, libqt6core6, libqcustomplot2.1-qt6")
 endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist, npm")
 include(CPack)

