@@ -74,7 +74,7 @@ int cli_export(const CliArgs& args) {
     std::vector<float> params(table.total_numel());
     const SafetensorsFile& weights = checkpoint_file(ck, "model");
     for (const ParamInfo& p : table.entries()) weights.read_f32(p.name, p.shape, params.data() + p.offset);
-    const std::string arch = hf_export_architecture(cfg.model, llama_has_qk_norm(table));
+    const std::string arch = hf_export_architecture(cfg.model);
     const std::string config_json = hf_config_json(cfg.model, arch).dump(2) + "\n";
 
     fs::create_directories(out);

@@ -123,8 +123,8 @@ void hf_config_apply(const std::string& dir, ModelConfig& m) {
 // ------------------------------------------------------------------------------------------
 // config.json for `tessera export --hf`
 
-std::string hf_export_architecture(const ModelConfig& m, bool qk_norm) {
-    qk_norm = qk_norm || m.qk_norm;  // the config's key, or a table holding q/k norms
+std::string hf_export_architecture(const ModelConfig& m) {
+    const bool qk_norm = m.qk_norm;
     const std::string family = model_family(m.preset);
     if (family == "gpt") return "GPT2LMHeadModel";
     if (family != "llama")

@@ -14,11 +14,11 @@ namespace tessera {
 nlohmann::json hf_read_json(const std::string& path, const std::string& missing);
 
 // The transformers class a model exports as: GPT2LMHeadModel for a GPT; in the Llama family
-// Qwen3ForCausalLM when it has per-head q/k norms (`qk_norm`), Qwen2ForCausalLM when it has q/k/v
+// Qwen3ForCausalLM when it has per-head q/k norms (model.qk_norm), Qwen2ForCausalLM when it has q/k/v
 // biases (Llama's and Mistral's attention_bias would put a bias on o_proj too),
 // MistralForCausalLM for a Mistral preset or folder, else LlamaForCausalLM. InputError for an MLP
 // or for q/k norms with q/k/v biases (no transformers class has both without an o_proj bias).
-std::string hf_export_architecture(const ModelConfig& m, bool qk_norm);
+std::string hf_export_architecture(const ModelConfig& m);
 
 // The config.json that makes transformers build the model `m` describes (sizes resolved, as
 // config_parse leaves them) as `architecture` (hf_export_architecture); fp32 weights.

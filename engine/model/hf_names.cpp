@@ -34,12 +34,6 @@ std::vector<HfTensor> llama_hf_tensors(const ParamInfo& p, const LlamaDims& d) {
     return {{n, p.shape, 0}};
 }
 
-bool llama_has_qk_norm(const ParamTable& t) {
-    for (const ParamInfo& p : t.entries())
-        if (ends_with(p.name, "self_attn.q_norm.weight")) return true;
-    return false;
-}
-
 std::string gpt_hf_name(const std::string& tessera_name) { return kGptPrefix + tessera_name; }
 
 std::string gpt_tessera_name(const std::string& hf_name) {

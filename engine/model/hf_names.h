@@ -28,8 +28,6 @@ struct HfTensor {
 // together they cover the parameter exactly.
 std::vector<HfTensor> llama_hf_tensors(const ParamInfo& p, const LlamaDims& d);
 
-// Whether a Llama-family table has per-head q/k norms (self_attn.q_norm.weight, Qwen3's).
-bool llama_has_qk_norm(const ParamTable& t);
 
 // The Hugging Face tensor of GPT-2 parameter `p` (of gpt_param_table).
 HfTensor gpt_hf_tensor(const ParamInfo& p);

@@ -43,9 +43,9 @@ std::vector<float> filled(const ParamTable& t) {
 }
 
 void write_folder(const fs::path& dir, const ModelConfig& m, const ParamTable& t, const std::vector<float>& v,
-                  const HfTensorsOf& of, bool qk_norm = false) {
+                  const HfTensorsOf& of) {
     hf_export_weights(t, v.data(), of, (dir / "model.safetensors").string());
-    std::ofstream(dir / "config.json") << hf_config_json(m, hf_export_architecture(m, qk_norm)).dump(2);
+    std::ofstream(dir / "config.json") << hf_config_json(m, hf_export_architecture(m)).dump(2);
 }
 
 nlohmann::json read_json(const fs::path& p) {
@@ -123,25 +123,17 @@ TEST(HfExport, LlamaFamilyFolderReadsBackBitForBit) {
     fs::remove_all(dir);
 }
 
-// A parameter the fused rule does not know (Qwen3's per-head q/k norms, added to the table by
-// a later change) is written under its own name, unchanged; with q/k norms the model is Qwen3.
+// A parameter the fused rule does not know (Qwen3's per-head q/k norms) is written under its own
+// name, unchanged; with q/k norms (model.qk_norm) the model is Qwen3.
 TEST(HfExport, UnfusedParameterKeepsItsNameAndQkNormIsQwen3) {
-    const RunConfig cfg = parse_model("{preset: llama-tiny, n_layer: 1}");
+    const RunConfig cfg = parse_model("{preset: llama-tiny, n_layer: 1, qk_norm: true}");
     const LlamaDims d = model_shape(cfg.model, 0).llama;
-    const ParamTable plain = llama_param_table(d);
-    ParamTable t;
-    for (const ParamInfo& p : plain.entries()) {
-        t.add(p.name, p.shape, p.decay, p.init, p.init_std);
-        if (p.name == "model.layers.0.self_attn.qkv_proj.weight") {
-            t.add("model.layers.0.self_attn.q_norm.weight", {d.head_dim}, false, InitKind::ones);
-            t.add("model.layers.0.self_attn.k_norm.weight", {d.head_dim}, false, InitKind::ones);
-        }
-    }
+    const ParamTable t = llama_param_table(d);
+    ASSERT_NE(t.find("model.layers.0.self_attn.q_norm.weight"), nullptr);
+    ASSERT_NE(t.find("model.layers.0.self_attn.k_norm.weight"), nullptr);
     const std::vector<float> v = filled(t);
     fs::path dir = scratch("qwen3");
-    EXPECT_TRUE(llama_has_qk_norm(t));
-    EXPECT_FALSE(llama_has_qk_norm(plain));
-    write_folder(dir, cfg.model, t, v, [&](const ParamInfo& p) { return llama_hf_tensors(p, d); }, true);
+    write_folder(dir, cfg.model, t, v, [&](const ParamInfo& p) { return llama_hf_tensors(p, d); });
     SafetensorsFile f = SafetensorsFile::open((dir / "model.safetensors").string());
     for (const char* n : {"model.layers.0.self_attn.q_norm.weight", "model.layers.0.self_attn.k_norm.weight"}) {
         const auto* e = f.find(n);
@@ -156,7 +148,7 @@ TEST(HfExport, UnfusedParameterKeepsItsNameAndQkNormIsQwen3) {
     EXPECT_EQ(j["use_sliding_window"], false);
     ModelConfig biased = cfg.model;
     biased.qkv_bias = true;
-    EXPECT_THROW(hf_export_architecture(biased, true), InputError);
+    EXPECT_THROW(hf_export_architecture(biased), InputError);
     fs::remove_all(dir);
 }
 
@@ -217,7 +209,7 @@ TEST(HfExport, GptFolderTransposesConv1dAndReadsBack) {
 // Which class each model exports as, and the keys that keep transformers from adding what
 // Tessera's model has not (an o_proj bias, a sliding window).
 TEST(HfExport, ArchitecturePerModel) {
-    auto arch = [](const std::string& model) { return hf_export_architecture(parse_model(model).model, false); };
+    auto arch = [](const std::string& model) { return hf_export_architecture(parse_model(model).model); };
     EXPECT_EQ(arch("{preset: llama-tiny}"), "LlamaForCausalLM");
     EXPECT_EQ(arch("{preset: llama-3.2-1b}"), "LlamaForCausalLM");
     EXPECT_EQ(arch("{preset: mistral-7b}"), "MistralForCausalLM");

@@ -101,7 +101,7 @@ TEST_P(HfFixture, ExportWritesWhatTransformersWrote) {
     const fs::path out = scratch("export_" + GetParam());
     hf_export_weights(shape.param_table(), params.data(), [&](const ParamInfo& p) { return llama_hf_tensors(p, shape.llama); },
                       (out / "model.safetensors").string());
-    const nlohmann::json written = hf_config_json(cfg.model, hf_export_architecture(cfg.model, false));
+    const nlohmann::json written = hf_config_json(cfg.model, hf_export_architecture(cfg.model));
     std::ofstream(out / "config.json") << written.dump(2);
 
     const SafetensorsFile exported = SafetensorsFile::open((out / "model.safetensors").string());
