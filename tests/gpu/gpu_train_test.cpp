@@ -77,6 +77,38 @@ std::string gpt2_yaml(int steps) {
         if (have < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), found " << have; \
     } while (0)
 
+// bf16 within 0.05 of fp32 at each of `steps` steps, and the fp32 run learned
+void expect_bf16_tracks_fp32(const std::vector<double>& fp32, const std::vector<double>& bf16, size_t steps) {
+    ASSERT_EQ(fp32.size(), steps);
+    ASSERT_EQ(bf16.size(), steps);
+    for (size_t i = 0; i < fp32.size(); ++i) {
+        std::printf("step %2zu fp32 %.5f bf16 %.5f diff %+.5f\n", i + 1, fp32[i], bf16[i], bf16[i] - fp32[i]);
+        EXPECT_NEAR(bf16[i], fp32[i], 0.05) << "step " << i + 1;
+    }
+    EXPECT_LT(fp32.back(), fp32.front() - 1.0) << "the model did not learn";
+}
+
+// Activation offload (pinned host buffers, copy stream, prefetch one layer ahead) moves bytes,
+// never values: the curve is the plain run's exactly. Recompute reruns the same kernels: within
+// 1e-2. Runs tagged prefix + plain|offload|selective|full.
+void expect_offload_and_recompute_keep_the_curve(const std::string& prefix, const std::string& yaml,
+                                                 const std::vector<std::string>& base, size_t steps) {
+    auto plain = train_losses(prefix + "plain", yaml, base);
+    ASSERT_EQ(plain.size(), steps);
+    for (auto [tag, set] : {std::pair{"offload", "parallel.offload_activations=true"},
+                            std::pair{"selective", "parallel.recompute=selective"},
+                            std::pair{"full", "parallel.recompute=full"}}) {
+        auto sets = base;
+        sets.push_back(set);
+        auto got = train_losses(prefix + tag, yaml, sets);
+        ASSERT_EQ(got.size(), steps) << tag;
+        for (size_t i = 0; i < got.size(); ++i) {
+            if (std::string(tag) == "offload") EXPECT_EQ(got[i], plain[i]) << tag << " step " << i + 1;
+            else EXPECT_NEAR(got[i], plain[i], 1e-2) << tag << " step " << i + 1;
+        }
+    }
+}
+
 }  // namespace
 
 TEST(GpuTrain, Bf16StaysWithin005OfFp32OnGpt2) {
@@ -84,13 +116,7 @@ TEST(GpuTrain, Bf16StaysWithin005OfFp32OnGpt2) {
     std::string yaml = gpt2_yaml(20);
     auto fp32 = train_losses("fp32", yaml, {"runtime.precision=fp32"});
     auto bf16 = train_losses("bf16", yaml, {"runtime.precision=bf16"});
-    ASSERT_EQ(fp32.size(), 20u);
-    ASSERT_EQ(bf16.size(), 20u);
-    for (size_t i = 0; i < fp32.size(); ++i) {
-        std::printf("step %2zu fp32 %.5f bf16 %.5f diff %+.5f\n", i + 1, fp32[i], bf16[i], bf16[i] - fp32[i]);
-        EXPECT_NEAR(bf16[i], fp32[i], 0.05) << "step " << i + 1;
-    }
-    EXPECT_LT(fp32.back(), fp32.front() - 1.0) << "the model did not learn";
+    expect_bf16_tracks_fp32(fp32, bf16, 20);
 }
 
 TEST(GpuTrain, TransformersCheckpointLossMatches) {
@@ -182,19 +208,7 @@ TEST(GpuTrainLlama, SampleOnCudaWritesTheCpuText) {
 // Offload moves bytes, recompute reruns the same kernels: the plain run's curve.
 TEST(GpuTrainLlama, OffloadAndRecomputeKeepTheCurve) {
     REQUIRE_GPUS(1);
-    const std::string yaml = llama_small_yaml(6);
-    auto plain = train_losses("llama_plain", yaml, {"runtime.precision=bf16"});
-    ASSERT_EQ(plain.size(), 6u);
-    for (auto [tag, set] : {std::pair{"llama_offload", "parallel.offload_activations=true"},
-                            std::pair{"llama_selective", "parallel.recompute=selective"},
-                            std::pair{"llama_full", "parallel.recompute=full"}}) {
-        auto got = train_losses(tag, yaml, {"runtime.precision=bf16", set});
-        ASSERT_EQ(got.size(), 6u) << tag;
-        for (size_t i = 0; i < got.size(); ++i) {
-            if (std::string(tag) == "llama_offload") EXPECT_EQ(got[i], plain[i]) << tag << " step " << i + 1;
-            else EXPECT_NEAR(got[i], plain[i], 1e-2) << tag << " step " << i + 1;
-        }
-    }
+    expect_offload_and_recompute_keep_the_curve("llama_", llama_small_yaml(6), {"runtime.precision=bf16"}, 6);
 }
 
 // The bar: SmolLM-135M (the public config: 9 query heads over 3 key/value heads, tied
@@ -207,35 +221,13 @@ TEST(GpuTrainLlama, Bf16StaysWithin005OfFp32OnSmolLM135M) {
                              "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
     auto fp32 = train_losses("smollm_fp32", yaml, {"runtime.precision=fp32"});
     auto bf16 = train_losses("smollm_bf16", yaml, {});
-    ASSERT_EQ(fp32.size(), 20u);
-    ASSERT_EQ(bf16.size(), 20u);
-    for (size_t i = 0; i < fp32.size(); ++i) {
-        std::printf("step %2zu fp32 %.5f bf16 %.5f diff %+.5f\n", i + 1, fp32[i], bf16[i], bf16[i] - fp32[i]);
-        EXPECT_NEAR(bf16[i], fp32[i], 0.05) << "step " << i + 1;
-    }
-    EXPECT_LT(fp32.back(), fp32.front() - 1.0) << "the model did not learn";
+    expect_bf16_tracks_fp32(fp32, bf16, 20);
 }
 
-// Activation offload (pinned host buffers, copy stream, prefetch one layer ahead) moves bytes,
-// never values: the curve is the plain run's exactly. Recompute reruns the same kernels.
+// GPT-2 124M at sequence 256: offload and recompute keep the curve (see the helper).
 TEST(GpuTrain, OffloadAndRecomputeKeepTheCurve) {
     REQUIRE_GPUS(1);
-    std::string yaml = gpt2_yaml(10);
-    std::vector<std::string> base{"model.seq_len=256", "train.grad_accum=2"};
-    auto plain = train_losses("plain", yaml, base);
-    ASSERT_EQ(plain.size(), 10u);
-    for (auto [tag, set] : {std::pair{"offload", "parallel.offload_activations=true"},
-                            std::pair{"selective", "parallel.recompute=selective"},
-                            std::pair{"full", "parallel.recompute=full"}}) {
-        auto sets = base;
-        sets.push_back(set);
-        auto got = train_losses(tag, yaml, sets);
-        ASSERT_EQ(got.size(), 10u) << tag;
-        for (size_t i = 0; i < got.size(); ++i) {
-            if (std::string(tag) == "offload") EXPECT_EQ(got[i], plain[i]) << tag << " step " << i + 1;
-            else EXPECT_NEAR(got[i], plain[i], 1e-2) << tag << " step " << i + 1;
-        }
-    }
+    expect_offload_and_recompute_keep_the_curve("", gpt2_yaml(10), {"model.seq_len=256", "train.grad_accum=2"}, 10);
 }
 
 // ZeRO-1 reduce-scatters the gradients and all-gathers the parameters in the background instead

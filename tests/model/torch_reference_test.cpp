@@ -94,6 +94,23 @@ std::vector<float> read_all(const SafetensorsFile& f, const std::string& name) {
     return v;
 }
 
+// 10 batches of 3 sequences of uniform random token ids (inputs and targets), seeded.
+std::vector<Batch> random_token_batches(int seq_len, int vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<Batch> batches;
+    for (int k = 0; k < 10; ++k) {
+        Batch b;
+        b.batch_size = 3;
+        b.seq_len = seq_len;
+        for (int i = 0; i < b.batch_size * b.seq_len; ++i) {
+            b.inputs.push_back(rng() % vocab);
+            b.targets.push_back(rng() % vocab);
+        }
+        batches.push_back(std::move(b));
+    }
+    return batches;
+}
+
 // max |a - b| relative to max |b| of the tensor (an all-zero reference demands exact zeros).
 double rel_max_err(const float* a, const std::vector<float>& b) {
     double md = 0, mb = 0;
@@ -165,17 +182,7 @@ TEST(TorchReference, GptLossGradientsAndTenAdamWSteps) {
     c.hyper["d_model"] = d.d_model;
     c.hyper["n_head"] = d.n_head;
     c.hyper["n_layer"] = d.n_layer;
-    std::mt19937 rng(7);
-    for (int k = 0; k < 10; ++k) {
-        Batch b;
-        b.batch_size = 3;
-        b.seq_len = d.seq_len;
-        for (int i = 0; i < b.batch_size * b.seq_len; ++i) {
-            b.inputs.push_back(rng() % d.vocab);
-            b.targets.push_back(rng() % d.vocab);
-        }
-        c.batches.push_back(std::move(b));
-    }
+    c.batches = random_token_batches(d.seq_len, d.vocab, 7);
     check_against_torch(c, "gpt");
 }
 
@@ -243,17 +250,7 @@ TEST(TorchReference, LlamaLossGradientsAndTenAdamWSteps) {
                     {"tie_embeddings", false},
                     {"rope_scaling", {{"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
                                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8}}}});
-    std::mt19937 rng(13);
-    for (int k = 0; k < 10; ++k) {
-        Batch b;
-        b.batch_size = 3;
-        b.seq_len = d.seq_len;
-        for (int i = 0; i < b.batch_size * b.seq_len; ++i) {
-            b.inputs.push_back(rng() % d.vocab);
-            b.targets.push_back(rng() % d.vocab);
-        }
-        c.batches.push_back(std::move(b));
-    }
+    c.batches = random_token_batches(d.seq_len, d.vocab, 13);
     check_against_torch(c, "llama");
 }
 
