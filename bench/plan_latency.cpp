@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,26 @@ void bench_suggest(int gpus, const std::vector<std::string>& sets) {
         std::printf("  %-62s %9.0f tok/s  %s\n", x.summary.c_str(), x.tokens_per_s, x.reason.c_str());
 }
 
+// The command as a user runs it: process start, library loading, YAML, estimate, printing.
+void bench_cli(const std::string& tessera, const std::string& project) {
+    const std::string cmd = "'" + tessera + "' plan '" + project + "' > /dev/null";
+    std::vector<double> ms;
+    for (int i = 0; i < 7; ++i) {
+        auto t0 = std::chrono::steady_clock::now();
+        if (std::system(cmd.c_str()) != 0) {
+            std::printf("`%s` failed\n", cmd.c_str());
+            return;
+        }
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::printf("`tessera plan %s`, whole process through /bin/sh: %.1f ms (median of 7)\n",
+                project.c_str(), median_ms(ms));
+}
+
 }  // namespace
 
-int main() {
+// plan_latency [TESSERA PROJECT]: with a tessera binary and a project, also times the command.
+int main(int argc, char** argv) {
     std::printf("plan_latency: gpt2-large (36 layers, 20 heads, d_model 1280), H200, median of 7\n");
     bench("dp8 x tp2 x pp4, 1f1b, accum 8",
           {"parallel.dp=8", "parallel.tp=2", "parallel.pp=4", "train.grad_accum=8"});
@@ -91,5 +109,6 @@ int main() {
            "parallel.offload_activations=true", "train.grad_accum=16"});
     bench_suggest(64, {"parallel.dp=64", "train.micro_batch=8", "train.grad_accum=1"});
     bench_suggest(16, {"parallel.dp=16", "train.micro_batch=8", "train.grad_accum=4"});
+    if (argc == 3) bench_cli(argv[1], argv[2]);
     return 0;
 }

@@ -80,6 +80,7 @@ struct Variant {
     bool bias = false;
     int kv_heads = 0;  // Llama family: n_kv_head (head_dim 16, d_model 64, ffn 128, vocab 256)
     int vocab = 256;
+    bool qk_norm = false;  // Qwen3: per-head q/k RMSNorm
 };
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.tag; }
 
@@ -117,6 +118,7 @@ std::map<std::string, Shape> expected_tensors(const Variant& v) {
             t[p + "self_attn.q_proj.bias"] = {Q};
             t[p + "self_attn.k_proj.bias"] = t[p + "self_attn.v_proj.bias"] = {K};
         }
+        if (v.qk_norm) t[p + "self_attn.q_norm.weight"] = t[p + "self_attn.k_norm.weight"] = {16};
         t[p + "self_attn.o_proj.weight"] = {C, Q};
         t[p + "mlp.gate_proj.weight"] = t[p + "mlp.up_proj.weight"] = {F, C};
         t[p + "mlp.down_proj.weight"] = {C, F};
@@ -290,6 +292,8 @@ INSTANTIATE_TEST_SUITE_P(
         Variant{"llama_gqa", with(kLlama, "n_kv_head: 2, tie_embeddings: false"), "LlamaForCausalLM", false, false, false, 2},
         Variant{"qwen2_bias", with(kLlama, "n_kv_head: 2, qkv_bias: true, tie_embeddings: false"), "Qwen2ForCausalLM",
                 false, false, true, 2},
+        Variant{"qwen3_qk_norm", with(kLlama, "n_kv_head: 2, qk_norm: true, tie_embeddings: true"), "Qwen3ForCausalLM",
+                false, true, false, 2, 256, true},
         Variant{"llama3_tied",
                 with(kLlama, "n_kv_head: 1, rope_scaling: {type: llama3, factor: 8.0, low_freq_factor: 1.0, "
                              "high_freq_factor: 4.0, original_max_position_embeddings: 16}"),

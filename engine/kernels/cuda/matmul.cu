@@ -71,13 +71,13 @@ static __global__ void column_sum_partial_kernel(float* partial, const T* dout, 
 namespace {
 
 struct DescDeleter {
-    void operator()(cublasLtMatmulDesc_t d) const { cublasLtMatmulDescDestroy(d); }
+    void operator()(cublasLtMatmulDesc_t d) const { lt_api().MatmulDescDestroy(d); }
 };
 struct LayoutDeleter {
-    void operator()(cublasLtMatrixLayout_t l) const { cublasLtMatrixLayoutDestroy(l); }
+    void operator()(cublasLtMatrixLayout_t l) const { lt_api().MatrixLayoutDestroy(l); }
 };
 struct PrefDeleter {
-    void operator()(cublasLtMatmulPreference_t p) const { cublasLtMatmulPreferenceDestroy(p); }
+    void operator()(cublasLtMatmulPreference_t p) const { lt_api().MatmulPreferenceDestroy(p); }
 };
 using DescPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, DescDeleter>;
 using LayoutPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, LayoutDeleter>;
@@ -120,7 +120,7 @@ cudaDataType_t cuda_type() {
 
 LayoutPtr make_layout(cudaDataType_t type, long rows, long cols, long ld) {
     cublasLtMatrixLayout_t l = nullptr;
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld));
+    CUBLAS_CHECK(lt_api().MatrixLayoutCreate(&l, type, rows, cols, ld));
     return LayoutPtr(l);
 }
 
@@ -130,17 +130,17 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
     if (it != plans.end()) return it->second;
     GemmPlan p;
     cublasLtMatmulDesc_t desc = nullptr;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(lt_api().MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     p.desc.reset(desc);
     cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue,
+    CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue,
                                                 sizeof(g.epilogue)));
     if (g.aux_ld > 0) {
         int64_t ld = g.aux_ld;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
                                                     sizeof(ld)));
     }
     p.a = g.trans_a ? make_layout(g.ab_type, g.k, g.m, g.lda) : make_layout(g.ab_type, g.m, g.k, g.lda);
@@ -149,23 +149,23 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
 
     CublasLt& lt = cublaslt();
     cublasLtMatmulPreference_t pref_raw = nullptr;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_raw));
+    CUBLAS_CHECK(lt_api().MatmulPreferenceCreate(&pref_raw));
     PrefPtr pref(pref_raw);
     uint64_t ws = lt.workspace_bytes;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     uint32_t al_a = g.align_a, al_b = g.align_b, al_d = g.align_d;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+    CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt.handle, desc, p.a.get(), p.b.get(),
+    cublasStatus_t st = lt_api().MatmulAlgoGetHeuristic(lt.handle, desc, p.a.get(), p.b.get(),
                                                        p.d.get(), p.d.get(), pref_raw, 1, &result,
                                                        &found);
     if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
@@ -185,14 +185,14 @@ bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float b
     if (!p.supported) return false;
     cublasLtMatmulDesc_t desc = p.desc.get();
     if (bias)
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                     sizeof(bias)));
     if (aux)
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                                     &aux, sizeof(aux)));
     const float alpha = 1.0f;
     CublasLt& lt = cublaslt();
-    CUBLAS_CHECK(cublasLtMatmul(lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D,
+    CUBLAS_CHECK(lt_api().Matmul(lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D,
                                 p.d.get(), D, p.d.get(), &p.algo, lt.workspace, lt.workspace_bytes,
                                 s));
     return true;
