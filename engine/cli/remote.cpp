@@ -168,7 +168,7 @@ void probe_data(const RunConfig& cfg) {
     std::vector<std::pair<std::string, std::string>> files;  // what, path
     std::string missing_fix = data_fill_hint();
     if (cfg.data.dataset == "brown") {
-        ShardPaths s = brown_shard_paths(cfg.model.vocab);
+        ShardPaths s = brown_shard_paths(config_tokenizer(cfg));
         std::error_code ec;
         if (fs::exists(s.train, ec) && fs::exists(s.val, ec)) {
             files = {{"train shard", s.train}, {"val shard", s.val}};

@@ -65,7 +65,7 @@ int cli_sample(const CliArgs& args) {
     RunConfig cfg = cli_checkpoint_config(ck);
     if (cfg.model.preset == "mlp")
         throw InputError(str_cat("checkpoint ", ck.dir, ": an MLP classifier cannot generate text"));
-    auto tok = tokenizer_make(cfg.model.vocab);
+    auto tok = tokenizer_make(config_tokenizer(cfg));
     o.stop_token = tok->eot_token();
     if (model_family(cfg.model.preset) == "llama") {
         const ModelShape shape = model_shape(cfg.model, tok->vocab_size());

