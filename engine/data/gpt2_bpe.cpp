@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <shared_mutex>
 #include <sstream>
 #include <unordered_map>
 
@@ -192,7 +193,7 @@ private:
     std::vector<std::string> decoder_bytes_;          // id -> raw bytes
     std::unordered_map<std::string, int> ranks_;      // "first,second" -> merge rank
     int eot_ = -1;
-    mutable std::mutex cache_mutex_;
+    mutable std::shared_mutex cache_mutex_;  // lookups share it; inserts take it alone
     mutable std::unordered_map<std::string, std::vector<int>> cache_;
 
     void load_encoder(const std::string& path) {
@@ -268,12 +269,12 @@ private:
 
     const std::vector<int>& bpe_cached(const std::string& token) const {
         {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
+            std::shared_lock lock(cache_mutex_);
             auto it = cache_.find(token);
             if (it != cache_.end()) return it->second;
         }
         std::vector<int> ids = bpe(token);
-        std::lock_guard<std::mutex> lock(cache_mutex_);
+        std::unique_lock lock(cache_mutex_);
         return cache_.emplace(token, std::move(ids)).first->second;  // node refs stay valid
     }
 

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
@@ -280,7 +281,7 @@ private:
     // added tokens: by first byte, longest first
     std::vector<AddedToken> added_by_byte_[256];
     int eot_ = -1;
-    mutable std::mutex cache_mutex_;
+    mutable std::shared_mutex cache_mutex_;  // lookups share it; inserts take it alone
     mutable std::unordered_map<std::string, std::vector<int>> cache_;
 
     [[noreturn]] void bad(const std::string& key, const std::string& what) const {
@@ -617,7 +618,7 @@ private:
 
     void bpe_cached(const std::string& word, std::vector<int>& out) const {
         if (word.size() < 256) {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
+            std::shared_lock lock(cache_mutex_);
             auto it = cache_.find(word);
             if (it != cache_.end()) {
                 out.insert(out.end(), it->second.begin(), it->second.end());
@@ -627,7 +628,7 @@ private:
         std::vector<int> ids = bpe(word);
         out.insert(out.end(), ids.begin(), ids.end());
         if (word.size() < 256) {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
+            std::unique_lock lock(cache_mutex_);
             cache_.emplace(word, std::move(ids));
         }
     }
