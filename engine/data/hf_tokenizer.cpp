@@ -30,6 +30,7 @@
 #include "engine/core/error.h"
 #include "engine/data/byte_level.h"
 #include "engine/data/tokenizer.h"
+#include "engine/data/word_cache.h"
 
 namespace tessera {
 
@@ -284,8 +285,7 @@ private:
     int eot_ = -1;
     int bos_ = -1;
     bool adds_bos_ = false;
-    mutable std::mutex cache_mutex_;
-    mutable std::unordered_map<std::string, std::vector<int>> cache_;
+    BpeWordCache cache_;  // words under 256 bytes
 
     [[noreturn]] void bad(const std::string& key, const std::string& what) const {
         throw InputError(str_cat(path_, key.empty() ? "" : ": ", key, ": ", what));
@@ -659,20 +659,13 @@ private:
     }
 
     void bpe_cached(const std::string& word, std::vector<int>& out) const {
-        if (word.size() < 256) {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            auto it = cache_.find(word);
-            if (it != cache_.end()) {
-                out.insert(out.end(), it->second.begin(), it->second.end());
-                return;
-            }
+        if (word.size() >= 256) {
+            std::vector<int> ids = bpe(word);
+            out.insert(out.end(), ids.begin(), ids.end());
+            return;
         }
-        std::vector<int> ids = bpe(word);
+        const std::vector<int>& ids = cache_.get(word, [this](const std::string& w) { return bpe(w); });
         out.insert(out.end(), ids.begin(), ids.end());
-        if (word.size() < 256) {
-            std::lock_guard<std::mutex> lock(cache_mutex_);
-            cache_.emplace(word, std::move(ids));
-        }
     }
 
     // The merge loop of huggingface/tokenizers (word.rs merge_all): a min-heap of (rank, position)
