@@ -236,7 +236,7 @@ bool manifest_up_to_date(const std::string& dir, std::vector<PrepareInput>& inpu
     try {
         m = manifest_load(manifest_path_of(dir));
         manifest_parse(dir, m);
-    } catch (const InputError&) {
+    } catch (const std::exception&) {  // none, or not one this version reads: prepare again
         return false;
     }
     if (m["tokenizer"].value("sha256", "") != tok_sha || m.value("options", json()) != options_json(opt)) return false;
@@ -639,7 +639,15 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     return s;
 }
 
-PreparedSet prepared_read(const std::string& dir) { return manifest_parse(dir, manifest_load(manifest_path_of(dir))); }
+PreparedSet prepared_read(const std::string& dir) {
+    const std::string path = manifest_path_of(dir);
+    json m = manifest_load(path);
+    try {
+        return manifest_parse(dir, m);
+    } catch (const json::exception& e) {  // a value of the wrong type where manifest_parse does not check
+        throw InputError(str_cat(path, ": malformed manifest (", e.what(), ")"));
+    }
+}
 
 std::vector<std::string> prepared_samples(const std::string& dir, const std::string& tokenizer, int n, int max_tokens) {
     PreparedSet s = prepared_read(dir);

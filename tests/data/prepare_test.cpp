@@ -509,4 +509,13 @@ TEST(Prepare, ManifestReadsBackAndSamplesAreTheFirstTrainDocuments) {
     write(o.out + "/manifest.json", "{\"version\": 1, \"tokenizer\": {}}");
     std::string bad = input_error([&] { prepared_read(o.out); });
     EXPECT_NE(bad.find(o.out + "/manifest.json: expected the key tokenizer.spec"), std::string::npos) << bad;
+    // a corrupt manifest is not up to date: the next prepare rebuilds the folder
+    PreparedSet rebuilt = data_prepare(o);
+    EXPECT_FALSE(rebuilt.up_to_date);
+    EXPECT_EQ(prepared_read(o.out).documents, s.documents);
+    auto edited = nlohmann::json::parse(read(r.manifest_path));
+    edited["histogram"]["edges"][0] = "x";  // a string where a count belongs
+    write(r.manifest_path, edited.dump());
+    std::string typed = input_error([&] { prepared_read(o.out); });
+    EXPECT_NE(typed.find(o.out + "/manifest.json: malformed manifest"), std::string::npos) << typed;
 }
