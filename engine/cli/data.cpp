@@ -1,9 +1,14 @@
 // `tessera data`: prepare data sets into the cache and show what the cache holds.
+//   tessera data prepare --tokenizer T --input PATH... --out DIR [...]   (your own text; prepare.h)
 //   tessera data prepare brown [--vocab bytes|gpt2] [--force]
 //   tessera data prepare fashion-mnist        (checks the Debian package's files load)
 //   tessera data where
 //   tessera data encode --tokenizer FILE|DIR|gpt2|bytes   (stdin text -> ids on one line)
 //   tessera data decode --tokenizer FILE|DIR|gpt2|bytes   (stdin ids -> text)
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +20,7 @@
 #include "engine/data/brown.h"
 #include "engine/data/cache.h"
 #include "engine/data/fashion_mnist.h"
+#include "engine/data/prepare.h"
 #include "engine/data/shard.h"
 #include "engine/data/tokenizer.h"
 
@@ -23,12 +29,26 @@ namespace tessera {
 namespace {
 
 const char* kDataUsage =
-    "usage: tessera data prepare brown [--vocab bytes|gpt2] [--force]\n"
+    "usage: tessera data prepare --tokenizer FILE|DIR|gpt2|bytes --input PATH... --out DIR\n"
+    "                            [--field text] [--val-fraction 0.05] [--eos|--no-eos]\n"
+    "                            [--skip-bad] [--threads N]\n"
+    "       tessera data prepare brown [--vocab bytes|gpt2] [--force]\n"
     "       tessera data prepare fashion-mnist\n"
     "       tessera data where\n"
     "       tessera data encode --tokenizer FILE|DIR|gpt2|bytes < text\n"
     "       tessera data decode --tokenizer FILE|DIR|gpt2|bytes < ids\n"
     "\n"
+    "prepare         tokenize your own text into DIR/train.bin, val.bin (llm.c .bin shards),\n"
+    "                train.idx and manifest.json, for data: {train: DIR/train.bin, val: DIR/val.bin}\n"
+    "  --input       files, folders (searched recursively) or globs, one or more after each\n"
+    "                --input: .txt (one document per file), .jsonl and .jsonl.gz (one per line)\n"
+    "  --field       the JSONL key holding a document's text (default text)\n"
+    "  --val-fraction  share of documents, evenly spaced, in val.bin: 0 to 0.5 (default 0.05)\n"
+    "  --eos/--no-eos  end every document with the tokenizer's EOS (default on); a BOS comes\n"
+    "                first when the tokenizer adds one (Llama 2)\n"
+    "  --skip-bad    skip and count malformed JSONL lines instead of stopping at the first\n"
+    "  --threads     tokenizer threads (default: all cores)\n"
+    "                An interrupted run resumes from DIR/.parts; an unchanged one does nothing.\n"
     "prepare brown   tokenize the Brown corpus into <cache>/brown/<vocab>/train.bin|val.bin\n"
     "                (llm.c .bin shards; val = every 20th document); --force rebuilds them\n"
     "prepare fashion-mnist   check that the Fashion-MNIST files load (they come from the\n"
@@ -73,6 +93,118 @@ int data_prepare_fashion_mnist(const CliArgs& args) {
         ImageSet s = fashion_mnist_load(split);
         std::printf("%s/%s  %d images %dx%d\n", kFashionMnistDefaultDir, split, s.count, s.rows, s.cols);
     }
+    return 0;
+}
+
+// ---- tessera data prepare --tokenizer ... --input ... --out ... --------------------------------
+
+double arg_number(const std::string& name, const std::string& v) {
+    size_t used = 0;
+    double d = 0;
+    try {
+        d = std::stod(v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != v.size() || v.empty()) throw InputError(str_cat(name, ": expected a number, found '", v, "'"));
+    return d;
+}
+
+std::string megabytes(int64_t bytes) { return str_cat(std::round(bytes / 1e5) / 10, " MB"); }
+
+// The progress line: "\r"-updated on a terminal, else one line every 2 s.
+class ProgressPrinter {
+public:
+    bool operator()(const PrepareProgress& p) {
+        last_ = p;
+        const bool end = p.bytes_done == p.bytes_total && p.inputs_done == p.inputs_total;
+        if (!tty_ && !end && p.seconds - last_s_ < 2) return true;
+        if (!tty_ && end && last_s_ == 0) return true;  // a quick run: the summary says it all
+        last_s_ = p.seconds;
+        char eta[32] = "";
+        if (p.eta_seconds() >= 0) std::snprintf(eta, sizeof eta, "  ETA %.0f s", p.eta_seconds());
+        std::string line = str_cat("prepare: ", megabytes(p.bytes_done), " of ", megabytes(p.bytes_total), " (",
+                                   p.bytes_total ? 100 * p.bytes_done / p.bytes_total : 100, "%), ", p.documents,
+                                   " documents, ", p.tokens, " tokens, ", std::round(p.mb_per_s() * 10) / 10,
+                                   " MB/s", eta);
+        if (tty_) std::fprintf(stderr, "\r%-100s%s", line.c_str(), end ? "\n" : "");
+        else std::fprintf(stderr, "%s\n", line.c_str());
+        std::fflush(stderr);
+        return true;
+    }
+
+    const PrepareProgress& last() const { return last_; }
+
+private:
+    PrepareProgress last_;
+    bool tty_ = isatty(2) != 0;
+    double last_s_ = 0;
+};
+
+int data_prepare_files(const CliArgs& args) {
+    PrepareOptions o;
+    for (size_t i = 1; i < args.size(); i++) {
+        std::string a = args[i], inline_value;
+        bool has_inline = false;
+        if (size_t eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+            inline_value = a.substr(eq + 1), a = a.substr(0, eq), has_inline = true;
+        }
+        auto value = [&](const char* what) -> std::string {
+            if (has_inline) return inline_value;
+            if (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0)
+                throw InputError(str_cat("data prepare: ", a, ": expected ", what, ", found nothing"));
+            return args[++i];
+        };
+        if (a == "--tokenizer") o.tokenizer = value("FILE|DIR|gpt2|bytes");
+        else if (a == "--out") o.out = value("a folder");
+        else if (a == "--field") o.field = value("a JSON key");
+        else if (a == "--val-fraction") o.val_fraction = arg_number("data prepare: --val-fraction", value("a number in [0, 0.5]"));
+        else if (a == "--threads") {
+            std::string v = value("a thread count");
+            double t = arg_number("data prepare: --threads", v);
+            if (t != std::floor(t) || t < 0 || t > 1024)
+                throw InputError(str_cat("data prepare: --threads: expected a whole number from 0 (all cores) to 1024, found '", v, "'"));
+            o.threads = (int)t;
+        } else if (a == "--input") {
+            if (has_inline) o.inputs.push_back(inline_value);
+            size_t before = o.inputs.size();
+            while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) o.inputs.push_back(args[++i]);
+            if (!has_inline && o.inputs.size() == before)
+                throw InputError("data prepare: --input: expected one or more files, folders or globs, found nothing");
+        } else if ((a == "--eos" || a == "--no-eos" || a == "--skip-bad") && !has_inline) {
+            if (a == "--skip-bad") o.skip_bad = true;
+            else o.eos = a == "--eos";
+        } else {
+            throw InputError(str_cat("data prepare: unknown argument '", args[i], "' (expected --tokenizer, --input, --out, "
+                                     "--field, --val-fraction, --eos, --no-eos, --skip-bad or --threads)"));
+        }
+    }
+    if (o.tokenizer.empty()) throw InputError("data prepare: expected --tokenizer FILE|DIR|gpt2|bytes, found nothing");
+    if (o.inputs.empty()) throw InputError("data prepare: expected --input PATH..., found nothing");
+    if (o.out.empty()) throw InputError("data prepare: expected --out DIR, found nothing");
+    ProgressPrinter printer;
+    const auto t0 = std::chrono::steady_clock::now();
+    PreparedSet s = data_prepare(o, std::ref(printer));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s.up_to_date) {
+        std::printf("%s is up to date: the same inputs, tokenizer and options as its manifest (nothing written)\n",
+                    o.out.c_str());
+        return 0;
+    }
+    std::printf("documents      %lld (train %lld, val %lld)\n", (long long)s.documents, (long long)s.train_documents,
+                (long long)s.val_documents);
+    std::printf("tokens         train %lld, val %lld\n", (long long)s.train_tokens, (long long)s.val_tokens);
+    std::printf("skipped lines  %lld%s\n", (long long)s.skipped_lines,
+                s.skipped_lines && o.skip_bad ? " (malformed JSONL, --skip-bad)" : "");
+    std::printf("input          %s in %.1f s (%.1f s after loading the tokenizer: %.1f MB/s)\n",
+                megabytes(s.input_bytes).c_str(), seconds, printer.last().seconds, printer.last().mb_per_s());
+    std::printf("parts          %d of %d reused from an interrupted run\n", s.parts_reused, s.parts_total);
+    std::string sep = s.bos_token >= 0 ? str_cat("BOS ", s.bos_token, " + document") : std::string("document");
+    if (s.eos_token >= 0) sep += str_cat(" + EOS ", s.eos_token);
+    else if (o.eos) sep += str_cat(" (", o.tokenizer, " has no EOS token: --eos adds nothing)");
+    std::printf("separators     %s\n", sep.c_str());
+    std::printf("train          %s\nval            %s\nmanifest       %s\n", s.train_path.c_str(), s.val_path.c_str(),
+                s.manifest_path.c_str());
     return 0;
 }
 
@@ -175,11 +307,13 @@ int cli_data(const CliArgs& args) {
     }
     if (args[0] == "prepare") {
         if (args.size() < 2)
-            throw InputError("data prepare: expected a data set name (brown or fashion-mnist), found nothing");
+            throw InputError("data prepare: expected brown, fashion-mnist or --tokenizer T --input PATH... --out DIR, "
+                             "found nothing");
         if (args[1] == "brown") return data_prepare_brown(args);
         if (args[1] == "fashion-mnist") return data_prepare_fashion_mnist(args);
+        if (args[1].rfind("--", 0) == 0) return data_prepare_files(args);
         throw InputError(str_cat("data prepare: unknown data set '", args[1],
-                                 "' (expected brown or fashion-mnist)"));
+                                 "' (expected brown, fashion-mnist, or --tokenizer T --input PATH... --out DIR)"));
     }
     if (args[0] == "encode") return data_encode(args);
     if (args[0] == "decode") return data_decode(args);

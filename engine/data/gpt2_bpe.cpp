@@ -9,7 +9,6 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
-#include <shared_mutex>
 #include <sstream>
 #include <unordered_map>
 
@@ -18,6 +17,7 @@
 #include "engine/core/error.h"
 #include "engine/data/byte_level.h"
 #include "engine/data/cache.h"
+#include "engine/data/word_cache.h"
 #include "engine/data/tokenizer.h"
 #include "engine/data/unicode_tables.h"
 
@@ -193,8 +193,7 @@ private:
     std::vector<std::string> decoder_bytes_;          // id -> raw bytes
     std::unordered_map<std::string, int> ranks_;      // "first,second" -> merge rank
     int eot_ = -1;
-    mutable std::shared_mutex cache_mutex_;  // lookups share it; inserts take it alone
-    mutable std::unordered_map<std::string, std::vector<int>> cache_;
+    BpeWordCache cache_;
 
     void load_encoder(const std::string& path) {
         std::string text = file_read_text(path, "GPT-2 encoder.json");
@@ -268,14 +267,7 @@ private:
     }
 
     const std::vector<int>& bpe_cached(const std::string& token) const {
-        {
-            std::shared_lock lock(cache_mutex_);
-            auto it = cache_.find(token);
-            if (it != cache_.end()) return it->second;
-        }
-        std::vector<int> ids = bpe(token);
-        std::unique_lock lock(cache_mutex_);
-        return cache_.emplace(token, std::move(ids)).first->second;  // node refs stay valid
+        return cache_.get(token, [this](const std::string& t) { return bpe(t); });
     }
 
     // The merge loop of Encoder.js: repeatedly merge every occurrence (left to right) of the

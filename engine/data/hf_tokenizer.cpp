@@ -22,7 +22,6 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <shared_mutex>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
@@ -31,6 +30,7 @@
 #include "engine/core/error.h"
 #include "engine/data/byte_level.h"
 #include "engine/data/tokenizer.h"
+#include "engine/data/word_cache.h"
 
 namespace tessera {
 
@@ -214,7 +214,7 @@ public:
         load_pre_tokenizer(j.value("pre_tokenizer", json()));
         load_decoder(j.value("decoder", json()));
         load_added_tokens(j);
-        load_config();
+        load_config(j.value("post_processor", json()));
     }
 
     std::vector<int> encode(std::string_view raw) const override {
@@ -257,6 +257,8 @@ public:
 
     int vocab_size() const override { return (int)decode_bytes_.size(); }
     int eot_token() const override { return eot_; }
+    int bos_token() const override { return bos_; }
+    bool adds_bos() const override { return adds_bos_; }
 
 private:
     std::string path_;
@@ -281,8 +283,9 @@ private:
     // added tokens: by first byte, longest first
     std::vector<AddedToken> added_by_byte_[256];
     int eot_ = -1;
-    mutable std::shared_mutex cache_mutex_;  // lookups share it; inserts take it alone
-    mutable std::unordered_map<std::string, std::vector<int>> cache_;
+    int bos_ = -1;
+    bool adds_bos_ = false;
+    BpeWordCache cache_;  // words under 256 bytes
 
     [[noreturn]] void bad(const std::string& key, const std::string& what) const {
         throw InputError(str_cat(path_, key.empty() ? "" : ": ", key, ": ", what));
@@ -517,25 +520,64 @@ private:
             });
     }
 
-    // tokenizer_config.json next to the file: eos_token (a string or {"content": ...}).
-    void load_config() {
+    // tokenizer_config.json next to the file: eos_token and bos_token (a string, {"content": ...}
+    // or null) and add_bos_token. Whether a BOS is added: add_bos_token when the config has it
+    // (transformers' Llama tokenizers rebuild their post-processor from it), else whether the
+    // post_processor's TemplateProcessing "single" template starts with a SpecialToken (which
+    // is then the BOS).
+    void load_config(const json& post_processor) {
         std::filesystem::path cfg =
             std::filesystem::path(path_).parent_path() / "tokenizer_config.json";
-        std::string eos = "<|endoftext|>";
-        if (std::filesystem::exists(cfg)) {
-            json c = json_read(cfg.string());
-            if (c.is_object() && c.contains("eos_token")) {
-                const json& e = c["eos_token"];
-                if (e.is_string())
-                    eos = e.get<std::string>();
-                else if (e.is_object() && e.contains("content") && e["content"].is_string())
-                    eos = e["content"].get<std::string>();
-            }
+        std::string eos = "<|endoftext|>", bos;
+        json c;
+        if (std::filesystem::exists(cfg)) c = json_read(cfg.string());
+        auto token_text = [&](const char* key, std::string& out) {
+            if (!c.is_object() || !c.contains(key)) return;
+            const json& e = c[key];
+            if (e.is_string())
+                out = e.get<std::string>();
+            else if (e.is_object() && e.contains("content") && e["content"].is_string())
+                out = e["content"].get<std::string>();
+        };
+        token_text("eos_token", eos);
+        token_text("bos_token", bos);
+        eot_ = token_id(eos);
+        if (!bos.empty()) bos_ = token_id(bos);
+        std::string template_bos = template_first_special(post_processor);
+        if (c.is_object() && c.contains("add_bos_token") && c["add_bos_token"].is_boolean()) {
+            adds_bos_ = c["add_bos_token"].get<bool>();
+        } else if (!template_bos.empty()) {
+            adds_bos_ = true;
+            bos_ = token_id(template_bos);
         }
-        for (auto& v : added_by_byte_)
-            for (const AddedToken& a : v)
-                if (a.content == eos) eot_ = a.id;
-        if (eot_ < 0) eot_ = vocab_id(eos);
+        if (adds_bos_ && bos_ < 0)
+            throw InputError(str_cat(cfg.string(), ": add_bos_token is true but bos_token \"", bos,
+                                     "\" is not a token of ", path_));
+    }
+
+    // The id of a special token's text (added tokens first, then the vocabulary); -1 if none.
+    int token_id(const std::string& text) const {
+        for (const AddedToken& a : added_by_byte_[text.empty() ? 0 : (unsigned char)text[0]])
+            if (a.content == text) return a.id;
+        return vocab_id(text);
+    }
+
+    // The SpecialToken that opens a TemplateProcessing "single" template ("" when none); a
+    // Sequence of post-processors is searched for one.
+    static std::string template_first_special(const json& p) {
+        if (type_of(p) == "Sequence" && p.contains("processors") && p["processors"].is_array()) {
+            for (const json& x : p["processors"])
+                if (std::string s = template_first_special(x); !s.empty()) return s;
+            return "";
+        }
+        if (type_of(p) != "TemplateProcessing" || !p.contains("single") || !p["single"].is_array() ||
+            p["single"].empty())
+            return "";
+        const json& first = p["single"][0];
+        if (!first.is_object() || !first.contains("SpecialToken") || !first["SpecialToken"].is_object())
+            return "";
+        const json& st = first["SpecialToken"];
+        return st.contains("id") && st["id"].is_string() ? st["id"].get<std::string>() : "";
     }
 
     int vocab_id(const std::string& s) const {
@@ -617,20 +659,13 @@ private:
     }
 
     void bpe_cached(const std::string& word, std::vector<int>& out) const {
-        if (word.size() < 256) {
-            std::shared_lock lock(cache_mutex_);
-            auto it = cache_.find(word);
-            if (it != cache_.end()) {
-                out.insert(out.end(), it->second.begin(), it->second.end());
-                return;
-            }
+        if (word.size() >= 256) {
+            std::vector<int> ids = bpe(word);
+            out.insert(out.end(), ids.begin(), ids.end());
+            return;
         }
-        std::vector<int> ids = bpe(word);
+        const std::vector<int>& ids = cache_.get(word, [this](const std::string& w) { return bpe(w); });
         out.insert(out.end(), ids.begin(), ids.end());
-        if (word.size() < 256) {
-            std::unique_lock lock(cache_mutex_);
-            cache_.emplace(word, std::move(ids));
-        }
     }
 
     // The merge loop of huggingface/tokenizers (word.rs merge_all): a min-heap of (rank, position)

@@ -3,7 +3,10 @@
 //   OUT/train.bin, OUT/val.bin   token shards (shard.h: uint16 when the vocabulary fits, else uint32)
 //   OUT/manifest.json            inputs (path, bytes, sha256), tokenizer (spec, sha256), options,
 //                                counts, tokens-per-document histogram
-//   OUT/.parts/                  one finished part per input (resume); removed once complete
+//   OUT/train.idx                train.bin's document starts: uint64 offsets, one per document and
+//                                one more (the token count), for previews (prepared_samples)
+//   OUT/.parts/                  one finished part per input or per chunk of a large JSONL input
+//                                (resume); removed once complete
 // A document is one .txt file or one JSONL line; each becomes [BOS if the tokenizer adds one]
 // + its tokens + [EOS when `eos`]. The validation split takes whole documents, evenly spaced in
 // the documents' global order (inputs sorted by path, lines in file order). Inputs are tokenized
@@ -28,6 +31,9 @@ struct PrepareOptions {
     bool eos = true;                  // append the tokenizer's EOS to every document
     bool skip_bad = false;            // skip (and count) malformed JSONL lines instead of stopping
     int threads = 0;                  // worker threads; 0 = all cores
+    // JSONL inputs are cut into chunks of whole lines of about this many (uncompressed) bytes, so
+    // one large file uses every thread; a chunk is also the unit of resume
+    int64_t chunk_bytes = 4 << 20;
 };
 
 struct PrepareProgress {
@@ -49,7 +55,9 @@ struct PreparedSet {
     // histogram of tokens per document: hist_counts[i] documents have a token count in
     // [hist_edges[i], hist_edges[i + 1]); hist_edges has one more entry than hist_counts
     std::vector<int64_t> hist_edges, hist_counts;
+    int bos_token = -1, eos_token = -1;  // the separators written (-1: none)
     bool up_to_date = false;           // data_prepare: nothing needed doing
+    int parts_total = 0, parts_reused = 0;  // data_prepare: chunks, and those a resume found done
 };
 
 // Thrown when the progress callback asked to stop; nothing half-written is left behind.

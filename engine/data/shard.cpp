@@ -54,7 +54,9 @@ void shard_write(const std::string& path, const std::vector<uint32_t>& tokens) {
     }
 }
 
-std::vector<uint32_t> shard_read(const std::string& path) {
+namespace {
+// Opens and validates a shard; returns the token count and the bytes per token.
+FilePtr shard_open(const std::string& path, int32_t& count, long& width) {
     FilePtr f(std::fopen(path.c_str(), "rb"));
     if (!f) throw InputError(str_cat("token shard not found: ", path));
     std::fseek(f.get(), 0, SEEK_END);
@@ -72,24 +74,48 @@ std::vector<uint32_t> shard_read(const std::string& path) {
     if (header[1] != kShardVersion && header[1] != kShardVersion32)
         throw InputError(str_cat(path, ": unsupported token shard version: expected ", kShardVersion, " (uint16) or ",
                                  kShardVersion32, " (uint32), found ", header[1]));
-    const long width = header[1] == kShardVersion32 ? 4 : 2;
-    int32_t count = header[2];
+    width = header[1] == kShardVersion32 ? 4 : 2;
+    count = header[2];
     long expected = (long)sizeof(header) + width * (count < 0 ? 0 : count);
     if (count < 0 || size != expected)
         throw InputError(str_cat(path, ": ", size < expected ? "truncated" : "oversized",
                                  " token shard: header says ", count, " tokens (", expected,
                                  " bytes), found ", size, " bytes"));
+    return f;
+}
+
+// Reads `count` tokens of `width` bytes at the file's position.
+std::vector<uint32_t> shard_read_tokens(FILE* f, const std::string& path, long width, int64_t count) {
     std::vector<uint32_t> tokens((size_t)count);
     bool ok = true;
     if (width == 4) {
-        ok = count == 0 || std::fread(tokens.data(), 4, tokens.size(), f.get()) == tokens.size();
+        ok = count == 0 || std::fread(tokens.data(), 4, tokens.size(), f) == tokens.size();
     } else if (count > 0) {
         std::vector<uint16_t> narrow((size_t)count);
-        ok = std::fread(narrow.data(), 2, narrow.size(), f.get()) == narrow.size();
+        ok = std::fread(narrow.data(), 2, narrow.size(), f) == narrow.size();
         std::copy(narrow.begin(), narrow.end(), tokens.begin());
     }
     if (!ok) throw InputError(str_cat(path, ": short read of ", count, " tokens"));
     return tokens;
+}
+}  // namespace
+
+std::vector<uint32_t> shard_read(const std::string& path) {
+    int32_t count = 0;
+    long width = 0;
+    FilePtr f = shard_open(path, count, width);
+    return shard_read_tokens(f.get(), path, width, count);
+}
+
+std::vector<uint32_t> shard_read_range(const std::string& path, int64_t first, int64_t count) {
+    int32_t total = 0;
+    long width = 0;
+    FilePtr f = shard_open(path, total, width);
+    if (first < 0 || count < 0 || first + count > total)
+        throw InputError(str_cat(path, ": tokens [", first, ", ", first + count, ") requested, the shard holds ",
+                                 total));
+    std::fseek(f.get(), (long)(sizeof(int32_t) * kShardHeaderInts + width * first), SEEK_SET);
+    return shard_read_tokens(f.get(), path, width, count);
 }
 
 }  // namespace tessera

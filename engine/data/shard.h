@@ -20,5 +20,8 @@ void shard_write(const std::string& path, const std::vector<uint32_t>& tokens);
 // Either version. InputError naming the file and expected vs found for: missing file, bad magic
 // or version, a file shorter or longer than the header says.
 std::vector<uint32_t> shard_read(const std::string& path);
+// Tokens [first, first + count) of a shard (either version), without reading the rest; the same
+// InputErrors as shard_read, and one for a range past the shard's end.
+std::vector<uint32_t> shard_read_range(const std::string& path, int64_t first, int64_t count);
 
 }  // namespace tessera

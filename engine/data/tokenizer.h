@@ -17,6 +17,11 @@ public:
     virtual std::string decode(const std::vector<int>& tokens) const = 0;  // InputError on bad id
     virtual int vocab_size() const = 0;  // 256 for bytes, 50257 for gpt2
     virtual int eot_token() const = 0;   // -1 when none (bytes), 50256 for gpt2
+    // The beginning-of-sequence token, -1 when none (bytes, gpt2, Qwen3); and whether the model
+    // expects it before every sequence (Llama 2: <s> = 1). A tokenizer.json knows both from
+    // tokenizer_config.json or its post_processor (hf_tokenizer.cpp). encode never adds it.
+    virtual int bos_token() const { return -1; }
+    virtual bool adds_bos() const { return false; }
 };
 
 std::unique_ptr<Tokenizer> tokenizer_bytes();
@@ -24,7 +29,7 @@ std::unique_ptr<Tokenizer> tokenizer_bytes();
 std::unique_ptr<Tokenizer> tokenizer_gpt2(const std::string& encoder_json_path,
                                           const std::string& vocab_bpe_path);
 // A BPE tokenizer from a Hugging Face tokenizer.json (`path` is the file or a folder holding it;
-// tokenizer_config.json beside it names the eos token). Byte-level BPE (GPT-2, Llama 3, Qwen2/3:
+// tokenizer_config.json beside it names the eos and bos tokens). Byte-level BPE (GPT-2, Llama 3, Qwen2/3:
 // Split with the file's regex on PCRE2, ByteLevel) and SentencePiece-style BPE with byte
 // fallback (Llama 2). Added/special tokens in the text encode as their ids; encode adds no
 // BOS/EOS. InputError naming the file and key for a missing, malformed or unsupported file.

@@ -136,6 +136,16 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
                                          : str_cat(v == &train ? train_path : val_path, ": token id ", t,
                                                    " outside the ", cfg.model.vocab, " vocabulary (size ",
                                                    vocab, ")"));
+    // A window is seq_len + 1 tokens; say which file is too short before the first step (an empty
+    // val.bin is what `tessera data prepare --val-fraction 0` writes)
+    const size_t window = (size_t)cfg.model.seq_len + 1;
+    if (train.size() < window)
+        throw InputError(str_cat(train_path, ": ", train.size(), " tokens, expected at least seq_len + 1 = ", window,
+                                 " to train on"));
+    if (cfg.train.eval_every > 0 && val.size() < window)
+        throw InputError(str_cat(val_path, ": ", val.size(), " tokens, expected at least seq_len + 1 = ", window,
+                                 " for evaluation (train.eval_every ", cfg.train.eval_every,
+                                 "); give data.val more documents, or set train.eval_every: 0"));
     std::string desc = str_cat(d.dataset.empty() ? train_path : d.dataset, " (", train.size(),
                                " train / ", val.size(), " val tokens, vocab ", cfg.model.vocab, ")");
     return std::make_unique<TokenData>(std::move(train), std::move(val), cfg.model.seq_len,

