@@ -13,6 +13,7 @@
 
 #include "ui/common/project_document.h"
 #include "ui/compare/compare_page.h"
+#include "ui/data/data_page.h"
 #include "ui/hosts/hosts_page.h"
 #include "ui/model/model_page.h"
 #include "ui/monitor/monitor_page.h"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
     tessera::studio::MainWindow win(&doc);
     win.addPage(QObject::tr("Welcome"), new tessera::studio::WelcomePage(&win, &doc, &win));
     win.addPage(QObject::tr("Model"), new tessera::studio::ModelPage(&doc, &win));
+    win.addPage(QObject::tr("Data"), new tessera::studio::DataPage(&doc, &win));
     win.addPage(QObject::tr("Plan"), new tessera::studio::PlanPage(&doc, &win));
     win.addPage(QObject::tr("Hosts"), new tessera::studio::HostsPage(&doc, &win));
     auto* monitor = new tessera::studio::MonitorPage(&doc, &win);

@@ -392,7 +392,15 @@ void ModelPage::refresh() {
     m_headDim->setValue(m.head_dim);
     m_ffn->setValue(m.ffn);
     m_seqLen->setValue(m.seq_len);
-    m_vocab->setCurrentIndex(m.vocab == "gpt2" ? 1 : 0);
+    // another tokenizer (Llama family: llama3, qwen3, llama2 or a tokenizer.json, set on the Data
+    // page or by a Hugging Face folder): a third entry naming it
+    while (m_vocab->count() > 2) m_vocab->removeItem(2);
+    if (m.vocab == "bytes" || m.vocab == "gpt2") {
+        m_vocab->setCurrentIndex(m.vocab == "gpt2" ? 1 : 0);
+    } else {
+        m_vocab->addItem(tr("tokenizer %1").arg(QString::fromStdString(m.vocab)), QString::fromStdString(m.vocab));
+        m_vocab->setCurrentIndex(2);
+    }
     QStringList hidden;
     for (int h : m.hidden) hidden << QString::number(h);
     if (!m_hidden->hasFocus()) m_hidden->setText(hidden.join(", "));

