@@ -120,6 +120,16 @@ TEST(CliResume, MlpResumeIsBitExact) {
     check_bit_exact_resume([](int s, int e, int w) { return tiny_mlp_yaml(s, e, w); }, 3);
 }
 
+// data.order: epoch on 10 windows, 4 samples a step: the run stops at step 6 in the middle of its
+// third epoch (sample 24) and resumes onto the uninterrupted run's losses; 12 steps read 4.8
+// epochs, so the resumed half crosses two epoch boundaries.
+TEST(CliResume, EpochOrderResumeIsBitExactAcrossEpochs) {
+    TempDir data;
+    write_window_shard(data / "windows.bin", 10);
+    check_bit_exact_resume(
+        [&](int s, int e, int w) { return tiny_gpt_epoch_yaml(data / "windows.bin", s, e, w); }, 6);
+}
+
 // 2. ---------------------------------------------------------------------------------------
 TEST(CliCheckpoint, CorruptModelFileIsRejectedAndDbKept) {
     TempDir t;
