@@ -140,7 +140,7 @@ TEST(EpochOrder, GlobalSampleIndexRunsAcrossSteps) {
 }
 
 TEST(EpochOrder, TheDocumentedRuleIsPinned) {
-    // values from a Python evaluation of the rule as docs/data.md "Reading order" writes it, so
+    // values from tests/data/epoch_order_ref.py, the rule as docs/data.md "Reading order" writes it, so
     // that a change of the rule (which would change every epoch-order run) is noticed
     EXPECT_EQ(epoch_order_permute(1337, 0, 0, 1000), 22);
     EXPECT_EQ(epoch_order_permute(1337, 0, 1, 1000), 330);
