@@ -140,8 +140,8 @@ TEST(EpochOrder, GlobalSampleIndexRunsAcrossSteps) {
 }
 
 TEST(EpochOrder, TheDocumentedRuleIsPinned) {
-    // values from tests/data/epoch_order_ref.py, the rule as docs/data.md "Reading order" writes it, so
-    // that a change of the rule (which would change every epoch-order run) is noticed
+    // values from tests/data/epoch_order_ref.py (the rule as docs/data.md "Reading order" writes
+    // it), so that a change of the rule (which would change every epoch-order run) is noticed
     EXPECT_EQ(epoch_order_permute(1337, 0, 0, 1000), 22);
     EXPECT_EQ(epoch_order_permute(1337, 0, 1, 1000), 330);
     EXPECT_EQ(epoch_order_permute(1337, 3, 999, 1000), 490);
