@@ -39,7 +39,7 @@ const std::vector<std::string>& config_section_keys(const std::string& section) 
                    "rope_theta", "rope_scaling", "qkv_bias", "qk_norm", "tie_embeddings"}},
         {"model.rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
                                 "original_max_position_embeddings"}},
-        {"data", {"train", "val", "dataset"}},
+        {"data", {"train", "val", "dataset", "order"}},
         {"train", {"steps", "micro_batch", "grad_accum", "lr", "min_lr", "warmup_steps",
                    "weight_decay", "grad_clip", "seed", "eval_every", "eval_steps", "beta1",
                    "beta2", "eps", "threads", "restarts"}},

@@ -49,6 +49,9 @@ struct DataConfig {
     std::string dataset;  // "" | brown | fashion-mnist (prepared into the data cache)
     std::string train;    // token shard (.bin) path, resolved relative to the config file
     std::string val;
+    // reading order of the training set (docs/data.md "Reading order"): random windows, or
+    // every fixed window once per epoch in a shuffled order
+    std::string order = "random";  // random | epoch
 
     bool operator==(const DataConfig&) const = default;
 };

@@ -201,6 +201,7 @@ void read_data(ConfigReader& r, const ConfigField& sec, DataConfig& d) {
         if (k == "dataset") d.dataset = r.read_enum(f, {"brown", "fashion-mnist"});
         else if (k == "train") d.train = r.read_string(f, true);
         else if (k == "val") d.val = r.read_string(f, true);
+        else if (k == "order") d.order = r.read_enum(f, {"random", "epoch"});
     }
 }
 
@@ -664,6 +665,8 @@ std::string config_to_yaml(const RunConfig& c) {
     if (!c.data.dataset.empty()) e << YAML::Key << "dataset" << YAML::Value << c.data.dataset;
     if (!c.data.train.empty()) e << YAML::Key << "train" << YAML::Value << c.data.train;
     if (!c.data.val.empty()) e << YAML::Key << "val" << YAML::Value << c.data.val;
+    // only when not the default, so the YAML of an existing project is unchanged
+    if (c.data.order != "random") e << YAML::Key << "order" << YAML::Value << c.data.order;
     e << YAML::EndMap;
 
     const TrainConfig& t = c.train;

@@ -20,6 +20,8 @@ namespace metric {
 inline constexpr std::string_view train_loss = "train/loss";            // mean over the step
 inline constexpr std::string_view train_lr = "train/lr";                // learning rate used
 inline constexpr std::string_view train_grad_norm = "train/grad_norm";  // before clipping
+// samples consumed / the training set's items (fractional; both data.order values)
+inline constexpr std::string_view train_epoch = "train/epoch";
 inline constexpr std::string_view val_loss = "val/loss";
 inline constexpr std::string_view val_accuracy = "val/accuracy";  // classifiers only, 0..1
 

@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 #include "engine/data/brown.h"
+#include "engine/data/epoch_order.h"
 #include "engine/data/fashion_mnist.h"
 #include "engine/data/shard.h"
 #include "engine/data/token_sampler.h"
@@ -12,39 +13,58 @@ namespace tessera {
 
 namespace {
 
+// How the training set is read: data.order, and the step's sample count over all ranks and
+// micro-batches (the epoch order numbers samples across steps with it).
+struct ReadOrder {
+    bool epoch = false;
+    int64_t global_batch = 1;
+};
+
 // ---- GPT: windows of seq_len + 1 tokens from llm.c token shards -------------------------------
 class TokenData final : public DataSource {
 public:
     TokenData(std::vector<uint32_t> train, std::vector<uint32_t> val, int seq_len, uint64_t seed,
-              int vocab, std::string desc)
+              ReadOrder order, int vocab, std::string desc)
         : train_(std::move(train)), val_(std::move(val)), seq_len_(seq_len), seed_(seed),
-          vocab_(vocab), desc_(std::move(desc)) {}
+          order_(order), vocab_(vocab), desc_(std::move(desc)) {}
 
     Batch train_batch(int64_t step, int64_t first, int n) const override {
-        return make(train_, seed_, step, first, n);
+        Batch b = alloc(n);
+        if (order_.epoch)
+            epoch_token_batch(train_, seed_, step, first, n, order_.global_batch, seq_len_,
+                              b.inputs.data(), b.targets.data());
+        else
+            sample_token_batch(train_, seed_, step, first, n, seq_len_, b.inputs.data(),
+                               b.targets.data());
+        return b;
     }
     Batch eval_batch(int64_t index, int64_t first, int n) const override {
-        // a separate stream: evaluation windows never depend on the training seed's progress
-        return make(val_, splitmix64(seed_ ^ 0xE7A1ull), index, first, n);
+        // random windows in both orders, from a separate stream: evaluation windows never depend
+        // on the training seed's progress
+        Batch b = alloc(n);
+        sample_token_batch(val_, splitmix64(seed_ ^ 0xE7A1ull), index, first, n, seq_len_,
+                           b.inputs.data(), b.targets.data());
+        return b;
+    }
+    int64_t train_set_size() const override {
+        return token_window_count((int64_t)train_.size(), seq_len_);
     }
     int vocab_size() const override { return vocab_; }
     std::string describe() const override { return desc_; }
 
 private:
-    Batch make(const std::vector<uint32_t>& tokens, uint64_t seed, int64_t step, int64_t first,
-               int n) const {
+    Batch alloc(int n) const {
         Batch b;
         b.batch_size = n;
         b.seq_len = seq_len_;
         b.inputs.resize((size_t)n * seq_len_);
         b.targets.resize((size_t)n * seq_len_);
-        sample_token_batch(tokens, seed, step, first, n, seq_len_, b.inputs.data(),
-                           b.targets.data());
         return b;
     }
     std::vector<uint32_t> train_, val_;
     int seq_len_;
     uint64_t seed_;
+    ReadOrder order_;
     int vocab_;
     std::string desc_;
 };
@@ -52,12 +72,16 @@ private:
 // ---- MLP: Fashion-MNIST images, pixels scaled to [0, 1] ---------------------------------------
 class ImageData final : public DataSource {
 public:
-    ImageData(ImageSet train, ImageSet test, uint64_t seed)
-        : train_(std::move(train)), test_(std::move(test)), seed_(seed) {}
+    ImageData(ImageSet train, ImageSet test, uint64_t seed, ReadOrder order)
+        : train_(std::move(train)), test_(std::move(test)), seed_(seed), order_(order) {}
 
     Batch train_batch(int64_t step, int64_t first, int n) const override {
         Batch b = alloc(n);
         for (int i = 0; i < n; ++i) {
+            if (order_.epoch) {
+                copy(train_, epoch_order_item(seed_, step, first + i, order_.global_batch, train_.count), b, i);
+                continue;
+            }
             uint64_t h = splitmix64(seed_ ^ splitmix64((uint64_t)step * 0x9E3779B97F4A7C15ull +
                                                        (uint64_t)(first + i)));
             copy(train_, (int64_t)(h % (uint64_t)train_.count), b, i);
@@ -73,9 +97,11 @@ public:
         return b;
     }
     int64_t eval_set_size() const override { return test_.count; }
+    int64_t train_set_size() const override { return train_.count; }
     int vocab_size() const override { return 10; }
     std::string describe() const override {
-        return str_cat("Fashion-MNIST (", train_.count, " train, ", test_.count, " test images)");
+        return str_cat("Fashion-MNIST (", train_.count, " train, ", test_.count, " test images",
+                       order_.epoch ? "; epoch order" : "", ")");
     }
 
 private:
@@ -94,19 +120,23 @@ private:
     }
     ImageSet train_, test_;
     uint64_t seed_;
+    ReadOrder order_;
 };
 
 }  // namespace
 
 std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
     const auto& d = cfg.data;
+    const ReadOrder order{d.order == "epoch",
+                          (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * cfg.parallel.dp};
     if (cfg.model.preset == "mlp") {
         if (d.dataset != "fashion-mnist")
             throw InputError(str_cat(cfg.source_path, ": data.dataset: the mlp preset trains on "
                                                       "'fashion-mnist', found '", d.dataset, "'"));
         ImageSet train = fashion_mnist_load("train"), test = fashion_mnist_load("test");
         TS_CHECK(train.rows * train.cols == 784, "Fashion-MNIST images are not 28x28");
-        return std::make_unique<ImageData>(std::move(train), std::move(test), cfg.train.seed);
+        return std::make_unique<ImageData>(std::move(train), std::move(test), cfg.train.seed,
+                                           order);
     }
     const std::string tokenizer = config_tokenizer(cfg);
     auto tok = tokenizer_make(tokenizer);
@@ -148,8 +178,11 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
                                  "); give data.val more documents, or set train.eval_every: 0"));
     std::string desc = str_cat(d.dataset.empty() ? train_path : d.dataset, " (", train.size(),
                                " train / ", val.size(), " val tokens, vocab ", cfg.model.vocab, ")");
+    if (order.epoch)
+        desc += str_cat("; epoch order over ", token_window_count((int64_t)train.size(), cfg.model.seq_len),
+                        " windows of ", cfg.model.seq_len, " tokens");
     return std::make_unique<TokenData>(std::move(train), std::move(val), cfg.model.seq_len,
-                                       cfg.train.seed, vocab, desc);
+                                       cfg.train.seed, order, vocab, desc);
 }
 
 }  // namespace tessera

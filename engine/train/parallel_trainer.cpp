@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "engine/core/error.h"
+#include "engine/data/epoch_order.h"
 #include "engine/data/tokenizer.h"
 #include "engine/io/checkpoint.h"
 #include "engine/model/gpt.h"
@@ -504,6 +505,8 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                 metric(s1, metric::train_loss, loss);
                 metric(s1, metric::train_lr, lr);
                 metric(s1, metric::train_grad_norm, norm);
+                metric(s1, metric::train_epoch,
+                       epoch_order_epochs(s1, (int64_t)mb * micro_ * dp, data_->train_set_size()));
                 metric(s1, metric::perf_step_ms, step_s * 1e3);
                 metric(s1, metric::perf_tok_per_s, targets / step_s);
                 if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token

@@ -11,6 +11,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/memory.h"
+#include "engine/data/epoch_order.h"
 #include "engine/io/checkpoint.h"
 #include "engine/kernels/cpu/threads.h"
 #include "engine/model/gpt_import.h"
@@ -209,6 +210,7 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
                 emit(s1, metric::train_loss, loss);
                 emit(s1, metric::train_lr, lr);
                 emit(s1, metric::train_grad_norm, norm);
+                emit(s1, metric::train_epoch, epoch_order_epochs(s1, global_samples, data->train_set_size()));
                 emit(s1, metric::perf_step_ms, step_s * 1e3);
                 emit(s1, metric::perf_tok_per_s, targets_per_step / step_s);
                 emit(s1, metric::perf_gflops, flops_per_step / step_s / 1e9);

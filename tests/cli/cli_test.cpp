@@ -92,6 +92,23 @@ void check_bit_exact_resume(const std::function<std::string(int, int, int)>& yam
                         step_dir(split / "ck", 2 * n) + "/optimizer.safetensors");
 }
 
+// A byte-vocabulary shard of `windows` fixed windows of seq_len 32 (tiny_gpt_yaml's), plus 5
+// tokens that belong to none; text, so the loss has something to learn.
+void write_window_shard(const std::string& path, int windows) {
+    const std::string text = "the quick brown fox jumps over the lazy dog, and the dog sleeps on. ";
+    std::vector<uint32_t> ids;
+    for (int i = 0; i < windows * 32 + 1 + 5; ++i) ids.push_back((unsigned char)text[i % text.size()]);
+    tessera::shard_write(path, ids);
+}
+
+// tiny_gpt_yaml reading `shard` in epoch order.
+std::string tiny_gpt_epoch_yaml(const std::string& shard, int steps, int ckpt_every, int warmup) {
+    std::string y = tiny_gpt_yaml(steps, ckpt_every, warmup);
+    const std::string from = "data: {dataset: brown}";
+    y.replace(y.find(from), from.size(), "data: {train: " + shard + ", order: epoch}");
+    return y;
+}
+
 }  // namespace
 
 // 1. ---------------------------------------------------------------------------------------
@@ -101,6 +118,16 @@ TEST(CliResume, GptResumeIsBitExact) {
 
 TEST(CliResume, MlpResumeIsBitExact) {
     check_bit_exact_resume([](int s, int e, int w) { return tiny_mlp_yaml(s, e, w); }, 3);
+}
+
+// data.order: epoch on 10 windows, 4 samples a step: the run stops at step 6 in the middle of its
+// third epoch (sample 24) and resumes onto the uninterrupted run's losses; 12 steps read 4.8
+// epochs, so the resumed half crosses two epoch boundaries.
+TEST(CliResume, EpochOrderResumeIsBitExactAcrossEpochs) {
+    TempDir data;
+    write_window_shard(data / "windows.bin", 10);
+    check_bit_exact_resume(
+        [&](int s, int e, int w) { return tiny_gpt_epoch_yaml(data / "windows.bin", s, e, w); }, 6);
 }
 
 // 2. ---------------------------------------------------------------------------------------
@@ -301,6 +328,28 @@ TEST(CliMetrics, MemoryAndThroughputMetrics) {
     EXPECT_EQ(devices[0].rank, 0);
     EXPECT_EQ(devices[0].name, tessera::kDeviceCpu);
     EXPECT_EQ(devices[0].memory_bytes, tessera::telemetry_host_memory_bytes());
+    // train/epoch in random order: samples drawn over the shard's windows, growing by the same
+    // amount each step
+    auto epoch = s.metrics(1, tessera::metric::train_epoch);
+    ASSERT_EQ(epoch.size(), 3u);
+    EXPECT_GT(epoch[0].value, 0.0);
+    EXPECT_DOUBLE_EQ(epoch[2].value, 3 * epoch[0].value);
+}
+
+// train/epoch in epoch order: steps x global batch / windows, recorded every step (here 3
+// windows, 4 samples a step: an epoch and a third per step)
+TEST(CliMetrics, EpochOrderRecordsTheEpoch) {
+    TempDir t;
+    write_window_shard(t / "windows.bin", 3);
+    write_file(t / "p.yaml", tiny_gpt_epoch_yaml(t / "windows.bin", 3, 0, 1));
+    ProcResult r = train_ok({t / "p.yaml"});
+    EXPECT_NE(r.out.find("epoch order over 3 windows of 32 tokens"), std::string::npos) << show(r);
+    auto epoch = metric_rows(t / "runs.db", 1, tessera::metric::train_epoch);
+    ASSERT_EQ(epoch.size(), 3u) << show(r);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(epoch[i].step, i + 1);
+        EXPECT_DOUBLE_EQ(epoch[i].value, (i + 1) * 4 / 3.0) << "step " << i + 1;
+    }
 }
 
 // 6. ---------------------------------------------------------------------------------------

@@ -108,6 +108,10 @@ std::vector<BadCase> bad_cases() {
          "one of gpipe|1f1b|interleaved"},
         {"dataset enum", "data:\n  dataset: mnist\n", "2:12", "data.dataset",
          "one of brown|fashion-mnist"},
+        {"order enum", "data:\n  dataset: brown\n  order: epochs\n", "3:10", "data.order",
+         "expected one of random|epoch, found 'epochs' (did you mean 'epoch'?)"},
+        {"order not a string", "data:\n  dataset: brown\n  order: [epoch]\n", "3:10", "data.order",
+         "found a sequence"},
         {"d_model vs n_head", "model:\n  d_model: 100\n  n_head: 3\n" + d, "2:12", "model.d_model",
          "divisible by n_head (3)"},
         {"tp vs n_head", d + "parallel:\n  tp: 3\n", "3:7", "parallel.tp",
@@ -270,6 +274,13 @@ TEST_F(ConfigTest, DefaultsAndTinyPreset) {
     EXPECT_EQ(c.model.vocab, "bytes");
     EXPECT_EQ(c.parallel.recompute, (std::vector<std::string>{"none"}));
     EXPECT_EQ(c.train.steps, 100);
+    EXPECT_EQ(c.data.order, "random");
+    // the writer leaves the default order out (an existing project's YAML stays as it was) and
+    // writes the other one
+    EXPECT_EQ(config_to_yaml(c).find("order"), std::string::npos);
+    c.data.order = "epoch";
+    EXPECT_NE(config_to_yaml(c).find("order: epoch"), std::string::npos) << config_to_yaml(c);
+    c.data.order = "random";
     EXPECT_EQ(c.source_text, text);  // no overrides: the file's exact text, comments included
     EXPECT_EQ(fs::path(c.base_dir), fs::path(dir_.string()).lexically_normal());
 }
@@ -353,6 +364,7 @@ TEST_F(ConfigTest, CanonicalYamlRoundTrips) {
             " offload_optimizer: true}\n"
             "checkpoint: {dir: ckpt, every: 10, keep: 2}\nlog: {db: my.db, every: 5}\n",
         "name: mlp\nmodel: {preset: mlp, hidden: [64, 32]}\ndata: {dataset: fashion-mnist}\n",
+        "name: epoch\ndata: {train: train.bin, order: epoch}\n",
     };
     for (const auto& text : texts) {
         RunConfig a = config_load(write("a.yaml", text));

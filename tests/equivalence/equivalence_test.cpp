@@ -6,7 +6,9 @@
 // sign-like update magnifies float rounding on elements whose gradient is near zero, and those
 // differences grow with the learning rate (at 1e-3 the TP plans end 1.05e-5 apart). The MLP's
 // plans (data-parallel, ZeRO, offload) are held to the same bounds, plus its validation loss
-// (rtol 1e-5) and accuracy (equal) over the whole test set.
+// (rtol 1e-5) and accuracy (equal) over the whole test set. Plans tagged epoch_ read the data in
+// epoch order (data.order: epoch) against a single-rank reference that does too; every plan's
+// train/epoch must equal its reference's.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -48,6 +50,7 @@ log: {db: runs.db, every: 1}
 
 struct Outcome {
     std::vector<double> losses;                  // train/loss of steps 1..10
+    std::vector<double> epochs;                  // train/epoch of steps 1..10
     std::vector<double> val_loss, val_accuracy;  // evaluations (the MLP)
     std::map<std::string, std::vector<float>> params;  // final, gathered
     std::string output;
@@ -73,6 +76,7 @@ Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets, c
     auto runs = store.runs_list();
     if (runs.empty()) return o;
     for (const auto& m : store.metrics(runs.back().id, metric::train_loss)) o.losses.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::train_epoch)) o.epochs.push_back(m.value);
     for (const auto& m : store.metrics(runs.back().id, metric::val_loss)) o.val_loss.push_back(m.value);
     for (const auto& m : store.metrics(runs.back().id, metric::val_accuracy)) o.val_accuracy.push_back(m.value);
     Checkpoint ck = checkpoint_load((dir / "ck").string());
@@ -105,6 +109,8 @@ void expect_same_trajectory(const Outcome& ref, const Outcome& got, const std::s
     for (size_t i = 0; i < ref.losses.size(); ++i)
         EXPECT_NEAR(got.losses[i], ref.losses[i], 1e-5 * std::fabs(ref.losses[i]))
             << plan << " step " << i + 1;
+    ASSERT_EQ(ref.epochs.size(), 10u) << ref.output;
+    EXPECT_EQ(got.epochs, ref.epochs) << plan << ": train/epoch differs";
     ASSERT_EQ(got.params.size(), ref.params.size()) << plan;
     double worst = 0;
     std::string worst_name;
@@ -135,10 +141,12 @@ class Equivalence : public ::testing::TestWithParam<Plan> {};
 
 TEST_P(Equivalence, MatchesSingleRank) {
     const Plan& p = GetParam();
-    std::vector<std::string> sets = p.sets;
+    std::vector<std::string> sets = p.sets, data_sets;  // data.* keys: the reference's too
+    for (const auto& s : p.sets)
+        if (s.rfind("data.", 0) == 0) data_sets.push_back(s);
     sets.push_back("train.grad_accum=" + std::to_string(p.accum));
     Outcome got = run_plan(p.tag, sets);
-    expect_same_trajectory(reference(p.accum * p.dp), got, p.tag);
+    expect_same_trajectory(reference(p.accum * p.dp, data_sets), got, p.tag);
 }
 
 std::vector<Plan> plans() {
@@ -178,6 +186,15 @@ std::vector<Plan> plans() {
                                 "parallel.offload_optimizer=true"}, 2),
         P("dp2_accum1", {"parallel.dp=2"}, 2, 1),
         P("dp2_accum4", {"parallel.dp=2"}, 2, 4),
+        // epoch order: the windows of a step split over ranks and micro-batches as the
+        // reference's single rank reads them through accumulation
+        P("epoch_dp2", {"data.order=epoch", "parallel.dp=2"}, 2),
+        P("epoch_dp4_accum1", {"data.order=epoch", "parallel.dp=4"}, 4, 1),
+        P("epoch_zero2_dp2", {"data.order=epoch", "parallel.dp=2", "parallel.zero=2"}, 2),
+        P("epoch_zero3_dp2", {"data.order=epoch", "parallel.dp=2", "parallel.zero=3"}, 2),
+        P("epoch_tp2", {"data.order=epoch", "parallel.tp=2"}, 1),
+        P("epoch_1f1b_pp2", {"data.order=epoch", "parallel.pp=2", "parallel.schedule=1f1b"}, 1, 4),
+        P("epoch_dp2_pp2_accum4", {"data.order=epoch", "parallel.dp=2", "parallel.pp=2"}, 2, 4),
     };
 }
 
@@ -188,7 +205,14 @@ class MlpEquivalence : public ::testing::TestWithParam<Plan> {};
 
 TEST_P(MlpEquivalence, MatchesSingleRank) {
     const Plan& p = GetParam();
-    static const Outcome ref = run_plan("mlp_ref", {"train.grad_accum=4"}, kMlpBase);
+    static std::map<std::string, Outcome> refs;  // by the plan's data.* keys
+    std::vector<std::string> ref_sets{"train.grad_accum=4"};
+    for (const auto& s : p.sets)
+        if (s.rfind("data.", 0) == 0) ref_sets.push_back(s);
+    std::string key;
+    for (const auto& s : ref_sets) key += s + ";";
+    if (!refs.count(key)) refs[key] = run_plan("mlp_ref_" + std::to_string(refs.size()), ref_sets, kMlpBase);
+    const Outcome& ref = refs[key];
     ASSERT_EQ(ref.val_accuracy.size(), 3u) << ref.output;  // steps 0, 5 and 10
     std::vector<std::string> sets = p.sets;
     sets.push_back("train.grad_accum=" + std::to_string(p.accum));
@@ -204,7 +228,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Plan{"mlp_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},
                       Plan{"mlp_zero3_dp2", {"parallel.dp=2", "parallel.zero=3"}, 2, 2},
                       Plan{"mlp_offload", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
-                                           "parallel.offload_activations=true"}, 2, 2}),
+                                           "parallel.offload_activations=true"}, 2, 2},
+                      Plan{"mlp_epoch_zero2_dp2", {"data.order=epoch", "parallel.dp=2", "parallel.zero=2"}, 2, 2}),
     [](const auto& info) { return info.param.tag; });
 
 // The Llama family (llama-tiny with 4 query heads over 2 key/value heads, untied head, Llama 3's
@@ -229,7 +254,7 @@ TEST_P(LlamaEquivalence, MatchesSingleRank) {
     static std::map<std::string, Outcome> refs;
     std::vector<std::string> ref_sets{"train.grad_accum=" + std::to_string(p.accum * p.dp)};
     for (const auto& s : p.sets)
-        if (s.rfind("model.", 0) == 0) ref_sets.push_back(s);
+        if (s.rfind("model.", 0) == 0 || s.rfind("data.", 0) == 0) ref_sets.push_back(s);
     std::string key;
     for (const auto& s : ref_sets) key += s + ";";
     if (!refs.count(key)) refs[key] = run_plan("llama_ref_" + std::to_string(refs.size()), ref_sets, kLlamaBase);
@@ -258,7 +283,11 @@ INSTANTIATE_TEST_SUITE_P(
                       // Qwen3's q/k norm: its weights' gradients summed over the TP group
                       Plan{"qwen3_tp2", {"model.qk_norm=true", "parallel.tp=2"}, 1, 2},
                       Plan{"qwen3_zero3_dp2_recompute", {"model.qk_norm=true", "parallel.dp=2", "parallel.zero=3",
-                                                         "parallel.recompute=full"}, 2, 2}),
+                                                         "parallel.recompute=full"}, 2, 2},
+                      Plan{"llama_epoch_dp2", {"data.order=epoch", "parallel.dp=2"}, 2, 2},
+                      Plan{"llama_epoch_zero3_dp2", {"data.order=epoch", "parallel.dp=2", "parallel.zero=3"}, 2, 2},
+                      Plan{"llama_epoch_tp2", {"data.order=epoch", "parallel.tp=2"}, 1, 2},
+                      Plan{"llama_epoch_1f1b_pp2", {"data.order=epoch", "parallel.pp=2"}, 1, 4}),
     [](const auto& info) { return info.param.tag; });
 
 // A checkpoint written under one plan resumes under another on the same loss curve:

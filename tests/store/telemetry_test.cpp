@@ -37,6 +37,7 @@ TEST(TelemetryVocabulary, ValuesOnDiskNeverChange) {
     EXPECT_EQ(metric::train_loss, "train/loss");
     EXPECT_EQ(metric::train_lr, "train/lr");
     EXPECT_EQ(metric::train_grad_norm, "train/grad_norm");
+    EXPECT_EQ(metric::train_epoch, "train/epoch");
     EXPECT_EQ(metric::val_loss, "val/loss");
     EXPECT_EQ(metric::val_accuracy, "val/accuracy");
     EXPECT_EQ(metric::perf_step_ms, "perf/step_ms");

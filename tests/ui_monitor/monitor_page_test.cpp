@@ -134,6 +134,8 @@ TEST(MonitorPageTest, ShowsCurvesOfARealRun) {
     EXPECT_TRUE(page.trainRawGraph()->adaptiveSampling());
     EXPECT_NE(page.statusText().indexOf("completed"), -1) << page.statusText().toStdString();
     EXPECT_NE(page.statusText().indexOf("step 20/20"), -1) << page.statusText().toStdString();
+    // random order: train/epoch is recorded but is no count of passes, so not shown
+    EXPECT_EQ(page.statusText().indexOf("epoch"), -1) << page.statusText().toStdString();
 
     // smoothing: the smoothed series changes, the raw one does not
     page.setSmoothing(0.0);
@@ -264,6 +266,38 @@ TEST(MonitorPageTest, PredictsForTheRecordedDeviceAndShowsTheDriversFigure) {
     page.pollNow();
     EXPECT_EQ(page.predictionDevice(), "A100-40GB");
     EXPECT_TRUE(page.predictionFromRecordedDevice());
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
+// data.order: epoch: the status line says which epoch the run is in (its latest train/epoch)
+TEST(MonitorPageTest, StatusShowsTheEpochOfAnEpochOrderRun) {
+    fs::path dir = g_project.parent_path() / (g_project.filename().string() + "_epoch");
+    fs::create_directories(dir);
+    const std::string yaml =
+        "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+        "data: {dataset: brown, order: epoch}\n"
+        "train: {steps: 4, micro_batch: 4, eval_every: 0}\n";
+    std::ofstream(dir / "project.yaml") << yaml;
+    {
+        using namespace tessera;
+        RunStore s = RunStore::open((dir / "runs.db").string());
+        int64_t id = s.run_begin(RunStartRecord{"epochs", yaml, "host", 1, "", 1000});
+        std::vector<Record> recs;
+        for (int64_t step = 1; step <= 3; ++step) {
+            recs.push_back(MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, std::string(metric::train_epoch), 0.625 * step, 1000.0 + step});
+        }
+        s.append(id, recs);
+    }
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(dir.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.pollNow();
+    ASSERT_TRUE(page.selectRun(1));
+    page.pollNow();
+    EXPECT_NE(page.statusText().indexOf("step 3/4 · epoch 1.88"), -1) << page.statusText().toStdString();
     std::error_code ec;
     fs::remove_all(dir, ec);
 }

@@ -41,6 +41,7 @@ std::vector<ConfigEntry> compare_config_flatten(const tessera::RunConfig& c) {
     add("data", "dataset", str(c.data.dataset));
     add("data", "train", str(c.data.train));
     add("data", "val", str(c.data.val));
+    add("data", "order", str(c.data.order));
     const auto& t = c.train;
     add("train", "steps", QString::number(t.steps));
     add("train", "micro_batch", QString::number(t.micro_batch));

@@ -327,6 +327,8 @@ void MonitorPage::resetRunData() {
     m_deviceLabel->clear();
     m_tokensPerStep = 0;
     m_totalSteps = 0;
+    m_epochOrder = false;
+    m_epoch = -1;
     m_fullRebuild = m_memDirty = true;
     scheduleReplot();
 }
@@ -341,6 +343,7 @@ void MonitorPage::loadPrediction() {
     try {
         tessera::RunConfig cfg = tessera::config_parse(m_run.config_text, QString("run #%1").arg(m_runId).toStdString());
         m_totalSteps = cfg.train.steps;
+        m_epochOrder = cfg.data.order == "epoch";
         m_mesh = tessera::MeshShape{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};
         m_tokensPerStep = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * cfg.model.seq_len;
         std::vector<tessera::DeviceRecord> devices;
@@ -384,6 +387,8 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
             add(m_valLoss, r);
         } else if (n == metric::perf_tok_per_s) {
             add(m_tokPerS, r);
+        } else if (n == metric::train_epoch) {
+            m_epoch = r.value;
         } else if (n == metric::perf_step_ms) {
             add(m_stepMs, r);
         } else if (n == metric::perf_mfu) {
@@ -641,6 +646,8 @@ void MonitorPage::updateStatus() {
         int64_t step = m_trainLoss.step.empty() ? 0 : (int64_t)m_trainLoss.step.back();
         s += QString(" · step %1").arg(step);
         if (m_totalSteps > 0) s += QString("/%1").arg(m_totalSteps);
+        // train/epoch counts passes only in epoch order (in random order windows repeat)
+        if (m_epochOrder && m_epoch >= 0) s += QString(" · epoch %1").arg(m_epoch, 0, 'f', 2);
         if (!m_tokPerS.value.empty()) s += QString(" · %1 tok/s").arg(m_tokPerS.value.back(), 0, 'f', 0);
         if (m_run.status == run_status::running && m_totalSteps > step && m_trainLoss.step.size() >= 2) {
             const auto& st = m_trainLoss.step;

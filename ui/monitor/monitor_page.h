@@ -113,6 +113,8 @@ private:
     int64_t m_lastRowid = 0;
     int64_t m_tokensPerStep = 0;
     int64_t m_totalSteps = 0;
+    bool m_epochOrder = false;  // the run reads its data in epoch order (data.order: epoch)
+    double m_epoch = -1;        // its latest train/epoch; -1 = none yet
     Series m_trainLoss, m_valLoss, m_tokPerS, m_stepMs, m_mfu, m_gpuUtil;
     QCPGraph* m_mfuGraph = nullptr;
     QCPGraph* m_utilGraph = nullptr;
