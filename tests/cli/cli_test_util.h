@@ -170,6 +170,24 @@ inline std::string read_file(const std::string& path) {
     return s.str();
 }
 
+// A shipped project as a user has it after its README's first step: a project with a prepare.sh
+// (its data is made from text: projects/qwen3-own-data) is copied into `tmp` and prepared there
+// with `TESSERA=<this tessera> bash prepare.sh`; any other is used where it is. Returns its
+// project.yaml, or "" (with a test failure) when preparing failed.
+inline std::string shipped_project_yaml(const fs::path& dir, const TempDir& tmp) {
+    if (!fs::exists(dir / "prepare.sh")) return (dir / "project.yaml").string();
+    const fs::path copy = fs::path(tmp.path()) / dir.filename();
+    fs::copy(dir, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    for (const char* made : {"texts", "data", "checkpoints", "runs.db"}) fs::remove_all(copy / made);
+    const std::string cmd = "TESSERA='" + tessera_bin() + "' bash '" + (copy / "prepare.sh").string() + "' > '" +
+                            (copy / "prepare.log").string() + "' 2>&1";
+    if (std::system(cmd.c_str()) != 0) {
+        ADD_FAILURE() << cmd << " failed:\n" << read_file((copy / "prepare.log").string());
+        return "";
+    }
+    return (copy / "project.yaml").string();
+}
+
 inline std::vector<std::string> split_lines(const std::string& text) {
     std::vector<std::string> lines;
     std::stringstream s(text);
