@@ -15,12 +15,6 @@ using tessera::RunStore;
 
 namespace {
 
-std::string show(const ProcResult& r) {
-    return "exit " + std::to_string(r.exit_code) + " (signal " + std::to_string(r.term_signal) +
-           ")\n--- stdout (tail) ---\n" + r.out.substr(r.out.size() > 4000 ? r.out.size() - 4000 : 0) +
-           "--- stderr ---\n" + r.err;
-}
-
 ProcResult train_project(const std::string& name, const TempDir& t) {
     const std::string cfg = projects_dir() + "/" + name + "/project.yaml";
     ProcResult r = run_tessera({"train", cfg, "--db", t / "runs.db", "--set",

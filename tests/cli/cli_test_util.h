@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace tessera_cli_test {
 
 namespace fs = std::filesystem;
@@ -136,6 +138,20 @@ inline ProcResult run_tessera(const std::vector<std::string>& args, double timeo
                               const std::string& cwd = "") {
     Child c(args, cwd);
     return c.finish(timeout_s);
+}
+
+// What a command did, for failure messages: exit code, signal, stdout (its last 8000 bytes), stderr.
+inline std::string show(const ProcResult& r) {
+    const size_t keep = 8000;
+    return "exit " + std::to_string(r.exit_code) + " (signal " + std::to_string(r.term_signal) + ")\n--- stdout" +
+           (r.out.size() > keep ? " (tail)" : "") + " ---\n" + r.out.substr(r.out.size() > keep ? r.out.size() - keep : 0) +
+           "--- stderr ---\n" + r.err;
+}
+
+// The command was refused as bad input (exit 2) and its message says `says`.
+inline void expect_refused(const ProcResult& r, const std::string& says) {
+    EXPECT_EQ(r.exit_code, 2) << show(r);
+    EXPECT_NE(r.err.find(says), std::string::npos) << show(r);
 }
 
 // A fresh directory under the system temp dir, removed when the object dies.

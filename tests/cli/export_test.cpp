@@ -36,10 +36,6 @@ using tessera::Shape;
 
 namespace {
 
-std::string show(const ProcResult& r) {
-    return "exit " + std::to_string(r.exit_code) + "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
-}
-
 ProcResult tessera_ok(const std::vector<std::string>& args) {
     ProcResult r = run_tessera(args, 300);
     EXPECT_EQ(r.exit_code, 0) << show(r);
@@ -340,11 +336,6 @@ protected:
     static std::string ck() { return *dir_ / "ck"; }
     static inline TempDir* dir_ = nullptr;
 };
-
-void expect_refused(const ProcResult& r, const std::string& says) {
-    EXPECT_EQ(r.exit_code, 2) << show(r);
-    EXPECT_NE(r.err.find(says), std::string::npos) << show(r);
-}
 
 TEST_F(CliExportErrors, HelpAndMissingHf) {
     ProcResult h = run_tessera({"export", "--help"});

