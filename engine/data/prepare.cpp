@@ -194,6 +194,13 @@ PreparedSet manifest_parse(const std::string& dir, const json& m) {
                                  "counts, found ", edges.size(), " and ", counts.size()));
     for (const json& e : edges) s.hist_edges.push_back(e.get<int64_t>());
     for (const json& e : counts) s.hist_counts.push_back(e.get<int64_t>());
+    const json& inputs = need(m, "", "inputs");
+    if (!inputs.is_array()) throw InputError(str_cat(path, ": inputs: expected an array, found ", inputs.dump()));
+    for (const json& in : inputs) {
+        const json& p = need(in, "inputs[]", "path");
+        if (!p.is_string()) throw InputError(str_cat(path, ": inputs[].path: expected a string, found ", p.dump()));
+        s.input_files.push_back(p.get<std::string>());
+    }
     return s;
 }
 
@@ -479,8 +486,20 @@ void temp_files_remove(const std::string& out, const std::string& parts_dir) {
     }
 }
 
-// Tokens-per-document histogram bucket: [0, 1) -> 0, [1, 2) -> 1, [2, 4) -> 2, [2^(k-1), 2^k) -> k.
-size_t hist_bucket(uint64_t tokens) { return tokens == 0 ? 0 : (size_t)std::bit_width(tokens); }
+// Tokens-per-document histogram: buckets of width 1 below 4 tokens, then four per octave (each
+// [2^j, 2^(j+1)) split into quarters), fine enough to show the spread of documents of one size
+// class (Brown's 500 documents all fall in one power-of-two bucket).
+size_t hist_bucket(uint64_t tokens) {
+    if (tokens < 4) return (size_t)tokens;
+    const int j = std::bit_width(tokens) - 1;  // tokens in [2^j, 2^(j+1)), j >= 2
+    return 4 + (size_t)(j - 2) * 4 + (size_t)((tokens >> (j - 2)) & 3);
+}
+// The first token count of bucket b.
+int64_t hist_edge(size_t b) {
+    if (b < 4) return (int64_t)b;
+    const int j = (int)(b - 4) / 4 + 2, quarter = (int)(b - 4) % 4;
+    return ((int64_t)1 << j) + (int64_t)quarter * ((int64_t)1 << (j - 2));
+}
 
 }  // namespace
 
@@ -583,8 +602,7 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     s.val_tokens = (int64_t)val.size();
     s.input_bytes = bytes_total;
     if (!s.hist_counts.empty()) {
-        s.hist_edges.push_back(0);
-        for (size_t b = 0; b < s.hist_counts.size(); b++) s.hist_edges.push_back((int64_t)1 << b);
+        for (size_t b = 0; b <= s.hist_counts.size(); b++) s.hist_edges.push_back(hist_edge(b));
     }
 
     json m;
@@ -593,9 +611,11 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     m["tokenizer"] = {{"spec", opt.tokenizer}, {"sha256", tid.sha256}, {"files", tid.files},
                       {"vocab_size", s.vocab_size}, {"bos_token", bos}, {"eos_token", eos}};
     json jin = json::array();
-    for (size_t i = 0; i < inputs.size(); i++)
+    for (size_t i = 0; i < inputs.size(); i++) {
         jin.push_back({{"path", inputs[i].path}, {"bytes", inputs[i].bytes}, {"sha256", inputs[i].sha256},
                        {"documents", input_docs[i]}, {"skipped_lines", input_skipped[i]}});
+        s.input_files.push_back(inputs[i].path);
+    }
     m["inputs"] = jin;
     m["options"] = options_json(opt);
     m["outputs"] = {{"train", "train.bin"}, {"val", "val.bin"}, {"train_index", "train.idx"}};

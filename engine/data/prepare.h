@@ -55,6 +55,7 @@ struct PreparedSet {
     // histogram of tokens per document: hist_counts[i] documents have a token count in
     // [hist_edges[i], hist_edges[i + 1]); hist_edges has one more entry than hist_counts
     std::vector<int64_t> hist_edges, hist_counts;
+    std::vector<std::string> input_files;  // every input file, as expanded from the inputs given
     int bos_token = -1, eos_token = -1;  // the separators written (-1: none)
     bool up_to_date = false;           // data_prepare: nothing needed doing
     int parts_total = 0, parts_reused = 0;  // data_prepare: chunks, and those a resume found done

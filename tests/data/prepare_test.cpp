@@ -482,12 +482,21 @@ TEST(Prepare, ManifestReadsBackAndSamplesAreTheFirstTrainDocuments) {
     EXPECT_EQ(r.vocab_size, 50257);
     EXPECT_EQ(r.eos_token, 50256);
     ASSERT_EQ(r.hist_edges.size(), r.hist_counts.size() + 1);
-    EXPECT_EQ(r.hist_edges[0], 0);
-    EXPECT_EQ(r.hist_edges[1], 1);
-    EXPECT_EQ(r.hist_edges[2], 2);
+    // widths 1 up to 4 tokens, then four buckets per octave: 4 5 6 7 8 10 12 14 16 20 ...
+    const std::vector<int64_t> first = {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32};
+    for (size_t i = 0; i < std::min(first.size(), r.hist_edges.size()); ++i) EXPECT_EQ(r.hist_edges[i], first[i]) << i;
     int64_t total = 0;
     for (int64_t c : r.hist_counts) total += c;
     EXPECT_EQ(total, r.documents);
+    // every document in the bucket its token count (text + EOS) falls in
+    auto gpt2 = tokenizer_make("gpt2");
+    std::vector<int64_t> expect(r.hist_counts.size(), 0);
+    for (const std::string& text : in.docs) {
+        const int64_t n = (int64_t)gpt2->encode(text).size() + 1;
+        for (size_t b = 0; b < r.hist_counts.size(); ++b)
+            if (n >= r.hist_edges[b] && n < r.hist_edges[b + 1]) expect[b]++;
+    }
+    EXPECT_EQ(r.hist_counts, expect);
     auto m = nlohmann::json::parse(read(r.manifest_path));
     EXPECT_EQ(m["tokenizer"]["files"].size(), 2u);  // gpt2: encoder.json and vocab.bpe
     EXPECT_EQ(m["tokenizer"]["sha256"].get<std::string>().size(), 64u);

@@ -10,8 +10,10 @@
 
 #include <QApplication>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -102,6 +104,17 @@ TEST(DataPage, PreparesInputsAndPointsTheProjectAtThem) {
     ASSERT_TRUE(summary);
     EXPECT_TRUE(summary->text().contains("<b>5</b> documents")) << summary->text().toStdString();
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../data_page_prepared.png"));
+
+    // the reading order: one undoable edit from the page's combo, shown back from the project
+    auto* order = f.page->findChild<QComboBox*>("order");
+    ASSERT_TRUE(order);
+    EXPECT_EQ(order->currentData().toString(), "random");
+    order->setCurrentIndex(order->findData("epoch"));
+    Q_EMIT order->activated(order->currentIndex());
+    EXPECT_EQ(f.doc.config().data.order, "epoch");
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config().data.order, "random");
+    EXPECT_EQ(order->currentData().toString(), "random");
 
     f.doc.undoStack()->undo();
     EXPECT_EQ(f.doc.config().data.dataset, "brown");
@@ -205,6 +218,11 @@ TEST(DataPage, ReopenedProjectShowsItsPreparedFolder) {
     ASSERT_TRUE(doc2.open(f.dir, &err)) << err.toStdString();
     EXPECT_EQ(page2.preparedSet().documents, 5);
     EXPECT_EQ(page2.sampleTexts().size(), 3);
+    // ready to prepare again into the same folder from the same inputs (their common folder)
+    EXPECT_EQ(page2.options().out, (f.dir + "/data/prepared").toStdString());
+    ASSERT_EQ(page2.options().inputs.size(), 1u);
+    EXPECT_EQ(QFileInfo(QString::fromStdString(page2.options().inputs[0])).canonicalFilePath(),
+              QFileInfo(f.dir).canonicalFilePath());
 }
 
 TEST(DataPage, IncompleteFormSaysWhatIsMissing) {

@@ -15,6 +15,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -93,6 +94,12 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
     outRow->addWidget(m_outDir, 1);
     outRow->addWidget(chooseOut);
 
+    m_order = new QComboBox;
+    m_order->setObjectName("order");
+    m_order->addItem(tr("random windows"), "random");
+    m_order->addItem(tr("each window once per epoch, shuffled"), "epoch");
+    m_order->setToolTip(tr("data.order: how training reads the prepared tokens (docs/data.md, Reading order)"));
+
     auto* form = new QFormLayout;
     form->addRow(tr("JSONL field"), m_field);
     form->addRow(tr("Tokenizer"), tokRow);
@@ -100,6 +107,7 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
     form->addRow(QString(), m_eos);
     form->addRow(QString(), m_skipBad);
     form->addRow(tr("Output folder"), outRow);
+    form->addRow(tr("Reading order"), m_order);
 
     m_prepare = new QPushButton(tr("Prepare"));
     m_prepare->setObjectName("prepare");
@@ -202,6 +210,11 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
         m_status->setStyleSheet(QString());
         m_status->setText(m_statusText);
         Q_EMIT prepareCancelled();
+    });
+    connect(m_order, &QComboBox::activated, this, [this](int i) {
+        const std::string order = m_order->itemData(i).toString().toStdString();
+        if (order == m_doc->config().data.order) return;
+        m_doc->edit(tr("Reading order %1").arg(q(order)), [order](tessera::RunConfig& c) { c.data.order = order; });
     });
     connect(m_doc, &ProjectDocument::configChanged, this, &DataPage::refresh);
     connect(m_doc, &ProjectDocument::opened, this, [this] {
@@ -422,6 +435,10 @@ void DataPage::refresh() {
     const QString own = modelTokenizer();
     m_tokenizer->setItemText(0, tr("the model's: %1").arg(tessera::tokenizer_is_named(own.toStdString())
                                                               ? own : projectRelative(own)));
+    {
+        const QSignalBlocker block(m_order);
+        m_order->setCurrentIndex(std::max(0, m_order->findData(q(m_doc->config().data.order))));
+    }
     if (!m_doc->isOpen() || m_runner->isRunning()) return;
     if (m_outDir->text().isEmpty()) m_outDir->setText(QStringLiteral("data/prepared"));
     // the project's data.train in a prepared folder: show that folder
@@ -432,6 +449,19 @@ void DataPage::refresh() {
     try {
         m_set = tessera::prepared_read(dir.toStdString());
         showSet(m_set, false);
+        // preparing again (after adding files) goes to the same folder, from the same inputs: their
+        // common folder when they share one, else the files
+        m_outDir->setText(projectRelative(dir));
+        if (m_inputs->count() == 0 && !m_set.input_files.empty()) {
+            QString common = QFileInfo(q(m_set.input_files.front())).absolutePath();
+            for (const std::string& f : m_set.input_files)
+                while (!common.isEmpty() && !QFileInfo(q(f)).absolutePath().startsWith(common)) common = QFileInfo(common).path();
+            if (common.length() > 1) {
+                m_inputs->addItem(projectRelative(common));
+            } else {
+                for (const std::string& f : m_set.input_files) m_inputs->addItem(projectRelative(q(f)));
+            }
+        }
     } catch (const std::exception& e) {
         m_summary->setText(tr("%1: %2").arg(dir, q(e.what())).toHtmlEscaped());
     }

@@ -5,7 +5,8 @@
 // tokens-per-document histogram and a few decoded documents, and sets the project's data.train /
 // data.val (and model.vocab when another tokenizer was chosen) as one undoable edit. A bad input
 // is shown on the page with the engine's message (file:line), and nothing is half-written.
-// Opening a project whose data.train lies in a prepared folder shows that folder's summary.
+// Opening a project whose data.train lies in a prepared folder shows that folder's summary. The
+// reading order (data.order: random windows, or each window once per epoch) is set here too.
 #pragma once
 #include <QString>
 #include <QStringList>
@@ -83,6 +84,7 @@ private:
     QCheckBox* m_eos;
     QCheckBox* m_skipBad;
     QLineEdit* m_outDir;
+    QComboBox* m_order;  // data.order of the project: edited at once (undoable)
     QPushButton *m_prepare, *m_cancel;
     QProgressBar* m_progress;
     QLabel* m_status;
