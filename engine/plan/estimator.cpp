@@ -255,6 +255,10 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate&
 // estimate_plan
 
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
+    return estimate_plan(cfg, dev, op_costs_for(dev.name));
+}
+
+PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const OpCosts* measured) {
     const ModelConfig& mc = cfg.model;
     const ParallelConfig& par = cfg.parallel;
     const ModelShape shape = model_shape(mc, plan_vocab_size(mc));
@@ -302,7 +306,8 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
     const bool gpu = cfg.runtime.device == "cuda";
     const int64_t act_bytes = gpu && cfg.runtime.precision == "bf16" ? 2 : 4;
     // measured per-op costs price a GPU step where the device has them (bf16 only)
-    const OpCosts* costs = gpu && act_bytes == 2 ? op_costs_for(dev.name) : nullptr;
+    const OpCosts* costs = gpu && act_bytes == 2 ? measured : nullptr;
+    bool all_priced = true;  // every rank class's ops were measured
     if (costs) est.step_model = "ops";
     if (world == 1 && !gpu && !llama) {  // the single-rank reference models
         Timeline tl;
@@ -392,7 +397,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                 r.layers = layers;
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
-                if (costs && !price_ops(*costs, sim, par.zero, r)) costs = nullptr, est.step_model = "efficiency";
+                if (costs && !price_ops(*costs, sim, par.zero, r)) all_priced = false;
                 // ---- communication per step (bytes sent by this rank)
                 double unit_bytes = 0, wte_bytes = 0;
                 for (auto& ch : sim.chunks)
@@ -430,20 +435,31 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
                                                                : dev.nvlink_bytes_per_s;
                 r.comm_s = r.comm_tp_bytes / dev.nvlink_bytes_per_s + r.comm_pp_bytes / pp_bw +
                            r.comm_dp_bytes / dp_bw + r.comm_embedding_bytes / pp_bw;
-                // activation offload: the copies overlap compute, but the forward waits for the
-                // previous layer's copies to the host and the backward for each layer's copy
-                // back, so each phase takes the longer of its compute (forward a third of it,
-                // the backward the rest) and its copies over the host link
                 r.offload_bytes = (double)sim.offloaded_bytes;
-                if (r.offload_bytes > 0 && dev.host_link_bytes_per_s > 0) {
-                    const double copy_s = r.offload_bytes / dev.host_link_bytes_per_s;
-                    const double pass = r.compute_s - r.optimizer_s;  // forward + backward
-                    const double fwd = pass / 3, bwd = pass - fwd;
-                    r.offload_s = std::max(fwd, copy_s) - fwd + std::max(bwd, copy_s) - bwd;
-                }
                 cls[(size_t)s * par.tp + t] = r;
             }
         }
+        // one model prices every rank: when a class's trace holds an op the device's sweep did
+        // not time, all classes take the efficiency model (a step mixing both would compare
+        // stages priced two ways)
+        if (costs && !all_priced) {
+            est.step_model = "efficiency";
+            for (RankEstimate& r : cls) {
+                r.compute_s = r.flops_per_step / rate;
+                r.gemm_s = r.attention_s = r.other_ops_s = r.optimizer_s = 0;
+            }
+        }
+        // activation offload: the copies overlap compute, but the forward waits for the previous
+        // layer's copies to the host and the backward for each layer's copy back, so each phase
+        // takes the longer of its compute (forward a third of it, the backward the rest) and its
+        // copies over the host link
+        for (RankEstimate& r : cls)
+            if (r.offload_bytes > 0 && dev.host_link_bytes_per_s > 0) {
+                const double copy_s = r.offload_bytes / dev.host_link_bytes_per_s;
+                const double pass = r.compute_s - r.optimizer_s;  // forward + backward
+                const double fwd = pass / 3, bwd = pass - fwd;
+                r.offload_s = std::max(fwd, copy_s) - fwd + std::max(bwd, copy_s) - bwd;
+            }
         est.ranks.resize(world);
         double slowest = 0;
         for (int rank = 0; rank < world; ++rank) {

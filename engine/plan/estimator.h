@@ -98,6 +98,10 @@ struct PlanEstimate {
 // Throws InputError for configs it cannot estimate (indivisible heads, a split MLP, bad
 // parallel.stages, a schedule that cannot be built).
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev);
+// The same with these measured per-op costs (null: the efficiency model) instead of the
+// device table's own (op_costs_for(dev.name)): what-if pricing, and tests.
+struct OpCosts;
+PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const OpCosts* measured);
 
 // Blocks per model chunk the runtime uses (engine/train's pipeline_blocks_per_chunk, repeated
 // here: plan sits below train): parallel.stages, or L / chunks with the remainder on the last.

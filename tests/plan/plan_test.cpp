@@ -171,6 +171,34 @@ TEST(OpCosts, InterpolatesTheMeasuredGrid) {
     EXPECT_THROW(op_costs_parse("not json", "x.json"), InputError);
 }
 
+// One model prices every rank: when the last pipeline stage's trace holds an op the sweep did not
+// time (here the cross-entropy, taken out of a copy of the H200's costs), the first stage is
+// priced from FLOPs too, not from its ops, and the step says "efficiency".
+TEST(Estimator, OneStepModelForEveryStage) {
+    const std::vector<std::string> pp2{"runtime.device=cuda", "runtime.precision=bf16", "parallel.pp=2",
+                                       "train.grad_accum=4"};
+    const DeviceSpec h200 = device_spec("H200");
+    const OpCosts* measured = op_costs_for("H200");
+    ASSERT_NE(measured, nullptr);
+    const PlanEstimate ops = estimate_plan(tiny(pp2), h200, measured);
+    ASSERT_EQ(ops.step_model, "ops");
+    EXPECT_GT(ops.ranks[0].gemm_s, 0);
+    EXPECT_GT(ops.ranks[1].gemm_s, 0);
+
+    OpCosts partial = *measured;
+    partial.measured[(size_t)OpKind::cross_entropy_stats] = false;  // only the last stage runs it
+    const PlanEstimate mixed = estimate_plan(tiny(pp2), h200, &partial);
+    EXPECT_EQ(mixed.step_model, "efficiency");
+    const PlanEstimate none = estimate_plan(tiny(pp2), h200, nullptr);
+    ASSERT_EQ(mixed.ranks.size(), 2u);
+    for (size_t i = 0; i < mixed.ranks.size(); ++i) {
+        SCOPED_TRACE(i);
+        EXPECT_EQ(mixed.ranks[i].gemm_s, 0);
+        EXPECT_DOUBLE_EQ(mixed.ranks[i].compute_s, none.ranks[i].compute_s);
+    }
+    EXPECT_DOUBLE_EQ(mixed.step_s, none.step_s);
+}
+
 // A bf16 GPU step is priced op by op where the device has measured costs; elsewhere (fp32, a
 // device without them, CPU ranks) from FLOPs at the device's efficiency.
 TEST(Estimator, StepTimeFromOpsWhereMeasured) {
