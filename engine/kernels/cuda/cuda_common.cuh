@@ -53,8 +53,16 @@ const CublasLtApi& lt_api();
                                  ::tessera::lt_api().GetStatusString(st_));                     \
     } while (0)
 
-// After a kernel launch: launch-configuration errors surface here, with the kernel's name.
-#define CUDA_CHECK_LAUNCH(name) CUDA_CHECK(cudaGetLastError())
+// After a kernel launch: launch-configuration errors surface here, with the kernel's name
+// ("CUDA error: `launch of layernorm_forward_kernel` failed at layernorm.cu:233: invalid
+// argument").
+#define CUDA_CHECK_LAUNCH(name)                                                                \
+    do {                                                                                       \
+        cudaError_t err_ = cudaGetLastError();                                                 \
+        if (err_ != cudaSuccess)                                                               \
+            ::tessera::cuda_fail("CUDA", ::tessera::str_cat("launch of ", name).c_str(),     \
+                                 __FILE__, __LINE__, cudaGetErrorString(err_));                \
+    } while (0)
 
 // Shape/dtype preconditions of a launcher.
 #define TS_CUDA_REQUIRE(cond, ...) TS_CHECK(cond, __VA_ARGS__)
