@@ -1,6 +1,7 @@
 // Shared by every CUDA op: error checks that name the statement, file, line and the library's own
-// error string; owning handles with unique_ptr deleters; dtype helpers. Kernels are templated on
-// the activation type T (float for the fp32 mode, __nv_bfloat16 for bf16) and accumulate in fp32.
+// error string; dtype helpers (the owning handles are in cuda_handles.cuh). Kernels are templated
+// on the activation type T (float for the fp32 mode, __nv_bfloat16 for bf16) and accumulate in
+// fp32.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -86,13 +87,5 @@ template <>
 __host__ __device__ inline bf16 from_float<bf16>(float x) { return __float2bfloat16(x); }
 
 inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
-
-// cuBLASLt handle and workspace shared by the GEMM launchers (one per device, lazily created).
-struct CublasLt {
-    cublasLtHandle_t handle = nullptr;
-    void* workspace = nullptr;
-    size_t workspace_bytes = 0;
-};
-CublasLt& cublaslt();
 
 }  // namespace tessera
