@@ -40,7 +40,8 @@ TEST(CudaCheckLaunch, TheMessageNamesTheKernel) {
     }
     EXPECT_NE(what.find("launch of my_test_kernel"), std::string::npos) << what;
     EXPECT_NE(what.find("handles_test.cpp"), std::string::npos) << what;
-    EXPECT_NO_THROW(CUDA_CHECK_LAUNCH("my_test_kernel"));  // the error was consumed
+    // with a working runtime the error was consumed (without a driver every call fails again)
+    if (cuda_available()) EXPECT_NO_THROW(CUDA_CHECK_LAUNCH("my_test_kernel"));
 }
 
 class CudaHandles : public CudaTest {};
