@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 
 namespace tessera::bench {
 
 // A device buffer filled with random data (never time on zeros): bf16 values in [-2, 2]; read as
 // fp32, every other 16 bits is such a bf16's pattern, so floats are finite and of similar size.
+// The caller owns it (a DeviceBuffer frees it; the benches keep most buffers for the process).
 inline void* device_random(size_t bytes) {
     static const std::vector<uint16_t> pattern = [] {
         std::vector<uint16_t> v(1 << 24);

@@ -43,15 +43,13 @@ void* dev_zero(size_t bytes) {  // token ids: valid (zero) indices
 double time_ms(const std::function<void()>& f, int reps = 20) {
     cudaStream_t s = cuda_stream();
     for (int i = 0; i < 3; ++i) f();
-    cudaEvent_t a, b;
-    CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&b));
-    CUDA_CHECK(cudaEventRecord(a, s));
+    CudaEvent a = cuda_event_create(cudaEventDefault), b = cuda_event_create(cudaEventDefault);
+    CUDA_CHECK(cudaEventRecord(a.get(), s));
     for (int i = 0; i < reps; ++i) f();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
+    CUDA_CHECK(cudaEventRecord(b.get(), s));
+    CUDA_CHECK(cudaEventSynchronize(b.get()));
     float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
     return ms / reps;
 }
 
@@ -68,8 +66,9 @@ int main() {
     const long N = (long)B * T;
     // ---- ceilings, measured now
     const size_t big = 1ull << 30;
-    void* x = dev(big);
-    void* y = dev(big);
+    DeviceBuffer<> xb(dev(big)), yb(dev(big));
+    void* x = xb.get();
+    void* y = yb.get();
     double copy_ms = time_ms([&] { CUDA_CHECK(cudaMemcpyAsync(y, x, big, cudaMemcpyDeviceToDevice, s)); });
     const double bw = 2.0 * big / (copy_ms * 1e-3);  // bytes read + written per second
     const int G = 8192;
@@ -78,8 +77,8 @@ int main() {
     auto* gc = (bf16*)dev((size_t)G * G * 2);
     double gemm_ms = time_ms([&] { matmul_forward_cuda<bf16>(gc, ga, gb, nullptr, G, G, G, s); }, 10);
     const double rate = 2.0 * G * G * G / (gemm_ms * 1e-3);
-    CUDA_CHECK(cudaFree(x));
-    CUDA_CHECK(cudaFree(y));
+    xb.reset();
+    yb.reset();
     std::printf("ceilings: copy %.0f GB/s (read+write), bf16 GEMM %.0f TFLOP/s (8192^3)\n\n", bw / 1e9,
                 rate / 1e12);
 

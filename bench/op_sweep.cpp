@@ -45,24 +45,20 @@ void* dev(size_t bytes) { return bench::device_random(bytes); }
 // seconds per run: 2 warm-ups, then repeats until 5 ms of work or 20 runs
 double time_s(const std::function<void()>& f) {
     cudaStream_t s = cuda_stream();
-    cudaEvent_t a, b;
-    CUDA_CHECK(cudaEventCreate(&a));
-    CUDA_CHECK(cudaEventCreate(&b));
+    CudaEvent a = cuda_event_create(cudaEventDefault), b = cuda_event_create(cudaEventDefault);
     f();
-    CUDA_CHECK(cudaEventRecord(a, s));
+    CUDA_CHECK(cudaEventRecord(a.get(), s));
     f();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
+    CUDA_CHECK(cudaEventRecord(b.get(), s));
+    CUDA_CHECK(cudaEventSynchronize(b.get()));
     float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
     const int reps = std::clamp((int)(5.0 / std::max(ms, 1e-3f)), 2, 20);
-    CUDA_CHECK(cudaEventRecord(a, s));
+    CUDA_CHECK(cudaEventRecord(a.get(), s));
     for (int i = 0; i < reps; ++i) f();
-    CUDA_CHECK(cudaEventRecord(b, s));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    CUDA_CHECK(cudaEventDestroy(a));
-    CUDA_CHECK(cudaEventDestroy(b));
+    CUDA_CHECK(cudaEventRecord(b.get(), s));
+    CUDA_CHECK(cudaEventSynchronize(b.get()));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
     return ms * 1e-3 / reps;
 }
 

@@ -27,6 +27,7 @@
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 #include "engine/data/brown.h"
 #include "engine/data/cache.h"
 #include "engine/launch/cluster.h"
@@ -202,7 +203,8 @@ void probe_data(const RunConfig& cfg) {
 }
 
 int probe_listen(int port, int seconds, int expect) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const int fd = listener.get();
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in a{};
@@ -219,13 +221,12 @@ int probe_listen(int port, int seconds, int expect) {
     while (accepted < expect && std::chrono::steady_clock::now() < deadline) {
         pollfd p{fd, POLLIN, 0};
         if (::poll(&p, 1, 200) <= 0) continue;
-        int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) continue;
-        (void)!::write(c, "tessera-probe\n", 14);
-        ::close(c);
+        UniqueFd c(::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC));
+        if (!c) continue;
+        (void)!::write(c.get(), "tessera-probe\n", 14);
         ++accepted;
     }
-    ::close(fd);
+    listener.reset();
     std::cout << "accepted " << accepted << std::endl;
     return 0;
 }
@@ -237,23 +238,24 @@ int probe_connect(const std::string& where, int seconds) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     std::string last = "no attempt";
     while (std::chrono::steady_clock::now() < deadline) {
-        addrinfo hints{}, *res = nullptr;
+        addrinfo hints{}, *raw = nullptr;
         hints.ai_socktype = SOCK_STREAM;
-        int g = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+        int g = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &raw);
+        AddrInfoPtr res(raw);
         if (g != 0) {
             std::cout << "cannot resolve " << host << ": " << gai_strerror(g) << std::endl;
             return 1;
         }
-        for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-            int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-            if (fd < 0) continue;
-            if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+        for (addrinfo* ai = res.get(); ai; ai = ai->ai_next) {
+            UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+            if (!fd) continue;
+            if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
                 char buf[32] = {};
                 timeval tv{2, 0};
-                ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-                ssize_t n = ::read(fd, buf, sizeof buf - 1);
-                ::close(fd);
-                ::freeaddrinfo(res);
+                ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+                ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
+                fd.reset();
+                res.reset();
                 if (n > 0 && std::string(buf).rfind("tessera-probe", 0) == 0) {
                     std::cout << "connected to " << where << std::endl;
                     return 0;
@@ -263,9 +265,8 @@ int probe_connect(const std::string& where, int seconds) {
                 return 1;
             }
             last = std::strerror(errno);
-            ::close(fd);
         }
-        ::freeaddrinfo(res);
+        res.reset();
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     std::cout << "cannot connect to " << where << ": " << last << std::endl;

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 
 namespace tessera {
 
@@ -89,7 +90,7 @@ std::string sha256_hex(std::string_view s) {
 }
 
 std::string sha256_file_hex(const std::string& path) {
-    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    FilePtr f(std::fopen(path.c_str(), "rb"));
     if (!f) throw InputError(str_cat(path, ": cannot open the file to hash it"));
     Sha256 h;
     std::unique_ptr<char[]> buf(new char[1 << 20]);

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "engine/core/sha256.h"
+#include "engine/core/unique_fd.h"
 #include "engine/data/cache.h"
 #include "engine/data/prepare_input.h"
 #include "engine/data/shard.h"
@@ -48,11 +49,6 @@ constexpr int kManifestVersion = 1;
 
 // ----------------------------------------------------------------------------------------------
 // Small file helpers
-
-struct FileCloser {
-    void operator()(FILE* f) const { std::fclose(f); }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
 
 // Writes `bytes` to path through a temp file in the same folder and a rename.
 void file_write_atomic(const std::string& path, const void* data, size_t bytes) {

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 #include "engine/core/sha256.h"
 
 namespace tessera {
@@ -76,10 +77,6 @@ struct GlobDeleter {
 
 // ----------------------------------------------------------------------------------------------
 // Reading
-
-struct FileCloser {
-    void operator()(FILE* f) const { std::fclose(f); }
-};
 
 // Cuts `buf` into chunks of whole lines of about chunk_bytes and hands them on; keeps the tail
 // (an unfinished line) unless `last`.
@@ -215,7 +212,7 @@ std::vector<PrepareInput> prepare_inputs_expand(const std::vector<std::string>& 
 
 std::string prepare_input_read(const PrepareInput& in, int input_index, int64_t chunk_bytes,
                                const std::function<bool(PrepareChunk&&)>& on_chunk) {
-    std::unique_ptr<FILE, FileCloser> f(std::fopen(in.path.c_str(), "rb"));
+    FilePtr f(std::fopen(in.path.c_str(), "rb"));
     if (!f) throw InputError(str_cat(in.path, ": cannot open the input"));
     Sha256 hash;
     constexpr size_t kBlock = 1 << 20;

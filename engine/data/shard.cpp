@@ -10,15 +10,9 @@
 #include <memory>
 
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 
 namespace tessera {
-
-namespace {
-struct FileCloser {
-    void operator()(FILE* f) const { std::fclose(f); }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
-}  // namespace
 
 void shard_write(const std::string& path, const std::vector<uint32_t>& tokens) {
     if (tokens.size() > (size_t)std::numeric_limits<int32_t>::max())

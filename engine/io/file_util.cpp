@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 
 namespace tessera {
 
@@ -21,30 +22,23 @@ static std::string errno_str() { return std::strerror(errno); }
 // Reading
 
 MappedFile io_map_file(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw InputError(str_cat(path, ": cannot open: ", errno_str()));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw InputError(str_cat(path, ": cannot open: ", errno_str()));
     struct stat st;
-    if (::fstat(fd, &st) != 0) {
-        std::string e = errno_str();
-        ::close(fd);
-        throw InputError(str_cat(path, ": cannot stat: ", e));
-    }
+    if (::fstat(fd.get(), &st) != 0) throw InputError(str_cat(path, ": cannot stat: ", errno_str()));
     if (!S_ISREG(st.st_mode)) {
-        ::close(fd);
         throw InputError(str_cat(path, ": expected a regular file, found ",
                                  S_ISDIR(st.st_mode) ? "a directory" : "something else"));
     }
     MappedFile m;
     m.size = static_cast<size_t>(st.st_size);
-    if (m.size == 0) {
-        ::close(fd);
-        return m;
-    }
-    void* p = ::mmap(nullptr, m.size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m.size == 0) return m;
+    void* p = ::mmap(nullptr, m.size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
     std::string e = errno_str();
-    ::close(fd);
+    fd.reset();  // the mapping keeps the file
     if (p == MAP_FAILED) throw Error(str_cat(path, ": mmap of ", m.size, " bytes failed: ", e));
     size_t n = m.size;
+    // the deleter unmaps (the only munmap)
     m.data = std::shared_ptr<const uint8_t>(static_cast<const uint8_t*>(p),
                                             [n](const uint8_t* q) { ::munmap((void*)q, n); });
     return m;
@@ -72,21 +66,19 @@ std::string io_hex32(uint32_t v) {
 // Writing
 
 FileWriter::FileWriter(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error(str_cat(path, ": cannot create: ", errno_str()));
+    fd_.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd_) throw Error(str_cat(path, ": cannot create: ", errno_str()));
 }
 
-FileWriter::~FileWriter() {
-    if (fd_ >= 0) ::close(fd_);
-}
+FileWriter::~FileWriter() = default;  // fd_ closes (without fsync) if finish() was not reached
 
 void FileWriter::write(const void* data, size_t n) {
-    TS_CHECK(fd_ >= 0, "write after finish on ", path_);
+    TS_CHECK(fd_.get() >= 0, "write after finish on ", path_);
     crc_ = io_crc32(data, n, crc_);
     const char* p = static_cast<const char*>(data);
     size_t left = n;
     while (left > 0) {
-        ssize_t w = ::write(fd_, p, left);
+        ssize_t w = ::write(fd_.get(), p, left);
         if (w < 0) {
             if (errno == EINTR) continue;
             throw Error(str_cat(path_, ": write failed after ", bytes_, " bytes: ", errno_str()));
@@ -98,19 +90,18 @@ void FileWriter::write(const void* data, size_t n) {
 }
 
 void FileWriter::finish() {
-    TS_CHECK(fd_ >= 0, "finish called twice on ", path_);
-    if (::fsync(fd_) != 0) throw Error(str_cat(path_, ": fsync failed: ", errno_str()));
-    int rc = ::close(fd_);
-    fd_ = -1;
+    TS_CHECK(fd_.get() >= 0, "finish called twice on ", path_);
+    if (::fsync(fd_.get()) != 0) throw Error(str_cat(path_, ": fsync failed: ", errno_str()));
+    int rc = fd_.close();  // its result matters: a deferred write error surfaces here
     if (rc != 0) throw Error(str_cat(path_, ": close failed: ", errno_str()));
 }
 
 void io_fsync_dir(const std::string& dir) {
-    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) throw Error(str_cat(dir, ": cannot open directory for fsync: ", errno_str()));
-    int rc = ::fsync(fd);
+    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) throw Error(str_cat(dir, ": cannot open directory for fsync: ", errno_str()));
+    int rc = ::fsync(fd.get());
     std::string e = errno_str();
-    ::close(fd);
+    fd.reset();
     if (rc != 0) throw Error(str_cat(dir, ": directory fsync failed: ", e));
 }
 

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "engine/core/unique_fd.h"
+
 namespace tessera {
 
 // ---------------------------------------------------------------------------------------------
@@ -44,7 +46,7 @@ public:
 
 private:
     std::string path_;
-    int fd_ = -1;
+    UniqueFd fd_;
     uint64_t bytes_ = 0;
     uint32_t crc_ = 0;
 };

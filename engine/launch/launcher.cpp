@@ -24,6 +24,7 @@
 #include <ostream>
 
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 #include "engine/parallel/tcp_store.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
@@ -55,18 +56,13 @@ struct Child {
     int node = -1;        // a node child: its index in spec.nodes
     std::string prefix;   // "[dp0.tp1.pp0] " or "[alice@gpu-a] "
     pid_t pid = -1;
-    int out_fd = -1, tel_fd = -1;  // read ends (a node: ssh's stderr, ssh's stdout)
-    int in_fd = -1;                // write end of a node's stdin ("stop", and EOF = tear down)
+    UniqueFd out_fd, tel_fd;  // read ends (a node: ssh's stderr, ssh's stdout)
+    UniqueFd in_fd;           // write end of a node's stdin ("stop", and EOF = tear down)
     std::string out_buf, tel_buf;  // partial lines
     bool alive = false;
     int wait_status = 0;
     bool reported_done = false;    // a node said "done" before exiting
 };
-
-void close_fd(int& fd) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-}
 
 std::string signal_name(int sig) {
     const char* abbrev = ::sigabbrev_np(sig);
@@ -125,17 +121,13 @@ ExecPlan exec_plan(std::vector<std::string> argv, const EnvList& extra, const En
 // other descriptor close-on-exec. A child dies with us (PDEATHSIG): a killed node launcher takes
 // its ranks along.
 void child_spawn(Child& c, ExecPlan& plan, int devnull, bool node) {
-    int out[2], tel[2], in[2] = {-1, -1};
+    UniquePipe out, tel, in;  // what is still open when this throws is closed
     auto fail = [&](const char* what) {
-        int e = errno;
-        for (int fd : {out[0], out[1], tel[0], tel[1], in[0], in[1]})
-            if (fd >= 0) ::close(fd);
-        throw Error(str_cat("launcher: ", what, ": ", std::strerror(e)));
+        throw Error(str_cat("launcher: ", what, ": ", std::strerror(errno)));
     };
-    out[0] = out[1] = tel[0] = tel[1] = -1;
-    if (::pipe2(out, O_CLOEXEC) != 0) fail("pipe2");
-    if (::pipe2(tel, O_CLOEXEC) != 0) fail("pipe2");
-    if (node && ::pipe2(in, O_CLOEXEC) != 0) fail("pipe2");
+    if (!unique_pipe(out, O_CLOEXEC)) fail("pipe2");
+    if (!unique_pipe(tel, O_CLOEXEC)) fail("pipe2");
+    if (node && !unique_pipe(in, O_CLOEXEC)) fail("pipe2");
     pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) fail("fork");
@@ -150,17 +142,17 @@ void child_spawn(Child& c, ExecPlan& plan, int devnull, bool node) {
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
         if (node) {
-            ::dup2(in[0], 0);
-            ::dup2(tel[1], 1);  // the node protocol
-            ::dup2(out[1], 2);  // ssh's own messages
+            ::dup2(in.read.get(), 0);
+            ::dup2(tel.write.get(), 1);  // the node protocol
+            ::dup2(out.write.get(), 2);  // ssh's own messages
         } else {
             ::dup2(devnull, 0);
-            ::dup2(out[1], 1);
-            ::dup2(out[1], 2);
-            if (tel[1] == kTelemetryFd)
+            ::dup2(out.write.get(), 1);
+            ::dup2(out.write.get(), 2);
+            if (tel.write.get() == kTelemetryFd)
                 ::fcntl(kTelemetryFd, F_SETFD, 0);
             else
-                ::dup2(tel[1], kTelemetryFd);
+                ::dup2(tel.write.get(), kTelemetryFd);
         }
         ::close_range(node ? 3 : kTelemetryFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
         ::execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
@@ -175,15 +167,15 @@ void child_spawn(Child& c, ExecPlan& plan, int devnull, bool node) {
         ::_exit(127);
     }
     ::setpgid(pid, pid);  // also from the parent: no race with an early kill
-    ::close(out[1]);
-    ::close(tel[1]);
+    out.write.reset();
+    tel.write.reset();
     if (node) {
-        ::close(in[0]);
-        c.in_fd = in[1];
+        in.read.reset();
+        c.in_fd = std::move(in.write);
     }
     c.pid = pid;
-    c.out_fd = out[0];
-    c.tel_fd = tel[0];
+    c.out_fd = std::move(out.read);
+    c.tel_fd = std::move(tel.read);
     c.alive = true;
 }
 
@@ -237,9 +229,9 @@ public:
         signal_children(children_, SIGKILL);
         for (auto& c : children_) {
             if (c.alive) ::waitpid(c.pid, &c.wait_status, 0);
-            close_fd(c.out_fd);
-            close_fd(c.tel_fd);
-            close_fd(c.in_fd);
+            c.out_fd.reset();
+            c.tel_fd.reset();
+            c.in_fd.reset();
         }
     }
 
@@ -247,35 +239,30 @@ public:
     AttemptResult run_ranks(int first, int count, int attempt, const std::string& master_addr,
                             int port, int64_t run_id, int64_t start_step,
                             const EnvList& node_env = {}) {
-        int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (devnull < 0) throw Error(str_cat("launcher: /dev/null: ", std::strerror(errno)));
+        UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+        if (!devnull) throw Error(str_cat("launcher: /dev/null: ", std::strerror(errno)));
         ranks_.assign(size_t(spec_.mesh.world()), RankState{start_step, "", ""});
-        try {
-            for (int i = first; i < first + count; ++i) {
-                Child& c = children_.emplace_back();
-                c.rank = i;
-                c.prefix = str_cat("[", mesh_coord_str(mesh_coord(spec_.mesh, i)), "] ");
-                std::vector<std::string> argv = spec_.argv;
-                if (attempt > 1 && role_ == Role::job)
-                    argv.insert(argv.end(), spec_.resume_argv.begin(), spec_.resume_argv.end());
-                EnvList ours = {{"TESSERA_RANK", std::to_string(i)},
-                                {"TESSERA_WORLD_SIZE", std::to_string(spec_.mesh.world())},
-                                {"TESSERA_LOCAL_RANK", std::to_string(i - first)},
-                                {"LOCAL_WORLD_SIZE", std::to_string(count)},
-                                {"TESSERA_MASTER_ADDR", master_addr},
-                                {"TESSERA_MASTER_PORT", std::to_string(port)},
-                                {"TESSERA_TELEMETRY_FD", std::to_string(kTelemetryFd)},
-                                {"TESSERA_RUN_ID", std::to_string(run_id)},
-                                {"TESSERA_ATTEMPT", std::to_string(attempt)}};
-                ours.insert(ours.end(), node_env.begin(), node_env.end());
-                ExecPlan plan = exec_plan(argv, spec_.env, ours);
-                child_spawn(c, plan, devnull, false);
-            }
-        } catch (...) {
-            ::close(devnull);
-            throw;
+        for (int i = first; i < first + count; ++i) {
+            Child& c = children_.emplace_back();
+            c.rank = i;
+            c.prefix = str_cat("[", mesh_coord_str(mesh_coord(spec_.mesh, i)), "] ");
+            std::vector<std::string> argv = spec_.argv;
+            if (attempt > 1 && role_ == Role::job)
+                argv.insert(argv.end(), spec_.resume_argv.begin(), spec_.resume_argv.end());
+            EnvList ours = {{"TESSERA_RANK", std::to_string(i)},
+                            {"TESSERA_WORLD_SIZE", std::to_string(spec_.mesh.world())},
+                            {"TESSERA_LOCAL_RANK", std::to_string(i - first)},
+                            {"LOCAL_WORLD_SIZE", std::to_string(count)},
+                            {"TESSERA_MASTER_ADDR", master_addr},
+                            {"TESSERA_MASTER_PORT", std::to_string(port)},
+                            {"TESSERA_TELEMETRY_FD", std::to_string(kTelemetryFd)},
+                            {"TESSERA_RUN_ID", std::to_string(run_id)},
+                            {"TESSERA_ATTEMPT", std::to_string(attempt)}};
+            ours.insert(ours.end(), node_env.begin(), node_env.end());
+            ExecPlan plan = exec_plan(argv, spec_.env, ours);
+            child_spawn(c, plan, devnull.get(), false);
         }
-        ::close(devnull);
+        devnull.reset();
         return loop();
     }
 
@@ -311,8 +298,8 @@ private:
             pfds.clear();
             owners.clear();
             for (auto& c : children_) {
-                if (c.out_fd >= 0) { pfds.push_back({c.out_fd, POLLIN, 0}); owners.push_back({&c, 0}); }
-                if (c.tel_fd >= 0) { pfds.push_back({c.tel_fd, POLLIN, 0}); owners.push_back({&c, 1}); }
+                if (c.out_fd) { pfds.push_back({c.out_fd.get(), POLLIN, 0}); owners.push_back({&c, 0}); }
+                if (c.tel_fd) { pfds.push_back({c.tel_fd.get(), POLLIN, 0}); owners.push_back({&c, 1}); }
             }
             if (watch_stdin) { pfds.push_back({0, POLLIN, 0}); owners.push_back({nullptr, 2}); }
             if (!pfds.empty()) {
@@ -345,7 +332,7 @@ private:
             bool any_alive = false, any_open = false;
             for (auto& c : children_) {
                 any_alive |= c.alive;
-                any_open |= c.out_fd >= 0 || c.tel_fd >= 0;
+                any_open |= c.out_fd || c.tel_fd;
             }
             if (!any_alive) {
                 if (all_exited_at == Clock::time_point{}) all_exited_at = now;
@@ -354,9 +341,9 @@ private:
         }
         for (auto& c : children_) {
             flush_partial(c);
-            close_fd(c.out_fd);
-            close_fd(c.tel_fd);
-            close_fd(c.in_fd);
+            c.out_fd.reset();
+            c.tel_fd.reset();
+            c.in_fd.reset();
         }
         for (auto& r : ranks_) res_.last_step = std::max(res_.last_step, r.last_step);
         if (sink_) sink_->flush();
@@ -375,7 +362,7 @@ private:
     void forward_stop() {
         if (role_ == Role::multi_job) {
             for (auto& c : children_)
-                if (c.in_fd >= 0 && !write_line(c.in_fd, "stop")) close_fd(c.in_fd);
+                if (c.in_fd && !write_line(c.in_fd.get(), "stop")) c.in_fd.reset();
             line("[launcher] stop requested: forwarded to every node");
         } else {
             signal_children(children_, SIGINT);
@@ -413,13 +400,13 @@ private:
             if (w != c.pid) continue;
             c.alive = false;
             ::kill(-c.pid, SIGKILL);  // whatever the child left behind in its group
-            close_fd(c.in_fd);
+            c.in_fd.reset();
             bool clean = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
             if (c.node >= 0) {
                 if (!clean && !(stop_forwarded_ && c.reported_done)) {
                     // drain what the node still said (its "x" line names the rank that died)
-                    while (c.tel_fd >= 0) read_fd(c, true);
-                    while (c.out_fd >= 0) read_fd(c, false);
+                    while (c.tel_fd) read_fd(c, true);
+                    while (c.out_fd) read_fd(c, false);
                     if (res_.failed_rank < 0) {
                         fail(-1, node_exit_message(c));
                         failure_is_node_ = true;
@@ -502,17 +489,17 @@ private:
             // Closing a node's stdin tells its launcher to take its ranks down and report "d";
             // SIGKILL follows after kill_grace if a node does not end. (A SIGTERM to ssh would
             // look like a lost connection.)
-            for (auto& c : children_) close_fd(c.in_fd);
+            for (auto& c : children_) c.in_fd.reset();
         } else {
             signal_children(children_, SIGTERM);
         }
     }
 
     void read_fd(Child& c, bool telemetry) {
-        int& fd = telemetry ? c.tel_fd : c.out_fd;
+        UniqueFd& fd = telemetry ? c.tel_fd : c.out_fd;
         std::string& buf = telemetry ? c.tel_buf : c.out_buf;
         char chunk[65536];
-        ssize_t n = ::read(fd, chunk, sizeof(chunk));
+        ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
         if (n <= 0) {  // EOF or error: the child closed its end
             if (!buf.empty()) {
@@ -520,7 +507,7 @@ private:
                 l.swap(buf);
                 on_line(c, telemetry, l);
             }
-            close_fd(fd);
+            fd.reset();
             return;
         }
         buf.append(chunk, size_t(n));

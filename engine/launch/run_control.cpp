@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 
@@ -204,14 +205,14 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
 
-    int out[2], err[2], exec_err[2];
+    UniquePipe out, err, exec_err;
     // a start that cannot happen: the controller says why, and so does the exception
     auto fail = [this](const std::string& m) {
         { std::lock_guard<std::mutex> lk(mu_); message_ = m; }
         set_state(RunState::failed);
         throw Error(m);
     };
-    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(exec_err, O_CLOEXEC) != 0)
+    if (!unique_pipe(out, O_CLOEXEC) || !unique_pipe(err, O_CLOEXEC) || !unique_pipe(exec_err, O_CLOEXEC))
         fail(str_cat("run control: pipe: ", std::strerror(errno)));
     start_time_ = epoch_now();
     pid_t pid = ::fork();
@@ -225,37 +226,36 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
         int devnull = ::open("/dev/null", O_RDONLY);
         if (devnull >= 0) ::dup2(devnull, 0);
-        ::dup2(out[1], 1);
-        ::dup2(err[1], 2);
+        ::dup2(out.write.get(), 1);
+        ::dup2(err.write.get(), 2);
         ::execv(argv[0], argv.data());
         int e = errno;
-        ssize_t w = ::write(exec_err[1], &e, sizeof e);
+        ssize_t w = ::write(exec_err.write.get(), &e, sizeof e);
         (void)w;
         ::_exit(127);
     }
-    ::close(out[1]);
-    ::close(err[1]);
-    ::close(exec_err[1]);
-    if (pid < 0) {
-        int e = errno;
-        for (int fd : {out[0], err[0], exec_err[0]}) ::close(fd);
-        fail(str_cat("run control: fork: ", std::strerror(e)));
-    }
+    int fork_errno = errno;
+    out.write.reset();
+    err.write.reset();
+    exec_err.write.reset();
+    if (pid < 0) fail(str_cat("run control: fork: ", std::strerror(fork_errno)));  // pipes close
     ::setpgid(pid, pid);  // also from the parent: no race with an early killpg
     int e = 0;
     ssize_t n;
-    do { n = ::read(exec_err[0], &e, sizeof e); } while (n < 0 && errno == EINTR);
-    ::close(exec_err[0]);
+    do { n = ::read(exec_err.read.get(), &e, sizeof e); } while (n < 0 && errno == EINTR);
+    exec_err.read.reset();
     if (n == (ssize_t)sizeof e) {  // exec failed
         ::waitpid(pid, nullptr, 0);
-        ::close(out[0]);
-        ::close(err[0]);
+        out.read.reset();
+        err.read.reset();
         fail(str_cat("run control: cannot run ", tessera_bin, ": ", std::strerror(e)));
     }
     pid_ = pid;
     write_pid_file(project_dir_, pid, start_time_);
     set_state(RunState::running);
-    thread_ = std::thread([this, o = out[0], er = err[0]] { reader_loop(o, er); });
+    thread_ = std::thread([this, o = std::move(out.read), er = std::move(err.read)]() mutable {
+        reader_loop(std::move(o), std::move(er));
+    });
 }
 
 void RunController::stop(double grace_s) {
@@ -269,7 +269,8 @@ void RunController::stop(double grace_s) {
     ::kill(pid, SIGINT);  // the launcher forwards it to its ranks
 }
 
-void RunController::reader_loop(int out_fd, int err_fd) {
+void RunController::reader_loop(UniqueFd out_owned, UniqueFd err_owned) {
+    const int out_fd = out_owned.get(), err_fd = err_owned.get();
     std::string out_buf, err_buf;
     bool out_open = true, err_open = true;
     pid_t pid = pid_.load();
@@ -294,8 +295,8 @@ void RunController::reader_loop(int out_fd, int err_fd) {
             }
         }
     }
-    ::close(out_fd);
-    ::close(err_fd);
+    out_owned.reset();
+    err_owned.reset();
     // pipes closed: the child (or whatever held them) has exited; reap it, still honouring the
     // SIGKILL deadline in case a grandchild kept the pipes and the child ignores SIGINT
     int status = 0;

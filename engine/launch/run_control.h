@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/core/unique_fd.h"
+
 namespace tessera {
 
 enum class RunState { idle, starting, running, stopping, finished, failed };
@@ -79,7 +81,7 @@ public:
     std::string message() const;  // why it failed / how it ended
 
 private:
-    void reader_loop(int out_fd, int err_fd);
+    void reader_loop(UniqueFd out_fd, UniqueFd err_fd);
     void watch_loop();  // attached runs: no pipes, poll liveness
     void finish(int wait_status, bool have_status);
     void set_state(RunState s);

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/unique_fd.h"
 
 extern char** environ;
 
@@ -159,8 +160,8 @@ std::vector<std::string> ssh_argv(const SshTarget& t, const std::vector<std::str
 SshResult process_run(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                       const std::string& input) {
     SshResult res;
-    int out[2], err[2], in[2];
-    if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(in, O_CLOEXEC))
+    UniquePipe out, err, in;
+    if (!unique_pipe(out, O_CLOEXEC) || !unique_pipe(err, O_CLOEXEC) || !unique_pipe(in, O_CLOEXEC))
         throw Error(str_cat("cannot create pipes: ", std::strerror(errno)));
     std::vector<std::string> args = argv;
     std::vector<char*> cargv;
@@ -171,24 +172,24 @@ SshResult process_run(const std::vector<std::string>& argv, std::chrono::millise
     if (pid == 0) {
         ::setpgid(0, 0);
         ::signal(SIGPIPE, SIG_DFL);
-        ::dup2(in[0], 0);
-        ::dup2(out[1], 1);
-        ::dup2(err[1], 2);
+        ::dup2(in.read.get(), 0);
+        ::dup2(out.write.get(), 1);
+        ::dup2(err.write.get(), 2);
         ::execvp(cargv[0], cargv.data());
         std::string m = str_cat("cannot execute ", argv[0], ": ", std::strerror(errno), "\n");
         (void)!::write(2, m.data(), m.size());
         ::_exit(127);
     }
     ::setpgid(pid, pid);
-    ::close(out[1]);
-    ::close(err[1]);
-    ::close(in[0]);
-    if (!input.empty()) (void)!::write(in[1], input.data(), input.size());  // small inputs only
-    ::close(in[1]);
+    out.write.reset();
+    err.write.reset();
+    in.read.reset();
+    if (!input.empty()) (void)!::write(in.write.get(), input.data(), input.size());  // small inputs only
+    in.write.reset();
     auto deadline = std::chrono::steady_clock::now() + timeout;
-    int fds[2] = {out[0], err[0]};
+    UniqueFd* fds[2] = {&out.read, &err.read};
     std::string* bufs[2] = {&res.out, &res.err};
-    while (fds[0] >= 0 || fds[1] >= 0) {
+    while (*fds[0] || *fds[1]) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
@@ -196,22 +197,19 @@ SshResult process_run(const std::vector<std::string>& argv, std::chrono::millise
             ::kill(-pid, SIGKILL);
             break;
         }
-        pollfd p[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+        pollfd p[2] = {{fds[0]->get(), POLLIN, 0}, {fds[1]->get(), POLLIN, 0}};
         int n = ::poll(p, 2, int(std::min<int64_t>(left.count(), 200)));
         if (n < 0 && errno != EINTR) break;
         for (int i = 0; i < 2; ++i) {
-            if (fds[i] < 0 || !p[i].revents) continue;
+            if (!*fds[i] || !p[i].revents) continue;
             char chunk[8192];
-            ssize_t k = ::read(fds[i], chunk, sizeof chunk);
+            ssize_t k = ::read(fds[i]->get(), chunk, sizeof chunk);
             if (k > 0) bufs[i]->append(chunk, size_t(k));
-            else if (k == 0 || errno != EINTR) {
-                ::close(fds[i]);
-                fds[i] = -1;
-            }
+            else if (k == 0 || errno != EINTR) fds[i]->reset();
         }
     }
-    for (int fd : fds)
-        if (fd >= 0) ::close(fd);
+    out.read.reset();
+    err.read.reset();
     int st = 0;
     if (res.timed_out) ::kill(-pid, SIGKILL);
     ::waitpid(pid, &st, 0);

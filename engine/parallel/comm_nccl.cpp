@@ -27,13 +27,12 @@
 #include <thread>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device.cuh"
 #include "engine/kernels/cuda/elementwise.cuh"
 #include "engine/parallel/comm.h"
+#include "engine/parallel/nccl_handles.h"
 #include "engine/parallel/tcp_store.h"
-
-// symmetric windows (NCCL 2.27) and the zero-CTA policy (2.28): the copy-engine collectives
-#define TS_NCCL_WINDOWS (NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0))
 
 #define NCCL_CHECK(stmt)                                                                   \
     do {                                                                                   \
@@ -64,24 +63,14 @@ bool is_host_pointer(const void* p) {
     return a.type == cudaMemoryTypeUnregistered || a.type == cudaMemoryTypeHost;
 }
 
-struct Event {
-    cudaEvent_t e = nullptr;
-    Event() { CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); }
-    ~Event() {
-        if (e) cudaEventDestroy(e);
-    }
-    Event(const Event&) = delete;
-    Event& operator=(const Event&) = delete;
-};
-
 class NcclCommunicator;
 
 class NcclRequest final : public CommRequest {
 public:
-    NcclRequest(std::shared_ptr<Event> done) : done_(std::move(done)) {}
+    explicit NcclRequest(CudaEvent done) : done_(std::move(done)) {}
     // the compute stream waits for the transfer (a receive's data, a send's buffer release)
     void wait() override {
-        if (done_) CUDA_CHECK(cudaStreamWaitEvent(cuda_stream(), done_->e, 0));
+        if (done_) CUDA_CHECK(cudaStreamWaitEvent(cuda_stream(), done_.get(), 0));
         done_.reset();
     }
     ~NcclRequest() override {
@@ -92,37 +81,27 @@ public:
     }
 
 private:
-    std::shared_ptr<Event> done_;
+    CudaEvent done_;
 };
 
 class NcclCommunicator final : public Communicator {
 public:
-    NcclCommunicator(std::vector<ncclComm_t> comms, std::string name, int rank, int size,
+    NcclCommunicator(std::vector<NcclComm> comms, std::string name, int rank, int size,
                      bool blocking, std::chrono::milliseconds timeout, std::string who)
-        : comms_(std::move(comms)), name_(std::move(name)), rank_(rank), size_(size),
-          blocking_(blocking), timeout_(timeout), who_(std::move(who)) {
+        : name_(std::move(name)), rank_(rank), size_(size), blocking_(blocking), timeout_(timeout),
+          who_(std::move(who)) {
         // communication streams at the device's highest priority: a reduction's blocks are
         // scheduled ahead of queued compute blocks instead of waiting behind a whole GEMM
         int least = 0, greatest = 0;
         CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-        for (size_t i = 0; i < comms_.size(); ++i) {
-            cudaStream_t s;
-            CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
-            streams_.push_back(s);
-        }
-        CUDA_CHECK(cudaMalloc(&stage_, stage_bytes_));
+        for (size_t i = 0; i < comms.size(); ++i)
+            streams_.push_back(cuda_stream_create(cudaStreamNonBlocking, greatest));
+        stage_ = cuda_malloc_device(stage_bytes_);
+        comms_ = std::move(comms);
     }
-    ~NcclCommunicator() override {
-#if TS_NCCL_WINDOWS
-        for (auto& [win, ptr] : windows_) {
-            if (!comms_.empty()) ncclCommWindowDeregister(comms_[0], win);
-            ncclMemFree(ptr);
-        }
-#endif
-        for (auto c : comms_) ncclCommDestroy(c);
-        for (auto s : streams_) cudaStreamDestroy(s);
-        cudaFree(stage_);
-    }
+    // The members' destructors, in reverse order of declaration: windows (deregistered on the
+    // live communicator, then freed), communicators, streams, the staging buffer.
+    ~NcclCommunicator() override = default;
 
     int rank() const override { return rank_; }
     int size() const override { return size_; }
@@ -132,13 +111,13 @@ public:
     std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n, float* staging) override {
         return background("all_reduce", data, [&](cudaStream_t s) {
             if (!staging) {
-                NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comms_[0], s));
+                NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm(), s));
                 return;
             }
             TS_CHECK(n % size_ == 0, name_, ": a staged all-reduce needs a multiple of ", size_, " elements");
             const int64_t k = n / size_;
             reduce_scatter_on(s, data, k, staging);
-            NCCL_CHECK(ncclAllGather(data + rank_ * k, data, k, ncclFloat, comms_[0], s));
+            NCCL_CHECK(ncclAllGather(data + rank_ * k, data, k, ncclFloat, comm(), s));
         });
     }
     std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n, float* staging) override {
@@ -151,24 +130,19 @@ public:
         (void)bytes;
         return nullptr;
 #else
-        void* p = nullptr;
-        ncclWindow_t win = nullptr;
-        ncclResult_t r = ncclMemAlloc(&p, bytes);
-        if (r == ncclSuccess) r = ncclCommWindowRegister(comms_[0], p, bytes, &win, NCCL_WIN_COLL_SYMMETRIC);
+        auto [r, win] = NcclWindow::create(comm(), bytes);
         if (r != ncclSuccess) {
-            if (p) ncclMemFree(p);
             std::fprintf(stderr, "%s: no symmetric NCCL window on %s (%s); reducing and gathering through ordinary buffers\n",
                          who_.c_str(), name_.c_str(), ncclGetErrorString(r));
             return nullptr;
         }
-        windows_.emplace_back(win, p);
-        return p;
+        return windows_.emplace_back(std::move(win)).data();
 #endif
     }
     std::unique_ptr<CommRequest> iall_gather(void* data, int64_t n, DType t) override {
         return background("all_gather", data, [&](cudaStream_t s) {
             const char* mine = static_cast<const char*>(data) + rank_ * n * dtype_size(t);
-            NCCL_CHECK(ncclAllGather(mine, data, n, nccl_type(t), comms_[0], s));
+            NCCL_CHECK(ncclAllGather(mine, data, n, nccl_type(t), comm(), s));
         });
     }
 
@@ -178,22 +152,22 @@ public:
     void all_reduce(void* data, int64_t n, DType t, ReduceOp op) override {
         collective("all_reduce", data, data, n * dtype_size(t), n * dtype_size(t), [&](const void* in, void* out, cudaStream_t s) {
             NCCL_CHECK(ncclAllReduce(in, out, n, nccl_type(t), op == ReduceOp::sum ? ncclSum : ncclMax,
-                                     comms_[0], s));
+                                     comm(), s));
         });
     }
     void reduce_scatter(const float* in, float* out, int64_t n) override {
         collective("reduce_scatter", in, out, n * size_ * 4, n * 4, [&](const void* i, void* o, cudaStream_t s) {
-            NCCL_CHECK(ncclReduceScatter(i, o, n, ncclFloat32, ncclSum, comms_[0], s));
+            NCCL_CHECK(ncclReduceScatter(i, o, n, ncclFloat32, ncclSum, comm(), s));
         });
     }
     void all_gather(const float* in, float* out, int64_t n) override {
         collective("all_gather", in, out, n * 4, n * size_ * 4, [&](const void* i, void* o, cudaStream_t s) {
-            NCCL_CHECK(ncclAllGather(i, o, n, ncclFloat32, comms_[0], s));
+            NCCL_CHECK(ncclAllGather(i, o, n, ncclFloat32, comm(), s));
         });
     }
     void broadcast(float* data, int64_t n, int root) override {
         collective("broadcast", data, data, n * 4, n * 4, [&](const void* i, void* o, cudaStream_t s) {
-            NCCL_CHECK(ncclBroadcast(i, o, n, ncclFloat32, root, comms_[0], s));
+            NCCL_CHECK(ncclBroadcast(i, o, n, ncclFloat32, root, comm(), s));
         });
     }
     void barrier() override {
@@ -202,7 +176,7 @@ public:
     }
     void send(const float* data, int64_t n, int peer, int tag) override {
         isend(static_cast<const void*>(data), n, DType::f32, peer, tag)->wait();
-        wait_stream(streams_[dir(tag)], "send");
+        wait_stream(streams_[dir(tag)].get(), "send");
     }
     void recv(float* data, int64_t n, int peer, int tag) override {
         irecv(static_cast<void*>(data), n, DType::f32, peer, tag)->wait();
@@ -223,6 +197,7 @@ public:
 
 private:
     int dir(int tag) const { return comms_.size() > 1 ? ((tag >> 24) & 1) : 0; }
+    ncclComm_t comm(int i = 0) const { return comms_[size_t(i)].get(); }
 
     // In place: data[rank * n, +n) := the sum of every member's slice `rank`. With a staging
     // buffer the slices are exchanged by an all-to-all (on the copy engines within symmetric
@@ -230,34 +205,34 @@ private:
     // group-rank order.
     void reduce_scatter_on(cudaStream_t s, float* data, int64_t n, float* staging) {
         if (!staging) {
-            NCCL_CHECK(ncclReduceScatter(data, data + rank_ * n, n, ncclFloat, ncclSum, comms_[0], s));
+            NCCL_CHECK(ncclReduceScatter(data, data + rank_ * n, n, ncclFloat, ncclSum, comm(), s));
             return;
         }
-        NCCL_CHECK(ncclAlltoAll(data, staging, n, ncclFloat, comms_[0], s));
+        NCCL_CHECK(ncclAlltoAll(data, staging, n, ncclFloat, comm(), s));
         for (int r = 0; r < size_; ++r)
             if (r != rank_) accumulate_cuda(data + rank_ * n, staging + r * n, n, s);
     }
 
     // s waits for the work queued so far on the compute stream.
     static void after_compute(cudaStream_t s) {
-        Event ready;
-        CUDA_CHECK(cudaEventRecord(ready.e, cuda_stream()));
-        CUDA_CHECK(cudaStreamWaitEvent(s, ready.e, 0));
+        CudaEvent ready = cuda_event_create();
+        CUDA_CHECK(cudaEventRecord(ready.get(), cuda_stream()));
+        CUDA_CHECK(cudaStreamWaitEvent(s, ready.get(), 0));
     }
     // A request done with the work queued so far on s (its wait() makes the compute stream wait).
     static std::unique_ptr<CommRequest> request_after(cudaStream_t s) {
-        auto done = std::make_shared<Event>();
-        CUDA_CHECK(cudaEventRecord(done->e, s));
+        CudaEvent done = cuda_event_create();
+        CUDA_CHECK(cudaEventRecord(done.get(), s));
         return std::make_unique<NcclRequest>(std::move(done));
     }
 
     std::unique_ptr<CommRequest> p2p(bool send, void* data, int64_t n, DType t, int peer, int tag) {
         TS_CHECK(!is_host_pointer(data), name_, ": point-to-point buffers must be on the GPU");
         int d = dir(tag);
-        cudaStream_t s = streams_[d];
+        cudaStream_t s = streams_[d].get();
         after_compute(s);
-        if (send) NCCL_CHECK(ncclSend(data, n, nccl_type(t), peer, comms_[d], s));
-        else NCCL_CHECK(ncclRecv(data, n, nccl_type(t), peer, comms_[d], s));
+        if (send) NCCL_CHECK(ncclSend(data, n, nccl_type(t), peer, comm(d), s));
+        else NCCL_CHECK(ncclRecv(data, n, nccl_type(t), peer, comm(d), s));
         return request_after(s);
     }
 
@@ -267,7 +242,7 @@ private:
         TS_CHECK(!is_host_pointer(data), name_, ": background collectives need GPU buffers");
         ++seq_;
         last_op_ = what;
-        cudaStream_t s = streams_[0];
+        cudaStream_t s = streams_[0].get();
         after_compute(s);
         op(s);
         return request_after(s);
@@ -278,19 +253,20 @@ private:
     void collective(const char* what, const void* in, void* out, int64_t in_bytes, int64_t out_bytes, F&& op) {
         ++seq_;
         last_op_ = what;
-        cudaStream_t s = streams_[0];
+        cudaStream_t s = streams_[0].get();
         const bool host = is_host_pointer(in) || is_host_pointer(out);
         if (!blocking_ || host) after_compute(s);
         if (host) {
             int64_t need = std::max(in_bytes, out_bytes);
             if (need > stage_bytes_) {
-                CUDA_CHECK(cudaFree(stage_));
+                stage_.reset();  // cudaFree synchronises: no queued copy still reads it
                 stage_bytes_ = need;
-                CUDA_CHECK(cudaMalloc(&stage_, stage_bytes_));
+                stage_ = cuda_malloc_device(stage_bytes_);
             }
-            CUDA_CHECK(cudaMemcpyAsync(stage_, in, in_bytes, cudaMemcpyHostToDevice, s));
-            op(stage_, stage_, s);
-            CUDA_CHECK(cudaMemcpyAsync(out, stage_, out_bytes, cudaMemcpyDeviceToHost, s));
+            void* stage = stage_.get();
+            CUDA_CHECK(cudaMemcpyAsync(stage, in, in_bytes, cudaMemcpyHostToDevice, s));
+            op(stage, stage, s);
+            CUDA_CHECK(cudaMemcpyAsync(out, stage, out_bytes, cudaMemcpyDeviceToHost, s));
             wait_stream(s, what);
             return;
         }
@@ -302,9 +278,9 @@ private:
                 std::fprintf(stderr, "[comm] %s %s #%lld %lld bytes at %.3f ms took %.3f ms\n", who_.c_str(),
                              what, (long long)seq_, (long long)in_bytes, t0, trace_ms() - t0);
         } else {
-            Event done;
-            CUDA_CHECK(cudaEventRecord(done.e, s));
-            CUDA_CHECK(cudaStreamWaitEvent(cuda_stream(), done.e, 0));
+            CudaEvent done = cuda_event_create();
+            CUDA_CHECK(cudaEventRecord(done.get(), s));
+            CUDA_CHECK(cudaStreamWaitEvent(cuda_stream(), done.get(), 0));
         }
     }
 
@@ -316,13 +292,16 @@ private:
             if (e == cudaSuccess) return;
             if (e != cudaErrorNotReady) CUDA_CHECK(e);
             ncclResult_t async = ncclSuccess;
-            for (auto c : comms_) {
-                ncclCommGetAsyncError(c, &async);
+            for (const NcclComm& c : comms_) {
+                ncclCommGetAsyncError(c.get(), &async);
                 if (async != ncclSuccess && async != ncclInProgress) break;
             }
             bool late = std::chrono::steady_clock::now() - t0 > timeout_;
             if (late || (async != ncclSuccess && async != ncclInProgress)) {
-                for (auto c : comms_) ncclCommAbort(c);
+#if TS_NCCL_WINDOWS
+                for (NcclWindow& w : windows_) w.forget_comm();
+#endif
+                for (NcclComm& c : comms_) nccl_comm_abort(c);
                 comms_.clear();
                 throw Error(str_cat(who_, ": ", what, " #", seq_, " on group ", name_,
                                     late ? str_cat(" did not complete within ", timeout_.count(), " ms")
@@ -334,10 +313,13 @@ private:
         }
     }
 
-    std::vector<ncclComm_t> comms_;
-    std::vector<cudaStream_t> streams_;
+    // Handles, destroyed in reverse order of declaration (see ~NcclCommunicator).
+    DeviceBuffer<> stage_;  // host buffers of collectives go through it
+    int64_t stage_bytes_ = 1 << 20;
+    std::vector<CudaStream> streams_;
+    std::vector<NcclComm> comms_;
 #if TS_NCCL_WINDOWS
-    std::vector<std::pair<ncclWindow_t, void*>> windows_;
+    std::vector<NcclWindow> windows_;
 #endif
     std::string name_;
     int rank_, size_;
@@ -346,8 +328,6 @@ private:
     std::string who_;
     int64_t seq_ = 0;
     const char* last_op_ = "";
-    void* stage_ = nullptr;
-    int64_t stage_bytes_ = 1 << 20;
 };
 
 }  // namespace
@@ -381,7 +361,15 @@ ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
         for (size_t i = 0; i < members.size(); ++i) name += str_cat(i ? "," : "", members[i]);
         name += "]";
         int grank = int(std::find(members.begin(), members.end(), env.rank) - members.begin());
-        std::vector<ncclComm_t> comms;
+        std::vector<NcclComm> comms;
+        // a failure part-way (a second communicator, the store): the ones made are aborted, not
+        // destroyed (ncclCommDestroy could wait for peers that are failing too)
+        struct AbortUnlessHandedOver {
+            std::vector<NcclComm>& comms;
+            ~AbortUnlessHandedOver() {
+                for (NcclComm& c : comms) nccl_comm_abort(c);
+            }
+        } abort_on_error{comms};
         for (int c = 0; c < s.comms; ++c) {
             std::string key = str_cat("nccl/", name, "/", c);
             ncclUniqueId id;
@@ -402,7 +390,7 @@ ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
             if (s.out == &g.dp_async) cfg.CTAPolicy = NCCL_CTA_POLICY_ZERO;
 #endif
             NCCL_CHECK(ncclCommInitRankConfig(&comm, (int)members.size(), id, grank, &cfg));
-            comms.push_back(comm);
+            comms.emplace_back(comm);
         }
         *s.out = std::make_unique<NcclCommunicator>(std::move(comms), name, grank,
                                                     (int)members.size(), s.blocking, o.timeout, who);

@@ -4,6 +4,7 @@
 
 #include "engine/kernels/cuda/adamw.cuh"
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device.cuh"
 #include "engine/kernels/cuda/elementwise.cuh"
 #include "engine/parallel/device_ops.h"
@@ -14,12 +15,10 @@ namespace {
 
 class CudaOps final : public DeviceOps {
 public:
-    CudaOps() {
-        CUDA_CHECK(cudaMalloc(&scalar_, sizeof(double)));
-        CUDA_CHECK(cudaMalloc(&sum_, sizeof(double)));
-        CUDA_CHECK(cudaMalloc(&step_scalars_, 3 * sizeof(float)));
-        CUDA_CHECK(cudaMallocHost(&step_scalars_host_, 3 * sizeof(float)));
-    }
+    CudaOps()
+        : scalar_buf_(cuda_malloc_device<double>(1)), sum_buf_(cuda_malloc_device<double>(1)),
+          step_scalars_buf_(cuda_malloc_device<float>(3)),
+          step_scalars_host_buf_(cuda_malloc_pinned<float>(3)) {}
     Device device() const override { return Device::cuda; }
     void copy(float* dst, const float* src, int64_t n) override {
         CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, cuda_stream()));
@@ -71,10 +70,9 @@ public:
         cast_to_f32_cuda(dst, static_cast<const __nv_bfloat16*>(src), n, cuda_stream());
     }
     std::shared_ptr<void> record() override {
-        cudaEvent_t e;
-        CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventRecord(e, cuda_stream()));
-        return std::shared_ptr<void>(e, [](void* ev) { cudaEventDestroy((cudaEvent_t)ev); });
+        CudaEvent e = cuda_event_create(cudaEventDisableTiming);
+        CUDA_CHECK(cudaEventRecord(e.get(), cuda_stream()));
+        return std::shared_ptr<void>(std::move(e));  // the event's deleter comes along
     }
     void wait(const std::shared_ptr<void>& token) override {
         if (token) CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)token.get()));
@@ -82,10 +80,15 @@ public:
     void synchronize() override { cuda_synchronize(); }
 
 private:
-    double* scalar_ = nullptr;
-    double* sum_ = nullptr;
-    float* step_scalars_ = nullptr;       // device
-    float* step_scalars_host_ = nullptr;  // pinned
+    // owned for the process (a function-static singleton, destroyed at exit before the CUDA
+    // runtime's teardown, which registered earlier, at cuda_device_init)
+    DeviceBuffer<double> scalar_buf_, sum_buf_;
+    DeviceBuffer<float> step_scalars_buf_;
+    PinnedBuffer<float> step_scalars_host_buf_;
+    double* const scalar_ = scalar_buf_.get();
+    double* const sum_ = sum_buf_.get();
+    float* const step_scalars_ = step_scalars_buf_.get();            // device
+    float* const step_scalars_host_ = step_scalars_host_buf_.get();  // pinned
 };
 
 }  // namespace

@@ -25,10 +25,6 @@ LayerTraits layer_traits(Device d, DType act) {
     return t;
 }
 
-TokenSlot::~TokenSlot() {
-    if (staging && free_staging) free_staging(staging);
-}
-
 const char* op_kind_name(OpKind k) {
     static const char* names[] = {
         "matmul_forward",      "matmul_gelu_forward", "matmul_backward",    "layernorm_forward",

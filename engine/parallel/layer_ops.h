@@ -11,6 +11,7 @@
 // bf16 copy). Shapes as in engine/kernels/cpu; N = B·T tokens.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -101,10 +102,9 @@ LayerTraits layer_traits(Device d, DType act);
 struct TokenSlot {
     Tensor device;
     int64_t n = 0;
-    void* staging = nullptr;  // pinned host buffer (CUDA), owned by the slot
+    // pinned host buffer (CUDA) with the backend's deleter (cuda_free_pinned)
+    std::unique_ptr<void, void (*)(void*)> staging{nullptr, nullptr};
     size_t staging_bytes = 0;
-    void (*free_staging)(void*) = nullptr;
-    ~TokenSlot();
     TokenSlot() = default;
     TokenSlot(TokenSlot&&) = delete;
 };

@@ -18,6 +18,7 @@
 #include "engine/kernels/cuda/attention.cuh"
 #include "engine/kernels/cuda/cross_entropy.cuh"
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device.cuh"
 #include "engine/kernels/cuda/elementwise.cuh"
 #include "engine/kernels/cuda/embedding.cuh"
@@ -184,13 +185,12 @@ public:
     void upload_tokens(TokenSlot& slot, const std::vector<int32_t>& ids) override {
         const size_t bytes = sizeof(int32_t) * ids.size();
         if (slot.staging_bytes < bytes) {
-            if (slot.staging) CUDA_CHECK(cudaFreeHost(slot.staging));
-            CUDA_CHECK(cudaMallocHost(&slot.staging, bytes));
+            slot.staging.reset();
+            slot.staging = {cuda_malloc_pinned(bytes).release(), cuda_free_pinned};
             slot.staging_bytes = bytes;
-            slot.free_staging = [](void* p) { cudaFreeHost(p); };
         }
-        std::memcpy(slot.staging, ids.data(), bytes);
-        CUDA_CHECK(cudaMemcpyAsync(slot.device.data(), slot.staging, bytes, cudaMemcpyHostToDevice, st()));
+        std::memcpy(slot.staging.get(), ids.data(), bytes);
+        CUDA_CHECK(cudaMemcpyAsync(slot.device.data(), slot.staging.get(), bytes, cudaMemcpyHostToDevice, st()));
     }
 
 private:
@@ -198,16 +198,16 @@ private:
     // device and content and kept for the process (a few hundred bytes per model).
     static const float* device_table(const std::vector<float>& v) {
         static std::mutex mu;
-        static std::map<std::pair<int, std::vector<float>>, float*> tables;
+        static std::map<std::pair<int, std::vector<float>>, DeviceBuffer<float>> tables;
         int dev = 0;
         CUDA_CHECK(cudaGetDevice(&dev));
         std::lock_guard<std::mutex> lock(mu);
-        float*& p = tables[{dev, v}];
+        DeviceBuffer<float>& p = tables[{dev, v}];
         if (!p) {
-            CUDA_CHECK(cudaMalloc(&p, sizeof(float) * v.size()));
-            CUDA_CHECK(cudaMemcpy(p, v.data(), sizeof(float) * v.size(), cudaMemcpyHostToDevice));
+            p = cuda_malloc_device<float>(v.size());
+            CUDA_CHECK(cudaMemcpy(p.get(), v.data(), sizeof(float) * v.size(), cudaMemcpyHostToDevice));
         }
-        return p;
+        return p.get();
     }
     static cudaStream_t st() { return cuda_stream(); }
     static T* P(void* p) { return static_cast<T*>(p); }

@@ -73,39 +73,34 @@ void set_cloexec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXE
 // Server
 
 TcpStoreServer::TcpStoreServer(const std::string& bind_addr, int port) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    TS_CHECK(listen_fd_ >= 0, "socket(): ", std::strerror(errno));
+    listen_fd_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    TS_CHECK(listen_fd_.get() >= 0, "socket(): ", std::strerror(errno));
     int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    ::setsockopt(listen_fd_.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(uint16_t(port));
     if (::inet_pton(AF_INET, bind_addr.c_str(), &sa.sin_addr) != 1) {
-        ::close(listen_fd_);
         throw InputError(str_cat("rendezvous store: bind address '", bind_addr,
                                  "' is not an IPv4 address (expected e.g. 0.0.0.0 or 10.0.0.1)"));
     }
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
-        ::listen(listen_fd_, 1024) != 0) {
+    if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
+        ::listen(listen_fd_.get(), 1024) != 0) {
         int e = errno;
-        ::close(listen_fd_);
         throw Error(str_cat("rendezvous store: cannot listen on ", bind_addr, ":", port, ": ",
                             std::strerror(e)));
     }
     socklen_t len = sizeof(sa);
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&sa), &len);
     port_ = ntohs(sa.sin_port);
-    TS_CHECK(::pipe2(wake_pipe_, O_CLOEXEC) == 0, "pipe2(): ", std::strerror(errno));
+    TS_CHECK(unique_pipe(wake_pipe_, O_CLOEXEC), "pipe2(): ", std::strerror(errno));
     thread_ = std::thread([this] { serve(); });
 }
 
-TcpStoreServer::~TcpStoreServer() {
+TcpStoreServer::~TcpStoreServer() {  // then the members close the pipe and the socket
     char c = 'x';
-    (void)!::write(wake_pipe_[1], &c, 1);
+    (void)!::write(wake_pipe_.write.get(), &c, 1);
     if (thread_.joinable()) thread_.join();
-    ::close(wake_pipe_[0]);
-    ::close(wake_pipe_[1]);
-    ::close(listen_fd_);
 }
 
 void TcpStoreServer::clear() {
@@ -120,16 +115,16 @@ size_t TcpStoreServer::size() const {
 
 void TcpStoreServer::serve() {
     struct Client {
-        int fd;
+        UniqueFd fd;
         std::string in;  // bytes received, not yet parsed
     };
     std::vector<Client> clients;
     std::vector<pollfd> pfds;
     for (;;) {
         pfds.clear();
-        pfds.push_back({wake_pipe_[0], POLLIN, 0});
-        pfds.push_back({listen_fd_, POLLIN, 0});
-        for (auto& c : clients) pfds.push_back({c.fd, POLLIN, 0});
+        pfds.push_back({wake_pipe_.read.get(), POLLIN, 0});
+        pfds.push_back({listen_fd_.get(), POLLIN, 0});
+        for (auto& c : clients) pfds.push_back({c.fd.get(), POLLIN, 0});
         int pr = ::poll(pfds.data(), pfds.size(), -1);
         if (pr < 0) {
             if (errno == EINTR) continue;
@@ -137,11 +132,11 @@ void TcpStoreServer::serve() {
         }
         if (pfds[0].revents) break;  // destructor
         if (pfds[1].revents & POLLIN) {
-            int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (fd >= 0) {
+            UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (fd) {
                 int one = 1;
-                ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                clients.push_back({fd, {}});
+                ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                clients.push_back({std::move(fd), {}});
             }
         }
         // Service clients (indices in pfds are offset by 2; new clients were appended after).
@@ -150,7 +145,7 @@ void TcpStoreServer::serve() {
             if (!pfds[i].revents) continue;
             Client& c = clients[i - 2];
             char buf[65536];
-            ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
+            ssize_t r = ::recv(c.fd.get(), buf, sizeof(buf), 0);
             if (r <= 0) {
                 if (r < 0 && errno == EINTR) continue;
                 dead.push_back(i - 2);
@@ -191,7 +186,7 @@ void TcpStoreServer::serve() {
                     if (op == kOpSet) reply.push_back(1);
                 }
                 pos += total;
-                if (!reply.empty() && !write_all(c.fd, reply.data(), reply.size())) {
+                if (!reply.empty() && !write_all(c.fd.get(), reply.data(), reply.size())) {
                     bad = true;
                     break;
                 }
@@ -199,13 +194,10 @@ void TcpStoreServer::serve() {
             c.in.erase(0, pos);
             if (bad) dead.push_back(i - 2);
         }
-        for (auto it = dead.rbegin(); it != dead.rend(); ++it) {
-            ::close(clients[*it].fd);
-            clients.erase(clients.begin() + long(*it));
-        }
+        for (auto it = dead.rbegin(); it != dead.rend(); ++it)
+            clients.erase(clients.begin() + long(*it));  // closes its socket
     }
-    for (auto& c : clients) ::close(c.fd);
-}
+}  // the clients' sockets close with `clients`
 
 // ------------------------------------------------------------------------------------------------
 // Client
@@ -218,24 +210,23 @@ TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds 
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;
         hints.ai_socktype = SOCK_STREAM;
-        addrinfo* res = nullptr;
-        int gr = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+        addrinfo* raw = nullptr;
+        int gr = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &raw);
+        AddrInfoPtr res(raw);
         if (gr != 0) {
             last_error = ::gai_strerror(gr);
         } else {
-            for (addrinfo* ai = res; ai; ai = ai->ai_next) {
-                int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-                if (fd < 0) continue;
-                if (::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-                    fd_ = fd;
+            for (addrinfo* ai = res.get(); ai; ai = ai->ai_next) {
+                UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+                if (!fd) continue;
+                if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
+                    fd_ = std::move(fd);
                     break;
                 }
                 last_error = std::strerror(errno);
-                ::close(fd);
             }
-            ::freeaddrinfo(res);
         }
-        if (fd_ >= 0) break;
+        if (fd_) break;
         if (std::chrono::steady_clock::now() >= deadline)
             throw Error(str_cat("rendezvous store ", addr_, " unreachable after ", timeout.count(),
                                 " ms (", last_error,
@@ -243,13 +234,11 @@ TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds 
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    set_cloexec(fd_);
+    ::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    set_cloexec(fd_.get());
 }
 
-TcpStore::~TcpStore() {
-    if (fd_ >= 0) ::close(fd_);
-}
+TcpStore::~TcpStore() = default;  // fd_ closes the connection
 
 void TcpStore::request(uint8_t op, const std::string& key, const char* val, size_t n) {
     std::string msg;
@@ -259,7 +248,7 @@ void TcpStore::request(uint8_t op, const std::string& key, const char* val, size
     msg += key;
     put_u32(msg, uint32_t(n));
     msg.append(val, n);
-    if (!write_all(fd_, msg.data(), msg.size()))
+    if (!write_all(fd_.get(), msg.data(), msg.size()))
         throw Error(str_cat("rendezvous store ", addr_, ": connection lost while sending '", key,
                             "'"));
 }
@@ -267,7 +256,7 @@ void TcpStore::request(uint8_t op, const std::string& key, const char* val, size
 void TcpStore::set(const std::string& key, const std::vector<char>& data) {
     request(kOpSet, key, data.data(), data.size());
     char ok = 0;
-    if (!read_all(fd_, &ok, 1, std::chrono::steady_clock::now() + timeout_))
+    if (!read_all(fd_.get(), &ok, 1, std::chrono::steady_clock::now() + timeout_))
         throw Error(str_cat("rendezvous store ", addr_, ": no reply to set '", key, "' within ",
                             timeout_.count(), " ms"));
 }
@@ -280,11 +269,11 @@ bool TcpStore::try_get(const std::string& key, std::vector<char>* out) {
     request(kOpGet, key, nullptr, 0);
     char head[5];
     auto deadline = std::chrono::steady_clock::now() + timeout_;
-    if (!read_all(fd_, head, 5, deadline))
+    if (!read_all(fd_.get(), head, 5, deadline))
         throw Error(str_cat("rendezvous store ", addr_, ": no reply to get '", key, "'"));
     uint32_t n = get_u32(head + 1);
     std::vector<char> v(n);
-    if (n > 0 && !read_all(fd_, v.data(), n, deadline))
+    if (n > 0 && !read_all(fd_.get(), v.data(), n, deadline))
         throw Error(str_cat("rendezvous store ", addr_, ": truncated reply to get '", key, "'"));
     if (head[0] == 0) return false;
     if (out) *out = std::move(v);

@@ -18,6 +18,8 @@
 
 #include <gloo/rendezvous/store.h>
 
+#include "engine/core/unique_fd.h"
+
 namespace tessera {
 
 // ------------------------------------------------------------------------------------------------
@@ -39,8 +41,8 @@ public:
 private:
     void serve();
 
-    int listen_fd_ = -1;
-    int wake_pipe_[2] = {-1, -1};  // written by the destructor to end serve()
+    UniqueFd listen_fd_;
+    UniquePipe wake_pipe_;  // written by the destructor to end serve()
     int port_ = 0;
     mutable std::mutex mu_;
     std::map<std::string, std::vector<char>> kv_;
@@ -74,7 +76,7 @@ public:
 private:
     void request(uint8_t op, const std::string& key, const char* val, size_t n);
 
-    int fd_ = -1;
+    UniqueFd fd_;
     std::string addr_;
     std::chrono::milliseconds timeout_;
 };

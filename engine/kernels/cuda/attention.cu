@@ -24,6 +24,7 @@
 
 #include "engine/kernels/cuda/attention.cuh"
 #include "engine/kernels/cuda/attention_mma.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 
 namespace tessera {
@@ -480,13 +481,6 @@ static void attention_backward_launch(T* dqkv, const T* dout, const T* qkv, cons
     CUDA_CHECK_LAUNCH("attention_backward_dq_kernel");
 }
 
-namespace {
-struct CudaFreeAsync {
-    cudaStream_t s;
-    void operator()(float* p) const { cudaFreeAsync(p, s); }  // no throw from a deleter
-};
-}  // namespace
-
 template <typename T>
 void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out, const float* lse,
                              int B, int T_, int C, int NH, int KV, cudaStream_t s) {
@@ -496,9 +490,7 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
     TS_CHECK(aligned16(qkv) && aligned16(dout),
              "attention_backward_cuda: qkv and dout must be 16-byte aligned");
     const long n_dd = (long)B * NH * T_;
-    float* raw = nullptr;
-    CUDA_CHECK(cudaMallocAsync((void**)&raw, sizeof(float) * n_dd, s));
-    std::unique_ptr<float, CudaFreeAsync> scratch(raw, CudaFreeAsync{s});
+    StreamBuffer<float> scratch = cuda_malloc_async<float>(n_dd, s);
     float* dd = scratch.get();  // (B, NH, T_)
 
     if constexpr (std::is_same_v<T, bf16>) {

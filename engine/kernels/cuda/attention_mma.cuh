@@ -653,18 +653,19 @@ struct Tiles {
 // Launches one of the tiled kernels over work_grid(tiles, NH, B) with THREADS threads: its
 // dynamic shared memory raised to smem, heavy_first passed as the last argument.
 template <typename Kernel, typename... Args>
-static void launch_tiles(Kernel kernel, size_t smem, int tiles, int B, int NH, bool heavy_first,
-                         cudaStream_t s, Args... args) {
+static void launch_tiles(const char* name, Kernel kernel, size_t smem, int tiles, int B, int NH,
+                         bool heavy_first, cudaStream_t s, Args... args) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<work_grid(tiles, NH, B, heavy_first), THREADS, smem, s>>>(args..., heavy_first);
-    CUDA_CHECK_LAUNCH("attention kernel (bf16 mma)");
+    CUDA_CHECK_LAUNCH(name);
 }
 
 template <int HS, int MT = Tiles<HS>::fwd_mt, int BN = Tiles<HS>::fwd_bn>
 static void forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int C, int NH, int KV,
                     cudaStream_t s, bool heavy_first = Tiles<HS>::heavy_first) {
-    launch_tiles(forward_kernel<HS, MT, BN>, forward_smem<HS, MT, BN>(), ceil_div(T_, 64 * MT), B,
-                 NH, heavy_first, s, out, lse, qkv, T_, C, NH, KV, 1.0f / sqrtf((float)HS));
+    launch_tiles("att_mma::forward_kernel", forward_kernel<HS, MT, BN>, forward_smem<HS, MT, BN>(),
+                 ceil_div(T_, 64 * MT), B, NH, heavy_first, s, out, lse, qkv, T_, C, NH, KV,
+                 1.0f / sqrtf((float)HS));
 }
 
 // dqkv's k and v parts; dd (B, NH, T_) = rowsum(dout ∘ out) per head, already computed on s.
@@ -672,7 +673,8 @@ template <int HS, int MT = Tiles<HS>::dkv_mt, int BQ = Tiles<HS>::dkv_bq>
 static void backward_dkv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                          const float* dd, int B, int T_, int C, int NH, int KV, cudaStream_t s,
                          bool heavy_first = Tiles<HS>::heavy_first) {
-    launch_tiles(backward_dkv_kernel<HS, MT, BQ>, backward_dkv_smem<HS, MT, BQ>(),
+    launch_tiles("att_mma::backward_dkv_kernel", backward_dkv_kernel<HS, MT, BQ>,
+                 backward_dkv_smem<HS, MT, BQ>(),
                  ceil_div(T_, 64 * MT), B, KV, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
                  KV, 1.0f / sqrtf((float)HS));
 }
@@ -682,7 +684,8 @@ template <int HS, int MT = Tiles<HS>::dq_mt, int BK = Tiles<HS>::dq_bk>
 static void backward_dq(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                         const float* dd, int B, int T_, int C, int NH, int KV, cudaStream_t s,
                         bool heavy_first = Tiles<HS>::heavy_first) {
-    launch_tiles(backward_dq_kernel<HS, MT, BK>, backward_dq_smem<HS, MT, BK>(),
+    launch_tiles("att_mma::backward_dq_kernel", backward_dq_kernel<HS, MT, BK>,
+                 backward_dq_smem<HS, MT, BK>(),
                  ceil_div(T_, 64 * MT), B, NH, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
                  KV, 1.0f / sqrtf((float)HS));
 }
@@ -733,7 +736,7 @@ static void backward_dd(float* dd, const bf16* dout, const bf16* out, int B, int
         backward_dd_kernel<HS, true><<<grid, block, 0, s>>>(dd, dout, out, T_, NH, rows);
     else
         backward_dd_kernel<HS, false><<<grid, block, 0, s>>>(dd, dout, out, T_, NH, rows);
-    CUDA_CHECK_LAUNCH("attention backward_dd_kernel (bf16)");
+    CUDA_CHECK_LAUNCH("att_mma::backward_dd_kernel");
 }
 
 // dqkv (B, T_, C + 2·KV·HS) overwritten; dd (B, NH, T_) scratch, filled here.

@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "engine/kernels/cuda/cuda_handles.cuh"
+
 namespace tessera {
 
 void cuda_fail(const char* lib, const char* stmt, const char* file, int line,
@@ -14,7 +16,8 @@ void cuda_fail(const char* lib, const char* stmt, const char* file, int line,
 namespace {
 
 // Loads the library by its soname (so LD_LIBRARY_PATH and the system's paths are honoured), then
-// from the toolkit directory the build found it in.
+// from the toolkit directory the build found it in. Never dlclose'd: lt_api()'s function table
+// lives as long as the process.
 void* open_cublaslt(std::string& tried) {
     const std::string soname = str_cat("libcublasLt.so.", CUBLAS_VER_MAJOR);
     std::string candidates[] = {soname, str_cat(TESSERA_CUDA_LIBRARY_DIR, "/", soname)};
@@ -57,12 +60,17 @@ const CublasLtApi& lt_api() {
     return api;
 }
 
+// The handle is deliberately never destroyed (a few KiB of host memory per thread): the main
+// thread's thread_local would run cublasLtDestroy during exit, and destroying cuBLAS handles
+// then has been seen to crash once the CUDA context is being torn down (PyTorch leaks its cuBLAS
+// and cuBLASLt handles for the same reason). The 32 MiB workspace is a DeviceBuffer: cudaFree
+// ignores a context that is already gone.
 CublasLt& cublaslt() {
     thread_local CublasLt lt;
     if (!lt.handle) {
         CUBLAS_CHECK(lt_api().Create(&lt.handle));
         lt.workspace_bytes = 32u << 20;  // cuBLASLt's recommended Hopper workspace
-        CUDA_CHECK(cudaMalloc(&lt.workspace, lt.workspace_bytes));
+        lt.workspace = cuda_malloc_device(lt.workspace_bytes);
     }
     return lt;
 }

@@ -1,6 +1,7 @@
 // Shared by every CUDA op: error checks that name the statement, file, line and the library's own
-// error string; owning handles with unique_ptr deleters; dtype helpers. Kernels are templated on
-// the activation type T (float for the fp32 mode, __nv_bfloat16 for bf16) and accumulate in fp32.
+// error string; dtype helpers (the owning handles are in cuda_handles.cuh). Kernels are templated
+// on the activation type T (float for the fp32 mode, __nv_bfloat16 for bf16) and accumulate in
+// fp32.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -53,8 +54,16 @@ const CublasLtApi& lt_api();
                                  ::tessera::lt_api().GetStatusString(st_));                     \
     } while (0)
 
-// After a kernel launch: launch-configuration errors surface here, with the kernel's name.
-#define CUDA_CHECK_LAUNCH(name) CUDA_CHECK(cudaGetLastError())
+// After a kernel launch: launch-configuration errors surface here, with the kernel's name
+// ("CUDA error: `launch of layernorm_forward_kernel` failed at layernorm.cu:233: invalid
+// argument").
+#define CUDA_CHECK_LAUNCH(name)                                                                \
+    do {                                                                                       \
+        cudaError_t err_ = cudaGetLastError();                                                 \
+        if (err_ != cudaSuccess)                                                               \
+            ::tessera::cuda_fail("CUDA", ::tessera::str_cat("launch of ", name).c_str(),     \
+                                 __FILE__, __LINE__, cudaGetErrorString(err_));                \
+    } while (0)
 
 // Shape/dtype preconditions of a launcher.
 #define TS_CUDA_REQUIRE(cond, ...) TS_CHECK(cond, __VA_ARGS__)
@@ -78,13 +87,5 @@ template <>
 __host__ __device__ inline bf16 from_float<bf16>(float x) { return __float2bfloat16(x); }
 
 inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
-
-// cuBLASLt handle and workspace shared by the GEMM launchers (one per device, lazily created).
-struct CublasLt {
-    cublasLtHandle_t handle = nullptr;
-    void* workspace = nullptr;
-    size_t workspace_bytes = 0;
-};
-CublasLt& cublaslt();
 
 }  // namespace tessera

@@ -9,17 +9,21 @@
 
 #include "engine/core/tensor.h"
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 
 namespace tessera {
 
 namespace {
 
+// The streams, the recycled events and the cached pinned blocks below live as long as the process
+// and are deliberately never destroyed: globals destroyed at exit would run after the CUDA
+// runtime's own teardown (it registers at the first CUDA call, after these were constructed).
 int g_device = -1;
 cudaStream_t g_stream = nullptr;
 cudaStream_t g_copy_stream = nullptr;  // activation offload: D2H / H2D beside the compute stream
 
 // Pinned host memory for offloaded activations, cached by size (cudaHostAlloc costs
-// milliseconds; offload asks for the same sizes every step).
+// milliseconds; offload asks for the same sizes every step). Blocks return to the cache.
 std::mutex g_pinned_mu;
 std::multimap<size_t, void*> g_pinned_free;
 
@@ -59,9 +63,7 @@ cudaEvent_t event_get() {
             return e;
         }
     }
-    cudaEvent_t e;
-    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    return e;
+    return cuda_event_create(cudaEventDisableTiming).release();  // into the pool, for good
 }
 
 // The copy starts once the compute stream has reached this point (the source is written, the
@@ -132,7 +134,7 @@ struct Nvml {
 Nvml& nvml() {
     static Nvml n = [] {
         Nvml x;
-        void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY);
+        void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY);  // kept for the process: never dlclose'd
         if (!lib) return x;
         x.init = (int (*)())dlsym(lib, "nvmlInit_v2");
         x.handle = (int (*)(unsigned, void**))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
@@ -162,8 +164,8 @@ void cuda_device_init(int device) {
     if (device >= n)
         throw Error(str_cat("rank needs GPU ", device, " but this host has ", n, " GPU(s)"));
     CUDA_CHECK(cudaSetDevice(device));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&g_copy_stream, cudaStreamNonBlocking));
+    g_stream = cuda_stream_create(cudaStreamNonBlocking).release();  // process lifetime
+    g_copy_stream = cuda_stream_create(cudaStreamNonBlocking).release();
     cudaMemPool_t pool;
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
     uint64_t keep = UINT64_MAX;  // cache freed blocks: a stream-ordered caching allocator
@@ -201,10 +203,9 @@ int64_t cuda_device_memory_bytes() {
 }
 
 void* cuda_event_record_now() {
-    cudaEvent_t e;
-    CUDA_CHECK(cudaEventCreate(&e));
-    CUDA_CHECK(cudaEventRecord(e, g_stream));
-    return e;
+    CudaEvent e = cuda_event_create(cudaEventDefault);  // timed
+    CUDA_CHECK(cudaEventRecord(e.get(), g_stream));
+    return e.release();  // owned by the caller: cuda_event_free
 }
 
 float cuda_event_ms(void* from, void* to) {
@@ -214,7 +215,7 @@ float cuda_event_ms(void* from, void* to) {
     return ms;
 }
 
-void cuda_event_free(void* e) { cudaEventDestroy((cudaEvent_t)e); }
+void cuda_event_free(void* e) { CudaEventDeleter()((cudaEvent_t)e); }
 
 GpuReading cuda_nvml_read(int device) {
     GpuReading r;

@@ -144,14 +144,14 @@ void cast_f32_to_bf16_cuda(bf16* dst, const float* src, long n, cudaStream_t s) 
         cast_kernel<bf16, float, 4><<<grid_for(n / 4 + 1, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
     else
         cast_kernel<bf16, float, 1><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
-    CUDA_CHECK_LAUNCH("cast_kernel");
+    CUDA_CHECK_LAUNCH("cast_kernel (fp32 to bf16)");
 }
 
 template <typename T>
 void cast_to_f32_cuda(float* dst, const T* src, long n, cudaStream_t s) {
     TS_EW_REQUIRE("cast_to_f32_cuda", n, dst && src);
     cast_kernel<float, T, 1><<<grid_for(n, kEwBlock), kEwBlock, 0, s>>>(dst, src, n);
-    CUDA_CHECK_LAUNCH("cast_kernel");
+    CUDA_CHECK_LAUNCH("cast_kernel (to fp32)");
 }
 
 template <typename T>

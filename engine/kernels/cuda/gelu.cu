@@ -81,7 +81,7 @@ void relu_forward_cuda(T* out, const T* inp, long n, cudaStream_t s) {
     TS_CUDA_REQUIRE(n >= 0 && (n == 0 || (out && inp)), "relu_forward_cuda: bad arguments, n=", n);
     if (n == 0) return;
     relu_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(out, inp, nullptr, n);
-    CUDA_CHECK_LAUNCH("relu_forward_kernel");
+    CUDA_CHECK_LAUNCH("relu_kernel (forward)");
 }
 
 template <typename T>
@@ -89,7 +89,7 @@ void relu_backward_cuda(T* dinp, const T* inp, const T* dout, long n, cudaStream
     TS_CUDA_REQUIRE(n >= 0 && (n == 0 || (dinp && inp && dout)), "relu_backward_cuda: bad arguments, n=", n);
     if (n == 0) return;
     relu_kernel<T><<<grid_for(n, 256), 256, 0, s>>>(dinp, inp, dout, n);
-    CUDA_CHECK_LAUNCH("relu_backward_kernel");
+    CUDA_CHECK_LAUNCH("relu_kernel (backward)");
 }
 
 template void relu_forward_cuda<float>(float*, const float*, long, cudaStream_t);

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 
 namespace tessera {
@@ -70,19 +71,6 @@ static __global__ void column_sum_partial_kernel(float* partial, const T* dout, 
 
 namespace {
 
-struct DescDeleter {
-    void operator()(cublasLtMatmulDesc_t d) const { lt_api().MatmulDescDestroy(d); }
-};
-struct LayoutDeleter {
-    void operator()(cublasLtMatrixLayout_t l) const { lt_api().MatrixLayoutDestroy(l); }
-};
-struct PrefDeleter {
-    void operator()(cublasLtMatmulPreference_t p) const { lt_api().MatmulPreferenceDestroy(p); }
-};
-using DescPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, DescDeleter>;
-using LayoutPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, LayoutDeleter>;
-using PrefPtr = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PrefDeleter>;
-
 // D (m, n) = op(A) (m, k) * op(B) (k, n) [+ beta * D], column-major, with an epilogue.
 struct GemmShape {
     int device;
@@ -102,8 +90,8 @@ struct GemmShape {
 
 struct GemmPlan {
     bool supported = false;  // the heuristic found an algorithm
-    DescPtr desc;
-    LayoutPtr a, b, d;
+    CublasLtDesc desc;
+    CublasLtLayout a, b, d;
     cublasLtMatmulAlgo_t algo{};
 };
 
@@ -118,10 +106,10 @@ cudaDataType_t cuda_type() {
     return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
 }
 
-LayoutPtr make_layout(cudaDataType_t type, long rows, long cols, long ld) {
+CublasLtLayout make_layout(cudaDataType_t type, long rows, long cols, long ld) {
     cublasLtMatrixLayout_t l = nullptr;
     CUBLAS_CHECK(lt_api().MatrixLayoutCreate(&l, type, rows, cols, ld));
-    return LayoutPtr(l);
+    return CublasLtLayout(l);
 }
 
 const GemmPlan& gemm_plan(const GemmShape& g) {
@@ -150,7 +138,7 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
     CublasLt& lt = cublaslt();
     cublasLtMatmulPreference_t pref_raw = nullptr;
     CUBLAS_CHECK(lt_api().MatmulPreferenceCreate(&pref_raw));
-    PrefPtr pref(pref_raw);
+    CublasLtPref pref(pref_raw);
     uint64_t ws = lt.workspace_bytes;
     CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
@@ -193,7 +181,7 @@ bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float b
     const float alpha = 1.0f;
     CublasLt& lt = cublaslt();
     CUBLAS_CHECK(lt_api().Matmul(lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D,
-                                p.d.get(), D, p.d.get(), &p.algo, lt.workspace, lt.workspace_bytes,
+                                p.d.get(), D, p.d.get(), &p.algo, lt.workspace.get(), lt.workspace_bytes,
                                 s));
     return true;
 }

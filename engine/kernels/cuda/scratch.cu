@@ -3,16 +3,14 @@
 #include <utility>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
+#include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 
 namespace tessera {
 
 namespace {
-struct CudaFreeDeleter {
-    void operator()(void* p) const { cudaFree(p); }  // at exit the context may be gone: ignore
-};
 struct ScratchBuf {
-    std::unique_ptr<void, CudaFreeDeleter> ptr;
+    DeviceBuffer<> ptr;  // freed when the thread ends (at exit the context may be gone: ignored)
     size_t bytes = 0;
 };
 }  // namespace
@@ -26,9 +24,7 @@ void* cuda_scratch(ScratchSlot slot, size_t bytes) {
         size_t want = std::max(bytes, b.bytes * 2);
         want = (want + (1u << 20) - 1) & ~(size_t)((1u << 20) - 1);  // whole MiB
         b.ptr.reset();  // cudaFree synchronises, so no kernel still uses the old buffer
-        void* p = nullptr;
-        CUDA_CHECK(cudaMalloc(&p, want));
-        b.ptr.reset(p);
+        b.ptr = cuda_malloc_device(want);
         b.bytes = want;
     }
     return b.ptr.get();
