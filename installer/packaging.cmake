@@ -40,7 +40,7 @@ install(PROGRAMS ${_pkg_src}/scripts/fetch-data.sh DESTINATION ${CMAKE_INSTALL_B
 
 # ---- example projects (their configs only: no runs.db, no checkpoints) -----------------------
 install(DIRECTORY ${_pkg_src}/projects/ DESTINATION ${CMAKE_INSTALL_DATADIR}/tessera/projects
-        FILES_MATCHING PATTERN "*.yaml" PATTERN "*.md"
+        FILES_MATCHING PATTERN "*.yaml" PATTERN "*.md" PATTERN "*.sh"
         PATTERN "checkpoints" EXCLUDE PATTERN "runs" EXCLUDE)
 
 # ---- desktop integration ------------------------------------------------------------------------
