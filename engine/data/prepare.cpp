@@ -80,8 +80,10 @@ struct TokenizerId {
 
 TokenizerId tokenizer_identity(const std::string& spec) {
     TokenizerId id;
-    id.sha256 = tokenizer_sha256(spec);
-    for (const std::string& p : tokenizer_files(spec)) id.files.push_back({{"path", p}, {"sha256", sha256_file_hex(p)}});
+    std::vector<std::string> file_sha256;
+    id.sha256 = tokenizer_sha256(spec, &file_sha256);
+    const std::vector<std::string> files = tokenizer_files(spec);
+    for (size_t i = 0; i < files.size(); ++i) id.files.push_back({{"path", files[i]}, {"sha256", file_sha256[i]}});
     return id;
 }
 

@@ -77,15 +77,20 @@ std::unique_ptr<Tokenizer> tokenizer_make(const std::string& spec) {
     return tokenizer_hf(files[0]);
 }
 
-std::string tokenizer_sha256(const std::string& spec) {
+std::string tokenizer_sha256(const std::string& spec, std::vector<std::string>* file_sha256) {
     const std::vector<std::string> files = tokenizer_files(spec);
     if (files.empty()) return "bytes";
     Sha256 all;
     for (const std::string& p : files) {
         std::ifstream f(p, std::ios::binary);
         if (!f) throw InputError(str_cat(p, ": cannot read the tokenizer file to hash it"));
+        Sha256 one;
         char buf[1 << 16];
-        while (f.read(buf, sizeof buf) || f.gcount() > 0) all.update(buf, (size_t)f.gcount());
+        while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+            all.update(buf, (size_t)f.gcount());
+            one.update(buf, (size_t)f.gcount());
+        }
+        if (file_sha256) file_sha256->push_back(one.hex());
     }
     return all.hex();
 }

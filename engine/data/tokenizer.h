@@ -46,7 +46,8 @@ std::unique_ptr<Tokenizer> tokenizer_make(const std::string& vocab);
 std::vector<std::string> tokenizer_files(const std::string& spec);
 // The SHA-256 of tokenizer_files' bytes, concatenated in order ("bytes" for bytes): the
 // tokenizer's identity in a prepared folder's manifest.
-std::string tokenizer_sha256(const std::string& spec);
+// `file_sha256`, when given, receives each file's own digest, in tokenizer_files' order (one read).
+std::string tokenizer_sha256(const std::string& spec, std::vector<std::string>* file_sha256 = nullptr);
 // A folder name for caches of data tokenized by `spec` (Brown's shards): a named tokenizer's name,
 // else "hf-" and the first 16 hex digits of tokenizer_sha256.
 std::string tokenizer_cache_name(const std::string& spec);
