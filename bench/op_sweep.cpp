@@ -32,6 +32,8 @@
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device.cuh"
 #include "engine/kernels/cuda/elementwise.cuh"
+#include "engine/kernels/cuda/matmul.cuh"
+#include "engine/kernels/fp8_workspace.h"
 #include "engine/kernels/cpu/rope.h"
 #include "engine/parallel/layer_ops.h"
 
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
     std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    out["produced_by"] = std::string("bench/op_sweep.cpp (the layers' CUDA ops, bf16) on ") + cuda_device_name() + ", " + date;
+    out["produced_by"] = std::string("bench/op_sweep.cpp (the layers' CUDA ops, bf16 and FP8) on ") + cuda_device_name() + ", " + date;
 
     // ---- GEMMs on a grid
     const std::vector<int> Ns{512, 1024, 2048, 4096, 8192, 16384, 32768};
@@ -124,6 +126,34 @@ int main(int argc, char** argv) {
     out["gemm"] = {{"N", Ns}, {"C", Cs}, {"OC", OCs}, {"forward_s", fwd}, {"forward_gelu_s", fwdg},
                    {"backward_s", bwd}, {"layout", "index (n * |C| + c) * |OC| + oc"}};
     std::printf("gemm: %zu shapes\n", fwd.size());
+
+    // ---- the same GEMMs in FP8 (runtime.precision fp8), quantization and workspace included;
+    // shapes below Fp8Workspace's cut-off run in bf16 there, as in training
+    LayerOps& ops8 = layer_ops_cuda(DType::bf16, true);
+    json fwd8 = json::array(), fwdg8 = json::array(), bwd8 = json::array();
+    for (int N : Ns)
+        for (int C : Cs)
+            for (int OC : OCs) {
+                fwd8.push_back(time_s([&] { ops8.matmul_forward(O, A, W, bias, N, C, OC); }));
+                fwdg8.push_back(time_s([&] { ops8.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
+                bwd8.push_back(time_s([&] { ops8.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+            }
+    out["gemm_fp8"] = {{"forward_s", fwd8}, {"forward_gelu_s", fwdg8}, {"backward_s", bwd8},
+                       {"scaling", "per-tensor current scaling; e4m3 inputs and weights, e5m2 gradients"}};
+    // The cut-off: FP8 forced (Fp8Workspace ignored) against bf16, forward + backward, N 8192
+    std::printf("fp8 against bf16, forward + backward, N 8192, C = OC = D:\n");
+    void* ws = dev(Fp8Workspace::of(8192, 8192, 8192, true).bytes);
+    for (int D : {256, 384, 512, 768, 1024, 1536, 2048, 4096}) {
+        const int N = 8192;
+        auto run = [&](void* w8) {
+            matmul_forward_cuda<bf16>((bf16*)O, (bf16*)A, (bf16*)W, nullptr, N, D, D, cuda_stream(), false,
+                                      nullptr, w8);
+            matmul_backward_cuda<bf16>((bf16*)A2, dW, nullptr, (bf16*)O, (bf16*)A, (bf16*)W, N, D, D,
+                                       cuda_stream(), w8);
+        };
+        const double t16 = time_s([&] { run(nullptr); }), t8 = time_s([&] { run(ws); });
+        std::printf("  D %5d: bf16 %8.1f us, fp8 %8.1f us, %.2fx\n", D, t16 * 1e6, t8 * 1e6, t16 / t8);
+    }
 
     // ---- flash attention on (batch x heads, T), head width 64 and 128
     const std::vector<int> BHs{8, 32, 128, 512}, Ts{128, 256, 512, 1024, 2048, 4096}, HDs{64, 128};

@@ -84,7 +84,7 @@ int cli_sample(const CliArgs& args) {
 #endif
         }
         LayerOps& ops = layer_ops_for(cuda ? Device::cuda : Device::cpu,
-                                      cuda && cfg.runtime.precision == "bf16" ? DType::bf16 : DType::f32);
+                                      cuda && cfg.runtime.bf16_activations() ? DType::bf16 : DType::f32);
         LayerDecoder decoder(shape, ops, params);
         o.vocab_limit = tok->vocab_size();  // ids the tokenizer can write
         std::vector<int> ids = tok->encode(prompt);

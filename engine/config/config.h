@@ -79,8 +79,12 @@ struct TrainConfig {
 
 struct RuntimeConfig {
     std::string device = "cpu";       // cpu | cuda
-    std::string precision = "fp32";   // fp32 | bf16
+    // fp32 | bf16 | fp8 (bf16 activations, the blocks' GEMMs in FP8; cuda only)
+    std::string precision = "fp32";
 
+    // activations and weight copies in bf16 (bf16 and fp8 on cuda)
+    bool bf16_activations() const { return device == "cuda" && (precision == "bf16" || precision == "fp8"); }
+    bool fp8_gemms() const { return device == "cuda" && precision == "fp8"; }
     bool operator==(const RuntimeConfig&) const = default;
 };
 

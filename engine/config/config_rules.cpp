@@ -231,7 +231,7 @@ void read_runtime(ConfigReader& r, const ConfigField& sec, RuntimeConfig& rt) {
     for (const auto& f : r.read_map(sec.value, "runtime", sec.at, config_section_keys("runtime"))) {
         std::string k = key_of(f);
         if (k == "device") rt.device = r.read_enum(f, {"cpu", "cuda"});
-        else if (k == "precision") rt.precision = r.read_enum(f, {"fp32", "bf16"});
+        else if (k == "precision") rt.precision = r.read_enum(f, {"fp32", "bf16", "fp8"});
     }
 }
 
@@ -587,9 +587,10 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     if (cfg.train.min_lr > cfg.train.lr)
         r.fail_key({"train.min_lr", "train.lr"}, str_cat("min_lr <= lr (", cfg.train.lr, ")"),
                    str_cat("min_lr ", cfg.train.min_lr));
-    if (cfg.runtime.precision == "bf16" && cfg.runtime.device != "cuda")
-        r.fail_key({"runtime.precision", "runtime.device"}, "fp32 on device cpu (bf16 needs device cuda)",
-                   "bf16");
+    if (cfg.runtime.precision != "fp32" && cfg.runtime.device != "cuda")
+        r.fail_key({"runtime.precision", "runtime.device"},
+                   str_cat("fp32 on device cpu (", cfg.runtime.precision, " needs device cuda)"),
+                   cfg.runtime.precision);
 }
 
 // ----------------------------------------------------------------------------

@@ -2,18 +2,23 @@
 #include "engine/parallel/layer_ops.h"
 
 #include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <utility>
 
 #include "engine/core/error.h"
+#include "engine/kernels/fp8_workspace.h"
 
 namespace tessera {
 
-LayerTraits layer_traits(Device d, DType act) {
+LayerTraits layer_traits(Device d, DType act, bool fp8) {
+    TS_CHECK(!fp8 || (d == Device::cuda && act == DType::bf16),
+             "layer_traits: FP8 GEMMs need a GPU with bf16 activations");
     LayerTraits t;
     t.device = d;
     t.act = act;
+    t.fp8 = fp8;
     if (d == Device::cuda) {
         t.attention_scores = false;  // flash attention: the log-sum-exp only
         t.vocab_align = 128;
@@ -38,6 +43,12 @@ const char* op_kind_name(OpKind k) {
     return names[(int)k];
 }
 
+Tensor LayerOps::fp8_workspace(int N, int C, int OC, bool backward) const {
+    if (!traits.fp8 || !Fp8Workspace::eligible(N, C, OC)) return {};
+    return Tensor::empty({Fp8Workspace::of(N, C, OC, backward).bytes}, MemCategory::workspace, DType::u8,
+                         device());
+}
+
 namespace {
 
 thread_local OpTrace* t_trace = nullptr;
@@ -55,13 +66,13 @@ public:
         rec(OpKind::layernorm_backward, N, C);
     }
     void matmul_forward(void*, const void*, const void*, const void*, int N, int C, int OC) override {
-        rec(OpKind::matmul_forward, N, C, OC);
+        gemm(OpKind::matmul_forward, N, C, OC);
     }
     void matmul_gelu_forward(void*, void*, const void*, const void*, const void*, int N, int C, int OC) override {
-        rec(OpKind::matmul_gelu_forward, N, C, OC);
+        gemm(OpKind::matmul_gelu_forward, N, C, OC);
     }
     void matmul_backward(void*, float*, float*, const void*, const void*, const void*, int N, int C, int OC) override {
-        rec(OpKind::matmul_backward, N, C, OC);
+        gemm(OpKind::matmul_backward, N, C, OC);
     }
     void gelu_forward(void*, const void*, int64_t n) override { rec(OpKind::gelu_forward, n); }
     void gelu_backward(void*, const void*, const void*, int64_t n) override { rec(OpKind::gelu_backward, n); }
@@ -125,8 +136,13 @@ public:
 
 private:
     void rec(OpKind k, int64_t N, int64_t C = 0, int64_t OC = 0, int64_t B = 0, int64_t T = 0,
-             int64_t NH = 0) const {
-        if (t_trace) t_trace->calls.push_back({k, N, C, OC, B, T, NH, traits.act});
+             int64_t NH = 0, bool fp8 = false) const {
+        if (t_trace) t_trace->calls.push_back({k, N, C, OC, B, T, NH, traits.act, fp8});
+    }
+    // a GEMM: its FP8 workspace allocated and freed as the CUDA ops do
+    void gemm(OpKind k, int N, int C, int OC) const {
+        Tensor ws = fp8_workspace(N, C, OC, k == OpKind::matmul_backward);
+        rec(k, N, C, OC, 0, 0, 0, ws.defined());
     }
 };
 
@@ -137,17 +153,24 @@ OpTrace* op_trace_current() { return t_trace; }
 
 LayerOps& layer_ops_meta(const LayerTraits& target) {
     static std::mutex mu;
-    static std::map<std::pair<int, int>, std::unique_ptr<MetaLayerOps>> ops;
+    static std::map<std::tuple<int, int, bool>, std::unique_ptr<MetaLayerOps>> ops;
     std::lock_guard<std::mutex> lock(mu);
-    auto& p = ops[{(int)target.device, (int)target.act}];
-    if (!p) p = std::make_unique<MetaLayerOps>(layer_traits(target.device, target.act));
+    auto& p = ops[{(int)target.device, (int)target.act, target.fp8}];
+    if (!p) p = std::make_unique<MetaLayerOps>(layer_traits(target.device, target.act, target.fp8));
     return *p;
 }
 
-LayerOps& layer_ops_for(Device d, DType act) {
+LayerOps& layer_ops_without_fp8(LayerOps& ops) {
+    if (!ops.traits.fp8) return ops;
+    LayerTraits t = ops.traits;
+    t.fp8 = false;
+    return ops.device() == Device::meta ? layer_ops_meta(t) : layer_ops_for(t.device, t.act);
+}
+
+LayerOps& layer_ops_for(Device d, DType act, bool fp8) {
     if (d == Device::cuda) {
 #ifdef TESSERA_HAVE_CUDA
-        return layer_ops_cuda(act);
+        return layer_ops_cuda(act, fp8);
 #else
         throw InputError("runtime.device: cuda needs a CUDA build of tessera");
 #endif

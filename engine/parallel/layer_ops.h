@@ -57,6 +57,7 @@ struct OpCall {
     OpKind kind = OpKind::copy;
     int64_t N = 0, C = 0, OC = 0, B = 0, T = 0, NH = 0;
     DType dtype = DType::f32;  // the activation dtype
+    bool fp8 = false;          // a GEMM run in FP8
 };
 
 // The ops recorded on this thread while installed (the meta device's calls); returns the
@@ -94,9 +95,14 @@ struct LayerTraits {
     // Offload copies run asynchronously on a copy engine (a source stays allocated until its
     // copy is done) rather than synchronously.
     bool async_copies = false;
+    // runtime.precision fp8 (GPUs, bf16 activations): the blocks' GEMMs run in FP8 where
+    // Fp8Workspace::eligible (engine/kernels/fp8_workspace.h), each with a workspace of its
+    // quantized operands allocated around the call. The head's GEMM stays in bf16.
+    bool fp8 = false;
 };
-// The traits of the real device `d` with activations in `act` (f32 on the CPU).
-LayerTraits layer_traits(Device d, DType act);
+// The traits of the real device `d` with activations in `act` (f32 on the CPU), FP8 GEMMs
+// where `fp8` (CUDA with bf16 activations only).
+LayerTraits layer_traits(Device d, DType act, bool fp8 = false);
 
 // A micro-batch's token ids on the device (GPUs): the buffer and the backend's staging.
 struct TokenSlot {
@@ -116,6 +122,10 @@ public:
     const LayerTraits traits;
     // where this backend's tensors live (meta for the meta device)
     virtual Device device() const { return traits.device; }
+    // The workspace of an FP8 GEMM of this shape (forward or backward), allocated on this
+    // device as `workspace` (the meta device records it); undefined where the GEMM is not FP8.
+    // The caller holds it for the call.
+    Tensor fp8_workspace(int N, int C, int OC, bool backward) const;
 
     // out (N, C), mean, rstd (N); inp (N, C); weight, bias (C)
     virtual void layernorm_forward(void* out, float* mean, float* rstd, const void* inp,
@@ -214,11 +224,13 @@ public:
 
 LayerOps& layer_ops_cpu();
 #ifdef TESSERA_HAVE_CUDA
-LayerOps& layer_ops_cuda(DType act);  // engine/parallel/layer_ops_cuda.cpp
+LayerOps& layer_ops_cuda(DType act, bool fp8 = false);  // engine/parallel/layer_ops_cuda.cpp
 #endif
 // The meta device standing in for the real device `target` (see core/tensor.h: Device::meta).
 LayerOps& layer_ops_meta(const LayerTraits& target);
-// The real device's ops (throws for cuda without a CUDA build).
-LayerOps& layer_ops_for(Device d, DType act);
+// The real device's ops (throws for cuda without a CUDA build); `fp8`: LayerTraits::fp8.
+LayerOps& layer_ops_for(Device d, DType act, bool fp8 = false);
+// The same backend without FP8 GEMMs (the head's; `ops` itself where it has none).
+LayerOps& layer_ops_without_fp8(LayerOps& ops);
 
 }  // namespace tessera

@@ -41,7 +41,7 @@ constexpr DType dtype_of() {
 template <typename T>
 class CudaLayerOps final : public LayerOps {
 public:
-    CudaLayerOps() : LayerOps(layer_traits(Device::cuda, dtype_of<T>())) {}
+    explicit CudaLayerOps(bool fp8 = false) : LayerOps(layer_traits(Device::cuda, dtype_of<T>(), fp8)) {}
 
     void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
                            const void* b, int N, int C) override {
@@ -53,15 +53,18 @@ public:
     }
     void matmul_forward(void* out, const void* inp, const void* w, const void* b, int N, int C,
                         int OC) override {
-        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st());
+        Tensor ws = fp8_workspace(N, C, OC, false);
+        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), false, nullptr, ws.data());
     }
     void matmul_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* b,
                              int N, int C, int OC) override {
-        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), true, P(pre));
+        Tensor ws = fp8_workspace(N, C, OC, false);
+        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), true, P(pre), ws.data());
     }
     void matmul_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
                          const void* w, int N, int C, int OC) override {
-        matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st());
+        Tensor ws = fp8_workspace(N, C, OC, true);
+        matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st(), ws.data());
     }
     void gelu_forward(void* out, const void* inp, int64_t n) override {
         gelu_forward_cuda<T>(P(out), P(inp), (long)n, st());
@@ -216,10 +219,12 @@ private:
 
 }  // namespace
 
-LayerOps& layer_ops_cuda(DType act) {
+LayerOps& layer_ops_cuda(DType act, bool fp8) {
     static CudaLayerOps<bf16> ops16;
+    static CudaLayerOps<bf16> ops16_fp8(true);
     static CudaLayerOps<float> ops32;
-    if (act == DType::bf16) return ops16;
+    TS_CHECK(!fp8 || act == DType::bf16, "FP8 GEMMs need bf16 activations");
+    if (act == DType::bf16) return fp8 ? ops16_fp8 : ops16;
     TS_CHECK(act == DType::f32, "CUDA layers compute in bf16 or fp32, not ", dtype_name(act));
     return ops32;
 }

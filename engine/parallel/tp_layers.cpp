@@ -569,6 +569,7 @@ std::unique_ptr<Layer> layer_create(const ShardSpec& spec_in, int index,
         return spec.model.family == ModelShape::Family::gpt ? std::make_unique<BlockLayer>(spec, index - 1)
                                                             : llama_block_create(spec, index - 1);
     TS_CHECK(index == L + 1, "layer index ", index, " outside 0..", L + 1);
+    spec.ops = &layer_ops_without_fp8(*spec.ops);  // the classifier keeps bf16 (FP8 recipes do)
     return std::make_unique<HeadLayer>(spec, tied_embedding);
 }
 

@@ -216,7 +216,7 @@ double ring_gather(double bytes, int n) { return n > 1 ? (double)(n - 1) / n * b
 // Returns false (r untouched) when the trace holds an op the device's sweep did not time.
 bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate& r) {
     for (const OpCall& c : sim.trace.calls)
-        if (!costs.measured[(size_t)c.kind]) return false;
+        if (!costs.prices(c)) return false;
     r.gemm_s = r.attention_s = r.other_ops_s = 0;
     for (const OpCall& c : sim.trace.calls) {
         const double t = costs.op_s(c);
@@ -304,7 +304,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     // GPU runs take the parallel runtime even on one rank (engine/cli/train.cpp); the CPU's
     // world 1 is GptModel
     const bool gpu = cfg.runtime.device == "cuda";
-    const int64_t act_bytes = gpu && cfg.runtime.precision == "bf16" ? 2 : 4;
+    const int64_t act_bytes = gpu && cfg.runtime.bf16_activations() ? 2 : 4;
     // measured per-op costs price a GPU step where the device has them (bf16 only)
     const OpCosts* costs = gpu && act_bytes == 2 ? measured : nullptr;
     bool all_priced = true;  // every rank class's ops were measured
@@ -361,7 +361,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 sim.m = m;
                 sim.offload_act = par.offload_activations, sim.offload_opt = par.offload_optimizer;
                 sim.device = layer_traits(gpu ? Device::cuda : Device::cpu,
-                                          act_bytes == 2 ? DType::bf16 : DType::f32);
+                                          act_bytes == 2 ? DType::bf16 : DType::f32, cfg.runtime.fp8_gemms());
                 double flops_tok = 0;  // executed forward+backward(+recompute) FLOPs per token
                 int layers = 0;
                 for (int c = 0; c < v; ++c) {

@@ -88,9 +88,10 @@ double OpCosts::op_s(const OpCall& c) const {
         case OpKind::matmul_gelu_forward:
         case OpKind::matmul_backward: {
             const std::vector<Cell> at{locate(gemm_N, c.N), locate(gemm_C, c.C), locate(gemm_OC, c.OC)};
-            const auto& v = c.kind == OpKind::matmul_forward        ? gemm_forward_s
-                            : c.kind == OpKind::matmul_gelu_forward ? gemm_forward_gelu_s
-                                                                    : gemm_backward_s;
+            const auto& v = c.kind == OpKind::matmul_forward        ? (c.fp8 ? gemm_fp8_forward_s : gemm_forward_s)
+                            : c.kind == OpKind::matmul_gelu_forward ? (c.fp8 ? gemm_fp8_forward_gelu_s : gemm_forward_gelu_s)
+                                                                    : (c.fp8 ? gemm_fp8_backward_s : gemm_backward_s);
+            TS_CHECK(!c.fp8 || fp8_measured, "op_s: an FP8 GEMM on a device whose sweep has no FP8 rows");
             const double t = interpolate({&gemm_N, &gemm_C, &gemm_OC}, at, v);
             // outside the grid: in proportion to the work
             return t * ((double)c.N * c.C * c.OC) / (at[0].clamped * at[1].clamped * at[2].clamped);
@@ -132,6 +133,16 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     const size_t ng = o.gemm_N.size() * o.gemm_C.size() * o.gemm_OC.size();
     for (const auto* v : {&o.gemm_forward_s, &o.gemm_forward_gelu_s, &o.gemm_backward_s})
         if (v->size() != ng) throw InputError(str_cat(where, ": gemm: expected ", ng, " times, found ", v->size()));
+    if (j.contains("gemm_fp8")) {  // on the same grid
+        const auto& f = j["gemm_fp8"];
+        o.gemm_fp8_forward_s = doubles(f, "forward_s", where);
+        o.gemm_fp8_forward_gelu_s = doubles(f, "forward_gelu_s", where);
+        o.gemm_fp8_backward_s = doubles(f, "backward_s", where);
+        for (const auto* v : {&o.gemm_fp8_forward_s, &o.gemm_fp8_forward_gelu_s, &o.gemm_fp8_backward_s})
+            if (v->size() != ng)
+                throw InputError(str_cat(where, ": gemm_fp8: expected ", ng, " times, found ", v->size()));
+        o.fp8_measured = true;
+    }
     const auto& a = j["attention"];
     o.attn_head_dim = doubles(a, "head_dim", where), o.attn_BH = doubles(a, "BH", where), o.attn_T = doubles(a, "T", where);
     o.attn_forward_s = doubles(a, "forward_s", where), o.attn_backward_s = doubles(a, "backward_s", where);

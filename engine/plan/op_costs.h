@@ -24,12 +24,17 @@ struct OpCosts {
     double launch_s = 0;      // host time per kernel launch
     std::vector<double> gemm_N, gemm_C, gemm_OC;
     std::vector<double> gemm_forward_s, gemm_forward_gelu_s, gemm_backward_s;  // [n][c][oc]
+    // the same GEMMs in FP8 (runtime.precision fp8, quantization included), where swept
+    bool fp8_measured = false;
+    std::vector<double> gemm_fp8_forward_s, gemm_fp8_forward_gelu_s, gemm_fp8_backward_s;
     std::vector<double> attn_head_dim, attn_BH, attn_T;
     std::vector<double> attn_forward_s, attn_backward_s;  // [head_dim][bh][t]
     std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
     std::array<bool, (size_t)OpKind::count> measured{};   // the ops the sweep timed
     Linear adamw, sum_squares, zero;                       // per fp32 element
 
+    // Whether the sweep timed this call's op (in its precision).
+    bool prices(const OpCall& c) const { return measured[(size_t)c.kind] && (!c.fp8 || fp8_measured); }
     // Seconds one call takes on the device (tp_all_reduce: 0, communication is priced apart).
     double op_s(const OpCall& c) const;
 };

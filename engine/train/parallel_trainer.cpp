@@ -85,7 +85,7 @@ public:
                                      "-row vocabulary; tokenize the data with the model's own tokenizer"));
         TpGroup tp{groups.tp.get(), groups.coord.tp, par.tp};
         dev_ = cfg.runtime.device == "cuda" ? Device::cuda : Device::cpu;
-        act_dtype_ = dev_ == Device::cuda && cfg.runtime.precision == "bf16" ? DType::bf16 : DType::f32;
+        act_dtype_ = cfg.runtime.bf16_activations() ? DType::bf16 : DType::f32;
         ops_ = &device_ops_for(dev_);
         const int64_t targets = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * par.dp *
                                 model_.targets_per_sample();
@@ -101,7 +101,7 @@ public:
             int hi = ch.global == G - 1 ? model_.n_layers() : first_layer[ch.global + 1];
             std::string rc = par.recompute.size() == 1 ? par.recompute[0]
                                                        : par.recompute.at(stage_);
-            ShardSpec spec{model_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_),
+            ShardSpec spec{model_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_, cfg.runtime.fp8_gemms()),
                               1.0f / (float)targets};
             for (int li = lo; li < hi; ++li) {
                 Layer* tied = pp_ == 1 ? embedding : nullptr;

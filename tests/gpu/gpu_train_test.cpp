@@ -109,7 +109,36 @@ void expect_offload_and_recompute_keep_the_curve(const std::string& prefix, cons
     }
 }
 
+// runtime.precision fp8 (the blocks' GEMMs in e4m3/e5m2 with per-tensor current scaling, the
+// head in bf16) against bf16 over `steps` steps: within 0.1 at every step (the 300-step bar of
+// 0.05 is bench/fp8_throughput.py's), not equal to it (FP8 ran), and learning.
+void expect_fp8_tracks_bf16(const std::string& tag, const std::string& yaml, size_t steps) {
+    auto bf16 = train_losses(tag + "_bf16", yaml, {"runtime.precision=bf16"});
+    auto fp8 = train_losses(tag + "_fp8", yaml, {"runtime.precision=fp8"});
+    ASSERT_EQ(bf16.size(), steps);
+    ASSERT_EQ(fp8.size(), steps);
+    bool differs = false;
+    for (size_t i = 0; i < steps; ++i) {
+        std::printf("step %2zu bf16 %.5f fp8 %.5f diff %+.5f\n", i + 1, bf16[i], fp8[i], fp8[i] - bf16[i]);
+        EXPECT_NEAR(fp8[i], bf16[i], 0.1) << "step " << i + 1;
+        differs |= fp8[i] != bf16[i];
+    }
+    EXPECT_TRUE(differs) << "fp8 gave bf16's curve exactly: the FP8 GEMMs did not run";
+    EXPECT_LT(fp8.back(), fp8.front() - 1.0) << "the fp8 run did not learn";
+}
+
 }  // namespace
+
+// Models whose GEMMs pass Fp8Workspace's cut-off: GPT-2 large's MLP at 16 x 1,024 tokens, and
+// Llama-3.2-1B's (two layers of each, to stay quick).
+TEST(GpuTrain, Fp8TracksBf16OnGpt2Large) {
+    REQUIRE_GPUS(1);
+    const std::string yaml = "name: gpu\nmodel: {preset: gpt2-large, n_layer: 4}\ndata: {dataset: brown}\n"
+                             "train: {steps: 20, micro_batch: 16, grad_accum: 1, lr: 3.0e-4, min_lr: 3.0e-5, "
+                             "warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
+                             "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
+    expect_fp8_tracks_bf16("gpt2l", yaml, 20);
+}
 
 TEST(GpuTrain, Bf16StaysWithin005OfFp32OnGpt2) {
     REQUIRE_GPUS(1);
@@ -222,6 +251,16 @@ TEST(GpuTrainLlama, Bf16StaysWithin005OfFp32OnSmolLM135M) {
     auto fp32 = train_losses("smollm_fp32", yaml, {"runtime.precision=fp32"});
     auto bf16 = train_losses("smollm_bf16", yaml, {});
     expect_bf16_tracks_fp32(fp32, bf16, 20);
+}
+
+TEST(GpuTrainLlama, Fp8TracksBf16OnLlama32) {
+    REQUIRE_GPUS(1);
+    const std::string yaml = "name: gpu-llama\nmodel: {preset: llama-3.2-1b, n_layer: 2, seq_len: 1024}\n"
+                             "data: {dataset: brown}\n"
+                             "train: {steps: 20, micro_batch: 8, grad_accum: 1, lr: 6.0e-4, min_lr: 6.0e-5, "
+                             "warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
+                             "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
+    expect_fp8_tracks_bf16("llama", yaml, 20);
 }
 
 // GPT-2 124M at sequence 256: offload and recompute keep the curve (see the helper).

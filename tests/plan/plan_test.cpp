@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/core/error.h"
+#include "engine/kernels/fp8_workspace.h"
 #include "engine/model/gpt.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
@@ -221,6 +222,49 @@ TEST(Estimator, StepTimeFromOpsWhereMeasured) {
     const RankEstimate f = estimate_plan(tiny(full), device_spec("H200")).ranks[0];
     EXPECT_GT(f.gemm_s, r.gemm_s);
     EXPECT_DOUBLE_EQ(f.optimizer_s, r.optimizer_s);
+}
+
+// runtime.precision fp8: the blocks' GEMMs whose shapes qualify are priced from the sweep's FP8
+// rows (here a copy of the H200's bf16 times at half), the head's and the small ones from the bf16
+// rows; a device whose sweep has no FP8 rows leaves the step to the efficiency model.
+TEST(Estimator, Fp8GemmsArePricedFromTheirOwnRows) {
+    const std::vector<std::string> base{"runtime.device=cuda", "model.d_model=2048", "model.n_head=16",
+                                        "model.seq_len=1024", "train.micro_batch=16", "model.n_layer=2"};
+    auto with = [&](const char* precision) {
+        auto sets = base;
+        sets.push_back(std::string("runtime.precision=") + precision);
+        return tiny(sets);
+    };
+    const OpCosts* h200 = op_costs_for("H200");
+    ASSERT_NE(h200, nullptr);
+    OpCosts half = *h200;
+    half.gemm_fp8_forward_s = h200->gemm_forward_s;
+    half.gemm_fp8_forward_gelu_s = h200->gemm_forward_gelu_s;
+    half.gemm_fp8_backward_s = h200->gemm_backward_s;
+    for (auto* v : {&half.gemm_fp8_forward_s, &half.gemm_fp8_forward_gelu_s, &half.gemm_fp8_backward_s})
+        for (double& t : *v) t *= 0.5;
+    half.fp8_measured = true;
+    const PlanEstimate bf16 = estimate_plan(with("bf16"), device_spec("H200"), &half);
+    const PlanEstimate fp8 = estimate_plan(with("fp8"), device_spec("H200"), &half);
+    ASSERT_EQ(fp8.step_model, "ops");
+    const double g16 = bf16.ranks[0].gemm_s, g8 = fp8.ranks[0].gemm_s;
+    EXPECT_LT(g8, 0.9 * g16) << "the blocks' large GEMMs (N 16384, C 2048) are FP8";
+    EXPECT_GT(g8, 0.5 * g16) << "the head's GEMM stays bf16";
+    EXPECT_DOUBLE_EQ(fp8.ranks[0].attention_s, bf16.ranks[0].attention_s);
+    OpCosts none = *h200;
+    none.fp8_measured = false;
+    EXPECT_EQ(estimate_plan(with("fp8"), device_spec("H200"), &none).step_model, "efficiency");
+    EXPECT_EQ(estimate_plan(with("bf16"), device_spec("H200"), &none).step_model, "ops");
+}
+
+TEST(Estimator, Fp8WorkspaceRule) {
+    EXPECT_TRUE(Fp8Workspace::eligible(16384, 2048, 8192));  // Llama-3.2-1B's MLP at B 8, T 2048
+    EXPECT_FALSE(Fp8Workspace::eligible(16384, 768, 3072)) << "GPT-2 124M's MLP: too small to gain";
+    EXPECT_FALSE(Fp8Workspace::eligible(16384, 2048, 2048)) << "under 1e11 multiply-adds";
+    EXPECT_FALSE(Fp8Workspace::eligible(16384, 2056, 8192)) << "not a multiple of 16";
+    const Fp8Workspace f = Fp8Workspace::of(1024, 512, 2048, false), b = Fp8Workspace::of(1024, 512, 2048, true);
+    EXPECT_EQ(f.bytes, 256 + 1024 * 512 + 2048 * 512);                       // scales, inp, weight
+    EXPECT_EQ(b.bytes, 256 + 1024 * 512 + 2048 * 512 + 2 * 1024 * 2048);     // and dout twice
 }
 
 TEST(Balance, KnownOptimum) {

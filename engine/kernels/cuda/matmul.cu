@@ -8,13 +8,17 @@
 // and pointer alignment in a per-thread map (the cuBLASLt handle is per thread too).
 #include "engine/kernels/cuda/matmul.cuh"
 
+#include <atomic>
 #include <map>
+#include <vector>
 #include <tuple>
 #include <type_traits>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/fp8.cuh"
+#include "engine/kernels/fp8_workspace.h"
 
 namespace tessera {
 
@@ -74,16 +78,17 @@ namespace {
 // D (m, n) = op(A) (m, k) * op(B) (k, n) [+ beta * D], column-major, with an epilogue.
 struct GemmShape {
     int device;
-    cudaDataType_t ab_type, d_type;
+    cudaDataType_t a_type, b_type, d_type;
     bool trans_a, trans_b;
     int m, n, k;
     long lda, ldb, ldd;
     cublasLtEpilogue_t epilogue;
     long aux_ld;
     int align_a, align_b, align_d;  // bytes, up to 256
+    bool fast_accum = false;        // FP8: accumulate without cuBLASLt's periodic promotion
     auto tie() const {
-        return std::tie(device, ab_type, d_type, trans_a, trans_b, m, n, k, lda, ldb, ldd,
-                        epilogue, aux_ld, align_a, align_b, align_d);
+        return std::tie(device, a_type, b_type, d_type, trans_a, trans_b, m, n, k, lda, ldb, ldd,
+                        epilogue, aux_ld, align_a, align_b, align_d, fast_accum);
     }
     bool operator<(const GemmShape& o) const { return tie() < o.tie(); }
 };
@@ -93,7 +98,11 @@ struct GemmPlan {
     CublasLtDesc desc;
     CublasLtLayout a, b, d;
     cublasLtMatmulAlgo_t algo{};
+    // FP8: the heuristic's next candidates, tried in order when cuBLASLt refuses one at run time
+    std::vector<cublasLtMatmulAlgo_t> spare;
 };
+
+bool is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
 
 int ptr_align(const void* p) {
     int a = 256;
@@ -112,13 +121,22 @@ CublasLtLayout make_layout(cudaDataType_t type, long rows, long cols, long ld) {
     return CublasLtLayout(l);
 }
 
-const GemmPlan& gemm_plan(const GemmShape& g) {
+// FP8 plans are made with the operands' scale pointers set (the heuristic then offers only
+// algorithms that scale), any pair of device floats: gemm_run sets the call's own.
+GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr, const float* b_scale = nullptr) {
     thread_local std::map<GemmShape, GemmPlan> plans;
     auto it = plans.find(g);
     if (it != plans.end()) return it->second;
     GemmPlan p;
     cublasLtMatmulDesc_t desc = nullptr;
     CUBLAS_CHECK(lt_api().MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    if (is_fp8(g.a_type)) {
+        TS_CUDA_REQUIRE(a_scale && b_scale, "gemm_plan: an FP8 plan needs its scale pointers");
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
+                                                    sizeof(a_scale)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
+                                                    sizeof(b_scale)));
+    }
     p.desc.reset(desc);
     cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -131,8 +149,12 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
         CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
                                                     sizeof(ld)));
     }
-    p.a = g.trans_a ? make_layout(g.ab_type, g.k, g.m, g.lda) : make_layout(g.ab_type, g.m, g.k, g.lda);
-    p.b = g.trans_b ? make_layout(g.ab_type, g.n, g.k, g.ldb) : make_layout(g.ab_type, g.k, g.n, g.ldb);
+    if (g.fast_accum) {
+        const int8_t on = 1;
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)));
+    }
+    p.a = g.trans_a ? make_layout(g.a_type, g.k, g.m, g.lda) : make_layout(g.a_type, g.m, g.k, g.lda);
+    p.b = g.trans_b ? make_layout(g.b_type, g.n, g.k, g.ldb) : make_layout(g.b_type, g.k, g.n, g.ldb);
     p.d = make_layout(g.d_type, g.m, g.n, g.ldd);
 
     CublasLt& lt = cublaslt();
@@ -151,14 +173,15 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
     CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
-    cublasLtMatmulHeuristicResult_t result{};
+    cublasLtMatmulHeuristicResult_t result[4]{};
     int found = 0;
     cublasStatus_t st = lt_api().MatmulAlgoGetHeuristic(lt.handle, desc, p.a.get(), p.b.get(),
-                                                       p.d.get(), p.d.get(), pref_raw, 1, &result,
-                                                       &found);
+                                                       p.d.get(), p.d.get(), pref_raw,
+                                                       is_fp8(g.a_type) ? 4 : 1, result, &found);
     if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
         p.supported = true;
-        p.algo = result.algo;
+        p.algo = result[0].algo;
+        for (int i = found - 1; i >= 1; --i) p.spare.push_back(result[i].algo);  // next at the back
     } else if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_SUCCESS) {
         CUBLAS_CHECK(st);
     }
@@ -166,12 +189,20 @@ const GemmPlan& gemm_plan(const GemmShape& g) {
 }
 
 // Runs D = op(A) op(B) + beta D with the plan's epilogue; returns false when cuBLASLt has no
-// algorithm for it (the caller falls back or fails).
+// algorithm for it (the caller falls back or fails). FP8 operands: their dequantization factors
+// (device floats) multiply the product.
 bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float beta,
-              const void* bias, void* aux, cudaStream_t s) {
-    const GemmPlan& p = gemm_plan(g);
+              const void* bias, void* aux, cudaStream_t s, const float* a_scale = nullptr,
+              const float* b_scale = nullptr) {
+    GemmPlan& p = gemm_plan(g, a_scale, b_scale);
     if (!p.supported) return false;
     cublasLtMatmulDesc_t desc = p.desc.get();
+    if (a_scale)
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
+                                                    sizeof(a_scale)));
+    if (b_scale)
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
+                                                    sizeof(b_scale)));
     if (bias)
         CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                     sizeof(bias)));
@@ -180,10 +211,21 @@ bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float b
                                                     &aux, sizeof(aux)));
     const float alpha = 1.0f;
     CublasLt& lt = cublaslt();
-    CUBLAS_CHECK(lt_api().Matmul(lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D,
-                                p.d.get(), D, p.d.get(), &p.algo, lt.workspace.get(), lt.workspace_bytes,
-                                s));
-    return true;
+    for (;;) {
+        const cublasStatus_t st = lt_api().Matmul(lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D,
+                                                  p.d.get(), D, p.d.get(), &p.algo, lt.workspace.get(),
+                                                  lt.workspace_bytes, s);
+        if (st == CUBLAS_STATUS_SUCCESS) return true;
+        // The heuristic's choice may still be refused at run time for FP8 (NVIDIA's FP8 sample
+        // says so): the next candidate, and when none is left the caller's fallback.
+        if (st != CUBLAS_STATUS_NOT_SUPPORTED || !is_fp8(g.a_type)) CUBLAS_CHECK(st);
+        if (p.spare.empty()) {
+            p.supported = false;
+            return false;
+        }
+        p.algo = p.spare.back();
+        p.spare.pop_back();
+    }
 }
 
 GemmShape gemm_shape(cudaDataType_t ab, cudaDataType_t d, bool ta, bool tb, int m, int n, int k,
@@ -191,8 +233,72 @@ GemmShape gemm_shape(cudaDataType_t ab, cudaDataType_t d, bool ta, bool tb, int 
                      cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT, long aux_ld = 0) {
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
-    return GemmShape{dev, ab, d, ta, tb, m, n, k, lda, ldb, ldd, epi, aux_ld,
+    return GemmShape{dev, ab, ab, d, ta, tb, m, n, k, lda, ldb, ldd, epi, aux_ld,
                      ptr_align(A), ptr_align(B), ptr_align(D)};
+}
+
+struct {
+    std::atomic<long> forward{0}, dinp{0}, dweight{0};
+} fp8_counts_;  // this process's FP8 GEMMs (all threads; for the benches and tests)
+
+// An FP8 GEMM's shape: A and B of their own formats, fast accumulation in the forward only (as
+// FP8 training recipes do: the backward's sums are longer and keep cuBLASLt's promotion).
+GemmShape gemm_shape_fp8(cudaDataType_t a, cudaDataType_t b, cudaDataType_t d, int m, int n, int k,
+                         long lda, long ldb, long ldd, const void* A, const void* B, const void* D,
+                         bool fast_accum, cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT,
+                         long aux_ld = 0) {
+    GemmShape g = gemm_shape(a, d, true, false, m, n, k, lda, ldb, ldd, A, B, D, epi, aux_ld);
+    g.b_type = b;
+    g.fast_accum = fast_accum;
+    return g;
+}
+
+// The FP8 forward: inp and weight quantized to e4m3 in the workspace, then
+// D(OC, N) = op_T(weight_q) · inp_q with the bias / GELU epilogue where cuBLASLt has one (else
+// the plain product, the epilogue left to the caller: returns bias_done / gelu_done false).
+// Returns false, with nothing written, where cuBLASLt has no FP8 algorithm for the shape.
+bool forward_fp8(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C, int OC,
+                 bool gelu, bf16* pre_gelu, void* workspace, cudaStream_t s, bool* epilogue_done) {
+    const Fp8Workspace L = Fp8Workspace::of(N, C, OC, false);
+    char* ws = static_cast<char*>(workspace);
+    float* amax = reinterpret_cast<float*>(ws);  // slot k at amax + 4k (16-byte aligned: cuBLASLt
+    float* scale_inv = amax + 32;                // refuses its scale pointers otherwise)
+    uint8_t* xq = reinterpret_cast<uint8_t*>(ws + L.x);
+    uint8_t* wq = reinterpret_cast<uint8_t*>(ws + L.w);
+    auto shape = [&](bool fast, cublasLtEpilogue_t epi) {
+        return gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, OC, N, C, C, C, OC, wq, xq, out, fast,
+                              epi, epi == CUBLASLT_EPILOGUE_GELU_AUX || epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? OC : 0);
+    };
+    const bool bias_ok = bias && ptr_align(bias) >= 16;
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    if ((gelu || bias) && (!bias || bias_ok) && (!pre_gelu || (OC % 8 == 0 && ptr_align(pre_gelu) >= 16)))
+        epi = gelu ? (pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                               : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU))
+                   : CUBLASLT_EPILOGUE_BIAS;
+    // the first of: the epilogue with fast accumulation, the plain product with and without it
+    struct Try {
+        bool fast;
+        cublasLtEpilogue_t epi;
+    };
+    const Try tries[] = {{true, epi}, {true, CUBLASLT_EPILOGUE_DEFAULT}, {false, CUBLASLT_EPILOGUE_DEFAULT}};
+    bool any = false;
+    for (const Try& t : tries) any = any || gemm_plan(shape(t.fast, t.epi), scale_inv + 4, scale_inv).supported;
+    if (!any) return false;
+    CUDA_CHECK(cudaMemsetAsync(amax, 0, 128, s));
+    fp8_amax(amax, inp, (long)N * C, s);
+    fp8_amax(amax + 4, weight, (long)OC * C, s);
+    fp8_quantize(xq, scale_inv, inp, amax, N, C, Fp8Format::e4m3, false, s);
+    fp8_quantize(wq, scale_inv + 4, weight, amax + 4, OC, C, Fp8Format::e4m3, false, s);
+    for (const Try& t : tries) {
+        const bool with_epi = t.epi != CUBLASLT_EPILOGUE_DEFAULT;
+        if (gemm_run(shape(t.fast, t.epi), wq, xq, out, 0.0f, with_epi && bias ? bias : nullptr,
+                     with_epi ? pre_gelu : nullptr, s, scale_inv + 4, scale_inv)) {
+            *epilogue_done = with_epi || (!gelu && !bias);
+            fp8_counts_.forward++;
+            return true;
+        }
+    }
+    return false;  // every FP8 plan refused at run time: the caller's bf16 GEMM
 }
 
 }  // namespace
@@ -200,14 +306,29 @@ GemmShape gemm_shape(cudaDataType_t ab, cudaDataType_t d, bool ta, bool tb, int 
 // ---------------------------------------------------------------------------------------------
 // launchers
 
+Fp8Counts matmul_fp8_counts() {
+    return {fp8_counts_.forward.load(), fp8_counts_.dinp.load(), fp8_counts_.dweight.load()};
+}
+
 template <typename T>
 void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
-                         cudaStream_t s, bool gelu, T* pre_gelu) {
+                         cudaStream_t s, bool gelu, T* pre_gelu, void* fp8_workspace) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_forward_cuda: bad shape N=", N, " C=", C,
                     " OC=", OC);
     TS_CUDA_REQUIRE(out && inp && weight, "matmul_forward_cuda: null out/inp/weight");
     TS_CUDA_REQUIRE(gelu || !pre_gelu, "matmul_forward_cuda: pre_gelu given without gelu");
     if (N == 0) return;
+    if constexpr (std::is_same_v<T, bf16>) {
+        bool epilogue_done = false;
+        if (fp8_workspace &&
+            forward_fp8(out, inp, weight, bias, N, C, OC, gelu, pre_gelu, fp8_workspace, s, &epilogue_done)) {
+            if (!epilogue_done) {
+                bias_gelu_kernel<T><<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, bias, N, OC, gelu);
+                CUDA_CHECK_LAUNCH("bias_gelu_kernel");
+            }
+            return;
+        }
+    }
     const cudaDataType_t t = cuda_type<T>();
     constexpr bool is_bf16 = std::is_same_v<T, bf16>;
     // 1) bf16 + gelu: try the fused GELU_AUX(_BIAS) epilogue (aux ld must be a multiple of 8)
@@ -243,12 +364,55 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
 
 template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
-                          const T* weight, int N, int C, int OC, cudaStream_t s) {
+                          const T* weight, int N, int C, int OC, cudaStream_t s, void* fp8_workspace) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_backward_cuda: bad shape N=", N, " C=", C,
                     " OC=", OC);
     TS_CUDA_REQUIRE(dout, "matmul_backward_cuda: null dout");
     if (N == 0) return;
     const cudaDataType_t t = cuda_type<T>();
+    if constexpr (std::is_same_v<T, bf16>) {
+        // FP8: dout quantized to e5m2 (straight for dinp, transposed for dweight), weight and inp
+        // to e4m3 transposed (cuBLASLt's FP8 GEMMs are "TN" only); what has no FP8 algorithm
+        // runs in bf16 below
+        if (fp8_workspace) {
+            const Fp8Workspace L = Fp8Workspace::of(N, C, OC, true);
+            char* ws = static_cast<char*>(fp8_workspace);
+            float* amax = reinterpret_cast<float*>(ws);  // dout, inp, weight (slot k at + 4k)
+            float* scale_inv = amax + 32;                // dout, doutᵀ, inpᵀ, weightᵀ
+            uint8_t* xt = reinterpret_cast<uint8_t*>(ws + L.x);
+            uint8_t* wt = reinterpret_cast<uint8_t*>(ws + L.w);
+            uint8_t* g = reinterpret_cast<uint8_t*>(ws + L.g);
+            uint8_t* gt = reinterpret_cast<uint8_t*>(ws + L.gt);
+            const GemmShape gi = gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_16BF, C, N, OC, OC, OC, C,
+                                                wt, g, dinp ? (const void*)dinp : ws, false);
+            const GemmShape gw = gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F, C, OC, N, N, N, C,
+                                                xt, gt, dweight ? (const void*)dweight : ws, false);
+            const bool dinp8 = dinp && weight && gemm_plan(gi, scale_inv + 12, scale_inv).supported;
+            const bool dw8 = dweight && inp && gemm_plan(gw, scale_inv + 8, scale_inv + 4).supported;
+            if (dinp8 || dw8) {
+                CUDA_CHECK(cudaMemsetAsync(amax, 0, 128, s));
+                fp8_amax(amax, dout, (long)N * OC, s);
+            }
+            if (dinp8) {
+                fp8_amax(amax + 8, weight, (long)OC * C, s);
+                fp8_quantize(g, scale_inv, dout, amax, N, OC, Fp8Format::e5m2, false, s);
+                fp8_quantize(wt, scale_inv + 12, weight, amax + 8, OC, C, Fp8Format::e4m3, true, s);
+                if (gemm_run(gi, wt, g, dinp, 0.0f, nullptr, nullptr, s, scale_inv + 12, scale_inv)) {
+                    fp8_counts_.dinp++;
+                    dinp = nullptr;
+                }
+            }
+            if (dw8) {
+                fp8_amax(amax + 4, inp, (long)N * C, s);
+                fp8_quantize(gt, scale_inv + 4, dout, amax, N, OC, Fp8Format::e5m2, true, s);
+                fp8_quantize(xt, scale_inv + 8, inp, amax + 4, N, C, Fp8Format::e4m3, true, s);
+                if (gemm_run(gw, xt, gt, dweight, 1.0f, nullptr, nullptr, s, scale_inv + 8, scale_inv + 4)) {
+                    fp8_counts_.dweight++;
+                    dweight = nullptr;
+                }
+            }
+        }
+    }
     if (dinp) {
         TS_CUDA_REQUIRE(weight, "matmul_backward_cuda: dinp needs weight");
         GemmShape g = gemm_shape(t, t, false, false, C, N, OC, C, OC, C, weight, dout, dinp);
@@ -283,12 +447,12 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
 }
 
 template void matmul_forward_cuda<float>(float*, const float*, const float*, const float*, int, int,
-                                         int, cudaStream_t, bool, float*);
+                                         int, cudaStream_t, bool, float*, void*);
 template void matmul_forward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*, int, int, int,
-                                        cudaStream_t, bool, bf16*);
+                                        cudaStream_t, bool, bf16*, void*);
 template void matmul_backward_cuda<float>(float*, float*, float*, const float*, const float*,
-                                          const float*, int, int, int, cudaStream_t);
+                                          const float*, int, int, int, cudaStream_t, void*);
 template void matmul_backward_cuda<bf16>(bf16*, float*, float*, const bf16*, const bf16*,
-                                         const bf16*, int, int, int, cudaStream_t);
+                                         const bf16*, int, int, int, cudaStream_t, void*);
 
 }  // namespace tessera

@@ -11,16 +11,32 @@ namespace tessera {
 // gelu: out = gelu_tanh(x) where x is the pre-activation above; pre_gelu (N, OC), if not null,
 // receives x (for the backward). bf16 uses cuBLASLt's GELU_AUX(_BIAS) epilogue when the shape and
 // alignment allow it; fp32 (and any fallback) applies a separate kernel that matches the CPU gelu.
+//
+// fp8_workspace (bf16 only; runtime.precision fp8): Fp8Workspace::of(N, C, OC, false).bytes of
+// device memory (256-byte aligned) for the operands quantized to e4m3 with per-tensor current
+// scaling (fp8.cuh); the product accumulates in fp32 and is written in bf16. Where cuBLASLt has no
+// FP8 algorithm for the shape, the bf16 GEMM runs instead. Null: bf16.
 template <typename T>
 void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
-                         cudaStream_t s, bool gelu = false, T* pre_gelu = nullptr);
+                         cudaStream_t s, bool gelu = false, T* pre_gelu = nullptr,
+                         void* fp8_workspace = nullptr);
 
 // dinp (N, C)   = dout (N, OC) @ weight (OC, C)        -- OVERWRITTEN (unlike the CPU's +=)
 // dweight (OC, C) += dout^T @ inp (N, C)                -- fp32, accumulates (beta = 1)
 // dbias (OC)    += sum over n of dout[n]               -- fp32, accumulates, deterministic
 // Any of dinp / dweight / dbias may be null to skip it. Uses the matmul_dbias scratch slot.
+// fp8_workspace: Fp8Workspace::of(N, C, OC, true).bytes; dout quantized to e5m2, inp and weight
+// to e4m3 (dbias is summed from the bf16 dout). Null: bf16.
 template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
-                          const T* weight, int N, int C, int OC, cudaStream_t s);
+                          const T* weight, int N, int C, int OC, cudaStream_t s,
+                          void* fp8_workspace = nullptr);
+
+// How many GEMMs of each kind ran in FP8 in this process (a shape or combination cuBLASLt
+// refuses runs in bf16 and is not counted): for the benches and tests to show FP8 ran.
+struct Fp8Counts {
+    long forward = 0, dinp = 0, dweight = 0;
+};
+Fp8Counts matmul_fp8_counts();
 
 }  // namespace tessera
