@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QLabel>
 #include <QListWidget>
 #include <QTemporaryDir>
@@ -209,6 +210,32 @@ TEST(PlanPage, Llama8BOverEightGpusPartitionsAndPredicts) {
     QApplication::processEvents();
     EXPECT_EQ(page.predictionText(), before);
     EXPECT_TRUE(page.grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_llama_8b_8gpu.png"));
+}
+
+// The precision is a plan control: fp8 is one undoable edit of runtime.precision, and the
+// prediction follows it (Llama-3.2-1B's MLP GEMMs are past the FP8 cut-off).
+TEST(PlanPage, PrecisionIsOneUndoableEditAndMovesThePrediction) {
+    Fixture f(gpt_config("preset: llama-3.2-1b, seq_len: 2048", {"runtime.precision=bf16", "train.micro_batch=8"}));
+    auto* combo = f.page->findChild<QComboBox*>("precision");
+    ASSERT_NE(combo, nullptr);
+    EXPECT_EQ(combo->currentText(), "bf16");
+    EXPECT_TRUE(combo->isEnabled());
+    ASSERT_TRUE(f.page->hasEstimate());
+    const QString before = f.page->predictionText();
+    const int undo0 = f.doc.undoStack()->count();
+    combo->setCurrentText("fp8");
+    QApplication::processEvents();
+    EXPECT_EQ(f.doc.config().runtime.precision, "fp8");
+    EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 1);
+    EXPECT_NE(f.page->predictionText(), before) << "FP8 GEMMs must change the predicted step";
+    f.doc.undoStack()->undo();
+    QApplication::processEvents();
+    EXPECT_EQ(combo->currentText(), "bf16");
+    EXPECT_EQ(f.page->predictionText(), before);
+    // CPU ranks: fp32 only, the control says why
+    f.doc.edit("cpu", [](RunConfig& c) { c.runtime.device = "cpu", c.runtime.precision = "fp32"; });
+    QApplication::processEvents();
+    EXPECT_FALSE(combo->isEnabled());
 }
 
 TEST(PlanPage, RenderScreenshots) {

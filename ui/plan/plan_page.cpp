@@ -104,6 +104,12 @@ void PlanPage::buildUi() {
     m_zero->addItems({"0 — replicated", "1 — optimizer sharded", "2 — + gradients", "3 — + parameters"});
     m_schedule = new QComboBox(this);
     m_schedule->addItems({"1f1b", "gpipe", "interleaved"});
+    m_precision = new QComboBox(this);
+    m_precision->setObjectName("precision");
+    m_precision->addItems({"fp32", "bf16", "fp8"});
+    m_precision->setItemData(1, "activations and weight copies in bf16, fp32 masters and AdamW", Qt::ToolTipRole);
+    m_precision->setItemData(2, "bf16, and the blocks' large GEMMs in FP8 (e4m3/e5m2, per-tensor scaling)",
+                             Qt::ToolTipRole);
     m_offloadAct = new QCheckBox("activations", this);
     m_offloadOpt = new QCheckBox("optimizer", this);
     m_recomputeBox = new QWidget(this);
@@ -116,6 +122,7 @@ void PlanPage::buildUi() {
         if (!key.isEmpty()) form->addRow(QString(), issueLabel(key));
     };
     row("Device", m_device, "");
+    row("Precision", m_precision, "runtime.precision");
     row("GPUs available", m_gpus, "");
     row("GPUs per node", m_perNode, "");
     row("Data parallel (dp)", m_dp, "parallel.dp");
@@ -236,6 +243,10 @@ void PlanPage::buildUi() {
     connect(m_zero, &QComboBox::currentIndexChanged, this, [this](int z) {
         if (!m_updating) editParallel("Set ZeRO", [z](tessera::RunConfig& c) { c.parallel.zero = z; });
     });
+    connect(m_precision, &QComboBox::currentTextChanged, this, [this](const QString& p) {
+        if (!m_updating)
+            m_doc->edit("Set precision", [p](tessera::RunConfig& c) { c.runtime.precision = p.toStdString(); });
+    });
     connect(m_schedule, &QComboBox::currentTextChanged, this, [this](const QString& s) {
         if (m_updating) return;
         editParallel("Set schedule", [s](tessera::RunConfig& c) {
@@ -342,6 +353,9 @@ void PlanPage::refresh() {
     m_virtual->setValue(p.virtual_stages);
     m_micro->setValue(cfg.train.micro_batch), m_accum->setValue(cfg.train.grad_accum);
     m_zero->setCurrentIndex(std::clamp(p.zero, 0, 3));
+    m_precision->setCurrentText(QString::fromStdString(cfg.runtime.precision));
+    m_precision->setEnabled(cfg.runtime.device == "cuda");  // CPU ranks compute in fp32
+    m_precision->setToolTip(cfg.runtime.device == "cuda" ? QString() : "CPU ranks compute in fp32");
     m_schedule->setCurrentText(QString::fromStdString(p.schedule));
     m_offloadAct->setChecked(p.offload_activations), m_offloadOpt->setChecked(p.offload_optimizer);
     rebuildRecompute(std::max(1, p.pp));

@@ -66,7 +66,7 @@ private:
     PartitionEditor* m_editor;
     GpuGrid* m_grid;
     MemoryChart* m_chart;
-    QComboBox *m_device, *m_schedule, *m_zero;
+    QComboBox *m_device, *m_schedule, *m_zero, *m_precision;
     QSpinBox *m_gpus, *m_perNode, *m_dp, *m_tp, *m_pp, *m_virtual, *m_micro, *m_accum;
     QCheckBox *m_offloadAct, *m_offloadOpt;
     QWidget* m_recomputeBox;
