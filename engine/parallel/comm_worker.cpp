@@ -16,9 +16,12 @@ double trace_ms() {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-CommWorker::CommWorker() : thread_([this] { run(); }) {}
+CommWorker::CommWorker(Mode mode) : mode_(mode) {
+    if (mode_ == Mode::thread) thread_ = std::thread([this] { run(); });
+}
 
 CommWorker::~CommWorker() {
+    if (mode_ == Mode::lazy) return;  // unwaited tasks never run
     {
         std::lock_guard<std::mutex> lk(mu_);
         stop_ = true;
@@ -28,6 +31,13 @@ CommWorker::~CommWorker() {
 }
 
 std::shared_future<void> CommWorker::post(std::function<void()> task) {
+    if (mode_ == Mode::lazy) {
+        queue_.emplace_back(std::move(task), std::promise<void>());
+        const size_t k = posted_++;
+        std::shared_future<void> f = std::async(std::launch::deferred, [this, k] { run_until(k); }).share();
+        pending_.push_back(f);
+        return f;
+    }
     std::promise<void> p;
     std::shared_future<void> f = p.get_future().share();
     {
@@ -54,6 +64,16 @@ void CommWorker::drain() {
         }
     }
     if (first) std::rethrow_exception(first);
+}
+
+// Lazy: the queue's front is task done_; each task (and what it captured) is gone once it ran.
+void CommWorker::run_until(size_t k) {
+    while (done_ <= k && !queue_.empty()) {
+        std::function<void()> task = std::move(queue_.front().first);
+        queue_.pop_front();
+        ++done_;
+        task();
+    }
 }
 
 void CommWorker::run() {

@@ -54,7 +54,39 @@ private:
     float scalars_[3] = {0, 0, 0};
 };
 
+// The meta device (the estimator): buffers are meta tensors that hold no bytes, so every
+// operation is a no-op; what a step allocates is all it has to show.
+class MetaOps final : public DeviceOps {
+public:
+    Device device() const override { return Device::meta; }
+    void copy(float*, const float*, int64_t) override {}
+    void upload(float*, const float*, int64_t) override {}
+    void download(float*, const float*, int64_t) override {}
+    void accumulate(float*, const float*, int64_t) override {}
+    void sum_squares_begin() override {}
+    void sum_squares_add(const float*, int64_t) override {}
+    void sum_begin() override {}
+    void sum_add(const float*, int64_t) override {}
+    double sum_end() override { return 0; }
+    float* step_scalars(float) override { return scalars_; }
+    void read_step_scalars(float out[3]) override {
+        for (int i = 0; i < 3; ++i) out[i] = 0;
+    }
+    void adamw_ranges(const std::vector<AdamWRange>&, const AdamWHyper&, double, const float*) override {}
+    void zero(float*, int64_t) override {}
+    void to_bf16(void*, const float*, int64_t) override {}
+    void from_bf16(float*, const void*, int64_t) override {}
+
+private:
+    float scalars_[3] = {0, 0, 0};  // never read: the meta ops read nothing
+};
+
 }  // namespace
+
+DeviceOps& device_ops_meta() {
+    static MetaOps ops;
+    return ops;
+}
 
 DeviceOps& device_ops_cpu() {
     static CpuOps ops;
@@ -68,6 +100,8 @@ DeviceOps& device_ops_cuda() {
 }
 #endif
 
-DeviceOps& device_ops_for(Device d) { return d == Device::cuda ? device_ops_cuda() : device_ops_cpu(); }
+DeviceOps& device_ops_for(Device d) {
+    return d == Device::cuda ? device_ops_cuda() : d == Device::meta ? device_ops_meta() : device_ops_cpu();
+}
 
 }  // namespace tessera

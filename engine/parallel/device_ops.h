@@ -60,6 +60,8 @@ public:
 };
 
 DeviceOps& device_ops_cpu();
+// The meta device's (the estimator's ParamStore): no-ops; the buffers are meta tensors.
+DeviceOps& device_ops_meta();
 // The CUDA implementation (engine/parallel/device_ops_cuda.cpp); throws without a CUDA build.
 DeviceOps& device_ops_cuda();
 DeviceOps& device_ops_for(Device d);

@@ -73,7 +73,8 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
         dp_rank_ = dp_->rank();
         dp_size_ = dp_->size();
     }
-    worker_ = std::make_unique<CommWorker>();
+    // the meta device (the estimator): the comm thread runs each task when it is waited for
+    worker_ = std::make_unique<CommWorker>(dev_ == Device::meta ? CommWorker::Mode::lazy : CommWorker::Mode::thread);
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
     // symmetric buffers are tried below (see there): ZeRO-1/2's bf16 images, and gradients
     // reduced through copy-engine exchanges
@@ -96,8 +97,9 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
             u->shard_begin = std::min(u->len, dp_rank_ * u->S);
             u->shard_end = std::min(u->len, u->shard_begin + u->S);
             int64_t opt_n = o_.stage >= 1 ? u->S : u->len;
-            // offloaded optimizer states live in host memory, whatever the device
-            Device opt_dev = o_.offload_optimizer ? Device::cpu : dev_;
+            // offloaded optimizer states live in host memory, whatever the device (on the meta
+            // device, meta tensors in the host category)
+            Device opt_dev = o_.offload_optimizer && dev_ != Device::meta ? Device::cpu : dev_;
             TS_CHECK(opt_dev == dev_, "optimizer offload on GPUs is not implemented yet");
             u->m = Tensor::zeros({opt_n}, opt_cat, DType::f32, opt_dev);
             u->v = Tensor::zeros({opt_n}, opt_cat, DType::f32, opt_dev);
@@ -108,8 +110,13 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
             }
             if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
             else if (!symg) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
-            // initialise what this rank stores, straight from the counter-based init
+            // initialise what this rank stores, straight from the counter-based init (the meta
+            // device holds no values)
             const auto& shards = l->shards();
+            if (dev_ == Device::meta) {
+                units_.push_back(std::move(u));
+                continue;
+            }
             std::vector<float> host;
             for (size_t k = 0; k < u->params.size(); ++k) {
                 int pi = u->params[k];
@@ -139,7 +146,7 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
         for (auto& u : units_) bytes += symmetric_part_bytes(elem * u->pad);
         char* p = static_cast<char*>(dp_->symmetric_buffer(bytes));
         if (!p) return 0;
-        memory_tracker().add(cat, bytes);
+        count_symmetric(cat, bytes);
         for (auto& u : units_) {
             place(*u, p);
             p += symmetric_part_bytes(elem * u->pad);
@@ -183,8 +190,21 @@ ParamStore::~ParamStore() {
         worker_->drain();
     } catch (...) {
     }
-    memory_tracker().sub(MemCategory::grads, gsym_bytes_);
-    memory_tracker().sub(MemCategory::comm, gather16_bytes_ + stage_bytes_);
+    count_symmetric(MemCategory::grads, -gsym_bytes_);
+    count_symmetric(MemCategory::comm, -(gather16_bytes_ + stage_bytes_));
+}
+
+// The symmetric buffers come from the communicator, outside Tensor: counted here in the
+// process's MemoryTracker, or on the meta device as meta tensors of their size (whose bytes go
+// where meta tensors report).
+void ParamStore::count_symmetric(MemCategory cat, int64_t bytes) {
+    if (dev_ == Device::meta) {
+        if (bytes > 0) meta_symmetric_.push_back(Tensor::empty({bytes / 4}, cat, DType::f32, dev_));
+    } else if (bytes >= 0) {
+        memory_tracker().add(cat, bytes);
+    } else {
+        memory_tracker().sub(cat, -bytes);
+    }
 }
 
 ParamStore::Unit* ParamStore::unit_of(Layer* l, int param) {

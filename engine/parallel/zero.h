@@ -12,6 +12,10 @@
 // Storage is per unit: a layer's parameters except a vocab embedding, and each vocab embedding
 // (wte) alone — so the first and last pipeline stages shard their tied copies identically and
 // can all-reduce their gradients.
+// The same store runs in the estimator on the meta device (ZeroOptions::ops =
+// device_ops_meta(), a meta Communicator from comm_meta.h): its buffers are meta tensors that
+// report to the estimator's MetaMemory, nothing is initialised or moved, and the comm thread is
+// lazy (CommWorker::Mode::lazy), so a predicted step allocates exactly what this code allocates.
 #pragma once
 #include <deque>
 #include <future>
@@ -43,11 +47,10 @@ struct ZeroOptions {
 
 class ParamStore {
 public:
-    // ZeRO-2/3: reduce-scatters in flight before a new full gradient is allocated (the estimator
-    // replays the same bound).
+    // ZeRO-2/3: reduce-scatters in flight before a new full gradient is allocated.
     static constexpr size_t kMaxReductions = 1;
     // A unit's part of a symmetric buffer (DP on NCCL): its bytes rounded up to a page, the
-    // alignment NCCL windows need; the estimator replays the same sizes.
+    // alignment NCCL windows need.
     static constexpr int64_t symmetric_part_bytes(int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
     // How a layer's parameters form units (each reduced, sharded and gathered as one buffer):
     // the (tied) token embedding alone, then the rest; indices in layer.table().
@@ -58,8 +61,8 @@ public:
     static std::vector<UnitGroup> unit_groups(const Layer& l);
     // Which of the store's buffers are symmetric (NCCL windows, where the DP communicator
     // provides them): the bf16 parameter images of ZeRO-1/2 gathering in bf16, and the full
-    // gradients (and their staging) of zero 0 and of ZeRO-1 with those images. The estimator
-    // asks the same (RankSim).
+    // gradients (and their staging) of zero 0 and of ZeRO-1 with those images (RankSim asks too,
+    // for the communication it prices).
     struct SymmetricLayout {
         bool images16 = false, grads = false;
     };
@@ -123,6 +126,7 @@ private:
     void gather(Unit& u);
     void bind(Layer* layer);
     void flush_accumulates();
+    void count_symmetric(MemCategory cat, int64_t bytes);  // bytes < 0: freed
     std::deque<std::shared_future<void>> in_flight_;  // ZeRO-2/3 reduce-scatters
     std::vector<std::unique_ptr<CommRequest>> reducing_;  // background reductions (GPU DP)
     std::vector<std::unique_ptr<Unit>> units_;
@@ -135,6 +139,7 @@ private:
     // the symmetric buffers' sizes (0: none): zero 0/1's gradients and their staging, ZeRO-1/2's
     // bf16 images
     int64_t gsym_bytes_ = 0, stage_bytes_ = 0, gather16_bytes_ = 0;
+    std::vector<Tensor> meta_symmetric_;  // the meta device: their bytes, as meta tensors
     DeviceOps* ops_;
     Device dev_;
     int64_t t_ = 0;

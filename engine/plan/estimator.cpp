@@ -1,5 +1,5 @@
-// Plan estimator: replays one training step of a rank as allocation events (sizes and order as
-// the runtime allocates them: rank_sim.h), then derives FLOPs, communication and step time. See
+// Plan estimator: runs one training step of a rank on the meta device as allocation events (the
+// runtime's own layers, ParamStore and schedule walk: rank_sim.h), then derives FLOPs, communication and step time. See
 // estimator.h and docs/parallelism.md ("The estimator") for the formulas.
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
@@ -204,7 +204,7 @@ void single_rank_memory_mlp(const std::vector<int>& sizes, int B, Timeline& tl) 
 }
 
 // ------------------------------------------------------------------------------------------
-// Parallel ranks: a replay of RankRunner's step over the rank's layers
+// Parallel ranks: RankRunner's step on the meta device (rank_sim.h)
 
 // Ring all-reduce sends 2 (n-1)/n of the buffer per rank; all-gather / reduce-scatter (n-1)/n.
 double ring_all_reduce(double bytes, int n) { return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0; }
@@ -356,7 +356,6 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 }
                 RankSim sim;
                 sim.B = B, sim.T = T, sim.N = N;
-                if (par.pp > 1) sim.hidden = shape.hidden(B, (int)T);
                 sim.dp = par.dp, sim.zero = par.zero, sim.pp = par.pp, sim.v = v, sim.stage = s;
                 sim.m = m;
                 sim.offload_act = par.offload_activations, sim.offload_opt = par.offload_optimizer;

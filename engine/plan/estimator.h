@@ -1,8 +1,8 @@
 // The plan estimator: for a RunConfig (a struct — no YAML in the hot path) and a device, predicts
 // every rank's memory by category (the MemoryTracker categories the runtime reports), FLOPs,
 // communication volume, the pipeline bubble and the step time. Memory comes from running the
-// rank's training step with the runtime's own layers (engine/parallel: GPT or the MLP) on the
-// meta device, driven by the real pipeline schedule (schedule_build; engine/plan/rank_sim.h);
+// rank's training step on the meta device with the runtime's own layers (engine/parallel: GPT,
+// the Llama family or the MLP), ParamStore and schedule walk (StageRunner; engine/plan/rank_sim.h);
 // a CPU world 1 is the single-rank reference model (GptModel, MlpModel), whose few buffers are
 // listed here. Formulas: docs/parallelism.md, "The estimator".
 // Qt-free: the CLI (`tessera plan`) and the studio both call it.

@@ -1,22 +1,25 @@
-// The estimator's memory replay of one parallel rank (internal to engine/plan): one training
-// step of RankRunner (engine/train/parallel_trainer.cpp) as allocation events. The layers are the
-// runtime's own (engine/parallel/tp_layers.cpp) on the meta device standing in for the run's
-// device (LayerTraits: the CPU's fp32 layers, or the GPU's bf16/fp32 ones with flash attention,
-// the padded classifier, weight copies, token buffers and asynchronous activation offload): they
-// allocate what the real run allocates, in the same order, and launch nothing. The parameter
-// store (engine/parallel/zero.cpp) and the rank loop are replayed here. No CUDA: the studio runs
-// it on machines without GPUs.
+// The estimator's run of one parallel rank (internal to engine/plan): one training step of the
+// runtime on the meta device, as allocation events. Everything that allocates is the runtime's
+// own code: the layers (engine/parallel/tp_layers.cpp, on the meta LayerOps standing in for the
+// run's device: LayerTraits — the CPU's fp32 layers, or the GPU's bf16/fp32 ones with flash
+// attention, the padded classifier, weight copies, token buffers and asynchronous activation
+// offload), the ParamStore (engine/parallel/zero.cpp: units, ZeRO gathers and frees, gradient
+// reductions, symmetric buffers, optimizer offload, the optimizer step; on the meta DeviceOps,
+// a meta Communicator answering as Gloo or NCCL, and a lazy comm thread: a task runs when it is
+// waited for or a later one is) and the schedule walk (engine/parallel/stage_runner.h, the
+// same as RankRunner's). This file only wires them: meta batches, the step's sends held until
+// its end, and the Timeline and op trace they report to. No CUDA: the studio runs it on
+// machines without GPUs.
 #pragma once
 #include <array>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <memory>
 #include <vector>
 
 #include "engine/core/memory.h"
 #include "engine/core/tensor.h"
 #include "engine/parallel/schedule.h"
+#include "engine/parallel/stage_runner.h"
 #include "engine/parallel/tp_layers.h"
 #include "engine/parallel/zero.h"
 
@@ -34,29 +37,25 @@ struct Timeline final : MetaMemory {
 
 enum class LayerKind { embedding, block, head };
 
-// A ParamStore unit (fp32 on every device): len elements, S per DP rank, padded to S·dp.
+// A ParamStore unit's sizes (fp32 on every device): len elements, S per DP rank, padded to S·dp.
 struct SimUnit {
     int64_t len = 0, S = 0, pad = 0;
     bool is_wte = false;
-    bool full = false, gather_posted = false, grad_full = false;
-    size_t gather_task = 0;
 };
 
 struct SimLayer {
     LayerKind kind;
-    std::vector<SimUnit> units;  // ParamStore::unit_groups of the layer
-    SimLayer* tied = nullptr;    // the head's tied embedding (pp = 1)
+    std::vector<SimUnit> units;    // ParamStore::unit_groups of the layer
     std::unique_ptr<Layer> layer;  // the runtime's layer, on the meta device
 };
 
-// Create a RankSim, set its plan, call add_chunk for each of the stage's chunks, then run_step.
-// It must outlive nothing it made: its layers' meta tensors report to its own timeline.
-struct RankSim {
+// Create a RankSim, set its plan, call add_chunk for each of the stage's chunks, store_init, then
+// run_step. It must outlive nothing it made: its layers' meta tensors report to its own timeline.
+struct RankSim final : private StageEdges {
     RankSim();
-    ~RankSim();
+    ~RankSim() override;
     RankSim(const RankSim&) = delete;
     int64_t B = 1, T = 1, N = 1;
-    Shape hidden;  // what a stage receives and sends (pp > 1)
     int dp = 1, zero = 0, pp = 1, v = 1, stage = 0, m = 1;
     bool offload_act = false, offload_opt = false;
     // the device the rank runs on (its layers' traits: the CPU's, or the GPU's in bf16 or fp32)
@@ -66,12 +65,13 @@ struct RankSim {
     std::vector<int> global_chunk;
     Timeline tl;
     OpTrace trace;  // the layers' op calls during run_step (the step time is priced from them)
-    int64_t offloaded_bytes = 0;  // activation bytes sent to the host in the replayed step
+    int64_t offloaded_bytes = 0;  // activation bytes sent to the host in the step
 
     // The layers [lo, hi) of `model` as global chunk g, sharded for TP rank `tp` of `tp_size`.
     void add_chunk(int g, const ModelShape& model, int lo, int hi, int tp, int tp_size, Recompute rc);
+    // The rank's ParamStore over the chunks' layers (DP rank 0 of dp).
     void store_init();
-    // Replays the stage's schedule, the gradient finish and the optimizer step; returns the most
+    // Runs the stage's schedule, the gradient finish and the optimizer step; returns the most
     // micro-batches with saved activations at once.
     int run_step(const StageSchedule& sched);
 
@@ -83,35 +83,22 @@ struct RankSim {
         return ParamStore::symmetric_layout(zero, device.act == DType::bf16, dp > 1);
     }
     bool gathers_bf16() const { return symmetric().images16; }
-    bool symmetric_grads() const { return symmetric().grads; }
 
 private:
-    // ---- ParamStore. Its DP comm thread is modelled as lazy: a posted task runs only when the
-    // main thread waits for it or for a later task (FIFO), or drains the queue.
-    std::vector<std::function<void()>> tasks;
-    std::deque<size_t> in_flight;
-    size_t tasks_done = 0;
-    size_t post(std::function<void()> f);
-    void run_until(size_t k);
-    void drain();
-    void gather(SimUnit& u);
-    std::vector<SimLayer*> with_tied(SimLayer* l);
-    void before_forward(SimLayer* l, SimLayer* next);
-    void after_forward(SimLayer* l);
-    void before_backward(SimLayer* l, SimLayer* next);
-    void after_backward(SimLayer* l);
-    void optimizer_step();
+    // StageEdges: receives fill nothing, sends are held until the step ends, losses are dropped
+    void recv(Tensor&, int, int, int, bool) override {}
+    void send(Tensor x, int, int, int, bool) override { sends_.push_back(std::move(x)); }
+    void losses(const Tensor&, bool) override {}
+    void layer_issued() override { ++tl.computes; }
 
-    static int64_t f32(int64_t n) { return 4 * n; }
-    // ---- the layers' inputs: a micro-batch of token ids (zeros), fake parameter storage
-    Batch batch_;
-    std::vector<float> no_storage_;
-    MetaMemory* outer_ = nullptr;  // the meta memory installed before this replay
-    std::vector<Tensor> sends_;     // tensors held by pending isends until the step ends
-    SimLayer* embedding_ = nullptr;  // the embedding layer, once added
-    // ---- the rank loop (parallel_trainer.cpp RankRunner::forward / backward)
-    void forward(int micro, int c);
-    void backward(int micro, int c);
+    ModelShape model_;
+    Batch batch_;                  // a micro-batch of token ids (zeros)
+    MetaMemory* outer_ = nullptr;  // the meta memory installed before this run
+    std::vector<Tensor> sends_;    // tensors held by pending isends until the step ends
+    Layer* embedding_ = nullptr;   // the embedding layer, once added
+    std::unique_ptr<Communicator> dp_comm_;  // null when dp = 1
+    std::unique_ptr<ParamStore> store_;
+    std::unique_ptr<StageRunner> runner_;
 };
 
 }  // namespace tessera::plan_sim

@@ -19,6 +19,7 @@
 #include "engine/model/hf_import.h"
 #include "engine/parallel/device_ops.h"
 #include "engine/parallel/schedule.h"
+#include "engine/parallel/stage_runner.h"
 #include "engine/parallel/tp_layers.h"
 #include "engine/parallel/zero.h"
 #include "engine/plan/estimator.h"
@@ -68,7 +69,10 @@ void fault_stall_check(int rank, int64_t step) {
     }
 }
 
-class RankRunner {
+// The rank's training loop: data, the step's tail (gradient norm, optimizer, stop votes),
+// metrics, evaluation and checkpoints. The schedule walk is StageRunner's (shared with the
+// estimator); this class is its edges: pipeline messages, the losses and the timeline spans.
+class RankRunner final : private StageEdges {
 public:
     RankRunner(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink, std::ostream& out)
         : cfg_(cfg), g_(groups), sink_(sink), out_(out) {
@@ -117,6 +121,17 @@ public:
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
                                               pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];
+        std::vector<StageChunk> views;
+        for (const Chunk& ch : chunks_) {
+            StageChunk& view = views.emplace_back();
+            view.global = ch.global;
+            for (const auto& l : ch.layers) view.layers.push_back(l.get());
+        }
+        StageRunner::Options so;
+        so.pp = pp_, so.v = v_, so.micro = micro_, so.act = act_dtype_, so.device = dev_;
+        so.offload_activations = par.offload_activations;
+        StageEdges& edges = *this;
+        runner_ = std::make_unique<StageRunner>(model_, std::move(views), *store_, edges, so);
         oc_ = optimizer_config(cfg.train);
         run_t0_ = Clock::now();
         for (const LayerSpec& l : model_.layer_specs()) model_flops_per_token_ += 3.0 * l.flops_per_token;
@@ -135,11 +150,14 @@ public:
 private:
     DeviceRecord device_record() const;
     double now_s() const { return std::chrono::duration<double>(Clock::now() - run_t0_).count(); }
-    int prev_stage(int g) const { return (g - 1) % pp_; }
-    int next_stage(int g) const { return (g + 1) % pp_; }
+    int stage_of(int g) const { return g % pp_; }  // the stage holding global chunk g
     const Batch& batch(int64_t step, int micro, bool eval);
-    void forward(int micro, Chunk& ch, const Batch& b, int64_t step, bool eval);
-    void backward(int micro, Chunk& ch, const Batch& b, int64_t step);
+    // StageEdges: the pp group's messages, the losses summed on the device, the spans
+    void recv(Tensor& x, int dir, int g, int micro, bool eval) override;
+    void send(Tensor x, int dir, int g, int micro, bool eval) override;
+    void losses(const Tensor& x, bool eval) override;
+    void span_begin(const char* kind, int micro) override;
+    void span_end(bool eval) override;
     void fault_stall(int64_t step) { fault_stall_check(g_.rank, step); }
     void metric(int64_t step, std::string_view name, double v) {
         sink_.write(MetricRecord{step, g_.rank, std::string(name), v, telemetry_now()});
@@ -188,11 +206,12 @@ private:
     std::vector<Chunk> chunks_;
     std::vector<Layer*> all_layers_;
     std::unique_ptr<ParamStore> store_;
+    std::unique_ptr<StageRunner> runner_;
+    OpenSpan open_span_;  // the span StageRunner began
     StageSchedule schedule_;
     OptimizerConfig oc_;
     Clock::time_point run_t0_;
     std::map<std::pair<int, bool>, Batch> batches_;  // (micro, eval) -> batch of this step
-    std::map<Layer*, int> backward_count_;
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
     double busy_s_ = 0;
     double model_flops_per_token_ = 0, peak_flops_ = 0;  // for perf/mfu (GPU runs)
@@ -208,79 +227,32 @@ const Batch& RankRunner::batch(int64_t step, int micro, bool eval) {
     return batches_.emplace(key, std::move(b)).first->second;
 }
 
-void RankRunner::forward(int micro, Chunk& ch, const Batch& b, int64_t step, bool eval) {
-    const int G = pp_ * v_;
-    const int tag_micro = eval ? micro + 2048 : micro;
-    Tensor x;
-    if (ch.global > 0) {
-        OpenSpan sp{"recv", micro, 0, 0};
-        span_begin(sp);
-        x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, act_dtype_, dev_);
-        g_.pp->irecv(x.data(), x.numel(), act_dtype_, prev_stage(ch.global),
-                     p2p_tag(0, ch.global, tag_micro))->wait();
-        span_end(sp);
-        if (!eval) spans_.push_back(sp);
-    }
-    OpenSpan sp{"forward", micro, 0, 0};
-    span_begin(sp);
-    const bool offload = !eval && cfg_.parallel.offload_activations;
-    for (size_t i = 0; i < ch.layers.size(); ++i) {
-        Layer* l = ch.layers[i].get();
-        store_->before_forward(l, i + 1 < ch.layers.size() ? ch.layers[i + 1].get() : nullptr);
-        x = l->forward(eval ? -1 - micro : micro, std::move(x), b);
-        store_->after_forward(l);
-        if (offload) l->offload(micro);  // overlaps the next layer's forward on GPUs
-    }
-    span_end(sp);
-    if (!eval) spans_.push_back(sp);
-    if (ch.global == G - 1) {
-        if (g_.coord.tp == 0 && !(eval && eval_uncounted_)) {  // TP ranks hold the same losses
-            ops_->sum_add(x.f32(), x.numel());
-            if (eval) eval_targets_ += x.numel();
-        }
-    } else {
-        auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, next_stage(ch.global),
-                                p2p_tag(0, ch.global + 1, tag_micro));
-        sends_.emplace_back(std::move(req), std::move(x));
-    }
-    if (eval)
-        for (auto& l : ch.layers) l->drop(-1 - micro);
+// Chunk g receives activations from chunk g - 1 and gradients from chunk g + 1; evaluation's
+// micro-batches are tagged apart from training's (2048 up).
+void RankRunner::recv(Tensor& x, int dir, int g, int micro, bool eval) {
+    const int peer = stage_of(dir == 0 ? g - 1 : g + 1);
+    g_.pp->irecv(x.data(), x.numel(), act_dtype_, peer, p2p_tag(dir, g, eval ? micro + 2048 : micro))->wait();
 }
 
-void RankRunner::backward(int micro, Chunk& ch, const Batch& b, int64_t step) {
-    const int G = pp_ * v_;
-    Tensor dout;
-    if (ch.global < G - 1) {
-        OpenSpan sp{"recv", micro, 0, 0};
-        span_begin(sp);
-        dout = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, act_dtype_, dev_);
-        g_.pp->irecv(dout.data(), dout.numel(), act_dtype_, next_stage(ch.global),
-                     p2p_tag(1, ch.global, micro))->wait();
-        span_end(sp);
-        spans_.push_back(sp);
-    }
-    // Offloaded activations come back one layer ahead of the backward that needs them.
-    const bool offload = cfg_.parallel.offload_activations;
-    if (offload && !ch.layers.empty()) ch.layers.back()->fetch_begin(micro);
-    OpenSpan sp{"backward", micro, 0, 0};
-    span_begin(sp);
-    for (size_t i = ch.layers.size(); i-- > 0;) {
-        Layer* l = ch.layers[i].get();
-        if (offload) {
-            if (i > 0) ch.layers[i - 1]->fetch_begin(micro);
-            l->fetch_wait(micro);
-        }
-        store_->before_backward(l, i > 0 ? ch.layers[i - 1].get() : nullptr);
-        dout = l->backward(micro, std::move(dout), b);
-        store_->after_backward(l, ++backward_count_[l] == micro_);
-    }
-    span_end(sp);
-    spans_.push_back(sp);
-    if (ch.global > 0) {
-        auto req = g_.pp->isend(dout.data(), dout.numel(), act_dtype_, prev_stage(ch.global),
-                                p2p_tag(1, ch.global - 1, micro));
-        sends_.emplace_back(std::move(req), std::move(dout));
-    }
+void RankRunner::send(Tensor x, int dir, int g, int micro, bool eval) {
+    auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, stage_of(g), p2p_tag(dir, g, eval ? micro + 2048 : micro));
+    sends_.emplace_back(std::move(req), std::move(x));
+}
+
+void RankRunner::losses(const Tensor& x, bool eval) {
+    if (g_.coord.tp != 0 || (eval && eval_uncounted_)) return;  // TP ranks hold the same losses
+    ops_->sum_add(x.f32(), x.numel());
+    if (eval) eval_targets_ += x.numel();
+}
+
+void RankRunner::span_begin(const char* kind, int micro) {
+    open_span_ = OpenSpan{kind, micro, 0, 0};
+    span_begin(open_span_);
+}
+
+void RankRunner::span_end(bool eval) {
+    span_end(open_span_);
+    if (!eval) spans_.push_back(open_span_);
 }
 
 void RankRunner::span_begin(OpenSpan& sp) {
@@ -346,11 +318,11 @@ RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
         const int64_t j = index * cfg_.parallel.dp + g_.coord.dp;
         uncounted = eval_uncounted_ = j >= batches;
         Batch b = data_->eval_batch(std::min(j, batches - 1), 0, cfg_.train.micro_batch);
-        for (auto& ch : chunks_) forward(0, ch, b, index, true);
+        for (int c = 0; c < v_; ++c) runner_->forward(0, c, b, true);
         eval_uncounted_ = false;
     } else {
         for (int m = 0; m < micro_; ++m)
-            for (auto& ch : chunks_) forward(m, ch, batch(index, m, true), index, true);
+            for (int c = 0; c < v_; ++c) runner_->forward(m, c, batch(index, m, true), true);
     }
     for (auto& s : sends_) s.first->wait();
     sends_.clear();
@@ -433,7 +405,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         double step_t0 = now_s();
         store_->zero_grads();
         batches_.clear();
-        backward_count_.clear();
+        runner_->step_begin();
         ops_->sum_begin();
         busy_s_ = 0;
         spans_.clear();
@@ -441,12 +413,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
 #ifdef TESSERA_HAVE_CUDA
         if (dev_ == Device::cuda) step_event_ = cuda_event_record_now();
 #endif
-        for (const PipeAction& a : schedule_) {
-            Chunk& ch = chunks_[a.chunk];
-            const Batch& b = batch(step, a.micro, false);
-            if (a.kind == PipeAction::forward) forward(a.micro, ch, b, step, false);
-            else backward(a.micro, ch, b, step);
-        }
+        runner_->run(schedule_, [&](int micro) -> const Batch& { return batch(step, micro, false); });
         for (auto& s : sends_) s.first->wait();
         sends_.clear();
         // The optimizer's share, queued behind the backward with no host round trip: the

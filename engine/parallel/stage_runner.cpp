@@ -1,0 +1,84 @@
+// A pipeline stage's schedule walk (see stage_runner.h): the same code on CPU ranks, GPUs and the
+// estimator's meta device.
+#include "engine/parallel/stage_runner.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+StageRunner::StageRunner(const ModelShape& model, std::vector<StageChunk> chunks, ParamStore& store,
+                         StageEdges& edges, const Options& o)
+    : model_(model), chunks_(std::move(chunks)), store_(store), edges_(edges), o_(o) {}
+
+int StageRunner::run(const StageSchedule& sched, const std::function<const Batch&(int micro)>& batch) {
+    int in_flight = 0, max_in_flight = 0;
+    for (const PipeAction& a : sched) {
+        const Batch& b = batch(a.micro);
+        if (a.kind == PipeAction::forward) {
+            forward(a.micro, a.chunk, b, false);
+            max_in_flight = std::max(max_in_flight, ++in_flight);
+        } else {
+            backward(a.micro, a.chunk, b);
+            --in_flight;
+        }
+    }
+    return max_in_flight;
+}
+
+void StageRunner::forward(int micro, int c, const Batch& b, bool eval) {
+    StageChunk& ch = chunks_[c];
+    const int G = o_.pp * o_.v;
+    Tensor x;
+    if (ch.global > 0) {
+        edges_.span_begin("recv", micro);
+        x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act, o_.device);
+        edges_.recv(x, 0, ch.global, micro, eval);
+        edges_.span_end(eval);
+    }
+    edges_.span_begin("forward", micro);
+    const bool offload = !eval && o_.offload_activations;
+    for (size_t i = 0; i < ch.layers.size(); ++i) {
+        Layer* l = ch.layers[i];
+        store_.before_forward(l, i + 1 < ch.layers.size() ? ch.layers[i + 1] : nullptr);
+        x = l->forward(eval ? -1 - micro : micro, std::move(x), b);
+        edges_.layer_issued();
+        store_.after_forward(l);
+        if (offload) l->offload(micro);  // overlaps the next layer's forward on GPUs
+    }
+    edges_.span_end(eval);
+    if (ch.global == G - 1) edges_.losses(x, eval);
+    else edges_.send(std::move(x), 0, ch.global + 1, micro, eval);
+    if (eval)
+        for (Layer* l : ch.layers) l->drop(-1 - micro);
+}
+
+void StageRunner::backward(int micro, int c, const Batch& b) {
+    StageChunk& ch = chunks_[c];
+    const int G = o_.pp * o_.v;
+    Tensor dout;
+    if (ch.global < G - 1) {
+        edges_.span_begin("recv", micro);
+        dout = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act, o_.device);
+        edges_.recv(dout, 1, ch.global, micro, false);
+        edges_.span_end(false);
+    }
+    // Offloaded activations come back one layer ahead of the backward that needs them.
+    const bool offload = o_.offload_activations;
+    if (offload && !ch.layers.empty()) ch.layers.back()->fetch_begin(micro);
+    edges_.span_begin("backward", micro);
+    for (size_t i = ch.layers.size(); i-- > 0;) {
+        Layer* l = ch.layers[i];
+        if (offload) {
+            if (i > 0) ch.layers[i - 1]->fetch_begin(micro);
+            l->fetch_wait(micro);
+        }
+        store_.before_backward(l, i > 0 ? ch.layers[i - 1] : nullptr);
+        dout = l->backward(micro, std::move(dout), b);
+        edges_.layer_issued();
+        store_.after_backward(l, ++backward_count_[l] == o_.micro);
+    }
+    edges_.span_end(false);
+    if (ch.global > 0) edges_.send(std::move(dout), 1, ch.global - 1, micro, false);
+}
+
+}  // namespace tessera

@@ -1,0 +1,77 @@
+// One pipeline stage's walk over its schedule (engine/parallel/schedule.h), written once for every
+// device: the ranks' training loop (engine/train/parallel_trainer.cpp, CPU or CUDA) and the
+// estimator's meta ranks (engine/plan/rank_sim.cpp) both run it. Per action it receives the
+// chunk's input, runs the chunk's layers between the ParamStore's hooks (binding, ZeRO-3 gathers,
+// gradient reductions), offloads and fetches saved activations, and hands the output on.
+// What happens at a stage's edges (point-to-point messages, the losses, timeline spans) is the
+// caller's: StageEdges.
+#pragma once
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "engine/core/tensor.h"
+#include "engine/parallel/schedule.h"
+#include "engine/parallel/tp_layers.h"
+#include "engine/parallel/zero.h"
+
+namespace tessera {
+
+// A model chunk of this stage: global index chunk · pp + stage, its layers in forward order
+// (owned by the caller).
+struct StageChunk {
+    int global = 0;
+    std::vector<Layer*> layers;
+};
+
+// A stage's edges. dir 0: activations (to the next stage), 1: gradients (to the previous).
+class StageEdges {
+public:
+    virtual ~StageEdges() = default;
+    // Fills x (allocated by the runner: the hidden state) with what the neighbour sends for
+    // global chunk g and micro-batch `micro`.
+    virtual void recv(Tensor& x, int dir, int g, int micro, bool eval) = 0;
+    // Hands x on to the neighbour's chunk g; x must live until the step's sends are done.
+    virtual void send(Tensor x, int dir, int g, int micro, bool eval) = 0;
+    // The last chunk's output: its per-target losses (N) (freed after).
+    virtual void losses(const Tensor& x, bool eval) = 0;
+    // Timeline spans: a receive, a chunk's forward or backward ("recv", "forward", "backward").
+    virtual void span_begin(const char* kind, int micro) { (void)kind, (void)micro; }
+    virtual void span_end(bool eval) { (void)eval; }
+    // A layer's forward or backward was issued (the meta device's clock for copies in flight).
+    virtual void layer_issued() {}
+};
+
+class StageRunner {
+public:
+    struct Options {
+        int pp = 1, v = 1;
+        int micro = 1;                // micro-batches per step (the last backward reduces)
+        DType act = DType::f32;       // the hidden state's dtype
+        Device device = Device::cpu;  // and where it lives
+        bool offload_activations = false;
+    };
+    // chunks: this stage's chunks, local index c = chunk of the schedule's actions.
+    StageRunner(const ModelShape& model, std::vector<StageChunk> chunks, ParamStore& store,
+                StageEdges& edges, const Options& o);
+    const std::vector<StageChunk>& chunks() const { return chunks_; }
+
+    // A new step (micro-batches count from the first backward again).
+    void step_begin() { backward_count_.clear(); }
+    // Walks the step's schedule; batch(micro) supplies each micro-batch. Returns the most
+    // micro-batches whose activations were saved at once.
+    int run(const StageSchedule& sched, const std::function<const Batch&(int micro)>& batch);
+    // One action: chunk c's forward (eval: forward-only, its saved tensors dropped) or backward.
+    void forward(int micro, int c, const Batch& b, bool eval);
+    void backward(int micro, int c, const Batch& b);
+
+private:
+    ModelShape model_;
+    std::vector<StageChunk> chunks_;
+    ParamStore& store_;
+    StageEdges& edges_;
+    Options o_;
+    std::map<Layer*, int> backward_count_;
+};
+
+}  // namespace tessera
