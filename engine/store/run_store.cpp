@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -170,6 +171,15 @@ CREATE TABLE devices (
   memory_bytes INTEGER NOT NULL,        -- total device memory (cpu: the host's RAM)
   wall_time    REAL NOT NULL,
   PRIMARY KEY (run_id, rank)
+);
+)sql",
+    // 2 -> 3: annotations, the one table the studio writes (run_annotate); tags joined by ','.
+    R"sql(
+CREATE TABLE annotations (
+  run_id   INTEGER PRIMARY KEY REFERENCES runs(id),
+  tags     TEXT NOT NULL DEFAULT '',
+  note     TEXT NOT NULL DEFAULT '',
+  archived INTEGER NOT NULL DEFAULT 0
 );
 )sql",
 };
@@ -532,6 +542,24 @@ std::vector<ErrorRow> RunStore::errors(int64_t run_id) const {
     return out;
 }
 
+std::vector<RunAnnotation> RunStore::annotations() const {
+    if (schema_version() < 3) return {};  // a reader of an older file: no annotations table
+    Query q(db_.get(), path_, "SELECT run_id, tags, note, archived FROM annotations ORDER BY run_id");
+    std::vector<RunAnnotation> out;
+    while (q.step()) {
+        RunAnnotation a{q.i64(0), {}, q.str(2), q.i64(3) != 0};
+        const std::string tags = q.str(1);
+        for (size_t at = 0; at < tags.size();) {
+            size_t end = tags.find(',', at);
+            if (end == std::string::npos) end = tags.size();
+            if (end > at) a.tags.push_back(tags.substr(at, end - at));
+            at = end + 1;
+        }
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+
 std::vector<DeviceRecord> RunStore::devices(int64_t run_id) const {
     if (schema_version() < 2) return {};  // a reader of an older file: no devices table
     Query q(db_.get(), path_,
@@ -542,6 +570,32 @@ std::vector<DeviceRecord> RunStore::devices(int64_t run_id) const {
     while (q.step())
         out.push_back(DeviceRecord{int(q.i64(0)), q.str(1), q.str(2), q.i64(3), q.f64(4)});
     return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+// annotations
+
+void RunStore::run_annotate(const RunAnnotation& a) {
+    if (read_only_) throw Error(str_cat(path_, ": run database opened read-only"));
+    std::string tags;
+    std::vector<std::string_view> seen;
+    for (const std::string& t : a.tags) {
+        if (t.empty() || t.find_first_of(",\r\n") != std::string::npos)
+            throw InputError(str_cat("run ", a.run_id, " tag '", t,
+                                     "': expected a non-empty tag without commas or newlines"));
+        if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+        seen.push_back(t);
+        if (!tags.empty()) tags += ',';
+        tags += t;
+    }
+    Transaction tx(db_.get(), path_);
+    if (!run_get(a.run_id))
+        throw InputError(str_cat(path_, ": no run ", a.run_id, " to annotate"));
+    Query q(db_.get(), path_,
+            "INSERT OR REPLACE INTO annotations (run_id, tags, note, archived) VALUES (?, ?, ?, ?)");
+    q.bind(1, a.run_id).bind(2, tags).bind(3, a.note).bind(4, int64_t(a.archived));
+    q.step();
+    tx.commit();
 }
 
 // ------------------------------------------------------------------------------------------------
