@@ -103,7 +103,12 @@ TEST_F(PagesTest, RunModelPassesTesterAndSorts) {
     QAbstractItemModelTester t2(page.proxyModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
     RunTableModel* m = page.runModel();
     ASSERT_EQ(m->rowCount(), 3);
-    ASSERT_EQ(m->columnCount(), RunTableModel::ColumnCount);
+    // the fixed columns, then the config keys that differ among the three runs (lr is one; pp has
+    // its fixed column)
+    ASSERT_EQ(m->columnCount(), RunTableModel::ColumnCount + m->configKeys().size());
+    EXPECT_TRUE(m->configKeys().contains("train.lr"));
+    EXPECT_TRUE(m->configKeys().contains("train.grad_accum"));
+    EXPECT_FALSE(m->configKeys().contains("parallel.pp"));
     const RunSummary& pp2 = m->runs()[2];
     EXPECT_EQ(pp2.name, "pp2");
     EXPECT_EQ(pp2.status, "completed");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "engine/config/config.h"
 #include "ui/common/vocabulary.h"
@@ -22,9 +23,11 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
     s.status = QString::fromStdString(run.status);
     s.last_step = run.last_step;
     s.duration_s = run.end_time > 0 ? run.end_time - run.start_time : -1;
+    s.start_time = run.start_time;
     try {
         tessera::RunConfig c = tessera::config_parse(run.config_text, run.name + " (runs.db)");
         s.config_ok = true;
+        s.config = compare_config_flatten(c);
         s.dp = c.parallel.dp;
         s.tp = c.parallel.tp;
         s.pp = c.parallel.pp;
@@ -63,6 +66,17 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
     return s;
 }
 
+QString RunSummary::groupValue(const QString& key) const {
+    if (key == kGroupByTags) return tags.isEmpty() ? QString() : tags.join(", ");
+    return configValue(key);
+}
+
+QString RunSummary::configValue(const QString& key) const {
+    for (const ConfigEntry& e : config)
+        if (e.key == key) return e.value;
+    return {};
+}
+
 // ------------------------------------------------------------------------------------------------
 // model
 
@@ -86,10 +100,52 @@ QVariant sort_num(double v) { return v < 0 ? QVariant(std::numeric_limits<double
 
 RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
+namespace {
+// keys a fixed column already shows (or that follow from them)
+bool shown_by_fixed_column(const QString& key) {
+    static const QStringList fixed = {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.zero",
+                                      "parallel.world_size (derived)", "train.micro_batch",
+                                      "parallel.offload_activations", "parallel.offload_optimizer"};
+    return fixed.contains(key) || key.startsWith("parallel.recompute[");
+}
+}  // namespace
+
 void RunTableModel::setRuns(std::vector<RunSummary> runs) {
     beginResetModel();
     m_runs = std::move(runs);
+    m_configKeys.clear();
+    m_configNumeric.clear();
+    m_cells.assign(m_runs.size(), {});
+    std::vector<std::vector<ConfigEntry>> flat;
+    for (const RunSummary& r : m_runs)
+        if (r.config_ok) flat.push_back(r.config);
+    for (const ConfigDiffRow& row : compare_config_diff_flat(flat))
+        if (row.differs && !shown_by_fixed_column(row.key)) m_configKeys << row.key;
+    m_configNumeric.assign(m_configKeys.size(), true);
+    for (size_t r = 0; r < m_runs.size(); ++r) {
+        std::map<QString, QString> by_key;
+        for (const ConfigEntry& e : m_runs[r].config) by_key.emplace(e.key, e.value);
+        for (int k = 0; k < m_configKeys.size(); ++k) {
+            auto it = by_key.find(m_configKeys[k]);
+            m_cells[r].push_back(it == by_key.end() ? QString() : it->second);
+            bool ok = false;
+            m_cells[r].back().toDouble(&ok);
+            if (!ok && !m_cells[r].back().isEmpty()) m_configNumeric[k] = false;
+        }
+    }
     endResetModel();
+}
+
+QString RunTableModel::columnTitle(const QString& key) {
+    static const QStringList groups = {"model", "data", "train", "parallel", "runtime"};
+    QString t = key.mid(key.indexOf('.') + 1);
+    t.remove(QStringLiteral(" (derived)"));
+    return groups.contains(t) ? key : t;  // "lr" for train.lr; data.train keeps its group
+}
+
+int RunTableModel::configColumn(const QString& key) const {
+    const int k = m_configKeys.indexOf(key);
+    return k < 0 ? -1 : ColumnCount + k;
 }
 
 int RunTableModel::rowCount(const QModelIndex& parent) const {
@@ -97,15 +153,29 @@ int RunTableModel::rowCount(const QModelIndex& parent) const {
 }
 
 int RunTableModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : ColumnCount;
+    return parent.isValid() ? 0 : ColumnCount + int(m_configKeys.size());
 }
 
 QVariant RunTableModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= int(m_runs.size()) || index.column() >= ColumnCount) return {};
+    if (!index.isValid() || index.row() >= int(m_runs.size()) || index.column() >= columnCount()) return {};
     const RunSummary& r = m_runs[index.row()];
     if (role == kRunIdRole) return QVariant::fromValue<qlonglong>(r.id);
+    if (index.column() >= ColumnCount) {  // a differing config key
+        const int k = index.column() - ColumnCount;
+        const QString& v = m_cells[index.row()][k];
+        if (role == Qt::DisplayRole) return v.isEmpty() ? QStringLiteral("–") : v;
+        if (role == Qt::ToolTipRole) return QString("%1 = %2").arg(m_configKeys[k], v);
+        if (role == Qt::TextAlignmentRole)
+            return int((m_configNumeric[k] ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+        if (role == kSortRole)
+            return m_configNumeric[k] ? (v.isEmpty() ? QVariant(std::numeric_limits<double>::max())
+                                                     : QVariant(v.toDouble()))
+                                      : QVariant(v.toLower());
+        return {};
+    }
     if (role == Qt::TextAlignmentRole)
-        return index.column() <= Status || index.column() == Recompute || index.column() == Offload
+        return index.column() <= Tags || index.column() == Recompute || index.column() == Offload ||
+                       index.column() == Note
                    ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))
                    : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
     if (role == Qt::ForegroundRole && index.column() == Status) {
@@ -114,13 +184,19 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
         return {};
     }
     if (role == Qt::ToolTipRole && index.column() == Name)
-        return QString("run #%1, %2 steps").arg(r.id).arg(r.last_step);
+        return QString("run #%1, %2 steps%3%4").arg(r.id).arg(r.last_step)
+            .arg(r.archived ? QStringLiteral(" (archived)") : QString())
+            .arg(r.note.isEmpty() ? QString() : "\n" + r.note);
+    if (role == Qt::ToolTipRole && index.column() == Note && !r.note.isEmpty()) return r.note;
+    if (role == Qt::ForegroundRole && r.archived) return QBrush(QColor(0x95, 0xa5, 0xa6));
     const bool display = role == Qt::DisplayRole;
     const bool sort = role == kSortRole;
     if (!display && !sort) return {};
     switch (index.column()) {
-    case Name: return display ? QString("#%1 %2").arg(r.id).arg(r.name) : QVariant(r.name.toLower());
+    case Name: return display ? QVariant(QString("#%1 %2").arg(r.id).arg(r.name)) : QVariant(qlonglong(r.id));
     case Status: return r.status;
+    case Tags: return r.tags.join(", ");
+    case Note: return display ? QVariant(r.note.section('\n', 0, 0)) : QVariant(r.note.toLower());
     case DP: return r.dp;
     case TP: return r.tp;
     case PP: return r.pp;
@@ -138,13 +214,57 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation o, int role) const {
-    if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-    static const char* names[] = {"Run", "Status", "DP", "TP", "PP", "ZeRO", "Recompute", "Offload",
-                                  "Micro-batch", "Final val loss", "Best val loss", "Tok/s (median)",
-                                  "Peak mem/GPU", "Duration"};
+    if (o != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
+    if (section >= ColumnCount) {
+        const QString& key = m_configKeys[section - ColumnCount];
+        if (role == Qt::DisplayRole) return columnTitle(key);
+        if (role == Qt::ToolTipRole) return tr("%1: differs among the runs").arg(key);
+        return {};
+    }
+    static const char* names[] = {"Run", "Status", "Tags", "DP", "TP", "PP", "ZeRO", "Recompute",
+                                  "Offload", "Micro-batch", "Final val loss", "Best val loss",
+                                  "Tok/s (median)", "Peak mem/GPU", "Duration", "Note"};
+    static_assert(std::size(names) == ColumnCount);
     if (role == Qt::DisplayRole) return QString(names[section]);
     if (role == Qt::ToolTipRole && section == PeakMem) return QString("max of mem/total_bytes over ranks and steps");
     return {};
+}
+
+// ------------------------------------------------------------------------------------------------
+// filter
+
+RunFilterProxy::RunFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {}
+
+void RunFilterProxy::setFilterWords(const QString& text) {
+    m_words = text.simplified().toLower().split(' ', Qt::SkipEmptyParts);
+    invalidateFilter();
+}
+
+void RunFilterProxy::setShowArchived(bool show) {
+    m_showArchived = show;
+    invalidateFilter();
+}
+
+bool RunFilterProxy::filterAcceptsRow(int row, const QModelIndex& parent) const {
+    auto* m = qobject_cast<RunTableModel*>(sourceModel());
+    if (!m || parent.isValid() || row >= int(m->runs().size())) return true;
+    const RunSummary& r = m->runs()[row];
+    if (r.archived && !m_showArchived) return false;
+    for (const QString& w : m_words) {
+        if (w.startsWith("tag:")) {
+            const QString want = w.mid(4);
+            if (!std::any_of(r.tags.begin(), r.tags.end(), [&](const QString& t) { return t.toLower() == want; }))
+                return false;
+            continue;
+        }
+        bool hit = r.name.toLower().contains(w) || r.status.toLower().contains(w) ||
+                   r.note.toLower().contains(w) ||
+                   std::any_of(r.tags.begin(), r.tags.end(), [&](const QString& t) { return t.toLower().contains(w); });
+        for (int c = RunTableModel::ColumnCount; !hit && c < m->columnCount(); ++c)
+            hit = m->index(row, c).data().toString().toLower().contains(w);
+        if (!hit) return false;
+    }
+    return true;
 }
 
 }  // namespace tessera::studio
