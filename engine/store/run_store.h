@@ -67,6 +67,16 @@ struct RunAnnotation {
     bool archived = false;
 };
 
+// One metric of one run as columns, in step order (rows of a step in insertion order): what charts
+// and summaries read, without a string per row.
+struct MetricSeries {
+    std::vector<int64_t> step;
+    std::vector<int> rank;
+    std::vector<double> value;  // NaN where the stored value was NaN
+    std::vector<double> wall_time;
+    size_t size() const { return step.size(); }
+};
+
 struct CheckpointRow {
     int64_t step = 0;
     std::string path;
@@ -121,6 +131,7 @@ public:
     std::vector<MetricRow> metrics(int64_t run_id, std::string_view name = {},
                                    int64_t after_rowid = 0) const;
     std::vector<std::string> metric_names(int64_t run_id) const;  // sorted
+    MetricSeries metric_series(int64_t run_id, std::string_view name) const;
     std::optional<MetricRow> metric_last(int64_t run_id, std::string_view name) const;
     std::vector<MetricRow> metrics_latest(int64_t run_id) const;  // last row of each name
     std::vector<SpanRecord> spans(int64_t run_id, std::optional<int64_t> step = {}) const;

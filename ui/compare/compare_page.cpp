@@ -122,6 +122,8 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     m_plot->legend->setFont(QFont(font().family(), 8));
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot->setNoAntialiasingOnDrag(true);
+    m_plot->setPlottingHint(QCP::phFastPolylines, true);  // as the Monitor page
 
     m_hover->setObjectName("hoverTable");
     QStringList hh{tr("Run"), tr("Step"), tr("Tokens")};
@@ -271,17 +273,19 @@ const ComparePage::Series& ComparePage::series(int64_t run, const QString& metri
     if (it != per_run.end()) return *it;
     Series s;
     if (m_store) {
-        auto rows = m_store->metrics(run, metric.toStdString());
-        int rank = INT32_MAX;  // per-rank metrics: take the lowest rank that logged it
-        for (const auto& r : rows) rank = std::min(rank, r.rank);
-        std::stable_sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.step < b.step; });
+        const tessera::MetricSeries rows = m_store->metric_series(run, metric.toStdString());
+        // per-rank metrics: take the lowest rank that logged it
+        const int rank = rows.rank.empty() ? 0 : *std::min_element(rows.rank.begin(), rows.rank.end());
         const RunSummary* sum = summary(run);
         const double t0 = sum ? sum->start_time : 0;
-        for (const auto& r : rows)
-            if (r.rank == rank) {
-                s.step.push_back(double(r.step));
-                s.value.push_back(r.value);
-                s.wall.push_back(r.wall_time - t0);
+        s.step.reserve(rows.size());
+        s.value.reserve(rows.size());
+        s.wall.reserve(rows.size());
+        for (size_t i = 0; i < rows.size(); ++i)
+            if (rows.rank[i] == rank) {
+                s.step.push_back(double(rows.step[i]));
+                s.value.push_back(rows.value[i]);
+                s.wall.push_back(rows.wall_time[i] - t0);
             }
     }
     return *per_run.insert(metric, std::move(s));
@@ -347,9 +351,9 @@ QVector<int64_t> ComparePage::newestRuns(int n) const {
 QVector<int64_t> ComparePage::selectedRunIds() const {
     QVector<int64_t> ids;
     if (!m_view->selectionModel()) return ids;
-    QModelIndexList rows = m_view->selectionModel()->selectedRows();
-    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.row() < b.row(); });
-    for (const QModelIndex& i : rows) ids << i.data(RunTableModel::kRunIdRole).toLongLong();
+    for (const QModelIndex& i : m_view->selectionModel()->selectedRows())
+        ids << i.data(RunTableModel::kRunIdRole).toLongLong();
+    std::sort(ids.begin(), ids.end());  // colours and legend stay put when the table is re-sorted
     return ids;
 }
 

@@ -51,7 +51,7 @@ public:
     QTableWidget* hoverTable() const { return m_hover; }
 
     static constexpr int kDefaultSelection = 5;  // runs selected when the page opens (the newest)
-    QVector<int64_t> selectedRunIds() const;     // in table order
+    QVector<int64_t> selectedRunIds() const;     // by run id
     QVector<int64_t> newestRuns(int n) const;    // the n highest run ids
     void setSelectedRuns(const QVector<int64_t>& ids);
     void setMetric(const QString& name);         // the curves' metric (train/loss by default)
