@@ -202,6 +202,25 @@ TEST(RunStore, FailedAppendLeavesNothing) {
     EXPECT_EQ(store.metrics(id).size(), 1u);
 }
 
+// metric_series: one metric as columns, in step order whatever the insertion order, every rank,
+// NaN kept; an unknown name gives nothing.
+TEST(RunStore, MetricSeriesInStepOrder) {
+    TempDir tmp;
+    RunStore store = RunStore::open(tmp.file("runs.db"));
+    int64_t id = store.run_begin(RunStartRecord{"s"});
+    store.append(id, {MetricRecord{3, 0, "train/loss", 1.5, 13}, MetricRecord{1, 0, "train/loss", 2.5, 11},
+                      MetricRecord{2, 1, "train/loss", std::nan(""), 12}, MetricRecord{2, 0, "train/lr", 0.1, 12},
+                      MetricRecord{2, 0, "train/loss", 2.0, 12.5}});
+    MetricSeries s = store.metric_series(id, "train/loss");
+    EXPECT_EQ(s.step, (std::vector<int64_t>{1, 2, 2, 3}));
+    EXPECT_EQ(s.rank, (std::vector<int>{0, 1, 0, 0}));  // a step's rows in insertion order
+    EXPECT_EQ(s.value[0], 2.5);
+    EXPECT_TRUE(std::isnan(s.value[1]));
+    EXPECT_EQ(s.value[3], 1.5);
+    EXPECT_EQ(s.wall_time[2], 12.5);
+    EXPECT_EQ(store.metric_series(id, "nope").size(), 0u);
+}
+
 TEST(RunStore, ExportCsv) {
     TempDir tmp;
     RunStore store = RunStore::open(tmp.file("runs.db"));

@@ -235,12 +235,14 @@ void ComparePage::refresh() {
             m_store = std::make_unique<tessera::RunStore>(tessera::RunStore::open(db.toStdString(), true));
             QMap<int64_t, tessera::RunAnnotation> notes;
             for (auto& a : m_store->annotations()) notes.insert(a.run_id, std::move(a));
-            for (const auto& r : m_store->runs_list()) {
-                rows.push_back(compare_summarize_run(*m_store, r));
+            const std::vector<tessera::RunRow> list = m_store->runs_list();
+            rows = compare_summarize_runs(*m_store, list);
+            for (size_t i = 0; i < list.size(); ++i) {
+                const tessera::RunRow& r = list[i];
                 if (auto it = notes.find(r.id); it != notes.end()) {
-                    for (const auto& t : it->tags) rows.back().tags << QString::fromStdString(t);
-                    rows.back().note = QString::fromStdString(it->note);
-                    rows.back().archived = it->archived;
+                    for (const auto& t : it->tags) rows[i].tags << QString::fromStdString(t);
+                    rows[i].note = QString::fromStdString(it->note);
+                    rows[i].archived = it->archived;
                 }
                 for (const auto& name : m_store->metric_names(r.id))  // every logged metric can be plotted
                     if (m_metricBox->findText(QString::fromStdString(name)) < 0)

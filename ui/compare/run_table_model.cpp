@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <thread>
 
 #include "engine/config/config.h"
 #include "ui/common/vocabulary.h"
@@ -65,6 +66,39 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
     for (double v : store.metric_series(run.id, tessera::metric::mem_total_bytes).value)
         if (std::isfinite(v)) s.peak_bytes_per_gpu = std::max(s.peak_bytes_per_gpu, v);
     return s;
+}
+
+std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
+                                               const std::vector<tessera::RunRow>& runs, int threads) {
+    std::vector<RunSummary> out(runs.size());
+    if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    threads = std::min(threads, int(runs.size() / 64) + 1);  // a thread is worth ~64 runs
+    if (threads <= 1) {
+        for (size_t i = 0; i < runs.size(); ++i) out[i] = compare_summarize_run(store, runs[i]);
+        return out;
+    }
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                // a connection per thread (connections are opened without SQLite's mutexes)
+                const tessera::RunStore own = tessera::RunStore::open(store.path(), true);
+                for (size_t i = size_t(t); i < runs.size(); i += size_t(threads))
+                    out[i] = compare_summarize_run(own, runs[i]);
+            } catch (...) {
+                errors[size_t(t)] = std::current_exception();
+            }
+        });
+    try {
+        for (size_t i = 0; i < runs.size(); i += size_t(threads)) out[i] = compare_summarize_run(store, runs[i]);
+    } catch (...) {
+        errors[0] = std::current_exception();
+    }
+    for (auto& th : pool) th.join();
+    for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    return out;
 }
 
 QString RunSummary::groupValue(const QString& key) const {

@@ -41,6 +41,11 @@ struct RunSummary {
 
 // Reads one run's summary (config parsed from config_text; metrics from the store).
 RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::RunRow& run);
+// Every run's summary, in the order given: on up to `threads` threads (0 = the machine's cores), each
+// with its own read-only connection to `store`'s file; many runs parse their configs in parallel.
+// Throws what a summary or a connection threw.
+std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
+                                               const std::vector<tessera::RunRow>& runs, int threads = 0);
 
 class RunTableModel : public QAbstractTableModel {
     Q_OBJECT
