@@ -269,15 +269,22 @@ TEST(RunStoreSchema, MigratesTaggedVersionZeroFile) {
 
 // A runs.db written before the devices table (schema 1): the current build makes one and takes it
 // back to version 1 exactly as it shipped (step 1->2 only adds the devices table).
-TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
-    TempDir tmp;
-    std::string path = tmp.file("runs.db");
+// One sample run in a file taken back to an older schema by `downgrade_sql`; returns the run id.
+static int64_t write_old_file(const std::string& path, const std::string& downgrade_sql) {
     int64_t id = 0;
     {
         RunStore s = RunStore::open(path);
         id = write_sample_run(s, "old", 2.5);
     }
-    raw_exec(path, "DROP TABLE devices; DROP TABLE annotations; PRAGMA user_version = 1;");
+    raw_exec(path, downgrade_sql);
+    return id;
+}
+
+TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    const int64_t id =
+        write_old_file(path, "DROP TABLE devices; DROP TABLE annotations; PRAGMA user_version = 1;");
     {
         // readers (the studio, `tessera runs`) never migrate: they read a version-1 file as is
         RunStore ro = RunStore::open(path, true);
@@ -339,12 +346,7 @@ TEST(RunStore, AnnotationsRoundTrip) {
 TEST(RunStoreSchema, VersionTwoFileReadsWithoutAnnotationsAndMigrates) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
-    int64_t id = 0;
-    {
-        RunStore s = RunStore::open(path);
-        id = write_sample_run(s, "old", 2.5);
-    }
-    raw_exec(path, "DROP TABLE annotations; PRAGMA user_version = 2;");
+    const int64_t id = write_old_file(path, "DROP TABLE annotations; PRAGMA user_version = 2;");
     {
         RunStore ro = RunStore::open(path, true);
         EXPECT_EQ(ro.schema_version(), 2);

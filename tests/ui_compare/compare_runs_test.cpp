@@ -19,29 +19,26 @@
 #include "bench/synthetic_runs.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
+#include "tests/ui_compare/ui_compare_util.h"
 #include "ui/compare/compare_page.h"
 #include "ui/compare/run_table_model.h"
 
 using namespace tessera::studio;
+using ui_compare_test::ensure_app;
+using ui_compare_test::screenshot_dir;
 
 namespace {
 
-void ensure_app() {
-    static int argc = 1;
-    static char name[] = "compare_runs_ui_test";
-    static char* argv[] = {name, nullptr};
-    static QApplication* app = [] {
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-        QStandardPaths::setTestModeEnabled(true);
-        return new QApplication(argc, argv);
-    }();
-    (void)app;
-}
-
-QString screenshot_dir() {
-    const QString d = QString(TESSERA_BIN_DIR) + "/../screenshots";
-    QDir().mkpath(d);
-    return QDir(d).absolutePath();
+// A project folder in `dir` (no runs.db yet), opened by `doc`.
+void open_project(const QTemporaryDir& dir, ProjectDocument& doc) {
+    ensure_app();
+    ASSERT_TRUE(dir.isValid());
+    QFile f(dir.filePath("project.yaml"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(tessera::bench::synthetic_config({"proj"}).c_str());
+    f.close();
+    QString err;
+    ASSERT_TRUE(doc.open(dir.path(), &err)) << err.toStdString();
 }
 
 // runs #1..#8: lr 1e-3 or 3e-3 (alternating), seeds 0..3 each, dp 1 for the first four, 2 after
@@ -50,14 +47,7 @@ protected:
     QTemporaryDir tmp;
     ProjectDocument doc;
     void SetUp() override {
-        ensure_app();
-        ASSERT_TRUE(tmp.isValid());
-        QFile f(tmp.filePath("project.yaml"));
-        ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-        f.write(tessera::bench::synthetic_config({"proj"}).c_str());
-        f.close();
-        QString err;
-        ASSERT_TRUE(doc.open(tmp.path(), &err)) << err.toStdString();
+        ASSERT_NO_FATAL_FAILURE(open_project(tmp, doc));
         auto store = tessera::RunStore::open(doc.dbPath().toStdString());
         for (int i = 0; i < 8; ++i) {
             tessera::bench::SyntheticRun r;
@@ -269,15 +259,10 @@ TEST_F(CompareRunsTest, TagsNotesFilterAndArchive) {
 }
 
 TEST(CompareRunsBadFile, NotADatabaseIsReportedNotFatal) {
-    ensure_app();
     QTemporaryDir tmp;
-    QFile f(tmp.filePath("project.yaml"));
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
-    f.write(tessera::bench::synthetic_config({"proj"}).c_str());
-    f.close();
     ProjectDocument doc;
+    ASSERT_NO_FATAL_FAILURE(open_project(tmp, doc));
     QString err;
-    ASSERT_TRUE(doc.open(tmp.path(), &err)) << err.toStdString();
     QFile db(doc.dbPath());
     ASSERT_TRUE(db.open(QIODevice::WriteOnly));
     db.write("this is not sqlite, just text long enough to be read as a header......");
