@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTableView>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -21,6 +22,7 @@
 #include "ui/common/qcustomplot_qt.h"
 #include "tests/ui_compare/ui_compare_util.h"
 #include "ui/compare/compare_page.h"
+#include "ui/compare/parallel_coords.h"
 #include "ui/compare/run_table_model.h"
 
 using namespace tessera::studio;
@@ -271,4 +273,40 @@ TEST(CompareRunsBadFile, NotADatabaseIsReportedNotFatal) {
     EXPECT_EQ(page.runModel()->rowCount(), 0);
     EXPECT_FALSE(page.annotate({1}, QStringList{"x"}, std::nullopt, std::nullopt, &err));
     EXPECT_TRUE(err.contains(doc.dbPath())) << err.toStdString();
+}
+
+TEST_F(CompareRunsTest, ParallelCoordinatesBrushFiltersTheTable) {
+    ComparePage page(&doc);
+    ParallelCoordsView* pc = page.parallelView();
+    const ParCoords& c = pc->coords();
+    QStringList names;
+    for (const auto& a : c.axes) names << a.name;
+    // numeric differing keys, then the final metrics
+    EXPECT_TRUE(names.contains("lr")) << names.join(", ").toStdString();
+    EXPECT_TRUE(names.contains("seed"));
+    EXPECT_EQ(names.mid(names.size() - 3), (QStringList{"final val loss", "tokens/s", "peak GiB/GPU"}));
+    ASSERT_EQ(c.runs.size(), 8u);
+    const int lr = int(names.indexOf("lr"));
+    EXPECT_DOUBLE_EQ(c.axes[size_t(lr)].lo, 0.001);
+    EXPECT_DOUBLE_EQ(c.axes[size_t(lr)].hi, 0.003);
+
+    QSignalSpy brushed(pc, &ParallelCoordsView::brushChanged);
+    pc->setBrush(lr, 0.002, 0.01);  // the lr 3e-3 runs: #2, #4, #6, #8
+    ASSERT_EQ(brushed.count(), 1);
+    EXPECT_EQ(parcoords_brushed(pc->coords()), (QSet<int64_t>{2, 4, 6, 8}));
+    EXPECT_EQ(page.proxyModel()->rowCount(), 4);
+    const int seed = int(names.indexOf("seed"));
+    pc->setBrush(seed, 2.5, 0);  // and seed <= 2.5 (a reversed range is swapped)
+    EXPECT_EQ(page.proxyModel()->rowCount(), 3);
+    page.resize(1400, 800);
+    page.show();
+    page.findChild<QTabWidget*>("compareTabs")->setCurrentWidget(pc);
+    QApplication::processEvents();
+    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/compare_parallel.png"));
+    pc->clearBrushes();
+    EXPECT_EQ(page.proxyModel()->rowCount(), 8);
+    // a brush on a metric: the runs with the lowest final val loss
+    const int val = int(names.indexOf("final val loss"));
+    pc->setBrush(val, c.axes[size_t(val)].lo, c.axes[size_t(val)].lo + 1e-12);
+    EXPECT_EQ(page.proxyModel()->rowCount(), 1);
 }

@@ -15,6 +15,7 @@
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "ui/common/vocabulary.h"
 #include "ui/compare/config_diff.h"
 #include "ui/compare/curve_math.h"
+#include "ui/compare/parallel_coords.h"
 #include "ui/compare/run_table_model.h"
 #include "ui/monitor/monitor_series.h"
 
@@ -72,6 +74,7 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
       m_view(new QTableView(this)), m_metricBox(new QComboBox(this)), m_xBox(new QComboBox(this)),
       m_groupBox(new QComboBox(this)), m_smoothBox(new QDoubleSpinBox(this)),
       m_plot(new QCustomPlot(this)), m_hover(new QTableWidget(this)), m_diff(new ConfigDiffView(this)),
+      m_parallel(new ParallelCoordsView(this)),
       m_status(new QLabel(this)), m_filter(new QLineEdit(this)), m_showArchived(new QCheckBox(tr("Show archived"), this)),
       m_tagsEdit(new QLineEdit(this)), m_noteEdit(new QLineEdit(this)),
       m_archiveButton(new QPushButton(tr("Archive"), this)) {
@@ -163,7 +166,11 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     chartLay->addWidget(m_hover);
     auto* right = new QSplitter(Qt::Vertical, this);
     right->addWidget(chartBox);
-    right->addWidget(m_diff);
+    auto* tabs = new QTabWidget(this);
+    tabs->setObjectName("compareTabs");
+    tabs->addTab(m_diff, tr("Config diff"));
+    tabs->addTab(m_parallel, tr("Parallel coordinates"));
+    right->addWidget(tabs);
     right->setStretchFactor(0, 3);
     right->setStretchFactor(1, 2);
     auto* saveNote = new QPushButton(tr("Save"), this);
@@ -205,6 +212,8 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     connect(reload, &QPushButton::clicked, this, &ComparePage::refresh);
     connect(m_filter, &QLineEdit::textChanged, this, &ComparePage::setFilterText);
     connect(m_showArchived, &QCheckBox::toggled, this, &ComparePage::setShowArchived);
+    connect(m_parallel, &ParallelCoordsView::brushChanged, this,
+            [this](const std::optional<QSet<int64_t>>& runs) { m_proxy->setAllowedRuns(runs); });
     connect(saveNote, &QPushButton::clicked, this, &ComparePage::saveAnnotationClicked);
     connect(m_noteEdit, &QLineEdit::returnPressed, this, &ComparePage::saveAnnotationClicked);
     connect(m_tagsEdit, &QLineEdit::returnPressed, this, &ComparePage::saveAnnotationClicked);
@@ -257,6 +266,7 @@ void ComparePage::refresh() {
         }
     }
     m_model->setRuns(std::move(rows));
+    m_parallel->setRuns(*m_model);
     // the differing config keys right after Name, Status and Tags, where the eye starts
     for (int k = 0; k < m_model->configKeys().size(); ++k) {
         QHeaderView* h = m_view->horizontalHeader();

@@ -4,7 +4,8 @@
 // curve; grouped by a config key: one mean line per group with a min–max band), downsampled for
 // display per pixel column (curve_math); a hover table of every selected run's values at the
 // cursor; their config diff (differences-only toggle); export of the selected runs' metrics to one
-// CSV and of the chart to PNG/PDF. Tags and notes on runs, and archiving (hiding) them, are the
+// CSV and of the chart to PNG/PDF; parallel coordinates of the differing numeric config keys against
+// the final metrics, whose brushes filter the run table. Tags and notes on runs, and archiving (hiding) them, are the
 // page's one write to runs.db (RunStore::run_annotate); a filter box searches names, tags, notes
 // and config values. Everything else reads runs.db read-only.
 #pragma once
@@ -31,6 +32,7 @@ class QTableWidget;
 namespace tessera::studio {
 
 class ConfigDiffView;
+class ParallelCoordsView;
 struct RunSummary;
 class ProjectDocument;
 class RunFilterProxy;
@@ -47,6 +49,7 @@ public:
     QSortFilterProxyModel* proxyModel() const;
     QTableView* runView() const { return m_view; }
     ConfigDiffView* diffView() const { return m_diff; }
+    ParallelCoordsView* parallelView() const { return m_parallel; }
     QCustomPlot* plot() const { return m_plot; }
     QTableWidget* hoverTable() const { return m_hover; }
 
@@ -103,6 +106,7 @@ private:
     QCustomPlot* m_plot;
     QTableWidget* m_hover;
     ConfigDiffView* m_diff;
+    ParallelCoordsView* m_parallel;
     QLabel* m_status;
     QLineEdit* m_filter;
     QCheckBox* m_showArchived;

@@ -280,11 +280,17 @@ void RunFilterProxy::setShowArchived(bool show) {
     invalidateFilter();
 }
 
+void RunFilterProxy::setAllowedRuns(const std::optional<QSet<int64_t>>& runs) {
+    m_allowed = runs;
+    invalidateFilter();
+}
+
 bool RunFilterProxy::filterAcceptsRow(int row, const QModelIndex& parent) const {
     auto* m = qobject_cast<RunTableModel*>(sourceModel());
     if (!m || parent.isValid() || row >= int(m->runs().size())) return true;
     const RunSummary& r = m->runs()[row];
     if (r.archived && !m_showArchived) return false;
+    if (m_allowed && !m_allowed->contains(r.id)) return false;
     for (const QString& w : m_words) {
         if (w.startsWith("tag:")) {
             const QString want = w.mid(4);

@@ -5,8 +5,10 @@
 // (numbers sort as numbers, missing values last).
 #pragma once
 #include <QAbstractTableModel>
+#include <QSet>
 #include <QSortFilterProxyModel>
 #include <QString>
+#include <optional>
 #include <vector>
 
 #include "engine/store/run_store.h"
@@ -86,6 +88,8 @@ public:
     void setFilterWords(const QString& text);
     void setShowArchived(bool show);
     bool showArchived() const { return m_showArchived; }
+    // Only these runs (the parallel coordinates' brushes); std::nullopt: no such limit.
+    void setAllowedRuns(const std::optional<QSet<int64_t>>& runs);
 
 protected:
     bool filterAcceptsRow(int row, const QModelIndex& parent) const override;
@@ -93,6 +97,7 @@ protected:
 private:
     QStringList m_words;
     bool m_showArchived = false;
+    std::optional<QSet<int64_t>> m_allowed;
 };
 
 }  // namespace tessera::studio
