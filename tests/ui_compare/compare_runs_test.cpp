@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QFile>
 #include <QHeaderView>
+#include <QLabel>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
 #include <QTabWidget>
@@ -298,6 +299,7 @@ TEST_F(CompareRunsTest, ParallelCoordinatesBrushFiltersTheTable) {
     const int seed = int(names.indexOf("seed"));
     pc->setBrush(seed, 2.5, 0);  // and seed <= 2.5 (a reversed range is swapped)
     EXPECT_EQ(page.proxyModel()->rowCount(), 3);
+    EXPECT_TRUE(page.findChild<QLabel*>("compareStatus")->text().startsWith("3 of 8 runs"));
     page.resize(1400, 800);
     page.show();
     page.findChild<QTabWidget*>("compareTabs")->setCurrentWidget(pc);

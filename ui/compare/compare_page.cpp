@@ -79,6 +79,7 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
       m_tagsEdit(new QLineEdit(this)), m_noteEdit(new QLineEdit(this)),
       m_archiveButton(new QPushButton(tr("Archive"), this)) {
     setObjectName("comparePage");
+    m_status->setObjectName("compareStatus");
     m_proxy->setSourceModel(m_model);
     m_proxy->setSortRole(RunTableModel::kSortRole);
     m_view->setObjectName("runTable");
@@ -214,6 +215,11 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     connect(m_showArchived, &QCheckBox::toggled, this, &ComparePage::setShowArchived);
     connect(m_parallel, &ParallelCoordsView::brushChanged, this,
             [this](const std::optional<QSet<int64_t>>& runs) { m_proxy->setAllowedRuns(runs); });
+    // "8 of 1,020 runs shown" while the filter, the brushes or archiving hide some
+    for (auto sig : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
+        connect(m_proxy, sig, this, [this] { showCount(); });
+    connect(m_proxy, &QAbstractItemModel::modelReset, this, [this] { showCount(); });
+    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, [this] { showCount(); });
     connect(saveNote, &QPushButton::clicked, this, &ComparePage::saveAnnotationClicked);
     connect(m_noteEdit, &QLineEdit::returnPressed, this, &ComparePage::saveAnnotationClicked);
     connect(m_tagsEdit, &QLineEdit::returnPressed, this, &ComparePage::saveAnnotationClicked);
@@ -235,6 +241,7 @@ void ComparePage::refresh() {
     const QVector<int64_t> keep = selectedRunIds();
     m_store.reset();
     m_cache.clear();
+    m_loaded.clear();
     std::vector<RunSummary> rows;
     const QString db = m_doc ? m_doc->dbPath() : QString();
     if (db.isEmpty() || !QFileInfo::exists(db)) {
@@ -257,7 +264,8 @@ void ComparePage::refresh() {
                     if (m_metricBox->findText(QString::fromStdString(name)) < 0)
                         m_metricBox->addItem(QString::fromStdString(name));
             }
-            m_status->setText(tr("%1 runs in %2").arg(rows.size()).arg(db));
+            m_loaded = tr("%1 runs in %2").arg(rows.size()).arg(db);
+            m_status->setText(m_loaded);
         } catch (const std::exception& e) {
             m_store.reset();
             rows.clear();
@@ -411,6 +419,12 @@ void ComparePage::selectionChanged() {
 }
 
 QSortFilterProxyModel* ComparePage::proxyModel() const { return m_proxy; }
+
+void ComparePage::showCount() {
+    if (m_loaded.isEmpty()) return;  // an error or "no runs yet" stays
+    const int shown = m_proxy->rowCount(), all = m_model->rowCount();
+    m_status->setText(shown == all ? m_loaded : tr("%1 of %2").arg(shown).arg(m_loaded));
+}
 
 // ------------------------------------------------------------------------------------------------
 // annotations and filter

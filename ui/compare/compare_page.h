@@ -115,6 +115,7 @@ private:
     QPushButton* m_archiveButton;
     QMap<int64_t, QMap<QString, Series>> m_cache;  // run -> metric -> series
     bool m_downsample = true;
+    QString m_loaded;  // "N runs in FILE" after a good load
 
     const Series& series(int64_t run, const QString& metric);
     double tokensPerStep(int64_t run) const;
@@ -128,7 +129,8 @@ private:
     void exportCsvClicked();
     void saveAnnotationClicked();
     void archiveClicked();
-    void showAnnotation();  // the first selected run's tags and note in the edit row
+    void showAnnotation();
+    void showCount();  // the first selected run's tags and note in the edit row
     void exportChartClicked();
 };
 
