@@ -3,7 +3,9 @@
 //
 // Design (docs/telemetry.md): WAL journal, one writer process (the launcher) appending batches in
 // `BEGIN IMMEDIATE` transactions, any number of reader connections polling concurrently (readers
-// never block the writer and never see half a batch). busy_timeout is 5000 ms. The schema version
+// never block the writer and never see half a batch). The one exception to the single writer:
+// run annotations (tags, note, archived), which the studio writes through run_annotate() into
+// their own table, never touching a row the launcher writes. busy_timeout is 5000 ms. The schema version
 // lives in `PRAGMA user_version`, the file is tagged with `PRAGMA application_id`, and opening runs
 // the migration steps from the file's version up to kStoreSchemaVersion.
 #pragma once
@@ -22,9 +24,10 @@ struct sqlite3_stmt;
 
 namespace tessera {
 
-inline constexpr int kStoreSchemaVersion = 2;
+inline constexpr int kStoreSchemaVersion = 3;
 // The oldest schema a read-only RunStore reads (a reader never migrates): what a later step added
-// is simply absent from an older file (devices() is empty before version 2).
+// is simply absent from an older file (devices() is empty before version 2, annotations() before
+// version 3).
 inline constexpr int kStoreOldestReadable = 1;
 inline constexpr int kStoreApplicationId = 0x54535352;  // "TSSR"
 
@@ -53,6 +56,25 @@ struct MetricRow {
     std::string name;
     double value = 0;  // NaN if the stored value was NaN
     double wall_time = 0;
+};
+
+// What a person wrote about a run (schema 3): tags (each non-empty, without commas or newlines;
+// kept unique, in the order given), a free-text note, and archived (hidden from the run table).
+struct RunAnnotation {
+    int64_t run_id = 0;
+    std::vector<std::string> tags;
+    std::string note;
+    bool archived = false;
+};
+
+// One metric of one run as columns, in step order (rows of a step in insertion order): what charts
+// and summaries read, without a string per row.
+struct MetricSeries {
+    std::vector<int64_t> step;
+    std::vector<int> rank;
+    std::vector<double> value;  // NaN where the stored value was NaN
+    std::vector<double> wall_time;
+    size_t size() const { return step.size(); }
 };
 
 struct CheckpointRow {
@@ -97,6 +119,9 @@ public:
     void append(int64_t run_id, const std::vector<Record>& records);
     void run_finish(int64_t run_id, std::string_view status, const std::string& message,
                     int64_t last_step);
+    // Replaces run a.run_id's annotation (one short transaction; the studio's only write). Throws
+    // InputError for an unknown run or a bad tag.
+    void run_annotate(const RunAnnotation& a);
 
     // ---- reading ----
     std::vector<RunRow> runs_list() const;  // by id
@@ -106,6 +131,7 @@ public:
     std::vector<MetricRow> metrics(int64_t run_id, std::string_view name = {},
                                    int64_t after_rowid = 0) const;
     std::vector<std::string> metric_names(int64_t run_id) const;  // sorted
+    MetricSeries metric_series(int64_t run_id, std::string_view name) const;
     std::optional<MetricRow> metric_last(int64_t run_id, std::string_view name) const;
     std::vector<MetricRow> metrics_latest(int64_t run_id) const;  // last row of each name
     std::vector<SpanRecord> spans(int64_t run_id, std::optional<int64_t> step = {}) const;
@@ -114,6 +140,8 @@ public:
     // The device each rank recorded as it started (DeviceRecord), by rank: empty for a run none
     // recorded yet, and for every run of a file older than schema version 2.
     std::vector<DeviceRecord> devices(int64_t run_id) const;
+    // Every annotated run's annotation, by run id: empty for a file older than schema version 3.
+    std::vector<RunAnnotation> annotations() const;
     // CSV with header run,step,rank,name,value,wall_time; every run if run_ids is empty.
     void export_csv(std::ostream& out, const std::vector<int64_t>& run_ids) const;
     std::string integrity_check() const;  // "ok" when fine

@@ -202,6 +202,25 @@ TEST(RunStore, FailedAppendLeavesNothing) {
     EXPECT_EQ(store.metrics(id).size(), 1u);
 }
 
+// metric_series: one metric as columns, in step order whatever the insertion order, every rank,
+// NaN kept; an unknown name gives nothing.
+TEST(RunStore, MetricSeriesInStepOrder) {
+    TempDir tmp;
+    RunStore store = RunStore::open(tmp.file("runs.db"));
+    int64_t id = store.run_begin(RunStartRecord{"s"});
+    store.append(id, {MetricRecord{3, 0, "train/loss", 1.5, 13}, MetricRecord{1, 0, "train/loss", 2.5, 11},
+                      MetricRecord{2, 1, "train/loss", std::nan(""), 12}, MetricRecord{2, 0, "train/lr", 0.1, 12},
+                      MetricRecord{2, 0, "train/loss", 2.0, 12.5}});
+    MetricSeries s = store.metric_series(id, "train/loss");
+    EXPECT_EQ(s.step, (std::vector<int64_t>{1, 2, 2, 3}));
+    EXPECT_EQ(s.rank, (std::vector<int>{0, 1, 0, 0}));  // a step's rows in insertion order
+    EXPECT_EQ(s.value[0], 2.5);
+    EXPECT_TRUE(std::isnan(s.value[1]));
+    EXPECT_EQ(s.value[3], 1.5);
+    EXPECT_EQ(s.wall_time[2], 12.5);
+    EXPECT_EQ(store.metric_series(id, "nope").size(), 0u);
+}
+
 TEST(RunStore, ExportCsv) {
     TempDir tmp;
     RunStore store = RunStore::open(tmp.file("runs.db"));
@@ -250,15 +269,22 @@ TEST(RunStoreSchema, MigratesTaggedVersionZeroFile) {
 
 // A runs.db written before the devices table (schema 1): the current build makes one and takes it
 // back to version 1 exactly as it shipped (step 1->2 only adds the devices table).
-TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
-    TempDir tmp;
-    std::string path = tmp.file("runs.db");
+// One sample run in a file taken back to an older schema by `downgrade_sql`; returns the run id.
+static int64_t write_old_file(const std::string& path, const std::string& downgrade_sql) {
     int64_t id = 0;
     {
         RunStore s = RunStore::open(path);
         id = write_sample_run(s, "old", 2.5);
     }
-    raw_exec(path, "DROP TABLE devices; PRAGMA user_version = 1;");
+    raw_exec(path, downgrade_sql);
+    return id;
+}
+
+TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    const int64_t id =
+        write_old_file(path, "DROP TABLE devices; DROP TABLE annotations; PRAGMA user_version = 1;");
     {
         // readers (the studio, `tessera runs`) never migrate: they read a version-1 file as is
         RunStore ro = RunStore::open(path, true);
@@ -281,6 +307,57 @@ TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
     rw.append(next, {DeviceRecord{0, "vm", "cpu", 1 << 30, 1}});
     ASSERT_EQ(rw.devices(next).size(), 1u);
     EXPECT_EQ(RunStore::open(path, true).devices(next)[0].memory_bytes, 1 << 30);
+}
+
+// Annotations (schema 3): the studio's one write. Replaced whole, tags unique, read back by every
+// reader; an unknown run or a bad tag refused; a read-only store refuses to write.
+TEST(RunStore, AnnotationsRoundTrip) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    RunStore store = RunStore::open(path);
+    int64_t a = write_sample_run(store, "a", 2.5);
+    int64_t b = write_sample_run(store, "b", 2.4);
+    EXPECT_TRUE(store.annotations().empty());
+    store.run_annotate(RunAnnotation{a, {"baseline", "seed-sweep", "baseline"}, "first try", false});
+    store.run_annotate(RunAnnotation{b, {}, "", true});
+    auto got = RunStore::open(path, true).annotations();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].run_id, a);
+    EXPECT_EQ(got[0].tags, (std::vector<std::string>{"baseline", "seed-sweep"}));
+    EXPECT_EQ(got[0].note, "first try");
+    EXPECT_FALSE(got[0].archived);
+    EXPECT_TRUE(got[1].archived);
+    EXPECT_TRUE(got[1].tags.empty());
+    store.run_annotate(RunAnnotation{a, {"lr"}, "second", true});  // replaces
+    got = store.annotations();
+    EXPECT_EQ(got[0].tags, std::vector<std::string>{"lr"});
+    EXPECT_EQ(got[0].note, "second");
+    EXPECT_TRUE(got[0].archived);
+    EXPECT_THROW(store.run_annotate(RunAnnotation{999, {}, "", false}), InputError);
+    EXPECT_THROW(store.run_annotate(RunAnnotation{a, {"a,b"}, "", false}), InputError);
+    EXPECT_THROW(store.run_annotate(RunAnnotation{a, {""}, "", false}), InputError);
+    EXPECT_EQ(store.annotations()[0].note, "second");  // a refused write leaves it as it was
+    RunStore ro = RunStore::open(path, true);
+    EXPECT_THROW(ro.run_annotate(RunAnnotation{a, {}, "", false}), Error);
+}
+
+// A schema-2 file (before annotations): readers read it with no annotations; a read-write open
+// adds the table and keeps every run.
+TEST(RunStoreSchema, VersionTwoFileReadsWithoutAnnotationsAndMigrates) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    const int64_t id = write_old_file(path, "DROP TABLE annotations; PRAGMA user_version = 2;");
+    {
+        RunStore ro = RunStore::open(path, true);
+        EXPECT_EQ(ro.schema_version(), 2);
+        EXPECT_EQ(ro.runs_list().size(), 1u);
+        EXPECT_TRUE(ro.annotations().empty());
+    }
+    RunStore rw = RunStore::open(path);
+    EXPECT_EQ(rw.schema_version(), kStoreSchemaVersion);
+    rw.run_annotate(RunAnnotation{id, {"kept"}, "", false});
+    EXPECT_EQ(RunStore::open(path, true).annotations().at(0).tags, std::vector<std::string>{"kept"});
+    EXPECT_EQ(rw.metrics(id, metric::train_loss).size(), 2u);
 }
 
 TEST(RunStoreSchema, RefusesNewerSchema) {

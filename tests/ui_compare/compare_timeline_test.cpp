@@ -20,6 +20,7 @@
 
 #include "engine/parallel/schedule.h"
 #include "ui/common/project_document.h"
+#include "tests/ui_compare/ui_compare_util.h"
 #include "ui/compare/compare_page.h"
 #include "ui/compare/config_diff.h"
 #include "ui/compare/run_table_model.h"
@@ -27,20 +28,10 @@
 #include "ui/timeline/timeline_page.h"
 
 using namespace tessera::studio;
+using ui_compare_test::ensure_app;
+using ui_compare_test::screenshot_dir;
 
 namespace {
-
-void ensure_app() {
-    static int argc = 1;
-    static char name[] = "compare_timeline_ui_test";
-    static char* argv[] = {name, nullptr};
-    static QApplication* app = [] {
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-        QStandardPaths::setTestModeEnabled(true);
-        return new QApplication(argc, argv);
-    }();
-    (void)app;
-}
 
 const char* kProject =
     "name: base\n"
@@ -59,11 +50,6 @@ void train(const QString& dir, const QStringList& sets) {
     ASSERT_EQ(p.exitCode(), 0) << p.readAll().toStdString();
 }
 
-QString screenshot_dir() {
-    const QString d = QString(TESSERA_BIN_DIR) + "/../screenshots";
-    QDir().mkpath(d);
-    return QDir(d).absolutePath();
-}
 
 // A project folder with runs.db holding runs #1 base, #2 lr3e-3, #3 pp2.
 class PagesTest : public ::testing::Test {
@@ -103,7 +89,12 @@ TEST_F(PagesTest, RunModelPassesTesterAndSorts) {
     QAbstractItemModelTester t2(page.proxyModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
     RunTableModel* m = page.runModel();
     ASSERT_EQ(m->rowCount(), 3);
-    ASSERT_EQ(m->columnCount(), RunTableModel::ColumnCount);
+    // the fixed columns, then the config keys that differ among the three runs (lr is one; pp has
+    // its fixed column)
+    ASSERT_EQ(m->columnCount(), RunTableModel::ColumnCount + m->configKeys().size());
+    EXPECT_TRUE(m->configKeys().contains("train.lr"));
+    EXPECT_TRUE(m->configKeys().contains("train.grad_accum"));
+    EXPECT_FALSE(m->configKeys().contains("parallel.pp"));
     const RunSummary& pp2 = m->runs()[2];
     EXPECT_EQ(pp2.name, "pp2");
     EXPECT_EQ(pp2.status, "completed");

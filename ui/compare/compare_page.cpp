@@ -2,16 +2,20 @@
 #include "ui/compare/compare_page.h"
 #include "ui/common/plot_theme.h"
 
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -23,7 +27,10 @@
 #include "ui/common/project_document.h"
 #include "ui/common/vocabulary.h"
 #include "ui/compare/config_diff.h"
+#include "ui/compare/curve_math.h"
+#include "ui/compare/parallel_coords.h"
 #include "ui/compare/run_table_model.h"
+#include "ui/monitor/monitor_series.h"
 
 namespace tessera::studio {
 
@@ -34,42 +41,84 @@ const QColor kRunColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xe1, 0x57, 0x59),
 const QStringList kHoverMetrics = {vocab(metric::train_loss), vocab(metric::val_loss),
                                    vocab(metric::perf_tok_per_s), vocab(metric::train_lr)};
 
-// The last point at or before x (x in steps); nullptr if none.
-const QPair<double, double>* value_at(const QVector<QPair<double, double>>& s, double step) {
-    const QPair<double, double>* best = nullptr;
-    for (const auto& p : s) {
-        if (p.first > step + 1e-9) break;
-        best = &p;
-    }
-    return best;
+// The index of the last x at or before xq; -1 if none.
+int index_at(const std::vector<double>& x, double xq) {
+    auto it = std::upper_bound(x.begin(), x.end(), xq + 1e-9);
+    return int(it - x.begin()) - 1;
+}
+
+QColor faint(QColor c, int alpha) {
+    c.setAlpha(alpha);
+    return c;
+}
+
+QCPGraph* add_line(QCustomPlot* plot, const QString& object, const QString& name, const Curve& c,
+                   const QPen& pen, int columns) {  // columns 0: every point
+    QCPGraph* g = plot->addGraph();
+    g->setObjectName(object);
+    g->setName(name);
+    g->setPen(pen);
+    const Curve d = columns > 0 ? curve_downsample_minmax(c.x, c.y, columns) : c;
+    g->setData(QVector<double>(d.x.begin(), d.x.end()), QVector<double>(d.y.begin(), d.y.end()), true);
+    if (d.size() < 20) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    return g;
+}
+
+std::vector<double> smooth(const std::vector<double>& y, double beta) {
+    return beta > 0 ? monitor_ema_debiased(y, beta) : y;
 }
 }  // namespace
 
 ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
-    : QWidget(parent), m_doc(doc), m_model(new RunTableModel(this)), m_proxy(new QSortFilterProxyModel(this)),
+    : QWidget(parent), m_doc(doc), m_model(new RunTableModel(this)), m_proxy(new RunFilterProxy(this)),
       m_view(new QTableView(this)), m_metricBox(new QComboBox(this)), m_xBox(new QComboBox(this)),
+      m_groupBox(new QComboBox(this)), m_smoothBox(new QDoubleSpinBox(this)),
       m_plot(new QCustomPlot(this)), m_hover(new QTableWidget(this)), m_diff(new ConfigDiffView(this)),
-      m_status(new QLabel(this)) {
+      m_parallel(new ParallelCoordsView(this)),
+      m_status(new QLabel(this)), m_filter(new QLineEdit(this)), m_showArchived(new QCheckBox(tr("Show archived"), this)),
+      m_tagsEdit(new QLineEdit(this)), m_noteEdit(new QLineEdit(this)),
+      m_archiveButton(new QPushButton(tr("Archive"), this)) {
     setObjectName("comparePage");
+    m_status->setObjectName("compareStatus");
     m_proxy->setSourceModel(m_model);
     m_proxy->setSortRole(RunTableModel::kSortRole);
     m_view->setObjectName("runTable");
     m_view->setModel(m_proxy);
     m_view->setSortingEnabled(true);
-    m_view->sortByColumn(RunTableModel::Name, Qt::AscendingOrder);
+    m_view->sortByColumn(RunTableModel::Name, Qt::DescendingOrder);  // the newest run on top
     m_view->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_view->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_view->verticalHeader()->hide();
+    m_view->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);  // many rows
     m_view->setAlternatingRowColors(true);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->setMinimumHeight(120);
+    m_filter->setObjectName("runFilter");
+    m_filter->setPlaceholderText(tr("Filter runs: name, tag, note, config value (tag:NAME for one tag)"));
+    m_filter->setClearButtonEnabled(true);
+    m_showArchived->setObjectName("showArchived");
+    m_tagsEdit->setObjectName("runTags");
+    m_tagsEdit->setPlaceholderText(tr("tags, comma-separated"));
+    m_noteEdit->setObjectName("runNote");
+    m_noteEdit->setPlaceholderText(tr("note"));
+    m_archiveButton->setObjectName("archiveRuns");
+    m_archiveButton->setToolTip(tr("Hide the selected runs from the table (Show archived brings them back)"));
 
     m_metricBox->setObjectName("compareMetric");
     m_metricBox->setEditable(false);
     m_metricBox->addItems(kHoverMetrics);
     m_xBox->setObjectName("compareX");
-    m_xBox->addItems({tr("by step"), tr("by tokens")});
+    m_xBox->addItems({tr("by step"), tr("by tokens"), tr("by wall time")});
+    m_groupBox->setObjectName("compareGroup");
+    m_groupBox->setToolTip(tr("One line per value of this config key (the mean of its runs) with a "
+                              "min–max band"));
+    m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_smoothBox->setObjectName("compareSmoothing");
+    m_smoothBox->setRange(0, 0.999);
+    m_smoothBox->setDecimals(3);
+    m_smoothBox->setSingleStep(0.05);
+    m_smoothBox->setToolTip(tr("EMA smoothing (debiased); the raw curve stays, faint"));
 
     m_plot->setObjectName("compareChart");
     m_plot->setMinimumSize(360, 220);
@@ -77,6 +126,8 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     m_plot->legend->setFont(QFont(font().family(), 8));
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot->setNoAntialiasingOnDrag(true);
+    m_plot->setPlottingHint(QCP::phFastPolylines, true);  // as the Monitor page
 
     m_hover->setObjectName("hoverTable");
     QStringList hh{tr("Run"), tr("Step"), tr("Tokens")};
@@ -94,32 +145,60 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     csv->setToolTip(tr("The selected runs' metrics: run,step,rank,name,value,wall_time"));
     png->setToolTip(tr("The chart as PNG or PDF"));
     auto* top = new QHBoxLayout;
-    top->addWidget(new QLabel(tr("Select runs to compare (Ctrl/Shift-click)."), this));
-    top->addStretch(1);
     top->addWidget(new QLabel(tr("Metric"), this));
     top->addWidget(m_metricBox);
     top->addWidget(new QLabel(tr("x"), this));
     top->addWidget(m_xBox);
+    top->addWidget(new QLabel(tr("Group by"), this));
+    top->addWidget(m_groupBox);
+    top->addWidget(new QLabel(tr("Smoothing"), this));
+    top->addWidget(m_smoothBox);
+    top->addStretch(1);
     top->addWidget(reload);
     top->addWidget(csv);
     top->addWidget(png);
 
+    // the run table gets the page's full height on the left (a table of many runs needs rows);
+    // the chart over the config diff on the right
     auto* chartBox = new QWidget(this);
     auto* chartLay = new QVBoxLayout(chartBox);
     chartLay->setContentsMargins(0, 0, 0, 0);
     chartLay->addWidget(m_plot, 1);
     chartLay->addWidget(m_hover);
-    auto* bottom = new QSplitter(Qt::Horizontal, this);
-    bottom->addWidget(chartBox);
-    bottom->addWidget(m_diff);
-    bottom->setStretchFactor(0, 3);
-    bottom->setStretchFactor(1, 2);
-    bottom->setSizes({620, 480});
-    auto* split = new QSplitter(Qt::Vertical, this);
-    split->addWidget(m_view);
-    split->addWidget(bottom);
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(chartBox);
+    auto* tabs = new QTabWidget(this);
+    tabs->setObjectName("compareTabs");
+    tabs->addTab(m_diff, tr("Config diff"));
+    tabs->addTab(m_parallel, tr("Parallel coordinates"));
+    right->addWidget(tabs);
+    right->setStretchFactor(0, 3);
+    right->setStretchFactor(1, 2);
+    auto* saveNote = new QPushButton(tr("Save"), this);
+    saveNote->setToolTip(tr("Write these tags and this note to every selected run (runs.db)"));
+    auto* left = new QWidget(this);
+    auto* leftLay = new QVBoxLayout(left);
+    leftLay->setContentsMargins(0, 0, 0, 0);
+    auto* filterRow = new QHBoxLayout;
+    filterRow->addWidget(m_filter, 1);
+    filterRow->addWidget(m_showArchived);
+    auto* noteRow = new QHBoxLayout;
+    noteRow->addWidget(new QLabel(tr("Tags"), this));
+    noteRow->addWidget(m_tagsEdit, 1);
+    noteRow->addWidget(new QLabel(tr("Note"), this));
+    noteRow->addWidget(m_noteEdit, 1);
+    noteRow->addWidget(saveNote);
+    noteRow->addWidget(m_archiveButton);
+    leftLay->addLayout(filterRow);
+    leftLay->addWidget(m_view, 1);
+    leftLay->addLayout(noteRow);
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->setObjectName("compareSplit");
+    split->addWidget(left);
+    split->addWidget(right);
     split->setStretchFactor(0, 1);
-    split->setStretchFactor(1, 3);
+    split->setStretchFactor(1, 1);
+    split->setSizes({560, 640});
 
     auto* lay = new QVBoxLayout(this);
     lay->addLayout(top);
@@ -129,7 +208,22 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] { selectionChanged(); });
     connect(m_metricBox, &QComboBox::currentTextChanged, this, [this] { replot(); });
     connect(m_xBox, &QComboBox::currentIndexChanged, this, [this] { replot(); });
+    connect(m_groupBox, &QComboBox::currentIndexChanged, this, [this] { replot(); });
+    connect(m_smoothBox, &QDoubleSpinBox::valueChanged, this, [this] { replot(); });
     connect(reload, &QPushButton::clicked, this, &ComparePage::refresh);
+    connect(m_filter, &QLineEdit::textChanged, this, &ComparePage::setFilterText);
+    connect(m_showArchived, &QCheckBox::toggled, this, &ComparePage::setShowArchived);
+    connect(m_parallel, &ParallelCoordsView::brushChanged, this,
+            [this](const std::optional<QSet<int64_t>>& runs) { m_proxy->setAllowedRuns(runs); });
+    // "8 of 1,020 runs shown" while the filter, the brushes or archiving hide some
+    for (auto sig : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved})
+        connect(m_proxy, sig, this, [this] { showCount(); });
+    connect(m_proxy, &QAbstractItemModel::modelReset, this, [this] { showCount(); });
+    connect(m_proxy, &QAbstractItemModel::layoutChanged, this, [this] { showCount(); });
+    connect(saveNote, &QPushButton::clicked, this, &ComparePage::saveAnnotationClicked);
+    connect(m_noteEdit, &QLineEdit::returnPressed, this, &ComparePage::saveAnnotationClicked);
+    connect(m_tagsEdit, &QLineEdit::returnPressed, this, &ComparePage::saveAnnotationClicked);
+    connect(m_archiveButton, &QPushButton::clicked, this, &ComparePage::archiveClicked);
     connect(csv, &QPushButton::clicked, this, &ComparePage::exportCsvClicked);
     connect(png, &QPushButton::clicked, this, &ComparePage::exportChartClicked);
     connect(m_plot, &QCustomPlot::mouseMove, this,
@@ -147,6 +241,7 @@ void ComparePage::refresh() {
     const QVector<int64_t> keep = selectedRunIds();
     m_store.reset();
     m_cache.clear();
+    m_loaded.clear();
     std::vector<RunSummary> rows;
     const QString db = m_doc ? m_doc->dbPath() : QString();
     if (db.isEmpty() || !QFileInfo::exists(db)) {
@@ -154,13 +249,23 @@ void ComparePage::refresh() {
     } else {
         try {
             m_store = std::make_unique<tessera::RunStore>(tessera::RunStore::open(db.toStdString(), true));
-            for (const auto& r : m_store->runs_list()) {
-                rows.push_back(compare_summarize_run(*m_store, r));
+            QMap<int64_t, tessera::RunAnnotation> notes;
+            for (auto& a : m_store->annotations()) notes.insert(a.run_id, std::move(a));
+            const std::vector<tessera::RunRow> list = m_store->runs_list();
+            rows = compare_summarize_runs(*m_store, list);
+            for (size_t i = 0; i < list.size(); ++i) {
+                const tessera::RunRow& r = list[i];
+                if (auto it = notes.find(r.id); it != notes.end()) {
+                    for (const auto& t : it->tags) rows[i].tags << QString::fromStdString(t);
+                    rows[i].note = QString::fromStdString(it->note);
+                    rows[i].archived = it->archived;
+                }
                 for (const auto& name : m_store->metric_names(r.id))  // every logged metric can be plotted
                     if (m_metricBox->findText(QString::fromStdString(name)) < 0)
                         m_metricBox->addItem(QString::fromStdString(name));
             }
-            m_status->setText(tr("%1 runs in %2").arg(rows.size()).arg(db));
+            m_loaded = tr("%1 runs in %2").arg(rows.size()).arg(db);
+            m_status->setText(m_loaded);
         } catch (const std::exception& e) {
             m_store.reset();
             rows.clear();
@@ -169,7 +274,16 @@ void ComparePage::refresh() {
         }
     }
     m_model->setRuns(std::move(rows));
-    setSelectedRuns(keep);
+    m_parallel->setRuns(*m_model);
+    // the differing config keys right after Name, Status and Tags, where the eye starts
+    for (int k = 0; k < m_model->configKeys().size(); ++k) {
+        QHeaderView* h = m_view->horizontalHeader();
+        h->moveSection(h->visualIndex(RunTableModel::ColumnCount + k), RunTableModel::Tags + 1 + k);
+    }
+    fillGroupKeys();
+    setSelectedRuns(keep.isEmpty() ? newestRuns(kDefaultSelection) : keep);
+    if (const QModelIndexList sel = m_view->selectionModel()->selectedRows(); !sel.isEmpty())
+        m_view->scrollTo(sel.front());
     selectionChanged();
 }
 
@@ -179,28 +293,87 @@ const ComparePage::Series& ComparePage::series(int64_t run, const QString& metri
     if (it != per_run.end()) return *it;
     Series s;
     if (m_store) {
-        auto rows = m_store->metrics(run, metric.toStdString());
-        int rank = INT32_MAX;  // per-rank metrics: take the lowest rank that logged it
-        for (const auto& r : rows) rank = std::min(rank, r.rank);
-        for (const auto& r : rows)
-            if (r.rank == rank) s.push_back({double(r.step), r.value});
-        std::stable_sort(s.begin(), s.end(), [](auto& a, auto& b) { return a.first < b.first; });
+        const tessera::MetricSeries rows = m_store->metric_series(run, metric.toStdString());
+        // per-rank metrics: take the lowest rank that logged it
+        const int rank = rows.rank.empty() ? 0 : *std::min_element(rows.rank.begin(), rows.rank.end());
+        const RunSummary* sum = summary(run);
+        const double t0 = sum ? sum->start_time : 0;
+        s.step.reserve(rows.size());
+        s.value.reserve(rows.size());
+        s.wall.reserve(rows.size());
+        for (size_t i = 0; i < rows.size(); ++i)
+            if (rows.rank[i] == rank) {
+                s.step.push_back(double(rows.step[i]));
+                s.value.push_back(rows.value[i]);
+                s.wall.push_back(rows.wall_time[i] - t0);
+            }
     }
-    return *per_run.insert(metric, s);
+    return *per_run.insert(metric, std::move(s));
+}
+
+const RunSummary* ComparePage::summary(int64_t run) const {
+    for (const auto& r : m_model->runs())
+        if (r.id == run) return &r;
+    return nullptr;
 }
 
 double ComparePage::tokensPerStep(int64_t run) const {
-    for (const auto& r : m_model->runs())
-        if (r.id == run) return r.tokens_per_step();
-    return 0;
+    const RunSummary* r = summary(run);
+    return r ? r->tokens_per_step() : 0;
+}
+
+std::vector<double> ComparePage::xValues(int64_t run, const Series& s) const {
+    switch (xAxis()) {
+    case XAxis::Step: return s.step;
+    case XAxis::Tokens: {
+        std::vector<double> x(s.step);
+        const double scale = tokensPerStep(run);
+        for (double& v : x) v *= scale;
+        return x;
+    }
+    case XAxis::WallTime: {
+        std::vector<double> x(s.wall);
+        for (double& v : x) v /= 60.0;
+        // wall times of a restarted run can step back: keep x ascending for the chart
+        for (size_t i = 1; i < x.size(); ++i) x[i] = std::max(x[i], x[i - 1]);
+        return x;
+    }
+    }
+    return s.step;
+}
+
+void ComparePage::fillGroupKeys() {
+    const QString current = m_groupBox->currentData().toString();
+    QSignalBlocker block(m_groupBox);
+    m_groupBox->clear();
+    m_groupBox->addItem(tr("(each run)"), QString());
+    m_groupBox->addItem(tr("tags"), QString(RunSummary::kGroupByTags));
+    // the keys that differ among the runs first: they are what one groups by
+    QStringList keys = m_model->configKeys();
+    for (const char* k : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.zero", "train.micro_batch"})
+        if (!keys.contains(k)) keys << k;
+    if (!m_model->runs().empty())
+        for (const ConfigEntry& e : m_model->runs().front().config)
+            if (!keys.contains(e.key)) keys << e.key;
+    for (const QString& k : keys) m_groupBox->addItem(k, k);
+    m_groupBox->setCurrentIndex(std::max(0, m_groupBox->findData(current)));
+}
+
+QVector<int64_t> ComparePage::newestRuns(int n) const {
+    QVector<int64_t> ids;
+    for (const RunSummary& r : m_model->runs())
+        if (!r.archived || m_proxy->showArchived()) ids << r.id;
+    std::sort(ids.begin(), ids.end(), std::greater<>());
+    if (ids.size() > n) ids.resize(n);
+    return ids;
 }
 
 QVector<int64_t> ComparePage::selectedRunIds() const {
     QVector<int64_t> ids;
     if (!m_view->selectionModel()) return ids;
-    QModelIndexList rows = m_view->selectionModel()->selectedRows();
-    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.row() < b.row(); });
-    for (const QModelIndex& i : rows) ids << i.data(RunTableModel::kRunIdRole).toLongLong();
+    for (const QModelIndex& i : m_view->selectionModel()->selectedRows())
+        ids << i.data(RunTableModel::kRunIdRole).toLongLong();
+    std::sort(ids.begin(), ids.end());  // colours and legend stay put when the table is re-sorted
     return ids;
 }
 
@@ -219,11 +392,102 @@ void ComparePage::setMetric(const QString& name) {
     m_metricBox->setCurrentText(name);
 }
 
-void ComparePage::setXByTokens(bool tokens) { m_xBox->setCurrentIndex(tokens ? 1 : 0); }
+void ComparePage::setXByTokens(bool tokens) { setXAxis(tokens ? XAxis::Tokens : XAxis::Step); }
+void ComparePage::setXAxis(XAxis x) { m_xBox->setCurrentIndex(int(x)); }
+ComparePage::XAxis ComparePage::xAxis() const { return XAxis(std::clamp(m_xBox->currentIndex(), 0, 2)); }
+
+void ComparePage::setGroupKey(const QString& key) {
+    int i = m_groupBox->findData(key);
+    if (i < 0 && !key.isEmpty()) {
+        m_groupBox->addItem(key, key);
+        i = m_groupBox->count() - 1;
+    }
+    m_groupBox->setCurrentIndex(std::max(0, i));
+}
+QString ComparePage::groupKey() const { return m_groupBox->currentData().toString(); }
+void ComparePage::setSmoothing(double beta) { m_smoothBox->setValue(beta); }
+int ComparePage::displayColumns() const { return std::max(200, m_plot->axisRect()->width()); }
+void ComparePage::setDisplayDownsampling(bool on) {
+    m_downsample = on;
+    replot();
+}
 
 void ComparePage::selectionChanged() {
     replot();
     updateDiff();
+    showAnnotation();
+}
+
+QSortFilterProxyModel* ComparePage::proxyModel() const { return m_proxy; }
+
+void ComparePage::showCount() {
+    if (m_loaded.isEmpty()) return;  // an error or "no runs yet" stays
+    const int shown = m_proxy->rowCount(), all = m_model->rowCount();
+    m_status->setText(shown == all ? m_loaded : tr("%1 of %2").arg(shown).arg(m_loaded));
+}
+
+// ------------------------------------------------------------------------------------------------
+// annotations and filter
+
+void ComparePage::setFilterText(const QString& text) {
+    if (m_filter->text() != text) m_filter->setText(text);  // comes back here through textChanged
+    m_proxy->setFilterWords(text);
+}
+
+void ComparePage::setShowArchived(bool show) {
+    if (m_showArchived->isChecked() != show) m_showArchived->setChecked(show);
+    m_proxy->setShowArchived(show);
+}
+
+void ComparePage::showAnnotation() {
+    const QVector<int64_t> ids = selectedRunIds();
+    const RunSummary* r = ids.isEmpty() ? nullptr : summary(ids.front());
+    m_tagsEdit->setText(r ? r->tags.join(", ") : QString());
+    m_noteEdit->setText(r ? r->note : QString());
+    m_archiveButton->setText(r && r->archived ? tr("Unarchive") : tr("Archive"));
+    for (QWidget* w : {static_cast<QWidget*>(m_tagsEdit), static_cast<QWidget*>(m_noteEdit),
+                       static_cast<QWidget*>(m_archiveButton)})
+        w->setEnabled(r != nullptr);
+}
+
+bool ComparePage::annotate(const QVector<int64_t>& ids, const std::optional<QStringList>& tags,
+                           const std::optional<QString>& note, std::optional<bool> archived, QString* error) {
+    auto fail = [&](const QString& msg) {
+        if (error) *error = msg;
+        m_status->setText(msg);
+        Q_EMIT annotateFailed(msg);
+        return false;
+    };
+    const QString db = m_doc ? m_doc->dbPath() : QString();
+    if (db.isEmpty() || !QFileInfo::exists(db)) return fail(tr("no runs.db to annotate"));
+    try {
+        // the page's one read-write connection, for this edit only
+        tessera::RunStore rw = tessera::RunStore::open(db.toStdString(), false);
+        for (int64_t id : ids) {
+            const RunSummary* r = summary(id);
+            tessera::RunAnnotation a{id, {}, r ? r->note.toStdString() : std::string(), r && r->archived};
+            for (const QString& t : tags ? *tags : (r ? r->tags : QStringList()))
+                if (!t.trimmed().isEmpty()) a.tags.push_back(t.trimmed().toStdString());
+            if (note) a.note = note->toStdString();
+            if (archived) a.archived = *archived;
+            rw.run_annotate(a);
+        }
+    } catch (const std::exception& e) {
+        return fail(QString::fromUtf8(e.what()));
+    }
+    refresh();
+    return true;
+}
+
+void ComparePage::saveAnnotationClicked() {
+    annotate(selectedRunIds(), m_tagsEdit->text().split(',', Qt::SkipEmptyParts), m_noteEdit->text(),
+             std::nullopt, nullptr);
+}
+
+void ComparePage::archiveClicked() {
+    const QVector<int64_t> ids = selectedRunIds();
+    const RunSummary* r = ids.isEmpty() ? nullptr : summary(ids.front());
+    annotate(ids, std::nullopt, std::nullopt, !(r && r->archived), nullptr);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -233,33 +497,18 @@ void ComparePage::replot() {
     m_plot->clearGraphs();
     m_plot->clearItems();
     const QString metric = m_metricBox->currentText();
-    const bool tokens = m_xBox->currentIndex() == 1;
     const QVector<int64_t> ids = selectedRunIds();
-    int k = 0;
-    for (int64_t id : ids) {
-        const Series& s = series(id, metric);
-        const double scale = tokens ? tokensPerStep(id) : 1.0;
-        QVector<double> x, y;
-        for (const auto& p : s) {
-            x << p.first * scale;
-            y << p.second;
-        }
-        QCPGraph* g = m_plot->addGraph();
-        QString name;
-        for (const auto& r : m_model->runs())
-            if (r.id == id) name = QString("#%1 %2").arg(r.id).arg(r.name);
-        g->setName(name);
-        g->setPen(QPen(kRunColors[k++ % 8], 2));
-        if (x.size() < 20) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
-        g->setData(x, y, true);
-    }
-    m_plot->xAxis->setLabel(tokens ? tr("tokens") : tr("step"));
+    const double beta = m_smoothBox->value();
+    if (groupKey().isEmpty()) plotRuns(ids, metric, beta);
+    else plotGroups(ids, metric, beta);
+    const XAxis xa = xAxis();
+    m_plot->xAxis->setLabel(xa == XAxis::Tokens ? tr("tokens") : xa == XAxis::WallTime ? tr("wall time (min)") : tr("step"));
     m_plot->yAxis->setLabel(metric);
     if (ids.isEmpty()) {
         auto* t = new QCPItemText(m_plot);
         t->position->setType(QCPItemPosition::ptAxisRectRatio);
         t->position->setCoords(0.5, 0.5);
-        t->setText(m_model->rowCount() ? tr("select runs in the table above") : tr("no runs"));
+        t->setText(m_model->rowCount() ? tr("select runs in the table") : tr("no runs"));
         m_plot->legend->setVisible(false);
     } else {
         m_plot->legend->setVisible(true);
@@ -272,34 +521,91 @@ void ComparePage::replot() {
     if (!ids.isEmpty()) hoverAt(m_plot->xAxis->range().upper);
 }
 
+// One line per run: the raw curve (faint under smoothing) and its EMA.
+void ComparePage::plotRuns(const QVector<int64_t>& ids, const QString& metric, double beta) {
+    const int columns = m_downsample ? displayColumns() : 0;
+    int k = 0;
+    for (int64_t id : ids) {
+        const Series& s = series(id, metric);
+        const QColor color = kRunColors[k++ % 8];
+        const RunSummary* r = summary(id);
+        const QString name = r ? QString("#%1 %2").arg(r->id).arg(r->name) : QString("#%1").arg(id);
+        Curve c{xValues(id, s), s.value};
+        if (beta > 0) {
+            add_line(m_plot, "raw", name, c, QPen(faint(color, 60), 1), columns)->removeFromLegend();
+            c.y = smooth(s.value, beta);
+        }
+        add_line(m_plot, "run", name, c, QPen(color, 2), columns);
+    }
+}
+
+// One line per value of the group key: the mean of its runs' (smoothed) curves over a band from
+// their min to their max; under smoothing, the raw mean faint.
+void ComparePage::plotGroups(const QVector<int64_t>& ids, const QString& metric, double beta) {
+    const int columns = m_downsample ? displayColumns() : 0;
+    const QString key = groupKey();
+    QMap<QString, QVector<int64_t>> groups;  // value -> runs, in value order
+    for (int64_t id : ids) {
+        const RunSummary* r = summary(id);
+        const QString v = r ? r->groupValue(key) : QString();
+        groups[v.isEmpty() ? tr("(unknown)") : v] << id;
+    }
+    int k = 0;
+    for (auto it = groups.cbegin(); it != groups.cend(); ++it) {
+        const QColor color = kRunColors[k++ % 8];
+        std::vector<Curve> raw, shown;
+        for (int64_t id : it.value()) {
+            const Series& s = series(id, metric);
+            raw.push_back({xValues(id, s), s.value});
+            shown.push_back({raw.back().x, smooth(s.value, beta)});
+        }
+        const QString label = QString("%1 = %2 (%3 run%4)").arg(key.section('.', -1), it.key())
+                                  .arg(it.value().size()).arg(it.value().size() == 1 ? "" : "s");
+        const CurveBand band = curve_group_band(shown);
+        QCPGraph* lo = add_line(m_plot, "bandLow", label, {band.x, band.lo}, Qt::NoPen, columns);
+        QCPGraph* hi = add_line(m_plot, "bandHigh", label, {band.x, band.hi}, Qt::NoPen, columns);
+        for (QCPGraph* g : {lo, hi}) {
+            g->removeFromLegend();
+            g->setScatterStyle(QCPScatterStyle());
+        }
+        hi->setBrush(faint(color, 50));
+        hi->setChannelFillGraph(lo);
+        if (beta > 0) {
+            const CurveBand rawBand = curve_group_band(raw);
+            add_line(m_plot, "raw", label, {rawBand.x, rawBand.mean}, QPen(faint(color, 70), 1), columns)
+                ->removeFromLegend();
+        }
+        add_line(m_plot, "mean", label, {band.x, band.mean}, QPen(color, 2), columns);
+    }
+}
+
 void ComparePage::hoverAt(double x) {
-    const bool tokens = m_xBox->currentIndex() == 1;
     const QVector<int64_t> ids = selectedRunIds();
     m_hover->setRowCount(ids.size());
     for (int r = 0; r < ids.size(); ++r) {
         const int64_t id = ids[r];
         const double tps = tokensPerStep(id);
-        const double step = tokens ? (tps > 0 ? x / tps : 0) : x;
-        QString name;
-        for (const auto& s : m_model->runs())
-            if (s.id == id) name = QString("#%1 %2").arg(s.id).arg(s.name);
+        const RunSummary* sum = summary(id);
         auto set = [&](int c, const QString& text) {
             auto* item = new QTableWidgetItem(text);
             if (c > 0) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             if (c == 0) item->setForeground(kRunColors[r % 8]);
             m_hover->setItem(r, c, item);
         };
-        set(0, name);
-        const auto* at = value_at(series(id, vocab(metric::train_loss)), step);
-        const double shown_step = at ? at->first : std::floor(std::max(0.0, step));
-        set(1, QString::number(int64_t(shown_step)));
-        set(2, QString::number(int64_t(shown_step * tps)));
+        set(0, sum ? QString("#%1 %2").arg(sum->id).arg(sum->name) : QString("#%1").arg(id));
+        const Series& loss = series(id, vocab(metric::train_loss));
+        const int at = index_at(xValues(id, loss), x);
+        const double step = at >= 0 ? loss.step[at] : 0;
+        set(1, QString::number(int64_t(step)));
+        set(2, QString::number(int64_t(step * tps)));
         for (int m = 0; m < kHoverMetrics.size(); ++m) {
-            const auto* p = value_at(series(id, kHoverMetrics[m]), step);
+            const Series& s = series(id, kHoverMetrics[m]);
+            const int i = index_at(s.step, step);
             const int prec = kHoverMetrics[m] == vocab(metric::perf_tok_per_s) ? 0 : 4;
-            set(3 + m, p ? (kHoverMetrics[m] == vocab(metric::train_lr) ? QString::number(p->second, 'e', 2)
-                                                          : QString::number(p->second, 'f', prec))
-                         : QStringLiteral("–"));
+            set(3 + m, i >= 0 && at >= 0
+                           ? (kHoverMetrics[m] == vocab(metric::train_lr) ? QString::number(s.value[i], 'e', 2)
+                                                                          : QString::number(s.value[i], 'f', prec))
+                           : QStringLiteral("–"));
         }
     }
     // the cursor line

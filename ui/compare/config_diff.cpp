@@ -85,10 +85,17 @@ std::vector<ConfigEntry> compare_config_flatten(const tessera::RunConfig& c) {
 }
 
 std::vector<ConfigDiffRow> compare_config_diff(const std::vector<tessera::RunConfig>& configs) {
+    std::vector<std::vector<ConfigEntry>> flat;
+    flat.reserve(configs.size());
+    for (const auto& c : configs) flat.push_back(compare_config_flatten(c));
+    return compare_config_diff_flat(flat);
+}
+
+std::vector<ConfigDiffRow> compare_config_diff_flat(const std::vector<std::vector<ConfigEntry>>& configs) {
     std::vector<ConfigDiffRow> rows;
     std::map<QString, size_t> at;  // key -> row
     for (size_t r = 0; r < configs.size(); ++r) {
-        for (const ConfigEntry& e : compare_config_flatten(configs[r])) {
+        for (const ConfigEntry& e : configs[r]) {
             auto it = at.find(e.key);
             if (it == at.end()) {
                 it = at.emplace(e.key, rows.size()).first;

@@ -26,6 +26,9 @@ struct ConfigDiffRow {
 
 std::vector<ConfigEntry> compare_config_flatten(const tessera::RunConfig& cfg);
 std::vector<ConfigDiffRow> compare_config_diff(const std::vector<tessera::RunConfig>& configs);
+// The same comparison over configs already flattened (one entry list per run): the diff pane and
+// the run table's columns of differing keys both come from here.
+std::vector<ConfigDiffRow> compare_config_diff_flat(const std::vector<std::vector<ConfigEntry>>& flat);
 
 class ConfigDiffView : public QWidget {
     Q_OBJECT

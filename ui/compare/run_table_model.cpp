@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <thread>
 
 #include "engine/config/config.h"
 #include "ui/common/vocabulary.h"
@@ -22,9 +24,11 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
     s.status = QString::fromStdString(run.status);
     s.last_step = run.last_step;
     s.duration_s = run.end_time > 0 ? run.end_time - run.start_time : -1;
+    s.start_time = run.start_time;
     try {
         tessera::RunConfig c = tessera::config_parse(run.config_text, run.name + " (runs.db)");
         s.config_ok = true;
+        s.config = compare_config_flatten(c);
         s.dp = c.parallel.dp;
         s.tp = c.parallel.tp;
         s.pp = c.parallel.pp;
@@ -43,24 +47,69 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
     } catch (const std::exception&) {
         // an unreadable stored config leaves the plan columns at their defaults
     }
+    // columns in step order, no row strings: 1,000 runs open in the time of a frame or two
     double best = std::numeric_limits<double>::infinity();
-    for (const auto& m : store.metrics(run.id, tessera::metric::val_loss)) {
-        if (!std::isfinite(m.value)) continue;
-        best = std::min(best, m.value);
-        s.final_val_loss = m.value;
+    for (double v : store.metric_series(run.id, tessera::metric::val_loss).value) {
+        if (!std::isfinite(v)) continue;
+        best = std::min(best, v);
+        s.final_val_loss = v;
     }
     if (std::isfinite(best)) s.best_val_loss = best;
     if (auto m = store.metric_last(run.id, tessera::metric::train_loss)) s.final_train_loss = m->value;
     std::vector<double> tok;
-    for (const auto& m : store.metrics(run.id, tessera::metric::perf_tok_per_s))
-        if (std::isfinite(m.value)) tok.push_back(m.value);
+    for (double v : store.metric_series(run.id, tessera::metric::perf_tok_per_s).value)
+        if (std::isfinite(v)) tok.push_back(v);
     if (!tok.empty()) {
         std::nth_element(tok.begin(), tok.begin() + tok.size() / 2, tok.end());
         s.median_tok_per_s = tok[tok.size() / 2];
     }
-    for (const auto& m : store.metrics(run.id, tessera::metric::mem_total_bytes))
-        if (std::isfinite(m.value)) s.peak_bytes_per_gpu = std::max(s.peak_bytes_per_gpu, m.value);
+    for (double v : store.metric_series(run.id, tessera::metric::mem_total_bytes).value)
+        if (std::isfinite(v)) s.peak_bytes_per_gpu = std::max(s.peak_bytes_per_gpu, v);
     return s;
+}
+
+std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
+                                               const std::vector<tessera::RunRow>& runs, int threads) {
+    std::vector<RunSummary> out(runs.size());
+    if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+    threads = std::min(threads, int(runs.size() / 64) + 1);  // a thread is worth ~64 runs
+    if (threads <= 1) {
+        for (size_t i = 0; i < runs.size(); ++i) out[i] = compare_summarize_run(store, runs[i]);
+        return out;
+    }
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                // a connection per thread (connections are opened without SQLite's mutexes)
+                const tessera::RunStore own = tessera::RunStore::open(store.path(), true);
+                for (size_t i = size_t(t); i < runs.size(); i += size_t(threads))
+                    out[i] = compare_summarize_run(own, runs[i]);
+            } catch (...) {
+                errors[size_t(t)] = std::current_exception();
+            }
+        });
+    try {
+        for (size_t i = 0; i < runs.size(); i += size_t(threads)) out[i] = compare_summarize_run(store, runs[i]);
+    } catch (...) {
+        errors[0] = std::current_exception();
+    }
+    for (auto& th : pool) th.join();
+    for (auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    return out;
+}
+
+QString RunSummary::groupValue(const QString& key) const {
+    if (key == kGroupByTags) return tags.isEmpty() ? QString() : tags.join(", ");
+    return configValue(key);
+}
+
+QString RunSummary::configValue(const QString& key) const {
+    for (const ConfigEntry& e : config)
+        if (e.key == key) return e.value;
+    return {};
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -86,10 +135,52 @@ QVariant sort_num(double v) { return v < 0 ? QVariant(std::numeric_limits<double
 
 RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 
+namespace {
+// keys a fixed column already shows (or that follow from them)
+bool shown_by_fixed_column(const QString& key) {
+    static const QStringList fixed = {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.zero",
+                                      "parallel.world_size (derived)", "train.micro_batch",
+                                      "parallel.offload_activations", "parallel.offload_optimizer"};
+    return fixed.contains(key) || key.startsWith("parallel.recompute[");
+}
+}  // namespace
+
 void RunTableModel::setRuns(std::vector<RunSummary> runs) {
     beginResetModel();
     m_runs = std::move(runs);
+    m_configKeys.clear();
+    m_configNumeric.clear();
+    m_cells.assign(m_runs.size(), {});
+    std::vector<std::vector<ConfigEntry>> flat;
+    for (const RunSummary& r : m_runs)
+        if (r.config_ok) flat.push_back(r.config);
+    for (const ConfigDiffRow& row : compare_config_diff_flat(flat))
+        if (row.differs && !shown_by_fixed_column(row.key)) m_configKeys << row.key;
+    m_configNumeric.assign(m_configKeys.size(), true);
+    for (size_t r = 0; r < m_runs.size(); ++r) {
+        std::map<QString, QString> by_key;
+        for (const ConfigEntry& e : m_runs[r].config) by_key.emplace(e.key, e.value);
+        for (int k = 0; k < m_configKeys.size(); ++k) {
+            auto it = by_key.find(m_configKeys[k]);
+            m_cells[r].push_back(it == by_key.end() ? QString() : it->second);
+            bool ok = false;
+            m_cells[r].back().toDouble(&ok);
+            if (!ok && !m_cells[r].back().isEmpty()) m_configNumeric[k] = false;
+        }
+    }
     endResetModel();
+}
+
+QString RunTableModel::columnTitle(const QString& key) {
+    static const QStringList groups = {"model", "data", "train", "parallel", "runtime"};
+    QString t = key.mid(key.indexOf('.') + 1);
+    t.remove(QStringLiteral(" (derived)"));
+    return groups.contains(t) ? key : t;  // "lr" for train.lr; data.train keeps its group
+}
+
+int RunTableModel::configColumn(const QString& key) const {
+    const int k = m_configKeys.indexOf(key);
+    return k < 0 ? -1 : ColumnCount + k;
 }
 
 int RunTableModel::rowCount(const QModelIndex& parent) const {
@@ -97,15 +188,29 @@ int RunTableModel::rowCount(const QModelIndex& parent) const {
 }
 
 int RunTableModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : ColumnCount;
+    return parent.isValid() ? 0 : ColumnCount + int(m_configKeys.size());
 }
 
 QVariant RunTableModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= int(m_runs.size()) || index.column() >= ColumnCount) return {};
+    if (!index.isValid() || index.row() >= int(m_runs.size()) || index.column() >= columnCount()) return {};
     const RunSummary& r = m_runs[index.row()];
     if (role == kRunIdRole) return QVariant::fromValue<qlonglong>(r.id);
+    if (index.column() >= ColumnCount) {  // a differing config key
+        const int k = index.column() - ColumnCount;
+        const QString& v = m_cells[index.row()][k];
+        if (role == Qt::DisplayRole) return v.isEmpty() ? QStringLiteral("–") : v;
+        if (role == Qt::ToolTipRole) return QString("%1 = %2").arg(m_configKeys[k], v);
+        if (role == Qt::TextAlignmentRole)
+            return int((m_configNumeric[k] ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter);
+        if (role == kSortRole)
+            return m_configNumeric[k] ? (v.isEmpty() ? QVariant(std::numeric_limits<double>::max())
+                                                     : QVariant(v.toDouble()))
+                                      : QVariant(v.toLower());
+        return {};
+    }
     if (role == Qt::TextAlignmentRole)
-        return index.column() <= Status || index.column() == Recompute || index.column() == Offload
+        return index.column() <= Tags || index.column() == Recompute || index.column() == Offload ||
+                       index.column() == Note
                    ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))
                    : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
     if (role == Qt::ForegroundRole && index.column() == Status) {
@@ -114,13 +219,19 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
         return {};
     }
     if (role == Qt::ToolTipRole && index.column() == Name)
-        return QString("run #%1, %2 steps").arg(r.id).arg(r.last_step);
+        return QString("run #%1, %2 steps%3%4").arg(r.id).arg(r.last_step)
+            .arg(r.archived ? QStringLiteral(" (archived)") : QString())
+            .arg(r.note.isEmpty() ? QString() : "\n" + r.note);
+    if (role == Qt::ToolTipRole && index.column() == Note && !r.note.isEmpty()) return r.note;
+    if (role == Qt::ForegroundRole && r.archived) return QBrush(QColor(0x95, 0xa5, 0xa6));
     const bool display = role == Qt::DisplayRole;
     const bool sort = role == kSortRole;
     if (!display && !sort) return {};
     switch (index.column()) {
-    case Name: return display ? QString("#%1 %2").arg(r.id).arg(r.name) : QVariant(r.name.toLower());
+    case Name: return display ? QVariant(QString("#%1 %2").arg(r.id).arg(r.name)) : QVariant(qlonglong(r.id));
     case Status: return r.status;
+    case Tags: return r.tags.join(", ");
+    case Note: return display ? QVariant(r.note.section('\n', 0, 0)) : QVariant(r.note.toLower());
     case DP: return r.dp;
     case TP: return r.tp;
     case PP: return r.pp;
@@ -138,13 +249,63 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation o, int role) const {
-    if (o != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-    static const char* names[] = {"Run", "Status", "DP", "TP", "PP", "ZeRO", "Recompute", "Offload",
-                                  "Micro-batch", "Final val loss", "Best val loss", "Tok/s (median)",
-                                  "Peak mem/GPU", "Duration"};
+    if (o != Qt::Horizontal || section < 0 || section >= columnCount()) return {};
+    if (section >= ColumnCount) {
+        const QString& key = m_configKeys[section - ColumnCount];
+        if (role == Qt::DisplayRole) return columnTitle(key);
+        if (role == Qt::ToolTipRole) return tr("%1: differs among the runs").arg(key);
+        return {};
+    }
+    static const char* names[] = {"Run", "Status", "Tags", "DP", "TP", "PP", "ZeRO", "Recompute",
+                                  "Offload", "Micro-batch", "Final val loss", "Best val loss",
+                                  "Tok/s (median)", "Peak mem/GPU", "Duration", "Note"};
+    static_assert(std::size(names) == ColumnCount);
     if (role == Qt::DisplayRole) return QString(names[section]);
     if (role == Qt::ToolTipRole && section == PeakMem) return QString("max of mem/total_bytes over ranks and steps");
     return {};
+}
+
+// ------------------------------------------------------------------------------------------------
+// filter
+
+RunFilterProxy::RunFilterProxy(QObject* parent) : QSortFilterProxyModel(parent) {}
+
+void RunFilterProxy::setFilterWords(const QString& text) {
+    m_words = text.simplified().toLower().split(' ', Qt::SkipEmptyParts);
+    invalidateFilter();
+}
+
+void RunFilterProxy::setShowArchived(bool show) {
+    m_showArchived = show;
+    invalidateFilter();
+}
+
+void RunFilterProxy::setAllowedRuns(const std::optional<QSet<int64_t>>& runs) {
+    m_allowed = runs;
+    invalidateFilter();
+}
+
+bool RunFilterProxy::filterAcceptsRow(int row, const QModelIndex& parent) const {
+    auto* m = qobject_cast<RunTableModel*>(sourceModel());
+    if (!m || parent.isValid() || row >= int(m->runs().size())) return true;
+    const RunSummary& r = m->runs()[row];
+    if (r.archived && !m_showArchived) return false;
+    if (m_allowed && !m_allowed->contains(r.id)) return false;
+    for (const QString& w : m_words) {
+        if (w.startsWith("tag:")) {
+            const QString want = w.mid(4);
+            if (!std::any_of(r.tags.begin(), r.tags.end(), [&](const QString& t) { return t.toLower() == want; }))
+                return false;
+            continue;
+        }
+        bool hit = r.name.toLower().contains(w) || r.status.toLower().contains(w) ||
+                   r.note.toLower().contains(w) ||
+                   std::any_of(r.tags.begin(), r.tags.end(), [&](const QString& t) { return t.toLower().contains(w); });
+        for (int c = RunTableModel::ColumnCount; !hit && c < m->columnCount(); ++c)
+            hit = m->index(row, c).data().toString().toLower().contains(w);
+        if (!hit) return false;
+    }
+    return true;
 }
 
 }  // namespace tessera::studio
