@@ -622,7 +622,8 @@ void HostsPage::showReport() {
             item->setText(3, QString::fromStdString(c.fix));
             item->setToolTip(2, item->text(2));
             item->setToolTip(3, item->text(3));
-            const QStringList fps = preflight_unknown_fingerprints(c);
+            QStringList fps;
+            for (const std::string& f : c.unknown_fingerprints()) fps << QString::fromStdString(f);
             if (!fps.isEmpty()) rh.unknownFingerprints = fps;
             if (c.name == "host key" && c.status == "fail" &&
                 c.detail.find("CHANGED") != std::string::npos)
