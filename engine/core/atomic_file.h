@@ -28,7 +28,8 @@ inline void file_write_atomic(const std::string& path, std::string_view content)
 // For writers that stream a file themselves: `write(tmp)` creates and fills the temp file (and
 // makes it durable: fsync before returning); it is then renamed over `path` and the folder is
 // fsync'ed. If `write` throws, the temp file is removed and the exception passes on.
-void file_replace_atomic(const std::string& path, const std::function<void(const std::string& tmp)>& write);
+void file_replace_atomic(const std::string& path,
+                         const std::function<void(const std::string& tmp)>& write);
 
 // "." for "name", "/" for "/name", otherwise everything before the last slash.
 std::string file_parent_dir(const std::string& path);

@@ -190,7 +190,8 @@ TEST(ClusterRules, AnEditIsRefusedOnlyForAProblemItAdds) {
 // The reader refuses what the rules refuse (the same limits), one at a time with file:line:col.
 TEST(ClusterRules, TheReaderUsesTheSameLimits) {
     const std::string head =
-        "model: {preset: gpt-tiny}\ndata: {dataset: brown}\nparallel: {dp: 1}\ncluster:\n  hosts:\n";
+        "model: {preset: gpt-tiny}\ndata: {dataset: brown}\nparallel: {dp: 1}\n"
+        "cluster:\n  hosts:\n";
     try {
         config_parse(head + "    - {host: a, slots: 4097}\n", "p.yaml");
         ADD_FAILURE() << "expected an InputError";

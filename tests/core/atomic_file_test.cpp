@@ -102,7 +102,8 @@ TEST(AtomicFile, FailedRenameRemovesTempAndNamesBothPaths) {
         FAIL() << "expected an Error";
     } catch (const tessera::Error& e) {
         const std::string what = e.what();
-        EXPECT_NE(what.find("cannot rename " + target.string() + ".tmp."), std::string::npos) << what;
+        EXPECT_NE(what.find("cannot rename " + target.string() + ".tmp."), std::string::npos)
+            << what;
         EXPECT_NE(what.find(" to " + target.string()), std::string::npos) << what;
     }
     EXPECT_TRUE(others(d.path, "busy").empty());
