@@ -153,6 +153,14 @@ const char* kTinyByteLevel = R"({
             "merges": ["a b", ["ab", "ab"]]}
 })";
 
+// kTinyByteLevel with its first `from` replaced by `to`.
+std::string replaced(const std::string& from, const std::string& to) {
+    std::string s = kTinyByteLevel;
+    size_t p = s.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    return s.replace(p, from.size(), to);
+}
+
 struct MalformedCase {
     std::string text, expect;
 };
@@ -276,13 +284,6 @@ TEST(HfTokenizer, MergesByRankAndAddedTokens) {
 
 TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
     TempDir tmp;
-    std::string base = kTinyByteLevel;
-    auto replaced = [&](const std::string& from, const std::string& to) {
-        std::string s = base;
-        size_t p = s.find(from);
-        EXPECT_NE(p, std::string::npos) << from;
-        return s.replace(p, from.size(), to);
-    };
     const std::vector<MalformedCase> cases = {
         {"{\"model\": ", "not valid JSON"},
         {"[1, 2]", "expected a JSON object"},
@@ -344,12 +345,6 @@ TEST(HfTokenizer, VocabSizeWithoutLoadingEqualsTheFullLoad) {
 
 TEST(HfTokenizer, VocabSizeOfAMalformedFileNamesFileAndKey) {
     TempDir tmp;
-    auto replaced = [](const std::string& from, const std::string& to) {
-        std::string s = kTinyByteLevel;
-        size_t p = s.find(from);
-        EXPECT_NE(p, std::string::npos) << from;
-        return s.replace(p, from.size(), to);
-    };
     const std::vector<MalformedCase> cases = {
         {"{\"model\": ", "not valid JSON"},
         {"[1, 2]", "expected a JSON object"},

@@ -70,6 +70,14 @@ struct Fixture {
 
 bool wait_for(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
 
+// A second window (its own document and Data page) to open the fixture's project in.
+struct OtherWindow {
+    ProjectDocument doc;
+    QWidget window;
+    DataPage page{&doc, &window};
+    QSignalSpy shown{&page, &DataPage::samplesShown};
+};
+
 // Prepares the fixture's inputs into data/prepared and saves: a project that trains on them.
 void prepare_and_save(Fixture& f) {
     f.page->setInputs({"texts", "more.jsonl"});
@@ -79,6 +87,21 @@ void prepare_and_save(Fixture& f) {
     QString err;
     ASSERT_TRUE(f.doc.save(&err)) << err.toStdString();
 }
+
+// The fixture's project prepared, saved, and opened again in a second window (page2), whose
+// samples start loading.
+class DataPageReopened : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ASSERT_NO_FATAL_FAILURE(prepare_and_save(f));
+        QString err;
+        ASSERT_TRUE(o.doc.open(f.dir, &err)) << err.toStdString();
+    }
+    Fixture f;
+    OtherWindow o;
+    DataPage& page2 = o.page;
+    QSignalSpy& shown = o.shown;
+};
 
 }  // namespace
 
@@ -219,16 +242,7 @@ TEST(DataPage, CancelLeavesNoOutput) {
     EXPECT_TRUE(f.page->statusText().contains("Cancelled")) << f.page->statusText().toStdString();
 }
 
-TEST(DataPage, ReopenedProjectShowsItsPreparedFolder) {
-    Fixture f;
-    ASSERT_NO_FATAL_FAILURE(prepare_and_save(f));
-    QString err;
-
-    ProjectDocument doc2;
-    QWidget w;
-    DataPage page2(&doc2, &w);
-    QSignalSpy shown(&page2, &DataPage::samplesShown);
-    ASSERT_TRUE(doc2.open(f.dir, &err)) << err.toStdString();
+TEST_F(DataPageReopened, ShowsItsPreparedFolder) {
     EXPECT_EQ(page2.preparedSet().documents, 5);
     // opening returns before the tokenizer is loaded: the page says so, the samples come later
     auto* samples = page2.findChild<QPlainTextEdit*>("samples");
@@ -251,19 +265,10 @@ TEST(DataPage, ReopenedProjectShowsItsPreparedFolder) {
 
 // Samples asked for a folder that is no longer shown (another project opened while they load)
 // never reach the page.
-TEST(DataPage, SamplesOfAProjectClosedWhileLoadingAreDropped) {
-    Fixture f;
-    ASSERT_NO_FATAL_FAILURE(prepare_and_save(f));
-    QString err;
-
-    QTemporaryDir other;
-    ProjectDocument doc2;
-    QWidget w;
-    DataPage page2(&doc2, &w);
-    QSignalSpy shown(&page2, &DataPage::samplesShown);
-    ASSERT_TRUE(doc2.open(f.dir, &err)) << err.toStdString();
+TEST_F(DataPageReopened, SamplesOfAProjectReplacedWhileLoadingAreDropped) {
     ASSERT_TRUE(page2.isLoadingSamples());
-    doc2.create(other.path(), config_parse("name: plain\nmodel: {preset: llama-tiny}\ndata: {dataset: brown}\n", "project.yaml"));
+    QTemporaryDir other;
+    o.doc.create(other.path(), config_parse("name: plain\nmodel: {preset: llama-tiny}\ndata: {dataset: brown}\n", "project.yaml"));
     EXPECT_FALSE(page2.isLoadingSamples());
     EXPECT_FALSE(shown.wait(3000));  // the first project's samples (a few ms of work) never come
     EXPECT_TRUE(page2.sampleTexts().isEmpty());
