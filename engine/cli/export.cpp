@@ -8,6 +8,7 @@
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
 #include "engine/config/hf_config.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/file_util.h"
@@ -89,7 +90,7 @@ int cli_export(const CliArgs& args) {
             ? HfTensorsOf([&](const ParamInfo& p) { return llama_hf_tensors(p, shape.llama); })
             : HfTensorsOf([](const ParamInfo& p) { return std::vector<HfTensor>{gpt_hf_tensor(p)}; });
     hf_export_weights(table, params.data(), tensors_of, (fs::path(out) / "model.safetensors").string());
-    io_write_file_atomic((fs::path(out) / "config.json").string(), config_json);
+    file_write_atomic((fs::path(out) / "config.json").string(), config_json);
     std::cout << "tessera: exported step " << ck.step << " of run '" << cfg.name << "' (" << arch << ", "
               << table.total_numel() << " parameters) to " << out << ": config.json, model.safetensors\n";
     return 0;

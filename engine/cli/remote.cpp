@@ -4,32 +4,21 @@
 //   tessera launch-script CONFIG --format sbatch|mpirun [--config-path PATH]
 // and the two internal ones started over ssh:
 //   tessera _node ...    one host's share of a job (engine/launch/launcher.h launch_node)
-//   tessera _probe ...   the remote half of preflight (and its port listener / connector)
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
+//   tessera _probe ...   the remote half of preflight (engine/launch/preflight_probe.cpp: the
+//                        host's checks as JSON lines, the port listener / connector)
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
-#include <chrono>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <thread>
+#include <nlohmann/json.hpp>
 
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
 #include "engine/core/error.h"
-#include "engine/core/unique_fd.h"
-#include "engine/data/brown.h"
-#include "engine/data/cache.h"
 #include "engine/launch/cluster.h"
 #include "engine/launch/launcher.h"
 #include "engine/launch/preflight.h"
@@ -98,179 +87,6 @@ ConfigArgs parse_config_args(const CliArgs& args, const char* cmd, const char* u
     }
     if (c.path.empty()) throw InputError(str_cat(cmd, ": missing CONFIG\n", usage));
     return c;
-}
-
-void print_json_line(const std::string& name, const std::string& status, const std::string& detail,
-                     const std::string& fix = "") {
-    std::cout << nlohmann::json{{"name", name}, {"status", status}, {"detail", detail}, {"fix", fix}}.dump()
-              << std::endl;
-}
-
-// ---- _probe: checks run on the remote host -------------------------------------------------
-
-void probe_workdir(const std::string& workdir) {
-    std::error_code ec;
-    std::string dir = workdir.empty() ? fs::current_path(ec).string() : workdir;
-    fs::create_directories(dir, ec);
-    if (ec) {
-        print_json_line("workdir", "fail", str_cat(dir, ": cannot create: ", ec.message()),
-                        "fix cluster.workdir or the directory's permissions");
-        return;
-    }
-    std::string probe = (fs::path(dir) / str_cat(".tessera-probe-", ::getpid())).string();
-    std::ofstream(probe) << "probe\n";
-    bool ok = fs::exists(probe, ec) && fs::file_size(probe, ec) == 6;
-    fs::remove(probe, ec);
-    if (ok) print_json_line("workdir", "ok", str_cat(dir, " writable"));
-    else print_json_line("workdir", "fail", str_cat(dir, " is not writable"), "fix its permissions or cluster.workdir");
-}
-
-void probe_devices(const std::string& device, int slots) {
-    if (device != "cuda") {
-        unsigned cores = std::thread::hardware_concurrency();
-        if (cores >= unsigned(slots))
-            print_json_line("cpus", "ok", str_cat(cores, " cores for ", slots, " rank(s)"));
-        else
-            print_json_line("cpus", "warn", str_cat(cores, " cores for ", slots, " ranks (oversubscribed: slower)"),
-                            "fewer slots on this host");
-        return;
-    }
-    SshResult smi = process_run({"nvidia-smi", "--query-gpu=index,memory.used,memory.total,utilization.gpu",
-                                 "--format=csv,noheader,nounits"},
-                                std::chrono::seconds(30));
-    if (smi.exit_code != 0) {
-        const std::string& why = smi.err.empty() ? smi.out : smi.err;
-        print_json_line("gpus", "fail", str_cat("nvidia-smi failed: ", why.substr(0, why.find('\n'))),
-                        "install the NVIDIA driver, or run this plan with runtime.device: cpu");
-        return;
-    }
-    const std::string& out = smi.out;
-    int total = 0, busy = 0;
-    std::istringstream in(out);
-    std::string line, busy_list;
-    while (std::getline(in, line)) {
-        int idx = 0;
-        double used = 0, cap = 0, util = 0;
-        if (std::sscanf(line.c_str(), "%d, %lf, %lf, %lf", &idx, &used, &cap, &util) < 3) continue;
-        ++total;
-        if (used > 1024 || util > 10) {  // MiB; an idle GPU holds a few hundred MiB at most
-            ++busy;
-            busy_list += str_cat(busy_list.empty() ? "" : ", ", "GPU ", idx, " (", int(used), " MiB used)");
-        }
-    }
-    int free_gpus = total - busy;
-    std::string detail = str_cat(total, " GPUs, ", free_gpus, " free, ", slots, " slots");
-    if (!busy_list.empty()) detail += str_cat("; busy: ", busy_list);
-    if (free_gpus >= slots) print_json_line("gpus", "ok", detail);
-    else print_json_line("gpus", "fail", detail, "free the busy GPUs or lower this host's slots");
-}
-
-void probe_data(const RunConfig& cfg) {
-    std::vector<std::pair<std::string, std::string>> files;  // what, path
-    std::string missing_fix = data_fill_hint();
-    if (cfg.data.dataset == "brown") {
-        ShardPaths s = brown_shard_paths(config_tokenizer(cfg));
-        std::error_code ec;
-        if (fs::exists(s.train, ec) && fs::exists(s.val, ec)) {
-            files = {{"train shard", s.train}, {"val shard", s.val}};
-        } else {
-            try {
-                std::string dir = brown_corpus_dir();
-                print_json_line("data", "ok", str_cat("Brown corpus at ", dir, " (", cfg.model.vocab,
-                                                      " shards are prepared on first use)"));
-            } catch (const Error& e) {
-                print_json_line("data", "fail", e.what(), missing_fix);
-            }
-        }
-    } else if (cfg.data.dataset == "fashion-mnist") {
-        for (const char* f : {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                              "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
-            files.push_back({"Fashion-MNIST", str_cat(kFashionMnistDefaultDir, "/", f)});
-        missing_fix = "install the Debian package dataset-fashion-mnist on this host";
-    }
-    if (!cfg.data.train.empty()) files.push_back({"data.train", config_resolve_path(cfg, cfg.data.train)});
-    if (!cfg.data.val.empty()) files.push_back({"data.val", config_resolve_path(cfg, cfg.data.val)});
-    if (!cfg.model.init_from.empty())
-        files.push_back({"model.init_from", config_resolve_path(cfg, cfg.model.init_from)});
-    std::string missing, found;
-    for (const auto& [what, path] : files) {
-        std::error_code ec;
-        if (fs::is_regular_file(path, ec)) found += str_cat(found.empty() ? "" : ", ", path);
-        else missing += str_cat(missing.empty() ? "" : ", ", what, " ", path);
-    }
-    if (!missing.empty()) print_json_line("data", "fail", "missing: " + missing, missing_fix);
-    else if (!files.empty()) print_json_line("data", "ok", found);
-}
-
-int probe_listen(int port, int seconds, int expect) {
-    UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    const int fd = listener.get();
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_ANY);
-    a.sin_port = htons(uint16_t(port));
-    if (::bind(fd, (sockaddr*)&a, sizeof a) != 0 || ::listen(fd, 64) != 0) {
-        std::cout << "bind failed: port " << port << ": " << std::strerror(errno) << std::endl;
-        return 1;
-    }
-    std::cout << "listening on " << port << std::endl;
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    int accepted = 0;
-    while (accepted < expect && std::chrono::steady_clock::now() < deadline) {
-        pollfd p{fd, POLLIN, 0};
-        if (::poll(&p, 1, 200) <= 0) continue;
-        UniqueFd c(::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC));
-        if (!c) continue;
-        (void)!::write(c.get(), "tessera-probe\n", 14);
-        ++accepted;
-    }
-    listener.reset();
-    std::cout << "accepted " << accepted << std::endl;
-    return 0;
-}
-
-int probe_connect(const std::string& where, int seconds) {
-    auto colon = where.rfind(':');
-    if (colon == std::string::npos) throw InputError("_probe: --connect HOST:PORT");
-    std::string host = where.substr(0, colon), port = where.substr(colon + 1);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    std::string last = "no attempt";
-    while (std::chrono::steady_clock::now() < deadline) {
-        addrinfo hints{}, *raw = nullptr;
-        hints.ai_socktype = SOCK_STREAM;
-        int g = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &raw);
-        AddrInfoPtr res(raw);
-        if (g != 0) {
-            std::cout << "cannot resolve " << host << ": " << gai_strerror(g) << std::endl;
-            return 1;
-        }
-        for (addrinfo* ai = res.get(); ai; ai = ai->ai_next) {
-            UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
-            if (!fd) continue;
-            if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
-                char buf[32] = {};
-                timeval tv{2, 0};
-                ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-                ssize_t n = ::read(fd.get(), buf, sizeof buf - 1);
-                fd.reset();
-                res.reset();
-                if (n > 0 && std::string(buf).rfind("tessera-probe", 0) == 0) {
-                    std::cout << "connected to " << where << std::endl;
-                    return 0;
-                }
-                std::cout << where << " answered, but not as tessera's probe (another service "
-                             "holds the port?)" << std::endl;
-                return 1;
-            }
-            last = std::strerror(errno);
-        }
-        res.reset();
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    std::cout << "cannot connect to " << where << ": " << last << std::endl;
-    return 1;
 }
 
 const char* kPreflightUsage =
@@ -405,16 +221,16 @@ int cli_node(const CliArgs& args) {
 
 int cli_probe(const CliArgs& args) {
     ArgReader r{args, "_probe"};
-    std::string workdir, device = "cpu", config_name = "project.yaml", config_text, connect;
-    int slots = 1, listen = 0, seconds = 15, expect = 1;
-    bool has_text = false;
+    PreflightProbe probe;
+    std::string connect;
+    int listen = 0, seconds = 15, expect = 1;
     while (!r.done()) {
         const std::string& a = r.next();
-        if (a == "--workdir") workdir = r.value(a);
-        else if (a == "--slots") slots = r.int_value(a, 1, 4096);
-        else if (a == "--device") device = r.value(a);
-        else if (a == "--config-name") config_name = r.value(a);
-        else if (a == "--config-text") config_text = r.value(a), has_text = true;
+        if (a == "--workdir") probe.workdir = r.value(a);
+        else if (a == "--slots") probe.slots = r.int_value(a, 1, 4096);
+        else if (a == "--device") probe.device = r.value(a);
+        else if (a == "--config-name") probe.config_name = r.value(a);
+        else if (a == "--config-text") probe.config_text = r.value(a), probe.has_config = true;
         else if (a == "--env") {
             auto [k, v] = split_env(r.value(a), "_probe");
             ::setenv(k.c_str(), v.c_str(), 1);
@@ -424,23 +240,9 @@ int cli_probe(const CliArgs& args) {
         else if (a == "--expect") expect = r.int_value(a, 1, 1 << 20);
         else throw InputError(str_cat("_probe: unknown option '", a, "'"));
     }
-    if (listen) return probe_listen(listen, seconds, expect);
-    if (!connect.empty()) return probe_connect(connect, seconds);
-    probe_workdir(workdir);
-    probe_devices(device, slots);
-    if (has_text) {
-        std::string dir = workdir.empty() ? fs::current_path().string() : workdir;
-        try {
-            RunConfig cfg = config_parse(config_text, (fs::path(dir) / config_name).string());
-            probe_data(cfg);
-        } catch (const Error& e) {
-            // the config's own file checks (data.train, model.init_from) ran here, on the host
-            bool missing = std::string(e.what()).find("expected an existing file") != std::string::npos;
-            print_json_line(missing ? "data" : "config", "fail", e.what(),
-                            missing ? "copy the file to this host (relative paths start at cluster.workdir)"
-                                    : "fix the config");
-        }
-    }
+    if (listen) return preflight_probe_listen(listen, seconds, expect, std::cout);
+    if (!connect.empty()) return preflight_probe_connect(connect, seconds, std::cout);
+    for (const PreflightCheck& c : preflight_probe_host(probe)) std::cout << preflight_check_to_json(c).dump() << std::endl;
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <fstream>
 
+#include "engine/config/cluster_rules.h"
 #include "engine/config/config_reader.h"
 #include "engine/config/config_yaml.h"
 #include "engine/core/error.h"
@@ -296,9 +297,9 @@ void read_cluster_host(ConfigReader& r, const ConfigField& item, ClusterHost& h)
         std::string k = key_of(f);
         if (k == "host") h.host = read_cluster_name(r, f, false), has_host = true;
         else if (k == "user") h.user = read_cluster_name(r, f, true);
-        else if (k == "port") h.port = (int)r.read_int(f, 1, 65535);
+        else if (k == "port") h.port = (int)r.read_int(f, 1, kClusterMaxPort);
         else if (k == "identity") h.identity = r.read_string(f, false);
-        else if (k == "slots") h.slots = (int)r.read_int(f, 1, 4096);
+        else if (k == "slots") h.slots = (int)r.read_int(f, 1, kClusterMaxSlots);
         else if (k == "addr") h.addr = read_cluster_name(r, f, false);
     }
     if (!item.value.IsMap()) r.fail_field(item, "a map with host, slots, ...", yaml_describe_node(item.value));
@@ -321,9 +322,9 @@ void read_cluster(ConfigReader& r, const ConfigField& sec, ClusterConfig& c, con
             hostfile_field = &hf;
         } else if (k == "workdir") c.workdir = r.read_string(f, true);
         else if (k == "tessera") c.tessera = r.read_string(f, false);
-        else if (k == "rendezvous_port") c.rendezvous_port = (int)r.read_int(f, 1, 65535);
+        else if (k == "rendezvous_port") c.rendezvous_port = (int)r.read_int(f, 1, kClusterMaxPort);
         else if (k == "known_hosts") c.known_hosts = r.read_string(f, true);
-        else if (k == "connect_timeout") c.connect_timeout = (int)r.read_int(f, 1, 600);
+        else if (k == "connect_timeout") c.connect_timeout = (int)r.read_int(f, 1, kClusterMaxConnectTimeout);
         else if (k == "env") {
             if (f.value.IsNull()) continue;
             if (!f.value.IsMap()) r.fail_field(f, "a map of NAME: value", yaml_describe_node(f.value));
@@ -331,9 +332,7 @@ void read_cluster(ConfigReader& r, const ConfigField& sec, ClusterConfig& c, con
                 std::string name = it->first.Scalar();
                 ConfigField v{str_cat(f.path, ".", name), it->second,
                               yaml_format_mark(r.file, it->second.Mark())};
-                bool ok = !name.empty() && !std::isdigit((unsigned char)name[0]);
-                for (char ch : name) ok = ok && (std::isalnum((unsigned char)ch) || ch == '_');
-                if (!ok) r.fail_field(v, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                if (!cluster_env_name_ok(name)) r.fail_field(v, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
                                       str_cat("'", name, "'"));
                 if (!it->second.IsScalar()) r.fail_field(v, "a string value", yaml_describe_node(it->second));
                 c.env.emplace_back(name, it->second.Scalar());
@@ -387,9 +386,9 @@ std::vector<ClusterHost> cluster_parse_hostfile(const std::string& text, const s
             std::string key = w.substr(0, eq), v = eq == std::string::npos ? "" : w.substr(eq + 1);
             if (eq == std::string::npos || v.empty())
                 fail(str_cat("'", w, "': expected key=value (slots=N, user=, port=, identity=, addr=)"));
-            if (key == "slots") h.slots = to_int(key, v, 1, 4096);
+            if (key == "slots") h.slots = to_int(key, v, 1, kClusterMaxSlots);
             else if (key == "max_slots") to_int(key, v, 1, 1 << 20);  // OpenMPI's cap: accepted, unused
-            else if (key == "port") h.port = to_int(key, v, 1, 65535);
+            else if (key == "port") h.port = to_int(key, v, 1, kClusterMaxPort);
             else if (key == "user" || key == "addr") {
                 if (auto pr = cluster_name_problem(v, key == "user"); !pr.empty())
                     fail(str_cat(key, " '", v, "' ", pr));
@@ -474,8 +473,7 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
 
     // cluster: enough slots for the ranks
     if (!cfg.cluster.hosts.empty()) {
-        int slots = 0;
-        for (const auto& h : cfg.cluster.hosts) slots += h.slots;
+        const int slots = cluster_total_slots(cfg.cluster);
         if (p.dp * p.tp * p.pp > slots)
             r.fail_key({"cluster.hosts", "cluster.hostfile", "parallel.dp"},
                        str_cat("at least dp x tp x pp = ", p.dp * p.tp * p.pp, " slots on the cluster's hosts"),

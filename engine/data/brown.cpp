@@ -110,9 +110,10 @@ ShardPaths brown_shard_paths(const std::string& vocab) {
 }
 
 ShardPaths brown_prepare(const std::string& vocab, bool force) {
-    std::unique_ptr<Tokenizer> tok = tokenizer_make(vocab);  // validates the vocab name first
-    ShardPaths paths = brown_shard_paths(vocab);
+    ShardPaths paths = brown_shard_paths(vocab);  // refuses an unknown vocab (tokenizer_cache_name)
     if (!force && fs::exists(paths.train) && fs::exists(paths.val)) return paths;
+    // only now the tokenizer itself (a second or two for Llama 3): a rank finds the shards cached
+    std::unique_ptr<Tokenizer> tok = tokenizer_make(vocab);
 
     std::vector<std::string> docs = brown_document_paths();
     std::vector<std::vector<int>> encoded(docs.size());

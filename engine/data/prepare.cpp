@@ -8,8 +8,6 @@
 //                   off the validation documents and writes the outputs (temp file + rename)
 #include "engine/data/prepare.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <atomic>
@@ -26,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/sha256.h"
 #include "engine/core/unique_fd.h"
 #include "engine/data/cache.h"
@@ -46,29 +45,6 @@ double PrepareProgress::eta_seconds() const {
 namespace {
 
 constexpr int kManifestVersion = 1;
-
-// ----------------------------------------------------------------------------------------------
-// Small file helpers
-
-// Writes `bytes` to path through a temp file in the same folder and a rename.
-void file_write_atomic(const std::string& path, const void* data, size_t bytes) {
-    std::string tmp = str_cat(path, ".tmp.", getpid());
-    {
-        FilePtr f(std::fopen(tmp.c_str(), "wb"));
-        if (!f) throw Error(str_cat("cannot write ", tmp, " (check the folder is writable)"));
-        bool ok = bytes == 0 || std::fwrite(data, 1, bytes, f.get()) == bytes;
-        ok = std::fflush(f.get()) == 0 && ok;
-        if (!ok) {
-            f.reset();
-            std::remove(tmp.c_str());
-            throw Error(str_cat("short write to ", tmp, " (disk full?)"));
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw Error(str_cat("cannot rename ", tmp, " to ", path));
-    }
-}
 
 // ----------------------------------------------------------------------------------------------
 // The tokenizer's identity: its files' sha256 (bytes: "bytes")
@@ -104,7 +80,7 @@ void part_write(const std::string& path, const Part& p) {
     for (uint64_t v : {p.documents, p.tokens, p.skipped}) bytes.append((const char*)&v, 8);
     bytes.append((const char*)p.lengths.data(), p.lengths.size() * 4);
     bytes.append((const char*)p.ids.data(), p.ids.size() * 4);
-    file_write_atomic(path, bytes.data(), bytes.size());
+    file_write_atomic(path, bytes);
 }
 
 // Reads a part (its header only unless `body`); false when it is missing or not a whole part.
@@ -627,9 +603,9 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     fs::remove(s.manifest_path);
     shard_write(s.train_path, train);
     shard_write(s.val_path, val);
-    file_write_atomic((fs::path(out) / "train.idx").string(), index.data(), index.size() * sizeof(uint64_t));
+    file_write_atomic((fs::path(out) / "train.idx").string(), {{index.data(), index.size() * sizeof(uint64_t)}});
     const std::string text = m.dump(2) + "\n";
-    file_write_atomic(s.manifest_path, text.data(), text.size());
+    file_write_atomic(s.manifest_path, text);
     std::error_code ec;
     fs::remove_all(parts_dir, ec);
     final_progress(s);

@@ -1,14 +1,13 @@
 // llm.c .bin token shards: write (atomic) and read (validated). See shard.h for the format.
 #include "engine/data/shard.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <memory>
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 #include "engine/core/unique_fd.h"
 
@@ -19,32 +18,16 @@ void shard_write(const std::string& path, const std::vector<uint32_t>& tokens) {
         throw InputError(str_cat(path, ": ", tokens.size(), " tokens do not fit one shard (max 2^31-1)"));
     std::filesystem::path p(path);
     if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    std::string tmp = str_cat(path, ".tmp.", getpid());
     int32_t header[kShardHeaderInts] = {};
     header[0] = kShardMagic;
     const bool wide = std::any_of(tokens.begin(), tokens.end(), [](uint32_t t) { return t > 0xFFFF; });
     header[1] = wide ? kShardVersion32 : kShardVersion;
     header[2] = (int32_t)tokens.size();
-    {
-        FilePtr f(std::fopen(tmp.c_str(), "wb"));
-        if (!f) throw Error(str_cat("cannot write shard ", tmp, " (check the folder is writable)"));
-        bool ok = std::fwrite(header, sizeof(header), 1, f.get()) == 1;
-        if (wide) {
-            ok = ok && std::fwrite(tokens.data(), sizeof(uint32_t), tokens.size(), f.get()) == tokens.size();
-        } else if (!tokens.empty()) {
-            const std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
-            ok = ok && std::fwrite(narrow.data(), sizeof(uint16_t), narrow.size(), f.get()) == narrow.size();
-        }
-        ok = std::fflush(f.get()) == 0 && ok;
-        if (!ok) {
-            f.reset();
-            std::remove(tmp.c_str());
-            throw Error(str_cat("short write to shard ", tmp, " (disk full?)"));
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw Error(str_cat("cannot rename ", tmp, " to ", path));
+    if (wide) {
+        file_write_atomic(path, {{header, sizeof(header)}, {tokens.data(), tokens.size() * sizeof(uint32_t)}});
+    } else {
+        const std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
+        file_write_atomic(path, {{header, sizeof(header)}, {narrow.data(), narrow.size() * sizeof(uint16_t)}});
     }
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 
 namespace tessera {
@@ -132,14 +133,14 @@ std::string checkpoint_save(const std::string& root_str, int64_t step,
         w.write(text.data(), text.size());
         w.finish();
     }
-    io_fsync_dir(tmp.string());
+    file_fsync_dir(tmp.string());
 
     // 2. publish: rename into place (replacing a same-step dir), fsync root, then `latest`
     const fs::path final_dir = root / final_name;
     if (fs::exists(final_dir, ec)) checkpoint_remove_dir(root, final_name);
     io_rename(tmp.string(), final_dir.string());
-    io_fsync_dir(root_str);
-    io_write_file_atomic((root / "latest").string(), final_name + "\n");
+    file_fsync_dir(root_str);
+    file_write_atomic((root / "latest").string(), final_name + "\n");
 
     // 3. rotation: the newest `keep` complete checkpoints by step, always including this one
     if (keep > 0) {
@@ -153,7 +154,7 @@ std::string checkpoint_save(const std::string& root_str, int64_t step,
             }
             checkpoint_remove_dir(root, it->name);
         }
-        io_fsync_dir(root_str);
+        file_fsync_dir(root_str);
     }
     return final_dir.string();
 }

@@ -1,4 +1,4 @@
-// Durable file plumbing: mapping, crc32, fsync'ing writer, atomic small-file replace.
+// Durable file plumbing: mapping, crc32, fsync'ing writer, rename.
 #include "engine/io/file_util.h"
 
 #include <fcntl.h>
@@ -96,39 +96,9 @@ void FileWriter::finish() {
     if (rc != 0) throw Error(str_cat(path_, ": close failed: ", errno_str()));
 }
 
-void io_fsync_dir(const std::string& dir) {
-    UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!fd) throw Error(str_cat(dir, ": cannot open directory for fsync: ", errno_str()));
-    int rc = ::fsync(fd.get());
-    std::string e = errno_str();
-    fd.reset();
-    if (rc != 0) throw Error(str_cat(dir, ": directory fsync failed: ", e));
-}
-
 void io_rename(const std::string& from, const std::string& to) {
     if (::rename(from.c_str(), to.c_str()) != 0)
         throw Error(str_cat("cannot rename ", from, " to ", to, ": ", errno_str()));
-}
-
-std::string io_parent_dir(const std::string& path) {
-    size_t slash = path.find_last_of('/');
-    if (slash == std::string::npos) return ".";
-    if (slash == 0) return "/";
-    return path.substr(0, slash);
-}
-
-void io_write_file_atomic(const std::string& path, const std::string& content) {
-    std::string tmp = str_cat(path, ".tmp.", ::getpid());
-    try {
-        FileWriter w(tmp);
-        w.write(content.data(), content.size());
-        w.finish();
-        io_rename(tmp, path);
-    } catch (...) {
-        ::unlink(tmp.c_str());
-        throw;
-    }
-    io_fsync_dir(io_parent_dir(path));
 }
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 // Durable file plumbing shared by safetensors and checkpoints: a read-only mapping of a whole
-// file, zlib crc32 over large buffers, an fsync'ing writer, directory fsync, atomic small-file
-// replace. All failures of the OS are `Error`s naming the path and strerror.
+// file, zlib crc32 over large buffers, an fsync'ing writer, rename. (Replacing a file atomically
+// and folder fsync: engine/core/atomic_file.h.) All failures of the OS are `Error`s naming the
+// path and strerror.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -51,10 +52,6 @@ private:
     uint32_t crc_ = 0;
 };
 
-void io_fsync_dir(const std::string& dir);
 void io_rename(const std::string& from, const std::string& to);  // rename(2), Error on failure
-// Replaces `path` with `content` atomically: temp sibling, fsync, rename, fsync parent dir.
-void io_write_file_atomic(const std::string& path, const std::string& content);
-std::string io_parent_dir(const std::string& path);  // "." when there is no slash
 
 }  // namespace tessera

@@ -2,13 +2,12 @@
 // conversion. See safetensors.h for the layout.
 #include "engine/io/safetensors.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
 
 namespace tessera {
@@ -81,15 +80,7 @@ SafetensorsWritten safetensors_write_direct(const std::string& path,
 
 void safetensors_write(const std::string& path, const std::vector<TensorView>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-    std::string tmp = str_cat(path, ".tmp.", ::getpid());
-    try {
-        safetensors_write_direct(tmp, tensors, metadata);
-        io_rename(tmp, path);
-    } catch (...) {
-        ::unlink(tmp.c_str());
-        throw;
-    }
-    io_fsync_dir(io_parent_dir(path));
+    file_replace_atomic(path, [&](const std::string& tmp) { safetensors_write_direct(tmp, tensors, metadata); });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/config/cluster_rules.h"
 #include "engine/core/error.h"
 #include "engine/launch/ssh.h"
 
@@ -48,6 +49,14 @@ std::vector<NodePlacement> cluster_place(const ClusterConfig& cluster, int world
         throw InputError(str_cat("cluster: the hosts have ", next, " slots but the plan needs ",
                                  world, " ranks (dp x tp x pp)"));
     return nodes;
+}
+
+std::vector<HostRanks> cluster_host_ranks(const RunConfig& cfg) {
+    std::vector<HostRanks> out(cfg.cluster.hosts.size());
+    const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
+    for (const auto& n : cluster_place(cfg.cluster, std::min(world, cluster_total_slots(cfg.cluster))))
+        out[size_t(n.host)] = {n.first_rank, n.ranks};
+    return out;
 }
 
 std::string cluster_host_addr(const ClusterHost& h) { return h.addr.empty() ? h.host : h.addr; }

@@ -20,6 +20,14 @@ struct NodePlacement {
 // are not used. InputError when the slots do not cover the world.
 std::vector<NodePlacement> cluster_place(const ClusterConfig& cluster, int world);
 
+// The ranks each host runs, in host order, by cluster_place's rule; first = -1 and count = 0 for
+// a host left unused. When the slots are short the ranks that fit are placed (the shortage is
+// cluster_problems' cluster.slots): what the studio's host table shows.
+struct HostRanks {
+    int first = -1, count = 0;
+};
+std::vector<HostRanks> cluster_host_ranks(const RunConfig& cfg);
+
 // The address other hosts reach a host at (addr, else host).
 std::string cluster_host_addr(const ClusterHost& h);
 

@@ -1,7 +1,7 @@
 // Preflight checks (preflight.h). Per host: the name and key file, the host key against
 // known_hosts, ssh itself, the remote tessera and its version, then `tessera _probe` on the host
 // (working directory, GPUs or cores versus slots, data files); across hosts: the rendezvous port
-// on the first host, listened on there and connected to from every host.
+// on the first host, listened on there and connected to from every host. And the JSON codec.
 #include "engine/launch/preflight.h"
 
 #include <nlohmann/json.hpp>
@@ -108,9 +108,8 @@ bool check_host(const RunConfig& cfg, const SshTarget& t, int slots, PreflightHo
     std::string line;
     bool any = false;
     while (std::getline(in, line)) {
-        try {
-            auto j = nlohmann::json::parse(line);
-            h.checks.push_back(check(j.at("name"), j.at("status"), j.at("detail"), j.value("fix", "")));
+        try {  // lines that are not a check (a login banner) are skipped
+            h.checks.push_back(preflight_check_from_json(nlohmann::json::parse(line), "probe line"));
             any = true;
         } catch (const std::exception&) {
         }
@@ -203,12 +202,89 @@ std::string PreflightReport::to_text() const {
     return o.str();
 }
 
+std::vector<std::string> PreflightCheck::unknown_fingerprints() const {
+    static const std::string kUnknown = "unknown:";  // check_host's detail for an unknown key
+    if (name != "host key" || status != "fail" || detail.rfind(kUnknown, 0) != 0) return {};
+    std::vector<std::string> out;
+    std::istringstream in(detail.substr(kUnknown.size()));
+    std::string f;
+    while (std::getline(in, f, ',')) {
+        const size_t b = f.find_first_not_of(' '), e = f.find_last_not_of(' ');
+        if (b != std::string::npos) out.push_back(f.substr(b, e - b + 1));
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+nlohmann::json preflight_check_to_json(const PreflightCheck& c) {
+    return {{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}};
+}
+
+namespace {
+
+[[noreturn]] void json_bad(const std::string& where, const std::string& expected, const nlohmann::json* found) {
+    throw InputError(str_cat(where, ": expected ", expected, ", found ",
+                             found ? str_cat(found->type_name(), " ", found->dump().substr(0, 80)) : "nothing"));
+}
+
+const nlohmann::json& json_member(const nlohmann::json& j, const std::string& where, const char* key,
+                                  nlohmann::json::value_t type, const char* expected) {
+    const std::string at = str_cat(where, where.empty() ? "" : ".", key);
+    if (!j.contains(key)) json_bad(at, expected, nullptr);
+    const nlohmann::json& v = j[key];
+    const bool ok = type == nlohmann::json::value_t::number_integer ? v.is_number_integer() : v.type() == type;
+    if (!ok) json_bad(at, expected, &v);
+    return v;
+}
+
+std::string json_string(const nlohmann::json& j, const std::string& where, const char* key) {
+    return json_member(j, where, key, nlohmann::json::value_t::string, "a string").get<std::string>();
+}
+
+}  // namespace
+
+PreflightCheck preflight_check_from_json(const nlohmann::json& j, const std::string& where) {
+    if (!j.is_object()) json_bad(where, "an object {name, status, detail, fix}", &j);
+    PreflightCheck c{json_string(j, where, "name"), json_string(j, where, "status"),
+                     json_string(j, where, "detail"), ""};
+    if (j.contains("fix")) c.fix = json_string(j, where, "fix");
+    return c;
+}
+
+PreflightReport preflight_report_from_json(const std::string& text) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(str_cat("the preflight report is not JSON (byte ", e.byte, ")"));
+    }
+    if (!j.is_object()) json_bad("the preflight report", "an object {ok, hosts}", &j);
+    const nlohmann::json& hosts = json_member(j, "", "hosts", nlohmann::json::value_t::array, "a list of hosts");
+    PreflightReport rep;
+    for (size_t i = 0; i < hosts.size(); ++i) {
+        const std::string at = str_cat("hosts[", i, "]");
+        const nlohmann::json& h = hosts[i];
+        if (!h.is_object()) json_bad(at, "an object {host, first_rank, ranks, checks}", &h);
+        PreflightHost host;
+        host.label = json_string(h, at, "host");
+        if (host.label.empty()) json_bad(at + ".host", "a host name", &h["host"]);
+        host.first_rank = json_member(h, at, "first_rank", nlohmann::json::value_t::number_integer, "an integer").get<int>();
+        host.ranks = json_member(h, at, "ranks", nlohmann::json::value_t::number_integer, "an integer").get<int>();
+        const nlohmann::json& checks = json_member(h, at, "checks", nlohmann::json::value_t::array, "a list of checks");
+        for (size_t k = 0; k < checks.size(); ++k)
+            host.checks.push_back(preflight_check_from_json(checks[k], str_cat(at, ".checks[", k, "]")));
+        rep.hosts.push_back(std::move(host));
+    }
+    return rep;
+}
+
 std::string PreflightReport::to_json() const {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& h : hosts) {
         nlohmann::json checks = nlohmann::json::array();
-        for (const auto& c : h.checks)
-            checks.push_back({{"name", c.name}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
+        for (const auto& c : h.checks) checks.push_back(preflight_check_to_json(c));
         j.push_back({{"host", h.label}, {"first_rank", h.first_rank}, {"ranks", h.ranks},
                      {"ok", h.ok()}, {"checks", checks}});
     }

@@ -139,7 +139,7 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
                                            order);
     }
     const std::string tokenizer = config_tokenizer(cfg);
-    auto tok = tokenizer_make(tokenizer);
+    const int tokenizer_vocab = tokenizer_vocab_size(tokenizer);  // ids only: no BPE tables built
     std::string train_path, val_path;
     if (d.dataset == "brown") {
         ShardPaths p = brown_prepare(tokenizer);
@@ -157,7 +157,7 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
     // Ids Tessera tokenized itself lie in the tokenizer's vocabulary; a shard of the user's own
     // ids must fit the model's embedding (a Llama-family vocab_size; GPT's is the tokenizer's).
     const bool own_ids = d.dataset.empty() && cfg.model.vocab_size > 0;
-    const int vocab = own_ids ? cfg.model.vocab_size : tok->vocab_size();
+    const int vocab = own_ids ? cfg.model.vocab_size : tokenizer_vocab;
     for (auto* v : {&train, &val})
         for (uint32_t t : *v)
             if (t >= (uint32_t)vocab)

@@ -2,9 +2,12 @@
 // transformers.js, run by node on the cached packages) for Llama 3, Qwen3 and Llama 2 files on
 // Brown text and on strings that break tokenizers; decode(encode(x)) == x; malformed files give
 // one InputError naming the file and the key.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/data/brown.h"
@@ -150,6 +153,35 @@ const char* kTinyByteLevel = R"({
             "merges": ["a b", ["ab", "ab"]]}
 })";
 
+// kTinyByteLevel with its first `from` replaced by `to`.
+std::string replaced(const std::string& from, const std::string& to) {
+    std::string s = kTinyByteLevel;
+    size_t p = s.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    return s.replace(p, from.size(), to);
+}
+
+struct MalformedCase {
+    std::string text, expect;
+};
+
+// Writes each case as tokenizer.json and runs `load` on the folder: each must throw one InputError
+// naming the file and holding `expect`.
+template <typename Load>
+void expect_each_refused(const TempDir& tmp, const std::vector<MalformedCase>& cases, Load load) {
+    for (const MalformedCase& c : cases) {
+        const std::string p = write_tokenizer(tmp, c.text);
+        try {
+            load(tmp.path.string());
+            ADD_FAILURE() << "expected InputError for " << c.text.substr(0, 120);
+        } catch (const InputError& e) {
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find(p), std::string::npos) << "message does not name the file: " << msg;
+            EXPECT_NE(msg.find(c.expect), std::string::npos) << "message lacks '" << c.expect << "': " << msg;
+        }
+    }
+}
+
 }  // namespace
 
 TEST(HfTokenizer, Llama3MatchesLenmlTokenizers) {
@@ -252,17 +284,7 @@ TEST(HfTokenizer, MergesByRankAndAddedTokens) {
 
 TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
     TempDir tmp;
-    std::string base = kTinyByteLevel;
-    auto replaced = [&](const std::string& from, const std::string& to) {
-        std::string s = base;
-        size_t p = s.find(from);
-        EXPECT_NE(p, std::string::npos) << from;
-        return s.replace(p, from.size(), to);
-    };
-    struct Case {
-        std::string text, expect;
-    };
-    std::vector<Case> cases = {
+    const std::vector<MalformedCase> cases = {
         {"{\"model\": ", "not valid JSON"},
         {"[1, 2]", "expected a JSON object"},
         {"{}", "model"},
@@ -277,18 +299,7 @@ TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
         {replaced("{\"id\": 5, \"content\": \"<|eot|>\"", "{\"id\": 5, \"content\": 7"),
          "added_tokens[0]"},
     };
-    for (const Case& c : cases) {
-        std::string p = write_tokenizer(tmp, c.text);
-        try {
-            tokenizer_hf(tmp.path.string());
-            ADD_FAILURE() << "expected InputError for " << c.text.substr(0, 120);
-        } catch (const InputError& e) {
-            std::string msg = e.what();
-            EXPECT_NE(msg.find(p), std::string::npos) << "message does not name the file: " << msg;
-            EXPECT_NE(msg.find(c.expect), std::string::npos)
-                << "message lacks '" << c.expect << "': " << msg;
-        }
-    }
+    expect_each_refused(tmp, cases, [](const std::string& dir) { tokenizer_hf(dir); });
     try {
         tokenizer_hf("/nonexistent/dir");
         ADD_FAILURE() << "expected InputError";
@@ -301,6 +312,51 @@ TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
 // Llama 2's file rewritten as newer SentencePiece conversions write it (Mistral, Llama 2 with
 // legacy: false): no normalizer, a Metaspace pre-tokenizer that prepends ▁ only to the text's
 // first segment (prepend_scheme "first"), so text after a special token gets no ▁.
+// tokenizer_vocab_size reads only the ids; it must give what the full load gives, for every
+// named tokenizer and for added tokens before or after model (and past its largest id).
+TEST(HfTokenizer, VocabSizeWithoutLoadingEqualsTheFullLoad) {
+    for (const char* spec : {"bytes", "gpt2", "llama3", "qwen3", "llama2"}) {
+        auto t0 = std::chrono::steady_clock::now();
+        const int fast = tokenizer_vocab_size(spec);
+        auto t1 = std::chrono::steady_clock::now();
+        const int full = tokenizer_make(spec)->vocab_size();
+        auto t2 = std::chrono::steady_clock::now();
+        EXPECT_EQ(fast, full) << spec;
+        std::printf("%s: vocab %d; ids only %.0f ms, full load %.0f ms\n", spec, fast,
+                    std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                    std::chrono::duration<double, std::milli>(t2 - t1).count());
+    }
+    EXPECT_EQ(tokenizer_vocab_size("llama3"), 128256);
+    EXPECT_EQ(tokenizer_vocab_size("llama2"), 32000);
+    EXPECT_EQ(tokenizer_vocab_size("gpt2"), 50257);
+
+    TempDir tmp;
+    write_tokenizer(tmp, kTinyByteLevel);  // vocab ids 0..4, added <|eot|> = 5
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), 6);
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), tokenizer_hf(tmp.path.string())->vocab_size());
+    // added tokens after the model (the scan reads on past model.vocab to them)
+    std::string after = kTinyByteLevel;
+    after.replace(after.find("\"added_tokens\""), std::string("\"added_tokens\"").size(), "\"unused\"");
+    after.insert(after.rfind('}'), ", \"added_tokens\": [{\"id\": 9, \"content\": \"<x>\"}]");
+    write_tokenizer(tmp, after);
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), 10);
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), tokenizer_hf(tmp.path.string())->vocab_size());
+}
+
+TEST(HfTokenizer, VocabSizeOfAMalformedFileNamesFileAndKey) {
+    TempDir tmp;
+    const std::vector<MalformedCase> cases = {
+        {"{\"model\": ", "not valid JSON"},
+        {"[1, 2]", "expected a JSON object"},
+        {"{\"model\": {\"type\": \"BPE\"}}", "model.vocab: expected an object"},
+        {replaced("\"ab\": 2", "\"ab\": \"two\""), "model.vocab[\"ab\"]: expected a non-negative integer id, found a string"},
+        {replaced("\"ab\": 2", "\"ab\": -2"), "model.vocab[\"ab\"]: expected a non-negative integer id, found -2"},
+        {replaced("{\"id\": 5,", "{\"id\": 5.5,"), "added_tokens[0].id: expected a non-negative integer id"},
+    };
+    expect_each_refused(tmp, cases, [](const std::string& dir) { tokenizer_vocab_size(dir); });
+    EXPECT_THROW(tokenizer_vocab_size("no-such-tokenizer"), InputError);
+}
+
 TEST(HfTokenizer, MetaspaceFirstMatchesLenmlTokenizers) {
     std::string src = model_dir("llama2");
     TS_REQUIRE_DATA(src + "/tokenizer.json");

@@ -15,6 +15,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QUndoStack>
@@ -69,6 +70,39 @@ struct Fixture {
 
 bool wait_for(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
 
+// A second window (its own document and Data page) to open the fixture's project in.
+struct OtherWindow {
+    ProjectDocument doc;
+    QWidget window;
+    DataPage page{&doc, &window};
+    QSignalSpy shown{&page, &DataPage::samplesShown};
+};
+
+// Prepares the fixture's inputs into data/prepared and saves: a project that trains on them.
+void prepare_and_save(Fixture& f) {
+    f.page->setInputs({"texts", "more.jsonl"});
+    QSignalSpy done(f.page, &DataPage::prepareFinished);
+    ASSERT_TRUE(f.page->prepare());
+    ASSERT_TRUE(wait_for(done));
+    QString err;
+    ASSERT_TRUE(f.doc.save(&err)) << err.toStdString();
+}
+
+// The fixture's project prepared, saved, and opened again in a second window (page2), whose
+// samples start loading.
+class DataPageReopened : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        ASSERT_NO_FATAL_FAILURE(prepare_and_save(f));
+        QString err;
+        ASSERT_TRUE(o.doc.open(f.dir, &err)) << err.toStdString();
+    }
+    Fixture f;
+    OtherWindow o;
+    DataPage& page2 = o.page;
+    QSignalSpy& shown = o.shown;
+};
+
 }  // namespace
 
 TEST(DataPage, PreparesInputsAndPointsTheProjectAtThem) {
@@ -97,7 +131,12 @@ TEST(DataPage, PreparesInputsAndPointsTheProjectAtThem) {
     EXPECT_EQ(c.data.train, "data/prepared/train.bin");
     EXPECT_EQ(c.data.val, "data/prepared/val.bin");
     EXPECT_EQ(c.model.vocab, "bytes");
-    // samples: the first documents in order (inputs sorted by path: more.jsonl before texts/)
+    // samples: the first documents in order (inputs sorted by path: more.jsonl before texts/),
+    // decoded off the GUI thread
+    QSignalSpy shown(f.page, &DataPage::samplesShown);
+    ASSERT_TRUE(wait_for(shown));
+    EXPECT_EQ(shown.first().first().toString().toStdString(), s.dir);
+    EXPECT_FALSE(f.page->isLoadingSamples());
     ASSERT_FALSE(f.page->sampleTexts().isEmpty());
     EXPECT_EQ(f.page->sampleTexts().first(), "first line document");
     auto* summary = f.page->findChild<QLabel*>("summary");
@@ -203,26 +242,37 @@ TEST(DataPage, CancelLeavesNoOutput) {
     EXPECT_TRUE(f.page->statusText().contains("Cancelled")) << f.page->statusText().toStdString();
 }
 
-TEST(DataPage, ReopenedProjectShowsItsPreparedFolder) {
-    Fixture f;
-    f.page->setInputs({"texts", "more.jsonl"});
-    QSignalSpy done(f.page, &DataPage::prepareFinished);
-    ASSERT_TRUE(f.page->prepare());
-    ASSERT_TRUE(wait_for(done));
-    QString err;
-    ASSERT_TRUE(f.doc.save(&err)) << err.toStdString();
-
-    ProjectDocument doc2;
-    QWidget w;
-    DataPage page2(&doc2, &w);
-    ASSERT_TRUE(doc2.open(f.dir, &err)) << err.toStdString();
+TEST_F(DataPageReopened, ShowsItsPreparedFolder) {
     EXPECT_EQ(page2.preparedSet().documents, 5);
+    // opening returns before the tokenizer is loaded: the page says so, the samples come later
+    auto* samples = page2.findChild<QPlainTextEdit*>("samples");
+    ASSERT_TRUE(samples);
+    EXPECT_TRUE(page2.isLoadingSamples());
+    EXPECT_TRUE(page2.sampleTexts().isEmpty());
+    EXPECT_EQ(samples->toPlainText(), "loading samples…");
+    page2.resize(1200, 720);
+    EXPECT_TRUE(page2.grab().save(QString(TESSERA_BIN_DIR) + "/../data_page_loading_samples.png"));
+    ASSERT_TRUE(wait_for(shown));
+    EXPECT_FALSE(page2.isLoadingSamples());
     EXPECT_EQ(page2.sampleTexts().size(), 3);
+    EXPECT_TRUE(samples->toPlainText().startsWith("first line document")) << samples->toPlainText().toStdString();
     // ready to prepare again into the same folder from the same inputs (their common folder)
     EXPECT_EQ(page2.options().out, (f.dir + "/data/prepared").toStdString());
     ASSERT_EQ(page2.options().inputs.size(), 1u);
     EXPECT_EQ(QFileInfo(QString::fromStdString(page2.options().inputs[0])).canonicalFilePath(),
               QFileInfo(f.dir).canonicalFilePath());
+}
+
+// Samples asked for a folder that is no longer shown (another project opened while they load)
+// never reach the page.
+TEST_F(DataPageReopened, SamplesOfAProjectReplacedWhileLoadingAreDropped) {
+    ASSERT_TRUE(page2.isLoadingSamples());
+    QTemporaryDir other;
+    o.doc.create(other.path(), config_parse("name: plain\nmodel: {preset: llama-tiny}\ndata: {dataset: brown}\n", "project.yaml"));
+    EXPECT_FALSE(page2.isLoadingSamples());
+    EXPECT_FALSE(shown.wait(3000));  // the first project's samples (a few ms of work) never come
+    EXPECT_TRUE(page2.sampleTexts().isEmpty());
+    EXPECT_TRUE(page2.findChild<QPlainTextEdit*>("samples")->toPlainText().isEmpty());
 }
 
 TEST(DataPage, IncompleteFormSaysWhatIsMissing) {

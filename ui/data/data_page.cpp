@@ -27,6 +27,7 @@
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
 #include "ui/data/prepare_runner.h"
+#include "ui/data/samples_loader.h"
 #include "ui/model/model_facts.h"
 
 namespace tessera::studio {
@@ -47,7 +48,7 @@ QString duration(double s) {
 }  // namespace
 
 DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
-    : QWidget(parent), m_doc(doc), m_runner(new PrepareRunner(this)) {
+    : QWidget(parent), m_doc(doc), m_runner(new PrepareRunner(this)), m_samplesLoader(new SamplesLoader(this)) {
     // ---- inputs and options (left) -------------------------------------------------------
     m_inputs = new QListWidget;
     m_inputs->setObjectName("inputs");
@@ -211,6 +212,12 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
         m_status->setText(m_statusText);
         Q_EMIT prepareCancelled();
     });
+    connect(m_samplesLoader, &SamplesLoader::loaded, this, [this](const QString& dir, const QStringList& samples) {
+        showSamples(dir, samples);
+    });
+    connect(m_samplesLoader, &SamplesLoader::failed, this, [this](const QString& dir, const QString& message) {
+        showSamples(dir, {tr("(no samples: %1)").arg(message)});
+    });
     connect(m_order, &QComboBox::activated, this, [this](int i) {
         const std::string order = m_order->itemData(i).toString().toStdString();
         if (order == m_doc->config().data.order) return;
@@ -221,6 +228,8 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
         m_outDir->clear();
         m_set = {};
         m_samples.clear();
+        m_samplesLoader->drop();
+        m_samplesView->clear();
         refresh();
     });
     refresh();
@@ -372,13 +381,11 @@ void DataPage::showError(const QString& message) {
 // ---- results --------------------------------------------------------------------------------
 
 void DataPage::showSet(const tessera::PreparedSet& set, bool justPrepared) {
+    // the samples need the tokenizer (a second for Qwen3): loaded off the GUI thread
     m_samples.clear();
-    try {
-        for (const std::string& s : tessera::prepared_samples(set.dir, set.tokenizer, 3, 120)) m_samples << q(s);
-    } catch (const std::exception& e) {
-        m_samples << tr("(no samples: %1)").arg(q(e.what()));
-    }
-    m_samplesView->setPlainText(m_samples.join("\n\n――――――――\n\n"));
+    m_samplesView->setPlainText(tr("loading samples…"));
+    m_samplesView->setEnabled(false);
+    m_samplesLoader->request(q(set.dir), q(set.tokenizer), 3, 120);
     QString text = tr("<b>%1</b> documents (%2 train, %3 validation)<br>%4 train tokens · %5 validation tokens"
                       "<br>tokenizer %6 (%7 ids) · from %8 of input")
                        .arg(count((double)set.documents), count((double)set.train_documents),
@@ -429,6 +436,16 @@ void DataPage::showSet(const tessera::PreparedSet& set, bool justPrepared) {
     m_hist->setVisible(n > 0);
     setDarkTheme(m_dark);
 }
+
+void DataPage::showSamples(const QString& dir, const QStringList& samples) {
+    if (dir != q(m_set.dir)) return;  // another folder is shown by now
+    m_samples = samples;
+    m_samplesView->setEnabled(true);
+    m_samplesView->setPlainText(m_samples.join("\n\n――――――――\n\n"));
+    Q_EMIT samplesShown(dir);
+}
+
+bool DataPage::isLoadingSamples() const { return m_samplesLoader->isLoading(); }
 
 void DataPage::refresh() {
     setEnabled(m_doc->isOpen());

@@ -2,7 +2,8 @@
 // folders (.txt, .jsonl, .jsonl.gz), the JSONL field, the tokenizer (the model's by default), the
 // validation fraction and the output folder; Prepare runs the engine's data_prepare off the GUI
 // thread with a progress bar and Cancel. When it ends the page shows documents, tokens, the
-// tokens-per-document histogram and a few decoded documents, and sets the project's data.train /
+// tokens-per-document histogram and a few decoded documents (decoded on a worker thread: the
+// tokenizer takes a second to load; "loading samples…" until then), and sets the project's data.train /
 // data.val (and model.vocab when another tokenizer was chosen) as one undoable edit. A bad input
 // is shown on the page with the engine's message (file:line), and nothing is half-written.
 // Opening a project whose data.train lies in a prepared folder shows that folder's summary. The
@@ -29,6 +30,7 @@ namespace tessera::studio {
 
 class ProjectDocument;
 class PrepareRunner;
+class SamplesLoader;
 
 class DataPage : public QWidget {
     Q_OBJECT
@@ -47,7 +49,8 @@ public:
     bool isPreparing() const;
     QString statusText() const;
     const tessera::PreparedSet& preparedSet() const { return m_set; }
-    QStringList sampleTexts() const { return m_samples; }
+    QStringList sampleTexts() const { return m_samples; }  // empty while they load
+    bool isLoadingSamples() const;
 
 public Q_SLOTS:
     bool prepare();  // false (and prepareFailed) when the form is incomplete or a job runs
@@ -58,10 +61,12 @@ Q_SIGNALS:
     void prepareFinished(const QString& dir);
     void prepareFailed(const QString& message);
     void prepareCancelled();
+    void samplesShown(const QString& dir);  // the decoded samples of the shown folder (or why none)
 
 private:
     void refresh();                 // project -> defaults and the current prepared folder
     void showSet(const tessera::PreparedSet& set, bool justPrepared);
+    void showSamples(const QString& dir, const QStringList& samples);
     void showProgress(const tessera::PrepareProgress& p);
     void showError(const QString& message);
     void setBusy(bool busy);
@@ -76,6 +81,7 @@ private:
 
     ProjectDocument* m_doc;
     PrepareRunner* m_runner;
+    SamplesLoader* m_samplesLoader;
     QListWidget* m_inputs;
     QPushButton *m_addFiles, *m_addFolder, *m_remove;
     QLineEdit* m_field;

@@ -17,21 +17,27 @@ std::string host_field_key(int row, HostColumn c) {
     return "cluster.hosts[" + std::to_string(row) + "]." + names[int(c)];
 }
 
-// The issue text of one key, exactly (a cell shows its own problem only).
-QString issue_of(const std::vector<ClusterIssue>& issues, const std::string& key) {
+// The problems of one key, exactly (a cell shows its own problem only).
+QString issue_of(const std::vector<tessera::ConfigProblem>& problems, const std::string& key) {
     QStringList s;
-    for (const auto& i : issues)
-        if (i.key == key) s << QString::fromStdString(i.message);
+    for (const auto& p : problems)
+        if (p.key == key) s << QString::fromStdString(p.text());
     return s.join('\n');
 }
 
 }  // namespace
 
+const char* cluster_host_column_name(HostColumn c) {
+    static const char* const kNames[kHostColumnCount] = {"Host",  "User",          "Port",   "Slots",
+                                                         "Ranks", "Identity file", "Address"};
+    return kNames[int(c)];
+}
+
 QString clusterTryEdit(ProjectDocument* doc, const QString& text,
                        const std::function<void(tessera::RunConfig&)>& change) {
     tessera::RunConfig after = doc->config();
     change(after);
-    const std::string problem = cluster_new_issue(doc->config(), after);
+    const std::string problem = tessera::cluster_new_problem(doc->config(), after);
     if (!problem.empty()) return QString::fromStdString(problem);
     doc->edit(text, [&after](tessera::RunConfig& c) { c.cluster = after.cluster; });
     return {};
@@ -49,8 +55,8 @@ HostTableModel::HostTableModel(ProjectDocument* doc, QObject* parent)
 void HostTableModel::reload() {
     beginResetModel();
     m_hosts = m_doc->config().cluster.hosts;
-    m_ranks = cluster_host_ranks(m_doc->config());
-    m_issues = cluster_validate(m_doc->config());
+    m_ranks = tessera::cluster_host_ranks(m_doc->config());
+    m_problems = tessera::cluster_problems(m_doc->config());
     endResetModel();
 }
 
@@ -83,7 +89,7 @@ QVariant HostTableModel::data(const QModelIndex& index, int role) const {
     const HostRanks r =
         index.row() < int(m_ranks.size()) ? m_ranks[size_t(index.row())] : HostRanks{};
     const auto col = HostColumn(index.column());
-    const QString issue = issue_of(m_issues, host_field_key(index.row(), col));
+    const QString issue = issue_of(m_problems, host_field_key(index.row(), col));
     if (role == Qt::BackgroundRole) return issue.isEmpty() ? QVariant() : QBrush(kIssueBackground);
     if (role == Qt::ToolTipRole) {
         if (!issue.isEmpty()) return issue;
@@ -144,7 +150,8 @@ bool HostTableModel::setData(const QModelIndex& index, const QVariant& value, in
         *out = value.toString().trimmed().toInt(&ok);
         if (!ok)
             Q_EMIT editRejected(QString::fromStdString(key),
-                                QString("'%1' is not a whole number").arg(value.toString()));
+                                QString("%1: expected a whole number, found '%2'")
+                                    .arg(QString::fromStdString(key), value.toString()));
         return ok;
     };
     const std::string s = value.toString().trimmed().toStdString();
@@ -233,7 +240,7 @@ EnvTableModel::EnvTableModel(ProjectDocument* doc, QObject* parent)
 void EnvTableModel::reload() {
     beginResetModel();
     m_env = m_doc->config().cluster.env;
-    m_issues = cluster_validate(m_doc->config());
+    m_problems = tessera::cluster_problems(m_doc->config());
     endResetModel();
 }
 
@@ -259,7 +266,7 @@ QVariant EnvTableModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rowCount() || index.column() > 1) return {};
     const auto& [name, value] = m_env[size_t(index.row())];
     const QString issue =
-        index.column() == 0 ? issue_of(m_issues, "cluster.env[" + std::to_string(index.row()) + "]")
+        index.column() == 0 ? issue_of(m_problems, "cluster.env[" + std::to_string(index.row()) + "]")
                             : QString();
     if (role == Qt::BackgroundRole) return issue.isEmpty() ? QVariant() : QBrush(kIssueBackground);
     if (role == Qt::ToolTipRole) return issue.isEmpty() ? QVariant() : issue;

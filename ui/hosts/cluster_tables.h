@@ -9,14 +9,20 @@
 #include <vector>
 
 #include "engine/config/config.h"
-#include "ui/hosts/cluster_rules.h"
+#include "engine/config/cluster_rules.h"
+#include "engine/launch/cluster.h"
 
 namespace tessera::studio {
 
 class ProjectDocument;
 
+// The host table's columns, in order.
+enum class HostColumn { host, user, port, slots, ranks, identity, addr };
+constexpr int kHostColumnCount = 7;
+const char* cluster_host_column_name(HostColumn c);
+
 // Applies `change` to a copy of the document's config and validates the copy's cluster
-// (cluster_rules.h). Returns "" and pushes one undoable edit named `text`, or returns the first
+// (the engine's rules: engine/config/cluster_rules.h). Returns "" and pushes one undoable edit named `text`, or returns the first
 // problem the change would add and leaves the document as it was.
 QString clusterTryEdit(ProjectDocument* doc, const QString& text,
                        const std::function<void(tessera::RunConfig&)>& change);
@@ -51,7 +57,7 @@ class HostTableModel : public QAbstractTableModel {
     ProjectDocument* m_doc;
     std::vector<tessera::ClusterHost> m_hosts;
     std::vector<HostRanks> m_ranks;
-    std::vector<ClusterIssue> m_issues;
+    std::vector<tessera::ConfigProblem> m_problems;
 };
 
 class EnvTableModel : public QAbstractTableModel {
@@ -79,7 +85,7 @@ class EnvTableModel : public QAbstractTableModel {
     void reload();
     ProjectDocument* m_doc;
     std::vector<std::pair<std::string, std::string>> m_env;
-    std::vector<ClusterIssue> m_issues;
+    std::vector<tessera::ConfigProblem> m_problems;
 };
 
 }  // namespace tessera::studio

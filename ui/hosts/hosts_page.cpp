@@ -23,7 +23,6 @@
 
 #include "engine/launch/ssh.h"
 #include "ui/common/project_document.h"
-#include "ui/hosts/cluster_rules.h"
 #include "ui/hosts/cluster_tables.h"
 #include "ui/hosts/preflight_runner.h"
 
@@ -464,12 +463,12 @@ void HostsPage::refresh() {
               : tr("No hosts: runs stay on this machine. Add hosts to run on several machines over "
                    "ssh."));
 
-    const auto issues = cluster_validate(cfg);
+    const auto problems = cluster_problems(cfg);
     for (auto it = m_issues.begin(); it != m_issues.end(); ++it) {
         QStringList lines;
         if (m_rejected.contains(it.key())) lines << m_rejected.value(it.key());
         const QString now =
-            QString::fromStdString(cluster_issues_for_key(issues, it.key().toStdString()));
+            QString::fromStdString(cluster_problems_at(problems, it.key().toStdString()));
         if (!now.isEmpty() && !lines.contains(now)) lines << now;
         it.value()->setText(lines.join('\n'));
         it.value()->setVisible(!lines.isEmpty());
@@ -477,15 +476,8 @@ void HostsPage::refresh() {
 }
 
 void HostsPage::showRejected(const QString& key, const QString& message) {
-    // "cluster.hosts[0].host" -> "row 1, host: ..." under the table
-    QString where;
-    const int open = key.indexOf('['), close = key.indexOf(']');
-    if (open >= 0 && close > open) {
-        where = tr("row %1").arg(key.mid(open + 1, close - open - 1).toInt() + 1);
-        if (close + 2 < key.size()) where += ", " + key.mid(close + 2);
-        where += ": ";
-    }
-    m_rejected[key_group(key)] = tr("Not applied — %1%2").arg(where, message);
+    // the message names its key path (cluster.hosts[0].host: expected ..., found ...)
+    m_rejected[key_group(key)] = tr("Not applied — %1").arg(message);
     refresh();  // the table shows the document's value again
 }
 
@@ -622,7 +614,8 @@ void HostsPage::showReport() {
             item->setText(3, QString::fromStdString(c.fix));
             item->setToolTip(2, item->text(2));
             item->setToolTip(3, item->text(3));
-            const QStringList fps = preflight_unknown_fingerprints(c);
+            QStringList fps;
+            for (const std::string& f : c.unknown_fingerprints()) fps << QString::fromStdString(f);
             if (!fps.isEmpty()) rh.unknownFingerprints = fps;
             if (c.name == "host key" && c.status == "fail" &&
                 c.detail.find("CHANGED") != std::string::npos)

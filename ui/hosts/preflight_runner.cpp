@@ -5,63 +5,13 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QSaveFile>
 
+#include "engine/core/error.h"
 #include "ui/common/project_document.h"
 #include "ui/common/tessera_binary.h"
 
 namespace tessera::studio {
-
-// ----------------------------------------------------------------------------
-// the report
-
-bool preflight_parse_json(const QByteArray& json, tessera::PreflightReport* report,
-                          QString* error) {
-    QJsonParseError pe;
-    const QJsonDocument d = QJsonDocument::fromJson(json, &pe);
-    auto fail = [&](const QString& why) {
-        if (error) *error = why;
-        return false;
-    };
-    if (pe.error != QJsonParseError::NoError)
-        return fail(QString("the preflight report is not JSON (offset %1: %2)")
-                        .arg(pe.offset)
-                        .arg(pe.errorString()));
-    if (!d.isObject() || !d.object().value("hosts").isArray())
-        return fail("the preflight report has no \"hosts\" list");
-    tessera::PreflightReport rep;
-    for (const QJsonValue& hv : d.object().value("hosts").toArray()) {
-        const QJsonObject h = hv.toObject();
-        tessera::PreflightHost host;
-        host.label = h.value("host").toString().toStdString();
-        host.first_rank = h.value("first_rank").toInt();
-        host.ranks = h.value("ranks").toInt();
-        for (const QJsonValue& cv : h.value("checks").toArray()) {
-            const QJsonObject c = cv.toObject();
-            host.checks.push_back({c.value("name").toString().toStdString(),
-                                   c.value("status").toString().toStdString(),
-                                   c.value("detail").toString().toStdString(),
-                                   c.value("fix").toString().toStdString()});
-        }
-        if (host.label.empty()) return fail("a host of the preflight report has no \"host\"");
-        rep.hosts.push_back(std::move(host));
-    }
-    *report = std::move(rep);
-    return true;
-}
-
-QStringList preflight_unknown_fingerprints(const tessera::PreflightCheck& check) {
-    const QString detail = QString::fromStdString(check.detail);
-    if (check.name != "host key" || check.status != "fail" || !detail.startsWith("unknown:"))
-        return {};
-    QStringList out;
-    for (const QString& f : detail.mid(int(qstrlen("unknown:"))).split(',', Qt::SkipEmptyParts))
-        if (!f.trimmed().isEmpty()) out << f.trimmed();
-    return out;
-}
 
 // ----------------------------------------------------------------------------
 // running
@@ -183,9 +133,10 @@ void PreflightRunner::onFinished(int code, QProcess::ExitStatus status) {
         Q_EMIT failed(err.isEmpty() ? tr("%1 exited with code %2").arg(what).arg(code) : err);
         return;
     }
-    QString why;
-    if (!preflight_parse_json(out, &m_report, &why)) {
-        Q_EMIT failed(why + (err.isEmpty() ? QString() : "\n" + err));
+    try {
+        m_report = tessera::preflight_report_from_json(out.toStdString());
+    } catch (const tessera::Error& e) {
+        Q_EMIT failed(QString::fromStdString(e.what()) + (err.isEmpty() ? QString() : "\n" + err));
         return;
     }
     Q_EMIT preflightFinished(m_report.ok());

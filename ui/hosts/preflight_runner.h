@@ -2,7 +2,8 @@
 // --json` and `tessera hosts CONFIG trust HOST --yes` through QProcess. CONFIG is the open
 // project's project.yaml when it is saved, else the document's current YAML written beside it as
 // .tessera-preflight.yaml (so relative paths such as a hostfile resolve the same) and removed when
-// the command ends: nothing is saved behind the user's back. Results arrive as signals.
+// the command ends: nothing is saved behind the user's back. Results arrive as signals; the
+// report is read by the engine's own codec (preflight_report_from_json), not a second parser.
 #pragma once
 #include <QObject>
 #include <QProcess>
@@ -13,13 +14,6 @@
 namespace tessera::studio {
 
 class ProjectDocument;
-
-// The JSON `tessera preflight --json` prints ({"ok", "hosts": [{"host", "first_rank", "ranks",
-// "checks": [{"name", "status", "detail", "fix"}]}]}) -> a report. false and *error when it is not.
-bool preflight_parse_json(const QByteArray& json, tessera::PreflightReport* report, QString* error);
-
-// "unknown: ED25519 SHA256:x, RSA SHA256:y" -> {"ED25519 SHA256:x", "RSA SHA256:y"}; {} otherwise.
-QStringList preflight_unknown_fingerprints(const tessera::PreflightCheck& check);
 
 class PreflightRunner : public QObject {
     Q_OBJECT
