@@ -255,7 +255,14 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate&
 // estimate_plan
 
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
+    if (dev.shared_host) return estimate_plan(cfg, dev, op_costs_for_cpu(plan_cpu_threads(cfg)));
     return estimate_plan(cfg, dev, op_costs_for(dev.name));
+}
+
+int plan_cpu_threads(const RunConfig& cfg) {
+    if (cfg.train.threads > 0) return cfg.train.threads;
+    const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
+    return std::max(1, cpu_host().cores / std::max(1, world));
 }
 
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const OpCosts* measured) {
@@ -305,24 +312,44 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     // world 1 is GptModel
     const bool gpu = cfg.runtime.device == "cuda";
     const int64_t act_bytes = gpu && cfg.runtime.precision == "bf16" ? 2 : 4;
-    // measured per-op costs price a GPU step where the device has them (bf16 only)
-    const OpCosts* costs = gpu && act_bytes == 2 ? measured : nullptr;
+    // measured per-op costs price a GPU step where the device has them (bf16 only), and CPU ranks
+    // where this host was calibrated at the threads each rank gets
+    const OpCosts* costs = gpu ? (act_bytes == 2 ? measured : nullptr) : (dev.shared_host ? measured : nullptr);
     bool all_priced = true;  // every rank class's ops were measured
-    if (costs) est.step_model = "ops";
-    if (world == 1 && !gpu && !llama) {  // the single-rank reference models
+    if (costs) {
+        est.step_model = "ops";
+        est.step_model_note = str_cat("per-op costs from ", costs->source);
+    } else if (!gpu && dev.shared_host) {
+        est.step_model_note = str_cat("no CPU calibration for this host at ", plan_cpu_threads(cfg),
+                                      " threads per rank (", cpu_costs_path(plan_cpu_threads(cfg)),
+                                      "): FLOPs at the efficiency ", dev.efficiency,
+                                      " of sgemm's rate; `tessera plan --calibrate` measures the ops");
+    } else {
+        est.step_model_note = str_cat("FLOPs at the efficiency ", dev.efficiency, " of the ", dev.name, "'s peak");
+    }
+    // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every op
+    const double oversubscribed =
+        !gpu && dev.shared_host ? std::max(1.0, (double)world * plan_cpu_threads(cfg) / cpu_host().cores) : 1.0;
+    // the single-rank reference models (GptModel, MlpModel): their own few buffers; their step
+    // is the runtime's at world 1 in ops (the same CPU kernels), priced from its trace below
+    const bool reference = world == 1 && !gpu && !llama;
+    auto reference_memory = [&](RankEstimate& r) {
         Timeline tl;
         if (gpt) single_rank_memory_gpt(d, B, tl);
         else single_rank_memory_mlp(shape.sizes, B, tl);
-        RankEstimate r;
         r.peak_bytes = tl.peak;
         r.total_peak_bytes = tl.total_peak;
         r.device_peak_bytes = tl.device_peak;
         r.max_in_flight = 1;
         r.layers = shape.n_layers();
         r.flops_per_step = est.model_flops_per_step;
+        est.flops_per_step = r.flops_per_step;
+    };
+    if (reference && !costs) {
+        RankEstimate r;
+        reference_memory(r);
         r.compute_s = r.flops_per_step / rate;
         est.ranks.push_back(r);
-        est.flops_per_step = r.flops_per_step;
         est.step_s = r.compute_s;
     } else {
         const ScheduleKind sk = schedule_kind_parse(par.schedule);
@@ -398,6 +425,10 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
                 if (costs && !price_ops(*costs, sim, par.zero, r)) all_priced = false;
+                if (costs && oversubscribed > 1) {
+                    for (double* x : {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
+                        *x *= oversubscribed;
+                }
                 // ---- communication per step (bytes sent by this rank)
                 double unit_bytes = 0, wte_bytes = 0;
                 for (auto& ch : sim.chunks)
@@ -444,6 +475,8 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         // stages priced two ways)
         if (costs && !all_priced) {
             est.step_model = "efficiency";
+            est.step_model_note = str_cat("a rank's trace holds an op ", costs->source,
+                                          " has no cost for: FLOPs at the efficiency ", dev.efficiency);
             for (RankEstimate& r : cls) {
                 r.compute_s = r.flops_per_step / rate;
                 r.gemm_s = r.attention_s = r.other_ops_s = r.optimizer_s = 0;
@@ -474,6 +507,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                             r.optimizer_s + r.comm_s + r.offload_s);
         }
         est.step_s = slowest;
+        if (reference) reference_memory(est.ranks[0]);
     }
     for (auto& r : est.ranks) {
         if (est.fits && r.device_peak_bytes > capacity) {
