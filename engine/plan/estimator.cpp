@@ -249,6 +249,38 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate&
     return true;
 }
 
+// A CPU rank's exposed communication per step, priced with the host's measured Gloo collectives
+// (OpCosts::collective: a fixed time per call and a time per byte the rank sends): each TP
+// all-reduce of the trace; the parameter store's per-unit DP collectives (all-reduce below ZeRO-2,
+// the all-gather after ZeRO-1/2's update, ZeRO-2/3's reduce-scatter per micro-batch, ZeRO-3's two
+// gathers per micro-batch); one pipeline message per micro-batch and chunk boundary each way; the
+// tied embedding's all-reduce; the step's scalars. No overlap with compute (each rank has its
+// cores busy).
+double price_cpu_comm(const OpCosts& costs, const RankSim& sim, const ParallelConfig& par, int m,
+                      const RankEstimate& r, int world) {
+    const OpCosts::Linear& k = costs.collective;
+    double s = 0;
+    for (const OpCall& c : sim.trace.calls)
+        if (c.kind == OpKind::tp_all_reduce) s += k.at(ring_all_reduce((double)c.N, (int)c.NH));
+    double units = 0;
+    for (const auto& ch : sim.chunks)
+        for (const auto& l : ch) units += (double)l.units.size();
+    if (par.dp > 1) {
+        const int z = par.zero;
+        const double per_unit = (z < 2) + (z == 1 || z == 2) + (z >= 2 ? m : 0) + (z >= 3 ? 2 * m : 0);
+        s += units * per_unit * k.fixed_s + r.comm_dp_bytes * k.per_unit_s;
+    }
+    if (r.comm_pp_bytes > 0) {
+        const int G = par.pp * par.virtual_stages;
+        double boundaries = 0;  // messages per micro-batch: outputs on, input gradients back
+        for (int g : sim.global_chunk) boundaries += (g < G - 1) + (g > 0);
+        s += boundaries * m * k.fixed_s + r.comm_pp_bytes * k.per_unit_s;
+    }
+    if (r.comm_embedding_bytes > 0) s += k.at(r.comm_embedding_bytes);
+    if (world > 1) s += k.fixed_s;  // loss, gradient norm and stop votes in one all-reduce
+    return s;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
@@ -466,6 +498,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                                                : dev.nvlink_bytes_per_s;
                 r.comm_s = r.comm_tp_bytes / dev.nvlink_bytes_per_s + r.comm_pp_bytes / pp_bw +
                            r.comm_dp_bytes / dp_bw + r.comm_embedding_bytes / pp_bw;
+                if (costs && costs->comm_measured && !gpu) r.comm_s = price_cpu_comm(*costs, sim, par, m, r, world);
                 r.offload_bytes = (double)sim.offloaded_bytes;
                 cls[(size_t)s * par.tp + t] = r;
             }

@@ -34,6 +34,10 @@ struct OpCosts {
     std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
     std::array<bool, (size_t)OpKind::count> measured{};   // the ops the sweep timed
     Linear adamw, sum_squares, zero;                       // per fp32 element
+    // A CPU's collectives over Gloo (loopback): per call and per byte a rank sends; absent
+    // (comm_measured false) for GPUs, whose links come from the device table
+    Linear collective;
+    bool comm_measured = false;
 
     // Seconds one call takes on the device (tp_all_reduce: 0, communication is priced apart).
     double op_s(const OpCall& c) const;

@@ -10,11 +10,14 @@
 #include <ctime>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "engine/core/error.h"
 #include "engine/kernels/cpu/rope.h"
 #include "engine/kernels/cpu/threads.h"
+#include "engine/parallel/comm.h"
 #include "engine/parallel/device_ops.h"
+#include "engine/parallel/tcp_store.h"
 #include "engine/plan/op_costs.h"
 
 namespace tessera {
@@ -232,6 +235,49 @@ double cpu_time_s(const std::function<void()>& f) {
     return best;
 }
 
+// Two ranks' collectives over Gloo on loopback TCP, as CPU ranks on one host exchange them: a
+// sum all-reduce of a few sizes between two threads of this process, rank 0's fastest of 5 (each
+// after a barrier). Fitted per byte a rank sends (a ring all-reduce of x bytes over 2 sends x)
+// plus a fixed time per call: what every collective and pipeline message of a CPU step is priced
+// with (the estimator: ring bytes, docs/parallelism.md).
+json comm_sweep() {
+    TcpStoreServer server("127.0.0.1", 0);
+    const std::vector<int64_t> floats{256, 4096, 65536, 262144, 1048576};
+    std::vector<double> best(floats.size(), 1e30);
+    std::exception_ptr failed[2];
+    auto rank = [&](int r) {
+        try {
+            RankEnv env;
+            env.rank = r, env.world_size = 2, env.master_addr = "127.0.0.1";
+            env.master_port = server.port(), env.source = "tessera";
+            ProcessGroups g = comm_create_groups(env, MeshShape{2, 1, 1}, CommOptions{});
+            Communicator& c = *g.dp;
+            std::vector<float> buf((size_t)floats.back(), 1e-3f);
+            for (size_t i = 0; i < floats.size(); ++i) {
+                c.all_reduce(buf.data(), floats[i]);  // warm-up (connections, buffers)
+                for (int k = 0; k < 5; ++k) {
+                    c.barrier();
+                    const auto t0 = std::chrono::steady_clock::now();
+                    c.all_reduce(buf.data(), floats[i]);
+                    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    if (r == 0) best[i] = std::min(best[i], t);
+                }
+            }
+        } catch (...) {
+            failed[r] = std::current_exception();
+        }
+    };
+    std::thread peer(rank, 1);
+    rank(0);
+    peer.join();
+    for (auto& e : failed)
+        if (e) std::rethrow_exception(e);
+    std::vector<std::pair<double, double>> pts;
+    for (size_t i = 0; i < floats.size(); ++i) pts.push_back({(double)floats[i] * 4, best[i]});
+    return {{"group", 2}, {"collective", op_sweep_fit_linear(pts)},
+            {"unit", "bytes a rank sends (ring: all-reduce 2(n-1)/n x, gather/scatter (n-1)/n x)"}};
+}
+
 }  // namespace
 
 json op_sweep_cpu(int threads, const std::function<void(const char*)>& progress) {
@@ -262,6 +308,8 @@ json op_sweep_cpu(int threads, const std::function<void(const char*)>& progress)
                       progress};
     const OpSweepGrid grid = op_sweep_grid_cpu();
     json out = op_sweep_run(dev, grid);
+    if (progress) progress("collectives (Gloo, loopback)");
+    out["comm"] = comm_sweep();
     const CpuHost host = cpu_host();
     out["device"] = "cpu";
     out["cpu_model"] = host.model;

@@ -122,6 +122,28 @@ TEST_F(CpuCalibration, RanksSharingTheHostUseTheirThreadCount) {
     EXPECT_NEAR(c.ranks[0].gemm_s, 2.0 * e.ranks[0].gemm_s, 1e-9);
 }
 
+// Collectives over Gloo are priced per call and per byte sent: with 1 ms per call and nothing per
+// byte, dp2's communication is its 11 per-unit gradient all-reduces (wte, wpe, 8 blocks, ln_f)
+// and the step's scalars; zero 3 adds per micro-batch a reduce-scatter and two gathers per unit.
+TEST_F(CpuCalibration, CollectivesPricedPerCall) {
+    const RunConfig dp2 = tiny({"parallel.dp=2"});
+    const int threads = plan_cpu_threads(dp2);
+    json costs = synthetic_costs(threads, cpu_host().model);
+    costs["comm"] = {{"group", 2}, {"collective", {{"fixed_s", 1e-3}, {"per_unit_s", 0.0}}}};
+    write(threads, costs);
+    const PlanEstimate e = estimate_plan(dp2, device_spec("cpu"));
+    ASSERT_EQ(e.step_model, "ops");
+    EXPECT_NEAR(e.ranks[0].comm_s, (11 + 1) * 1e-3, 1e-12);
+    EXPECT_NEAR(e.step_s, e.ranks[0].compute_s + e.ranks[0].comm_s, 1e-12);
+    const PlanEstimate z3 = estimate_plan(tiny({"parallel.dp=2", "parallel.zero=3"}), device_spec("cpu"));
+    EXPECT_NEAR(z3.ranks[0].comm_s, (11 * 3 * 2 + 1) * 1e-3, 1e-12);
+    // a tp2 rank's all-reduces are the trace's: some per block and micro-batch, each 1 ms
+    const PlanEstimate tp2 = estimate_plan(tiny({"parallel.tp=2"}), device_spec("cpu"));
+    const double calls = tp2.ranks[0].comm_s / 1e-3;
+    EXPECT_GE(calls, 2 * 8 * 4 + 1);
+    EXPECT_NEAR(calls, std::round(calls), 1e-6);
+}
+
 TEST_F(CpuCalibration, FallsBackToTheEfficiencyModelWithoutOne) {
     const RunConfig cfg = tiny();
     const int threads = plan_cpu_threads(cfg);
