@@ -63,6 +63,7 @@ json op_sweep_fit_linear(const std::vector<std::pair<double, double>>& pts) {
     for (auto [x, y] : pts) sx += x, sy += y, sxx += x * x, sxy += x * y;
     double b = (n * sxy - sx * sy) / (n * sxx - sx * sx), a = (sy - b * sx) / n;
     if (a < 0) a = 0, b = sxy / sxx;  // through the origin when the intercept fits below zero
+    if (b < 0) b = 0, a = sy / n;      // flat when the slope does (noise on sizes too small to grow)
     json pj = json::array();
     for (auto [x, y] : pts) pj.push_back({x, y});
     return {{"fixed_s", a}, {"per_unit_s", b}, {"points", pj}};

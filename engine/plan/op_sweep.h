@@ -45,7 +45,7 @@ struct OpSweepDevice {
 };
 
 // Least squares time = fixed_s + per_unit_s · units over (units, seconds) points, through the
-// origin when the intercept fits below zero; the points kept beside the fit.
+// origin when the intercept fits below zero, flat when the slope does; the points kept beside.
 nlohmann::json op_sweep_fit_linear(const std::vector<std::pair<double, double>>& pts);
 // The gemm, attention, linear and optimizer sections of the costs file.
 nlohmann::json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& grid);
