@@ -14,6 +14,7 @@
 
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
+#include "tests/plan/tiny_plan.h"
 
 using namespace tessera;
 using nlohmann::json;
@@ -21,13 +22,7 @@ using nlohmann::json;
 namespace {
 
 // 8 GPT blocks of width 32 (4 heads of 8), micro-batch 2 x 16, 2 micro-batches per step
-const char* kTiny = R"(name: t
-model: {preset: gpt-tiny, n_layer: 8, n_head: 4, d_model: 32, seq_len: 16}
-data: {dataset: brown}
-train: {steps: 3, micro_batch: 2, grad_accum: 2, eval_every: 0}
-)";
-
-RunConfig tiny(const std::vector<std::string>& sets = {}) { return config_parse(kTiny, "tiny.yaml", sets); }
+RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tiny_plan(sets); }
 
 // Every GEMM in the grid takes 1 ms, attention 2 ms forward and 3 ms backward, every other op
 // 0.1 ms, one AdamW call 10 ms; squared norms and zeroing nothing.
