@@ -69,6 +69,23 @@ json op_sweep_fit_linear(const std::vector<std::pair<double, double>>& pts) {
     return {{"fixed_s", a}, {"per_unit_s", b}, {"points", pj}};
 }
 
+void op_sweep_keep_faster(json& into, const json& other) {
+    for (const char* section : {"gemm", "attention"})
+        for (auto& [key, times] : into[section].items())
+            if (key.size() > 2 && key.compare(key.size() - 2, 2, "_s") == 0)
+                for (size_t i = 0; i < times.size(); ++i)
+                    times[i] = std::min(times[i].get<double>(), other[section][key][i].get<double>());
+    for (const char* section : {"linear", "optimizer"})
+        for (auto& [name, fit] : into[section].items()) {
+            std::vector<std::pair<double, double>> pts;
+            const json& theirs = other[section][name]["points"];
+            for (size_t i = 0; i < fit["points"].size(); ++i)
+                pts.push_back({fit["points"][i][0].get<double>(),
+                               std::min(fit["points"][i][1].get<double>(), theirs[i][1].get<double>())});
+            fit = op_sweep_fit_linear(pts);
+        }
+}
+
 json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     LayerOps& ops = dev.ops;
     auto say = [&](const char* what) {
@@ -308,7 +325,11 @@ json op_sweep_cpu(int threads, const std::function<void(const char*)>& progress)
                       [&](float* g, int64_t count) { dops.zero(g, count); },
                       progress};
     const OpSweepGrid grid = op_sweep_grid_cpu();
+    // two passes over the whole grid, each time the faster: a burst of other work on a shared
+    // host then spoils one pass's stretch of shapes, not the calibration
     json out = op_sweep_run(dev, grid);
+    if (progress) progress("second pass");
+    op_sweep_keep_faster(out, op_sweep_run(dev, grid));
     if (progress) progress("collectives (Gloo, loopback)");
     out["comm"] = comm_sweep();
     const CpuHost host = cpu_host();

@@ -4,8 +4,8 @@
 // width; every memory-bound op at a few sizes, fitted as fixed + per-unit time; the optimizer's
 // passes per fp32 element. A device brings its buffers, its clock and its optimizer kernels
 // (OpSweepDevice) and a grid sized for it: bench/op_sweep does the GPU (CUDA events, the H200's
-// grid); op_sweep_cpu is the CPU's, run by `tessera plan --calibrate` (wall clock, a grid for the
-// small models CPU ranks train, < 20 s on 2 cores) and stored per host (op_costs.h).
+// grid); op_sweep_cpu is the CPU's, run by `tessera plan --calibrate` (wall clock, two passes, a
+// grid for the small models CPU ranks train) and stored per host (op_costs.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -49,6 +49,9 @@ struct OpSweepDevice {
 nlohmann::json op_sweep_fit_linear(const std::vector<std::pair<double, double>>& pts);
 // The gemm, attention, linear and optimizer sections of the costs file.
 nlohmann::json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& grid);
+// Keeps, shape by shape and point by point, the faster of two sweeps of one grid (refitting the
+// linear fits).
+void op_sweep_keep_faster(nlohmann::json& into, const nlohmann::json& other);
 
 // ---- the CPU
 
