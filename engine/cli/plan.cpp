@@ -39,7 +39,7 @@ const char* kPlanUsage =
     "                  runtime.device cpu, else H200\n"
     "  --json          the same as JSON\n"
     "  --set k=v       override a config key (repeatable)\n"
-    "  --calibrate     time this CPU's kernels (about 10 s) at the threads each of CONFIG's ranks\n"
+    "  --calibrate     time this CPU's kernels (about 15 s) at the threads each of CONFIG's ranks\n"
     "                  gets (or --threads N; without either, all cores) and store them in\n"
     "                  ${XDG_CACHE_HOME:-~/.cache}/tessera/devices (or $TESSERA_DEVICES_DIR), keyed\n"
     "                  by CPU model, cores and threads; CPU plans are then priced op by op\n"
