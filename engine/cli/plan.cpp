@@ -2,7 +2,13 @@
 // plan without running it — per rank class (ranks with identical figures grouped): memory by
 // category and total against the device's capacity, FLOPs, communication volume, plus the
 // pipeline bubble, step time, tokens/s, MFU and the balanced stage split. Bad input: exit 2.
+// `tessera plan --calibrate [--threads N] [CONFIG]` first times this CPU's kernels at the threads a
+// rank gets (engine/plan/op_sweep.h) and stores them where the estimator finds them.
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +19,8 @@
 #include "engine/core/error.h"
 #include "engine/model/mlp.h"
 #include "engine/plan/estimator.h"
+#include "engine/plan/op_costs.h"
+#include "engine/plan/op_sweep.h"
 #include "engine/plan/partitioner.h"
 
 namespace tessera {
@@ -21,15 +29,22 @@ namespace {
 
 const char* kPlanUsage =
     "usage: tessera plan CONFIG [--device NAME] [--json] [--set key.path=value]...\n"
+    "       tessera plan --calibrate [--threads N] [CONFIG ...]\n"
     "\n"
     "Predicts every rank's peak memory by category, FLOPs, communication per step, the pipeline\n"
     "bubble, step time, tokens/s and MFU for a run config, without running it.\n"
     "\n"
     "options:\n"
-    "  --device NAME   H100 | H200 | A100-80GB | A100-40GB | cpu (measured sgemm); default: cpu\n"
-    "                  for runtime.device cpu, else H200\n"
+    "  --device NAME   H100 | H200 | A100-80GB | A100-40GB | cpu; default: cpu for\n"
+    "                  runtime.device cpu, else H200\n"
     "  --json          the same as JSON\n"
-    "  --set k=v       override a config key (repeatable)\n";
+    "  --set k=v       override a config key (repeatable)\n"
+    "  --calibrate     time this CPU's kernels (about 15 s) at the threads each of CONFIG's ranks\n"
+    "                  gets (or --threads N; without either, all cores) and store them in\n"
+    "                  ${XDG_CACHE_HOME:-~/.cache}/tessera/devices (or $TESSERA_DEVICES_DIR), keyed\n"
+    "                  by CPU model, cores and threads; CPU plans are then priced op by op\n"
+    "                  (step_model \"ops\"), else from sgemm's rate (\"efficiency\")\n"
+    "  --threads N     with --calibrate: calibrate N threads per rank\n";
 
 std::string mib(int64_t b) {
     char s[32];
@@ -77,11 +92,33 @@ std::string ranks_str(const std::vector<int>& rs) {
     return s;
 }
 
+// Times this CPU's kernels at `threads` threads and writes the costs file the estimator reads
+// (op_costs_for_cpu); says where on stderr (stdout stays the plan's, JSON included).
+void calibrate_cpu(int threads, bool quiet) {
+    const std::string path = cpu_costs_path(threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    const nlohmann::json costs = op_sweep_cpu(threads, [&](const char* what) {
+        if (!quiet) std::fprintf(stderr, "calibrate: %s\n", what);
+    });
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp);
+        out << costs.dump(1) << "\n";
+        if (!out) throw InputError(str_cat(tmp, ": cannot write the calibration"));
+    }
+    std::filesystem::rename(tmp, path);
+    std::fprintf(stderr, "calibrate: %d threads on %s (%d cores) in %.1f s: %s\n", threads,
+                 cpu_host().model.c_str(), cpu_host().cores,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), path.c_str());
+}
+
 }  // namespace
 
 int cli_plan(const CliArgs& args) {
     std::string path, device;
-    bool json = false;
+    bool json = false, calibrate = false;
+    int threads = 0;
     std::vector<std::string> overrides;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -90,6 +127,12 @@ int cli_plan(const CliArgs& args) {
             return 0;
         } else if (a == "--json") {
             json = true;
+        } else if (a == "--calibrate") {
+            calibrate = true;
+        } else if (a == "--threads") {
+            if (i + 1 >= args.size() || std::atoi(args[i + 1].c_str()) < 1)
+                throw InputError("--threads: expected a positive thread count after --threads");
+            threads = std::atoi(args[++i].c_str());
         } else if (a == "--device" || a == "--set") {
             if (i + 1 >= args.size())
                 throw InputError(str_cat(a, ": expected a value after ", a, ", found the end of the arguments"));
@@ -99,18 +142,29 @@ int cli_plan(const CliArgs& args) {
         } else if (a.rfind("--set=", 0) == 0) {
             overrides.push_back(a.substr(6));
         } else if (!a.empty() && a[0] == '-') {
-            throw InputError(str_cat(a, ": expected CONFIG, --device, --json, --set or --help, found an "
-                                     "unknown option (see `tessera plan --help`)"));
+            throw InputError(str_cat(a, ": expected CONFIG, --device, --json, --set, --calibrate, --threads "
+                                     "or --help, found an unknown option (see `tessera plan --help`)"));
         } else if (path.empty()) {
             path = a;
         } else {
             throw InputError(str_cat(a, ": expected one CONFIG, found a second one (first: ", path, ")"));
         }
     }
+    if (threads > 0 && !calibrate) throw InputError("--threads: expected together with --calibrate");
+    if (calibrate && path.empty()) {
+        calibrate_cpu(threads > 0 ? threads : cpu_host().cores, json);
+        return 0;
+    }
     if (path.empty())
         throw InputError("expected a CONFIG file argument, found none (usage: tessera plan CONFIG "
                          "[--device NAME] [--json] [--set key.path=value]...)");
     RunConfig cfg = config_load(path, overrides);
+    if (calibrate) {
+        if (cfg.runtime.device != "cpu")
+            throw InputError(str_cat(path, ": --calibrate: expected runtime.device cpu (it times this CPU's "
+                                     "kernels), found ", cfg.runtime.device));
+        calibrate_cpu(threads > 0 ? threads : plan_cpu_threads(cfg), json);
+    }
     if (device.empty()) device = device_default_name(cfg);
     DeviceSpec dev = device_spec(device);
     PlanEstimate e = estimate_plan(cfg, dev);
@@ -140,6 +194,7 @@ int cli_plan(const CliArgs& args) {
         j["tokens_per_s"] = e.tokens_per_s;
         j["mfu"] = e.mfu;
         j["step_model"] = e.step_model;
+        j["step_model_note"] = e.step_model_note;
         j["fits"] = e.fits;
         if (!e.fits) j["reason"] = e.reason;
         if (!blocks.empty()) j["balanced_stages"] = blocks;
@@ -209,6 +264,7 @@ int cli_plan(const CliArgs& args) {
     std::printf("\nbubble %.1f%% | step %.4g s | %s tokens/s | MFU %.1f%% | %s FLOP/step\n",
                 100 * e.bubble_fraction, e.step_s, si(e.tokens_per_s, "").c_str(), 100 * e.mfu,
                 si(e.flops_per_step, "").c_str());
+    std::printf("step model: %s (%s)\n", e.step_model.c_str(), e.step_model_note.c_str());
     if (!blocks.empty()) {
         std::string s;
         for (int b : blocks) s += (s.empty() ? "" : ",") + std::to_string(b);

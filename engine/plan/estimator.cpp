@@ -249,13 +249,52 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate&
     return true;
 }
 
+// A CPU rank's exposed communication per step, priced with the host's measured Gloo collectives
+// (OpCosts::collective: a fixed time per call and a time per byte the rank sends): each TP
+// all-reduce of the trace; the parameter store's per-unit DP collectives (all-reduce below ZeRO-2,
+// the all-gather after ZeRO-1/2's update, ZeRO-2/3's reduce-scatter per micro-batch, ZeRO-3's two
+// gathers per micro-batch); one pipeline message per micro-batch and chunk boundary each way; the
+// tied embedding's all-reduce; the step's scalars. No overlap with compute (each rank has its
+// cores busy).
+double price_cpu_comm(const OpCosts& costs, const RankSim& sim, const ParallelConfig& par, int m,
+                      const RankEstimate& r, int world) {
+    const OpCosts::Linear& k = costs.collective;
+    double s = 0;
+    for (const OpCall& c : sim.trace.calls)
+        if (c.kind == OpKind::tp_all_reduce) s += k.at(ring_all_reduce((double)c.N, (int)c.NH));
+    double units = 0;
+    for (const auto& ch : sim.chunks)
+        for (const auto& l : ch) units += (double)l.units.size();
+    if (par.dp > 1) {
+        const int z = par.zero;
+        const double per_unit = (z < 2) + (z == 1 || z == 2) + (z >= 2 ? m : 0) + (z >= 3 ? 2 * m : 0);
+        s += units * per_unit * k.fixed_s + r.comm_dp_bytes * k.per_unit_s;
+    }
+    if (r.comm_pp_bytes > 0) {
+        const int G = par.pp * par.virtual_stages;
+        double boundaries = 0;  // messages per micro-batch: outputs on, input gradients back
+        for (int g : sim.global_chunk) boundaries += (g < G - 1) + (g > 0);
+        s += boundaries * m * k.fixed_s + r.comm_pp_bytes * k.per_unit_s;
+    }
+    if (r.comm_embedding_bytes > 0) s += k.at(r.comm_embedding_bytes);
+    if (world > 1) s += k.fixed_s;  // loss, gradient norm and stop votes in one all-reduce
+    return s;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
 // estimate_plan
 
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
+    if (dev.shared_host) return estimate_plan(cfg, dev, op_costs_for_cpu(plan_cpu_threads(cfg)));
     return estimate_plan(cfg, dev, op_costs_for(dev.name));
+}
+
+int plan_cpu_threads(const RunConfig& cfg) {
+    if (cfg.train.threads > 0) return cfg.train.threads;
+    const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
+    return std::max(1, cpu_host().cores / std::max(1, world));
 }
 
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const OpCosts* measured) {
@@ -305,24 +344,44 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     // world 1 is GptModel
     const bool gpu = cfg.runtime.device == "cuda";
     const int64_t act_bytes = gpu && cfg.runtime.bf16_activations() ? 2 : 4;
-    // measured per-op costs price a GPU step where the device has them (bf16 only)
-    const OpCosts* costs = gpu && act_bytes == 2 ? measured : nullptr;
+    // measured per-op costs price a GPU step where the device has them (bf16 only), and CPU ranks
+    // where this host was calibrated at the threads each rank gets
+    const OpCosts* costs = gpu ? (act_bytes == 2 ? measured : nullptr) : (dev.shared_host ? measured : nullptr);
     bool all_priced = true;  // every rank class's ops were measured
-    if (costs) est.step_model = "ops";
-    if (world == 1 && !gpu && !llama) {  // the single-rank reference models
+    if (costs) {
+        est.step_model = "ops";
+        est.step_model_note = str_cat("per-op costs from ", costs->source);
+    } else if (!gpu && dev.shared_host) {
+        est.step_model_note = str_cat("no CPU calibration for this host at ", plan_cpu_threads(cfg),
+                                      " threads per rank (", cpu_costs_path(plan_cpu_threads(cfg)),
+                                      "): FLOPs at the efficiency ", dev.efficiency,
+                                      " of sgemm's rate; `tessera plan --calibrate` measures the ops");
+    } else {
+        est.step_model_note = str_cat("FLOPs at the efficiency ", dev.efficiency, " of the ", dev.name, "'s peak");
+    }
+    // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every op
+    const double oversubscribed =
+        !gpu && dev.shared_host ? std::max(1.0, (double)world * plan_cpu_threads(cfg) / cpu_host().cores) : 1.0;
+    // the single-rank reference models (GptModel, MlpModel): their own few buffers; their step
+    // is the runtime's at world 1 in ops (the same CPU kernels), priced from its trace below
+    const bool reference = world == 1 && !gpu && !llama;
+    auto reference_memory = [&](RankEstimate& r) {
         Timeline tl;
         if (gpt) single_rank_memory_gpt(d, B, tl);
         else single_rank_memory_mlp(shape.sizes, B, tl);
-        RankEstimate r;
         r.peak_bytes = tl.peak;
         r.total_peak_bytes = tl.total_peak;
         r.device_peak_bytes = tl.device_peak;
         r.max_in_flight = 1;
         r.layers = shape.n_layers();
         r.flops_per_step = est.model_flops_per_step;
+        est.flops_per_step = r.flops_per_step;
+    };
+    if (reference && !costs) {
+        RankEstimate r;
+        reference_memory(r);
         r.compute_s = r.flops_per_step / rate;
         est.ranks.push_back(r);
-        est.flops_per_step = r.flops_per_step;
         est.step_s = r.compute_s;
     } else {
         const ScheduleKind sk = schedule_kind_parse(par.schedule);
@@ -397,6 +456,10 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
                 if (costs && !price_ops(*costs, sim, par.zero, r)) all_priced = false;
+                if (costs && oversubscribed > 1) {
+                    for (double* x : {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
+                        *x *= oversubscribed;
+                }
                 // ---- communication per step (bytes sent by this rank)
                 double unit_bytes = 0, wte_bytes = 0;
                 for (auto& ch : sim.chunks)
@@ -434,6 +497,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                                                : dev.nvlink_bytes_per_s;
                 r.comm_s = r.comm_tp_bytes / dev.nvlink_bytes_per_s + r.comm_pp_bytes / pp_bw +
                            r.comm_dp_bytes / dp_bw + r.comm_embedding_bytes / pp_bw;
+                if (costs && costs->comm_measured && !gpu) r.comm_s = price_cpu_comm(*costs, sim, par, m, r, world);
                 r.offload_bytes = (double)sim.offloaded_bytes;
                 cls[(size_t)s * par.tp + t] = r;
             }
@@ -443,6 +507,8 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         // stages priced two ways)
         if (costs && !all_priced) {
             est.step_model = "efficiency";
+            est.step_model_note = str_cat("a rank's trace holds an op ", costs->source,
+                                          " has no cost for: FLOPs at the efficiency ", dev.efficiency);
             for (RankEstimate& r : cls) {
                 r.compute_s = r.flops_per_step / rate;
                 r.gemm_s = r.attention_s = r.other_ops_s = r.optimizer_s = 0;
@@ -473,6 +539,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                             r.optimizer_s + r.comm_s + r.offload_s);
         }
         est.step_s = slowest;
+        if (reference) reference_memory(est.ranks[0]);
     }
     for (auto& r : est.ranks) {
         if (est.fits && r.device_peak_bytes > capacity) {

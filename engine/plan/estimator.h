@@ -91,6 +91,7 @@ struct PlanEstimate {
     // How compute time was predicted: "ops" (each op priced from the device's measured costs,
     // OpCosts) or "efficiency" (FLOPs at DeviceSpec::efficiency of peak)
     std::string step_model = "efficiency";
+    std::string step_model_note;      // where the costs came from, or why the efficiency model
     bool fits = true;                 // every rank's device_peak_bytes <= device.memory_bytes
     std::string reason;               // why not, when !fits
 };
@@ -102,6 +103,11 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev);
 // device table's own (op_costs_for(dev.name)): what-if pricing, and tests.
 struct OpCosts;
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const OpCosts* measured);
+
+// The OpenMP threads each CPU rank of the plan runs (threads_configure, as `tessera train` calls
+// it with every rank on this host): train.threads, or this host's cores over the ranks (>= 1).
+// A CPU step is priced with the calibration at this thread count (op_costs_for_cpu).
+int plan_cpu_threads(const RunConfig& cfg);
 
 // Blocks per model chunk the runtime uses (engine/train's pipeline_blocks_per_chunk, repeated
 // here: plan sits below train): parallel.stages, or L / chunks with the remainder on the last.

@@ -8,6 +8,12 @@
 #include <memory>
 #include <mutex>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
@@ -122,6 +128,10 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     OpCosts o;
     o.device = j.value("device", "");
     o.produced_by = j.value("produced_by", "");
+    o.source = where;
+    o.cpu_model = j.value("cpu_model", "");
+    o.cores = j.value("cores", 0);
+    o.threads = j.value("threads", 0);
     o.launch_s = j.value("launch_s", 0.0);
     if (!j.contains("gemm") || !j.contains("attention") || !j.contains("linear") || !j.contains("optimizer"))
         throw InputError(str_cat(where, ": expected gemm, attention, linear and optimizer sections"));
@@ -169,6 +179,10 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     o.adamw = linear(j["optimizer"], "adamw", where + ": optimizer");
     o.sum_squares = linear(j["optimizer"], "sum_squares", where + ": optimizer");
     o.zero = linear(j["optimizer"], "zero", where + ": optimizer");
+    if (j.contains("comm")) {
+        o.collective = linear(j["comm"], "collective", where + ": comm");
+        o.comm_measured = true;
+    }
     return o;
 }
 
@@ -184,6 +198,75 @@ const OpCosts* op_costs_for(const std::string& device_name) {
     auto& slot = cache[key];
     if (text) slot = std::make_unique<OpCosts>(op_costs_parse(text, "resources/devices/" + key + "_ops.json"));
     return slot.get();
+}
+
+// ------------------------------------------------------------------------------------------
+// A CPU's calibration
+
+CpuHost cpu_host() {
+    static const CpuHost host = [] {
+        CpuHost h;
+        h.cores = (int)std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+        std::ifstream in("/proc/cpuinfo");
+        std::string line;
+        while (std::getline(in, line))
+            if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+                h.model = line.substr(line.find(':') + 1);
+                h.model.erase(0, h.model.find_first_not_of(" \t"));
+                break;
+            }
+        if (h.model.empty()) h.model = "unknown cpu";
+        return h;
+    }();
+    return host;
+}
+
+std::string cpu_costs_dir() {
+    if (const char* d = std::getenv("TESSERA_DEVICES_DIR"); d && *d) return d;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tessera/devices";
+    const char* home = std::getenv("HOME");
+    return std::string(home && *home ? home : ".") + "/.cache/tessera/devices";
+}
+
+std::string cpu_costs_path(int threads) {
+    const CpuHost h = cpu_host();
+    std::string slug;
+    for (char ch : h.model) {
+        const char c = (char)std::tolower((unsigned char)ch);
+        if (std::isalnum((unsigned char)c)) slug += c;
+        else if (!slug.empty() && slug.back() != '-') slug += '-';
+    }
+    while (!slug.empty() && slug.back() == '-') slug.pop_back();
+    return str_cat(cpu_costs_dir(), "/cpu_", slug, "_", h.cores, "c_", threads, "t_ops.json");
+}
+
+const OpCosts* op_costs_for_cpu(int threads) {
+    struct Entry {
+        int64_t size = -1, mtime_ns = -1;
+        std::unique_ptr<OpCosts> costs;
+    };
+    static std::mutex mu;
+    static std::map<std::string, Entry> cache;
+    const std::string path = cpu_costs_path(threads);
+    struct stat st {};
+    std::lock_guard<std::mutex> lock(mu);
+    Entry& e = cache[path];
+    if (stat(path.c_str(), &st) != 0) {
+        e = Entry{};
+        return nullptr;
+    }
+    const int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (e.size == (int64_t)st.st_size && e.mtime_ns == mtime_ns) return e.costs.get();
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto costs = std::make_unique<OpCosts>(op_costs_parse(text.str(), path));
+    // the name keys the host; the file's own fields must agree (a copied file is not this host's)
+    const CpuHost h = cpu_host();
+    const bool ours = costs->cpu_model == h.model && costs->cores == h.cores && costs->threads == threads;
+    e.size = (int64_t)st.st_size, e.mtime_ns = mtime_ns;
+    e.costs = ours ? std::move(costs) : nullptr;
+    return e.costs.get();
 }
 
 }  // namespace tessera

@@ -4,7 +4,9 @@
 // per head width, interpolated in log space; memory-bound ops as a fixed time plus a time per
 // unit of size; the optimizer's passes per fp32 element; the host's time per kernel launch.
 // The estimator prices the op trace the meta device records of a rank's step with it
-// (docs/parallelism.md, "Step time"). bf16 activations only.
+// (docs/parallelism.md, "Step time"). GPUs: bf16 activations. A CPU's costs are the host's own:
+// `tessera plan --calibrate` times its kernels (engine/plan/op_sweep.h) at the thread count a rank
+// gets and stores them in the user's cache, keyed by CPU model, cores and threads (fp32).
 #pragma once
 #include <array>
 #include <string>
@@ -21,6 +23,9 @@ struct OpCosts {
     };
     std::string device;       // as the driver names it ("NVIDIA H200")
     std::string produced_by;  // the bench, the GPU, the date
+    std::string source;       // where it was read from (a resource, or a CPU calibration file)
+    std::string cpu_model;    // a CPU's key: its model name, online cores, the OpenMP threads
+    int cores = 0, threads = 0;  // the kernels ran on (0: a GPU)
     double launch_s = 0;      // host time per kernel launch
     std::vector<double> gemm_N, gemm_C, gemm_OC;
     std::vector<double> gemm_forward_s, gemm_forward_gelu_s, gemm_backward_s;  // [n][c][oc]
@@ -32,6 +37,10 @@ struct OpCosts {
     std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
     std::array<bool, (size_t)OpKind::count> measured{};   // the ops the sweep timed
     Linear adamw, sum_squares, zero;                       // per fp32 element
+    // A CPU's collectives over Gloo (loopback): per call and per byte a rank sends; absent
+    // (comm_measured false) for GPUs, whose links come from the device table
+    Linear collective;
+    bool comm_measured = false;
 
     // Whether the sweep timed this call's op (in its precision).
     bool prices(const OpCall& c) const { return measured[(size_t)c.kind] && (!c.fp8 || fp8_measured); }
@@ -46,5 +55,23 @@ double op_units(const OpCall& c);
 const OpCosts* op_costs_for(const std::string& device_name);
 // Parses bench/op_sweep's JSON; throws InputError naming `where` and the missing or bad key.
 OpCosts op_costs_parse(const std::string& json_text, const std::string& where);
+
+// ---- a CPU's calibration
+
+// This host as a calibration is keyed: /proc/cpuinfo's model name and the online cores.
+struct CpuHost {
+    std::string model;
+    int cores = 1;
+};
+CpuHost cpu_host();
+// $TESSERA_DEVICES_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera/devices
+std::string cpu_costs_dir();
+// The calibration file of this host at `threads` threads per rank:
+// <dir>/cpu_<model, lower case, [a-z0-9] runs joined by '-'>_<cores>c_<threads>t_ops.json
+std::string cpu_costs_path(int threads);
+// This host's costs at `threads` threads, or null where it was never calibrated (or the file
+// names another host). Read once per process and again only when the file changes (its size
+// and time); a bad file is an InputError naming it.
+const OpCosts* op_costs_for_cpu(int threads);
 
 }  // namespace tessera

@@ -9,18 +9,13 @@
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
 #include "engine/plan/partitioner.h"
+#include "tests/plan/tiny_plan.h"
 
 using namespace tessera;
 
 namespace {
 
-const char* kTiny = R"(name: t
-model: {preset: gpt-tiny, n_layer: 8, n_head: 4, d_model: 32, seq_len: 16}
-data: {dataset: brown}
-train: {steps: 3, micro_batch: 2, grad_accum: 2, eval_every: 0}
-)";
-
-RunConfig tiny(const std::vector<std::string>& sets = {}) { return config_parse(kTiny, "tiny.yaml", sets); }
+RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tiny_plan(sets); }
 
 int64_t cat(const RankEstimate& r, MemCategory c) { return r.peak_bytes[(int)c]; }
 

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# usage: bench/cpu_step_time.py TESSERA [--steps N] [--warmup W] [--plans a,b,...] [--no-calibrate]
+# The estimator's CPU step time against `tessera train`, plan by plan, on this host. First
+# `tessera plan --calibrate --threads N` times this CPU's kernels at every thread count the plans'
+# ranks get (the host's cores over the ranks) and stores them in the user's cache
+# (docs/parallelism.md, "Step time"); then each plan trains the shipped CPU projects' models
+# (projects/quickstart: gpt-tiny; projects/llama-tiny-cpu) for N steps in a scratch folder, and
+# its wall-clock tokens/s is the tokens of the steps after the first W over the time between their
+# metric records (rank 0, each written at the end of its step); `tessera plan --json` on the same
+# config predicts it. No run entered the prediction: the calibration times single kernels only.
+# With --repeat R each plan trains R times and the fastest wall clock counts (the calibration
+# likewise keeps each op's fastest run): on a host shared with other work, the slower runs measure
+# the neighbours. Beside it, labelled, the fastest window of 8 consecutive timed steps (the least
+# disturbed stretch); the load average is printed beside each row.
+# Prints one table (and the sweep's time); writes step_time_cpu.json beside the scratch folders.
+import json, os, shutil, sqlite3, subprocess, sys, tempfile, time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+tess = os.path.abspath(sys.argv[1])
+arg = lambda k, d: sys.argv[sys.argv.index(k) + 1] if k in sys.argv else d
+steps, warm, repeat = int(arg("--steps", 30)), int(arg("--warmup", 5)), int(arg("--repeat", 1))
+quick, llama = "projects/quickstart/project.yaml", "projects/llama-tiny-cpu/project.yaml"
+# (project, --set overrides): every rank on this host; 2 cores give 1 rank 2 threads, 2+ ranks 1
+plans = {
+    "gpt-tiny 1 rank": (quick, []),
+    "gpt-tiny dp2": (quick, ["parallel.dp=2"]),
+    "gpt-tiny dp2 zero3 full": (quick, ["parallel.dp=2", "parallel.zero=3", "parallel.recompute=full"]),
+    "gpt-tiny tp2": (quick, ["parallel.tp=2"]),
+    "gpt-tiny pp2 mb4x4": (quick, ["parallel.pp=2", "train.micro_batch=4", "train.grad_accum=4"]),
+    "llama-tiny 1 rank": (llama, ["parallel.dp=1", "parallel.zero=0"]),
+    "llama-tiny dp2 zero1": (llama, []),
+    "llama-tiny dp2x2 ranks4": (llama, ["parallel.dp=2", "parallel.tp=2"]),
+}
+if "--plans" in sys.argv:
+    keep = arg("--plans", "").split(",")
+    plans = {k: v for k, v in plans.items() if k in keep}
+common = [f"train.steps={steps}", "train.eval_every=0", "log.every=1", "checkpoint.every=0"]
+
+
+def sets_args(sets):
+    return sum((["--set", s] for s in sets), [])
+
+
+def plan_json(cfg, sets):
+    r = subprocess.run([tess, "plan", cfg, "--json"] + sets_args(sets), capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"tessera plan {cfg}: {(r.stdout + r.stderr)[-400:]}")
+    return json.loads(r.stdout)
+
+
+work = tempfile.mkdtemp(prefix="cpu_step_time_")
+cores = os.cpu_count()
+for tag, (proj, sets) in plans.items():
+    d = os.path.join(work, tag.replace(" ", "_"))
+    os.makedirs(d)
+    shutil.copy(os.path.join(REPO, proj), os.path.join(d, "project.yaml"))
+
+# ---- calibrate every thread count the plans' ranks run (plan_cpu_threads: cores / world)
+threads = sorted({max(1, cores // (plan_json(os.path.join(work, t.replace(" ", "_"), "project.yaml"),
+                                             s + common)["world"])) for t, (_, s) in plans.items()})
+if "--no-calibrate" not in sys.argv:
+    for n in threads:
+        t0 = time.time()
+        r = subprocess.run([tess, "plan", "--calibrate", "--threads", str(n)], capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(f"calibration failed: {(r.stdout + r.stderr)[-800:]}")
+        print(f"calibrated {n} thread(s) in {time.time() - t0:.1f} s: {r.stderr.strip().splitlines()[-1]}", flush=True)
+
+res = {}
+print(f"\n{'plan':<26} {'world':>5} {'measured tok/s':>14} {'predicted':>10} {'error':>7}   "
+      f"{'best 8 steps':>10} {'error':>7}   "
+      f"predicted rank 0 (ms): gemm attention other optimizer comm", flush=True)
+for tag, (proj, sets) in plans.items():
+    d = os.path.join(work, tag.replace(" ", "_"))
+    cfg = os.path.join(d, "project.yaml")
+    all_sets = sets + common + [f"log.db={os.path.join(d, 'runs.db')}"]
+    p = plan_json(cfg, all_sets)
+    runs, windows = [], []
+    for k in range(repeat):
+        if os.path.exists(os.path.join(d, "runs.db")):
+            os.remove(os.path.join(d, "runs.db"))
+        t0 = time.time()
+        r = subprocess.run([tess, "train", cfg] + sets_args(all_sets), capture_output=True, text=True, cwd=d)
+        wall = time.time() - t0
+        if r.returncode:
+            break
+        db = sqlite3.connect(os.path.join(d, "runs.db"))
+        run = db.execute("select max(id) from runs").fetchone()[0]
+        ends = dict(db.execute("select step, wall_time from metrics where run_id=? and name='train/loss' and rank=0",
+                               (run,)).fetchall())
+        db.close()
+        last = max(ends)
+        runs.append(p["tokens_per_step"] * (last - warm) / (ends[last] - ends[warm]))
+        timed = [ends[k] for k in sorted(ends) if k >= warm]
+        win = min(8, len(timed) - 1)
+        windows.append(p["tokens_per_step"] * win / min(b - a for a, b in zip(timed, timed[win:])))
+    if r.returncode:
+        res[tag] = {"error": (r.stdout + r.stderr)[-800:]}
+        print(tag, "FAILED", res[tag]["error"], flush=True)
+        continue
+    measured, window = max(runs), max(windows)
+    pred = p["tokens_per_s"]
+    r0 = p["ranks"][0]
+    parts = r0["compute_parts_s"]
+    res[tag] = {"sets": sets, "world": p["world"], "measured_tok_per_s": measured, "predicted_tok_per_s": pred,
+                "error": pred / measured - 1, "step_model": p["step_model"], "step_model_note": p["step_model_note"],
+                "predicted_step_s": p["step_s"], "measured_step_s": p["tokens_per_step"] / measured,
+                "predicted_parts_s": parts, "comm_s": r0["comm_s"], "train_wall_s": wall,
+                "runs_tok_per_s": runs, "best_window_tok_per_s": window, "best_window_error": pred / window - 1,
+                "load_avg_1min": os.getloadavg()[0]}
+    print(f"{tag:<26} {p['world']:>5} {measured:>14,.0f} {pred:>10,.0f} {100 * (pred / measured - 1):>+6.1f}%   "
+          f"{window:>10,.0f} {100 * (pred / window - 1):>+6.1f}%   "
+          f"{parts['gemm'] * 1e3:.1f} {parts['attention'] * 1e3:.1f} {parts['other_ops'] * 1e3:.1f} "
+          f"{parts['optimizer'] * 1e3:.1f} {r0['comm_s'] * 1e3:.1f}   ({p['step_model']}, load {os.getloadavg()[0]:.1f})",
+          flush=True)
+errs = [abs(v["error"]) for v in res.values() if isinstance(v.get("error"), float)]
+if errs:
+    print(f"worst |error| {100 * max(errs):.1f}% over {len(errs)} plans (target 15%); fastest 8-step windows: "
+          f"{100 * max(abs(v['best_window_error']) for v in res.values() if 'best_window_error' in v):.1f}%")
+json.dump(res, open(os.path.join(work, "step_time_cpu.json"), "w"), indent=1)
+print(f"results: {os.path.join(work, 'step_time_cpu.json')}")

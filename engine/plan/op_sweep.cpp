@@ -1,0 +1,363 @@
+// The per-op cost sweep over a device's LayerOps (see op_sweep.h); the CPU's device glue.
+#include "engine/plan/op_sweep.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "engine/core/error.h"
+#include "engine/kernels/cpu/rope.h"
+#include "engine/kernels/cpu/threads.h"
+#include "engine/parallel/comm.h"
+#include "engine/parallel/device_ops.h"
+#include "engine/parallel/tcp_store.h"
+#include "engine/plan/op_costs.h"
+
+namespace tessera {
+
+using nlohmann::json;
+
+// ------------------------------------------------------------------------------------------
+// Grids
+
+OpSweepGrid op_sweep_grid_gpu() {
+    OpSweepGrid g;
+    g.gemm_N = {512, 1024, 2048, 4096, 8192, 16384, 32768};
+    g.gemm_C = {256, 512, 768, 1024, 1280, 1600, 2048, 4096, 6400};
+    g.gemm_OC = {256, 768, 1024, 1280, 1600, 2304, 3072, 3840, 4096, 4800, 5120, 6400, 12800, 50304};
+    g.attn_BH = {8, 32, 128, 512}, g.attn_T = {128, 256, 512, 1024, 2048, 4096}, g.attn_head_dim = {64, 128};
+    g.rows_cols = {{4096, 768}, {16384, 768}, {16384, 1600}, {32768, 1280}};
+    g.rows_vocab = {{1024, 50304}, {4096, 50304}, {16384, 50304}, {16384, 25216}};
+    g.optimizer_elems = {10'000'000, 124'475'904};
+    g.seq = 1024;
+    return g;
+}
+
+OpSweepGrid op_sweep_grid_cpu() {
+    // gpt-tiny (d_model 128), llama-tiny (64, ffn 128) and their TP halves, micro-batches of
+    // 256 to 4096 rows; bytes to a few thousand tokens of vocabulary
+    OpSweepGrid g;
+    g.gemm_N = {256, 1024, 4096};
+    g.gemm_C = {32, 64, 128, 256, 512};
+    g.gemm_OC = {32, 64, 128, 256, 512, 1024};
+    g.attn_BH = {4, 16, 64}, g.attn_T = {32, 64, 128, 256}, g.attn_head_dim = {16, 32, 64};
+    g.rows_cols = {{512, 64}, {2048, 128}, {4096, 256}};
+    g.rows_vocab = {{512, 256}, {2048, 256}, {2048, 1024}};
+    g.optimizer_elems = {100'000, 1'000'000};
+    g.seq = 128;
+    return g;
+}
+
+// ------------------------------------------------------------------------------------------
+// The sweep
+
+json op_sweep_fit_linear(const std::vector<std::pair<double, double>>& pts) {
+    double n = (double)pts.size(), sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (auto [x, y] : pts) sx += x, sy += y, sxx += x * x, sxy += x * y;
+    double b = (n * sxy - sx * sy) / (n * sxx - sx * sx), a = (sy - b * sx) / n;
+    if (a < 0) a = 0, b = sxy / sxx;  // through the origin when the intercept fits below zero
+    if (b < 0) b = 0, a = sy / n;      // flat when the slope does (noise on sizes too small to grow)
+    json pj = json::array();
+    for (auto [x, y] : pts) pj.push_back({x, y});
+    return {{"fixed_s", a}, {"per_unit_s", b}, {"points", pj}};
+}
+
+void op_sweep_keep_faster(json& into, const json& other) {
+    for (const char* section : {"gemm", "attention"})
+        for (auto& [key, times] : into[section].items())
+            if (key.size() > 2 && key.compare(key.size() - 2, 2, "_s") == 0)
+                for (size_t i = 0; i < times.size(); ++i)
+                    times[i] = std::min(times[i].get<double>(), other[section][key][i].get<double>());
+    for (const char* section : {"linear", "optimizer"})
+        for (auto& [name, fit] : into[section].items()) {
+            std::vector<std::pair<double, double>> pts;
+            const json& theirs = other[section][name]["points"];
+            for (size_t i = 0; i < fit["points"].size(); ++i)
+                pts.push_back({fit["points"][i][0].get<double>(),
+                               std::min(fit["points"][i][1].get<double>(), theirs[i][1].get<double>())});
+            fit = op_sweep_fit_linear(pts);
+        }
+}
+
+json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
+    LayerOps& ops = dev.ops;
+    auto say = [&](const char* what) {
+        if (dev.progress) dev.progress(what);
+    };
+    const size_t es = dtype_size(ops.traits.act);
+    const size_t maxN = *std::max_element(g.gemm_N.begin(), g.gemm_N.end());
+    const size_t maxC = *std::max_element(g.gemm_C.begin(), g.gemm_C.end());
+    const size_t maxOC = *std::max_element(g.gemm_OC.begin(), g.gemm_OC.end());
+    // every activation-sized buffer holds the largest of: a GEMM's input or output, a memory-bound
+    // op's (N, C), the classifier's logits, attention's q/k/v (B, T, 3C)
+    size_t big = std::max(maxN * maxC, maxN * maxOC), rows = maxN;
+    for (auto [N, C] : g.rows_cols) big = std::max(big, (size_t)N * C), rows = std::max(rows, (size_t)N);
+    for (auto [N, V] : g.rows_vocab) big = std::max(big, (size_t)N * V), rows = std::max(rows, (size_t)N);
+    const int maxBH = *std::max_element(g.attn_BH.begin(), g.attn_BH.end());
+    const int maxT = *std::max_element(g.attn_T.begin(), g.attn_T.end());
+    const int maxHD = *std::max_element(g.attn_head_dim.begin(), g.attn_head_dim.end());
+    big = std::max(big, (size_t)maxBH * maxT * maxHD * 5);  // out, dout, dqkv (3) in one buffer
+    size_t weights = maxOC * maxC;  // the fp32 weight gradients, also accumulate's operands
+    for (auto [N, C] : g.rows_cols) weights = std::max(weights, (size_t)N * C);
+    void* A = dev.buffer(big * es, false);
+    void* A2 = dev.buffer(big * es, false);
+    void* W = dev.buffer(maxOC * maxC * es, false);
+    void* bias = dev.buffer(maxOC * es, false);
+    void* O = dev.buffer(big * es, false);
+    void* O2 = dev.buffer(big * es, false);
+    float* dW = (float*)dev.buffer(weights * 4, false);
+    float* db = (float*)dev.buffer(maxOC * 4, false);
+    json out;
+
+    // ---- GEMMs on a grid
+    say("gemm");
+    json fwd = json::array(), fwdg = json::array(), bwd = json::array();
+    for (int N : g.gemm_N)
+        for (int C : g.gemm_C)
+            for (int OC : g.gemm_OC) {
+                // the backward's output gradient is O, its input A (N, C)
+                fwd.push_back(dev.time_s([&] { ops.matmul_forward(O, A, W, bias, N, C, OC); }));
+                fwdg.push_back(dev.time_s([&] { ops.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
+                bwd.push_back(dev.time_s([&] { ops.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+            }
+    out["gemm"] = {{"N", g.gemm_N}, {"C", g.gemm_C}, {"OC", g.gemm_OC}, {"forward_s", fwd},
+                   {"forward_gelu_s", fwdg}, {"backward_s", bwd},
+                   {"layout", "index (n * |C| + c) * |OC| + oc"}};
+    if (dev.gemm_fp8) {
+        say("gemm_fp8");
+        LayerOps& o8 = *dev.gemm_fp8;
+        json f8 = json::array(), g8 = json::array(), b8 = json::array();
+        for (int N : g.gemm_N)
+            for (int C : g.gemm_C)
+                for (int OC : g.gemm_OC) {
+                    f8.push_back(dev.time_s([&] { o8.matmul_forward(O, A, W, bias, N, C, OC); }));
+                    g8.push_back(dev.time_s([&] { o8.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
+                    b8.push_back(dev.time_s([&] { o8.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+                }
+        out["gemm_fp8"] = {{"forward_s", f8}, {"forward_gelu_s", g8}, {"backward_s", b8},
+                           {"scaling", "per-tensor current scaling; e4m3 inputs and weights, e5m2 gradients"}};
+    }
+
+    // ---- attention on (batch x heads, T) per head width
+    say("attention");
+    json afwd = json::array(), abwd = json::array();
+    const size_t stat_per_row = ops.traits.attention_scores ? (size_t)maxT : 1;  // probabilities or lse
+    float* stats_att = (float*)dev.buffer((size_t)maxBH * maxT * stat_per_row * 4, false);
+    for (int hd : g.attn_head_dim)
+        for (int bh : g.attn_BH)
+            for (int T : g.attn_T) {
+                // B samples of NH heads (8, or bh when fewer); qkv (B, T, 3C) in O, the output,
+                // its gradient and dqkv in O2
+                const int NH = std::min(bh, 8), B = bh / NH, C = NH * hd;
+                const size_t btc = (size_t)B * T * C;
+                char* o = (char*)O2;
+                char* dout = o + btc * es;
+                char* dqkv = dout + btc * es;
+                afwd.push_back(dev.time_s([&] { ops.attention_forward(o, stats_att, O, B, T, C, NH, NH); }));
+                abwd.push_back(dev.time_s([&] { ops.attention_backward(dqkv, dout, O, o, stats_att, B, T, C, NH, NH); }));
+            }
+    out["attention"] = {{"head_dim", g.attn_head_dim}, {"BH", g.attn_BH}, {"T", g.attn_T}, {"forward_s", afwd},
+                        {"backward_s", abwd}, {"layout", "index (hd * |BH| + bh) * |T| + t"}};
+
+    // ---- memory-bound ops: fixed + per-unit (the unit per op: engine/plan/op_costs.cpp)
+    say("memory-bound ops");
+    json lin;
+    int* tokens = (int*)dev.buffer(rows * 4, true);  // token ids, all 0
+    float* stats = (float*)dev.buffer(rows * 16, false);
+    const int S = g.seq;
+    auto sweep = [&](const char* name, const std::function<void(int, int)>& f,
+                     const std::function<double(int, int)>& units) {
+        std::vector<std::pair<double, double>> pts;
+        for (auto [N, C] : g.rows_cols) pts.push_back({units(N, C), dev.time_s([&] { f(N, C); })});
+        lin[name] = op_sweep_fit_linear(pts);
+    };
+    auto NxC = [](int N, int C) { return (double)N * C; };
+    sweep("layernorm_forward", [&](int N, int C) { ops.layernorm_forward(O, stats, stats + N, A, W, W, N, C); }, NxC);
+    sweep("layernorm_backward", [&](int N, int C) {
+        ops.layernorm_backward(O2, dW, db, O, A, W, stats, stats + N, N, C); }, NxC);
+    // the Llama family's: RMSNorm, rotary embeddings (heads of 16 or 64 in rows of C), SwiGLU (F = C/2)
+    sweep("rmsnorm_forward", [&](int N, int C) { ops.rmsnorm_forward(O, stats, A, W, N, C, 1e-5f); }, NxC);
+    sweep("rmsnorm_backward", [&](int N, int C) { ops.rmsnorm_backward(O2, dW, O, A, W, stats, N, C); }, NxC);
+    const int rope_hd = std::min(64, g.rows_cols.front().second);
+    const std::vector<float> inv_freq = rope_inv_freq(rope_hd, 1e4f, RopeScaling{});
+    sweep("rope", [&](int N, int C) { ops.rope(O, N / S, S, C / rope_hd, rope_hd, C, inv_freq, false); },
+          [&](int N, int C) { return (double)N * (C / rope_hd * rope_hd); });
+    auto NxF = [](int N, int C) { return (double)N * (C / 2); };
+    sweep("swiglu_forward", [&](int N, int C) { ops.swiglu_forward(O, A, N, C / 2); }, NxF);
+    sweep("swiglu_backward", [&](int N, int C) { ops.swiglu_backward(O2, O, A, N, C / 2); }, NxF);
+    sweep("gelu_forward", [&](int N, int C) { ops.gelu_forward(O, A, (int64_t)N * C); }, NxC);
+    sweep("gelu_backward", [&](int N, int C) { ops.gelu_backward(O, A, O, (int64_t)N * C); }, NxC);
+    sweep("relu_forward", [&](int N, int C) { ops.relu_forward(O, A, (int64_t)N * C); }, NxC);
+    sweep("relu_backward", [&](int N, int C) { ops.relu_backward(O, A, O, (int64_t)N * C); }, NxC);
+    sweep("add_bias_residual", [&](int N, int C) { ops.add_bias_residual(O, bias, A, N, C); }, NxC);
+    sweep("embedding_forward", [&](int N, int C) {
+        ops.embedding_forward(O, tokens, W, W, 0, 50257, N / S, S, C); }, NxC);
+    sweep("embedding_backward", [&](int N, int C) {
+        ops.embedding_backward(dW, dW, O, tokens, 0, 50257, N / S, S, C); }, NxC);
+    sweep("accumulate", [&](int N, int C) { ops.accumulate(dW, dW + (size_t)N * C / 2, (int64_t)N * C / 2); },
+          [](int N, int C) { return (double)N * C / 2; });
+    if (ops.traits.act != DType::f32)  // fp32 layers compute with their masters: no casts
+        sweep("cast_weights", [&](int N, int C) { ops.cast_weights(O, dW, (int64_t)N * C / 2); },
+              [](int N, int C) { return (double)N * C / 2; });
+    sweep("copy", [&](int N, int C) { ops.copy(O, A, (int64_t)N * C * 2); },
+          [](int N, int C) { return (double)N * C * 2; });
+    // the classifier over (N rows, padded vocabulary)
+    {
+        std::vector<std::pair<double, double>> st, lo;
+        for (auto [N, V] : g.rows_vocab) {
+            const int Vl = ops.traits.vocab_align > 1 ? V - 47 : V;  // real columns, padded (GPUs)
+            st.push_back({(double)N * V, dev.time_s([&] {
+                              ops.cross_entropy_stats(stats, nullptr, O, tokens, 0, N, Vl, V, TpGroup{});
+                          })});
+            lo.push_back({(double)N * V, dev.time_s([&] {
+                              ops.cross_entropy_loss(stats + 3 * N, O, stats, tokens, 0, N, Vl, V, 1e-6f, true);
+                          })});
+        }
+        lin["cross_entropy_stats"] = op_sweep_fit_linear(st);
+        lin["cross_entropy_loss"] = op_sweep_fit_linear(lo);
+    }
+    out["linear"] = lin;
+
+    // ---- the optimizer's passes per fp32 element
+    say("optimizer");
+    {
+        const int64_t n2 = *std::max_element(g.optimizer_elems.begin(), g.optimizer_elems.end());
+        float* p = (float*)dev.buffer(n2 * 4, false);
+        float* gr = (float*)dev.buffer(n2 * 4, false);
+        float* m = (float*)dev.buffer(n2 * 4, false);
+        float* v = (float*)dev.buffer(n2 * 4, false);
+        std::vector<std::pair<double, double>> ad, sq, ze;
+        for (int64_t n : g.optimizer_elems) {
+            ad.push_back({(double)n, dev.time_s([&] { dev.adamw(p, gr, m, v, n); })});
+            sq.push_back({(double)n, dev.time_s([&] { dev.sum_squares(gr, n); })});
+            ze.push_back({(double)n, dev.time_s([&] { dev.zero(gr, n); })});
+        }
+        out["optimizer"] = {{"adamw", op_sweep_fit_linear(ad)}, {"sum_squares", op_sweep_fit_linear(sq)},
+                            {"zero", op_sweep_fit_linear(ze)}};
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------------------------------
+// The CPU
+
+namespace {
+
+// Wall-clock seconds per run: one warm-up, then runs until 20 ms of them (at least 3, at most
+// 15); the fastest. A run that lost its core to another process measures that process, not the
+// op: the calibration is the host's own cost, and a busy host shows as a slower real run.
+double cpu_time_s(const std::function<void()>& f) {
+    using clock = std::chrono::steady_clock;
+    f();
+    double best = 1e30, total = 0;
+    for (int runs = 0; runs < 15 && (runs < 3 || total < 0.02); ++runs) {
+        const auto t0 = clock::now();
+        f();
+        const double t = std::chrono::duration<double>(clock::now() - t0).count();
+        best = std::min(best, t);
+        total += t;
+    }
+    return best;
+}
+
+// Two ranks' collectives over Gloo on loopback TCP, as CPU ranks on one host exchange them: a
+// sum all-reduce of a few sizes between two threads of this process, rank 0's fastest of 5 (each
+// after a barrier). Fitted per byte a rank sends (a ring all-reduce of x bytes over 2 sends x)
+// plus a fixed time per call: what every collective and pipeline message of a CPU step is priced
+// with (the estimator: ring bytes, docs/parallelism.md).
+json comm_sweep() {
+    TcpStoreServer server("127.0.0.1", 0);
+    const std::vector<int64_t> floats{256, 4096, 65536, 262144, 1048576};
+    std::vector<double> best(floats.size(), 1e30);
+    std::exception_ptr failed[2];
+    auto rank = [&](int r) {
+        try {
+            RankEnv env;
+            env.rank = r, env.world_size = 2, env.master_addr = "127.0.0.1";
+            env.master_port = server.port(), env.source = "tessera";
+            ProcessGroups g = comm_create_groups(env, MeshShape{2, 1, 1}, CommOptions{});
+            Communicator& c = *g.dp;
+            std::vector<float> buf((size_t)floats.back(), 1e-3f);
+            for (size_t i = 0; i < floats.size(); ++i) {
+                c.all_reduce(buf.data(), floats[i]);  // warm-up (connections, buffers)
+                for (int k = 0; k < 5; ++k) {
+                    c.barrier();
+                    const auto t0 = std::chrono::steady_clock::now();
+                    c.all_reduce(buf.data(), floats[i]);
+                    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    if (r == 0) best[i] = std::min(best[i], t);
+                }
+            }
+        } catch (...) {
+            failed[r] = std::current_exception();
+        }
+    };
+    std::thread peer(rank, 1);
+    rank(0);
+    peer.join();
+    for (auto& e : failed)
+        if (e) std::rethrow_exception(e);
+    std::vector<std::pair<double, double>> pts;
+    for (size_t i = 0; i < floats.size(); ++i) pts.push_back({(double)floats[i] * 4, best[i]});
+    return {{"group", 2}, {"collective", op_sweep_fit_linear(pts)},
+            {"unit", "bytes a rank sends (ring: all-reduce 2(n-1)/n x, gather/scatter (n-1)/n x)"}};
+}
+
+}  // namespace
+
+json op_sweep_cpu(int threads, const std::function<void(const char*)>& progress) {
+    const int n = threads_configure(threads);
+    std::vector<std::unique_ptr<float[]>> keep;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+    DeviceOps& dops = device_ops_cpu();
+    OpSweepDevice dev{layer_ops_cpu(),
+                      [&](size_t bytes, bool zeros) -> void* {
+                          const size_t count = (bytes + 3) / 4;
+                          keep.emplace_back(new float[count]);
+                          float* p = keep.back().get();
+                          for (size_t i = 0; i < count; ++i) p[i] = zeros ? 0.0f : dist(rng);
+                          return p;
+                      },
+                      cpu_time_s,
+                      [&](float* p, const float* g, float* m, float* v, int64_t count) {
+                          const float norm2 = 1.0f;
+                          dops.adamw_ranges({AdamWRange{p, g, m, v, count, 0.1f}},
+                                            AdamWHyper{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1}, 1.0, &norm2);
+                      },
+                      [&](const float* g, int64_t count) {
+                          dops.sum_squares_begin();
+                          dops.sum_squares_add(g, count);
+                      },
+                      [&](float* g, int64_t count) { dops.zero(g, count); },
+                      progress};
+    const OpSweepGrid grid = op_sweep_grid_cpu();
+    // two passes over the whole grid, each time the faster: a burst of other work on a shared
+    // host then spoils one pass's stretch of shapes, not the calibration
+    json out = op_sweep_run(dev, grid);
+    if (progress) progress("second pass");
+    op_sweep_keep_faster(out, op_sweep_run(dev, grid));
+    if (progress) progress("collectives (Gloo, loopback)");
+    out["comm"] = comm_sweep();
+    const CpuHost host = cpu_host();
+    out["device"] = "cpu";
+    out["cpu_model"] = host.model;
+    out["cores"] = host.cores;
+    out["threads"] = n;
+    out["launch_s"] = 0.0;
+    std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+    out["produced_by"] = str_cat("tessera plan --calibrate (the layers' CPU ops, fp32, ", n, " threads) on ",
+                                 host.model, " (", host.cores, " cores), ", date);
+    return out;
+}
+
+}  // namespace tessera

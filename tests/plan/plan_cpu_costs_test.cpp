@@ -1,0 +1,163 @@
+// A CPU plan's step time from this host's calibration (engine/plan/op_costs.h, op_sweep.h): with a
+// costs file for the threads a rank gets, the step is the op trace priced with it (a synthetic
+// file gives a time counted by hand); without one, or with one made on another host or at another
+// thread count, the estimator falls back to sgemm's rate at the device's efficiency and says so.
+// Whether the priced time matches a real run is bench/cpu_step_time.py's question, not this test's.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/plan/estimator.h"
+#include "engine/plan/op_costs.h"
+#include "tests/plan/tiny_plan.h"
+
+using namespace tessera;
+using nlohmann::json;
+
+namespace {
+
+// 8 GPT blocks of width 32 (4 heads of 8), micro-batch 2 x 16, 2 micro-batches per step
+RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tiny_plan(sets); }
+
+// Every GEMM in the grid takes 1 ms, attention 2 ms forward and 3 ms backward, every other op
+// 0.1 ms, one AdamW call 10 ms; squared norms and zeroing nothing.
+json synthetic_costs(int threads, const std::string& cpu_model) {
+    const std::vector<double> wide{1, 1e7}, ones(8, 1e-3);
+    json lin;
+    for (int k = 0; k < (int)OpKind::count; ++k)
+        lin[op_kind_name((OpKind)k)] = {{"fixed_s", 1e-4}, {"per_unit_s", 0.0}};
+    auto flat = [](double t) { return json{{"fixed_s", t}, {"per_unit_s", 0.0}}; };
+    return {{"device", "cpu"},
+            {"cpu_model", cpu_model},
+            {"cores", cpu_host().cores},
+            {"threads", threads},
+            {"gemm", {{"N", wide}, {"C", wide}, {"OC", wide}, {"forward_s", ones}, {"forward_gelu_s", ones},
+                      {"backward_s", ones}}},
+            {"attention", {{"head_dim", {8}}, {"BH", wide}, {"T", wide}, {"forward_s", std::vector<double>(4, 2e-3)},
+                           {"backward_s", std::vector<double>(4, 3e-3)}}},
+            {"linear", lin},
+            {"optimizer", {{"adamw", flat(0.01)}, {"sum_squares", flat(0)}, {"zero", flat(0)}}}};
+}
+
+// A fresh devices folder for the estimator (TESSERA_DEVICES_DIR), removed after the test.
+class CpuCalibration : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() /
+               ("tessera_devices_" + std::to_string(::getpid()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::create_directories(dir_);
+        ::setenv("TESSERA_DEVICES_DIR", dir_.c_str(), 1);
+    }
+    void TearDown() override {
+        ::unsetenv("TESSERA_DEVICES_DIR");
+        std::filesystem::remove_all(dir_);
+    }
+    void write(int threads, const json& j) {
+        const std::string path = cpu_costs_path(threads);
+        ASSERT_EQ(std::filesystem::path(path).parent_path(), dir_);
+        std::ofstream(path) << j.dump();
+    }
+    std::filesystem::path dir_;
+};
+
+TEST_F(CpuCalibration, PricesTheTraceWithTheHostsCosts) {
+    const RunConfig cfg = tiny();
+    const int threads = plan_cpu_threads(cfg);
+    EXPECT_EQ(threads, cpu_host().cores) << "world 1 takes every core";
+    write(threads, synthetic_costs(threads, cpu_host().model));
+    const PlanEstimate e = estimate_plan(cfg, device_spec("cpu"));
+    ASSERT_EQ(e.step_model, "ops") << e.step_model_note;
+    EXPECT_NE(e.step_model_note.find(dir_.string()), std::string::npos) << e.step_model_note;
+    ASSERT_EQ(e.ranks.size(), 1u);
+    const RankEstimate& r = e.ranks[0];
+    // per micro-batch: 8 blocks x 4 GEMMs (qkv, projection, fc with GELU, fc projection) and the
+    // head, forward and backward: 66 GEMMs; 8 attention forwards and backwards; 2 micro-batches
+    EXPECT_NEAR(r.gemm_s, 2 * 66 * 1e-3, 1e-9);
+    EXPECT_NEAR(r.attention_s, 2 * 8 * (2e-3 + 3e-3), 1e-9);
+    EXPECT_NEAR(r.optimizer_s, 0.01, 1e-12);
+    const double other_calls = r.other_ops_s / 1e-4;  // a whole number of 0.1 ms ops
+    EXPECT_GT(other_calls, 2 * 8 * 4 - 0.5) << "layernorms, GELU/residuals and the loss at least";
+    EXPECT_NEAR(other_calls, std::round(other_calls), 1e-6);
+    EXPECT_NEAR(r.compute_s, r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s, 1e-12);
+    EXPECT_NEAR(e.step_s, r.compute_s, 1e-12) << "one rank: no communication, no bubble";
+    // the memory is still the single-rank reference model's, not the runtime's at world 1
+    const PlanEstimate fallback = estimate_plan(cfg, device_spec("cpu"), nullptr);
+    EXPECT_EQ(r.total_peak_bytes, fallback.ranks[0].total_peak_bytes);
+    EXPECT_EQ(r.flops_per_step, fallback.ranks[0].flops_per_step);
+
+    // twice the GEMM costs: the step grows by exactly the GEMMs' time
+    json slower = synthetic_costs(threads, cpu_host().model);
+    slower["gemm"]["forward_s"] = slower["gemm"]["forward_gelu_s"] = slower["gemm"]["backward_s"] =
+        std::vector<double>(8, 2e-3);
+    const OpCosts twice = op_costs_parse(slower.dump(), "slower.json");
+    EXPECT_NEAR(estimate_plan(cfg, device_spec("cpu"), &twice).step_s, e.step_s + r.gemm_s, 1e-9);
+}
+
+TEST_F(CpuCalibration, RanksSharingTheHostUseTheirThreadCount) {
+    const RunConfig dp2 = tiny({"parallel.dp=2"});
+    const int threads = plan_cpu_threads(dp2);
+    EXPECT_EQ(threads, std::max(1, cpu_host().cores / 2));
+    EXPECT_EQ(plan_cpu_threads(tiny({"parallel.dp=2", "train.threads=3"})), 3);
+    write(threads, synthetic_costs(threads, cpu_host().model));
+    const PlanEstimate e = estimate_plan(dp2, device_spec("cpu"));
+    ASSERT_EQ(e.step_model, "ops") << e.step_model_note;
+    ASSERT_EQ(e.ranks.size(), 2u);
+    // more threads than cores stretch every op by their ratio
+    if (cpu_host().cores < 2) GTEST_SKIP() << "one core: dp2 is oversubscribed already";
+    const RunConfig crowded = tiny({"parallel.dp=2", str_cat("train.threads=", cpu_host().cores)});
+    write(cpu_host().cores, synthetic_costs(cpu_host().cores, cpu_host().model));
+    const PlanEstimate c = estimate_plan(crowded, device_spec("cpu"));
+    ASSERT_EQ(c.step_model, "ops");
+    EXPECT_NEAR(c.ranks[0].gemm_s, 2.0 * e.ranks[0].gemm_s, 1e-9);
+}
+
+// Collectives over Gloo are priced per call and per byte sent: with 1 ms per call and nothing per
+// byte, dp2's communication is its 11 per-unit gradient all-reduces (wte, wpe, 8 blocks, ln_f)
+// and the step's scalars; zero 3 adds per micro-batch a reduce-scatter and two gathers per unit.
+TEST_F(CpuCalibration, CollectivesPricedPerCall) {
+    const RunConfig dp2 = tiny({"parallel.dp=2"});
+    const int threads = plan_cpu_threads(dp2);
+    json costs = synthetic_costs(threads, cpu_host().model);
+    costs["comm"] = {{"group", 2}, {"collective", {{"fixed_s", 1e-3}, {"per_unit_s", 0.0}}}};
+    write(threads, costs);
+    const PlanEstimate e = estimate_plan(dp2, device_spec("cpu"));
+    ASSERT_EQ(e.step_model, "ops");
+    EXPECT_NEAR(e.ranks[0].comm_s, (11 + 1) * 1e-3, 1e-12);
+    EXPECT_NEAR(e.step_s, e.ranks[0].compute_s + e.ranks[0].comm_s, 1e-12);
+    const PlanEstimate z3 = estimate_plan(tiny({"parallel.dp=2", "parallel.zero=3"}), device_spec("cpu"));
+    EXPECT_NEAR(z3.ranks[0].comm_s, (11 * 3 * 2 + 1) * 1e-3, 1e-12);
+    // a tp2 rank's all-reduces are the trace's: some per block and micro-batch, each 1 ms
+    const PlanEstimate tp2 = estimate_plan(tiny({"parallel.tp=2"}), device_spec("cpu"));
+    const double calls = tp2.ranks[0].comm_s / 1e-3;
+    EXPECT_GE(calls, 2 * 8 * 4 + 1);
+    EXPECT_NEAR(calls, std::round(calls), 1e-6);
+}
+
+TEST_F(CpuCalibration, FallsBackToTheEfficiencyModelWithoutOne) {
+    const RunConfig cfg = tiny();
+    const int threads = plan_cpu_threads(cfg);
+    const PlanEstimate none = estimate_plan(cfg, device_spec("cpu"));
+    EXPECT_EQ(none.step_model, "efficiency");
+    EXPECT_NE(none.step_model_note.find("tessera plan --calibrate"), std::string::npos) << none.step_model_note;
+    const DeviceSpec cpu = device_spec("cpu");
+    EXPECT_NEAR(none.step_s, none.model_flops_per_step / (cpu.peak_flops * cpu.efficiency), 1e-9 * none.step_s);
+    EXPECT_EQ(none.ranks[0].gemm_s, 0);
+    // a calibration at another thread count, or another host's under this one's name, is not used
+    write(threads + 1, synthetic_costs(threads + 1, cpu_host().model));
+    EXPECT_EQ(estimate_plan(cfg, device_spec("cpu")).step_model, "efficiency");
+    write(threads, synthetic_costs(threads, "Some Other CPU"));
+    EXPECT_EQ(estimate_plan(cfg, device_spec("cpu")).step_model, "efficiency");
+    // ... and the host's own, once written, is picked up without a restart
+    write(threads, synthetic_costs(threads, cpu_host().model));
+    EXPECT_EQ(estimate_plan(cfg, device_spec("cpu")).step_model, "ops");
+    // a GPU config planned for the CPU device, or a CPU config for a GPU, never takes it
+    EXPECT_EQ(estimate_plan(cfg, device_spec("A100-80GB")).step_model, "efficiency");
+}
+
+}  // namespace
