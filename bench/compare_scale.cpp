@@ -12,8 +12,8 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <vector>
 
 #include "ui/common/project_document.h"
@@ -66,8 +66,10 @@ int main(int argc, char** argv) {
     }
     QFile yaml(dir + "/project.yaml");
     if (!yaml.exists() && yaml.open(QIODevice::WriteOnly))
-        yaml.write("name: scale\nmodel: {preset: gpt-tiny, n_layer: 2, n_head: 2, d_model: 64, seq_len: 32}\n"
-                   "data: {dataset: brown}\ntrain: {steps: 500}\n");
+        yaml.write(
+            "name: scale\nmodel: {preset: gpt-tiny, n_layer: 2, n_head: 2, d_model: 64, seq_len: "
+            "32}\n"
+            "data: {dataset: brown}\ntrain: {steps: 500}\n");
     yaml.close();
     tessera::studio::ProjectDocument doc;
     QString err;
@@ -99,20 +101,29 @@ int main(int argc, char** argv) {
     page.setSelectedRuns(longRuns);  // reads 20 x 100k rows from runs.db, first plot
     const double load_ms = double(load.nsecsElapsed()) / 1e6;
     int points = 0, shown = 0;
-    for (int i = 0; i < page.plot()->graphCount(); ++i) shown += page.plot()->graph(i)->data()->size();
+    for (int i = 0; i < page.plot()->graphCount(); ++i)
+        shown += page.plot()->graph(i)->data()->size();
     points = int(longRuns.size()) * 100000;
     QCustomPlot* plot = page.plot();
     const Timing redraw = median_ms(31, [&] { plot->replot(QCustomPlot::rpImmediateRefresh); });
-    const Timing rebuild = median_ms(11, [&] { page.replot(); plot->replot(QCustomPlot::rpImmediateRefresh); });
+    const Timing rebuild = median_ms(11, [&] {
+        page.replot();
+        plot->replot(QCustomPlot::rpImmediateRefresh);
+    });
     page.setDisplayDownsampling(false);
-    const Timing peer_redraw = median_ms(11, [&] { plot->replot(QCustomPlot::rpImmediateRefresh); });
-    const Timing peer_rebuild = median_ms(5, [&] { page.replot(); plot->replot(QCustomPlot::rpImmediateRefresh); });
+    const Timing peer_redraw =
+        median_ms(11, [&] { plot->replot(QCustomPlot::rpImmediateRefresh); });
+    const Timing peer_rebuild = median_ms(5, [&] {
+        page.replot();
+        plot->replot(QCustomPlot::rpImmediateRefresh);
+    });
 
     auto row = [](const char* what, Timing t, const char* goal) {
         std::printf("  %-66s %9.2f ms wall %9.2f ms CPU  %s\n", what, t.wall_ms, t.cpu_ms, goal);
     };
     std::printf("compare_scale: %d runs in %s, offscreen 1600x1000\n", runs, qPrintable(db));
-    row("(a) open the run table: refresh (summaries, model, default sel.)", open, "(goal < 200 ms)");
+    row("(a) open the run table: refresh (summaries, model, default sel.)", open,
+        "(goal < 200 ms)");
     row("    of which the run summaries (runs.db reads, config parse)", summaries, "");
     std::printf("  (b) %d runs overlaid, %d points, %d drawn after downsampling (%d columns)\n",
                 int(longRuns.size()), points, shown, page.displayColumns());
@@ -120,6 +131,8 @@ int main(int argc, char** argv) {
     row("    rebuild + replot (downsample, refill graphs, redraw)", rebuild, "(goal < 16 ms)");
     row("    peer without the page's downsampling: redraw", peer_redraw, "");
     row("    peer without the page's downsampling: rebuild + replot", peer_rebuild, "");
-    std::printf("      first selection (20 x 100k rows read from runs.db + plot)        : %9.1f ms wall\n", load_ms);
+    std::printf(
+        "      first selection (20 x 100k rows read from runs.db + plot)        : %9.1f ms wall\n",
+        load_ms);
     return 0;
 }

@@ -15,7 +15,9 @@ using namespace tessera;
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: make_runs_db OUT.db [RUNS=1000] [STEPS=500] [LONG=20] [LONG_STEPS=100000]\n");
+        std::fprintf(
+            stderr,
+            "usage: make_runs_db OUT.db [RUNS=1000] [STEPS=500] [LONG=20] [LONG_STEPS=100000]\n");
         return 2;
     }
     const std::string path = argv[1];
@@ -49,24 +51,29 @@ int main(int argc, char** argv) {
         r.seed = i;
         r.steps = long_steps;
         r.start_time = 1.7e9 + 600.0 * (runs + i);
-        const int64_t id = store.run_begin(RunStartRecord{r.name, bench::synthetic_config(r), "localhost", 1, "", r.start_time});
+        const int64_t id = store.run_begin(
+            RunStartRecord{r.name, bench::synthetic_config(r), "localhost", 1, "", r.start_time});
         std::vector<Record> batch;
         batch.reserve(10000);
         for (int64_t s = 1; s <= long_steps; ++s) {
-            const double loss = 2 + 3 * std::exp(-3.0 * double(s) / double(long_steps)) + 0.02 * std::sin(s * 0.7 + i) +
+            const double loss = 2 + 3 * std::exp(-3.0 * double(s) / double(long_steps)) +
+                                0.02 * std::sin(s * 0.7 + i) +
                                 (s % 9973 == i ? 2.0 : 0.0);  // a few spikes
-            batch.push_back(MetricRecord{s, 0, std::string(metric::train_loss), loss, r.start_time + 0.5 * double(s)});
+            batch.push_back(MetricRecord{s, 0, std::string(metric::train_loss), loss,
+                                         r.start_time + 0.5 * double(s)});
             if (batch.size() == 10000) {
                 store.append(id, batch);
                 batch.clear();
             }
         }
-        batch.push_back(RunEndRecord{std::string(run_status::completed), "", long_steps, r.start_time + 0.5 * double(long_steps)});
+        batch.push_back(RunEndRecord{std::string(run_status::completed), "", long_steps,
+                                     r.start_time + 0.5 * double(long_steps)});
         store.append(id, batch);
     }
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("make_runs_db: %s: %d runs of %lld steps + %d runs of %lld steps in %.1f s (%.1f MiB)\n",
-                path.c_str(), runs, (long long)steps, n_long, (long long)long_steps, s,
-                double(std::filesystem::file_size(path)) / (1 << 20));
+    std::printf(
+        "make_runs_db: %s: %d runs of %lld steps + %d runs of %lld steps in %.1f s (%.1f MiB)\n",
+        path.c_str(), runs, (long long)steps, n_long, (long long)long_steps, s,
+        double(std::filesystem::file_size(path)) / (1 << 20));
     return 0;
 }

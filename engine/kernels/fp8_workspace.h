@@ -1,6 +1,7 @@
 // runtime.precision fp8: which GEMMs run in FP8 and the device workspace one takes: its scales
 // and its quantized operands, allocated around the call. One rule for the CUDA GEMMs
-// (kernels/cuda/matmul.cu) and the meta device the estimator runs (parallel/layer_ops.cpp). No CUDA.
+// (kernels/cuda/matmul.cu) and the meta device the estimator runs (parallel/layer_ops.cpp). No
+// CUDA.
 #pragma once
 #include <cstdint>
 
@@ -16,8 +17,8 @@ struct Fp8Workspace {
     static constexpr double kMinMultiplyAdds = 1e11;
     // FP8 GEMMs also need every dimension a multiple of 16 (cuBLASLt's FP8 layouts).
     static bool eligible(int64_t N, int64_t C, int64_t OC) {
-        return N % 16 == 0 && C % 16 == 0 && OC % 16 == 0 && N >= 512 && C >= kMinDim && OC >= kMinDim &&
-               (double)N * (double)C * (double)OC >= kMinMultiplyAdds;
+        return N % 16 == 0 && C % 16 == 0 && OC % 16 == 0 && N >= 512 && C >= kMinDim &&
+               OC >= kMinDim && (double)N * (double)C * (double)OC >= kMinMultiplyAdds;
     }
     // Byte offsets: 256 bytes of scales (8 amax slots, then 8 of 1/scale, 16 bytes apart), then the
     // quantized operands.

@@ -8,12 +8,12 @@ namespace tessera {
 namespace {
 
 class MetaRequest final : public CommRequest {
-public:
+  public:
     void wait() override {}
 };
 
 class MetaComm final : public Communicator {
-public:
+  public:
     MetaComm(MetaBackend b, int rank, int size)
         : backend_(b), rank_(rank), size_(size), name_("meta[" + std::to_string(size) + "]") {}
     int rank() const override { return rank_; }
@@ -30,21 +30,28 @@ public:
     void barrier() override {}
     int64_t sequence() const override { return 0; }
     std::unique_ptr<CommRequest> iall_reduce(float*, int64_t, float*) override { return nccl(); }
-    std::unique_ptr<CommRequest> ireduce_scatter(float*, int64_t, float*) override { return nccl(); }
+    std::unique_ptr<CommRequest> ireduce_scatter(float*, int64_t, float*) override {
+        return nccl();
+    }
     std::unique_ptr<CommRequest> iall_gather(void*, int64_t, DType t) override {
         return t == DType::bf16 ? nccl() : nullptr;
     }
     // A placeholder address, never dereferenced (the meta ops read and write nothing).
     void* symmetric_buffer(size_t) override {
-        return backend_ == MetaBackend::nccl ? reinterpret_cast<void*>(uintptr_t(1) << 44) : nullptr;
+        return backend_ == MetaBackend::nccl ? reinterpret_cast<void*>(uintptr_t(1) << 44)
+                                             : nullptr;
     }
     void all_reduce(void*, int64_t, DType, ReduceOp) override {}
-    std::unique_ptr<CommRequest> isend(const void*, int64_t, DType, int, int) override { return done(); }
+    std::unique_ptr<CommRequest> isend(const void*, int64_t, DType, int, int) override {
+        return done();
+    }
     std::unique_ptr<CommRequest> irecv(void*, int64_t, DType, int, int) override { return done(); }
 
-private:
+  private:
     static std::unique_ptr<CommRequest> done() { return std::make_unique<MetaRequest>(); }
-    std::unique_ptr<CommRequest> nccl() const { return backend_ == MetaBackend::nccl ? done() : nullptr; }
+    std::unique_ptr<CommRequest> nccl() const {
+        return backend_ == MetaBackend::nccl ? done() : nullptr;
+    }
     MetaBackend backend_;
     int rank_, size_;
     std::string name_;

@@ -10,7 +10,8 @@ StageRunner::StageRunner(const ModelShape& model, std::vector<StageChunk> chunks
                          StageEdges& edges, const Options& o)
     : model_(model), chunks_(std::move(chunks)), store_(store), edges_(edges), o_(o) {}
 
-int StageRunner::run(const StageSchedule& sched, const std::function<const Batch&(int micro)>& batch) {
+int StageRunner::run(const StageSchedule& sched,
+                     const std::function<const Batch&(int micro)>& batch) {
     int in_flight = 0, max_in_flight = 0;
     for (const PipeAction& a : sched) {
         const Batch& b = batch(a.micro);
@@ -31,7 +32,8 @@ void StageRunner::forward(int micro, int c, const Batch& b, bool eval) {
     Tensor x;
     if (ch.global > 0) {
         edges_.span_begin("recv", micro);
-        x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act, o_.device);
+        x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act,
+                          o_.device);
         edges_.recv(x, 0, ch.global, micro, eval);
         edges_.span_end(eval);
     }
@@ -46,8 +48,10 @@ void StageRunner::forward(int micro, int c, const Batch& b, bool eval) {
         if (offload) l->offload(micro);  // overlaps the next layer's forward on GPUs
     }
     edges_.span_end(eval);
-    if (ch.global == G - 1) edges_.losses(x, eval);
-    else edges_.send(std::move(x), 0, ch.global + 1, micro, eval);
+    if (ch.global == G - 1)
+        edges_.losses(x, eval);
+    else
+        edges_.send(std::move(x), 0, ch.global + 1, micro, eval);
     if (eval)
         for (Layer* l : ch.layers) l->drop(-1 - micro);
 }
@@ -58,7 +62,8 @@ void StageRunner::backward(int micro, int c, const Batch& b) {
     Tensor dout;
     if (ch.global < G - 1) {
         edges_.span_begin("recv", micro);
-        dout = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act, o_.device);
+        dout = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations,
+                             o_.act, o_.device);
         edges_.recv(dout, 1, ch.global, micro, false);
         edges_.span_end(false);
     }

@@ -26,7 +26,7 @@ struct StageChunk {
 
 // A stage's edges. dir 0: activations (to the next stage), 1: gradients (to the previous).
 class StageEdges {
-public:
+  public:
     virtual ~StageEdges() = default;
     // Fills x (allocated by the runner: the hidden state) with what the neighbour sends for
     // global chunk g and micro-batch `micro`.
@@ -43,7 +43,7 @@ public:
 };
 
 class StageRunner {
-public:
+  public:
     struct Options {
         int pp = 1, v = 1;
         int micro = 1;                // micro-batches per step (the last backward reduces)
@@ -65,7 +65,7 @@ public:
     void forward(int micro, int c, const Batch& b, bool eval);
     void backward(int micro, int c, const Batch& b);
 
-private:
+  private:
     ModelShape model_;
     std::vector<StageChunk> chunks_;
     ParamStore& store_;

@@ -31,8 +31,10 @@ OpSweepGrid op_sweep_grid_gpu() {
     OpSweepGrid g;
     g.gemm_N = {512, 1024, 2048, 4096, 8192, 16384, 32768};
     g.gemm_C = {256, 512, 768, 1024, 1280, 1600, 2048, 4096, 6400};
-    g.gemm_OC = {256, 768, 1024, 1280, 1600, 2304, 3072, 3840, 4096, 4800, 5120, 6400, 12800, 50304};
-    g.attn_BH = {8, 32, 128, 512}, g.attn_T = {128, 256, 512, 1024, 2048, 4096}, g.attn_head_dim = {64, 128};
+    g.gemm_OC = {256,  768,  1024, 1280, 1600, 2304,  3072,
+                 3840, 4096, 4800, 5120, 6400, 12800, 50304};
+    g.attn_BH = {8, 32, 128, 512}, g.attn_T = {128, 256, 512, 1024, 2048, 4096},
+    g.attn_head_dim = {64, 128};
     g.rows_cols = {{4096, 768}, {16384, 768}, {16384, 1600}, {32768, 1280}};
     g.rows_vocab = {{1024, 50304}, {4096, 50304}, {16384, 50304}, {16384, 25216}};
     g.optimizer_elems = {10'000'000, 124'475'904};
@@ -63,7 +65,7 @@ json op_sweep_fit_linear(const std::vector<std::pair<double, double>>& pts) {
     for (auto [x, y] : pts) sx += x, sy += y, sxx += x * x, sxy += x * y;
     double b = (n * sxy - sx * sy) / (n * sxx - sx * sx), a = (sy - b * sx) / n;
     if (a < 0) a = 0, b = sxy / sxx;  // through the origin when the intercept fits below zero
-    if (b < 0) b = 0, a = sy / n;      // flat when the slope does (noise on sizes too small to grow)
+    if (b < 0) b = 0, a = sy / n;     // flat when the slope does (noise on sizes too small to grow)
     json pj = json::array();
     for (auto [x, y] : pts) pj.push_back({x, y});
     return {{"fixed_s", a}, {"per_unit_s", b}, {"points", pj}};
@@ -74,14 +76,16 @@ void op_sweep_keep_faster(json& into, const json& other) {
         for (auto& [key, times] : into[section].items())
             if (key.size() > 2 && key.compare(key.size() - 2, 2, "_s") == 0)
                 for (size_t i = 0; i < times.size(); ++i)
-                    times[i] = std::min(times[i].get<double>(), other[section][key][i].get<double>());
+                    times[i] =
+                        std::min(times[i].get<double>(), other[section][key][i].get<double>());
     for (const char* section : {"linear", "optimizer"})
         for (auto& [name, fit] : into[section].items()) {
             std::vector<std::pair<double, double>> pts;
             const json& theirs = other[section][name]["points"];
             for (size_t i = 0; i < fit["points"].size(); ++i)
-                pts.push_back({fit["points"][i][0].get<double>(),
-                               std::min(fit["points"][i][1].get<double>(), theirs[i][1].get<double>())});
+                pts.push_back(
+                    {fit["points"][i][0].get<double>(),
+                     std::min(fit["points"][i][1].get<double>(), theirs[i][1].get<double>())});
             fit = op_sweep_fit_linear(pts);
         }
 }
@@ -98,8 +102,10 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     // every activation-sized buffer holds the largest of: a GEMM's input or output, a memory-bound
     // op's (N, C), the classifier's logits, attention's q/k/v (B, T, 3C)
     size_t big = std::max(maxN * maxC, maxN * maxOC), rows = maxN;
-    for (auto [N, C] : g.rows_cols) big = std::max(big, (size_t)N * C), rows = std::max(rows, (size_t)N);
-    for (auto [N, V] : g.rows_vocab) big = std::max(big, (size_t)N * V), rows = std::max(rows, (size_t)N);
+    for (auto [N, C] : g.rows_cols)
+        big = std::max(big, (size_t)N * C), rows = std::max(rows, (size_t)N);
+    for (auto [N, V] : g.rows_vocab)
+        big = std::max(big, (size_t)N * V), rows = std::max(rows, (size_t)N);
     const int maxBH = *std::max_element(g.attn_BH.begin(), g.attn_BH.end());
     const int maxT = *std::max_element(g.attn_T.begin(), g.attn_T.end());
     const int maxHD = *std::max_element(g.attn_head_dim.begin(), g.attn_head_dim.end());
@@ -124,11 +130,17 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
             for (int OC : g.gemm_OC) {
                 // the backward's output gradient is O, its input A (N, C)
                 fwd.push_back(dev.time_s([&] { ops.matmul_forward(O, A, W, bias, N, C, OC); }));
-                fwdg.push_back(dev.time_s([&] { ops.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
-                bwd.push_back(dev.time_s([&] { ops.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+                fwdg.push_back(
+                    dev.time_s([&] { ops.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
+                bwd.push_back(
+                    dev.time_s([&] { ops.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
             }
-    out["gemm"] = {{"N", g.gemm_N}, {"C", g.gemm_C}, {"OC", g.gemm_OC}, {"forward_s", fwd},
-                   {"forward_gelu_s", fwdg}, {"backward_s", bwd},
+    out["gemm"] = {{"N", g.gemm_N},
+                   {"C", g.gemm_C},
+                   {"OC", g.gemm_OC},
+                   {"forward_s", fwd},
+                   {"forward_gelu_s", fwdg},
+                   {"backward_s", bwd},
                    {"layout", "index (n * |C| + c) * |OC| + oc"}};
     if (dev.gemm_fp8) {
         say("gemm_fp8");
@@ -138,17 +150,23 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
             for (int C : g.gemm_C)
                 for (int OC : g.gemm_OC) {
                     f8.push_back(dev.time_s([&] { o8.matmul_forward(O, A, W, bias, N, C, OC); }));
-                    g8.push_back(dev.time_s([&] { o8.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
-                    b8.push_back(dev.time_s([&] { o8.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+                    g8.push_back(
+                        dev.time_s([&] { o8.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
+                    b8.push_back(
+                        dev.time_s([&] { o8.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
                 }
-        out["gemm_fp8"] = {{"forward_s", f8}, {"forward_gelu_s", g8}, {"backward_s", b8},
-                           {"scaling", "per-tensor current scaling; e4m3 inputs and weights, e5m2 gradients"}};
+        out["gemm_fp8"] = {
+            {"forward_s", f8},
+            {"forward_gelu_s", g8},
+            {"backward_s", b8},
+            {"scaling", "per-tensor current scaling; e4m3 inputs and weights, e5m2 gradients"}};
     }
 
     // ---- attention on (batch x heads, T) per head width
     say("attention");
     json afwd = json::array(), abwd = json::array();
-    const size_t stat_per_row = ops.traits.attention_scores ? (size_t)maxT : 1;  // probabilities or lse
+    const size_t stat_per_row =
+        ops.traits.attention_scores ? (size_t)maxT : 1;  // probabilities or lse
     float* stats_att = (float*)dev.buffer((size_t)maxBH * maxT * stat_per_row * 4, false);
     for (int hd : g.attn_head_dim)
         for (int bh : g.attn_BH)
@@ -160,11 +178,17 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
                 char* o = (char*)O2;
                 char* dout = o + btc * es;
                 char* dqkv = dout + btc * es;
-                afwd.push_back(dev.time_s([&] { ops.attention_forward(o, stats_att, O, B, T, C, NH, NH); }));
-                abwd.push_back(dev.time_s([&] { ops.attention_backward(dqkv, dout, O, o, stats_att, B, T, C, NH, NH); }));
+                afwd.push_back(
+                    dev.time_s([&] { ops.attention_forward(o, stats_att, O, B, T, C, NH, NH); }));
+                abwd.push_back(dev.time_s(
+                    [&] { ops.attention_backward(dqkv, dout, O, o, stats_att, B, T, C, NH, NH); }));
             }
-    out["attention"] = {{"head_dim", g.attn_head_dim}, {"BH", g.attn_BH}, {"T", g.attn_T}, {"forward_s", afwd},
-                        {"backward_s", abwd}, {"layout", "index (hd * |BH| + bh) * |T| + t"}};
+    out["attention"] = {{"head_dim", g.attn_head_dim},
+                        {"BH", g.attn_BH},
+                        {"T", g.attn_T},
+                        {"forward_s", afwd},
+                        {"backward_s", abwd},
+                        {"layout", "index (hd * |BH| + bh) * |T| + t"}};
 
     // ---- memory-bound ops: fixed + per-unit (the unit per op: engine/plan/op_costs.cpp)
     say("memory-bound ops");
@@ -179,45 +203,72 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
         lin[name] = op_sweep_fit_linear(pts);
     };
     auto NxC = [](int N, int C) { return (double)N * C; };
-    sweep("layernorm_forward", [&](int N, int C) { ops.layernorm_forward(O, stats, stats + N, A, W, W, N, C); }, NxC);
-    sweep("layernorm_backward", [&](int N, int C) {
-        ops.layernorm_backward(O2, dW, db, O, A, W, stats, stats + N, N, C); }, NxC);
-    // the Llama family's: RMSNorm, rotary embeddings (heads of 16 or 64 in rows of C), SwiGLU (F = C/2)
-    sweep("rmsnorm_forward", [&](int N, int C) { ops.rmsnorm_forward(O, stats, A, W, N, C, 1e-5f); }, NxC);
-    sweep("rmsnorm_backward", [&](int N, int C) { ops.rmsnorm_backward(O2, dW, O, A, W, stats, N, C); }, NxC);
+    sweep(
+        "layernorm_forward",
+        [&](int N, int C) { ops.layernorm_forward(O, stats, stats + N, A, W, W, N, C); }, NxC);
+    sweep(
+        "layernorm_backward",
+        [&](int N, int C) { ops.layernorm_backward(O2, dW, db, O, A, W, stats, stats + N, N, C); },
+        NxC);
+    // the Llama family's: RMSNorm, rotary embeddings (heads of 16 or 64 in rows of C), SwiGLU (F =
+    // C/2)
+    sweep(
+        "rmsnorm_forward", [&](int N, int C) { ops.rmsnorm_forward(O, stats, A, W, N, C, 1e-5f); },
+        NxC);
+    sweep(
+        "rmsnorm_backward",
+        [&](int N, int C) { ops.rmsnorm_backward(O2, dW, O, A, W, stats, N, C); }, NxC);
     const int rope_hd = std::min(64, g.rows_cols.front().second);
     const std::vector<float> inv_freq = rope_inv_freq(rope_hd, 1e4f, RopeScaling{});
-    sweep("rope", [&](int N, int C) { ops.rope(O, N / S, S, C / rope_hd, rope_hd, C, inv_freq, false); },
-          [&](int N, int C) { return (double)N * (C / rope_hd * rope_hd); });
+    sweep(
+        "rope",
+        [&](int N, int C) { ops.rope(O, N / S, S, C / rope_hd, rope_hd, C, inv_freq, false); },
+        [&](int N, int C) { return (double)N * (C / rope_hd * rope_hd); });
     auto NxF = [](int N, int C) { return (double)N * (C / 2); };
-    sweep("swiglu_forward", [&](int N, int C) { ops.swiglu_forward(O, A, N, C / 2); }, NxF);
-    sweep("swiglu_backward", [&](int N, int C) { ops.swiglu_backward(O2, O, A, N, C / 2); }, NxF);
-    sweep("gelu_forward", [&](int N, int C) { ops.gelu_forward(O, A, (int64_t)N * C); }, NxC);
-    sweep("gelu_backward", [&](int N, int C) { ops.gelu_backward(O, A, O, (int64_t)N * C); }, NxC);
-    sweep("relu_forward", [&](int N, int C) { ops.relu_forward(O, A, (int64_t)N * C); }, NxC);
-    sweep("relu_backward", [&](int N, int C) { ops.relu_backward(O, A, O, (int64_t)N * C); }, NxC);
-    sweep("add_bias_residual", [&](int N, int C) { ops.add_bias_residual(O, bias, A, N, C); }, NxC);
-    sweep("embedding_forward", [&](int N, int C) {
-        ops.embedding_forward(O, tokens, W, W, 0, 50257, N / S, S, C); }, NxC);
-    sweep("embedding_backward", [&](int N, int C) {
-        ops.embedding_backward(dW, dW, O, tokens, 0, 50257, N / S, S, C); }, NxC);
-    sweep("accumulate", [&](int N, int C) { ops.accumulate(dW, dW + (size_t)N * C / 2, (int64_t)N * C / 2); },
-          [](int N, int C) { return (double)N * C / 2; });
+    sweep(
+        "swiglu_forward", [&](int N, int C) { ops.swiglu_forward(O, A, N, C / 2); }, NxF);
+    sweep(
+        "swiglu_backward", [&](int N, int C) { ops.swiglu_backward(O2, O, A, N, C / 2); }, NxF);
+    sweep(
+        "gelu_forward", [&](int N, int C) { ops.gelu_forward(O, A, (int64_t)N * C); }, NxC);
+    sweep(
+        "gelu_backward", [&](int N, int C) { ops.gelu_backward(O, A, O, (int64_t)N * C); }, NxC);
+    sweep(
+        "relu_forward", [&](int N, int C) { ops.relu_forward(O, A, (int64_t)N * C); }, NxC);
+    sweep(
+        "relu_backward", [&](int N, int C) { ops.relu_backward(O, A, O, (int64_t)N * C); }, NxC);
+    sweep(
+        "add_bias_residual", [&](int N, int C) { ops.add_bias_residual(O, bias, A, N, C); }, NxC);
+    sweep(
+        "embedding_forward",
+        [&](int N, int C) { ops.embedding_forward(O, tokens, W, W, 0, 50257, N / S, S, C); }, NxC);
+    sweep(
+        "embedding_backward",
+        [&](int N, int C) { ops.embedding_backward(dW, dW, O, tokens, 0, 50257, N / S, S, C); },
+        NxC);
+    sweep(
+        "accumulate",
+        [&](int N, int C) { ops.accumulate(dW, dW + (size_t)N * C / 2, (int64_t)N * C / 2); },
+        [](int N, int C) { return (double)N * C / 2; });
     if (ops.traits.act != DType::f32)  // fp32 layers compute with their masters: no casts
-        sweep("cast_weights", [&](int N, int C) { ops.cast_weights(O, dW, (int64_t)N * C / 2); },
-              [](int N, int C) { return (double)N * C / 2; });
-    sweep("copy", [&](int N, int C) { ops.copy(O, A, (int64_t)N * C * 2); },
-          [](int N, int C) { return (double)N * C * 2; });
+        sweep(
+            "cast_weights", [&](int N, int C) { ops.cast_weights(O, dW, (int64_t)N * C / 2); },
+            [](int N, int C) { return (double)N * C / 2; });
+    sweep(
+        "copy", [&](int N, int C) { ops.copy(O, A, (int64_t)N * C * 2); },
+        [](int N, int C) { return (double)N * C * 2; });
     // the classifier over (N rows, padded vocabulary)
     {
         std::vector<std::pair<double, double>> st, lo;
         for (auto [N, V] : g.rows_vocab) {
             const int Vl = ops.traits.vocab_align > 1 ? V - 47 : V;  // real columns, padded (GPUs)
             st.push_back({(double)N * V, dev.time_s([&] {
-                              ops.cross_entropy_stats(stats, nullptr, O, tokens, 0, N, Vl, V, TpGroup{});
+                              ops.cross_entropy_stats(stats, nullptr, O, tokens, 0, N, Vl, V,
+                                                      TpGroup{});
                           })});
             lo.push_back({(double)N * V, dev.time_s([&] {
-                              ops.cross_entropy_loss(stats + 3 * N, O, stats, tokens, 0, N, Vl, V, 1e-6f, true);
+                              ops.cross_entropy_loss(stats + 3 * N, O, stats, tokens, 0, N, Vl, V,
+                                                     1e-6f, true);
                           })});
         }
         lin["cross_entropy_stats"] = op_sweep_fit_linear(st);
@@ -239,7 +290,8 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
             sq.push_back({(double)n, dev.time_s([&] { dev.sum_squares(gr, n); })});
             ze.push_back({(double)n, dev.time_s([&] { dev.zero(gr, n); })});
         }
-        out["optimizer"] = {{"adamw", op_sweep_fit_linear(ad)}, {"sum_squares", op_sweep_fit_linear(sq)},
+        out["optimizer"] = {{"adamw", op_sweep_fit_linear(ad)},
+                            {"sum_squares", op_sweep_fit_linear(sq)},
                             {"zero", op_sweep_fit_linear(ze)}};
     }
     return out;
@@ -291,7 +343,9 @@ json comm_sweep() {
                     c.barrier();
                     const auto t0 = std::chrono::steady_clock::now();
                     c.all_reduce(buf.data(), floats[i]);
-                    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                    const double t =
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                            .count();
                     if (r == 0) best[i] = std::min(best[i], t);
                 }
             }
@@ -306,7 +360,8 @@ json comm_sweep() {
         if (e) std::rethrow_exception(e);
     std::vector<std::pair<double, double>> pts;
     for (size_t i = 0; i < floats.size(); ++i) pts.push_back({(double)floats[i] * 4, best[i]});
-    return {{"group", 2}, {"collective", op_sweep_fit_linear(pts)},
+    return {{"group", 2},
+            {"collective", op_sweep_fit_linear(pts)},
             {"unit", "bytes a rank sends (ring: all-reduce 2(n-1)/n x, gather/scatter (n-1)/n x)"}};
 }
 
@@ -330,7 +385,8 @@ json op_sweep_cpu(int threads, const std::function<void(const char*)>& progress)
                       [&](float* p, const float* g, float* m, float* v, int64_t count) {
                           const float norm2 = 1.0f;
                           dops.adamw_ranges({AdamWRange{p, g, m, v, count, 0.1f}},
-                                            AdamWHyper{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1}, 1.0, &norm2);
+                                            AdamWHyper{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1}, 1.0,
+                                            &norm2);
                       },
                       [&](const float* g, int64_t count) {
                           dops.sum_squares_begin();
@@ -355,8 +411,8 @@ json op_sweep_cpu(int threads, const std::function<void(const char*)>& progress)
     std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-    out["produced_by"] = str_cat("tessera plan --calibrate (the layers' CPU ops, fp32, ", n, " threads) on ",
-                                 host.model, " (", host.cores, " cores), ", date);
+    out["produced_by"] = str_cat("tessera plan --calibrate (the layers' CPU ops, fp32, ", n,
+                                 " threads) on ", host.model, " (", host.cores, " cores), ", date);
     return out;
 }
 

@@ -9,11 +9,10 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/parallel/layer_ops.h"
 
@@ -22,10 +21,10 @@ namespace tessera {
 struct OpSweepGrid {
     std::vector<int> gemm_N, gemm_C, gemm_OC;
     std::vector<int> attn_BH, attn_T, attn_head_dim;  // heads: 8 per sample (4 when BH < 8)
-    std::vector<std::pair<int, int>> rows_cols;        // (N, C) of the memory-bound ops
-    std::vector<std::pair<int, int>> rows_vocab;       // (N, padded vocabulary) of the classifier
-    std::vector<int64_t> optimizer_elems;              // fp32 elements of the optimizer's passes
-    int seq = 1024;                                    // T of the ops that take (B, T) rows
+    std::vector<std::pair<int, int>> rows_cols;       // (N, C) of the memory-bound ops
+    std::vector<std::pair<int, int>> rows_vocab;      // (N, padded vocabulary) of the classifier
+    std::vector<int64_t> optimizer_elems;             // fp32 elements of the optimizer's passes
+    int seq = 1024;                                   // T of the ops that take (B, T) rows
 };
 // bench/op_sweep's grid for a data-centre GPU (GPT-2 small to xl shapes)
 OpSweepGrid op_sweep_grid_gpu();

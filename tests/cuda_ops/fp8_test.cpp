@@ -3,13 +3,14 @@
 // mantissa bits (a value within 1/16 of itself), e5m2 2 bits (1/8): the tolerances below are the
 // quantization error of sums over 1,024 terms with room, and the check that the results differ
 // from bf16's shows the FP8 path ran.
+#include "engine/kernels/cuda/fp8.cuh"
+
 #include <cuda_fp8.h>
 
 #include <cmath>
 
 #include "engine/kernels/cpu/gelu.h"
 #include "engine/kernels/cpu/matmul.h"
-#include "engine/kernels/cuda/fp8.cuh"
 #include "engine/kernels/cuda/matmul.cuh"
 #include "engine/kernels/fp8_workspace.h"
 #include "tests/cuda_ops/cuda_test_util.h"
@@ -63,7 +64,8 @@ TEST_F(Fp8Cuda, QuantizeIsWithinTheFormatsPrecisionAndTransposes) {
         EXPECT_EQ(fs[2], fs[1]);
         const auto q = d_q.get_raw(), qt = d_qt.get_raw();
         const double rel = f == Fp8Format::e4m3 ? 1.0 / 16 : 1.0 / 8;
-        const double sub = (f == Fp8Format::e4m3 ? std::ldexp(1.0, -9) : std::ldexp(1.0, -16)) * fs[1];
+        const double sub =
+            (f == Fp8Format::e4m3 ? std::ldexp(1.0, -9) : std::ldexp(1.0, -16)) * fs[1];
         for (int r = 0; r < rows; ++r)
             for (int c = 0; c < cols; ++c) {
                 const size_t i = (size_t)r * cols + c;
@@ -95,7 +97,8 @@ TEST_F(Fp8Cuda, GemmsMatchFp32WithinFp8Precision) {
     EXPECT_EQ(matmul_fp8_counts().forward, before.forward + 1) << "the forward did not run in FP8";
     matmul_forward_cuda<bf16>(d_out16.p, d_inp.p, d_w.p, d_b.p, N, C, OC, 0);
     const auto out8 = d_out.get(), out16 = d_out16.get();
-    std::printf("forward: fp8 %.4f, bf16 %.4f (max error / max |ref|)\n", rel_err(out8, ref), rel_err(out16, ref));
+    std::printf("forward: fp8 %.4f, bf16 %.4f (max error / max |ref|)\n", rel_err(out8, ref),
+                rel_err(out16, ref));
     EXPECT_LT(rel_err(out8, ref), 0.05);
     EXPECT_GT(rel_err(out8, out16), 1e-3) << "the FP8 forward gave bf16's result: did it run?";
     matmul_forward_cuda<bf16>(d_out.p, d_inp.p, d_w.p, d_b.p, N, C, OC, 0, true, d_pre.p, ws.p);
@@ -109,14 +112,17 @@ TEST_F(Fp8Cuda, GemmsMatchFp32WithinFp8Precision) {
     DevBuf<float> d_dw(dw.size());
     d_dw.set(dw0);
     const Fp8Counts mid = matmul_fp8_counts();
-    matmul_backward_cuda<bf16>(d_dinp.p, d_dw.p, nullptr, d_dout.p, d_inp.p, d_w.p, N, C, OC, 0, ws.p);
+    matmul_backward_cuda<bf16>(d_dinp.p, d_dw.p, nullptr, d_dout.p, d_inp.p, d_w.p, N, C, OC, 0,
+                               ws.p);
     const Fp8Counts after = matmul_fp8_counts();
-    std::printf("FP8 GEMMs run: forward %ld, dinp %ld, dweight %ld\n", after.forward, after.dinp, after.dweight);
+    std::printf("FP8 GEMMs run: forward %ld, dinp %ld, dweight %ld\n", after.forward, after.dinp,
+                after.dweight);
     EXPECT_EQ(after.dinp, mid.dinp + 1) << "dinp did not run in FP8";
     EXPECT_EQ(after.dweight, mid.dweight + 1) << "dweight did not run in FP8 (fp32 output, beta 1)";
     std::vector<float> dw_delta = d_dw.get(), ref_delta = dw;
     for (size_t i = 0; i < dw.size(); ++i) dw_delta[i] -= dw0[i], ref_delta[i] -= dw0[i];
-    std::printf("backward: dinp %.4f, dweight %.4f\n", rel_err(d_dinp.get(), dinp), rel_err(dw_delta, ref_delta));
+    std::printf("backward: dinp %.4f, dweight %.4f\n", rel_err(d_dinp.get(), dinp),
+                rel_err(dw_delta, ref_delta));
     EXPECT_LT(rel_err(d_dinp.get(), dinp), 0.1);
     EXPECT_LT(rel_err(dw_delta, ref_delta), 0.1) << "dweight += (its increment)";
 }

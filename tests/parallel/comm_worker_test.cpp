@@ -2,6 +2,8 @@
 // worker (the estimator's ParamStore) runs a task only when it, or a later task, is waited for
 // (FIFO, on the waiting thread), so a predicted step frees comm buffers at the latest point a
 // real thread could, deterministically.
+#include "engine/parallel/comm_worker.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -9,8 +11,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "engine/parallel/comm_worker.h"
 
 using namespace tessera;
 

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "engine/plan/estimator.h"
@@ -22,7 +21,9 @@ using nlohmann::json;
 namespace {
 
 // 8 GPT blocks of width 32 (4 heads of 8), micro-batch 2 x 16, 2 micro-batches per step
-RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tiny_plan(sets); }
+RunConfig tiny(const std::vector<std::string>& sets = {}) {
+    return test::tiny_plan(sets);
+}
 
 // Every GEMM in the grid takes 1 ms, attention 2 ms forward and 3 ms backward, every other op
 // 0.1 ms, one AdamW call 10 ms; squared norms and zeroing nothing.
@@ -36,17 +37,26 @@ json synthetic_costs(int threads, const std::string& cpu_model) {
             {"cpu_model", cpu_model},
             {"cores", cpu_host().cores},
             {"threads", threads},
-            {"gemm", {{"N", wide}, {"C", wide}, {"OC", wide}, {"forward_s", ones}, {"forward_gelu_s", ones},
-                      {"backward_s", ones}}},
-            {"attention", {{"head_dim", {8}}, {"BH", wide}, {"T", wide}, {"forward_s", std::vector<double>(4, 2e-3)},
-                           {"backward_s", std::vector<double>(4, 3e-3)}}},
+            {"gemm",
+             {{"N", wide},
+              {"C", wide},
+              {"OC", wide},
+              {"forward_s", ones},
+              {"forward_gelu_s", ones},
+              {"backward_s", ones}}},
+            {"attention",
+             {{"head_dim", {8}},
+              {"BH", wide},
+              {"T", wide},
+              {"forward_s", std::vector<double>(4, 2e-3)},
+              {"backward_s", std::vector<double>(4, 3e-3)}}},
             {"linear", lin},
             {"optimizer", {{"adamw", flat(0.01)}, {"sum_squares", flat(0)}, {"zero", flat(0)}}}};
 }
 
 // A fresh devices folder for the estimator (TESSERA_DEVICES_DIR), removed after the test.
 class CpuCalibration : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         dir_ = std::filesystem::temp_directory_path() /
                ("tessera_devices_" + std::to_string(::getpid()) + "_" +
@@ -130,7 +140,8 @@ TEST_F(CpuCalibration, CollectivesPricedPerCall) {
     ASSERT_EQ(e.step_model, "ops");
     EXPECT_NEAR(e.ranks[0].comm_s, (11 + 1) * 1e-3, 1e-12);
     EXPECT_NEAR(e.step_s, e.ranks[0].compute_s + e.ranks[0].comm_s, 1e-12);
-    const PlanEstimate z3 = estimate_plan(tiny({"parallel.dp=2", "parallel.zero=3"}), device_spec("cpu"));
+    const PlanEstimate z3 =
+        estimate_plan(tiny({"parallel.dp=2", "parallel.zero=3"}), device_spec("cpu"));
     EXPECT_NEAR(z3.ranks[0].comm_s, (11 * 3 * 2 + 1) * 1e-3, 1e-12);
     // a tp2 rank's all-reduces are the trace's: some per block and micro-batch, each 1 ms
     const PlanEstimate tp2 = estimate_plan(tiny({"parallel.tp=2"}), device_spec("cpu"));
@@ -144,9 +155,11 @@ TEST_F(CpuCalibration, FallsBackToTheEfficiencyModelWithoutOne) {
     const int threads = plan_cpu_threads(cfg);
     const PlanEstimate none = estimate_plan(cfg, device_spec("cpu"));
     EXPECT_EQ(none.step_model, "efficiency");
-    EXPECT_NE(none.step_model_note.find("tessera plan --calibrate"), std::string::npos) << none.step_model_note;
+    EXPECT_NE(none.step_model_note.find("tessera plan --calibrate"), std::string::npos)
+        << none.step_model_note;
     const DeviceSpec cpu = device_spec("cpu");
-    EXPECT_NEAR(none.step_s, none.model_flops_per_step / (cpu.peak_flops * cpu.efficiency), 1e-9 * none.step_s);
+    EXPECT_NEAR(none.step_s, none.model_flops_per_step / (cpu.peak_flops * cpu.efficiency),
+                1e-9 * none.step_s);
     EXPECT_EQ(none.ranks[0].gemm_s, 0);
     // a calibration at another thread count, or another host's under this one's name, is not used
     write(threads + 1, synthetic_costs(threads + 1, cpu_host().model));

@@ -11,17 +11,17 @@
 #include <QFile>
 #include <QHeaderView>
 #include <QLabel>
+#include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTableView>
-#include <QSignalSpy>
 #include <QTemporaryDir>
 
 #include "bench/synthetic_runs.h"
+#include "tests/ui_compare/ui_compare_util.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
-#include "tests/ui_compare/ui_compare_util.h"
 #include "ui/compare/compare_page.h"
 #include "ui/compare/parallel_coords.h"
 #include "ui/compare/run_table_model.h"
@@ -46,7 +46,7 @@ void open_project(const QTemporaryDir& dir, ProjectDocument& doc) {
 
 // runs #1..#8: lr 1e-3 or 3e-3 (alternating), seeds 0..3 each, dp 1 for the first four, 2 after
 class CompareRunsTest : public ::testing::Test {
-protected:
+  protected:
     QTemporaryDir tmp;
     ProjectDocument doc;
     void SetUp() override {
@@ -75,8 +75,10 @@ QStringList headers(QAbstractItemModel* m) {
 
 TEST_F(CompareRunsTest, DifferingConfigKeysAreColumns) {
     ComparePage page(&doc);
-    QAbstractItemModelTester t1(page.runModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
-    QAbstractItemModelTester t2(page.proxyModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester t1(page.runModel(),
+                                QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester t2(page.proxyModel(),
+                                QAbstractItemModelTester::FailureReportingMode::Fatal);
     RunTableModel* m = page.runModel();
     ASSERT_EQ(m->rowCount(), 8);
     // lr, seed and the derived global batch differ (dp has its fixed column; name is not config)
@@ -91,7 +93,8 @@ TEST_F(CompareRunsTest, DifferingConfigKeysAreColumns) {
     EXPECT_EQ(m->headerData(lr, Qt::Horizontal, Qt::ToolTipRole).toString().left(8), "train.lr");
     EXPECT_EQ(m->index(1, lr).data().toString(), "0.003");
     // shown right after Name and Status
-    EXPECT_LE(page.runView()->horizontalHeader()->visualIndex(lr), RunTableModel::Status + m->configKeys().size());
+    EXPECT_LE(page.runView()->horizontalHeader()->visualIndex(lr),
+              RunTableModel::Status + m->configKeys().size());
     // sorted as numbers
     page.runView()->sortByColumn(lr, Qt::DescendingOrder);
     EXPECT_EQ(page.proxyModel()->index(0, lr).data().toString(), "0.003");
@@ -188,10 +191,12 @@ TEST_F(CompareRunsTest, SmoothingAndWallTimeAxis) {
 TEST_F(CompareRunsTest, LongCurvesAreDownsampledKeepingTheSpike) {
     {
         auto store = tessera::RunStore::open(doc.dbPath().toStdString());
-        const int64_t id = store.run_begin({"long", tessera::bench::synthetic_config({"long"}), "h", 1, "", 1.7e9});
+        const int64_t id = store.run_begin(
+            {"long", tessera::bench::synthetic_config({"long"}), "h", 1, "", 1.7e9});
         std::vector<tessera::Record> rows;
         for (int64_t s = 1; s <= 50000; ++s)
-            rows.push_back(tessera::MetricRecord{s, 0, "train/loss", s == 31337 ? 40.0 : 3.0 - s * 1e-5, 1.7e9 + s});
+            rows.push_back(tessera::MetricRecord{s, 0, "train/loss",
+                                                 s == 31337 ? 40.0 : 3.0 - s * 1e-5, 1.7e9 + s});
         store.append(id, rows);
     }
     ComparePage page(&doc);
@@ -203,7 +208,8 @@ TEST_F(CompareRunsTest, LongCurvesAreDownsampledKeepingTheSpike) {
     EXPECT_LE(g->data()->size(), 5 * page.displayColumns());
     EXPECT_LT(g->data()->size(), 50000);
     double top = 0;
-    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) top = std::max(top, it->value);
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+        top = std::max(top, it->value);
     EXPECT_EQ(top, 40.0);
     EXPECT_EQ(g->data()->at(g->data()->size() - 1)->key, 50000.0);
 }
@@ -211,9 +217,11 @@ TEST_F(CompareRunsTest, LongCurvesAreDownsampledKeepingTheSpike) {
 TEST_F(CompareRunsTest, TagsNotesFilterAndArchive) {
     ComparePage page(&doc);
     QString err;
-    ASSERT_TRUE(page.annotate({1, 2}, QStringList{"baseline", "sweep-a"}, QString("first sweep"), std::nullopt, &err))
+    ASSERT_TRUE(page.annotate({1, 2}, QStringList{"baseline", "sweep-a"}, QString("first sweep"),
+                              std::nullopt, &err))
         << err.toStdString();
-    QAbstractItemModelTester t(page.proxyModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester t(page.proxyModel(),
+                               QAbstractItemModelTester::FailureReportingMode::Fatal);
     RunTableModel* m = page.runModel();
     EXPECT_EQ(m->runs()[0].tags, (QStringList{"baseline", "sweep-a"}));
     EXPECT_EQ(m->index(0, RunTableModel::Tags).data().toString(), "baseline, sweep-a");
@@ -285,7 +293,8 @@ TEST_F(CompareRunsTest, ParallelCoordinatesBrushFiltersTheTable) {
     // numeric differing keys, then the final metrics
     EXPECT_TRUE(names.contains("lr")) << names.join(", ").toStdString();
     EXPECT_TRUE(names.contains("seed"));
-    EXPECT_EQ(names.mid(names.size() - 3), (QStringList{"final val loss", "tokens/s", "peak GiB/GPU"}));
+    EXPECT_EQ(names.mid(names.size() - 3),
+              (QStringList{"final val loss", "tokens/s", "peak GiB/GPU"}));
     ASSERT_EQ(c.runs.size(), 8u);
     const int lr = int(names.indexOf("lr"));
     EXPECT_DOUBLE_EQ(c.axes[size_t(lr)].lo, 0.001);

@@ -1,13 +1,13 @@
 // The Compare page's Qt-free curve helpers: min/max-per-column downsampling (a spike survives,
 // endpoints kept, output bounded, the drawn envelope unchanged) and group bands (mean, min, max
 // over members, ranges that do not overlap, NaN skipped).
+#include "ui/compare/curve_math.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
-
-#include "ui/compare/curve_math.h"
 
 using namespace tessera::studio;
 
@@ -26,8 +26,8 @@ Curve noisy(size_t n, unsigned seed) {
 
 TEST(CurveDownsample, SpikeSurvivesAndEndpointsKept) {
     Curve c = noisy(100000, 1);
-    c.y[31337] = 50.0;  // a one-step loss spike
-    c.y[70001] = -20.0; // and a dip
+    c.y[31337] = 50.0;   // a one-step loss spike
+    c.y[70001] = -20.0;  // and a dip
     const Curve d = curve_downsample_minmax(c.x, c.y, 800);
     ASSERT_LT(d.size(), c.size());
     EXPECT_EQ(*std::max_element(d.y.begin(), d.y.end()), 50.0);
@@ -55,7 +55,8 @@ TEST(CurveDownsample, EveryColumnKeepsItsExtremes) {
     const int cols = 100;
     const Curve d = curve_downsample_minmax(c.x, c.y, cols);
     auto col = [&](double x) { return std::min(cols - 1, int(x / c.x.back() * cols)); };
-    std::vector<double> in_lo(cols, INFINITY), in_hi(cols, -INFINITY), out_lo = in_lo, out_hi = in_hi;
+    std::vector<double> in_lo(cols, INFINITY), in_hi(cols, -INFINITY), out_lo = in_lo,
+                                                                       out_hi = in_hi;
     for (size_t i = 0; i < c.size(); ++i) {
         in_lo[col(c.x[i])] = std::min(in_lo[col(c.x[i])], c.y[i]);
         in_hi[col(c.x[i])] = std::max(in_hi[col(c.x[i])], c.y[i]);

@@ -82,12 +82,14 @@ ParallelCoordsView::ParallelCoordsView(QWidget* parent) : QWidget(parent) {
     setObjectName("parallelCoords");
     setMinimumHeight(160);
     setMouseTracking(false);
-    setToolTip(tr("Drag along an axis to keep the runs in that range (the run table follows); "
-                  "click an axis to clear its range"));
+    setToolTip(
+        tr("Drag along an axis to keep the runs in that range (the run table follows); "
+           "click an axis to clear its range"));
 }
 
 void ParallelCoordsView::setRuns(const RunTableModel& model) {
-    const bool had = std::any_of(m_pc.axes.begin(), m_pc.axes.end(), [](auto& a) { return a.brush.has_value(); });
+    const bool had = std::any_of(m_pc.axes.begin(), m_pc.axes.end(),
+                                 [](auto& a) { return a.brush.has_value(); });
     m_pc = parcoords_build(model);
     update();
     if (had) Q_EMIT brushChanged(std::nullopt);
@@ -107,7 +109,8 @@ void ParallelCoordsView::clearBrushes() {
 
 void ParallelCoordsView::emitBrush() {
     update();
-    const bool any = std::any_of(m_pc.axes.begin(), m_pc.axes.end(), [](auto& a) { return a.brush.has_value(); });
+    const bool any = std::any_of(m_pc.axes.begin(), m_pc.axes.end(),
+                                 [](auto& a) { return a.brush.has_value(); });
     Q_EMIT brushChanged(any ? std::optional<QSet<int64_t>>(parcoords_brushed(m_pc)) : std::nullopt);
 }
 
@@ -163,8 +166,10 @@ void ParallelCoordsView::paintEvent(QPaintEvent*) {
                     continue;
                 }
                 const QPointF pt(axisX(a), yOf(a, v));
-                if (open) path.lineTo(pt);
-                else path.moveTo(pt);
+                if (open)
+                    path.lineTo(pt);
+                else
+                    path.moveTo(pt);
                 open = true;
             }
             QColor c = keep ? in : out;
@@ -180,8 +185,10 @@ void ParallelCoordsView::paintEvent(QPaintEvent*) {
         p.drawLine(QPointF(x, plotRect().top()), QPointF(x, plotRect().bottom()));
         const QRectF label(x - 60, 2, 120, 18);
         p.drawText(label, Qt::AlignCenter, ax.name);
-        p.drawText(QRectF(x - 60, plotRect().bottom() + 2, 120, 18), Qt::AlignCenter, QString::number(ax.lo, 'g', 4));
-        p.drawText(QRectF(x + 4, plotRect().top(), 80, 14), Qt::AlignLeft, QString::number(ax.hi, 'g', 4));
+        p.drawText(QRectF(x - 60, plotRect().bottom() + 2, 120, 18), Qt::AlignCenter,
+                   QString::number(ax.lo, 'g', 4));
+        p.drawText(QRectF(x + 4, plotRect().top(), 80, 14), Qt::AlignLeft,
+                   QString::number(ax.hi, 'g', 4));
         if (ax.brush) {
             const QRectF r = plotRect();  // a range past the axis's values is drawn to its end
             const double y0 = std::max(r.top(), yOf(a, ax.brush->second));
@@ -200,8 +207,9 @@ void ParallelCoordsView::mousePressEvent(QMouseEvent* e) {
 
 void ParallelCoordsView::mouseMoveEvent(QMouseEvent* e) {
     if (m_dragAxis < 0) return;
-    m_pc.axes[size_t(m_dragAxis)].brush = std::make_pair(std::min(m_dragFrom, valueAt(m_dragAxis, e->position().y())),
-                                                          std::max(m_dragFrom, valueAt(m_dragAxis, e->position().y())));
+    m_pc.axes[size_t(m_dragAxis)].brush =
+        std::make_pair(std::min(m_dragFrom, valueAt(m_dragAxis, e->position().y())),
+                       std::max(m_dragFrom, valueAt(m_dragAxis, e->position().y())));
     update();
 }
 
@@ -209,8 +217,10 @@ void ParallelCoordsView::mouseReleaseEvent(QMouseEvent* e) {
     if (m_dragAxis < 0) return;
     const double to = valueAt(m_dragAxis, e->position().y());
     auto& brush = m_pc.axes[size_t(m_dragAxis)].brush;
-    if (std::abs(yOf(m_dragAxis, to) - yOf(m_dragAxis, m_dragFrom)) < 3) brush.reset();  // a click clears
-    else brush = std::make_pair(std::min(m_dragFrom, to), std::max(m_dragFrom, to));
+    if (std::abs(yOf(m_dragAxis, to) - yOf(m_dragAxis, m_dragFrom)) < 3)
+        brush.reset();  // a click clears
+    else
+        brush = std::make_pair(std::min(m_dragFrom, to), std::max(m_dragFrom, to));
     m_dragAxis = -1;
     emitBrush();
 }

@@ -16,15 +16,15 @@
 namespace tessera::studio {
 
 struct ParCoordsAxis {
-    QString name;          // "lr", "final val loss", ...
-    double lo = 0, hi = 0;  // the values' range (lo == hi: one value)
+    QString name;                                    // "lr", "final val loss", ...
+    double lo = 0, hi = 0;                           // the values' range (lo == hi: one value)
     std::optional<std::pair<double, double>> brush;  // kept range, in values
 };
 
 struct ParCoords {
     std::vector<ParCoordsAxis> axes;
-    std::vector<int64_t> runs;                 // run ids, one per line
-    std::vector<std::vector<double>> values;   // [line][axis]; NaN where missing
+    std::vector<int64_t> runs;                // run ids, one per line
+    std::vector<std::vector<double>> values;  // [line][axis]; NaN where missing
 };
 
 // The axes for these runs: numeric differing config keys of `model` (in its column order), then the
@@ -35,25 +35,25 @@ QSet<int64_t> parcoords_brushed(const ParCoords& pc);
 
 class ParallelCoordsView : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit ParallelCoordsView(QWidget* parent = nullptr);
-    void setRuns(const RunTableModel& model);  // rebuilds the axes; brushes cleared
+    void setRuns(const RunTableModel& model);       // rebuilds the axes; brushes cleared
     void setBrush(int axis, double lo, double hi);  // in values; lo > hi swaps
     void clearBrushes();
     const ParCoords& coords() const { return m_pc; }
     QSize sizeHint() const override { return {600, 220}; }
 
-Q_SIGNALS:
+  Q_SIGNALS:
     // The runs inside every brush; std::nullopt when nothing is brushed (every run passes).
     void brushChanged(const std::optional<QSet<int64_t>>& runs);
 
-protected:
+  protected:
     void paintEvent(QPaintEvent*) override;
     void mousePressEvent(QMouseEvent* e) override;
     void mouseMoveEvent(QMouseEvent* e) override;
     void mouseReleaseEvent(QMouseEvent* e) override;
 
-private:
+  private:
     ParCoords m_pc;
     int m_dragAxis = -1;
     double m_dragFrom = 0;

@@ -1,12 +1,11 @@
 // FP8 quantization for the fp8 GEMMs (fp8.cuh): absolute maximum, then scale-and-saturate into
 // e4m3 or e5m2, straight or transposed (cuBLASLt's FP8 GEMMs take only the "TN" layout, so the
 // backward's operands are quantized into their transposes).
-#include "engine/kernels/cuda/fp8.cuh"
-
 #include <cuda_fp8.h>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/fp8.cuh"
 
 namespace tessera {
 
@@ -54,8 +53,8 @@ static __global__ void amax_kernel(float* amax, const bf16* x, long n, bool vec)
 
 // q (n) = saturate(x (n) · s); 8 elements per thread and step where `vec`
 template <Fp8Format F>
-static __global__ void quantize_kernel(uint8_t* q, float* scale_inv, const bf16* x, const float* amax,
-                                       long n, bool vec) {
+static __global__ void quantize_kernel(uint8_t* q, float* scale_inv, const bf16* x,
+                                       const float* amax, long n, bool vec) {
     const float s = fp8_scale<F>(*amax);
     if (blockIdx.x == 0 && threadIdx.x == 0) *scale_inv = 1.0f / s;
     const long stride = (long)gridDim.x * blockDim.x;
@@ -83,8 +82,8 @@ static __global__ void quantize_kernel(uint8_t* q, float* scale_inv, const bf16*
 // threads. Each thread writes 16 consecutive bytes of one output row (one 16-byte store where
 // the row is aligned and whole).
 template <Fp8Format F>
-static __global__ void quantize_t_kernel(uint8_t* q, float* scale_inv, const bf16* x, const float* amax,
-                                         int rows, int cols) {
+static __global__ void quantize_t_kernel(uint8_t* q, float* scale_inv, const bf16* x,
+                                         const float* amax, int rows, int cols) {
     __shared__ float tile[64][65];
     const float s = fp8_scale<F>(*amax);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / s;
@@ -96,7 +95,8 @@ static __global__ void quantize_t_kernel(uint8_t* q, float* scale_inv, const bf1
                          : 0.0f;
     }
     __syncthreads();
-    const int c = threadIdx.x / 4, rr = (threadIdx.x % 4) * 16;  // output row c0 + c, columns r0 + rr ..
+    const int c = threadIdx.x / 4,
+              rr = (threadIdx.x % 4) * 16;  // output row c0 + c, columns r0 + rr ..
     if (c0 + c >= cols) return;
     uint8_t* dst = q + (long)(c0 + c) * rows + r0 + rr;
     if (r0 + rr + 16 <= rows && ((uintptr_t)dst % 16) == 0) {
@@ -121,12 +121,13 @@ void fp8_amax(float* amax, const bf16* x, long n, cudaStream_t s) {
     TS_CUDA_REQUIRE(amax && x && n >= 0, "fp8_amax: null pointer or negative size");
     if (n == 0) return;
     const bool vec = aligned16(x);
-    amax_kernel<<<std::min(grid_for(vec ? n / 8 + 1 : n, 256), 132 * 8), 256, 0, s>>>(amax, x, n, vec);
+    amax_kernel<<<std::min(grid_for(vec ? n / 8 + 1 : n, 256), 132 * 8), 256, 0, s>>>(amax, x, n,
+                                                                                      vec);
     CUDA_CHECK_LAUNCH("amax_kernel");
 }
 
-void fp8_quantize(uint8_t* q, float* scale_inv, const bf16* x, const float* amax, int rows, int cols,
-                  Fp8Format format, bool transpose, cudaStream_t s) {
+void fp8_quantize(uint8_t* q, float* scale_inv, const bf16* x, const float* amax, int rows,
+                  int cols, Fp8Format format, bool transpose, cudaStream_t s) {
     TS_CUDA_REQUIRE(q && scale_inv && x && amax && rows >= 0 && cols >= 0,
                     "fp8_quantize: null pointer or negative shape");
     const long n = (long)rows * cols;
@@ -134,9 +135,11 @@ void fp8_quantize(uint8_t* q, float* scale_inv, const bf16* x, const float* amax
     if (transpose) {
         const dim3 grid(ceil_div(cols, 64), ceil_div(rows, 64));
         if (format == Fp8Format::e4m3)
-            quantize_t_kernel<Fp8Format::e4m3><<<grid, 256, 0, s>>>(q, scale_inv, x, amax, rows, cols);
+            quantize_t_kernel<Fp8Format::e4m3>
+                <<<grid, 256, 0, s>>>(q, scale_inv, x, amax, rows, cols);
         else
-            quantize_t_kernel<Fp8Format::e5m2><<<grid, 256, 0, s>>>(q, scale_inv, x, amax, rows, cols);
+            quantize_t_kernel<Fp8Format::e5m2>
+                <<<grid, 256, 0, s>>>(q, scale_inv, x, amax, rows, cols);
         CUDA_CHECK_LAUNCH("quantize_t_kernel");
         return;
     }
