@@ -80,7 +80,7 @@ void StageRunner::backward(int micro, int c, const Batch& b) {
         store_.before_backward(l, i > 0 ? ch.layers[i - 1] : nullptr);
         dout = l->backward(micro, std::move(dout), b);
         edges_.layer_issued();
-        store_.after_backward(l, ++backward_count_[l] == o_.micro);
+        store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
     }
     edges_.span_end(false);
     if (ch.global > 0) edges_.send(std::move(dout), 1, ch.global - 1, micro, false);

@@ -46,7 +46,7 @@ class StageRunner {
   public:
     struct Options {
         int pp = 1, v = 1;
-        int micro = 1;                // micro-batches per step (the last backward reduces)
+        int n_micro = 1;  // micro-batches per step (train.grad_accum; the last backward reduces)
         DType act = DType::f32;       // the hidden state's dtype
         Device device = Device::cpu;  // and where it lives
         bool offload_activations = false;

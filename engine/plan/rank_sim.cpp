@@ -92,7 +92,7 @@ void RankSim::store_init() {
     zo.gather_bf16 = gpu() && device.act == DType::bf16;
     store_ = std::make_unique<ParamStore>(std::move(layers), zo, dp_comm_.get(), 0, pp > 1 && stage == pp - 1);
     StageRunner::Options so;
-    so.pp = pp, so.v = v, so.micro = m, so.act = device.act, so.device = Device::meta;
+    so.pp = pp, so.v = v, so.n_micro = m, so.act = device.act, so.device = Device::meta;
     so.offload_activations = offload_act;
     StageEdges& edges = *this;
     runner_ = std::make_unique<StageRunner>(model_, std::move(views), *store_, edges, so);

@@ -80,7 +80,7 @@ public:
         pp_ = par.pp;
         v_ = par.virtual_stages;
         stage_ = groups.coord.pp;
-        micro_ = cfg.train.grad_accum;
+        n_micro_ = cfg.train.grad_accum;
         data_ = data_source_open(cfg);
         model_ = model_shape(cfg.model, data_->vocab_size());
         if (model_.family != ModelShape::Family::mlp && data_->vocab_size() > model_.vocab())
@@ -120,7 +120,7 @@ public:
         zo.gather_bf16 = act_dtype_ == DType::bf16;  // bf16 only on GPUs
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
                                               pp_ > 1 && stage_ == pp_ - 1);
-        schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, micro_, v_)[stage_];
+        schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, n_micro_, v_)[stage_];
         std::vector<StageChunk> views;
         for (const Chunk& ch : chunks_) {
             StageChunk& view = views.emplace_back();
@@ -128,7 +128,7 @@ public:
             for (const auto& l : ch.layers) view.layers.push_back(l.get());
         }
         StageRunner::Options so;
-        so.pp = pp_, so.v = v_, so.micro = micro_, so.act = act_dtype_, so.device = dev_;
+        so.pp = pp_, so.v = v_, so.n_micro = n_micro_, so.act = act_dtype_, so.device = dev_;
         so.offload_activations = par.offload_activations;
         StageEdges& edges = *this;
         runner_ = std::make_unique<StageRunner>(model_, std::move(views), *store_, edges, so);
@@ -202,7 +202,7 @@ private:
     void span_end(OpenSpan& sp);
     void span_resolve(OpenSpan& sp);
     void spans_flush(int64_t step);
-    int pp_ = 1, v_ = 1, stage_ = 0, micro_ = 1;
+    int pp_ = 1, v_ = 1, stage_ = 0, n_micro_ = 1;
     std::vector<Chunk> chunks_;
     std::vector<Layer*> all_layers_;
     std::unique_ptr<ParamStore> store_;
@@ -321,7 +321,7 @@ RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
         for (int c = 0; c < v_; ++c) runner_->forward(0, c, b, true);
         eval_uncounted_ = false;
     } else {
-        for (int m = 0; m < micro_; ++m)
+        for (int m = 0; m < n_micro_; ++m)
             for (int c = 0; c < v_; ++c) runner_->forward(m, c, batch(index, m, true), true);
     }
     for (auto& s : sends_) s.first->wait();
@@ -334,7 +334,7 @@ RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
     float v[3] = {(float)ops_->sum_end(), (float)eval_targets_, (float)correct};
     if (g_.world) g_.world->all_reduce(v, 3);
     batches_.clear();
-    const int64_t global = (int64_t)cfg_.train.micro_batch * micro_ * cfg_.parallel.dp *
+    const int64_t global = (int64_t)cfg_.train.micro_batch * n_micro_ * cfg_.parallel.dp *
                            model_.targets_per_sample();
     return {v[0], data_->eval_set_size() > 0 ? (int64_t)v[1] : global, (int64_t)v[2]};
 }
@@ -360,7 +360,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
     TrainResult res;
     sink_.write(device_record());
     const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
-    const int64_t targets = (int64_t)mb * micro_ * dp * model_.targets_per_sample();
+    const int64_t targets = (int64_t)mb * n_micro_ * dp * model_.targets_per_sample();
     int64_t start = 0;
     std::string resume = opts.resume_from;
     if (resume.empty() && opts.resume && !cfg_.checkpoint.dir.empty()) {
@@ -473,7 +473,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                 metric(s1, metric::train_lr, lr);
                 metric(s1, metric::train_grad_norm, norm);
                 metric(s1, metric::train_epoch,
-                       epoch_order_epochs(s1, (int64_t)mb * micro_ * dp, data_->train_set_size()));
+                       epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp, data_->train_set_size()));
                 metric(s1, metric::perf_step_ms, step_s * 1e3);
                 metric(s1, metric::perf_tok_per_s, targets / step_s);
                 if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token
