@@ -122,44 +122,34 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     float* db = (float*)dev.buffer(maxOC * 4, false);
     json out;
 
-    // ---- GEMMs on a grid
-    say("gemm");
-    json fwd = json::array(), fwdg = json::array(), bwd = json::array();
-    for (int N : g.gemm_N)
-        for (int C : g.gemm_C)
-            for (int OC : g.gemm_OC) {
-                // the backward's output gradient is O, its input A (N, C)
-                fwd.push_back(dev.time_s([&] { ops.matmul_forward(O, A, W, bias, N, C, OC); }));
-                fwdg.push_back(
-                    dev.time_s([&] { ops.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
-                bwd.push_back(
-                    dev.time_s([&] { ops.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
-            }
-    out["gemm"] = {{"N", g.gemm_N},
-                   {"C", g.gemm_C},
-                   {"OC", g.gemm_OC},
-                   {"forward_s", fwd},
-                   {"forward_gelu_s", fwdg},
-                   {"backward_s", bwd},
-                   {"layout", "index (n * |C| + c) * |OC| + oc"}};
-    if (dev.gemm_fp8) {
-        say("gemm_fp8");
-        LayerOps& o8 = *dev.gemm_fp8;
-        json f8 = json::array(), g8 = json::array(), b8 = json::array();
+    // ---- GEMMs on a grid: forward, with the GELU epilogue, backward (the backward's output
+    // gradient is O, its input A (N, C)); with the device's ops, then (GPUs) its FP8 ones
+    auto time_gemms = [&](LayerOps& o, json& section) {
+        json fwd = json::array(), fwdg = json::array(), bwd = json::array();
         for (int N : g.gemm_N)
             for (int C : g.gemm_C)
                 for (int OC : g.gemm_OC) {
-                    f8.push_back(dev.time_s([&] { o8.matmul_forward(O, A, W, bias, N, C, OC); }));
-                    g8.push_back(
-                        dev.time_s([&] { o8.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
-                    b8.push_back(
-                        dev.time_s([&] { o8.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+                    fwd.push_back(dev.time_s([&] { o.matmul_forward(O, A, W, bias, N, C, OC); }));
+                    fwdg.push_back(
+                        dev.time_s([&] { o.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
+                    bwd.push_back(
+                        dev.time_s([&] { o.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
                 }
+        section["forward_s"] = fwd;
+        section["forward_gelu_s"] = fwdg;
+        section["backward_s"] = bwd;
+    };
+    say("gemm");
+    out["gemm"] = {{"N", g.gemm_N},
+                   {"C", g.gemm_C},
+                   {"OC", g.gemm_OC},
+                   {"layout", "index (n * |C| + c) * |OC| + oc"}};
+    time_gemms(ops, out["gemm"]);
+    if (dev.gemm_fp8) {
+        say("gemm_fp8");
         out["gemm_fp8"] = {
-            {"forward_s", f8},
-            {"forward_gelu_s", g8},
-            {"backward_s", b8},
             {"scaling", "per-tensor current scaling; e4m3 inputs and weights, e5m2 gradients"}};
+        time_gemms(*dev.gemm_fp8, out["gemm_fp8"]);
     }
 
     // ---- attention on (batch x heads, T) per head width
