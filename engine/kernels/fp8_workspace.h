@@ -20,8 +20,9 @@ struct Fp8Workspace {
         return N % 16 == 0 && C % 16 == 0 && OC % 16 == 0 && N >= 512 && C >= kMinDim &&
                OC >= kMinDim && (double)N * (double)C * (double)OC >= kMinMultiplyAdds;
     }
-    // Byte offsets: 256 bytes of scales (8 amax slots, then 8 of 1/scale, 16 bytes apart), then the
-    // quantized operands.
+    // Byte offsets: 256 bytes of scales (8 amax slots at 16·k, then 8 of 1/scale at 128 + 16·k:
+    // 16-byte aligned, as cuBLASLt wants its scale pointers), then the quantized operands.
+    static constexpr int64_t kSlotBytes = 16, kScaleInvOffset = 128;
     // forward:  x = inp (N, C) e4m3, w = weight (OC, C) e4m3
     // backward: x = inpᵀ (C, N) e4m3, w = weightᵀ (C, OC) e4m3, g = dout (N, OC) e5m2,
     //           gt = doutᵀ (OC, N) e5m2

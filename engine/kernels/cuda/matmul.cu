@@ -241,6 +241,16 @@ struct {
     std::atomic<long> forward{0}, dinp{0}, dweight{0};
 } fp8_counts_;  // this process's FP8 GEMMs (all threads; for the benches and tests)
 
+// An FP8 GEMM workspace's scale slots (Fp8Workspace: amax k, then the 1/scale k cuBLASLt reads).
+struct Fp8Slots {
+    char* ws;
+    float* amax(int k) const { return reinterpret_cast<float*>(ws + Fp8Workspace::kSlotBytes * k); }
+    float* scale_inv(int k) const {
+        return reinterpret_cast<float*>(ws + Fp8Workspace::kScaleInvOffset + Fp8Workspace::kSlotBytes * k);
+    }
+    void clear_amax(cudaStream_t s) const { CUDA_CHECK(cudaMemsetAsync(ws, 0, Fp8Workspace::kScaleInvOffset, s)); }
+};
+
 // An FP8 GEMM's shape: A and B of their own formats, fast accumulation in the forward only (as
 // FP8 training recipes do: the backward's sums are longer and keep cuBLASLt's promotion).
 GemmShape gemm_shape_fp8(cudaDataType_t a, cudaDataType_t b, cudaDataType_t d, int m, int n, int k,
@@ -261,8 +271,7 @@ bool forward_fp8(bf16* out, const bf16* inp, const bf16* weight, const bf16* bia
                  bool gelu, bf16* pre_gelu, void* workspace, cudaStream_t s, bool* epilogue_done) {
     const Fp8Workspace L = Fp8Workspace::of(N, C, OC, false);
     char* ws = static_cast<char*>(workspace);
-    float* amax = reinterpret_cast<float*>(ws);  // slot k at amax + 4k (16-byte aligned: cuBLASLt
-    float* scale_inv = amax + 32;                // refuses its scale pointers otherwise)
+    const Fp8Slots sl{ws};  // slot 0: inp, 1: weight
     uint8_t* xq = reinterpret_cast<uint8_t*>(ws + L.x);
     uint8_t* wq = reinterpret_cast<uint8_t*>(ws + L.w);
     auto shape = [&](bool fast, cublasLtEpilogue_t epi) {
@@ -282,17 +291,18 @@ bool forward_fp8(bf16* out, const bf16* inp, const bf16* weight, const bf16* bia
     };
     const Try tries[] = {{true, epi}, {true, CUBLASLT_EPILOGUE_DEFAULT}, {false, CUBLASLT_EPILOGUE_DEFAULT}};
     bool any = false;
-    for (const Try& t : tries) any = any || gemm_plan(shape(t.fast, t.epi), scale_inv + 4, scale_inv).supported;
+    for (const Try& t : tries)
+        any = any || gemm_plan(shape(t.fast, t.epi), sl.scale_inv(1), sl.scale_inv(0)).supported;
     if (!any) return false;
-    CUDA_CHECK(cudaMemsetAsync(amax, 0, 128, s));
-    fp8_amax(amax, inp, (long)N * C, s);
-    fp8_amax(amax + 4, weight, (long)OC * C, s);
-    fp8_quantize(xq, scale_inv, inp, amax, N, C, Fp8Format::e4m3, false, s);
-    fp8_quantize(wq, scale_inv + 4, weight, amax + 4, OC, C, Fp8Format::e4m3, false, s);
+    sl.clear_amax(s);
+    fp8_amax(sl.amax(0), inp, (long)N * C, s);
+    fp8_amax(sl.amax(1), weight, (long)OC * C, s);
+    fp8_quantize(xq, sl.scale_inv(0), inp, sl.amax(0), N, C, Fp8Format::e4m3, false, s);
+    fp8_quantize(wq, sl.scale_inv(1), weight, sl.amax(1), OC, C, Fp8Format::e4m3, false, s);
     for (const Try& t : tries) {
         const bool with_epi = t.epi != CUBLASLT_EPILOGUE_DEFAULT;
         if (gemm_run(shape(t.fast, t.epi), wq, xq, out, 0.0f, with_epi && bias ? bias : nullptr,
-                     with_epi ? pre_gelu : nullptr, s, scale_inv + 4, scale_inv)) {
+                     with_epi ? pre_gelu : nullptr, s, sl.scale_inv(1), sl.scale_inv(0))) {
             *epilogue_done = with_epi || (!gelu && !bias);
             fp8_counts_.forward++;
             return true;
@@ -377,8 +387,7 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
         if (fp8_workspace) {
             const Fp8Workspace L = Fp8Workspace::of(N, C, OC, true);
             char* ws = static_cast<char*>(fp8_workspace);
-            float* amax = reinterpret_cast<float*>(ws);  // dout, inp, weight (slot k at + 4k)
-            float* scale_inv = amax + 32;                // dout, doutᵀ, inpᵀ, weightᵀ
+            const Fp8Slots sl{ws};  // amax: dout, inp, weight; 1/scale: dout, doutᵀ, inpᵀ, weightᵀ
             uint8_t* xt = reinterpret_cast<uint8_t*>(ws + L.x);
             uint8_t* wt = reinterpret_cast<uint8_t*>(ws + L.w);
             uint8_t* g = reinterpret_cast<uint8_t*>(ws + L.g);
@@ -387,26 +396,26 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
                                                 wt, g, dinp ? (const void*)dinp : ws, false);
             const GemmShape gw = gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F, C, OC, N, N, N, C,
                                                 xt, gt, dweight ? (const void*)dweight : ws, false);
-            const bool dinp8 = dinp && weight && gemm_plan(gi, scale_inv + 12, scale_inv).supported;
-            const bool dw8 = dweight && inp && gemm_plan(gw, scale_inv + 8, scale_inv + 4).supported;
+            const bool dinp8 = dinp && weight && gemm_plan(gi, sl.scale_inv(3), sl.scale_inv(0)).supported;
+            const bool dw8 = dweight && inp && gemm_plan(gw, sl.scale_inv(2), sl.scale_inv(1)).supported;
             if (dinp8 || dw8) {
-                CUDA_CHECK(cudaMemsetAsync(amax, 0, 128, s));
-                fp8_amax(amax, dout, (long)N * OC, s);
+                sl.clear_amax(s);
+                fp8_amax(sl.amax(0), dout, (long)N * OC, s);
             }
             if (dinp8) {
-                fp8_amax(amax + 8, weight, (long)OC * C, s);
-                fp8_quantize(g, scale_inv, dout, amax, N, OC, Fp8Format::e5m2, false, s);
-                fp8_quantize(wt, scale_inv + 12, weight, amax + 8, OC, C, Fp8Format::e4m3, true, s);
-                if (gemm_run(gi, wt, g, dinp, 0.0f, nullptr, nullptr, s, scale_inv + 12, scale_inv)) {
+                fp8_amax(sl.amax(2), weight, (long)OC * C, s);
+                fp8_quantize(g, sl.scale_inv(0), dout, sl.amax(0), N, OC, Fp8Format::e5m2, false, s);
+                fp8_quantize(wt, sl.scale_inv(3), weight, sl.amax(2), OC, C, Fp8Format::e4m3, true, s);
+                if (gemm_run(gi, wt, g, dinp, 0.0f, nullptr, nullptr, s, sl.scale_inv(3), sl.scale_inv(0))) {
                     fp8_counts_.dinp++;
                     dinp = nullptr;
                 }
             }
             if (dw8) {
-                fp8_amax(amax + 4, inp, (long)N * C, s);
-                fp8_quantize(gt, scale_inv + 4, dout, amax, N, OC, Fp8Format::e5m2, true, s);
-                fp8_quantize(xt, scale_inv + 8, inp, amax + 4, N, C, Fp8Format::e4m3, true, s);
-                if (gemm_run(gw, xt, gt, dweight, 1.0f, nullptr, nullptr, s, scale_inv + 8, scale_inv + 4)) {
+                fp8_amax(sl.amax(1), inp, (long)N * C, s);
+                fp8_quantize(gt, sl.scale_inv(1), dout, sl.amax(0), N, OC, Fp8Format::e5m2, true, s);
+                fp8_quantize(xt, sl.scale_inv(2), inp, sl.amax(1), N, C, Fp8Format::e4m3, true, s);
+                if (gemm_run(gw, xt, gt, dweight, 1.0f, nullptr, nullptr, s, sl.scale_inv(2), sl.scale_inv(1))) {
                     fp8_counts_.dweight++;
                     dweight = nullptr;
                 }
