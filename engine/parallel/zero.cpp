@@ -132,7 +132,11 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
                 }
                 if (lo >= hi) continue;
                 host.resize(hi - lo);
-                for (int64_t i = lo; i < hi; ++i) host[i - lo] = init_value(info, shards[pi], o_.seed, i);
+                // counter-based: each element depends on its index only, so the threads cannot
+                // change a value (a 1B-parameter model took ~40 s on one core)
+                const ParamShard& shard = shards[pi];
+#pragma omp parallel for schedule(static)
+                for (int64_t i = lo; i < hi; ++i) host[i - lo] = init_value(info, shard, o_.seed, i);
                 ops_->upload(dst + lo, host.data(), hi - lo);
             }
             units_.push_back(std::move(u));

@@ -253,12 +253,15 @@ TEST(GpuTrainLlama, Bf16StaysWithin005OfFp32OnSmolLM135M) {
     expect_bf16_tracks_fp32(fp32, bf16, 20);
 }
 
+// At lr 6e-4 with a 5-step warm-up this two-layer model spiked (9.8 at step 6) and the two
+// precisions' transients parted by 0.2 for three steps before rejoining: a chaotic start, not
+// FP8's error. lr 3e-4 over a 10-step warm-up learns without spikes.
 TEST(GpuTrainLlama, Fp8TracksBf16OnLlama32) {
     REQUIRE_GPUS(1);
     const std::string yaml = "name: gpu-llama\nmodel: {preset: llama-3.2-1b, n_layer: 2, seq_len: 1024}\n"
                              "data: {dataset: brown}\n"
-                             "train: {steps: 20, micro_batch: 8, grad_accum: 1, lr: 6.0e-4, min_lr: 6.0e-5, "
-                             "warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
+                             "train: {steps: 20, micro_batch: 8, grad_accum: 1, lr: 3.0e-4, min_lr: 3.0e-5, "
+                             "warmup_steps: 10, eval_every: 0, grad_clip: 1.0}\n"
                              "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
     expect_fp8_tracks_bf16("llama", yaml, 20);
 }
