@@ -26,6 +26,7 @@
 
 namespace {
 
+// --host-optimizer OUT.json: only the host's AdamW (the "host_optimizer" section of a GPU's file)
 // --cpu THREADS OUT.json: the CPU's sweep (engine/plan/op_sweep.cpp), written where asked
 int cpu_sweep(int argc, char** argv) {
     if (argc != 4 || std::atoi(argv[2]) < 1) {
@@ -98,6 +99,10 @@ double time_s(const std::function<void()>& f) {
 
 int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "--cpu") == 0) return cpu_sweep(argc, argv);
+    if (argc == 3 && std::strcmp(argv[1], "--host-optimizer") == 0) {  // that section alone
+        std::ofstream(argv[2]) << tessera::op_sweep_host_optimizer().dump(1) << "\n";
+        return 0;
+    }
     if (cuda_device_count() == 0) {
         std::printf("op_sweep: no CUDA GPU visible; nothing measured\n");
         return 0;
@@ -178,6 +183,8 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaStreamSynchronize(s));
         out["launch_s"] = host / n;
     }
+    // ---- AdamW on the host's cores (optimizer offload)
+    out["host_optimizer"] = tessera::op_sweep_host_optimizer();
     std::ofstream(argv[1]) << out.dump(1) << "\n";
     std::printf("op_sweep: wrote %s in %.0f s (launch %.2f us)\n", argv[1],
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(),

@@ -97,21 +97,25 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
     g_cuda_alloc.copy(dst, src, bytes, dst_dev == Device::cuda, src_dev == Device::cuda);
 }
 
-void* device_copy_async(Tensor& dst, const Tensor& src) {
-    TS_CHECK(dst.nbytes() == src.nbytes(), "async copy between tensors of different sizes");
-    if (dst.on_meta() || src.on_meta()) {
-        TS_CHECK(dst.on_meta() && src.on_meta(), "a copy between the meta device and another");
+void* device_copy_async(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
+    if (dst_dev == Device::meta || src_dev == Device::meta) {
+        TS_CHECK(dst_dev == Device::meta && src_dev == Device::meta, "a copy between the meta device and another");
         if (!t_meta || !t_meta->async_copies) return nullptr;
         auto* ev = new MetaEvent{t_meta->computes, false};
         t_meta_events.insert(ev);
         return ev;
     }
-    bool cuda = dst.on_cuda() || src.on_cuda();
-    if (!cuda || !g_cuda_alloc.copy_async) {
-        device_copy(dst.data(), dst.device(), src.data(), src.device(), size_t(src.nbytes()));
+    bool dcuda = dst_dev == Device::cuda, scuda = src_dev == Device::cuda;
+    if (!(dcuda || scuda) || !g_cuda_alloc.copy_async) {
+        device_copy(dst, dst_dev, src, src_dev, bytes);
         return nullptr;
     }
-    return g_cuda_alloc.copy_async(dst.data(), src.data(), size_t(src.nbytes()), dst.on_cuda(), src.on_cuda());
+    return g_cuda_alloc.copy_async(dst, src, bytes, dcuda, scuda);
+}
+
+void* device_copy_async(Tensor& dst, const Tensor& src) {
+    TS_CHECK(dst.nbytes() == src.nbytes(), "async copy between tensors of different sizes");
+    return device_copy_async(dst.data(), dst.device(), src.data(), src.device(), size_t(src.nbytes()));
 }
 // While a MetaMemory is installed, this thread's events are meta events (one already freed
 // counts as done).

@@ -64,6 +64,8 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
 // event that both tensors must outlive. Host to host: copied now, returns nullptr.
 class Tensor;
 void* device_copy_async(Tensor& dst, const Tensor& src);
+// The same between raw ranges (host memory pinned for a truly asynchronous copy).
+void* device_copy_async(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 bool device_event_done(void* ev);  // nullptr counts as done
 void device_event_wait(void* ev);  // later compute-stream work waits for the copy
 void device_event_sync(void* ev);  // this thread waits for the copy

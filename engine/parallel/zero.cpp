@@ -1,5 +1,6 @@
 #include "engine/parallel/zero.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "engine/core/error.h"
@@ -28,6 +29,13 @@ struct ParamStore::Unit {
     uint16_t* sym16 = nullptr;  // this unit's place in the symmetric bf16 buffer, if any
     float* gsym = nullptr;      // zero 0/1: its full gradient in the symmetric fp32 buffer, if any
     float* gstage = nullptr;    // and the staging part the other ranks' slices arrive in
+    // Optimizer offload on a GPU (ParamStore::host_master_): the fp32 master values of the range
+    // this rank updates and their gradients, in pinned host memory beside m and v (same indexing);
+    // the gradients' download in flight (an event) until the optimizer step
+    Tensor master, host_grad;
+    void* grad_download = nullptr;
+    // ... and with layers in bf16 (ZeRO 0-2), the device keeps only the bf16 image (`full16`,
+    // persistent, or the symmetric sym16), no fp32 `full`
     float* grads() { return gsym ? gsym : grad_full.f32(); }  // null when there is none
     uint16_t* image16() { return sym16 ? sym16 : static_cast<uint16_t*>(full16.data()); }
 };
@@ -68,7 +76,7 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
                        Communicator* dp_async, int tp_rank, bool last_stage_copy)
     : layers_(std::move(layers)), o_(o), dp_(dp_async), tp_rank_(tp_rank),
       last_stage_copy_(last_stage_copy), ops_(o.ops ? o.ops : &device_ops_cpu()),
-      dev_(ops_->device()) {
+      dev_(ops_->device()), host_master_(o.offload_optimizer && o.gpu && dev_ != Device::cpu) {
     if (dp_) {
         dp_rank_ = dp_->rank();
         dp_size_ = dp_->size();
@@ -100,45 +108,21 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
             // offloaded optimizer states live in host memory, whatever the device (on the meta
             // device, meta tensors in the host category)
             Device opt_dev = o_.offload_optimizer && dev_ != Device::meta ? Device::cpu : dev_;
-            TS_CHECK(opt_dev == dev_, "optimizer offload on GPUs is not implemented yet");
             u->m = Tensor::zeros({opt_n}, opt_cat, DType::f32, opt_dev);
             u->v = Tensor::zeros({opt_n}, opt_cat, DType::f32, opt_dev);
+            if (host_master_) {
+                u->master = Tensor::empty({opt_n}, MemCategory::host, DType::f32, opt_dev);
+                u->host_grad = Tensor::empty({opt_n}, MemCategory::host, DType::f32, opt_dev);
+            }
             if (o_.stage >= 3) {
                 u->shard = Tensor::zeros({u->S}, MemCategory::params, DType::f32, dev_);
+            } else if (image_only()) {
+                if (!sym) u->full16 = Tensor::zeros({u->pad}, MemCategory::params, DType::bf16, dev_);
             } else {
                 u->full = Tensor::zeros({u->pad}, MemCategory::params, DType::f32, dev_);
             }
             if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
             else if (!symg) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
-            // initialise what this rank stores, straight from the counter-based init (the meta
-            // device holds no values)
-            const auto& shards = l->shards();
-            if (dev_ == Device::meta) {
-                units_.push_back(std::move(u));
-                continue;
-            }
-            std::vector<float> host;
-            for (size_t k = 0; k < u->params.size(); ++k) {
-                int pi = u->params[k];
-                const ParamInfo& info = es[pi];
-                int64_t lo = 0, hi = info.numel, base = u->offset[k];
-                float* dst = nullptr;
-                if (o_.stage >= 3) {
-                    lo = std::max<int64_t>(0, u->shard_begin - base);
-                    hi = std::min<int64_t>(info.numel, u->shard_end - base);
-                    dst = u->shard.f32() + (base - u->shard_begin);
-                } else {
-                    dst = u->full.f32() + base;
-                }
-                if (lo >= hi) continue;
-                host.resize(hi - lo);
-                // counter-based: each element depends on its index only, so the threads cannot
-                // change a value (a 1B-parameter model took ~40 s on one core)
-                const ParamShard& shard = shards[pi];
-#pragma omp parallel for schedule(static)
-                for (int64_t i = lo; i < hi; ++i) host[i - lo] = init_value(info, shard, o_.seed, i);
-                ops_->upload(dst + lo, host.data(), hi - lo);
-            }
             units_.push_back(std::move(u));
         }
     }
@@ -173,6 +157,35 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
         gather16_bytes_ = symmetric(2, MemCategory::comm, [](Unit& u, char* p) {
             u.sym16 = reinterpret_cast<uint16_t*>(p);
         });
+    if (image_only())  // no symmetric buffer: a plain persistent image
+        for (auto& u : units_)
+            if (!u->sym16 && !u->full16.defined())
+                u->full16 = Tensor::zeros({u->pad}, MemCategory::params, DType::bf16, dev_);
+    // initialise what this rank stores, straight from the counter-based init (the meta device
+    // holds no values)
+    if (dev_ != Device::meta)
+        for (auto& u : units_) {
+            const auto& es = u->layer->table().entries();
+            const auto& shards = u->layer->shards();
+            // the values this rank keeps: the unit (ZeRO 0-2) or its slice (ZeRO-3)
+            const int64_t keep0 = o_.stage >= 3 ? u->shard_begin : 0;
+            const int64_t keep1 = o_.stage >= 3 ? u->shard_end : u->len;
+            std::vector<float> host(keep1 - keep0);
+            for (size_t k = 0; k < u->params.size(); ++k) {
+                const int pi = u->params[k];
+                const ParamInfo& info = es[pi];
+                const int64_t base = u->offset[k];
+                const int64_t lo = std::max<int64_t>(0, keep0 - base), hi = std::min<int64_t>(info.numel, keep1 - base);
+                if (lo >= hi) continue;
+                float* dst = host.data() + (base - keep0);
+                // counter-based: each element depends on its index only, so the threads cannot
+                // change a value (a 1B-parameter model took ~40 s on one core)
+                const ParamShard& shard = shards[pi];
+#pragma omp parallel for schedule(static)
+                for (int64_t i = lo; i < hi; ++i) dst[i] = init_value(info, shard, o_.seed, i);
+            }
+            set_values(*u, host.data(), keep0, keep1);
+        }
     refresh_images();
     for (Layer* l : layers_) {
         l->param_ptr.assign(l->table().entries().size(), nullptr);
@@ -186,7 +199,27 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
 // the optimizer step keeps them current afterwards).
 void ParamStore::refresh_images() {
     for (auto& u : units_)
-        if (u->sym16) ops_->to_bf16(u->sym16, u->full.f32(), u->pad);
+        if (u->sym16 && u->full.defined()) ops_->to_bf16(u->sym16, u->full.f32(), u->pad);
+}
+
+// Host values of the unit's elements [k0, k1) (all of them, or ZeRO-3's slice): this rank's part
+// of the fp32 master where it is on the host, and the device's copy, fp32 or its bf16 image.
+void ParamStore::set_values(Unit& u, const float* host, int64_t k0, int64_t k1) {
+    if (k0 >= k1) return;
+    if (host_master_) {
+        const int64_t r0 = std::max(k0, update_begin(u)), r1 = std::min(k1, update_end(u));
+        if (r0 < r1)
+            std::memcpy(u.master.f32() + (r0 - update_begin(u)), host + (r0 - k0), sizeof(float) * (r1 - r0));
+    }
+    if (o_.stage >= 3) {
+        ops_->upload(u.shard.f32() + (k0 - u.shard_begin), host, k1 - k0);
+    } else if (image_only()) {
+        Tensor staging = Tensor::empty({k1 - k0}, MemCategory::comm, DType::f32, dev_);
+        ops_->upload(staging.f32(), host, k1 - k0);
+        ops_->to_bf16(u.image16() + k0, staging.f32(), k1 - k0);
+    } else {
+        ops_->upload(u.full.f32() + k0, host, k1 - k0);
+    }
 }
 
 ParamStore::~ParamStore() {
@@ -225,7 +258,7 @@ void ParamStore::settle(Unit& u) const {
     if (!u.gathered) return;
     u.gathered->wait();
     u.gathered.reset();
-    if (!o_.gather_bf16 || u.sym16) return;  // a persistent image feeds the layers directly
+    if (!o_.gather_bf16 || u.sym16 || image_only()) return;  // a persistent image feeds the layers directly
     const uint16_t* h = u.image16();
     for (int r = 0; r < dp_size_; ++r)
         if (r != dp_rank_) ops_->from_bf16(u.full.f32() + r * u.S, h + r * u.S, u.S);
@@ -239,7 +272,7 @@ void ParamStore::bind(Layer* layer) {
         settle(*u);
         for (size_t k = 0; k < u->params.size(); ++k) {
             layer->param_ptr[u->params[k]] = u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
-            layer->param16_ptr[u->params[k]] = u->sym16 ? u->sym16 + u->offset[k] : nullptr;
+            layer->param16_ptr[u->params[k]] = u->sym16 || image_only() ? u->image16() + u->offset[k] : nullptr;
             float* g = u->grads();
             layer->grad_ptr[u->params[k]] = g ? g + u->offset[k] : nullptr;
         }
@@ -413,7 +446,18 @@ void ParamStore::finish_gradients(Communicator* embedding) {
     }
     ops_->sum_squares_begin();
     for (const auto& [g, n] : ranges) ops_->sum_squares_add(g, n);
+    if (host_master_)  // the gradients of what this rank updates, to the host on the copy stream
+        for (auto& u : units_) {
+            const int64_t r0 = update_begin(*u), n = update_end(*u) - r0;
+            const float* g = o_.stage < 2 ? u->grads() + r0 : u->grad_shard.f32();
+            if (n > 0)
+                u->grad_download = device_copy_async(u->host_grad.data(), u->host_grad.device(), g, dev_,
+                                                     sizeof(float) * n);
+        }
 }
+
+int64_t ParamStore::update_begin(const Unit& u) const { return o_.stage >= 1 ? u.shard_begin : 0; }
+int64_t ParamStore::update_end(const Unit& u) const { return o_.stage >= 1 ? u.shard_end : u.len; }
 
 void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const float* norm2) {
     double lr = lr_at_step(oc, step);
@@ -421,6 +465,10 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
     ++version_;
     const AdamWHyper h{static_cast<float>(lr), static_cast<float>(oc.beta1),
                        static_cast<float>(oc.beta2), static_cast<float>(oc.eps), 0.0f, t_};
+    if (host_master_) {
+        optimizer_step_host(oc, h, norm2);
+        return;
+    }
     // ZeRO-1/2 all-gather each unit's slice as soon as it is updated; otherwise every range
     // goes to the device in one batch
     const bool gather = (o_.stage == 1 || o_.stage == 2) && dp_;
@@ -428,8 +476,7 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
     for (auto& up : units_) {
         Unit& u = *up;
         const auto& es = u.layer->table().entries();
-        // the range this rank updates: everything (zero 0) or its slice
-        int64_t r0 = o_.stage >= 1 ? u.shard_begin : 0, r1 = o_.stage >= 1 ? u.shard_end : u.len;
+        const int64_t r0 = update_begin(u), r1 = update_end(u);
         for (size_t k = 0; k < u.params.size(); ++k) {
             const ParamInfo& info = es[u.params[k]];
             int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + info.numel, r1);
@@ -437,40 +484,100 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
             float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
             const float* g = o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin)
                                            : u.grads() + lo;
-            int64_t mo = o_.stage >= 1 ? lo - u.shard_begin : lo;
+            const int64_t mo = lo - r0;
             ranges.push_back({p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo,
                               info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});
         }
         if (gather) {
             ops_->adamw_ranges(ranges, h, oc.grad_clip, norm2);
             ranges.clear();
-            // every DP rank updated its slice: all-gather the full parameters (in the background
-            // where the backend can: the next forward waits for each unit when it binds it)
-            if (o_.gather_bf16) {
-                if (!u.sym16) u.full16 = Tensor::empty({u.pad}, MemCategory::comm, DType::bf16, dev_);
-                const int64_t mine = dp_rank_ * u.S;
-                ops_->to_bf16(u.image16() + mine, u.full.f32() + mine, u.S);
-                if ((u.gathered = dp_->iall_gather(u.image16(), u.S, DType::bf16))) continue;
-                u.full16 = Tensor();
-            } else if ((u.gathered = dp_->iall_gather(u.full.f32(), u.S, DType::f32))) {
-                continue;
-            }
-            auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm, DType::f32, dev_));
-            if (u.shard_end > u.shard_begin)
-                ops_->copy(slice->f32(), u.full.f32() + u.shard_begin, u.shard_end - u.shard_begin);
-            float* out = u.full.f32();
-            int64_t S = u.S;
-            Communicator* dp = dp_;
-            DeviceOps* ops = ops_;
-            auto ready = ops->record();
-            worker_->post([dp, ops, ready, slice, out, S] {
-                ops->wait(ready);
-                dp->all_gather(slice->f32(), out, S);
-            });
+            gather_updated(u);
         }
     }
     ops_->adamw_ranges(ranges, h, oc.grad_clip, norm2);
     worker_->drain();
+}
+
+// Optimizer offload on a GPU: per unit, once its gradients have reached the host, AdamW on the
+// host's cores (engine/kernels/cpu/adamw.cpp: the device kernel's bits) over the fp32 master,
+// then the updated range back to the device on the copy stream (into the fp32 parameters, or
+// through a staging buffer cast into the bf16 image), the compute stream waiting for it; the
+// next unit's update overlaps that copy.
+void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper& h, const float* norm2) {
+    float n2 = 0.0f;
+    if (norm2 && dev_ != Device::meta) ops_->download(&n2, norm2, 1);
+    const float scale = clip_scale(oc.grad_clip, std::sqrt((double)n2));
+    const bool gather = (o_.stage == 1 || o_.stage == 2) && dp_;
+    for (auto& up : units_) {
+        Unit& u = *up;
+        const int64_t r0 = update_begin(u), r1 = update_end(u);
+        device_event_sync(u.grad_download);
+        device_event_free(u.grad_download);
+        u.grad_download = nullptr;
+        if (r0 >= r1) {
+            if (gather) gather_updated(u);
+            continue;
+        }
+        if (dev_ != Device::meta) {
+            const auto& es = u.layer->table().entries();
+            for (size_t k = 0; k < u.params.size(); ++k) {
+                const ParamInfo& info = es[u.params[k]];
+                const int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + info.numel, r1);
+                if (lo >= hi) continue;
+                AdamWHyper hk = h;
+                hk.weight_decay = info.decay ? static_cast<float>(oc.weight_decay) : 0.0f;
+                const int64_t i = lo - r0;
+                adamw_update(u.master.f32() + i, u.host_grad.f32() + i, u.m.f32() + i, u.v.f32() + i, hi - lo,
+                             hk, scale);
+            }
+        }
+        const size_t bytes = sizeof(float) * (r1 - r0);
+        if (image_only()) {
+            Tensor staging = Tensor::empty({r1 - r0}, MemCategory::comm, DType::f32, dev_);
+            void* ev = device_copy_async(staging.data(), dev_, u.master.data(), u.master.device(), bytes);
+            device_event_wait(ev);
+            device_event_free(ev);
+            ops_->to_bf16(u.image16() + r0, staging.f32(), r1 - r0);
+        } else {
+            float* dst = o_.stage >= 3 ? u.shard.f32() : u.full.f32() + r0;
+            void* ev = device_copy_async(dst, dev_, u.master.data(), u.master.device(), bytes);
+            device_event_wait(ev);
+            device_event_free(ev);
+        }
+        if (gather) gather_updated(u);
+    }
+    worker_->drain();
+}
+
+// ZeRO-1/2: every DP rank updated its slice of the unit; all-gather the full parameters (in the
+// background where the backend can: the next forward waits for each unit when it binds it).
+void ParamStore::gather_updated(Unit& u) {
+    const int64_t mine = dp_rank_ * u.S;
+    if (image_only()) {  // the slice is in the image already
+        u.gathered = dp_->iall_gather(u.image16(), u.S, DType::bf16);
+        TS_CHECK(u.gathered, "optimizer offload in bf16 needs a DP backend with in-place all-gathers (NCCL)");
+        return;
+    }
+    if (o_.gather_bf16) {
+        if (!u.sym16) u.full16 = Tensor::empty({u.pad}, MemCategory::comm, DType::bf16, dev_);
+        ops_->to_bf16(u.image16() + mine, u.full.f32() + mine, u.S);
+        if ((u.gathered = dp_->iall_gather(u.image16(), u.S, DType::bf16))) return;
+        u.full16 = Tensor();
+    } else if ((u.gathered = dp_->iall_gather(u.full.f32(), u.S, DType::f32))) {
+        return;
+    }
+    auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm, DType::f32, dev_));
+    if (u.shard_end > u.shard_begin)
+        ops_->copy(slice->f32(), u.full.f32() + u.shard_begin, u.shard_end - u.shard_begin);
+    float* out = u.full.f32();
+    int64_t S = u.S;
+    Communicator* dp = dp_;
+    DeviceOps* ops = ops_;
+    auto ready = ops->record();
+    worker_->post([dp, ops, ready, slice, out, S] {
+        ops->wait(ready);
+        dp->all_gather(slice->f32(), out, S);
+    });
 }
 
 std::vector<ParamStore::Held> ParamStore::held() const {
@@ -492,10 +599,14 @@ std::vector<ParamStore::Held> ParamStore::held() const {
             h.param = pi;
             h.begin = lo - u.offset[k];
             h.end = hi - u.offset[k];
-            h.param_values = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
-            int64_t mo = o_.stage >= 1 ? lo - u.shard_begin : lo;
+            const int64_t mo = lo - update_begin(u);  // the moments' (and a host master's) index
+            h.param_values = host_master_      ? u.master.f32() + mo
+                             : o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin)
+                                             : u.full.f32() + lo;
             h.m = u.m.f32() + mo;
             h.v = u.v.f32() + mo;
+            h.params_on_host = host_master_ || dev_ == Device::cpu;
+            h.moments_on_host = o_.offload_optimizer || dev_ == Device::cpu;
             out.push_back(h);
         }
     }
@@ -504,43 +615,39 @@ std::vector<ParamStore::Held> ParamStore::held() const {
 
 void ParamStore::load(const std::function<void(const std::string&, int, const ParamShard&,
                                                int64_t, int64_t, float*)>& get_host) {
-    std::vector<float> host;
-    DeviceOps* ops = ops_;
-    Device mdev = o_.offload_optimizer ? Device::cpu : dev_;
+    std::vector<float> host, values;
+    const Device mdev = o_.offload_optimizer ? Device::cpu : dev_;
     ++version_;
-    auto get = [&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,
-                   float* dst) {
+    auto get_moment = [&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,
+                          float* dst) {
         host.resize(hi - lo);
         get_host(name, which, sh, lo, hi, host.data());
-        if ((which == 0 ? dev_ : mdev) == Device::cpu) std::memcpy(dst, host.data(), sizeof(float) * (hi - lo));
-        else ops->upload(dst, host.data(), hi - lo);
+        if (mdev == Device::cpu) std::memcpy(dst, host.data(), sizeof(float) * (hi - lo));
+        else ops_->upload(dst, host.data(), hi - lo);
     };
     for (auto& up : units_) {
         Unit& u = *up;
         settle(u);  // a pending all-gather must not overwrite what is loaded
         const auto& es = u.layer->table().entries();
+        // the parameter values this rank keeps (as at initialisation), then set like them
+        const int64_t keep0 = o_.stage >= 3 ? u.shard_begin : 0;
+        const int64_t keep1 = o_.stage >= 3 ? u.shard_end : u.len;
+        values.assign(keep1 - keep0, 0.0f);
+        const int64_t r0 = update_begin(u);
         for (size_t k = 0; k < u.params.size(); ++k) {
             int pi = u.params[k];
             const ParamShard& sh = u.layer->shards()[pi];
             const std::string& name = es[pi].name;
             int64_t base = u.offset[k], n = es[pi].numel;
-            int64_t slo = std::max<int64_t>(0, u.shard_begin - base);
-            int64_t shi = std::min<int64_t>(n, u.shard_end - base);
-            if (o_.stage >= 3) {
-                if (slo < shi) get(name, 0, sh, slo, shi, u.shard.f32() + (base + slo - u.shard_begin));
-            } else {
-                get(name, 0, sh, 0, n, u.full.f32() + base);
-            }
-            if (o_.stage >= 1) {
-                if (slo < shi) {
-                    get(name, 1, sh, slo, shi, u.m.f32() + (base + slo - u.shard_begin));
-                    get(name, 2, sh, slo, shi, u.v.f32() + (base + slo - u.shard_begin));
-                }
-            } else {
-                get(name, 1, sh, 0, n, u.m.f32() + base);
-                get(name, 2, sh, 0, n, u.v.f32() + base);
+            const int64_t lo = std::max<int64_t>(0, keep0 - base), hi = std::min<int64_t>(n, keep1 - base);
+            if (lo < hi) get_host(name, 0, sh, lo, hi, values.data() + (base + lo - keep0));
+            const int64_t mlo = std::max<int64_t>(0, r0 - base), mhi = std::min<int64_t>(n, update_end(u) - base);
+            if (mlo < mhi) {
+                get_moment(name, 1, sh, mlo, mhi, u.m.f32() + (base + mlo - r0));
+                get_moment(name, 2, sh, mlo, mhi, u.v.f32() + (base + mlo - r0));
             }
         }
+        set_values(u, values.data(), keep0, keep1);
     }
     refresh_images();
 }

@@ -12,6 +12,10 @@
 // Storage is per unit: a layer's parameters except a vocab embedding, and each vocab embedding
 // (wte) alone — so the first and last pipeline stages shard their tied copies identically and
 // can all-reduce their gradients.
+// Optimizer offload: AdamW's moments in host memory; on a GPU (ZeRO-Offload) also the fp32
+// masters and a copy of the gradients (pinned), AdamW on the host's cores (the device kernel's
+// bits), the updated range copied back; with bf16 layers and ZeRO 0-2 the device then keeps a
+// bf16 image of the parameters only (image_only()), ZeRO-3 its fp32 slice.
 // The same store runs in the estimator on the meta device (ZeroOptions::ops =
 // device_ops_meta(), a meta Communicator from comm_meta.h): its buffers are meta tensors that
 // report to the estimator's MetaMemory, nothing is initialised or moved, and the comm thread is
@@ -35,7 +39,7 @@ class DeviceOps;
 struct ZeroOptions {
     int stage = 0;
     DeviceOps* ops = nullptr;        // where the buffers live (null: the CPU)
-    bool offload_optimizer = false;  // AdamW moments in the host pool
+    bool offload_optimizer = false;  // AdamW moments in the host pool (GPUs: the masters too)
     uint64_t seed = 0;               // parameter initialisation (counter-based, plan-independent)
     // ZeRO-1/2: the updated slices are all-gathered as bf16, half the bytes. For layers that
     // compute with bf16 copies of the weights only (the GPU layers in bf16 mode): the gathered
@@ -43,6 +47,7 @@ struct ZeroOptions {
     // with it directly (Layer::param16_ptr; without a symmetric buffer it is widened into
     // the other ranks' fp32 slices instead), while each rank's own slice keeps its fp32 master.
     bool gather_bf16 = false;
+    bool gpu = false;  // the device is a GPU (on the meta device: the one modelled)
 };
 
 class ParamStore {
@@ -108,6 +113,7 @@ public:
         const float* param_values;
         const float* m;
         const float* v;
+        bool params_on_host, moments_on_host;  // else on the store's device
     };
     std::vector<Held> held() const;
     // Loads parameters and moments for every element this rank stores (its slices) from full
@@ -127,6 +133,16 @@ private:
     void bind(Layer* layer);
     void flush_accumulates();
     void count_symmetric(MemCategory cat, int64_t bytes);  // bytes < 0: freed
+    void set_values(Unit& u, const float* host, int64_t k0, int64_t k1);
+    void optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper& h, const float* norm2);
+    void gather_updated(Unit& u);
+    // the range of a unit this rank's optimizer updates: all of it (zero 0) or its slice
+    int64_t update_begin(const Unit& u) const;
+    int64_t update_end(const Unit& u) const;
+    // Optimizer offload on a GPU (ZeRO-Offload): the fp32 masters, AdamW's moments and a copy of
+    // the gradients in pinned host memory, AdamW on the host's cores, the updated values copied
+    // back. With layers in bf16 and ZeRO 0-2 the device then keeps only bf16 images.
+    bool image_only() const { return host_master_ && o_.gather_bf16 && o_.stage < 3; }
     std::deque<std::shared_future<void>> in_flight_;  // ZeRO-2/3 reduce-scatters
     std::vector<std::unique_ptr<CommRequest>> reducing_;  // background reductions (GPU DP)
     std::vector<std::unique_ptr<Unit>> units_;
@@ -142,6 +158,7 @@ private:
     std::vector<Tensor> meta_symmetric_;  // the meta device: their bytes, as meta tensors
     DeviceOps* ops_;
     Device dev_;
+    bool host_master_ = false;  // optimizer offload on a GPU (or on the meta device for one)
     int64_t t_ = 0;
     uint64_t version_ = 1;  // parameter values' version (see Layer::weights_version)
 };

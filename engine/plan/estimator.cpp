@@ -214,9 +214,12 @@ double ring_gather(double bytes, int n) { return n > 1 ? (double)(n - 1) / n * b
 // with the device's measured costs (OpCosts): r.compute_s and its parts. The host launches
 // every kernel: a step of many small ops takes at least their launch time.
 // Returns false (r untouched) when the trace holds an op the device's sweep did not time.
-bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate& r) {
+bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_link_bytes_per_s,
+               RankEstimate& r) {
     for (const OpCall& c : sim.trace.calls)
         if (!costs.prices(c)) return false;
+    const bool host_optimizer = sim.offload_opt && sim.gpu();  // ParamStore's optimizer offload
+    if (host_optimizer && (!costs.host_adamw_measured || host_link_bytes_per_s <= 0)) return false;
     r.gemm_s = r.attention_s = r.other_ops_s = 0;
     for (const OpCall& c : sim.trace.calls) {
         const double t = costs.op_s(c);
@@ -242,7 +245,14 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate&
                 ++units;
                 r.optimizer_s += costs.zero.at((double)(zero >= 2 ? u.S : u.pad)) + costs.sum_squares.at(n);
             }
-    r.optimizer_s += costs.adamw.at(opt_elems);
+    if (host_optimizer) {
+        // the gradients down and the updated values back on the copy stream (one after the
+        // other), AdamW on the host's cores unit by unit in between: the longer of the two
+        const double copy_s = 2.0 * sizeof(float) * opt_elems / host_link_bytes_per_s;
+        r.optimizer_s += std::max(copy_s, costs.host_adamw.at(opt_elems));
+    } else {
+        r.optimizer_s += costs.adamw.at(opt_elems);
+    }
     const double device_s = r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s;
     const double host_s = (double)(sim.trace.calls.size() + 2 * units + 1) * costs.launch_s;
     r.compute_s = std::max(device_s, host_s);
@@ -455,7 +465,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 r.layers = layers;
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
-                if (costs && !price_ops(*costs, sim, par.zero, r)) all_priced = false;
+                if (costs && !price_ops(*costs, sim, par.zero, dev.host_link_bytes_per_s, r)) all_priced = false;
                 if (costs && oversubscribed > 1) {
                     for (double* x : {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
                         *x *= oversubscribed;

@@ -179,6 +179,10 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     o.adamw = linear(j["optimizer"], "adamw", where + ": optimizer");
     o.sum_squares = linear(j["optimizer"], "sum_squares", where + ": optimizer");
     o.zero = linear(j["optimizer"], "zero", where + ": optimizer");
+    if (j.contains("host_optimizer")) {
+        o.host_adamw = linear(j["host_optimizer"], "adamw", where + ": host_optimizer");
+        o.host_adamw_measured = true;
+    }
     if (j.contains("comm")) {
         o.collective = linear(j["comm"], "collective", where + ": comm");
         o.comm_measured = true;

@@ -37,6 +37,9 @@ struct OpCosts {
     std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
     std::array<bool, (size_t)OpKind::count> measured{};   // the ops the sweep timed
     Linear adamw, sum_squares, zero;                       // per fp32 element
+    // A GPU's host: AdamW on its cores per fp32 element (optimizer offload), where measured
+    Linear host_adamw;
+    bool host_adamw_measured = false;
     // A CPU's collectives over Gloo (loopback): per call and per byte a rank sends; absent
     // (comm_measured false) for GPUs, whose links come from the device table
     Linear collective;

@@ -55,6 +55,14 @@ nlohmann::json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& grid);
 // linear fits).
 void op_sweep_keep_faster(nlohmann::json& into, const nlohmann::json& other);
 
+// ---- the host's cores, for a GPU's optimizer offload
+
+// AdamW on this host's cores as ParamStore runs it for offloaded optimizer state
+// (engine/kernels/cpu/adamw.cpp at every OpenMP thread), over sizes far beyond the caches
+// (16M and 128M fp32 elements, DRAM-bound like a real model's): {"adamw": fit, "threads": n}.
+// bench/op_sweep writes it into a GPU's costs file as "host_optimizer".
+nlohmann::json op_sweep_host_optimizer();
+
 // ---- the CPU
 
 // Times the CPU kernels at `threads` OpenMP threads (the count a rank gets: threads_configure)

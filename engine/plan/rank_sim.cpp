@@ -88,8 +88,8 @@ void RankSim::store_init() {
     }
     // DP rank 0 of dp: every DP rank allocates the same
     if (dp > 1) dp_comm_ = comm_meta_create(gpu() ? MetaBackend::nccl : MetaBackend::gloo, 0, dp);
-    ZeroOptions zo{zero, &device_ops_meta(), offload_opt, 0};
-    zo.gather_bf16 = gpu() && device.act == DType::bf16;
+    ZeroOptions zo{.stage = zero, .ops = &device_ops_meta(), .offload_optimizer = offload_opt, .seed = 0,
+                   .gather_bf16 = gpu() && device.act == DType::bf16, .gpu = gpu()};
     store_ = std::make_unique<ParamStore>(std::move(layers), zo, dp_comm_.get(), 0, pp > 1 && stage == pp - 1);
     StageRunner::Options so;
     so.pp = pp, so.v = v, so.n_micro = m, so.act = device.act, so.device = Device::meta;

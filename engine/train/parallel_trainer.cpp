@@ -116,8 +116,9 @@ public:
             }
             chunks_.push_back(std::move(ch));
         }
-        ZeroOptions zo{par.zero, ops_, par.offload_optimizer, cfg.train.seed};
-        zo.gather_bf16 = act_dtype_ == DType::bf16;  // bf16 only on GPUs
+        ZeroOptions zo{.stage = par.zero, .ops = ops_, .offload_optimizer = par.offload_optimizer,
+                       .seed = cfg.train.seed, .gather_bf16 = act_dtype_ == DType::bf16,  // bf16 only on GPUs
+                       .gpu = dev_ == Device::cuda};
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
                                               pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, n_micro_, v_)[stage_];
@@ -526,8 +527,9 @@ std::string RankRunner::save_checkpoint(int64_t steps_done) {
             const ParamShard& sh = h.layer->shards()[h.param];
             const int64_t n = h.end - h.begin;
             std::vector<float> hp(n), hm(n), hv(n);  // the slices may live on the GPU
-            ops_->download(hp.data(), h.param_values, n);
-            if (cfg_.parallel.offload_optimizer) {
+            if (h.params_on_host) std::memcpy(hp.data(), h.param_values, sizeof(float) * n);
+            else ops_->download(hp.data(), h.param_values, n);
+            if (h.moments_on_host) {
                 std::memcpy(hm.data(), h.m, sizeof(float) * n);
                 std::memcpy(hv.data(), h.v, sizeof(float) * n);
             } else {

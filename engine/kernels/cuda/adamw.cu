@@ -23,18 +23,20 @@ AdamWConsts adamw_consts(float lr, float beta1, float beta2, float eps, long t, 
             grad_scale};
 }
 
-// The update of element i (engine/kernels/cpu/adamw.cpp's formula).
+// The update of element i: engine/kernels/cpu/adamw.cpp's formula, each operation rounded on its
+// own (no fused multiply-adds, IEEE sqrt and division), so the host's AdamW (optimizer offload,
+// CPU ranks) gives these bits exactly.
 __device__ inline void adamw_one(float* param, const float* grad, float* m, float* v, long i,
                                  float weight_decay, const AdamWConsts& c) {
-    float g = grad[i] * c.grad_scale;
-    float mi = m[i] + (1.0f - c.beta1) * (g - m[i]);
-    float vi = c.beta2 * v[i] + (1.0f - c.beta2) * g * g;
+    const float g = __fmul_rn(grad[i], c.grad_scale);
+    const float mi = __fadd_rn(m[i], __fmul_rn(__fsub_rn(1.0f, c.beta1), __fsub_rn(g, m[i])));
+    const float vi = __fadd_rn(__fmul_rn(c.beta2, v[i]), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, c.beta2), g), g));
     m[i] = mi;
     v[i] = vi;
-    float p = param[i] * (1.0f - c.lr * weight_decay);
-    param[i] = p - c.step_size * mi / (sqrtf(vi) / c.bc2_sqrt + c.eps);
+    const float p = __fmul_rn(param[i], __fsub_rn(1.0f, __fmul_rn(c.lr, weight_decay)));
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), c.bc2_sqrt), c.eps);
+    param[i] = __fsub_rn(p, __fdiv_rn(__fmul_rn(c.step_size, mi), denom));
 }
-
 constexpr int kBlock = 256, kPerThread = 8, kPerBlock = kBlock * kPerThread;
 
 // Up to kAdamWMaxSegments ranges, passed by value (about 3 KB of kernel parameters).
