@@ -7,6 +7,10 @@
 #                              tests/launch, tests/parallel and tests/store (the launcher, the
 #                              communicator, the run store and telemetry)
 #   scripts/sanitize.sh        both
+#   scripts/sanitize.sh ci     the subset .ci/run runs (it fits CI's 30 minutes; the full set
+#                              does not): ASan+UBSan over the unit tests of core, telemetry, store,
+#                              io and config (tests/{core,store,io,config}), TSan over tests/store.
+#                              Builds only those libraries and tests.
 # Only the test folders those labels and tests live in are configured (TESSERA_TEST_DIRS), which
 # keeps Qt page tests and GPU tests out of the build. Any report fails the test that caused it
 # (halt_on_error / -fno-sanitize-recover), so the exit status is ctest's.
@@ -48,9 +52,32 @@ run_tsan() {
   echo "sanitize tsan: build $((t1 - t0)) s, tests $((SECONDS - t1)) s"
 }
 
+# ci: the libraries below the model stack, whose tests build without the engine's kernels,
+# model, parallel runtime or CLI (so the build is ~20 files, not ~160)
+ci_asan_targets=(core_sha256_test core_unique_fd_test core_atomic_file_test telemetry_test
+                 run_store_test store_process_test sqlite_handles_test io_safetensors_test
+                 io_checkpoint_test config_test cluster_rules_test)
+ci_tsan_targets=(telemetry_test run_store_test store_process_test sqlite_handles_test)
+run_ci() {
+  local t0=$SECONDS
+  cmake --preset asan-ubsan "-DTESSERA_TEST_DIRS=core;store;io;config" >/dev/null
+  cmake --build build-asan-ubsan -j "$jobs" --target "${ci_asan_targets[@]}"
+  local t1=$SECONDS
+  (cd build-asan-ubsan && ctest --output-on-failure -j "$jobs" --timeout 900 -L unit)
+  local t2=$SECONDS
+  cmake --preset tsan "-DTESSERA_TEST_DIRS=store" >/dev/null
+  cmake --build build-tsan -j "$jobs" --target "${ci_tsan_targets[@]}"
+  local t3=$SECONDS
+  (cd build-tsan && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+     ctest --output-on-failure -j "$jobs" --timeout 900 -L unit)
+  echo "sanitize ci: asan+ubsan build $((t1 - t0)) s, tests $((t2 - t1)) s;" \
+       "tsan build $((t3 - t2)) s, tests $((SECONDS - t3)) s"
+}
+
 case "$what" in
   asan) run_asan ;;
   tsan) run_tsan ;;
   all) run_asan; run_tsan ;;
-  *) echo "usage: scripts/sanitize.sh [asan|tsan|all]" >&2; exit 2 ;;
+  ci) run_ci ;;
+  *) echo "usage: scripts/sanitize.sh [asan|tsan|all|ci]" >&2; exit 2 ;;
 esac
