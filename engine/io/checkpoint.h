@@ -35,9 +35,9 @@ std::string checkpoint_save(const std::string& root, int64_t step,
                             const std::vector<CheckpointFile>& files, const nlohmann::json& state,
                             int keep);
 
-// NOLINTNEXTLINE(bugprone-exception-escape): clang-tidy 14 follows the implicit move into
-// nlohmann::json's internals; every member moves without throwing (the static_assert says so).
-struct Checkpoint {
+// bugprone-exception-escape: clang-tidy 14 follows the implicit move into nlohmann::json's
+// internals; every member moves without throwing (the static_assert below says so).
+struct Checkpoint {  // NOLINT(bugprone-exception-escape)
     std::string dir;
     int64_t step = 0;
     nlohmann::json state;
