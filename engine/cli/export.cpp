@@ -52,7 +52,7 @@ int cli_export(const CliArgs& args) {
             return 0;
         } else if (a == "--hf") hf = true;
         else if (a == "--force") force = true;
-        else if (a.rfind("-", 0) == 0)
+        else if (a.rfind('-', 0) == 0)
             throw InputError(str_cat("export: unknown option '", a, "'\n", kExportUsage));
         else paths.push_back(a);
     }

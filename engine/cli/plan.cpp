@@ -74,6 +74,7 @@ std::vector<std::vector<int>> rank_classes(const PlanEstimate& e) {
         by[key].push_back(r.rank);
     }
     std::vector<std::vector<int>> out;
+    out.reserve(order.size());
     for (auto& k : order) out.push_back(by[k]);
     return out;
 }

@@ -119,7 +119,7 @@ std::vector<ConfigField> ConfigReader::read_map(const YAML::Node& node, const st
         fail(at, path, path.empty() ? "a map of sections" : "a map of keys",
              yaml_describe_node(node));
     for (auto it = node.begin(); it != node.end(); ++it) {
-        const YAML::Node& key = it->first;
+        const YAML::Node key = it->first;  // a copy: it-> returns a temporary proxy
         std::string kname = key.IsScalar() ? key.Scalar() : std::string();
         std::string kpath = path.empty() ? kname : str_cat(path, ".", kname);
         if (!key.IsScalar()) {

@@ -134,7 +134,7 @@ void check_duplicates(const YAML::Node& node, const std::string& path, const std
     if (!node.IsMap()) return;
     std::map<std::string, YAML::Mark> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
-        const YAML::Node& key = it->first;
+        const YAML::Node key = it->first;  // a copy: it-> returns a temporary proxy
         std::string name = key.IsScalar() ? key.Scalar() : std::string();
         std::string child = path.empty() || path == "(document)" ? name : str_cat(path, ".", name);
         if (key.IsScalar()) {

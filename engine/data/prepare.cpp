@@ -247,6 +247,7 @@ public:
         capacity_ = (size_t)threads * 2;
         std::thread reader([this] { read_all(); });
         std::vector<std::thread> pool;
+        pool.reserve((size_t)threads);
         for (int i = 0; i < threads; i++) pool.emplace_back([this] { work(); });
         std::exception_ptr callback_error;
         while (true) {  // progress at the start, then every 200 ms until the end
