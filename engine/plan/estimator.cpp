@@ -249,6 +249,28 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, RankEstimate&
     return true;
 }
 
+// The efficiency model's correction for small micro-batches: the rank's GEMMs priced with the
+// device's measured bf16 costs at their own token count N, over the same GEMMs at the token count
+// the device's efficiency was measured at (kEfficiencyTokens: GPT-2 124M at micro-batch 16 x
+// 1024), scaled by the work. 1 at that shape; above 1 where the GEMMs are too small to fill the
+// GPU (micro-batch 1 of a short sequence). 1 when the trace has no GEMM the sweep timed.
+constexpr double kEfficiencyTokens = 16 * 1024;
+double small_batch_gemm_factor(const OpCosts& costs, const RankSim& sim) {
+    double at_n = 0, at_ref = 0;
+    for (OpCall c : sim.trace.calls) {
+        if (c.kind != OpKind::matmul_forward && c.kind != OpKind::matmul_gelu_forward &&
+            c.kind != OpKind::matmul_backward)
+            continue;
+        if (!costs.measured[(size_t)c.kind] || c.N < 1) continue;
+        c.fp8 = false;
+        at_n += costs.op_s(c);
+        const double n = (double)c.N;
+        c.N = (int64_t)kEfficiencyTokens;
+        at_ref += costs.op_s(c) * n / kEfficiencyTokens;
+    }
+    return at_n > 0 && at_ref > 0 ? at_n / at_ref : 1.0;
+}
+
 // A CPU rank's exposed communication per step, priced with the host's measured Gloo collectives
 // (OpCosts::collective: a fixed time per call and a time per byte the rank sends): each TP
 // all-reduce of the trace; the parameter store's per-unit DP collectives (all-reduce below ZeRO-2,
@@ -358,6 +380,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                       " of sgemm's rate; `tessera plan --calibrate` measures the ops");
     } else {
         est.step_model_note = str_cat("FLOPs at the efficiency ", dev.efficiency, " of the ", dev.name, "'s peak");
+        if (gpu && measured)
+            est.step_model_note += str_cat(", GEMMs smaller than ", (int)kEfficiencyTokens,
+                                           " tokens slowed by ", measured->source, "'s measured bf16 costs");
     }
     // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every op
     const double oversubscribed =
@@ -455,6 +480,10 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 r.layers = layers;
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
+                // the efficiency model on a GPU: the device's efficiency holds at the shape it was
+                // measured at; smaller micro-batches run their GEMMs slower per FLOP, by the
+                // device's own measured GEMM costs (small_batch_gemm_factor)
+                if (!costs && gpu && measured) r.compute_s *= small_batch_gemm_factor(*measured, sim);
                 if (costs && !price_ops(*costs, sim, par.zero, r)) all_priced = false;
                 if (costs && oversubscribed > 1) {
                     for (double* x : {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})

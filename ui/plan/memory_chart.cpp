@@ -99,19 +99,18 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     cap->point1->setCoords(-1, capacity / kGiB);
     cap->point2->setCoords(n, capacity / kGiB);
     cap->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
+    // the label sits in the empty band above the tallest bar (the y range ends 22% above it), at
+    // the left, so it never overlaps a bar however full the GPUs are
     auto* capText = new QCPItemText(m_plot);
-    capText->position->setCoords(n - 0.5, capacity / kGiB);
-    capText->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    capText->setObjectName("capacityLabel");
+    capText->position->setType(QCPItemPosition::ptAxisRectRatio);
+    capText->position->setCoords(0.01, 0.02);
+    capText->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
     const double capGiB = capacity / double(1ll << 30);
-    capText->setText(QString("%1 capacity %2 GiB%3").arg(QString::fromStdString(e.device.name))
+    capText->setText(QString("- - %1 capacity %2 GiB%3").arg(QString::fromStdString(e.device.name))
                          .arg(capGiB, 0, 'f', capGiB < 10 ? 1 : 0)
                          .arg(zoom ? QString(" (off scale: the fullest GPU uses %1%)")
                                          .arg(100.0 * maxPeak / capacity, 0, 'f', 2) : QString()));
-    if (zoom) {
-        capText->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-        capText->position->setType(QCPItemPosition::ptAxisRectRatio);
-        capText->position->setCoords(0.99, 0.13);  // below the legend row
-    }
     capText->setColor(QColor(200, 30, 30));
     m_plot->xAxis->setRange(-0.6, n - 0.4);
     m_plot->yAxis->setRange(0, ymax * 1.22);
