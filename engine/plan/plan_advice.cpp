@@ -400,7 +400,9 @@ StageImbalance plan_stage_imbalance(const RunConfig& cfg, const DeviceSpec& dev)
         if (!ok && e.fits) break;  // moving more only fills the neighbour further
         if (f.ranks.empty()) break;
         const double v = memory ? (double)plan_fullest_bytes(f) : f.step_s;
-        const bool allowed = !memory || f.step_s <= e.step_s * 1.02;
+        // a plan that fits keeps its speed (memory moves may cost 2%); one that does not may
+        // trade time for fitting
+        const bool allowed = !memory || !e.fits || f.step_s <= e.step_s * 1.02;
         if (allowed && v < best * 0.99) {
             best = v, worse_run = 0;
             s.move_blocks = k, s.to_stage = to, s.stages = c.parallel.stages;
@@ -410,8 +412,10 @@ StageImbalance plan_stage_imbalance(const RunConfig& cfg, const DeviceSpec& dev)
         }
     }
     if (s.move_blocks == 0) {
-        s.text = head + "; moving blocks to stage " + std::to_string(to) +
-                 " does not help (the neighbour becomes the outlier)";
+        s.text = str_cat(
+            head, "; moving blocks to stage ", to,
+            memory ? " would not lower the fullest GPU without slowing the step by more than 2%"
+                   : " would not shorten the step (the neighbour becomes the slowest)");
         return s;
     }
     s.found = true;

@@ -62,13 +62,17 @@ void CandidatesView::paintEvent(QPaintEvent*) {
         p.setFont(small);
         p.setPen(text);
         QRect title(x0, 2, colW, titleH);
-        QString head = QString("%1. %2 tok/s · step %3\n%4")
-                           .arg(i + 1)
-                           .arg(c.estimate.tokens_per_s >= 1e6
-                                    ? QString::number(c.estimate.tokens_per_s / 1e6, 'f', 2) + " M"
-                                    : QString::number(c.estimate.tokens_per_s / 1e3, 'f', 1) + " k")
-                           .arg(ms_str(c.parts.step_s))
-                           .arg(c.title);
+        const int64_t fullest = tessera::plan_fullest_bytes(c.estimate);
+        QString head =
+            QString("%1. %2 tok/s · step %3 · fullest GPU %5 of %6 GiB\n%4")
+                .arg(i + 1)
+                .arg(c.estimate.tokens_per_s >= 1e6
+                         ? QString::number(c.estimate.tokens_per_s / 1e6, 'f', 2) + " M"
+                         : QString::number(c.estimate.tokens_per_s / 1e3, 'f', 1) + " k")
+                .arg(ms_str(c.parts.step_s))
+                .arg(c.title)
+                .arg(fullest / double(1ll << 30), 0, 'f', 1)
+                .arg(tessera::plan_rank_capacity(c.estimate) / double(1ll << 30), 0, 'f', 0);
         p.drawText(title, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, head);
         // memory: one bar per GPU, stacked by category
         const QRect mem(x0, 2 + titleH + 4, colW, height() - titleH - stepH - 10);
@@ -96,13 +100,6 @@ void CandidatesView::paintEvent(QPaintEvent*) {
         }
         p.setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
         p.drawLine(QPointF(mem.left(), yOf((double)cap)), QPointF(mem.right(), yOf((double)cap)));
-        p.setPen(QColor(200, 30, 30));
-        const int64_t fullest = tessera::plan_fullest_bytes(c.estimate);
-        p.drawText(QRect(mem.left() + 4, mem.top() + 2, mem.width() - 8, line),
-                   Qt::AlignLeft | Qt::AlignTop,
-                   QString("fullest GPU %1 of %2 GiB")
-                       .arg(fullest / double(1ll << 30), 0, 'f', 1)
-                       .arg(cap / double(1ll << 30), 0, 'f', 0));
         // step time in parts
         const double parts[] = {c.parts.compute_s, c.parts.comm_s, c.parts.bubble_s,
                                 c.parts.offload_s};

@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -264,7 +265,9 @@ void PlanPage::buildUi() {
     auto* cb = new QHBoxLayout;
     cb->addWidget(m_pin);
     cb->addWidget(m_clearPins);
-    cb->addStretch(1);
+    m_pinHint = new QLabel("pin up to three plans to compare their memory per GPU and step time here", this);
+    m_pinHint->setStyleSheet("color: gray;");
+    cb->addWidget(m_pinHint, 1);
     cgl->addLayout(cb);
     cgl->addWidget(m_candidates, 1);
 
@@ -273,13 +276,20 @@ void PlanPage::buildUi() {
     right->addWidget(eg, 2);
     right->addWidget(gg);
     right->addWidget(pg, 3);
-    right->addWidget(cg, 3);
+    right->addWidget(cg, 0);
+    m_candidates->hide();  // shown with the first pin: until then the prediction gets the room
 
     auto* top = new QHBoxLayout(this);
+    // the controls scroll rather than squeeze: a squeezed form clipped its wrapped labels
     auto* lw = new QWidget(this);
     lw->setLayout(left);
-    lw->setFixedWidth(360);
-    top->addWidget(lw);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(lw);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setFixedWidth(380);
+    top->addWidget(scroll);
     top->addLayout(right, 1);
 
     // wiring: each control is one undoable edit
@@ -563,7 +573,19 @@ void PlanPage::updateAnswers() {
     } else {
         try {
             m_policy = tessera::plan_policy_advice(cfg, dev);
-            m_policyLabel->setText(QString::fromStdString(m_policy.text));
+            // short beside the controls; the whole sentence in the tooltip
+            if (!m_policy.found)
+                m_policyLabel->setText("<span style='color:#c62828'>nothing fits, even with full recompute and "
+                                       "both offloads</span>");
+            else if (m_policy.policy.label == "none")
+                m_policyLabel->setText("fits without recompute or offload");
+            else
+                m_policyLabel->setText(QString("<b>%1</b> fits: %2%3% step time (%4 vs %5 s)")
+                                           .arg(QString::fromStdString(m_policy.policy.label).toHtmlEscaped())
+                                           .arg(m_policy.slowdown >= 1.0005 ? "+" : "")
+                                           .arg(100 * (m_policy.slowdown - 1), 0, 'f', 0)
+                                           .arg(m_policy.step_s, 0, 'f', 3).arg(m_policy.plain_step_s, 0, 'f', 3));
+            m_policyLabel->setToolTip(QString::fromStdString(m_policy.text));
             const bool same = m_policy.text.find("the current plan") != std::string::npos;
             m_applyPolicy->setVisible(m_policy.found && !same);
             m_applyPolicy->setText(QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
@@ -611,9 +633,15 @@ void PlanPage::pinCurrentPlan() {
     c.push_back({QString::fromStdString(tessera::plan_summary(m_doc->config())), m_estimate,
                  tessera::plan_step_breakdown(m_estimate)});
     m_candidates->setCandidates(std::move(c));
+    m_candidates->show();
+    m_pinHint->hide();
 }
 
-void PlanPage::clearPins() { m_candidates->setCandidates({}); }
+void PlanPage::clearPins() {
+    m_candidates->setCandidates({});
+    m_candidates->hide();
+    m_pinHint->show();
+}
 
 void PlanPage::setGlobalBatch(int samples) {
     m_globalBatchFollows = false;

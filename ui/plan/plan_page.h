@@ -103,6 +103,7 @@ private:
     QLabel *m_fitsLabel, *m_policyLabel, *m_imbalanceLabel;
     QPushButton *m_applyPolicy, *m_applyImbalance, *m_pin, *m_clearPins;
     CandidatesView* m_candidates;
+    QLabel* m_pinHint;
     QTimer m_answersTimer;
     tessera::PolicyAdvice m_policy;
     tessera::StageImbalance m_imbalance;
