@@ -257,6 +257,11 @@ TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
     const QString t = f.page->fitsText();
     EXPECT_NE(t.indexOf(QString("micro-batch up to <b>%1</b>").arg(lim.micro_batch)), -1) << t.toStdString();
     EXPECT_NE(t.indexOf(QString("sequence up to <b>%1</b>").arg(lim.seq_len)), -1) << t.toStdString();
+    // the label's two lines are not clipped by the form
+    QLabel* label = f.page->findChild<QLabel*>("whatFits");
+    ASSERT_NE(label, nullptr);
+    QApplication::processEvents();
+    EXPECT_GE(label->height(), label->sizeHint().height());
     f.page->setDeviceName("A100-40GB");
     f.page->updateAnswers();
     const FitLimits small = plan_fit_limits(f.doc.config(), device_spec("A100-40GB"));
@@ -333,6 +338,7 @@ TEST(PlanPage, PinnedCandidatesKeepThreeSideBySide) {
         EXPECT_NEAR(c[i].parts.step_s, steps[i + 1], 1e-9 * steps[i + 1]);
         EXPECT_NE(c[i].title.indexOf(QString("mb %1 x").arg(1 << (i + 1))), -1) << c[i].title.toStdString();
     }
+    QApplication::processEvents();
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_candidates.png"));
 }
 
@@ -383,6 +389,8 @@ TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
     EXPECT_LE(plot->legend->outerRect().bottom(), plot->axisRect()->outerRect().top() + 1);
     for (int i = 0; i < plot->itemCount(); ++i)
         EXPECT_EQ(qobject_cast<QCPItemText*>(plot->item(i)), nullptr) << "no text items over the bars";
+    f.page->updateAnswers();
+    QApplication::processEvents();
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_pp8_recompute.png"));
 }
 
@@ -413,6 +421,9 @@ TEST(PlanPage, RenderScreenshots) {
         f.doc.edit("mb", [](RunConfig& c) { c.train.micro_batch = 32; c.train.grad_accum = 2; });
         QApplication::processEvents();
         f.page->updateAnswers();
+        EXPECT_EQ(f.page->suggestionList()->count(), 0) << "the H200's suggestions dropped for the A100";
+        f.page->suggestPlans();
+        QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16_over.png"));
     }
 }

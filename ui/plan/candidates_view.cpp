@@ -22,7 +22,7 @@ QString ms_str(double s) {
 
 CandidatesView::CandidatesView(QWidget* parent) : QWidget(parent) {
     setObjectName("candidatesView");
-    setMinimumHeight(200);
+    setMinimumHeight(170);
 }
 
 void CandidatesView::setCandidates(std::vector<Candidate> c) {

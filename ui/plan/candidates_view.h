@@ -26,7 +26,7 @@ class CandidatesView : public QWidget {
     explicit CandidatesView(QWidget* parent = nullptr);
     void setCandidates(std::vector<Candidate> c);
     const std::vector<Candidate>& candidates() const { return m_candidates; }
-    QSize sizeHint() const override { return {600, 240}; }
+    QSize sizeHint() const override { return {600, 190}; }
 
   protected:
     void paintEvent(QPaintEvent*) override;

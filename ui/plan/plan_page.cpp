@@ -163,7 +163,7 @@ void PlanPage::buildUi() {
     form->addRow(QString(), issueLabel("parallel.stages"));
     m_fitsLabel = new QLabel(this);
     m_fitsLabel->setObjectName("whatFits");
-    m_fitsLabel->setWordWrap(true);
+    m_fitsLabel->setWordWrap(false);  // two set lines: a wrapped label here was clipped by the form
     m_fitsLabel->setStyleSheet("font-size: 11px;");
     m_fitsLabel->setToolTip("the largest micro-batch, and the longest sequence at this micro-batch, that fit this "
                             "plan on the device (the estimator's answer)");
@@ -263,17 +263,20 @@ void PlanPage::buildUi() {
     auto* cg = new QGroupBox("Candidates side by side (memory per GPU; step = compute + comm + bubble + offload)", this);
     auto* cgl = new QVBoxLayout(cg);
     auto* cb = new QHBoxLayout;
-    cb->addWidget(m_pin);
-    cb->addWidget(m_clearPins);
+    for (QPushButton* b : {m_pin, m_clearPins}) {
+        b->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+        cb->addWidget(b);
+    }
     m_pinHint = new QLabel("pin up to three plans to compare their memory per GPU and step time here", this);
     m_pinHint->setStyleSheet("color: gray;");
     cb->addWidget(m_pinHint, 1);
+    cb->addStretch(0);
     cgl->addLayout(cb);
     cgl->addWidget(m_candidates, 1);
 
     auto* right = new QVBoxLayout;
     right->addWidget(m_valid_label);
-    right->addWidget(eg, 2);
+    right->addWidget(eg, 1);
     right->addWidget(gg);
     right->addWidget(pg, 3);
     right->addWidget(cg, 0);
@@ -532,11 +535,20 @@ void PlanPage::refresh() {
                                    .arg(QString::fromStdString(tessera::plan_summary(cfg)).toHtmlEscaped())
                                    .arg(world).arg(m_device->currentText()));
     m_valid = m_valid && fits;
+    dropStaleSuggestions();
     m_answersTimer.start();
 }
 
 // ----------------------------------------------------------------------------
 // answers (engine/plan/plan_advice.h)
+
+void PlanPage::dropStaleSuggestions() {
+    const QString key = QString("%1 x %2").arg(gpuCount()).arg(m_device->currentText());
+    if (m_suggestions.empty() || key == m_suggestKey) return;
+    m_suggestList->clear();
+    m_suggestions.clear();
+    m_suggestMsg->setText(QString("the GPUs changed to %1: suggest again").arg(key));
+}
 
 void PlanPage::updateAnswers() {
     m_answersTimer.stop();
@@ -559,7 +571,7 @@ void PlanPage::updateAnswers() {
                         ? QString("not even micro-batch 1 fits this plan on the %1").arg(dev_name)
                         : QString("micro-batch up to <b>%1</b>%2").arg(f.micro_batch).arg(f.micro_batch_capped ? "+" : "");
         if (f.micro_batch > 0 && cfg.model.preset != "mlp")
-            t += QString(", sequence up to <b>%1</b>%2 at micro-batch %3")
+            t += QString("<br>sequence up to <b>%1</b>%2 at micro-batch %3")
                      .arg(f.seq_len).arg(f.seq_len_capped ? "+" : "").arg(cfg.train.micro_batch);
         m_fitsLabel->setText(t);
     } catch (const std::exception& e) {
@@ -598,6 +610,8 @@ void PlanPage::updateAnswers() {
             m_imbalance = tessera::plan_stage_imbalance(cfg, dev);
             if (m_imbalance.stage >= 0) {
                 m_imbalanceLabel->setText(QString::fromStdString(m_imbalance.text));
+                // a fix to apply in amber; an outlier with no move that helps in grey
+                m_imbalanceLabel->setStyleSheet(m_imbalance.found ? "color: #b26a00;" : "color: gray;");
                 m_imbalanceLabel->show();
                 m_applyImbalance->setVisible(m_imbalance.found);
                 m_applyImbalance->setText(QString("Move %1 block%2 to stage %3")
@@ -674,6 +688,7 @@ void PlanPage::balanceStages() {
 void PlanPage::suggestPlans() {
     m_suggestList->clear();
     m_suggestions.clear();
+    m_suggestKey = QString("%1 x %2").arg(gpuCount()).arg(m_device->currentText());
     try {
         m_suggestions = tessera::plan_rank_for_batch(m_doc->config(),
                                                      tessera::device_spec(m_device->currentText().toStdString()),

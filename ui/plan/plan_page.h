@@ -83,6 +83,7 @@ private:
     void refresh();  // config -> controls, issues, editor, grid, prediction
     void editParallel(const QString& text, const std::function<void(tessera::RunConfig&)>& change);
     void rebuildRecompute(int pp);
+    void dropStaleSuggestions();  // a list for other GPUs than the page now shows
     QLabel* issueLabel(const QString& key);
     int gpuCount() const;
 
@@ -104,6 +105,7 @@ private:
     QPushButton *m_applyPolicy, *m_applyImbalance, *m_pin, *m_clearPins;
     CandidatesView* m_candidates;
     QLabel* m_pinHint;
+    QString m_suggestKey;  // "16 x H200": the GPUs the suggestions are for
     QTimer m_answersTimer;
     tessera::PolicyAdvice m_policy;
     tessera::StageImbalance m_imbalance;
