@@ -156,7 +156,8 @@ FitLimits plan_fit_limits(const RunConfig& cfg, const DeviceSpec& dev) {
 // Plans for a global batch
 
 std::string plan_loss_reason(const PlanSuggestion& faster, const StepBreakdown& fp,
-                             const PlanSuggestion& slower, const StepBreakdown& sp) {
+                             const PlanSuggestion& slower, const StepBreakdown& sp,
+                             const DeviceSpec* dev) {
     const ParallelConfig &a = faster.config.parallel, &b = slower.config.parallel;
     const double da[] = {fp.compute_s, fp.comm_s, fp.bubble_s, fp.offload_s};
     const double db[] = {sp.compute_s, sp.comm_s, sp.bubble_s, sp.offload_s};
@@ -201,12 +202,31 @@ std::string plan_loss_reason(const PlanSuggestion& faster, const StepBreakdown& 
     if (slower.config.train.micro_batch < faster.config.train.micro_batch)
         mem.push_back(str_cat("micro-batch ", slower.config.train.micro_batch, " (not ",
                               faster.config.train.micro_batch, ")"));
-    if (!mem.empty()) {
-        std::string m;
-        for (const auto& x : mem) m += (m.empty() ? "" : ", ") + x;
-        why = str_cat("memory: needs ", m, " to fit; ", why);
+    if (mem.empty() || !dev) return why;
+    // only a claim the estimator backs: the slower layout with the faster plan's micro-batch and
+    // savers does not fit (else it picked them for speed, and the parts above say why)
+    RunConfig probe = slower.config;
+    const int64_t per_replica = int64_t(probe.train.micro_batch) * probe.train.grad_accum;
+    const int mb = faster.config.train.micro_batch;
+    if (mb < 1 || per_replica % mb) return why;
+    probe.train.micro_batch = mb;
+    probe.train.grad_accum = int(per_replica / mb);
+    probe.parallel.recompute = a.recompute;
+    probe.parallel.offload_activations = a.offload_activations;
+    probe.parallel.offload_optimizer = a.offload_optimizer;
+    PlanEstimate pe;
+    try {
+        pe = estimate_plan(probe, *dev);
+    } catch (const std::exception&) {
+        return why;
     }
-    return why;
+    if (pe.fits) return why;
+    std::string m;
+    for (const auto& x : mem) m += (m.empty() ? "" : ", ") + x;
+    return str_cat("memory: needs ", m,
+                   " to fit (as the faster plan is set, the fullest GPU would need ",
+                   gib((double)plan_fullest_bytes(pe)), " of ", gib((double)plan_rank_capacity(pe)),
+                   "); ", why);
 }
 
 std::vector<RankedPlan> plan_rank_for_batch(const RunConfig& base, const DeviceSpec& dev, int gpus,
@@ -230,7 +250,8 @@ std::vector<RankedPlan> plan_rank_for_batch(const RunConfig& base, const DeviceS
         r.parts = plan_step_breakdown(x.estimate);
         r.plan = std::move(x);
         if (!out.empty())
-            r.loses_because = plan_loss_reason(out.back().plan, out.back().parts, r.plan, r.parts);
+            r.loses_because =
+                plan_loss_reason(out.back().plan, out.back().parts, r.plan, r.parts, &dev);
         out.push_back(std::move(r));
     }
     return out;
@@ -315,7 +336,7 @@ PolicyAdvice plan_policy_advice(const RunConfig& cfg, const DeviceSpec& dev) {
         a.policy.offload_activations == cfg.parallel.offload_activations &&
         a.policy.offload_optimizer == cfg.parallel.offload_optimizer;
     if (label == "none")
-        a.text = "fits without recompute or offload";
+        a.text = str_cat("fits without recompute or offload (step ", ms(a.step_s), ")");
     else
         a.text = str_cat("cheapest policy that fits: ", label, ", ",
                          a.slowdown >= 1.0005 ? "+" : "", pct(a.slowdown - 1), " step time (",

@@ -59,9 +59,12 @@ struct RankedPlan {
 // smaller micro-batch it needs. Throws InputError for global_batch < 1.
 std::vector<RankedPlan> plan_rank_for_batch(const RunConfig& base, const DeviceSpec& dev, int gpus,
                                             int64_t global_batch, int top = 5);
-// Why `slower` is slower than `faster`, from their parts and configs.
+// Why `slower` is slower than `faster`: the part of the step that grew most per token; with a
+// device, also the memory savers or smaller micro-batch the slower layout needs, where the
+// estimator shows it would not fit as the faster plan is set.
 std::string plan_loss_reason(const PlanSuggestion& faster, const StepBreakdown& fp,
-                             const PlanSuggestion& slower, const StepBreakdown& sp);
+                             const PlanSuggestion& slower, const StepBreakdown& sp,
+                             const DeviceSpec* dev = nullptr);
 
 // ---- the cheapest memory policy
 

@@ -183,6 +183,19 @@ TEST(PlanRanked, FastestFirstGlobalBatchKeptEachWithAReason) {
             w.find("bubble") != std::string::npos || w.find("communication") != std::string::npos ||
             w.find("compute") != std::string::npos || w.find("offload") != std::string::npos;
         EXPECT_TRUE(named) << w;
+        // a memory claim holds: this layout, set as the faster plan is, does not fit
+        if (w.rfind("memory:", 0) == 0) {
+            RunConfig probe = p.config;
+            const auto& f = r[i - 1].plan.config;
+            const int64_t per = int64_t(probe.train.micro_batch) * probe.train.grad_accum;
+            ASSERT_EQ(per % f.train.micro_batch, 0) << w;
+            probe.train.micro_batch = f.train.micro_batch;
+            probe.train.grad_accum = int(per / f.train.micro_batch);
+            probe.parallel.recompute = f.parallel.recompute;
+            probe.parallel.offload_activations = f.parallel.offload_activations;
+            probe.parallel.offload_optimizer = f.parallel.offload_optimizer;
+            EXPECT_FALSE(estimate_plan(probe, dev).fits) << w;
+        }
     }
     EXPECT_THROW(plan_rank_for_batch(c, dev, 16, 0), InputError);
 }
