@@ -380,9 +380,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                       " of sgemm's rate; `tessera plan --calibrate` measures the ops");
     } else {
         est.step_model_note = str_cat("FLOPs at the efficiency ", dev.efficiency, " of the ", dev.name, "'s peak");
-        if (gpu && measured)
+        if (const OpCosts* curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr)
             est.step_model_note += str_cat(", GEMMs smaller than ", (int)kEfficiencyTokens,
-                                           " tokens slowed by ", measured->source, "'s measured bf16 costs");
+                                           " tokens slowed by ", curve->source, "'s measured bf16 costs");
     }
     // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every op
     const double oversubscribed =
@@ -422,6 +422,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                      par.pp, ") entries, found ", par.recompute.size()));
         // memory and FLOPs depend on (stage, tp rank) only: DP ranks are identical
         std::vector<RankEstimate> cls((size_t)par.pp * par.tp);
+        // the efficiency model's small-batch GEMM factor per class (small_batch_gemm_factor)
+        std::vector<double> small_batch(cls.size(), 1.0);
+        const OpCosts* gemm_curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr;
         for (int s = 0; s < par.pp; ++s) {
             std::string rcs = par.recompute.empty() ? "none"
                               : par.recompute.size() == 1 ? par.recompute[0] : par.recompute[s];
@@ -435,6 +438,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                     auto [f0, f1] = mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), 0, par.tp);
                     if (f1 - f0 == Vl) {
                         cls[(size_t)s * par.tp + t] = cls[(size_t)s * par.tp];
+                        small_batch[(size_t)s * par.tp + t] = small_batch[(size_t)s * par.tp];
                         continue;
                     }
                 }
@@ -482,8 +486,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 r.compute_s = r.flops_per_step / rate;
                 // the efficiency model on a GPU: the device's efficiency holds at the shape it was
                 // measured at; smaller micro-batches run their GEMMs slower per FLOP, by the
-                // device's own measured GEMM costs (small_batch_gemm_factor)
-                if (!costs && gpu && measured) r.compute_s *= small_batch_gemm_factor(*measured, sim);
+                // device's measured GEMM costs (the H200's curve for a GPU never swept)
+                if (gemm_curve) small_batch[(size_t)s * par.tp + t] = small_batch_gemm_factor(*gemm_curve, sim);
+                if (!costs) r.compute_s *= small_batch[(size_t)s * par.tp + t];
                 if (costs && !price_ops(*costs, sim, par.zero, r)) all_priced = false;
                 if (costs && oversubscribed > 1) {
                     for (double* x : {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
@@ -538,8 +543,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
             est.step_model = "efficiency";
             est.step_model_note = str_cat("a rank's trace holds an op ", costs->source,
                                           " has no cost for: FLOPs at the efficiency ", dev.efficiency);
-            for (RankEstimate& r : cls) {
-                r.compute_s = r.flops_per_step / rate;
+            for (size_t i = 0; i < cls.size(); ++i) {
+                RankEstimate& r = cls[i];
+                r.compute_s = r.flops_per_step / rate * small_batch[i];
                 r.gemm_s = r.attention_s = r.other_ops_s = r.optimizer_s = 0;
             }
         }

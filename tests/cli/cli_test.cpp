@@ -265,7 +265,8 @@ TEST(CliPlan, FitsAnswersEndToEnd) {
     EXPECT_TRUE(a["policy"]["found"].get<bool>());
     EXPECT_FALSE(a["stage_imbalance"]["text"].get<std::string>().empty());
     // the text output says the same
-    ProcResult text = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--fits"});
+    ProcResult text = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--fits", "--gpus", "8",
+                                   "--global-batch", "64"});
     ASSERT_EQ(text.exit_code, 0) << show(text);
     EXPECT_NE(text.out.find("what fits this plan: micro-batch up to " + std::to_string(mb)), std::string::npos)
         << text.out;

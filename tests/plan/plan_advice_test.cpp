@@ -9,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/plan/estimator.h"
+#include "engine/plan/op_costs.h"
 #include "engine/plan/plan_search.h"
 
 using namespace tessera;
@@ -229,6 +230,10 @@ TEST(PlanSmallBatch, EfficiencyModelPricesSmallGemms) {
     EXPECT_GT(es.step_s, el.step_s * 1.05);
     EXPECT_NE(es.step_model_note.find("GEMMs smaller than"), std::string::npos)
         << es.step_model_note;
+    // a GPU never swept borrows the H200's curve (a ratio, not its times)
+    DeviceSpec a100 = device_spec("A100-80GB");
+    ASSERT_EQ(op_costs_for("A100-80GB"), nullptr);
+    EXPECT_GT(estimate_plan(small, a100).step_s, estimate_plan(large, a100).step_s * 1.05);
 }
 
 TEST(PlanSmallBatch, TopSuggestionIsNotMicroBatchOneWhenALargerIsFaster) {
