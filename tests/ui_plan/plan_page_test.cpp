@@ -12,6 +12,7 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QStyle>
 #include <QStyleOptionComboBox>
 #include <QTemporaryDir>
@@ -262,6 +263,10 @@ TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
     ASSERT_NE(label, nullptr);
     QApplication::processEvents();
     EXPECT_GE(label->height(), label->sizeHint().height());
+    // and the controls' column is not wider than its scroll area (its right edge was cut)
+    auto* scroll = f.page->findChild<QScrollArea*>();
+    ASSERT_NE(scroll, nullptr);
+    EXPECT_LE(scroll->widget()->minimumSizeHint().width(), scroll->viewport()->width());
     f.page->setDeviceName("A100-40GB");
     f.page->updateAnswers();
     const FitLimits small = plan_fit_limits(f.doc.config(), device_spec("A100-40GB"));
@@ -376,6 +381,11 @@ TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
         const QRect text = c->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, c);
         EXPECT_GE(text.width(), c->fontMetrics().horizontalAdvance("selective")) << c->objectName().toStdString();
     }
+    f.page->updateAnswers();
+    QApplication::processEvents();
+    auto* scroll = f.page->findChild<QScrollArea*>();
+    ASSERT_NE(scroll, nullptr);
+    EXPECT_LE(scroll->widget()->minimumSizeHint().width(), scroll->viewport()->width()) << "the controls are cut";
     // the capacity is named in the legend's row above the axis rect, not on the plot
     MemoryChart* chart = f.page->findChild<MemoryChart*>();
     ASSERT_NE(chart, nullptr);

@@ -291,7 +291,7 @@ void PlanPage::buildUi() {
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setFixedWidth(380);
+    scroll->setFixedWidth(400);
     top->addWidget(scroll);
     top->addLayout(right, 1);
 
@@ -571,7 +571,7 @@ void PlanPage::updateAnswers() {
                         ? QString("not even micro-batch 1 fits this plan on the %1").arg(dev_name)
                         : QString("micro-batch up to <b>%1</b>%2").arg(f.micro_batch).arg(f.micro_batch_capped ? "+" : "");
         if (f.micro_batch > 0 && cfg.model.preset != "mlp")
-            t += QString("<br>sequence up to <b>%1</b>%2 at micro-batch %3")
+            t += QString("<br>sequence up to <b>%1</b>%2<br>(at micro-batch %3)")
                      .arg(f.seq_len).arg(f.seq_len_capped ? "+" : "").arg(cfg.train.micro_batch);
         m_fitsLabel->setText(t);
     } catch (const std::exception& e) {
@@ -600,7 +600,9 @@ void PlanPage::updateAnswers() {
             m_policyLabel->setToolTip(QString::fromStdString(m_policy.text));
             const bool same = m_policy.text.find("the current plan") != std::string::npos;
             m_applyPolicy->setVisible(m_policy.found && !same);
-            m_applyPolicy->setText(QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
+            m_applyPolicy->setText(m_policy.policy.label == "none"
+                                       ? QString("Apply: no recompute, no offload")
+                                       : QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
         } catch (const std::exception& e) {
             m_policyLabel->setText(QString("no advice: ") + QString::fromUtf8(e.what()));
         }
