@@ -22,6 +22,7 @@
 #include "engine/plan/op_costs.h"
 #include "engine/plan/op_sweep.h"
 #include "engine/plan/partitioner.h"
+#include "engine/plan/plan_advice.h"
 
 namespace tessera {
 
@@ -29,6 +30,7 @@ namespace {
 
 const char* kPlanUsage =
     "usage: tessera plan CONFIG [--device NAME] [--json] [--set key.path=value]...\n"
+    "                   [--fits [--gpus N] [--global-batch N]]\n"
     "       tessera plan --calibrate [--threads N] [CONFIG ...]\n"
     "\n"
     "Predicts every rank's peak memory by category, FLOPs, communication per step, the pipeline\n"
@@ -44,7 +46,14 @@ const char* kPlanUsage =
     "                  ${XDG_CACHE_HOME:-~/.cache}/tessera/devices (or $TESSERA_DEVICES_DIR), keyed\n"
     "                  by CPU model, cores and threads; CPU plans are then priced op by op\n"
     "                  (step_model \"ops\"), else from sgemm's rate (\"efficiency\")\n"
-    "  --threads N     with --calibrate: calibrate N threads per rank\n";
+    "  --threads N     with --calibrate: calibrate N threads per rank\n"
+    "  --fits          also answer what fits: the largest micro-batch and the longest sequence\n"
+    "                  that fit this plan, the cheapest recompute/offload policy that fits, a\n"
+    "                  first or last stage made the outlier by the embedding or head (and the\n"
+    "                  blocks to move), and the plans that fit --global-batch on --gpus GPUs,\n"
+    "                  fastest first, each with why it loses to the one above (JSON: \"fits_answers\")\n"
+    "  --gpus N        with --fits: GPUs for the ranked plans (default: the plan's world)\n"
+    "  --global-batch N  with --fits: samples per step (default: micro_batch x grad_accum x dp)\n";
 
 std::string mib(int64_t b) {
     char s[32];
@@ -114,12 +123,77 @@ void calibrate_cpu(int threads, bool quiet) {
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), path.c_str());
 }
 
+// --fits: the plan advice (engine/plan/plan_advice.h) as JSON; the text output prints the same.
+nlohmann::json fits_answers(const RunConfig& cfg, const DeviceSpec& dev, int gpus, int64_t global_batch) {
+    nlohmann::json j;
+    const FitLimits f = plan_fit_limits(cfg, dev);
+    j["max_micro_batch"] = f.micro_batch;
+    j["max_micro_batch_capped"] = f.micro_batch_capped;
+    j["max_seq_len"] = f.seq_len;
+    j["max_seq_len_capped"] = f.seq_len_capped;
+    if (!f.note.empty()) j["limits_note"] = f.note;
+    const PolicyAdvice a = plan_policy_advice(cfg, dev);
+    j["policy"] = {{"found", a.found}, {"recompute", a.policy.recompute},
+                   {"offload_activations", a.policy.offload_activations},
+                   {"offload_optimizer", a.policy.offload_optimizer}, {"label", a.policy.label},
+                   {"step_s", a.step_s}, {"plain_step_s", a.plain_step_s}, {"slowdown", a.slowdown},
+                   {"text", a.text}};
+    const StageImbalance im = plan_stage_imbalance(cfg, dev);
+    j["stage_imbalance"] = {{"found", im.found}, {"stage", im.stage}, {"metric", im.metric},
+                            {"cause", im.cause}, {"move_blocks", im.move_blocks}, {"to_stage", im.to_stage},
+                            {"stages", im.stages}, {"text", im.text}};
+    if (global_batch == 0)
+        global_batch = int64_t(cfg.train.micro_batch) * cfg.train.grad_accum * std::max(1, cfg.parallel.dp);
+    j["gpus"] = gpus;
+    j["global_batch"] = global_batch;
+    j["plans"] = nlohmann::json::array();
+    for (const RankedPlan& r : plan_rank_for_batch(cfg, dev, gpus, global_batch, 5)) {
+        const ParallelConfig& p = r.plan.config.parallel;
+        j["plans"].push_back({{"summary", r.plan.summary}, {"tokens_per_s", r.plan.tokens_per_s},
+                              {"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"zero", p.zero},
+                              {"micro_batch", r.plan.config.train.micro_batch},
+                              {"grad_accum", r.plan.config.train.grad_accum},
+                              {"headroom_bytes", r.plan.headroom_bytes},
+                              {"step_parts_s", {{"compute", r.parts.compute_s}, {"comm", r.parts.comm_s},
+                                                {"bubble", r.parts.bubble_s}, {"offload", r.parts.offload_s}}},
+                              {"step_s", r.parts.step_s}, {"loses_because", r.loses_because}});
+    }
+    return j;
+}
+
+void fits_print(const nlohmann::json& j) {
+    auto cap = [](bool c) { return c ? " (the search's ceiling)" : ""; };
+    std::printf("\nwhat fits this plan: micro-batch up to %d%s", j["max_micro_batch"].get<int>(),
+                cap(j["max_micro_batch_capped"].get<bool>()));
+    if (j.contains("limits_note") && j["max_seq_len"].get<int>() == 0)
+        std::printf("; %s\n", j["limits_note"].get<std::string>().c_str());
+    else
+        std::printf("; sequence up to %d%s at this micro-batch\n", j["max_seq_len"].get<int>(),
+                    cap(j["max_seq_len_capped"].get<bool>()));
+    std::printf("memory policy: %s\n", j["policy"]["text"].get<std::string>().c_str());
+    std::printf("stages: %s\n", j["stage_imbalance"]["text"].get<std::string>().c_str());
+    std::printf("plans for global batch %lld on %d GPUs, fastest first:\n", j["global_batch"].get<long long>(),
+                j["gpus"].get<int>());
+    if (j["plans"].empty()) std::printf("  none fits\n");
+    int i = 0;
+    for (const auto& p : j["plans"]) {
+        const auto& s = p["step_parts_s"];
+        std::printf("  %d. %s tokens/s  %s\n     step %.4g s = compute %.4g + comm %.4g + bubble %.4g + offload %.4g\n",
+                    ++i, si(p["tokens_per_s"].get<double>(), "").c_str(), p["summary"].get<std::string>().c_str(),
+                    p["step_s"].get<double>(), s["compute"].get<double>(), s["comm"].get<double>(),
+                    s["bubble"].get<double>(), s["offload"].get<double>());
+        if (!p["loses_because"].get<std::string>().empty())
+            std::printf("     slower than %d: %s\n", i - 1, p["loses_because"].get<std::string>().c_str());
+    }
+}
+
 }  // namespace
 
 int cli_plan(const CliArgs& args) {
     std::string path, device;
-    bool json = false, calibrate = false;
-    int threads = 0;
+    bool json = false, calibrate = false, want_fits = false;
+    int threads = 0, gpus = 0;
+    int64_t global_batch = 0;
     std::vector<std::string> overrides;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -130,6 +204,19 @@ int cli_plan(const CliArgs& args) {
             json = true;
         } else if (a == "--calibrate") {
             calibrate = true;
+        } else if (a == "--fits") {
+            want_fits = true;
+        } else if (a == "--gpus" || a == "--global-batch") {
+            if (i + 1 >= args.size())
+                throw InputError(str_cat(a, ": expected a positive number after ", a, ", found the end of the arguments"));
+            const std::string& v = args[++i];
+            char* end = nullptr;
+            const long long n = std::strtoll(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || n < 1 || n > (a == "--gpus" ? 65536 : (1LL << 24)))
+                throw InputError(str_cat(a, ": expected a positive whole number", a == "--gpus" ? " up to 65536" : " up to 16777216",
+                                         ", found '", v, "'"));
+            if (a == "--gpus") gpus = (int)n;
+            else global_batch = n;
         } else if (a == "--threads") {
             if (i + 1 >= args.size() || std::atoi(args[i + 1].c_str()) < 1)
                 throw InputError("--threads: expected a positive thread count after --threads");
@@ -143,8 +230,8 @@ int cli_plan(const CliArgs& args) {
         } else if (a.rfind("--set=", 0) == 0) {
             overrides.push_back(a.substr(6));
         } else if (!a.empty() && a[0] == '-') {
-            throw InputError(str_cat(a, ": expected CONFIG, --device, --json, --set, --calibrate, --threads "
-                                     "or --help, found an unknown option (see `tessera plan --help`)"));
+            throw InputError(str_cat(a, ": expected CONFIG, --device, --json, --set, --fits, --gpus, --global-batch, "
+                                     "--calibrate, --threads or --help, found an unknown option (see `tessera plan --help`)"));
         } else if (path.empty()) {
             path = a;
         } else {
@@ -152,6 +239,8 @@ int cli_plan(const CliArgs& args) {
         }
     }
     if (threads > 0 && !calibrate) throw InputError("--threads: expected together with --calibrate");
+    if ((gpus > 0 || global_batch > 0) && !want_fits)
+        throw InputError(str_cat(gpus > 0 ? "--gpus" : "--global-batch", ": expected together with --fits"));
     if (calibrate && path.empty()) {
         calibrate_cpu(threads > 0 ? threads : cpu_host().cores, json);
         return 0;
@@ -180,6 +269,8 @@ int cli_plan(const CliArgs& args) {
     }
     const int64_t cap = dev.shared_host ? dev.memory_bytes / e.world : dev.memory_bytes;
     auto classes = rank_classes(e);
+    nlohmann::json answers;
+    if (want_fits) answers = fits_answers(cfg, dev, gpus > 0 ? gpus : e.world, global_batch);
 
     if (json) {
         nlohmann::json j;
@@ -200,6 +291,7 @@ int cli_plan(const CliArgs& args) {
         if (!e.fits) j["reason"] = e.reason;
         if (!blocks.empty()) j["balanced_stages"] = blocks;
         if (!balanced.empty()) j["balanced_stages_error"] = balanced;
+        if (want_fits) j["fits_answers"] = answers;
         j["ranks"] = nlohmann::json::array();
         for (const auto& cls : classes) {
             const RankEstimate& r = e.ranks[cls[0]];
@@ -274,6 +366,7 @@ int cli_plan(const CliArgs& args) {
         std::printf("balanced parallel.stages: none fits (%s)\n", balanced.c_str());
     }
     std::printf("%s\n", e.fits ? "fits: yes" : ("fits: NO — " + e.reason).c_str());
+    if (want_fits) fits_print(answers);
     return 0;
 }
 

@@ -259,6 +259,28 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
     return true;
 }
 
+// The efficiency model's correction for small micro-batches: the rank's GEMMs priced with the
+// device's measured bf16 costs at their own token count N, over the same GEMMs at the token count
+// the device's efficiency was measured at (kEfficiencyTokens: GPT-2 124M at micro-batch 16 x
+// 1024), scaled by the work. 1 at that shape; above 1 where the GEMMs are too small to fill the
+// GPU (micro-batch 1 of a short sequence). 1 when the trace has no GEMM the sweep timed.
+constexpr double kEfficiencyTokens = 16 * 1024;
+double small_batch_gemm_factor(const OpCosts& costs, const RankSim& sim) {
+    double at_n = 0, at_ref = 0;
+    for (OpCall c : sim.trace.calls) {
+        if (c.kind != OpKind::matmul_forward && c.kind != OpKind::matmul_gelu_forward &&
+            c.kind != OpKind::matmul_backward)
+            continue;
+        if (!costs.measured[(size_t)c.kind] || c.N < 1) continue;
+        c.fp8 = false;
+        at_n += costs.op_s(c);
+        const double n = (double)c.N;
+        c.N = (int64_t)kEfficiencyTokens;
+        at_ref += costs.op_s(c) * n / kEfficiencyTokens;
+    }
+    return at_n > 0 && at_ref > 0 ? at_n / at_ref : 1.0;
+}
+
 // A CPU rank's exposed communication per step, priced with the host's measured Gloo collectives
 // (OpCosts::collective: a fixed time per call and a time per byte the rank sends): each TP
 // all-reduce of the trace; the parameter store's per-unit DP collectives (all-reduce below ZeRO-2,
@@ -368,6 +390,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                       " of sgemm's rate; `tessera plan --calibrate` measures the ops");
     } else {
         est.step_model_note = str_cat("FLOPs at the efficiency ", dev.efficiency, " of the ", dev.name, "'s peak");
+        if (const OpCosts* curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr)
+            est.step_model_note += str_cat(", GEMMs smaller than ", (int)kEfficiencyTokens,
+                                           " tokens slowed by ", curve->source, "'s measured bf16 costs");
     }
     // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every op
     const double oversubscribed =
@@ -407,6 +432,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                      par.pp, ") entries, found ", par.recompute.size()));
         // memory and FLOPs depend on (stage, tp rank) only: DP ranks are identical
         std::vector<RankEstimate> cls((size_t)par.pp * par.tp);
+        // the efficiency model's small-batch GEMM factor per class (small_batch_gemm_factor)
+        std::vector<double> small_batch(cls.size(), 1.0);
+        const OpCosts* gemm_curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr;
         for (int s = 0; s < par.pp; ++s) {
             std::string rcs = par.recompute.empty() ? "none"
                               : par.recompute.size() == 1 ? par.recompute[0] : par.recompute[s];
@@ -420,6 +448,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                     auto [f0, f1] = mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), 0, par.tp);
                     if (f1 - f0 == Vl) {
                         cls[(size_t)s * par.tp + t] = cls[(size_t)s * par.tp];
+                        small_batch[(size_t)s * par.tp + t] = small_batch[(size_t)s * par.tp];
                         continue;
                     }
                 }
@@ -465,6 +494,11 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 r.layers = layers;
                 r.flops_per_step = flops_tok * (double)N * m;
                 r.compute_s = r.flops_per_step / rate;
+                // the efficiency model on a GPU: the device's efficiency holds at the shape it was
+                // measured at; smaller micro-batches run their GEMMs slower per FLOP, by the
+                // device's measured GEMM costs (the H200's curve for a GPU never swept)
+                if (gemm_curve) small_batch[(size_t)s * par.tp + t] = small_batch_gemm_factor(*gemm_curve, sim);
+                if (!costs) r.compute_s *= small_batch[(size_t)s * par.tp + t];
                 if (costs && !price_ops(*costs, sim, par.zero, dev.host_link_bytes_per_s, r)) all_priced = false;
                 if (costs && oversubscribed > 1) {
                     for (double* x : {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
@@ -519,8 +553,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
             est.step_model = "efficiency";
             est.step_model_note = str_cat("a rank's trace holds an op ", costs->source,
                                           " has no cost for: FLOPs at the efficiency ", dev.efficiency);
-            for (RankEstimate& r : cls) {
-                r.compute_s = r.flops_per_step / rate;
+            for (size_t i = 0; i < cls.size(); ++i) {
+                RankEstimate& r = cls[i];
+                r.compute_s = r.flops_per_step / rate * small_batch[i];
                 r.gemm_s = r.attention_s = r.other_ops_s = r.optimizer_s = 0;
             }
         }

@@ -1,4 +1,5 @@
-// Plan search (see plan_search.h). Pruning: per layout (dp, tp, pp, schedule) and micro-batch,
+// Plan search (see plan_search.h). Micro-batches: the base's and powers of two up to 64, so the
+// step model's small-batch GEMM cost (not the bubble alone) picks the micro-batch. Pruning: per layout (dp, tp, pp, schedule) and micro-batch,
 // the memory savers are tried from cheapest to dearest — recompute none < selective < full, and
 // within a recompute level no offload before offload — and the first level where anything fits
 // ends the ladder (more recompute or offload only adds time). Every ZeRO stage is tried at each
@@ -42,6 +43,20 @@ int64_t plan_max_device_peak(const PlanEstimate& e) {
 int plan_complexity(const ParallelConfig& p) {
     int rc = p.recompute[0] == "full" ? 2 : p.recompute[0] == "selective" ? 1 : 0;
     return p.zero + 4 * rc + 8 * p.offload_activations + 8 * p.offload_optimizer;
+}
+
+// The micro-batches tried per layout, smallest first: the base config's, its halvings, and the
+// powers of two above it up to kMaxSearchMicroBatch (a base of micro-batch 1 would otherwise
+// never see the larger GEMMs that run faster per token), each dividing the per-replica batch.
+constexpr int kMaxSearchMicroBatch = 64;
+std::vector<int> plan_micro_batches(int base_mb, int64_t per_replica) {
+    std::vector<int> v;
+    for (int mb = base_mb; mb >= 1; mb /= 2) v.push_back(mb);
+    for (int64_t mb = 2; mb <= std::min<int64_t>(per_replica, kMaxSearchMicroBatch); mb *= 2) v.push_back((int)mb);
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    v.erase(std::remove_if(v.begin(), v.end(), [&](int mb) { return mb > per_replica || per_replica % mb; }), v.end());
+    return v;
 }
 
 struct Candidate {
@@ -155,9 +170,11 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
                 Candidate best;
                 bool have = false;
                 std::string layout_blocked;
-                for (int mb = base.train.micro_batch; mb >= 1; mb /= 2) {
-                    if ((global_batch / dp) % mb) continue;
+                // smallest first: memory grows with the micro-batch, so once nothing fits at one,
+                // no larger one fits either
+                for (int mb : plan_micro_batches(base.train.micro_batch, global_batch / dp)) {
                     int accum = int(global_batch / dp / mb);
+                    layout_blocked.clear();  // why the plain variant fails at this micro-batch
                     if (sched == "interleaved" && accum % pp) continue;
                     bool level_fit = false;
                     for (const char* rc : {"none", "selective", "full"}) {
@@ -198,6 +215,7 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
                         }
                         if (level_fit) break;
                     }
+                    if (!level_fit) break;
                 }
                 if (have) best_per_layout.push_back(std::move(best));
             }

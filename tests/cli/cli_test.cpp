@@ -226,6 +226,64 @@ TEST(CliPlan, EveryShippedProjectPlans) {
     EXPECT_GE(n, 5) << "expected the five shipped projects";
 }
 
+// `tessera plan --fits`: the limits it reports are the boundary of `tessera plan` itself (the
+// largest micro-batch fits, one more does not), the plans for a global batch come fastest first
+// with why each loses, and bad numbers are one clear line with exit 2.
+TEST(CliPlan, FitsAnswersEndToEnd) {
+    TempDir t;
+    write_file(t / "p.yaml", "name: fits\nmodel: {preset: gpt2-large}\ndata: {dataset: brown}\n"
+                             "runtime: {device: cuda, precision: bf16}\ntrain: {micro_batch: 4, grad_accum: 4}\n");
+    ProcResult r = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--fits", "--json",
+                                "--gpus", "8", "--global-batch", "64"});
+    ASSERT_EQ(r.exit_code, 0) << show(r);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    const nlohmann::json& a = j["fits_answers"];
+    const int mb = a["max_micro_batch"].get<int>();
+    ASSERT_GT(mb, 1) << a.dump(1);
+    auto fits_at = [&](const std::string& set) {
+        ProcResult x = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--json", "--set", set});
+        EXPECT_EQ(x.exit_code, 0) << show(x);
+        return nlohmann::json::parse(x.out)["fits"].get<bool>();
+    };
+    EXPECT_TRUE(fits_at("train.micro_batch=" + std::to_string(mb)));
+    EXPECT_FALSE(fits_at("train.micro_batch=" + std::to_string(mb + 1)));
+    const int seq = a["max_seq_len"].get<int>();
+    EXPECT_TRUE(fits_at("model.seq_len=" + std::to_string(seq)));
+    EXPECT_FALSE(fits_at("model.seq_len=" + std::to_string(seq + 64)));
+    EXPECT_EQ(a["gpus"], 8);
+    EXPECT_EQ(a["global_batch"], 64);
+    ASSERT_GE(a["plans"].size(), 2u) << a.dump(1);
+    double prev = 1e300;
+    for (size_t i = 0; i < a["plans"].size(); ++i) {
+        const auto& p = a["plans"][i];
+        EXPECT_EQ(p["dp"].get<int>() * p["tp"].get<int>() * p["pp"].get<int>(), 8);
+        EXPECT_EQ(p["micro_batch"].get<int>() * p["grad_accum"].get<int>() * p["dp"].get<int>(), 64);
+        EXPECT_LE(p["tokens_per_s"].get<double>(), prev);
+        prev = p["tokens_per_s"].get<double>();
+        EXPECT_EQ(p["loses_because"].get<std::string>().empty(), i == 0) << p.dump(1);
+    }
+    EXPECT_TRUE(a["policy"]["found"].get<bool>());
+    EXPECT_FALSE(a["stage_imbalance"]["text"].get<std::string>().empty());
+    // the text output says the same
+    ProcResult text = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--fits", "--gpus", "8",
+                                   "--global-batch", "64"});
+    ASSERT_EQ(text.exit_code, 0) << show(text);
+    EXPECT_NE(text.out.find("what fits this plan: micro-batch up to " + std::to_string(mb)), std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("slower than 1: "), std::string::npos) << text.out;
+    // bad numbers: one line each, exit 2
+    for (const std::vector<std::string>& bad : {std::vector<std::string>{"--fits", "--global-batch", "0"},
+                                                std::vector<std::string>{"--fits", "--gpus", "x8"},
+                                                std::vector<std::string>{"--gpus", "8"}}) {
+        std::vector<std::string> args = {"plan", t / "p.yaml"};
+        args.insert(args.end(), bad.begin(), bad.end());
+        ProcResult e = run_tessera(args);
+        EXPECT_EQ(e.exit_code, 2) << show(e);
+        EXPECT_EQ(count_lines(e.err), 1u) << show(e);
+        EXPECT_NE(e.err.find(bad[bad.size() - 2]), std::string::npos) << show(e);
+    }
+}
+
 TEST(CliCheck, UnknownKeyNamesPlaceAndSuggestsAndWritesNoDb) {
     TempDir t;
     // train.stpes is on line 4, column 3.

@@ -1,13 +1,20 @@
 // The Plan page offscreen: a stage-boundary drag edits parallel.stages as one undo step and moves
 // the prediction; undo/redo restore both; Balance finds a known optimum; an invalid tp shows its
 // reason next to the control; a suggestion applies as an undoable edit. Also renders the page to
-// PNGs (build dir) for a look.
+// PNGs (build dir) for a look. The answers: what fits, the policy advice and the stage-imbalance
+// fix (one click, undoable), pinned candidates, suggestions for a global batch with reasons.
 #include <gtest/gtest.h>
 
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
+#include <QAbstractItemModelTester>
 #include <QListWidget>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QStyle>
+#include <QStyleOptionComboBox>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
@@ -15,7 +22,11 @@
 #include "engine/config/config.h"
 #include "engine/core/error.h"
 #include "ui/common/project_document.h"
+#include "engine/plan/plan_advice.h"
+#include "ui/common/qcustomplot_qt.h"
+#include "ui/plan/candidates_view.h"
 #include "ui/plan/gpu_grid.h"
+#include "ui/plan/memory_chart.h"
 #include "ui/plan/partition_editor.h"
 #include "ui/plan/plan_page.h"
 
@@ -238,6 +249,161 @@ TEST(PlanPage, PrecisionIsOneUndoableEditAndMovesThePrediction) {
     EXPECT_FALSE(combo->isEnabled());
 }
 
+// "What fits" next to the controls: the estimator's own limits for the plan, updated after an edit.
+TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
+    Fixture f(gpt_config("preset: gpt2-large", {"runtime.precision=bf16"}));
+    f.page->updateAnswers();
+    const FitLimits lim = plan_fit_limits(f.doc.config(), device_spec("H200"));
+    ASSERT_GT(lim.micro_batch, 1);
+    const QString t = f.page->fitsText();
+    EXPECT_NE(t.indexOf(QString("micro-batch up to <b>%1</b>").arg(lim.micro_batch)), -1) << t.toStdString();
+    EXPECT_NE(t.indexOf(QString("sequence up to <b>%1</b>").arg(lim.seq_len)), -1) << t.toStdString();
+    // the label's two lines are not clipped by the form
+    QLabel* label = f.page->findChild<QLabel*>("whatFits");
+    ASSERT_NE(label, nullptr);
+    QApplication::processEvents();
+    EXPECT_GE(label->height(), label->sizeHint().height());
+    // and the controls' column is not wider than its scroll area (its right edge was cut)
+    auto* scroll = f.page->findChild<QScrollArea*>();
+    ASSERT_NE(scroll, nullptr);
+    EXPECT_LE(scroll->widget()->minimumSizeHint().width(), scroll->viewport()->width());
+    f.page->setDeviceName("A100-40GB");
+    f.page->updateAnswers();
+    const FitLimits small = plan_fit_limits(f.doc.config(), device_spec("A100-40GB"));
+    EXPECT_LT(small.micro_batch, lim.micro_batch);
+    EXPECT_NE(f.page->fitsText().indexOf(QString("up to <b>%1</b>").arg(small.micro_batch)), -1);
+}
+
+// The cheapest policy that fits, applied with one click as one undoable edit.
+TEST(PlanPage, PolicyAdviceAppliesAndUndoes) {
+    Fixture f(gpt_config("preset: gpt2-xl", {"parallel.dp=8", "train.micro_batch=16", "parallel.zero=1",
+                                             "runtime.precision=bf16"}));
+    f.page->setDeviceName("A100-40GB");
+    f.page->updateAnswers();
+    ASSERT_FALSE(f.page->estimate().fits);
+    ASSERT_TRUE(f.page->policyAdvice().found) << f.page->policyText().toStdString();
+    auto* apply = f.page->findChild<QPushButton*>("applyPolicy");
+    ASSERT_NE(apply, nullptr);
+    EXPECT_TRUE(apply->isVisible());
+    const RunConfig before = f.doc.config();
+    const int undo0 = f.doc.undoStack()->count();
+    apply->click();
+    QApplication::processEvents();
+    EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 1);
+    EXPECT_TRUE(f.page->estimate().fits) << f.page->validityText().toStdString();
+    EXPECT_EQ(f.doc.config().parallel.recompute, f.page->policyAdvice().policy.recompute);
+    f.page->updateAnswers();
+    EXPECT_FALSE(apply->isVisible()) << "the applied policy is the current plan";
+    f.doc.undoStack()->undo();
+    EXPECT_EQ(f.doc.config(), before);
+}
+
+// A stage made the outlier by the head is named at the partition, and its fix is one click,
+// undoable.
+TEST(PlanPage, StageImbalanceFixIsOneUndoableClick) {
+    Fixture f(gpt_config("preset: llama-3.2-1b", {"parallel.pp=4", "parallel.stages=[4, 4, 4, 4]",
+                                                  "train.grad_accum=8", "train.micro_batch=2",
+                                                  "runtime.precision=bf16"}));
+    f.page->updateAnswers();
+    const StageImbalance& im = f.page->stageImbalance();
+    ASSERT_TRUE(im.found) << f.page->imbalanceText().toStdString();
+    EXPECT_NE(f.page->imbalanceText().indexOf(QString("stage %1 holds the").arg(im.stage)), -1);
+    auto* apply = f.page->findChild<QPushButton*>("applyImbalance");
+    ASSERT_NE(apply, nullptr);
+    ASSERT_TRUE(apply->isVisible());
+    const std::vector<int> fixed = im.stages;
+    apply->click();
+    QApplication::processEvents();
+    EXPECT_EQ(f.doc.config().parallel.stages, fixed);
+    EXPECT_EQ(f.page->partitionEditor()->blocksPerChunk(), fixed);
+    f.doc.undoStack()->undo();
+    QApplication::processEvents();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{4, 4, 4, 4}));
+}
+
+// Pinned candidates: at most three, the oldest drops out, each drawn with its own estimate.
+TEST(PlanPage, PinnedCandidatesKeepThreeSideBySide) {
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=4", "parallel.pp=2", "train.grad_accum=8",
+                                                "runtime.precision=bf16"}));
+    auto* pin = f.page->findChild<QPushButton*>("pinPlan");
+    ASSERT_NE(pin, nullptr);
+    std::vector<double> steps;
+    for (int mb : {1, 2, 4, 8}) {
+        f.doc.edit("mb", [mb](RunConfig& c) { c.train.micro_batch = mb; });
+        QApplication::processEvents();
+        steps.push_back(f.page->estimate().step_s);
+        pin->click();
+    }
+    const auto& c = f.page->candidatesView()->candidates();
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_TRUE(f.page->candidatesView()->isVisible());
+    f.page->updateAnswers();
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_DOUBLE_EQ(c[i].estimate.step_s, steps[i + 1]);
+        EXPECT_NEAR(c[i].parts.step_s, steps[i + 1], 1e-9 * steps[i + 1]);
+        EXPECT_NE(c[i].title.indexOf(QString("mb %1 x").arg(1 << (i + 1))), -1) << c[i].title.toStdString();
+    }
+    QApplication::processEvents();
+    EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_candidates.png"));
+}
+
+// The suggestions for a target global batch: the list's model under QAbstractItemModelTester,
+// each plan after the first saying why it is slower than the one above.
+TEST(PlanPage, SuggestionsForAGlobalBatchSayWhyEachLoses) {
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=16", "train.micro_batch=4", "train.grad_accum=2",
+                                                "runtime.precision=bf16"}));
+    QAbstractItemModelTester tester(f.page->suggestionList()->model(),
+                                    QAbstractItemModelTester::FailureReportingMode::Fatal);
+    f.page->setGlobalBatch(256);
+    f.page->suggestPlans();
+    QListWidget* list = f.page->suggestionList();
+    ASSERT_GE(list->count(), 2);
+    for (int i = 1; i < list->count(); ++i)
+        EXPECT_NE(list->item(i)->text().indexOf("slower than the one above: "), -1) << list->item(i)->text().toStdString();
+    EXPECT_EQ(list->item(0)->text().indexOf("slower than"), -1);
+    f.page->applySuggestion(0);
+    const auto& c = f.doc.config();
+    EXPECT_EQ(c.train.micro_batch * c.train.grad_accum * c.parallel.dp, 256);
+}
+
+// Fixes from the screenshots: eight per-stage recompute combos were cut to "se"; the capacity
+// label sat on the bars.
+TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.pp=8", "train.grad_accum=16", "runtime.precision=bf16",
+                                                "parallel.recompute=[none, selective, full, none, selective, "
+                                                "full, none, selective]"}));
+    QApplication::processEvents();
+    auto combos = f.page->findChildren<QComboBox*>(QRegularExpression("^recompute\\d+$"));
+    ASSERT_EQ(combos.size(), 8);
+    for (QComboBox* c : combos) {
+        QStyleOptionComboBox opt;
+        opt.initFrom(c);
+        const QRect text = c->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, c);
+        EXPECT_GE(text.width(), c->fontMetrics().horizontalAdvance("selective")) << c->objectName().toStdString();
+    }
+    f.page->updateAnswers();
+    QApplication::processEvents();
+    auto* scroll = f.page->findChild<QScrollArea*>();
+    ASSERT_NE(scroll, nullptr);
+    EXPECT_LE(scroll->widget()->minimumSizeHint().width(), scroll->viewport()->width()) << "the controls are cut";
+    // the capacity is named in the legend's row above the axis rect, not on the plot
+    MemoryChart* chart = f.page->findChild<MemoryChart*>();
+    ASSERT_NE(chart, nullptr);
+    QCustomPlot* plot = chart->plot();
+    plot->replot();
+    QCPAbstractPlottable* cap = nullptr;
+    for (int i = 0; i < plot->plottableCount(); ++i)
+        if (plot->plottable(i)->name().startsWith("H200 capacity 141 GiB")) cap = plot->plottable(i);
+    ASSERT_NE(cap, nullptr);
+    EXPECT_TRUE(plot->legend->hasItemWithPlottable(cap));
+    EXPECT_LE(plot->legend->outerRect().bottom(), plot->axisRect()->outerRect().top() + 1);
+    for (int i = 0; i < plot->itemCount(); ++i)
+        EXPECT_EQ(qobject_cast<QCPItemText*>(plot->item(i)), nullptr) << "no text items over the bars";
+    f.page->updateAnswers();
+    QApplication::processEvents();
+    EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_pp8_recompute.png"));
+}
+
 TEST(PlanPage, RenderScreenshots) {
     const QString out = QString(TESSERA_BIN_DIR) + "/..";
     {
@@ -248,6 +414,7 @@ TEST(PlanPage, RenderScreenshots) {
         page.resize(1400, 980);
         page.show();
         page.suggestPlans();
+        page.updateAnswers();
         QApplication::processEvents();
         EXPECT_TRUE(page.grab().save(out + "/plan_page_quickstart.png"));
     }
@@ -256,11 +423,16 @@ TEST(PlanPage, RenderScreenshots) {
                              {"parallel.dp=4", "parallel.tp=2", "parallel.pp=2", "train.micro_batch=8",
                               "train.grad_accum=8", "parallel.zero=1"}));
         f.page->suggestPlans();
+        f.page->updateAnswers();
         QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16.png"));
         // the same on a small GPU: over capacity in red
         f.page->setDeviceName("A100-40GB");
         f.doc.edit("mb", [](RunConfig& c) { c.train.micro_batch = 32; c.train.grad_accum = 2; });
+        QApplication::processEvents();
+        f.page->updateAnswers();
+        EXPECT_EQ(f.page->suggestionList()->count(), 0) << "the H200's suggestions dropped for the A100";
+        f.page->suggestPlans();
         QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16_over.png"));
     }

@@ -95,24 +95,16 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
         }
     }
     peak->setData(x, py, true);
-    auto* cap = new QCPItemStraightLine(m_plot);
-    cap->point1->setCoords(-1, capacity / kGiB);
-    cap->point2->setCoords(n, capacity / kGiB);
-    cap->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
-    auto* capText = new QCPItemText(m_plot);
-    capText->position->setCoords(n - 0.5, capacity / kGiB);
-    capText->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+    // the capacity: a dashed line across the plot, named in the legend's row above the axis rect
+    // (a label on the plot sat on the bars whenever a GPU came near or past it)
     const double capGiB = capacity / double(1ll << 30);
-    capText->setText(QString("%1 capacity %2 GiB%3").arg(QString::fromStdString(e.device.name))
-                         .arg(capGiB, 0, 'f', capGiB < 10 ? 1 : 0)
-                         .arg(zoom ? QString(" (off scale: the fullest GPU uses %1%)")
-                                         .arg(100.0 * maxPeak / capacity, 0, 'f', 2) : QString()));
-    if (zoom) {
-        capText->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
-        capText->position->setType(QCPItemPosition::ptAxisRectRatio);
-        capText->position->setCoords(0.99, 0.13);  // below the legend row
-    }
-    capText->setColor(QColor(200, 30, 30));
+    auto* cap = new QCPGraph(m_plot->xAxis, m_plot->yAxis);
+    cap->setName(QString("%1 capacity %2 GiB%3").arg(QString::fromStdString(e.device.name))
+                     .arg(capGiB, 0, 'f', capGiB < 10 ? 1 : 0)
+                     .arg(zoom ? QString(" (off scale: the fullest GPU uses %1%)")
+                                     .arg(100.0 * maxPeak / capacity, 0, 'f', 2) : QString()));
+    cap->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
+    cap->setData(QVector<double>{-1.0, double(n)}, QVector<double>{capacity / kGiB, capacity / kGiB}, true);
     m_plot->xAxis->setRange(-0.6, n - 0.4);
     m_plot->yAxis->setRange(0, ymax * 1.22);
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);

@@ -5,11 +5,13 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "engine/plan/partitioner.h"
 #include "engine/plan/plan_validate.h"
 #include "ui/common/project_document.h"
+#include "ui/plan/candidates_view.h"
 #include "ui/plan/gpu_grid.h"
 #include "ui/plan/memory_chart.h"
 #include "ui/plan/partition_editor.h"
@@ -113,8 +116,10 @@ void PlanPage::buildUi() {
     m_offloadAct = new QCheckBox("activations", this);
     m_offloadOpt = new QCheckBox("optimizer", this);
     m_recomputeBox = new QWidget(this);
-    m_recomputeLayout = new QHBoxLayout(m_recomputeBox);
+    m_recomputeLayout = new QGridLayout(m_recomputeBox);
     m_recomputeLayout->setContentsMargins(0, 0, 0, 0);
+    m_recomputeLayout->setHorizontalSpacing(4);
+    m_recomputeLayout->setVerticalSpacing(2);
 
     auto* form = new QFormLayout;
     auto row = [&](const QString& label, QWidget* w, const QString& key) {
@@ -138,15 +143,46 @@ void PlanPage::buildUi() {
     offl->addWidget(m_offloadAct);
     offl->addWidget(m_offloadOpt);
     row("Offload", off, "");
+    // the cheapest recompute/offload policy that fits, with one click to apply it
+    m_policyLabel = new QLabel(this);
+    m_policyLabel->setObjectName("policyAdvice");
+    m_policyLabel->setWordWrap(true);
+    m_policyLabel->setStyleSheet("font-size: 11px;");
+    m_applyPolicy = new QPushButton("Apply policy", this);
+    m_applyPolicy->setObjectName("applyPolicy");
+    m_applyPolicy->setVisible(false);
+    auto* pol = new QWidget(this);
+    auto* poll = new QVBoxLayout(pol);
+    poll->setContentsMargins(0, 0, 0, 0);
+    poll->setSpacing(2);
+    poll->addWidget(m_policyLabel);
+    poll->addWidget(m_applyPolicy, 0, Qt::AlignLeft);
+    form->addRow("Memory advice", pol);
     row("Micro-batch", m_micro, "train.micro_batch");
     row("Micro-batches (accum)", m_accum, "train.grad_accum");
     form->addRow(QString(), issueLabel("parallel.stages"));
+    m_fitsLabel = new QLabel(this);
+    m_fitsLabel->setObjectName("whatFits");
+    m_fitsLabel->setWordWrap(false);  // two set lines: a wrapped label here was clipped by the form
+    m_fitsLabel->setStyleSheet("font-size: 11px;");
+    m_fitsLabel->setToolTip("the largest micro-batch, and the longest sequence at this micro-batch, that fit this "
+                            "plan on the device (the estimator's answer)");
+    form->addRow("What fits", m_fitsLabel);
 
     auto* controls = new QGroupBox("Plan", this);
     controls->setLayout(form);
 
-    m_suggest = new QPushButton("Suggest a plan", this);
+    m_suggest = new QPushButton("Suggest plans", this);
     m_suggest->setObjectName("suggestButton");
+    m_globalBatch = new QSpinBox(this);
+    m_globalBatch->setObjectName("globalBatch");
+    m_globalBatch->setRange(1, 1 << 24);
+    m_globalBatch->setKeyboardTracking(false);
+    m_globalBatch->setToolTip("samples per optimizer step the suggested plans keep (micro-batch x micro-batches x dp)");
+    auto* gbRow = new QHBoxLayout;
+    gbRow->addWidget(new QLabel("Global batch", this));
+    gbRow->addWidget(m_globalBatch, 1);
+    gbRow->addWidget(m_suggest);
     m_suggestMsg = new QLabel(this);
     m_suggestMsg->setWordWrap(true);
     m_suggestList = new QListWidget(this);
@@ -155,9 +191,9 @@ void PlanPage::buildUi() {
     m_suggestList->setAlternatingRowColors(true);
     m_suggestList->setSpacing(2);
     m_suggestList->setMinimumHeight(160);
-    auto* sg = new QGroupBox("Suggestions (fastest plans that fit, click to apply)", this);
+    auto* sg = new QGroupBox("Plans that fit, fastest first (click to apply)", this);
     auto* sgl = new QVBoxLayout(sg);
-    sgl->addWidget(m_suggest);
+    sgl->addLayout(gbRow);
     sgl->addWidget(m_suggestMsg);
     sgl->addWidget(m_suggestList, 1);
 
@@ -183,10 +219,22 @@ void PlanPage::buildUi() {
     eb->addWidget(m_addStage);
     eb->addWidget(m_balance);
     eb->addWidget(m_balanceMsg, 1);
+    m_imbalanceLabel = new QLabel(this);
+    m_imbalanceLabel->setObjectName("stageImbalance");
+    m_imbalanceLabel->setWordWrap(true);
+    m_imbalanceLabel->setStyleSheet("color: #b26a00;");
+    m_imbalanceLabel->hide();
+    m_applyImbalance = new QPushButton("Move blocks", this);
+    m_applyImbalance->setObjectName("applyImbalance");
+    m_applyImbalance->hide();
+    auto* ib = new QHBoxLayout;
+    ib->addWidget(m_imbalanceLabel, 1);
+    ib->addWidget(m_applyImbalance, 0, Qt::AlignTop);
     auto* eg = new QGroupBox("Pipeline partition (drag a boundary to move layers)", this);
     auto* egl = new QVBoxLayout(eg);
     egl->addWidget(m_editor, 1);
     egl->addLayout(eb);
+    egl->addLayout(ib);
 
     m_grid = new GpuGrid(this);
     auto* gg = new QGroupBox("GPUs (colour = stage, shade = TP rank; rank order tp, dp, pp)", this);
@@ -208,17 +256,43 @@ void PlanPage::buildUi() {
     pgl->addWidget(m_over);
     pgl->addWidget(m_chart, 1);
 
+    m_candidates = new CandidatesView(this);
+    m_pin = new QPushButton("Pin this plan", this);
+    m_pin->setObjectName("pinPlan");
+    m_clearPins = new QPushButton("Clear", this);
+    auto* cg = new QGroupBox("Candidates side by side (memory per GPU; step = compute + comm + bubble + offload)", this);
+    auto* cgl = new QVBoxLayout(cg);
+    auto* cb = new QHBoxLayout;
+    for (QPushButton* b : {m_pin, m_clearPins}) {
+        b->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+        cb->addWidget(b);
+    }
+    m_pinHint = new QLabel("pin up to three plans to compare their memory per GPU and step time here", this);
+    m_pinHint->setStyleSheet("color: gray;");
+    cb->addWidget(m_pinHint, 1);
+    cb->addStretch(0);
+    cgl->addLayout(cb);
+    cgl->addWidget(m_candidates, 1);
+
     auto* right = new QVBoxLayout;
     right->addWidget(m_valid_label);
-    right->addWidget(eg, 2);
+    right->addWidget(eg, 1);
     right->addWidget(gg);
     right->addWidget(pg, 3);
+    right->addWidget(cg, 0);
+    m_candidates->hide();  // shown with the first pin: until then the prediction gets the room
 
     auto* top = new QHBoxLayout(this);
+    // the controls scroll rather than squeeze: a squeezed form clipped its wrapped labels
     auto* lw = new QWidget(this);
     lw->setLayout(left);
-    lw->setFixedWidth(360);
-    top->addWidget(lw);
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(lw);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll->setFixedWidth(400);
+    top->addWidget(scroll);
     top->addLayout(right, 1);
 
     // wiring: each control is one undoable edit
@@ -273,6 +347,17 @@ void PlanPage::buildUi() {
     connect(m_removeStage, &QPushButton::clicked, this, [this] { m_pp->setValue(std::max(1, m_pp->value() - 1)); });
     connect(m_balance, &QPushButton::clicked, this, &PlanPage::balanceStages);
     connect(m_suggest, &QPushButton::clicked, this, &PlanPage::suggestPlans);
+    connect(m_globalBatch, &QSpinBox::valueChanged, this, [this] {
+        if (!m_updating) m_globalBatchFollows = false;
+    });
+    connect(m_applyPolicy, &QPushButton::clicked, this, &PlanPage::applyPolicy);
+    connect(m_applyImbalance, &QPushButton::clicked, this, &PlanPage::applyImbalanceFix);
+    connect(m_pin, &QPushButton::clicked, this, &PlanPage::pinCurrentPlan);
+    connect(m_clearPins, &QPushButton::clicked, this, &PlanPage::clearPins);
+    // the answers cost tens of estimates: once the edits settle, not per keystroke
+    m_answersTimer.setSingleShot(true);
+    m_answersTimer.setInterval(150);
+    connect(&m_answersTimer, &QTimer::timeout, this, &PlanPage::updateAnswers);
     connect(m_suggestList, &QListWidget::itemClicked, this,
             [this](QListWidgetItem* it) { applySuggestion(m_suggestList->row(it)); });
     connect(m_editor, &PartitionEditor::dragStarted, this, [this](int serial) { m_dragMergeId = m_dragMergeBase + serial; });
@@ -288,10 +373,12 @@ void PlanPage::rebuildRecompute(int pp) {
         for (int s = 0; s < pp; ++s) {
             auto* c = new QComboBox(m_recomputeBox);
             c->addItems({"none", "selective", "full"});
+            c->setObjectName(QString("recompute%1").arg(s));
             c->setToolTip(QString("stage %1: none keeps every activation; selective recomputes attention "
                                   "scores and GELU; full reruns the block forward").arg(s));
-            if (pp > 4) c->setMaximumWidth(64);
-            m_recomputeLayout->addWidget(c);
+            // two per row at most, each wide enough for "selective" (a row of eight was cut to "se")
+            c->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+            m_recomputeLayout->addWidget(c, s / 2, s % 2);
             m_recompute.push_back(c);
             connect(c, &QComboBox::currentTextChanged, this, [this, s](const QString& mode) {
                 if (m_updating) return;
@@ -364,6 +451,8 @@ void PlanPage::refresh() {
                            : s < (int)p.recompute.size() ? p.recompute[s] : "none";
         m_recompute[s]->setCurrentText(QString::fromStdString(mode));
     }
+    const int64_t gb = int64_t(cfg.train.micro_batch) * cfg.train.grad_accum * std::max(1, p.dp);
+    if (m_globalBatchFollows) m_globalBatch->setValue((int)std::min<int64_t>(gb, 1 << 24));
     m_removeStage->setEnabled(p.pp > 1);
     m_addStage->setEnabled(cfg.model.preset != "mlp");  // an MLP is not pipelined
     m_updating = false;
@@ -446,7 +535,138 @@ void PlanPage::refresh() {
                                    .arg(QString::fromStdString(tessera::plan_summary(cfg)).toHtmlEscaped())
                                    .arg(world).arg(m_device->currentText()));
     m_valid = m_valid && fits;
+    dropStaleSuggestions();
+    m_answersTimer.start();
 }
+
+// ----------------------------------------------------------------------------
+// answers (engine/plan/plan_advice.h)
+
+void PlanPage::dropStaleSuggestions() {
+    const QString key = QString("%1 x %2").arg(gpuCount()).arg(m_device->currentText());
+    if (m_suggestions.empty() || key == m_suggestKey) return;
+    m_suggestList->clear();
+    m_suggestions.clear();
+    m_suggestMsg->setText(QString("the GPUs changed to %1: suggest again").arg(key));
+}
+
+void PlanPage::updateAnswers() {
+    m_answersTimer.stop();
+    const tessera::RunConfig& cfg = m_doc->config();
+    m_policy = {};
+    m_imbalance = {};
+    m_applyPolicy->hide();
+    m_applyImbalance->hide();
+    m_imbalanceLabel->hide();
+    if (!m_hasEstimate) {
+        m_fitsLabel->setText("no prediction for this plan");
+        m_policyLabel->setText("");
+        return;
+    }
+    const tessera::DeviceSpec dev = m_estimate.device;
+    try {
+        const tessera::FitLimits f = tessera::plan_fit_limits(cfg, dev);
+        const QString dev_name = QString::fromStdString(dev.name);
+        QString t = f.micro_batch == 0
+                        ? QString("not even micro-batch 1 fits this plan on the %1").arg(dev_name)
+                        : QString("micro-batch up to <b>%1</b>%2").arg(f.micro_batch).arg(f.micro_batch_capped ? "+" : "");
+        if (f.micro_batch > 0 && cfg.model.preset != "mlp")
+            t += QString("<br>sequence up to <b>%1</b>%2<br>(at micro-batch %3)")
+                     .arg(f.seq_len).arg(f.seq_len_capped ? "+" : "").arg(cfg.train.micro_batch);
+        m_fitsLabel->setText(t);
+    } catch (const std::exception& e) {
+        m_fitsLabel->setText(QString("cannot search: ") + QString::fromUtf8(e.what()).toHtmlEscaped());
+    }
+    const auto& par = cfg.parallel;
+    const bool plain = (par.recompute.empty() || (par.recompute.size() == 1 && par.recompute[0] == "none")) &&
+                       !par.offload_activations && !par.offload_optimizer;
+    if (m_estimate.fits && plain) {
+        m_policyLabel->setText("fits without recompute or offload");
+    } else {
+        try {
+            m_policy = tessera::plan_policy_advice(cfg, dev);
+            // short beside the controls; the whole sentence in the tooltip
+            if (!m_policy.found)
+                m_policyLabel->setText("<span style='color:#c62828'>nothing fits, even with full recompute and "
+                                       "both offloads</span>");
+            else if (m_policy.policy.label == "none")
+                m_policyLabel->setText("fits without recompute or offload");
+            else
+                m_policyLabel->setText(QString("<b>%1</b> fits: %2%3% step time (%4 vs %5 s)")
+                                           .arg(QString::fromStdString(m_policy.policy.label).toHtmlEscaped())
+                                           .arg(m_policy.slowdown >= 1.0005 ? "+" : "")
+                                           .arg(100 * (m_policy.slowdown - 1), 0, 'f', 0)
+                                           .arg(m_policy.step_s, 0, 'f', 3).arg(m_policy.plain_step_s, 0, 'f', 3));
+            m_policyLabel->setToolTip(QString::fromStdString(m_policy.text));
+            const bool same = m_policy.text.find("the current plan") != std::string::npos;
+            m_applyPolicy->setVisible(m_policy.found && !same);
+            m_applyPolicy->setText(m_policy.policy.label == "none"
+                                       ? QString("Apply: no recompute, no offload")
+                                       : QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
+        } catch (const std::exception& e) {
+            m_policyLabel->setText(QString("no advice: ") + QString::fromUtf8(e.what()));
+        }
+    }
+    if (par.pp > 1) {
+        try {
+            m_imbalance = tessera::plan_stage_imbalance(cfg, dev);
+            if (m_imbalance.stage >= 0) {
+                m_imbalanceLabel->setText(QString::fromStdString(m_imbalance.text));
+                // a fix to apply in amber; an outlier with no move that helps in grey
+                m_imbalanceLabel->setStyleSheet(m_imbalance.found ? "color: #b26a00;" : "color: gray;");
+                m_imbalanceLabel->show();
+                m_applyImbalance->setVisible(m_imbalance.found);
+                m_applyImbalance->setText(QString("Move %1 block%2 to stage %3")
+                                              .arg(m_imbalance.move_blocks).arg(m_imbalance.move_blocks == 1 ? "" : "s")
+                                              .arg(m_imbalance.to_stage));
+            }
+        } catch (const std::exception& e) {
+            m_imbalanceLabel->setText(QString("stage balance not assessed: ") + QString::fromUtf8(e.what()));
+            m_imbalanceLabel->show();
+        }
+    }
+}
+
+void PlanPage::applyPolicy() {
+    if (!m_policy.found) return;
+    const tessera::MemoryPolicy pol = m_policy.policy;
+    m_doc->edit(QString("Apply memory policy: %1").arg(QString::fromStdString(pol.label)),
+                [pol](tessera::RunConfig& c) { tessera::plan_policy_apply(c, pol); });
+}
+
+void PlanPage::applyImbalanceFix() {
+    if (!m_imbalance.found) return;
+    const std::vector<int> st = m_imbalance.stages;
+    m_doc->edit(QString("Move %1 blocks from stage %2 to stage %3")
+                    .arg(m_imbalance.move_blocks).arg(m_imbalance.stage).arg(m_imbalance.to_stage),
+                [st](tessera::RunConfig& c) { c.parallel.stages = st; });
+}
+
+void PlanPage::pinCurrentPlan() {
+    if (!m_hasEstimate) return;
+    std::vector<CandidatesView::Candidate> c = m_candidates->candidates();
+    if ((int)c.size() >= CandidatesView::kMaxCandidates) c.erase(c.begin());
+    c.push_back({QString::fromStdString(tessera::plan_summary(m_doc->config())), m_estimate,
+                 tessera::plan_step_breakdown(m_estimate)});
+    m_candidates->setCandidates(std::move(c));
+    m_candidates->show();
+    m_pinHint->hide();
+}
+
+void PlanPage::clearPins() {
+    m_candidates->setCandidates({});
+    m_candidates->hide();
+    m_pinHint->show();
+}
+
+void PlanPage::setGlobalBatch(int samples) {
+    m_globalBatchFollows = false;
+    m_globalBatch->setValue(samples);
+}
+
+QString PlanPage::fitsText() const { return m_fitsLabel->text(); }
+QString PlanPage::policyText() const { return m_policyLabel->text(); }
+QString PlanPage::imbalanceText() const { return m_imbalanceLabel->isVisibleTo(this) ? m_imbalanceLabel->text() : QString(); }
 
 // ----------------------------------------------------------------------------
 // actions
@@ -470,22 +690,28 @@ void PlanPage::balanceStages() {
 void PlanPage::suggestPlans() {
     m_suggestList->clear();
     m_suggestions.clear();
+    m_suggestKey = QString("%1 x %2").arg(gpuCount()).arg(m_device->currentText());
     try {
-        m_suggestions = tessera::plan_suggest(m_doc->config(),
-                                              tessera::device_spec(m_device->currentText().toStdString()),
-                                              gpuCount(), 5);
+        m_suggestions = tessera::plan_rank_for_batch(m_doc->config(),
+                                                     tessera::device_spec(m_device->currentText().toStdString()),
+                                                     gpuCount(), m_globalBatch->value(), 5);
     } catch (const std::exception& e) {
         m_suggestMsg->setText(QString("no suggestions: ") + e.what());
         return;
     }
     m_suggestMsg->setText(m_suggestions.empty()
-                              ? QString("nothing fits %1 × %2 at this global batch").arg(gpuCount()).arg(m_device->currentText())
-                              : QString("%1 GPUs, global batch kept; fastest first").arg(gpuCount()));
-    for (const auto& s : m_suggestions) {
-        auto* it = new QListWidgetItem(QString("%1 · %2 headroom\n%3\n%4")
-                                           .arg(tokens_str(s.tokens_per_s)).arg(bytes_str(double(s.headroom_bytes)))
-                                           .arg(QString::fromStdString(s.summary))
-                                           .arg(QString::fromStdString(s.reason)));
+                              ? QString("nothing fits %1 × %2 at global batch %3").arg(gpuCount()).arg(m_device->currentText())
+                                    .arg(m_globalBatch->value())
+                              : QString("%1 GPUs, global batch %2; fastest first").arg(gpuCount()).arg(m_globalBatch->value()));
+    for (const auto& r : m_suggestions) {
+        const auto& s = r.plan;
+        QString text = QString("%1 · %2 headroom\n%3\n%4")
+                           .arg(tokens_str(s.tokens_per_s)).arg(bytes_str(double(s.headroom_bytes)))
+                           .arg(QString::fromStdString(s.summary))
+                           .arg(QString::fromStdString(s.reason));
+        if (!r.loses_because.empty())
+            text += QString("\nslower than the one above: %1").arg(QString::fromStdString(r.loses_because));
+        auto* it = new QListWidgetItem(text);
         it->setToolTip(QString::fromStdString(s.reason));
         QFont bold = it->font();
         if (m_suggestList->count() == 0) bold.setBold(true);  // the fastest
@@ -496,7 +722,7 @@ void PlanPage::suggestPlans() {
 
 void PlanPage::applySuggestion(int row) {
     if (row < 0 || row >= (int)m_suggestions.size()) return;
-    tessera::RunConfig next = m_suggestions[row].config;
+    tessera::RunConfig next = m_suggestions[row].plan.config;
     m_doc->edit("Apply suggested plan", [next](tessera::RunConfig& c) {
         c.parallel = next.parallel;
         c.train.micro_batch = next.train.micro_batch;

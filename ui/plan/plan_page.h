@@ -1,15 +1,23 @@
 // The Plan page: how the run is split over GPUs. A partition editor (drag stage boundaries), the
 // GPU grid in mesh order, the plan's controls with plan_validate's issues next to each, the live
 // prediction (estimate_plan: per-GPU memory by category vs capacity, step time, tokens/s, MFU,
-// bubble, communication), "Balance stages" (balance_stages) and "Suggest a plan" (plan_suggest).
+// bubble, communication), "Balance stages" (balance_stages) and "Suggest a plan" (the plans
+// that fit a target global batch, plan_rank_for_batch, each with why it loses to the one above).
+// Answers next to the controls (engine/plan/plan_advice.h, computed on a short coalescing timer
+// after each change): what fits (largest micro-batch, longest sequence), the cheapest
+// recompute/offload policy that fits (one click applies it), a first or last stage made the
+// outlier by the embedding or head (one click moves the blocks); up to three pinned plans drawn
+// side by side (CandidatesView).
 // Every change is one ProjectDocument::edit (a drag is one undo step); the page redraws from
 // configChanged(). With cluster hosts (Hosts page) the GPUs are their slots, drawn host by host. The modelling is Qt-free (engine/plan); the widgets only draw it.
 #pragma once
 #include <QMap>
+#include <QTimer>
 #include <QWidget>
 #include <vector>
 
 #include "engine/plan/estimator.h"
+#include "engine/plan/plan_advice.h"
 #include "engine/plan/plan_search.h"
 
 class QComboBox;
@@ -19,6 +27,7 @@ class QLabel;
 class QListWidget;
 class QPushButton;
 class QHBoxLayout;
+class QGridLayout;
 
 namespace tessera::studio {
 
@@ -26,6 +35,7 @@ class ProjectDocument;
 class PartitionEditor;
 class GpuGrid;
 class MemoryChart;
+class CandidatesView;
 
 class PlanPage : public QWidget {
     Q_OBJECT
@@ -45,6 +55,15 @@ public:
     const tessera::PlanEstimate& estimate() const { return m_estimate; }
     bool hasEstimate() const { return m_hasEstimate; }
 
+    // the answers (updateAnswers fills them; "" before)
+    QString fitsText() const;
+    QString policyText() const;
+    QString imbalanceText() const;
+    const tessera::PolicyAdvice& policyAdvice() const { return m_policy; }
+    const tessera::StageImbalance& stageImbalance() const { return m_imbalance; }
+    CandidatesView* candidatesView() const { return m_candidates; }
+    void setGlobalBatch(int samples);  // the target of "Suggest a plan"
+
     void setDeviceName(const QString& name);  // H100 | H200 | A100-80GB | A100-40GB | cpu
     void setGpuCount(int gpus);               // GPUs available (the grid; validation)
 
@@ -53,12 +72,18 @@ public Q_SLOTS:
     void balanceStages();   // balance_stages -> one undoable edit, or the reason in the label
     void suggestPlans();    // fills the list with plan_suggest's top 5
     void applySuggestion(int row);
+    void updateAnswers();      // what fits, policy advice, stage imbalance (the timer calls it)
+    void applyPolicy();        // the advised recompute/offload policy, one undoable edit
+    void applyImbalanceFix();  // the advised block move, one undoable edit
+    void pinCurrentPlan();     // up to three; the oldest drops out
+    void clearPins();
 
 private:
     void buildUi();
     void refresh();  // config -> controls, issues, editor, grid, prediction
     void editParallel(const QString& text, const std::function<void(tessera::RunConfig&)>& change);
     void rebuildRecompute(int pp);
+    void dropStaleSuggestions();  // a list for other GPUs than the page now shows
     QLabel* issueLabel(const QString& key);
     int gpuCount() const;
 
@@ -70,13 +95,23 @@ private:
     QSpinBox *m_gpus, *m_perNode, *m_dp, *m_tp, *m_pp, *m_virtual, *m_micro, *m_accum;
     QCheckBox *m_offloadAct, *m_offloadOpt;
     QWidget* m_recomputeBox;
-    QHBoxLayout* m_recomputeLayout;
+    QGridLayout* m_recomputeLayout;
     std::vector<QComboBox*> m_recompute;
     QLabel *m_valid_label, *m_prediction, *m_over, *m_balanceMsg, *m_suggestMsg;
     QPushButton *m_balance, *m_suggest, *m_addStage, *m_removeStage;
     QListWidget* m_suggestList;
+    QSpinBox* m_globalBatch;
+    QLabel *m_fitsLabel, *m_policyLabel, *m_imbalanceLabel;
+    QPushButton *m_applyPolicy, *m_applyImbalance, *m_pin, *m_clearPins;
+    CandidatesView* m_candidates;
+    QLabel* m_pinHint;
+    QString m_suggestKey;  // "16 x H200": the GPUs the suggestions are for
+    QTimer m_answersTimer;
+    tessera::PolicyAdvice m_policy;
+    tessera::StageImbalance m_imbalance;
+    bool m_globalBatchFollows = true;
     QMap<QString, QLabel*> m_issues;
-    std::vector<tessera::PlanSuggestion> m_suggestions;
+    std::vector<tessera::RankedPlan> m_suggestions;
     tessera::PlanEstimate m_estimate;
     bool m_hasEstimate = false;
     bool m_valid = false;
