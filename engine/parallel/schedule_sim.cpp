@@ -9,18 +9,21 @@
 
 namespace tessera {
 
-ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp, const ScheduleTimes& t) {
-    TS_CHECK(pp >= 1 && (int)sched.size() == pp, "schedule_simulate: ", sched.size(), " stage lists for pp ", pp);
+ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
+                              const ScheduleTimes& t) {
+    TS_CHECK(pp >= 1 && (int)sched.size() == pp, "schedule_simulate: ", sched.size(),
+             " stage lists for pp ", pp);
     int v = 1;
     for (const auto& s : sched)
         for (const auto& a : s) v = std::max(v, a.chunk + 1);
     const int G = v * pp;
-    TS_CHECK((int)t.forward_s.size() == G && (int)t.backward_s.size() == G, "schedule_simulate: times for ",
-             t.forward_s.size(), " / ", t.backward_s.size(), " chunks; the schedule has ", G);
+    TS_CHECK((int)t.forward_s.size() == G && (int)t.backward_s.size() == G,
+             "schedule_simulate: times for ", t.forward_s.size(), " / ", t.backward_s.size(),
+             " chunks; the schedule has ", G);
     ScheduleSim out;
     std::map<std::tuple<int, int, int>, int> done;  // (kind, global chunk, micro) -> action index
     std::vector<size_t> pos((size_t)pp, 0);
-    std::vector<int> last_on((size_t)pp, -1);     // the stage's previous action
+    std::vector<int> last_on((size_t)pp, -1);  // the stage's previous action
     size_t remaining = 0;
     for (const auto& s : sched) remaining += s.size();
     while (remaining > 0) {
@@ -34,8 +37,10 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp, c
                 if (a.kind == PipeAction::forward) {
                     if (g > 0) kind = 0, gg = g - 1;
                 } else {
-                    if (g < G - 1) kind = 1, gg = g + 1;
-                    else kind = 0, gg = g;
+                    if (g < G - 1)
+                        kind = 1, gg = g + 1;
+                    else
+                        kind = 0, gg = g;
                 }
                 int producer = -1;
                 double ready = 0;
@@ -54,7 +59,8 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp, c
                 // the binding wait: the input when it came last (ties: the input), else the stage
                 s.waited_for = producer >= 0 && ready >= free_at ? producer : prev;
                 if (s.start_s == 0) s.waited_for = -1;
-                s.end_s = s.start_s + (a.kind == PipeAction::forward ? t.forward_s[(size_t)g] : t.backward_s[(size_t)g]);
+                s.end_s = s.start_s + (a.kind == PipeAction::forward ? t.forward_s[(size_t)g]
+                                                                     : t.backward_s[(size_t)g]);
                 const int idx = (int)out.actions.size();
                 out.actions.push_back(s);
                 done[{a.kind == PipeAction::forward ? 0 : 1, g, a.micro}] = idx;
@@ -64,7 +70,8 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp, c
                 progressed = true;
             }
         }
-        TS_CHECK(progressed, "schedule_simulate: the schedule deadlocks (", remaining, " actions left)");
+        TS_CHECK(progressed, "schedule_simulate: the schedule deadlocks (", remaining,
+                 " actions left)");
     }
     // critical path: back from the action that ends last
     int last = -1;
@@ -88,7 +95,8 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp, c
             if (b0 > at) out.bubbles.push_back({st, at, b0}), idle += b0 - at;
             at = std::max(at, b1);
         }
-        if (out.makespan_s > at) out.bubbles.push_back({st, at, out.makespan_s}), idle += out.makespan_s - at;
+        if (out.makespan_s > at)
+            out.bubbles.push_back({st, at, out.makespan_s}), idle += out.makespan_s - at;
     }
     out.bubble_fraction = out.makespan_s > 0 ? idle / (pp * out.makespan_s) : 0.0;
     return out;

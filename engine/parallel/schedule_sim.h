@@ -37,13 +37,14 @@ struct SimGap {
 
 struct ScheduleSim {
     std::vector<SimAction> actions;  // in the order they were placed
-    std::vector<SimGap> bubbles;     // idle intervals per stage, before, between and after its actions
+    std::vector<SimGap> bubbles;  // idle intervals per stage, before, between and after its actions
     double makespan_s = 0;
-    double bubble_fraction = 0;      // idle / (stages x makespan)
-    double critical_busy_s = 0;      // busy time along the critical path (makespan less its p2p waits)
+    double bubble_fraction = 0;  // idle / (stages x makespan)
+    double critical_busy_s = 0;  // busy time along the critical path (makespan less its p2p waits)
 };
 
 // Throws Error when times have the wrong size or the schedule deadlocks.
-ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp, const ScheduleTimes& t);
+ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
+                              const ScheduleTimes& t);
 
 }  // namespace tessera

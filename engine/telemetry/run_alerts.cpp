@@ -34,7 +34,8 @@ std::map<int64_t, AlertPoint> first_per_step(const std::vector<AlertPoint>& rows
             if (p_bad) it->second = p;
             continue;
         }
-        if (p.wall_time < q.wall_time || (p.wall_time == q.wall_time && p.rank < q.rank)) it->second = p;
+        if (p.wall_time < q.wall_time || (p.wall_time == q.wall_time && p.rank < q.rank))
+            it->second = p;
     }
     return by_step;
 }
@@ -75,11 +76,13 @@ std::vector<LossAlert> alerts_loss(const std::vector<AlertPoint>& rows, const Lo
 }
 
 std::vector<ThroughputAlert> alerts_throughput(const std::vector<AlertPoint>& rows,
-                                               double predicted_tok_per_s, const ThroughputRule& rule) {
+                                               double predicted_tok_per_s,
+                                               const ThroughputRule& rule) {
     std::vector<ThroughputAlert> out;
     if (!(predicted_tok_per_s > 0) || !std::isfinite(predicted_tok_per_s)) return out;
     std::vector<AlertPoint> pts(rows);
-    std::stable_sort(pts.begin(), pts.end(), [](const AlertPoint& a, const AlertPoint& b) { return a.step < b.step; });
+    std::stable_sort(pts.begin(), pts.end(),
+                     [](const AlertPoint& a, const AlertPoint& b) { return a.step < b.step; });
     const double threshold = (1.0 - rule.tol) * predicted_tok_per_s;
     ThroughputAlert cur;
     int64_t run = 0;
@@ -107,19 +110,25 @@ std::vector<ThroughputAlert> alerts_throughput(const std::vector<AlertPoint>& ro
 std::string alert_describe(const LossAlert& a) {
     char buf[200];
     if (a.kind == LossAlert::Kind::non_finite)
-        std::snprintf(buf, sizeof buf, "step %lld: loss is %s, first seen on rank %d", (long long)a.step,
-                      std::isnan(a.value) ? "NaN" : a.value > 0 ? "+inf" : "-inf", a.rank);
+        std::snprintf(buf, sizeof buf, "step %lld: loss is %s, first seen on rank %d",
+                      (long long)a.step,
+                      std::isnan(a.value) ? "NaN"
+                      : a.value > 0       ? "+inf"
+                                          : "-inf",
+                      a.rank);
     else
-        std::snprintf(buf, sizeof buf, "step %lld: loss spike %.4g (median %.4g), first seen on rank %d",
+        std::snprintf(buf, sizeof buf,
+                      "step %lld: loss spike %.4g (median %.4g), first seen on rank %d",
                       (long long)a.step, a.value, a.baseline, a.rank);
     return buf;
 }
 
 std::string alert_describe(const ThroughputAlert& a) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, "step %lld: %.0f tok/s, %.0f %% below the predicted %.0f (%lld points)",
-                  (long long)a.step, a.tok_per_s, 100.0 * (1.0 - a.tok_per_s / a.predicted), a.predicted,
-                  (long long)a.steps_below);
+    std::snprintf(buf, sizeof buf,
+                  "step %lld: %.0f tok/s, %.0f %% below the predicted %.0f (%lld points)",
+                  (long long)a.step, a.tok_per_s, 100.0 * (1.0 - a.tok_per_s / a.predicted),
+                  a.predicted, (long long)a.steps_below);
     return buf;
 }
 

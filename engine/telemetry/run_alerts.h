@@ -22,9 +22,9 @@ struct LossAlert {
     enum class Kind { spike, non_finite };
     Kind kind = Kind::spike;
     int64_t step = 0;
-    int rank = 0;           // the rank that saw it first (earliest wall time; ties: lowest rank)
-    double value = 0;       // the loss at that step (NaN / inf for non_finite)
-    double baseline = 0;    // the median of the window before it (spike; NaN when no history)
+    int rank = 0;         // the rank that saw it first (earliest wall time; ties: lowest rank)
+    double value = 0;     // the loss at that step (NaN / inf for non_finite)
+    double baseline = 0;  // the median of the window before it (spike; NaN when no history)
 };
 
 // A spike: a finite loss above the median of the previous `window` finite, unflagged losses by
@@ -42,7 +42,8 @@ struct LossSpikeRule {
 
 // Rows of train/loss, any order, possibly several ranks per step: a step's value is the one seen
 // first. A non-finite loss is always reported (each such step once).
-std::vector<LossAlert> alerts_loss(const std::vector<AlertPoint>& rows, const LossSpikeRule& rule = {});
+std::vector<LossAlert> alerts_loss(const std::vector<AlertPoint>& rows,
+                                   const LossSpikeRule& rule = {});
 
 // Throughput below the prediction: `sustain` consecutive points below (1 - tol) x predicted,
 // after skipping the first `warmup` points (start-up: allocation, first kernels, caches). Reports
@@ -54,10 +55,10 @@ struct ThroughputRule {
     int warmup = 3;
 };
 struct ThroughputAlert {
-    int64_t step = 0;          // the first point of the episode
-    double tok_per_s = 0;      // the value at that step
+    int64_t step = 0;      // the first point of the episode
+    double tok_per_s = 0;  // the value at that step
     double predicted = 0;
-    int64_t steps_below = 0;   // points in the episode
+    int64_t steps_below = 0;  // points in the episode
 };
 // Rows of perf/tok_per_s (one rank); nothing when predicted_tok_per_s <= 0 or not finite.
 std::vector<ThroughputAlert> alerts_throughput(const std::vector<AlertPoint>& rows,

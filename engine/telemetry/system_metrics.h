@@ -18,23 +18,23 @@ namespace tessera {
 
 // One GPU reading. A field the driver did not answer stays -1 and is not written.
 struct GpuSample {
-    double util_percent = -1;          // 0..100, busy time of the last sample period
-    int64_t memory_used_bytes = -1;    // on the whole device, every process
+    double util_percent = -1;        // 0..100, busy time of the last sample period
+    int64_t memory_used_bytes = -1;  // on the whole device, every process
     double power_watts = -1;
-    double temperature_c = -1;         // the GPU die
+    double temperature_c = -1;  // the GPU die
     double sm_clock_mhz = -1;
 };
 
 // One host reading. cpu_percent is the busy share of all cores since the previous reading
 // (-1 on the first reading: a rate needs two).
 struct HostSample {
-    double cpu_percent = -1;           // 0..100
-    int64_t memory_used_bytes = -1;    // MemTotal - MemAvailable
+    double cpu_percent = -1;         // 0..100
+    int64_t memory_used_bytes = -1;  // MemTotal - MemAvailable
     int64_t memory_total_bytes = -1;
 };
 
 class SystemSource {
-public:
+  public:
     virtual ~SystemSource() = default;
     virtual std::optional<GpuSample> gpu() = 0;    // nullopt: no GPU (a CPU rank) or no driver
     virtual std::optional<HostSample> host() = 0;  // nullopt: unreadable
@@ -57,13 +57,13 @@ double system_cpu_percent(const CpuTimes& before, const CpuTimes& after);
 // The host from /proc (paths replaceable for tests). gpu() is nullopt; host() is nullopt when a
 // file cannot be read or parsed (a sampler never stops a run).
 class ProcHostSource : public SystemSource {
-public:
+  public:
     explicit ProcHostSource(std::string stat_path = "/proc/stat",
                             std::string meminfo_path = "/proc/meminfo");
     std::optional<GpuSample> gpu() override { return std::nullopt; }
     std::optional<HostSample> host() override;
 
-private:
+  private:
     std::string stat_path_, meminfo_path_;
     std::optional<CpuTimes> last_;
 };
@@ -76,12 +76,12 @@ private:
 // series. Rate: the first call, then no more often than every `interval_s` seconds, and the
 // run's last step always.
 class SystemSampler {
-public:
+  public:
     SystemSampler(SystemSource& src, int rank, bool host_owner, double interval_s = 2.0);
     // Records for `step` at wall time `now_s` (empty when not due).
     std::vector<MetricRecord> sample(int64_t step, double now_s, bool last_step = false);
 
-private:
+  private:
     SystemSource& src_;
     int rank_;
     bool host_owner_;

@@ -1,9 +1,10 @@
 // The schedule simulated with times: start/end of each action, the critical path and the
 // bubbles, on schedules small enough to work out by hand.
+#include "engine/parallel/schedule_sim.h"
+
 #include <gtest/gtest.h>
 
 #include "engine/core/error.h"
-#include "engine/parallel/schedule_sim.h"
 
 using namespace tessera;
 
@@ -39,13 +40,15 @@ TEST(ScheduleSim, GpipeTwoStagesByHand) {
 }
 
 TEST(ScheduleSim, UnitTimesMatchTheEstimatorsBubble) {
-    for (auto [kind, pp, m, v] : {std::tuple{ScheduleKind::one_f_one_b, 4, 8, 1},
-                                  std::tuple{ScheduleKind::gpipe, 3, 5, 1},
-                                  std::tuple{ScheduleKind::interleaved, 2, 4, 2}}) {
+    for (auto [kind, pp, m, v] :
+         {std::tuple{ScheduleKind::one_f_one_b, 4, 8, 1}, std::tuple{ScheduleKind::gpipe, 3, 5, 1},
+          std::tuple{ScheduleKind::interleaved, 2, 4, 2}}) {
         auto s = schedule_build(kind, pp, m, v);
-        ScheduleTimes t{std::vector<double>(size_t(pp * v), 1.0), std::vector<double>(size_t(pp * v), 2.0), 0};
+        ScheduleTimes t{std::vector<double>(size_t(pp * v), 1.0),
+                        std::vector<double>(size_t(pp * v), 2.0), 0};
         ScheduleSim sim = schedule_simulate(s, pp, t);
-        EXPECT_NEAR(sim.bubble_fraction, schedule_bubble_fraction(s, pp, 1.0, 2.0), 1e-12) << pp << " " << m;
+        EXPECT_NEAR(sim.bubble_fraction, schedule_bubble_fraction(s, pp, 1.0, 2.0), 1e-12)
+            << pp << " " << m;
         // the critical path's busy time plus nothing (no p2p) is the makespan
         EXPECT_NEAR(sim.critical_busy_s, sim.makespan_s, 1e-12);
     }

@@ -1,12 +1,12 @@
 // The alert rules on synthetic series: loss spikes (the stated tolerances: median of the last 20,
 // 6 robust sigmas and 25 % above it), non-finite losses with the rank that saw them first, and
 // throughput below the prediction (20 % below for 3 points after 3 warm-up points).
+#include "engine/telemetry/run_alerts.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
-
-#include "engine/telemetry/run_alerts.h"
 
 using namespace tessera;
 
@@ -69,7 +69,8 @@ TEST(RunAlerts, NonFiniteNamesTheRankThatSawItFirst) {
     EXPECT_TRUE(std::isnan(a[0].value));
     EXPECT_EQ(a[1].step, 42);
     EXPECT_TRUE(std::isinf(a[1].value));
-    EXPECT_NE(alert_describe(a[0]).find("NaN, first seen on rank 1"), std::string::npos) << alert_describe(a[0]);
+    EXPECT_NE(alert_describe(a[0]).find("NaN, first seen on rank 1"), std::string::npos)
+        << alert_describe(a[0]);
     // a finite row of the same step does not hide the NaN
     v.push_back({43, 0, 2.0, 2002.0});
     v.push_back({43, 4, nan, 2002.5});
@@ -83,10 +84,10 @@ TEST(RunAlerts, ThroughputDropFlaggedWithItsFirstStep) {
     std::vector<AlertPoint> v;
     for (int i = 1; i <= 60; ++i) {
         double tps = 1000;
-        if (i <= 3) tps = 200;               // warm-up: not flagged
-        if (i >= 20 && i < 30) tps = 700;    // 30 % below: flagged from 20
-        if (i == 40 || i == 41) tps = 500;   // two points: under `sustain` 3
-        if (i >= 50 && i <= 55) tps = 850;   // 15 % below: inside the 20 % tolerance
+        if (i <= 3) tps = 200;              // warm-up: not flagged
+        if (i >= 20 && i < 30) tps = 700;   // 30 % below: flagged from 20
+        if (i == 40 || i == 41) tps = 500;  // two points: under `sustain` 3
+        if (i >= 50 && i <= 55) tps = 850;  // 15 % below: inside the 20 % tolerance
         v.push_back({i, 0, tps, 1000.0 + i});
     }
     auto a = alerts_throughput(v, 1000);
@@ -94,7 +95,7 @@ TEST(RunAlerts, ThroughputDropFlaggedWithItsFirstStep) {
     EXPECT_EQ(a[0].step, 20);
     EXPECT_EQ(a[0].steps_below, 10);
     EXPECT_DOUBLE_EQ(a[0].tok_per_s, 700);
-    EXPECT_TRUE(alerts_throughput(v, 0).empty());    // no prediction: nothing to compare with
+    EXPECT_TRUE(alerts_throughput(v, 0).empty());  // no prediction: nothing to compare with
     EXPECT_TRUE(alerts_throughput(v, NAN).empty());
     ThroughputRule loose;
     loose.tol = 0.1;

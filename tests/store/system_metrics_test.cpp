@@ -1,5 +1,7 @@
 // System metrics: /proc parsing (a real /proc too), the CPU busy share, and the sampler's rate
 // and records against a fake source (the NVML source itself needs a GPU: tests/gpu).
+#include "engine/telemetry/system_metrics.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,7 +11,6 @@
 
 #include "engine/core/error.h"
 #include "engine/telemetry/metric_names.h"
-#include "engine/telemetry/system_metrics.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 class FakeSource : public SystemSource {
-public:
+  public:
     std::optional<GpuSample> g;
     std::optional<HostSample> h;
     int gpu_calls = 0, host_calls = 0;
@@ -46,14 +47,17 @@ TEST(SystemMetrics, ParsesProcStatAndMeminfo) {
     CpuTimes b = system_parse_proc_stat("cpu  400 0 50 1400 50 0 0 0\n");
     EXPECT_DOUBLE_EQ(system_cpu_percent(a, b), 100.0 * 300 / 900);
     EXPECT_EQ(system_cpu_percent(b, b), -1);
-    HostSample h = system_parse_meminfo("MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    4096 kB\n");
+    HostSample h =
+        system_parse_meminfo("MemTotal:       16384 kB\nMemFree: 1 kB\nMemAvailable:    4096 kB\n");
     EXPECT_EQ(h.memory_total_bytes, 16384 * 1024);
     EXPECT_EQ(h.memory_used_bytes, (16384 - 4096) * 1024);
     try {
         system_parse_meminfo("MemTotal: 1 kB\n", "/x/meminfo");
         FAIL();
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("/x/meminfo: MemAvailable not found"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("/x/meminfo: MemAvailable not found"),
+                  std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(system_parse_proc_stat("intr 1 2 3\n"), InputError);
     EXPECT_THROW(system_parse_proc_stat("cpu  1 2\n"), InputError);
@@ -109,7 +113,7 @@ TEST(SystemMetrics, SamplerRateAndRecords) {
 }
 
 TEST(SystemMetrics, CpuRankWritesHostOnlyAndOnlyTheHostOwner) {
-    FakeSource f;  // no GPU
+    FakeSource f;                                // no GPU
     f.h = HostSample{-1, 1LL << 30, 2LL << 30};  // first reading: no CPU rate yet
     SystemSampler owner(f, 0, true);
     auto m = by_name(owner.sample(1, 0));
