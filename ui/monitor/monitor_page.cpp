@@ -672,7 +672,9 @@ void MonitorPage::rebuildAlerts() {
         label->position->setTypeX(QCPItemPosition::ptPlotCoords);
         label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
         label->position->setCoords(key, 0.02);
-        label->setPositionAlignment(Qt::AlignTop | Qt::AlignLeft);
+        // right of the line, or left of it in the chart's right half (never cut at the edge)
+        const QCPRange xr = p->xAxis->range();
+        label->setPositionAlignment(Qt::AlignTop | (key > xr.center() ? Qt::AlignRight : Qt::AlignLeft));
         label->setPadding(QMargins(3, 0, 3, 0));
         label->setColor(red);
         label->setFont(QFont(font().family(), 8));
@@ -691,6 +693,10 @@ void MonitorPage::rebuildAlerts() {
         mark(m_lossPlot, key, bad ? QString("%1 · r%2").arg(v).arg(a.rank) : QString("spike · r%1").arg(a.rank),
              QString("lossAlert%1").arg(i++));
         if (!bad) m_alertGraph->addData(key, a.value);
+        // a NaN has no point for rescaleAxes to include: widen the axis to show its mark
+        const QCPRange xr = m_lossPlot->xAxis->range();
+        if (key > xr.upper) m_lossPlot->xAxis->setRangeUpper(key + 0.02 * std::max(1.0, key - xr.lower));
+        if (key < xr.lower) m_lossPlot->xAxis->setRangeLower(key);
     }
     i = 0;
     for (const tessera::ThroughputAlert& a : m_speedAlerts) {

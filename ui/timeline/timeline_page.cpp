@@ -245,7 +245,7 @@ void TimelinePage::showPredicted(const tessera::RunConfig& cfg, const std::vecto
         GanttData g = timeline_simulated_bars(cfg, t, &sim);
         m_simulatedBubble = sim.bubble_fraction;
         m_simulatedFromMeasured = false;
-        m_ideal->setData(g, tr("Simulated — %1, predicted times for %2 (%3 pp, %4 micro-batches): %5 ms, bubble %6")
+        m_ideal->setData(g, tr("Simulated — %1, predicted times for %2 (pp %3, %4 micro-batches): %5 ms, bubble %6")
                                 .arg(what, QString::fromStdString(md.spec.name)).arg(cfg.parallel.pp)
                                 .arg(cfg.train.grad_accum).arg(g.length_ms, 0, 'f', 2).arg(percent(sim.bubble_fraction)));
         if (m_measured->data().bars.isEmpty()) m_ideal->resetZoom();
