@@ -86,7 +86,7 @@ std::vector<ThroughputAlert> alerts_throughput(const std::vector<AlertPoint>& ro
     const double threshold = (1.0 - rule.tol) * predicted_tok_per_s;
     ThroughputAlert cur;
     int64_t run = 0;
-    auto close = [&] {
+    auto end_episode = [&] {
         if (run >= std::max(1, rule.sustain)) {
             cur.steps_below = run;
             out.push_back(cur);
@@ -100,10 +100,10 @@ std::vector<ThroughputAlert> alerts_throughput(const std::vector<AlertPoint>& ro
             if (run == 0) cur = ThroughputAlert{p.step, p.value, predicted_tok_per_s, 0};
             ++run;
         } else {
-            close();
+            end_episode();
         }
     }
-    close();
+    end_episode();
     return out;
 }
 
