@@ -117,9 +117,6 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_alertGraph->removeFromLegend();
     m_lossPlot->legend->setVisible(true);
     m_lossPlot->legend->setFont(QFont(font().family(), 8));
-    // keys in the corners a training run leaves empty (a loss falls from the top left, tokens/s
-    // runs along the top): the top edge stays free for the alerts' labels
-    m_lossPlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
     m_speedPlot = make_plot(this, "monitorSpeedPlot", "tokens/s");
     m_speed = make_graph(m_speedPlot, "tokens/s", QColor(0x59, 0xa1, 0x4f), 1);
     m_predSpeed = m_speedPlot->addGraph();
@@ -138,6 +135,8 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_utilGraph->setPen(QPen(QColor(0x9c, 0x75, 0x5f), 1, Qt::DashLine));
     m_speedPlot->legend->setVisible(true);
     m_speedPlot->legend->setFont(QFont(font().family(), 8));
+    // the key bottom right: tokens/s runs along the top, where the alerts' labels go (the loss
+    // chart keeps its key top right: bottom left, in a short chart, it hid the curve's start)
     m_speedPlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     m_memPlot = make_plot(this, "monitorMemoryPlot", "GiB");
     m_memPlot->xAxis->setLabel("rank · node, stage, TP, DP");
