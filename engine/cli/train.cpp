@@ -117,7 +117,9 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
         sink = std::make_unique<NullSink>();
     }
     try {
-        TrainResult r = parallel_train_rank(cfg, groups, *sink, opts, std::cout);
+        TrainOptions rank_opts = opts;
+        rank_opts.host_metrics = env.local_rank == 0;
+        TrainResult r = parallel_train_rank(cfg, groups, *sink, rank_opts, std::cout);
         if (env.rank == 0 || r.status == run_status::stopped)
             sink->write(RunEndRecord{r.status, r.status == run_status::stopped ? "stopped by the user" : "",
                                      r.steps_done, telemetry_now()});

@@ -40,6 +40,13 @@ inline constexpr std::string_view mem_prefix = "mem/";
 // ---- the device as its driver sees it (NVML), GPU ranks ----
 inline constexpr std::string_view gpu_util_percent = "gpu/util_percent";
 inline constexpr std::string_view gpu_memory_used_bytes = "gpu/memory_used_bytes";
+inline constexpr std::string_view gpu_power_watts = "gpu/power_watts";
+inline constexpr std::string_view gpu_temperature_c = "gpu/temperature_c";
+inline constexpr std::string_view gpu_sm_clock_mhz = "gpu/sm_clock_mhz";
+
+// ---- the host (/proc), the first rank of each host (system_metrics.h) ----
+inline constexpr std::string_view host_cpu_percent = "host/cpu_percent";  // all cores, 0..100
+inline constexpr std::string_view host_memory_used_bytes = "host/memory_used_bytes";
 
 // ---- pipeline and launcher ----
 inline constexpr std::string_view pipeline_bubble = "pipeline/bubble";  // idle fraction, 0..1

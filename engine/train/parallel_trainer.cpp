@@ -24,6 +24,7 @@
 #include "engine/parallel/zero.h"
 #include "engine/plan/estimator.h"
 #include "engine/telemetry/metric_names.h"
+#include "engine/telemetry/system_metrics.h"
 #include "engine/train/data_source.h"
 #include "engine/optim/optimizer.h"
 #ifdef TESSERA_HAVE_CUDA
@@ -67,6 +68,40 @@ void fault_stall_check(int rank, int64_t step) {
         std::fprintf(stderr, "fault injection: rank %d crashes after step %lld\n", r, s);
         std::abort();
     }
+}
+
+// The rank's system metrics (system_metrics.h): the host from /proc and, on a GPU rank, the GPU
+// from NVML. A thin layer over cuda_nvml_read: what it reads is tested with a fake source.
+class RankSystemSource final : public SystemSource {
+public:
+    explicit RankSystemSource(bool gpu) : gpu_(gpu) {}
+    std::optional<GpuSample> gpu() override {
+#ifdef TESSERA_HAVE_CUDA
+        if (!gpu_) return std::nullopt;
+        int dev = 0;
+        cudaGetDevice(&dev);
+        GpuReading r = cuda_nvml_read(dev);
+        if (!r.ok) return std::nullopt;
+        GpuSample g;
+        g.util_percent = r.util_percent;
+        g.memory_used_bytes = r.used_bytes;
+        g.power_watts = r.power_watts;
+        g.temperature_c = r.temperature_c;
+        g.sm_clock_mhz = r.sm_clock_mhz;
+        return g;
+#else
+        return std::nullopt;
+#endif
+    }
+    std::optional<HostSample> host() override { return host_.host(); }
+
+private:
+    bool gpu_;
+    ProcHostSource host_;
+};
+
+std::unique_ptr<SystemSource> rank_system_source(Device dev) {
+    return std::make_unique<RankSystemSource>(dev == Device::cuda);
 }
 
 // The rank's training loop: data, the step's tail (gradient norm, optimizer, stop votes),
@@ -401,6 +436,9 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         }
     };
     if (cfg_.train.eval_every > 0 && start == 0) eval_and_log(0);
+    // GPU (NVML) and host (/proc) metrics at a modest rate: every 2 s at most, and the last step
+    std::unique_ptr<SystemSource> system = rank_system_source(dev_);
+    SystemSampler sampler(*system, g_.rank, opts.host_metrics, 2.0);
     for (int64_t step = start; step < cfg_.train.steps; ++step) {
         auto t0 = Clock::now();
         double step_t0 = now_s();
@@ -445,9 +483,16 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
         double loss = red[1] / (double)targets;
         res.last_train_loss = loss;
         res.steps_done = step + 1;
-        if (!std::isfinite(loss))
-            throw Error(str_cat("step ", step, ": the loss is ", loss, " (diverged)"));
         const int64_t s1 = step + 1;
+        for (MetricRecord& m : sampler.sample(s1, telemetry_now(), s1 == cfg_.train.steps))
+            sink_.write(m);
+        if (!std::isfinite(loss)) {
+            // every rank writes the value it saw, with its wall time, so the Monitor marks the
+            // step with the rank that saw it first (run_alerts.h), then the run fails
+            metric(s1, metric::train_loss, loss);
+            sink_.flush();
+            throw Error(str_cat("step ", step, ": the loss is ", loss, " (diverged)"));
+        }
         if (s1 % cfg_.log.every == 0 || s1 == cfg_.train.steps) {
             MemoryTracker& mt = memory_tracker();
             for (int c = 0; c < kMemCategoryCount; ++c) {
@@ -456,17 +501,6 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
             }
             metric(s1, metric::mem_total_bytes, (double)mt.total_peak_bytes());
             metric(s1, metric::mem_device_bytes, (double)mt.device_peak_bytes());
-#ifdef TESSERA_HAVE_CUDA
-            if (dev_ == Device::cuda) {
-                int dev = 0;
-                cudaGetDevice(&dev);
-                GpuReading gr = cuda_nvml_read(dev);
-                if (gr.ok) {
-                    metric(s1, metric::gpu_util_percent, gr.util_percent);
-                    metric(s1, metric::gpu_memory_used_bytes, (double)gr.used_bytes);
-                }
-            }
-#endif
             double pipe_s = opt.start_s - step_t0;
             if (pp_ > 1) metric(s1, metric::pipeline_bubble, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
             if (leader) {

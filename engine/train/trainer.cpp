@@ -19,6 +19,7 @@
 #include "engine/model/model.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
+#include "engine/telemetry/system_metrics.h"
 #include "engine/telemetry/telemetry.h"
 #include "engine/train/data_source.h"
 #include "engine/optim/optimizer.h"
@@ -180,6 +181,8 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
             << res.last_val_accuracy << std::endl;
     };
 
+    ProcHostSource host;  // the host's CPU and RAM (/proc) every 2 s at most, and the last step
+    SystemSampler sampler(host, 0, opts.host_metrics, 2.0);
     try {
         if (cfg.train.eval_every > 0 && start_step == 0) evaluate(0);  // the untrained baseline
         for (int64_t step = start_step; step < cfg.train.steps; ++step) {
@@ -201,10 +204,15 @@ TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts) {
             double loss = loss_sum / (double)targets_per_step;
             res.last_train_loss = loss;
             res.steps_done = step + 1;
-            if (!std::isfinite(loss))
+            const int64_t s1 = step + 1;  // metrics are keyed by completed steps
+            for (MetricRecord& m : sampler.sample(s1, telemetry_now(), s1 == cfg.train.steps))
+                sink->write(m);
+            if (!std::isfinite(loss)) {
+                emit(s1, metric::train_loss, loss);  // the Monitor marks the step (run_alerts.h)
+                sink->flush();
                 throw Error(str_cat("step ", step, ": the loss is ", loss,
                                     " (diverged); lower train.lr or enable train.grad_clip"));
-            const int64_t s1 = step + 1;  // metrics are keyed by completed steps
+            }
             if (s1 % cfg.log.every == 0 || s1 == cfg.train.steps) {
                 MemoryTracker& mt = memory_tracker();
                 emit(s1, metric::train_loss, loss);

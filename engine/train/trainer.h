@@ -15,6 +15,9 @@ struct TrainOptions {
     bool resume = false;       // continue from the newest checkpoint in checkpoint.dir
     std::string resume_from;   // or from this checkpoint directory
     std::ostream* out = nullptr;  // per-step lines (null = std::cout)
+    // This process samples its host's CPU and RAM (system_metrics.h): the first rank of each
+    // host (TESSERA_LOCAL_RANK 0), so a host has one series; every GPU rank samples its GPU.
+    bool host_metrics = true;
 };
 
 struct TrainResult {

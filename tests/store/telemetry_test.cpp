@@ -48,6 +48,11 @@ TEST(TelemetryVocabulary, ValuesOnDiskNeverChange) {
     EXPECT_EQ(metric::mem_device_bytes, "mem/device_bytes");
     EXPECT_EQ(metric::gpu_util_percent, "gpu/util_percent");
     EXPECT_EQ(metric::gpu_memory_used_bytes, "gpu/memory_used_bytes");
+    EXPECT_EQ(metric::gpu_power_watts, "gpu/power_watts");
+    EXPECT_EQ(metric::gpu_temperature_c, "gpu/temperature_c");
+    EXPECT_EQ(metric::gpu_sm_clock_mhz, "gpu/sm_clock_mhz");
+    EXPECT_EQ(metric::host_cpu_percent, "host/cpu_percent");
+    EXPECT_EQ(metric::host_memory_used_bytes, "host/memory_used_bytes");
     EXPECT_EQ(metric::pipeline_bubble, "pipeline/bubble");
     EXPECT_EQ(metric::launch_attempt, "launch/attempt");
     EXPECT_EQ(metric::mem_category_bytes(MemCategory::params), "mem/params_bytes");

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QSlider>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QVBoxLayout>
 #include "ui/common/qcustomplot_qt.h"
 #include "ui/common/tessera_binary.h"
@@ -26,6 +27,7 @@
 #include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
 #include "ui/monitor/monitor_device.h"
+#include "ui/monitor/system_charts.h"
 
 namespace tessera::studio {
 
@@ -107,10 +109,20 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_trainSmooth = make_graph(m_lossPlot, "train (smoothed)", QColor(0x4e, 0x79, 0xa7), 2);
     m_val = make_graph(m_lossPlot, "val", QColor(0xf2, 0x8e, 0x2b), 2);
     m_val->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    m_alertGraph = m_lossPlot->addGraph();
+    m_alertGraph->setName("alert (spike, NaN/Inf)");
+    m_alertGraph->setLineStyle(QCPGraph::lsNone);
+    m_alertGraph->setPen(QPen(QColor(0xd6, 0x27, 0x28), 1.5));
+    m_alertGraph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QColor(0xd6, 0x27, 0x28), 9));
+    m_alertGraph->removeFromLegend();
     m_lossPlot->legend->setVisible(true);
     m_lossPlot->legend->setFont(QFont(font().family(), 8));
     m_speedPlot = make_plot(this, "monitorSpeedPlot", "tokens/s");
     m_speed = make_graph(m_speedPlot, "tokens/s", QColor(0x59, 0xa1, 0x4f), 1);
+    m_predSpeed = m_speedPlot->addGraph();
+    m_predSpeed->setName("predicted");
+    m_predSpeed->setPen(QPen(QColor(0xe1, 0x57, 0x59), 1.5, Qt::DashLine));
+    m_predSpeed->removeFromLegend();
     // GPU runs also report MFU and NVML utilisation (percent, right axis)
     m_speedPlot->yAxis2->setVisible(true);
     m_speedPlot->yAxis2->setLabel("%");
@@ -123,18 +135,21 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_utilGraph->setPen(QPen(QColor(0x9c, 0x75, 0x5f), 1, Qt::DashLine));
     m_speedPlot->legend->setVisible(true);
     m_speedPlot->legend->setFont(QFont(font().family(), 8));
+    // the key bottom right: tokens/s runs along the top, where the alerts' labels go (the loss
+    // chart keeps its key top right: bottom left, in a short chart, it hid the curve's start)
+    m_speedPlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
     m_memPlot = make_plot(this, "monitorMemoryPlot", "GiB");
     m_memPlot->xAxis->setLabel("rank · node, stage, TP, DP");
     m_memPlot->legend->setVisible(true);
     m_memPlot->legend->setFont(QFont(font().family(), 8));
-    // the key below the chart, in rows of three: inside it would hide the bars of a few ranks
-    m_memPlot->plotLayout()->addElement(1, 0, m_memPlot->legend);
-    m_memPlot->plotLayout()->setRowStretchFactor(1, 0.001);
-    m_memPlot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_memPlot->legend->setWrap(3);
+    // the key in its own column right of the axes, one entry a row: inside the axis rect (or in
+    // a row under it that squeezes the axes) it covered the bars of the first or last ranks
+    m_memPlot->plotLayout()->addElement(0, 1, m_memPlot->legend);
+    m_memPlot->plotLayout()->setColumnStretchFactor(1, 0.001);
+    m_memPlot->legend->setFillOrder(QCPLegend::foRowsFirst);
     m_memPlot->legend->setIconSize(16, 9);
     m_memPlot->legend->setRowSpacing(0);
-    m_memPlot->legend->setColumnSpacing(8);
+    m_memPlot->legend->setBorderPen(Qt::NoPen);
     m_deviceLabel = new QLabel(this);  // which device the prediction is for, and why
     m_deviceLabel->setObjectName("monitorDevice");
     m_deviceLabel->setWordWrap(true);
@@ -166,19 +181,32 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     cl->addLayout(ch);
     cl->addWidget(m_console);
 
+    m_system = new SystemCharts(this);
+    m_bottomTabs = new QTabWidget(this);
+    m_bottomTabs->setObjectName("monitorBottomTabs");
+    m_bottomTabs->addTab(consoleBox, "Console");
+    m_bottomTabs->addTab(m_system, "System (GPU, host)");
+    m_alertLabel = new QLabel(this);
+    m_alertLabel->setObjectName("monitorAlerts");
+    m_alertLabel->setWordWrap(true);
+    m_alertLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_alertLabel->setStyleSheet("color: #d62728;");
+    m_alertLabel->hide();
+
     auto* lower = new QSplitter(Qt::Horizontal, this);
     lower->addWidget(m_speedPlot);
     lower->addWidget(memBox);
     auto* split = new QSplitter(Qt::Vertical, this);
     split->addWidget(m_lossPlot);
     split->addWidget(lower);
-    split->addWidget(consoleBox);
+    split->addWidget(m_bottomTabs);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
     split->setStretchFactor(2, 2);
 
     auto* lay = new QVBoxLayout(this);
     lay->addLayout(bar);
+    lay->addWidget(m_alertLabel);
     lay->addWidget(split, 1);
     lay->addWidget(m_status);
 
@@ -325,6 +353,13 @@ void MonitorPage::resetRunData() {
     m_predDevice.clear();
     m_deviceRecorded = m_deviceSeen = false;
     m_deviceLabel->clear();
+    m_predTokPerS = 0;
+    m_nodeOf.clear();
+    m_lossRows.clear();
+    m_speedRows.clear();
+    m_lossAlerts.clear();
+    m_speedAlerts.clear();
+    m_system->clear();
     m_tokensPerStep = 0;
     m_totalSteps = 0;
     m_epochOrder = false;
@@ -349,6 +384,12 @@ void MonitorPage::loadPrediction() {
         std::vector<tessera::DeviceRecord> devices;
         if (m_store) devices = m_store->devices(m_runId);
         m_deviceSeen = !devices.empty();
+        m_system->setDevices(devices);
+        std::map<std::string, int> nodes;  // hosts numbered in the order of their first rank
+        for (const auto& d : devices) {
+            auto it = nodes.try_emplace(d.host, (int)nodes.size()).first;
+            m_nodeOf[d.rank] = it->second;
+        }
         MonitorDevice md = monitor_prediction_device(cfg, devices);
         m_predDevice = md.spec.name;
         m_deviceRecorded = md.recorded;
@@ -356,13 +397,14 @@ void MonitorPage::loadPrediction() {
         tessera::PlanEstimate est = tessera::estimate_plan(cfg, md.spec);
         if (est.tokens_per_step > 0) m_tokensPerStep = est.tokens_per_step;
         for (auto& rk : est.ranks) m_predTotal.push_back((double)rk.total_peak_bytes);
+        m_predTokPerS = est.tokens_per_s;
     } catch (const std::exception& e) {
         // an unparsable or unestimable config: charts without the band, and the reason
         m_predTotal.clear();
         m_deviceLabel->setText(m_deviceLabel->text() + (m_deviceLabel->text().isEmpty() ? "" : " · ") +
                                QString("no prediction: %1").arg(QString::fromUtf8(e.what())));
     }
-    m_memDirty = true;
+    m_memDirty = m_dataDirty = true;
     scheduleReplot();
 }
 
@@ -382,11 +424,12 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
         m_lastRowid = std::max(m_lastRowid, r.rowid);
         const std::string& n = r.name;
         if (n == metric::train_loss) {
+            m_lossRows.push_back({r.step, r.rank, r.value, r.wall_time});
             if (add(m_trainLoss, r)) m_smooth.push_back(m_ema.push(r.value));
         } else if (n == metric::val_loss) {
             add(m_valLoss, r);
         } else if (n == metric::perf_tok_per_s) {
-            add(m_tokPerS, r);
+            if (add(m_tokPerS, r)) m_speedRows.push_back({r.step, r.rank, r.value, r.wall_time});
         } else if (n == metric::train_epoch) {
             m_epoch = r.value;
         } else if (n == metric::perf_step_ms) {
@@ -395,7 +438,9 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
             add(m_mfu, r);
         } else if (n == metric::gpu_util_percent) {
             add(m_gpuUtil, r);
+            m_system->add(r);
         } else if (n == metric::gpu_memory_used_bytes) {
+            m_system->add(r);
             if (std::isfinite(r.value)) m_nvmlUsed[r.rank] = std::max(m_nvmlUsed[r.rank], r.value);
             m_memDirty = true;
         } else if (n == metric::mem_device_bytes) {
@@ -405,6 +450,8 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
             auto& arr = m_mem.try_emplace(r.rank).first->second;
             if (std::isfinite(r.value)) arr[(size_t)*c] = std::max(arr[(size_t)*c], r.value);
             m_memDirty = true;
+        } else {
+            m_system->add(r);  // the other system metrics (power, temperature, clock, host)
         }
     }
     m_dataDirty = true;
@@ -449,7 +496,7 @@ void MonitorPage::rebuildAll() {
 void MonitorPage::replotNow() {
     m_replotTimer.stop();
     if (m_fullRebuild) {
-        for (QCPGraph* g : {m_trainRaw, m_trainSmooth, m_val, m_speed, m_mfuGraph, m_utilGraph})
+        for (QCPGraph* g : {m_trainRaw, m_trainSmooth, m_val, m_speed, m_mfuGraph, m_utilGraph, m_alertGraph, m_predSpeed})
             g->data()->clear();
         m_trainLoss.plotted = m_valLoss.plotted = m_tokPerS.plotted = 0;
         m_mfu.plotted = m_gpuUtil.plotted = 0;
@@ -479,7 +526,10 @@ void MonitorPage::replotNow() {
         m_lossPlot->rescaleAxes();
         m_speedPlot->rescaleAxes();
         m_speedPlot->yAxis->setRangeLower(0);
+        rebuildAlerts();
+        m_system->setXAxis(m_xMode, m_run.start_time, (double)m_tokensPerStep);
     }
+    m_system->replot();
     if (m_memDirty) rebuildMemory();
     const bool mem = m_memDirty;
     m_fullRebuild = m_dataDirty = m_memDirty = false;
@@ -488,11 +538,17 @@ void MonitorPage::replotNow() {
     if (mem) m_memPlot->replot(QCustomPlot::rpQueuedRefresh);
 }
 
-// Per-rank memory: bars stacked by category (the run's peaks), the prediction as a band per rank
-// (a translucent rectangle ±5 % around the predicted total, with the total as its centre line), and
-// two ticks per rank: the engine's own device total (mem/device_bytes, dashed) and what the driver
-// measured used on the GPU (gpu/memory_used_bytes, NVML, solid). Items have no legend entries: an
-// empty plottable drawn like each stands in for it in the legend.
+// Per-rank memory: bars stacked by category (the run's peaks) in the left half of each rank's slot,
+// the prediction as a band beside them in the right half (a translucent rectangle ±5 % around the
+// predicted total, with the total as its centre line: drawn over the bar it hid the top
+// categories), and two ticks across each bar: the engine's own device total (mem/device_bytes,
+// dashed) and what the driver measured used on the GPU (gpu/memory_used_bytes, NVML, solid).
+// Items have no legend entries: an empty plottable drawn like each stands in for it in the legend.
+namespace {
+constexpr double kBarX = -0.19, kBarW = 0.34;    // the stacked bar: centre offset and width
+constexpr double kBandX0 = 0.02, kBandX1 = 0.36;  // the prediction band, right of the bar
+}  // namespace
+
 void MonitorPage::rebuildMemory() {
     m_memPlot->clearPlottables();
     m_memPlot->clearItems();
@@ -509,7 +565,7 @@ void MonitorPage::rebuildMemory() {
             double b = 0;
             auto it = m_mem.find(r);
             if (it != m_mem.end()) b = it->second[(size_t)c];
-            keys.push_back(r);
+            keys.push_back(r + kBarX);
             vals.push_back(b / kGiB);
             stacked[(size_t)r] += b / kGiB;
             any = any || b > 0;
@@ -517,7 +573,7 @@ void MonitorPage::rebuildMemory() {
         if (!any) continue;
         auto* bars = new QCPBars(m_memPlot->xAxis, m_memPlot->yAxis);
         bars->setName(QString::fromUtf8(tessera::mem_category_name((tessera::MemCategory)c).data()));
-        bars->setWidth(0.6);
+        bars->setWidth(kBarW);
         bars->setPen(Qt::NoPen);
         bars->setBrush(mem_category_color(c));
         bars->setData(keys, vals, true);
@@ -536,13 +592,13 @@ void MonitorPage::rebuildMemory() {
         double p = m_predTotal[(size_t)r] / kGiB;
         auto* band = new QCPItemRect(m_memPlot);
         band->setObjectName(QString("predictionBand%1").arg(r));
-        band->topLeft->setCoords(r - 0.45, p * 1.05);
-        band->bottomRight->setCoords(r + 0.45, p * 0.95);
+        band->topLeft->setCoords(r + kBandX0, p * 1.05);
+        band->bottomRight->setCoords(r + kBandX1, p * 0.95);
         band->setPen(QPen(band_color, 1, Qt::DashLine));
         band->setBrush(QColor(0xe1, 0x57, 0x59, 60));
         auto* mid = new QCPItemLine(m_memPlot);
-        mid->start->setCoords(r - 0.45, p);
-        mid->end->setCoords(r + 0.45, p);
+        mid->start->setCoords(r + kBandX0, p);
+        mid->end->setCoords(r + kBandX1, p);
         mid->setPen(QPen(band_color, 2));
         m_bands.push_back(band);
         ymax = std::max(ymax, p * 1.05);
@@ -560,8 +616,8 @@ void MonitorPage::rebuildMemory() {
         for (const auto& [r, bytes] : per_rank) {
             auto* tick = new QCPItemLine(m_memPlot);
             tick->setObjectName(QString("%1%2").arg(id).arg(r));
-            tick->start->setCoords(r - 0.35, bytes / kGiB);
-            tick->end->setCoords(r + 0.35, bytes / kGiB);
+            tick->start->setCoords(r + kBarX - kBarW / 2 - 0.03, bytes / kGiB);
+            tick->end->setCoords(r + kBarX + kBarW / 2 + 0.03, bytes / kGiB);
             tick->setPen(pen);
             ymax = std::max(ymax, bytes / kGiB);
         }
@@ -576,12 +632,107 @@ void MonitorPage::rebuildMemory() {
         QString label = QString("r%1").arg(r);
         if (r < m_mesh.world()) {
             tessera::MeshCoord c = tessera::mesh_coord(m_mesh, r);
-            label += QString("\nN0 S%1 T%2 D%3").arg(c.pp).arg(c.tp).arg(c.dp);  // local: node 0
+            auto node = m_nodeOf.find(r);  // the host the rank recorded (node 0 without a record)
+            label += QString("\nN%1 S%2 T%3 D%4").arg(node == m_nodeOf.end() ? 0 : node->second)
+                         .arg(c.pp).arg(c.tp).arg(c.dp);
         }
         t->addTick(r, label);
     }
     m_memPlot->xAxis->setTicker(t);
 }
+
+// ---- alerts ----------------------------------------------------------------------------------
+
+double MonitorPage::keyAt(double step, double wall) const {
+    switch (m_xMode) {
+        case XWallTime: {
+            double t0 = m_run.start_time > 0 ? m_run.start_time : (m_trainLoss.wall.empty() ? wall : m_trainLoss.wall.front());
+            return wall - t0;
+        }
+        case XTokens: return step * (double)m_tokensPerStep;
+        default: return step;
+    }
+}
+
+// The engine's rules (run_alerts.h) over every rank's rows; each alert a vertical line at its step
+// with a short label (the rank that saw it first), spikes also a triangle on the point.
+void MonitorPage::rebuildAlerts() {
+    for (QCPAbstractItem* it : m_alertItems) it->parentPlot()->removeItem(it);
+    m_alertItems.clear();
+    m_alertGraph->data()->clear();
+    m_predSpeed->data()->clear();
+    m_lossAlerts = tessera::alerts_loss(m_lossRows);
+    m_speedAlerts = tessera::alerts_throughput(m_speedRows, m_predTokPerS);
+    const QColor red(0xd6, 0x27, 0x28);
+    auto mark = [&](QCustomPlot* p, double key, const QString& text, const QString& name) {
+        auto* line = new QCPItemStraightLine(p);
+        line->setObjectName(name);
+        line->point1->setCoords(key, 0);
+        line->point2->setCoords(key, 1);
+        line->setPen(QPen(red, 1, Qt::DashLine));
+        auto* label = new QCPItemText(p);
+        label->setObjectName(name + "Label");
+        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setCoords(key, 0.02);
+        // right of the line, or left of it in the chart's right half (never cut at the edge)
+        const QCPRange xr = p->xAxis->range();
+        label->setPositionAlignment(Qt::AlignTop | (key > xr.center() ? Qt::AlignRight : Qt::AlignLeft));
+        label->setPadding(QMargins(3, 0, 3, 0));
+        label->setColor(red);
+        label->setFont(QFont(font().family(), 8));
+        label->setText(text);
+        m_alertItems.push_back(line);
+        m_alertItems.push_back(label);
+    };
+    int i = 0;
+    for (const tessera::LossAlert& a : m_lossAlerts) {
+        double wall = 0;
+        for (const auto& r : m_lossRows)
+            if (r.step == a.step && r.rank == a.rank) wall = r.wall_time;
+        const double key = keyAt((double)a.step, wall);
+        const bool bad = a.kind == tessera::LossAlert::Kind::non_finite;
+        QString v = std::isnan(a.value) ? "NaN" : a.value > 0 ? "+Inf" : "-Inf";
+        mark(m_lossPlot, key, bad ? QString("%1 · r%2").arg(v).arg(a.rank) : QString("spike · r%1").arg(a.rank),
+             QString("lossAlert%1").arg(i++));
+        if (!bad) m_alertGraph->addData(key, a.value);
+        // a NaN has no point for rescaleAxes to include: widen the axis to show its mark
+        const QCPRange xr = m_lossPlot->xAxis->range();
+        if (key > xr.upper) m_lossPlot->xAxis->setRangeUpper(key + 0.02 * std::max(1.0, key - xr.lower));
+        if (key < xr.lower) m_lossPlot->xAxis->setRangeLower(key);
+    }
+    i = 0;
+    for (const tessera::ThroughputAlert& a : m_speedAlerts) {
+        double wall = 0;
+        for (const auto& r : m_speedRows)
+            if (r.step == a.step) wall = r.wall_time;
+        mark(m_speedPlot, keyAt((double)a.step, wall), QString("below prediction from step %1").arg(a.step),
+             QString("speedAlert%1").arg(i++));
+    }
+    (m_lossAlerts.empty() ? (void)m_alertGraph->removeFromLegend() : (void)m_alertGraph->addToLegend());
+    // the prediction as a dashed level across the chart (its own y range included)
+    if (m_predTokPerS > 0 && !m_tokPerS.step.empty()) {
+        const double k0 = keyOf(m_tokPerS, 0), k1 = keyOf(m_tokPerS, m_tokPerS.step.size() - 1);
+        m_predSpeed->setData(QVector<double>{k0, k1}, QVector<double>{m_predTokPerS, m_predTokPerS});
+        m_predSpeed->addToLegend();
+        m_speedPlot->legend->setVisible(true);
+        m_speedPlot->yAxis->setRangeUpper(std::max(m_speedPlot->yAxis->range().upper, m_predTokPerS * 1.1));
+    } else {
+        m_predSpeed->removeFromLegend();
+    }
+    QStringList lines = alertLines();
+    m_alertLabel->setText(lines.join("\n"));
+    m_alertLabel->setVisible(!lines.isEmpty());
+}
+
+QStringList MonitorPage::alertLines() const {
+    QStringList out;
+    for (const auto& a : m_lossAlerts) out << QString::fromStdString(tessera::alert_describe(a));
+    for (const auto& a : m_speedAlerts) out << QString::fromStdString(tessera::alert_describe(a));
+    return out;
+}
+
+void MonitorPage::showSystemTab() { m_bottomTabs->setCurrentWidget(m_system); }
 
 void MonitorPage::setSmoothing(double beta) {
     beta = std::clamp(beta, 0.0, 0.99);
@@ -741,6 +892,7 @@ void MonitorPage::setDarkTheme(bool dark) {
         styleAxes(p);
         p->replot(QCustomPlot::rpQueuedReplot);
     }
+    m_system->setDarkTheme(dark);
 }
 
 }  // namespace tessera::studio

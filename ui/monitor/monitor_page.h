@@ -21,6 +21,7 @@
 #include "engine/core/memory.h"
 #include "engine/launch/run_control.h"
 #include "engine/store/run_store.h"
+#include "engine/telemetry/run_alerts.h"
 #include "ui/monitor/monitor_series.h"
 
 class QCustomPlot;
@@ -32,10 +33,13 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QSlider;
+class QTabWidget;
+class QCPAbstractItem;
 
 namespace tessera::studio {
 
 class ProjectDocument;
+class SystemCharts;
 
 class MonitorPage : public QWidget {
     Q_OBJECT
@@ -70,6 +74,15 @@ public:
     QString deviceText() const;
     QString statusText() const;
     tessera::RunController* controller() { return m_ctl.get(); }
+    // System metrics (GPU and host over time) and alerts: the loss spikes and non-finite losses
+    // (run_alerts.h: the engine's rule) marked on the loss chart, throughput below the
+    // prediction marked on the speed chart; one line each (alert_describe) above the charts.
+    SystemCharts* systemCharts() const { return m_system; }
+    void showSystemTab();
+    QStringList alertLines() const;
+    const std::vector<tessera::LossAlert>& lossAlerts() const { return m_lossAlerts; }
+    const std::vector<tessera::ThroughputAlert>& throughputAlerts() const { return m_speedAlerts; }
+    double predictedTokPerS() const { return m_predTokPerS; }
     // Replaces the selected run's data with synthetic series (bench): n points per loss series.
     void loadSynthetic(int n_train, int n_val, int n_speed);
 
@@ -101,6 +114,8 @@ private:
     bool lineVisible(const tessera::ConsoleLine& l) const;
     void onControllerState(tessera::RunState s);
     void styleAxes(QCustomPlot* p);
+    void rebuildAlerts();  // recomputes the alerts and redraws their marks
+    double keyAt(double step, double wall) const;
 
     ProjectDocument* m_doc;
     std::unique_ptr<tessera::RunController> m_ctl;
@@ -129,6 +144,14 @@ private:
     double m_beta = 0.6;
     std::map<int, std::array<double, tessera::kMemCategoryCount>> m_mem;  // rank -> peak bytes
     std::vector<double> m_predTotal;  // predicted total peak per rank (bytes)
+    double m_predTokPerS = 0;         // the estimator's tokens/s for the run's plan and device
+    std::map<int, int> m_nodeOf;      // rank -> node index (hosts in the order ranks name them)
+    std::vector<tessera::AlertPoint> m_lossRows, m_speedRows;  // every rank's rows, for the alerts
+    std::vector<tessera::LossAlert> m_lossAlerts;
+    std::vector<tessera::ThroughputAlert> m_speedAlerts;
+    std::vector<QCPAbstractItem*> m_alertItems;
+    QCPGraph* m_alertGraph = nullptr;  // spike points on the loss chart
+    QCPGraph* m_predSpeed = nullptr;   // the predicted tokens/s (dashed)
     bool m_memDirty = false, m_dataDirty = false, m_fullRebuild = false;
     std::vector<int64_t> m_runIds;
     bool m_followNewRun = false;
@@ -162,6 +185,9 @@ private:
     std::vector<QCPItemRect*> m_bands;
     QComboBox* m_rankFilter;
     QPlainTextEdit* m_console;
+    QTabWidget* m_bottomTabs;
+    SystemCharts* m_system;
+    QLabel* m_alertLabel;
 };
 
 }  // namespace tessera::studio

@@ -125,7 +125,8 @@ QString GanttView::barDescription(int i) const {
     QString micro = b.micro >= 0 ? QString::number(b.micro) : QStringLiteral("–");
     return QString("stage %1 (rank %2)\nmicro-batch %3\n%4\n%5 ms (at %6 ms)")
         .arg(b.stage).arg(b.rank).arg(micro).arg(b.kind)
-        .arg(b.duration_ms(), 0, 'f', 3).arg(b.start_ms, 0, 'f', 3);
+        .arg(b.duration_ms(), 0, 'f', 3).arg(b.start_ms, 0, 'f', 3) +
+           (b.critical ? QStringLiteral("\non the critical path") : QString());
 }
 
 void GanttView::paintEvent(QPaintEvent*) {
@@ -180,6 +181,13 @@ void GanttView::paintEvent(QPaintEvent*) {
     QFont small = font();
     small.setPointSizeF(std::max(6.0, font().pointSizeF() - 1));
     p.setFont(small);
+    // bubbles (simulated schedules): the lane's idle intervals, hatched red
+    for (const GanttGap& g : m_data.gaps) {
+        const QRectF gr(xOf(g.start_ms), r.top() + g.row * laneH + 3, xOf(g.end_ms) - xOf(g.start_ms), laneH - 6);
+        p.fillRect(gr, QColor(0xe1, 0x57, 0x59, 40));
+        p.fillRect(gr, QBrush(QColor(0xe1, 0x57, 0x59, 150), Qt::BDiagPattern));
+    }
+    const QColor critical_pen = pal.color(QPalette::Text);
     for (const GanttBar& b : m_data.bars) {
         QRectF br = barRect(b);
         br.setTop(r.top() + b.row * laneH + 3);
@@ -193,6 +201,10 @@ void GanttView::paintEvent(QPaintEvent*) {
             p.setPen(QPen(c.darker(150)));
         }
         p.drawRect(br);
+        if (b.critical) {  // the critical path: a thick outline
+            p.setPen(QPen(critical_pen, 3));
+            p.drawRect(br.adjusted(1, 1, -1, -1));
+        }
         if (b.micro >= 0 && b.kind != "recv" && br.width() >= 12) {
             p.setPen(Qt::white);
             p.drawText(br, Qt::AlignCenter, QString::number(b.micro));

@@ -2,6 +2,7 @@
 #include "ui/timeline/timeline_data.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -159,6 +160,78 @@ GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms) {
         bar.end_ms *= scale;
     }
     g.length_ms = makespan * scale;
+    return g;
+}
+
+// ------------------------------------------------------------------------------------------------
+// simulated
+
+std::optional<tessera::ScheduleTimes> timeline_measured_times(const tessera::RunConfig& cfg,
+                                                               const std::vector<tessera::SpanRecord>& spans) {
+    const IdealPlan p = ideal_plan(cfg);
+    // (stage, rank) -> {forward sum, forward n, backward sum, backward n}, seconds
+    std::map<std::pair<int, int>, std::array<double, 4>> acc;
+    for (const auto& s : spans) {
+        const double d = s.end_s - s.start_s;
+        auto& a = acc[{s.stage, s.rank}];
+        if (s.kind == "forward") a[0] += d, a[1] += 1;
+        else if (s.kind == "backward") a[2] += d, a[3] += 1;
+        else if (s.kind == "forward_backward") a[0] += d / 3, a[1] += 1, a[2] += 2 * d / 3, a[3] += 1;
+    }
+    std::vector<double> f((size_t)p.pp, -1), b((size_t)p.pp, -1);
+    for (const auto& [key, a] : acc) {
+        const int st = key.first;
+        if (st < 0 || st >= p.pp || a[1] == 0 || a[3] == 0) continue;
+        f[(size_t)st] = std::max(f[(size_t)st], a[0] / a[1]);
+        b[(size_t)st] = std::max(b[(size_t)st], a[2] / a[3]);
+    }
+    tessera::ScheduleTimes t;
+    for (int g = 0; g < p.pp * p.v; ++g) {
+        const int st = g % p.pp;
+        if (f[(size_t)st] < 0 || b[(size_t)st] < 0) return std::nullopt;
+        t.forward_s.push_back(f[(size_t)st]);
+        t.backward_s.push_back(b[(size_t)st]);
+    }
+    return t;
+}
+
+tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg, const tessera::DeviceSpec& dev) {
+    const IdealPlan p = ideal_plan(cfg);
+    const tessera::PlanEstimate est = tessera::estimate_plan(cfg, dev);
+    std::vector<double> per_action((size_t)p.pp, 0.0);
+    for (const auto& r : est.ranks) {
+        const int st = r.coord.pp;
+        if (st < 0 || st >= p.pp) continue;
+        const double pass_s = std::max(0.0, r.compute_s - r.optimizer_s);
+        per_action[(size_t)st] = std::max(per_action[(size_t)st], pass_s / (double)(p.micro * p.v));
+    }
+    tessera::ScheduleTimes t;
+    for (int g = 0; g < p.pp * p.v; ++g) {
+        t.forward_s.push_back(per_action[(size_t)(g % p.pp)] / 3);
+        t.backward_s.push_back(2 * per_action[(size_t)(g % p.pp)] / 3);
+    }
+    return t;
+}
+
+GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::ScheduleTimes& t,
+                                  tessera::ScheduleSim* sim_out) {
+    const IdealPlan p = ideal_plan(cfg);
+    tessera::ScheduleSim sim = tessera::schedule_simulate(p.sched, p.pp, t);
+    GanttData g;
+    for (int s = 0; s < p.pp; ++s) g.rowLabels.push_back(QString("stage %1").arg(s));
+    for (const tessera::SimAction& a : sim.actions) {
+        GanttBar bar;
+        bar.row = bar.stage = bar.rank = a.stage;
+        bar.micro = a.micro;
+        bar.kind = a.kind == tessera::PipeAction::forward ? "forward" : "backward";
+        bar.start_ms = a.start_s * 1e3;
+        bar.end_ms = a.end_s * 1e3;
+        bar.critical = a.critical;
+        g.bars.push_back(bar);
+    }
+    for (const tessera::SimGap& gap : sim.bubbles) g.gaps.push_back({gap.stage, gap.start_s * 1e3, gap.end_s * 1e3});
+    g.length_ms = sim.makespan_s * 1e3;
+    if (sim_out) *sim_out = std::move(sim);
     return g;
 }
 

@@ -6,7 +6,11 @@
 #include <QVector>
 #include <vector>
 
+#include <optional>
+
 #include "engine/config/config.h"
+#include "engine/parallel/schedule_sim.h"
+#include "engine/plan/estimator.h"
 #include "engine/telemetry/telemetry.h"
 
 namespace tessera::studio {
@@ -19,12 +23,20 @@ struct GanttBar {
     int micro = -1;       // -1 = not tied to a micro-batch (optimizer)
     QString kind;         // forward|backward|recv|send|optimizer|forward_backward|...
     double start_ms = 0, end_ms = 0;
+    bool critical = false;  // on the simulated schedule's critical path
     double duration_ms() const { return end_ms - start_ms; }
+};
+
+// An idle interval of one row (a pipeline bubble), ms.
+struct GanttGap {
+    int row = 0;
+    double start_ms = 0, end_ms = 0;
 };
 
 struct GanttData {
     QVector<QString> rowLabels;  // "stage 0 · rank 0"
     QVector<GanttBar> bars;
+    QVector<GanttGap> gaps;      // bubbles (the simulated schedule's; empty for measured data)
     double length_ms = 0;        // the last bar's end
 };
 
@@ -43,6 +55,24 @@ double timeline_pipeline_window_ms(const std::vector<tessera::SpanRecord>& spans
 // with f = 1, b = 2 per chunk and free p2p, scaled so its makespan equals window_ms. One row per
 // stage. Throws tessera::Error if the plan has no valid schedule.
 GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms);
+
+// ---- simulated: the plan's schedule run with real or predicted times (schedule_simulate) ----
+
+// Per-action times from one step's measured spans: for each stage, each rank's mean forward and
+// backward span (a single-rank forward_backward span split 1 : 2), the slowest rank's figure;
+// every chunk of a stage gets its stage's. Communication waits (recv) are not compute and are
+// left out: the simulation has free p2p. nullopt when a stage of the plan has no compute span.
+std::optional<tessera::ScheduleTimes> timeline_measured_times(const tessera::RunConfig& cfg,
+                                                               const std::vector<tessera::SpanRecord>& spans);
+// Predicted per-action times: the estimator's busy time of each rank without its optimizer
+// (RankEstimate::compute_s - optimizer_s) over its micro-batches and chunks, a third forward and
+// two thirds backward (the estimator's own split), the slowest rank of each stage. Throws
+// InputError when the estimator cannot estimate the plan.
+tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg, const tessera::DeviceSpec& dev);
+// The plan's schedule simulated with `t`: one row per stage, bars marked critical, the bubbles
+// as gaps. `sim` (optional) receives the simulation itself.
+GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::ScheduleTimes& t,
+                                  tessera::ScheduleSim* sim = nullptr);
 
 // Predicted bubble of cfg's schedule: schedule_bubble_fraction(f = 1, b = 2), as the estimator.
 double timeline_predicted_bubble(const tessera::RunConfig& cfg);

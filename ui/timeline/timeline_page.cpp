@@ -15,6 +15,7 @@
 #include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
 #include "ui/timeline/gantt_view.h"
+#include "ui/monitor/monitor_device.h"
 #include "ui/timeline/timeline_data.h"
 
 namespace tessera::studio {
@@ -35,6 +36,17 @@ QWidget* legend_widget(QWidget* parent) {
         lay->addWidget(new QLabel(QString(k).replace('_', ' '), w));
         lay->addSpacing(8);
     }
+    auto* crit = new QLabel(w);  // the simulated chart's marks
+    crit->setFixedSize(12, 12);
+    crit->setStyleSheet("border:3px solid palette(text);");
+    lay->addWidget(crit);
+    lay->addWidget(new QLabel("critical path", w));
+    lay->addSpacing(8);
+    auto* bubble = new QLabel(w);
+    bubble->setFixedSize(12, 12);
+    bubble->setStyleSheet("background: rgba(225, 87, 89, 110); border:1px solid #e15759;");
+    lay->addWidget(bubble);
+    lay->addWidget(new QLabel("bubble", w));
     lay->addStretch(1);
     return w;
 }
@@ -108,10 +120,11 @@ void TimelinePage::refresh() {
     const QString db = m_doc ? m_doc->dbPath() : QString();
     if (db.isEmpty() || !QFileInfo::exists(db)) {
         m_status->setText(db.isEmpty() ? tr("No project open.")
-                                       : tr("No runs yet: %1 does not exist. Train the project to see its timeline.").arg(db));
+                                       : tr("No runs yet: %1 does not exist. Train the project to see its measured timeline.").arg(db));
         m_measured->setEmptyText(tr("no run"));
         m_ideal->setEmptyText(tr("no run"));
         m_summary->clear();
+        if (m_doc && m_doc->isOpen()) showPredicted(m_doc->config(), {}, tr("the project, before any run"));
         return;
     }
     try {
@@ -158,7 +171,7 @@ void TimelinePage::onRunChanged() {
 }
 
 void TimelinePage::showStep() {
-    m_measuredBubble = m_predictedBubble = m_loggedBubble = -1;
+    m_measuredBubble = m_predictedBubble = m_loggedBubble = m_simulatedBubble = -1;
     const int i = m_runBox->currentIndex();
     if (!m_store || i < 0 || i >= int(m_runs.size())) {
         m_measured->setEmptyText(tr("no run"));
@@ -191,22 +204,54 @@ void TimelinePage::showStep() {
     try {
         tessera::RunConfig cfg = tessera::config_parse(run.config_text, run.name + " (runs.db)");
         m_predictedBubble = timeline_predicted_bubble(cfg);
-        GanttData ideal = timeline_ideal_bars(cfg, window_ms > 0 ? window_ms : 1.0);
         plan = QString("%1, pp %2, %3 micro-batches").arg(QString::fromStdString(cfg.parallel.schedule))
                    .arg(cfg.parallel.pp).arg(cfg.train.grad_accum);
-        m_ideal->setData(ideal, tr("Ideal schedule — %1 (f = 1, b = 2, scaled to the measured %2 ms)")
-                                    .arg(plan).arg(window_ms, 0, 'f', 2));
+        // the plan simulated with this step's measured per-stage times; without spans, with the
+        // estimator's predicted times for the device the run recorded
+        if (std::optional<tessera::ScheduleTimes> t = timeline_measured_times(cfg, spans)) {
+            tessera::ScheduleSim sim;
+            GanttData g = timeline_simulated_bars(cfg, *t, &sim);
+            m_simulatedBubble = sim.bubble_fraction;
+            m_simulatedFromMeasured = true;
+            m_ideal->setData(g, tr("Simulated — %1, from the measured per-stage times of step %2 (free p2p): "
+                                   "%3 ms, bubble %4")
+                                    .arg(plan).arg(step).arg(g.length_ms, 0, 'f', 2).arg(percent(sim.bubble_fraction)));
+        } else {
+            std::vector<tessera::DeviceRecord> devices = m_store->devices(run.id);
+            showPredicted(cfg, devices, tr("run #%1 (no spans for step %2)").arg(run.id).arg(step));
+        }
         m_status->setText(cfg.parallel.pp > 1 ? QString()
-                                              : tr("This run has no pipeline (pp = 1): the ideal schedule is one stage without bubble."));
+                                              : tr("This run has no pipeline (pp = 1): the schedule is one stage without bubble."));
     } catch (const std::exception& e) {
-        m_ideal->setEmptyText(tr("no ideal schedule: %1").arg(QString::fromUtf8(e.what())));
+        m_ideal->setEmptyText(tr("no simulated schedule: %1").arg(QString::fromUtf8(e.what())));
         m_status->setText(QString::fromUtf8(e.what()));
     }
     // the ideal view follows the measured one's time axis
-    m_ideal->setTimeRange(m_measured->viewStart(), m_measured->viewEnd());
+    if (!m_measured->data().bars.isEmpty()) m_ideal->setTimeRange(m_measured->viewStart(), m_measured->viewEnd());
     m_summary->setText(tr("<b>Bubble</b> &nbsp; measured: <b>%1</b> (from spans; logged pipeline/bubble: %2) "
-                          "&nbsp;·&nbsp; predicted: <b>%3</b> (%4)")
-                           .arg(percent(m_measuredBubble), percent(m_loggedBubble), percent(m_predictedBubble), plan));
+                          "&nbsp;·&nbsp; simulated: <b>%3</b> &nbsp;·&nbsp; ideal f = 1, b = 2: <b>%4</b> (%5)")
+                           .arg(percent(m_measuredBubble), percent(m_loggedBubble), percent(m_simulatedBubble),
+                                percent(m_predictedBubble), plan));
+}
+
+// The plan simulated with the estimator's predicted per-stage times (timeline_predicted_times) for
+// the recorded device, or the default device without a record.
+void TimelinePage::showPredicted(const tessera::RunConfig& cfg, const std::vector<tessera::DeviceRecord>& devices,
+                                 const QString& what) {
+    try {
+        MonitorDevice md = monitor_prediction_device(cfg, devices);
+        tessera::ScheduleTimes t = timeline_predicted_times(cfg, md.spec);
+        tessera::ScheduleSim sim;
+        GanttData g = timeline_simulated_bars(cfg, t, &sim);
+        m_simulatedBubble = sim.bubble_fraction;
+        m_simulatedFromMeasured = false;
+        m_ideal->setData(g, tr("Simulated — %1, predicted times for %2 (pp %3, %4 micro-batches): %5 ms, bubble %6")
+                                .arg(what, QString::fromStdString(md.spec.name)).arg(cfg.parallel.pp)
+                                .arg(cfg.train.grad_accum).arg(g.length_ms, 0, 'f', 2).arg(percent(sim.bubble_fraction)));
+        if (m_measured->data().bars.isEmpty()) m_ideal->resetZoom();
+    } catch (const std::exception& e) {
+        m_ideal->setEmptyText(tr("no simulated schedule: %1").arg(QString::fromUtf8(e.what())));
+    }
 }
 
 }  // namespace tessera::studio

@@ -1,13 +1,16 @@
 // Timeline page: pick a run and a step; the measured per-stage spans of that step (forward,
-// backward, recv, optimizer) as a Gantt chart above the ideal schedule of the same plan
-// (schedule_build, f = 1, b = 2, scaled to the measured pipeline window), with the measured and
-// the predicted bubble. Reads the project's runs.db read-only; never writes.
+// backward, recv, optimizer) as a Gantt chart above the same plan's schedule simulated
+// (schedule_simulate) with that step's measured per-stage forward/backward times — or, for a step
+// without spans and before any run, the estimator's predicted times — with its critical path
+// outlined and its bubbles hatched; the measured, simulated and ideal (f = 1, b = 2) bubbles.
+// Reads the project's runs.db read-only; never writes.
 #pragma once
 #include <QWidget>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "engine/config/config.h"
 #include "engine/store/run_store.h"
 
 class QComboBox;
@@ -33,8 +36,10 @@ public:
     double measuredBubble() const { return m_measuredBubble; }   // -1 = unknown
     double predictedBubble() const { return m_predictedBubble; } // -1 = unknown
     double loggedBubble() const { return m_loggedBubble; }       // pipeline/bubble metric, -1 = none
+    double simulatedBubble() const { return m_simulatedBubble; } // the simulated chart's, -1 = none
+    bool simulatedFromMeasured() const { return m_simulatedFromMeasured; }  // else predicted times
     GanttView* measuredView() const { return m_measured; }
-    GanttView* idealView() const { return m_ideal; }
+    GanttView* idealView() const { return m_ideal; }  // the simulated schedule (see above)
     QString statusText() const;
 
 Q_SIGNALS:
@@ -50,10 +55,13 @@ private:
     QLabel* m_status;
     GanttView* m_measured;
     GanttView* m_ideal;
-    double m_measuredBubble = -1, m_predictedBubble = -1, m_loggedBubble = -1;
+    double m_measuredBubble = -1, m_predictedBubble = -1, m_loggedBubble = -1, m_simulatedBubble = -1;
+    bool m_simulatedFromMeasured = false;
 
     void onRunChanged();
     void showStep();
+    void showPredicted(const tessera::RunConfig& cfg, const std::vector<tessera::DeviceRecord>& devices,
+                       const QString& what);
 };
 
 }  // namespace tessera::studio

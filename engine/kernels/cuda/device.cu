@@ -129,6 +129,12 @@ struct Nvml {
     int (*handle)(unsigned, void**) = nullptr;
     int (*util)(void*, unsigned*) = nullptr;  // nvmlUtilization_t {gpu, memory}
     int (*mem)(void*, unsigned long long*) = nullptr;  // nvmlMemory_t {total, free, used}
+    int (*by_pci)(const char*, void**) = nullptr;      // nvmlDeviceGetHandleByPciBusId_v2
+    // optional readings (null when the driver lacks them): milliwatts; NVML_TEMPERATURE_GPU (0)
+    // in degrees C; NVML_CLOCK_SM (1) in MHz
+    int (*power)(void*, unsigned*) = nullptr;
+    int (*temp)(void*, int, unsigned*) = nullptr;
+    int (*clock)(void*, int, unsigned*) = nullptr;
 };
 
 Nvml& nvml() {
@@ -140,6 +146,10 @@ Nvml& nvml() {
         x.handle = (int (*)(unsigned, void**))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
         x.util = (int (*)(void*, unsigned*))dlsym(lib, "nvmlDeviceGetUtilizationRates");
         x.mem = (int (*)(void*, unsigned long long*))dlsym(lib, "nvmlDeviceGetMemoryInfo");
+        x.by_pci = (int (*)(const char*, void**))dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2");
+        x.power = (int (*)(void*, unsigned*))dlsym(lib, "nvmlDeviceGetPowerUsage");
+        x.temp = (int (*)(void*, int, unsigned*))dlsym(lib, "nvmlDeviceGetTemperature");
+        x.clock = (int (*)(void*, int, unsigned*))dlsym(lib, "nvmlDeviceGetClockInfo");
         x.loaded = x.init && x.handle && x.util && x.mem && x.init() == 0;
         return x;
     }();
@@ -222,7 +232,13 @@ GpuReading cuda_nvml_read(int device) {
     Nvml& n = nvml();
     if (!n.loaded) return r;
     void* h = nullptr;
-    if (n.handle((unsigned)device, &h) != 0) return r;
+    char bus[32] = {};
+    const bool by_bus = n.by_pci && cudaDeviceGetPCIBusId(bus, sizeof bus, device) == cudaSuccess &&
+                        n.by_pci(bus, &h) == 0;
+    if (!by_bus) {
+        cudaGetLastError();  // a failed bus-id query leaves no sticky error behind
+        if (n.handle((unsigned)device, &h) != 0) return r;
+    }
     unsigned util[2] = {0, 0};
     unsigned long long mem[3] = {0, 0, 0};
     if (n.util(h, util) != 0 || n.mem(h, mem) != 0) return r;
@@ -230,6 +246,10 @@ GpuReading cuda_nvml_read(int device) {
     r.util_percent = util[0];
     r.total_bytes = (int64_t)mem[0];
     r.used_bytes = (int64_t)mem[2];
+    unsigned v = 0;
+    if (n.power && n.power(h, &v) == 0) r.power_watts = v / 1000.0;
+    if (n.temp && n.temp(h, 0 /* NVML_TEMPERATURE_GPU */, &v) == 0) r.temperature_c = v;
+    if (n.clock && n.clock(h, 1 /* NVML_CLOCK_SM */, &v) == 0) r.sm_clock_mhz = v;
     return r;
 }
 

@@ -19,9 +19,10 @@ std::string cuda_device_name();
 int64_t cuda_device_memory_bytes();  // total global memory (the runtime's figure)
 
 struct GpuReading {
-    bool ok = false;
+    bool ok = false;  // utilisation and memory read (the rest: -1 where the driver did not answer)
     double util_percent = 0;
     int64_t used_bytes = 0, total_bytes = 0;
+    double power_watts = -1, temperature_c = -1, sm_clock_mhz = -1;
 };
 // Timing on the compute stream (timeline spans): an event recorded now; milliseconds between two
 // events (synchronises on the later one); release.
@@ -29,7 +30,9 @@ void* cuda_event_record_now();
 float cuda_event_ms(void* from, void* to);
 void cuda_event_free(void* e);
 
-// NVML (libnvidia-ml, loaded at run time): ok = false when unavailable.
+// NVML (libnvidia-ml, loaded at run time): ok = false when unavailable. `device` is the CUDA
+// runtime's index; NVML's handle is found by the device's PCI bus id (the two number GPUs
+// differently under CUDA_VISIBLE_DEVICES), by index only when that lookup is missing.
 GpuReading cuda_nvml_read(int device);
 
 }  // namespace tessera

@@ -1,0 +1,105 @@
+// Pipeline schedule simulation with times, critical path and bubbles. See schedule_sim.h.
+#include "engine/parallel/schedule_sim.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "engine/core/error.h"
+
+namespace tessera {
+
+ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
+                              const ScheduleTimes& t) {
+    TS_CHECK(pp >= 1 && (int)sched.size() == pp, "schedule_simulate: ", sched.size(),
+             " stage lists for pp ", pp);
+    int v = 1;
+    for (const auto& s : sched)
+        for (const auto& a : s) v = std::max(v, a.chunk + 1);
+    const int G = v * pp;
+    TS_CHECK((int)t.forward_s.size() == G && (int)t.backward_s.size() == G,
+             "schedule_simulate: times for ", t.forward_s.size(), " / ", t.backward_s.size(),
+             " chunks; the schedule has ", G);
+    ScheduleSim out;
+    std::map<std::tuple<int, int, int>, int> done;  // (kind, global chunk, micro) -> action index
+    std::vector<size_t> pos((size_t)pp, 0);
+    std::vector<int> last_on((size_t)pp, -1);  // the stage's previous action
+    size_t remaining = 0;
+    for (const auto& s : sched) remaining += s.size();
+    while (remaining > 0) {
+        bool progressed = false;
+        for (int st = 0; st < pp; ++st) {
+            while (pos[(size_t)st] < sched[(size_t)st].size()) {
+                const PipeAction& a = sched[(size_t)st][pos[(size_t)st]];
+                const int g = a.chunk * pp + st;
+                // the input: forward of g-1, or backward of g+1 (the last chunk: its own forward)
+                int kind = 0, gg = -1;
+                if (a.kind == PipeAction::forward) {
+                    if (g > 0) kind = 0, gg = g - 1;
+                } else {
+                    if (g < G - 1)
+                        kind = 1, gg = g + 1;
+                    else
+                        kind = 0, gg = g;
+                }
+                int producer = -1;
+                double ready = 0;
+                if (gg >= 0) {
+                    auto it = done.find({kind, gg, a.micro});
+                    if (it == done.end()) break;  // waits for another stage
+                    producer = it->second;
+                    const SimAction& p = out.actions[(size_t)producer];
+                    ready = p.end_s + (p.stage != st ? t.p2p_s : 0.0);
+                }
+                const int prev = last_on[(size_t)st];
+                const double free_at = prev >= 0 ? out.actions[(size_t)prev].end_s : 0.0;
+                SimAction s;
+                s.stage = st, s.micro = a.micro, s.chunk = a.chunk, s.kind = a.kind;
+                s.start_s = std::max(ready, free_at);
+                // the binding wait: the input when it came last (ties: the input), else the stage
+                s.waited_for = producer >= 0 && ready >= free_at ? producer : prev;
+                if (s.start_s == 0) s.waited_for = -1;
+                s.end_s = s.start_s + (a.kind == PipeAction::forward ? t.forward_s[(size_t)g]
+                                                                     : t.backward_s[(size_t)g]);
+                const int idx = (int)out.actions.size();
+                out.actions.push_back(s);
+                done[{a.kind == PipeAction::forward ? 0 : 1, g, a.micro}] = idx;
+                last_on[(size_t)st] = idx;
+                ++pos[(size_t)st];
+                --remaining;
+                progressed = true;
+            }
+        }
+        TS_CHECK(progressed, "schedule_simulate: the schedule deadlocks (", remaining,
+                 " actions left)");
+    }
+    // critical path: back from the action that ends last
+    int last = -1;
+    for (size_t i = 0; i < out.actions.size(); ++i) {
+        out.makespan_s = std::max(out.makespan_s, out.actions[i].end_s);
+        if (last < 0 || out.actions[i].end_s > out.actions[(size_t)last].end_s) last = (int)i;
+    }
+    for (int i = last; i >= 0; i = out.actions[(size_t)i].waited_for) {
+        out.actions[(size_t)i].critical = true;
+        out.critical_busy_s += out.actions[(size_t)i].end_s - out.actions[(size_t)i].start_s;
+    }
+    // bubbles: each stage's idle intervals inside [0, makespan]
+    double idle = 0;
+    for (int st = 0; st < pp; ++st) {
+        std::vector<std::pair<double, double>> busy;
+        for (const SimAction& a : out.actions)
+            if (a.stage == st) busy.emplace_back(a.start_s, a.end_s);
+        std::sort(busy.begin(), busy.end());
+        double at = 0;
+        for (auto [b0, b1] : busy) {
+            if (b0 > at) out.bubbles.push_back({st, at, b0}), idle += b0 - at;
+            at = std::max(at, b1);
+        }
+        if (out.makespan_s > at)
+            out.bubbles.push_back({st, at, out.makespan_s}), idle += out.makespan_s - at;
+    }
+    out.bubble_fraction = out.makespan_s > 0 ? idle / (pp * out.makespan_s) : 0.0;
+    return out;
+}
+
+}  // namespace tessera

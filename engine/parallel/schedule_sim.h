@@ -1,0 +1,50 @@
+// A pipeline schedule (schedule.h) simulated with per-chunk forward and backward times: when
+// each action runs on its stage, the critical path (the chain of actions, each waiting on the one
+// before it on its stage or on its input from a neighbour, that sets the makespan) and the
+// bubbles (each stage's idle intervals inside the makespan). The studio's Timeline page draws it
+// from a run's measured times or the estimator's predicted ones; schedule_bubble_fraction is the
+// same walk with the unit times f and b.
+#pragma once
+#include <vector>
+
+#include "engine/parallel/schedule.h"
+
+namespace tessera {
+
+// Times of one action (one micro-batch through one model chunk), seconds, per global chunk
+// g = chunk * pp + stage (size pp * v). p2p_s: the transfer between two chunks on different
+// stages, added before the receiving action may start.
+struct ScheduleTimes {
+    std::vector<double> forward_s, backward_s;
+    double p2p_s = 0;
+};
+
+struct SimAction {
+    int stage = 0, micro = 0, chunk = 0;
+    PipeAction::Kind kind = PipeAction::forward;
+    double start_s = 0, end_s = 0;
+    // What made it start when it did: the action it waited for (an index into
+    // ScheduleSim::actions), either its stage's previous action or its input's producer; -1 for
+    // an action that started at 0.
+    int waited_for = -1;
+    bool critical = false;
+};
+
+struct SimGap {
+    int stage = 0;
+    double start_s = 0, end_s = 0;
+};
+
+struct ScheduleSim {
+    std::vector<SimAction> actions;  // in the order they were placed
+    std::vector<SimGap> bubbles;  // idle intervals per stage, before, between and after its actions
+    double makespan_s = 0;
+    double bubble_fraction = 0;  // idle / (stages x makespan)
+    double critical_busy_s = 0;  // busy time along the critical path (makespan less its p2p waits)
+};
+
+// Throws Error when times have the wrong size or the schedule deadlocks.
+ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
+                              const ScheduleTimes& t);
+
+}  // namespace tessera
