@@ -1,6 +1,6 @@
 // Timeline page: pick a run and a step; the measured per-stage spans of that step (forward,
 // backward, recv, optimizer) as a Gantt chart above the ideal schedule of the same plan
-// (schedule_build, f = 1, b = 2, scaled to the measured pipeline window), with the measured and
+// (schedule_build, f = 1, B = W = 1, scaled to the measured pipeline window), with the measured and
 // the predicted bubble. Reads the project's runs.db read-only; never writes.
 #pragma once
 #include <QWidget>
