@@ -2,7 +2,8 @@
 // W (weight gradients) must leave every gradient buffer bit for bit as its backward() does on the
 // CPU, for two micro-batches whose B's both run before their W's (the schedule's deferral), with
 // the head sharing the embedding's vocabulary table (pp = 1: two layers add into one buffer) and
-// under each recompute policy. The input gradients B returns must equal backward()'s too.
+// under each recompute policy, for GPT and the Llama family. The input gradients B returns must
+// equal backward()'s too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,9 +22,24 @@ struct Grads {
     std::vector<std::vector<float>> dinputs;  // per micro-batch and layer, as returned
 };
 
-Grads run(Recompute rc, bool split) {
+ModelShape gpt_shape() {
     ModelShape shape;
     shape.gpt = GptDims{2, 2, 16, 8, 61};
+    return shape;
+}
+
+// The Llama family: grouped KV heads, a QKV bias, tied embeddings.
+ModelShape llama_shape() {
+    ModelShape shape;
+    shape.family = ModelShape::Family::llama;
+    shape.llama.n_layer = 2, shape.llama.n_head = 4, shape.llama.n_kv_head = 2,
+    shape.llama.d_model = 16;
+    shape.llama.head_dim = 4, shape.llama.ffn = 24, shape.llama.seq_len = 8, shape.llama.vocab = 61;
+    shape.llama.qkv_bias = true;
+    return shape;
+}
+
+Grads run(const ModelShape& shape, Recompute rc, bool split) {
     const ParamTable& table = shape.param_table();
     std::vector<float> weights(table.total_numel()), grads(table.total_numel(), 0.0f);
     for (size_t i = 0; i < weights.size(); ++i)
@@ -78,19 +94,20 @@ Grads run(Recompute rc, bool split) {
 }  // namespace
 
 TEST(SplitBackward, BThenWGivesBackwardsBits) {
-    for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
-        Grads whole = run(rc, false), split = run(rc, true);
-        ASSERT_EQ(whole.grads.size(), split.grads.size());
-        double norm = 0;
-        for (float g : whole.grads) norm += (double)g * g;
-        EXPECT_GT(norm, 0.0);  // the comparison compares something
-        EXPECT_EQ(
-            std::memcmp(whole.grads.data(), split.grads.data(), sizeof(float) * whole.grads.size()),
-            0)
-            << "recompute " << (int)rc;
-        ASSERT_EQ(whole.dinputs.size(), split.dinputs.size());
-        for (size_t i = 0; i < whole.dinputs.size(); ++i)
-            EXPECT_EQ(whole.dinputs[i], split.dinputs[i])
-                << "input gradient " << i << ", recompute " << (int)rc;
-    }
+    for (const ModelShape& shape : {gpt_shape(), llama_shape()})
+        for (Recompute rc : {Recompute::none, Recompute::selective, Recompute::full}) {
+            Grads whole = run(shape, rc, false), split = run(shape, rc, true);
+            ASSERT_EQ(whole.grads.size(), split.grads.size());
+            double norm = 0;
+            for (float g : whole.grads) norm += (double)g * g;
+            EXPECT_GT(norm, 0.0);  // the comparison compares something
+            EXPECT_EQ(std::memcmp(whole.grads.data(), split.grads.data(),
+                                  sizeof(float) * whole.grads.size()),
+                      0)
+                << "recompute " << (int)rc;
+            ASSERT_EQ(whole.dinputs.size(), split.dinputs.size());
+            for (size_t i = 0; i < whole.dinputs.size(); ++i)
+                EXPECT_EQ(whole.dinputs[i], split.dinputs[i])
+                    << "input gradient " << i << ", recompute " << (int)rc;
+        }
 }
