@@ -195,8 +195,10 @@ void TimelinePage::showStep() {
         GanttData ideal = timeline_ideal_bars(cfg, window_ms > 0 ? window_ms : 1.0);
         plan = QString("%1, pp %2, %3 micro-batches").arg(QString::fromStdString(cfg.parallel.schedule))
                    .arg(cfg.parallel.pp).arg(cfg.train.grad_accum);
-        m_ideal->setData(ideal, tr("Ideal schedule — %1 (f = 1, b = 2, scaled to the measured %2 ms)")
-                                    .arg(plan).arg(window_ms, 0, 'f', 2));
+        // zb-h1 splits each backward (b = 2) into B and W of 1 each
+        const QString times = cfg.parallel.schedule == "zb-h1" ? tr("f = 1, B = W = 1") : tr("f = 1, b = 2");
+        m_ideal->setData(ideal, tr("Ideal schedule — %1 (%2, scaled to the measured %3 ms)")
+                                    .arg(plan, times).arg(window_ms, 0, 'f', 2));
         m_status->setText(cfg.parallel.pp > 1 ? QString()
                                               : tr("This run has no pipeline (pp = 1): the ideal schedule is one stage without bubble."));
     } catch (const std::exception& e) {
