@@ -91,7 +91,7 @@ struct RuntimeConfig {
 struct ParallelConfig {
     int dp = 1, tp = 1, pp = 1;
     int zero = 0;                      // 0..3
-    std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved
+    std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved | zb-h1
     int virtual_stages = 1;
     std::vector<int> stages;           // layers per stage (sum = n_layer); empty = balanced
     std::vector<std::string> recompute;  // one per stage or a single value: none|selective|full

@@ -244,7 +244,7 @@ void read_parallel(ConfigReader& r, const ConfigField& sec, ParallelConfig& p) {
         else if (k == "tp") p.tp = (int)r.read_int(f, 1, 4096);
         else if (k == "pp") p.pp = (int)r.read_int(f, 1, 4096);
         else if (k == "zero") p.zero = (int)r.read_int(f, 0, 3);
-        else if (k == "schedule") p.schedule = r.read_enum(f, {"gpipe", "1f1b", "interleaved"});
+        else if (k == "schedule") p.schedule = r.read_enum(f, {"gpipe", "1f1b", "interleaved", "zb-h1"});
         else if (k == "virtual_stages") p.virtual_stages = (int)r.read_int(f, 1, 4096);
         else if (k == "stages") p.stages = r.read_int_list(f, 1, 1 << 20);
         else if (k == "recompute") {
@@ -539,6 +539,14 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     if (p.zero == 3 && p.pp > 1)
         r.fail_key({"parallel.zero"}, "zero <= 2 with pp > 1 (ZeRO-3 with pipeline stages is unsupported)",
                    "zero 3");
+    // zb-h1: ZeRO-3 would gather every parameter twice per micro-batch (for B and for W), and
+    // offloaded activations would come back for B and stay on the device until W: neither
+    // combination is implemented
+    if (p.schedule == "zb-h1" && p.zero == 3)
+        r.fail_key({"parallel.schedule", "parallel.zero"}, "zero <= 2 with schedule zb-h1", "zero 3");
+    if (p.schedule == "zb-h1" && p.offload_activations)
+        r.fail_key({"parallel.schedule", "parallel.offload_activations"},
+                   "offload_activations false with schedule zb-h1", "offload_activations true");
 
     // data
     bool has_files = !d.train.empty() || !d.val.empty();

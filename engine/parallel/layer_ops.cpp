@@ -61,9 +61,10 @@ public:
     void layernorm_forward(void*, float*, float*, const void*, const void*, const void*, int N, int C) override {
         rec(OpKind::layernorm_forward, N, C);
     }
-    void layernorm_backward(void*, float*, float*, const void*, const void*, const void*, const float*,
+    void layernorm_backward(void* dinp, float* dw, float*, const void*, const void*, const void*, const float*,
                             const float*, int N, int C) override {
         rec(OpKind::layernorm_backward, N, C);
+        split_share(dinp, dw);
     }
     void matmul_forward(void*, const void*, const void*, const void*, int N, int C, int OC) override {
         gemm(OpKind::matmul_forward, N, C, OC);
@@ -71,8 +72,10 @@ public:
     void matmul_gelu_forward(void*, void*, const void*, const void*, const void*, int N, int C, int OC) override {
         gemm(OpKind::matmul_gelu_forward, N, C, OC);
     }
-    void matmul_backward(void*, float*, float*, const void*, const void*, const void*, int N, int C, int OC) override {
+    void matmul_backward(void* dinp, float* dw, float*, const void*, const void*, const void*, int N, int C,
+                         int OC) override {
         gemm(OpKind::matmul_backward, N, C, OC);
+        split_share(dinp, dw);
     }
     void gelu_forward(void*, const void*, int64_t n) override { rec(OpKind::gelu_forward, n); }
     void gelu_backward(void*, const void*, const void*, int64_t n) override { rec(OpKind::gelu_backward, n); }
@@ -89,8 +92,10 @@ public:
     void rmsnorm_forward(void*, float*, const void*, const void*, int N, int C, float) override {
         rec(OpKind::rmsnorm_forward, N, C);
     }
-    void rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*, int N, int C) override {
+    void rmsnorm_backward(void* dinp, float* dw, const void*, const void*, const void*, const float*, int N,
+                          int C) override {
         rec(OpKind::rmsnorm_backward, N, C);
+        split_share(dinp, dw);
     }
     // priced as RMSNorm over the heads' rows
     void head_rmsnorm_forward(void*, float*, const void*, const void*, int N, int heads, int hd, int64_t,
@@ -135,6 +140,10 @@ public:
     void upload_tokens(TokenSlot&, const std::vector<int32_t>&) override {}
 
 private:
+    // a backward computing only its input gradient or only its weights' (zb-h1's B or W)
+    void split_share(const void* dinp, const float* dw) const {
+        if (t_trace && !t_trace->calls.empty() && (!dinp || !dw)) t_trace->calls.back().share = 0.5;
+    }
     void rec(OpKind k, int64_t N, int64_t C = 0, int64_t OC = 0, int64_t B = 0, int64_t T = 0,
              int64_t NH = 0, bool fp8 = false) const {
         if (t_trace) t_trace->calls.push_back({k, N, C, OC, B, T, NH, traits.act, fp8});

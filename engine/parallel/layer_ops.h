@@ -58,6 +58,9 @@ struct OpCall {
     int64_t N = 0, C = 0, OC = 0, B = 0, T = 0, NH = 0;
     DType dtype = DType::f32;  // the activation dtype
     bool fp8 = false;          // a GEMM run in FP8
+    // A backward's share of its op (zb-h1 splits it: B the input gradient, W the weights'):
+    // 1 whole, 0.5 either part, priced in proportion
+    double share = 1.0;
 };
 
 // The ops recorded on this thread while installed (the meta device's calls); returns the

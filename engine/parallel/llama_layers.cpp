@@ -134,6 +134,83 @@ public:
         return dout;
     }
 
+    // The backward above split in two (zb-h1). B: the input-gradient chain without the weight
+    // gradients; it keeps each GEMM's and norm's output gradient for W (down, gate/up,
+    // post-attention norm, o, qkv, input norm) and drops what W does not read (the gate/up
+    // output, the attention statistics, QKV). With qk_norm the heads' norm gradient would need
+    // splitting too: those blocks run whole (splits_backward false).
+    bool splits_backward() const override { return !d_.qk_norm; }
+    Tensor backward_input(int micro, Tensor dout, const Batch& b) override {
+        const int B = b.batch_size, T = b.seq_len, N = B * T, C = d_.d_model, hd = d_.head_dim;
+        const int S = Ql_ + 2 * Kl_;
+        TS_CHECK(!d_.qk_norm, name_, ": qk_norm blocks run their whole backward");
+        auto it = saved_.find(micro);
+        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
+        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
+        std::vector<Tensor>& s = it->second;
+        if (spec_.recompute == Recompute::full) {
+            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
+            r.resize(kCount);
+            s = std::move(r);
+        } else if (spec_.recompute == Recompute::selective) {
+            if (ops_.traits.attention_scores) {
+                s[STATS] = f32({B, NHl_, T, T}, MemCategory::activations);
+                Tensor scratch = work({N, Ql_});
+                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Ql_, NHl_, KVl_);
+            }
+            s[ACT] = act({N, Fl_});
+            ops_.swiglu_forward(s[ACT].data(), s[GU].data(), N, Fl_);
+        }
+        const DType adt = ops_.traits.act;
+        const int64_t es = dtype_size(adt);
+        Tensor dx = act({B, T, C});  // d(block output), becoming d(block input); dout stays for W
+        ops_.copy(dx.data(), dout.data(), es * N * C);
+        void* gp = dx.data();
+        Tensor dgu = act({N, 2 * Fl_});
+        {
+            Tensor dact = work({N, Fl_});
+            ops_.matmul_backward(dact.data(), nullptr, nullptr, gp, s[ACT].data(), w(down_), N, Fl_, C);
+            ops_.swiglu_backward(dgu.data(), dact.data(), s[GU].data(), N, Fl_);
+        }
+        Tensor dln2 = act({N, C});
+        ops_.matmul_backward(dln2.data(), nullptr, nullptr, dgu.data(), s[LN2].data(), w(gu_), N, C, 2 * Fl_);
+        spec_.tp.all_reduce(dln2.data(), dln2.numel(), adt);
+        ops_.rmsnorm_backward(gp, nullptr, dln2.data(), s[RES1].data(), w(ln2_), s[R2].f32(), N, C);
+        Tensor dres1 = act({N, C});
+        ops_.copy(dres1.data(), gp, es * N * C);
+        Tensor datty = work({N, Ql_});
+        ops_.matmul_backward(datty.data(), nullptr, nullptr, gp, s[ATTY].data(), w(o_), N, Ql_, C);
+        Tensor dqkv = act({N, S});
+        ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(), s[STATS].f32(), B, T,
+                                Ql_, NHl_, KVl_);
+        datty = Tensor();
+        ops_.rope(dqkv.data(), B, T, NHl_ + KVl_, hd, S, inv_freq_, true);
+        Tensor dln1 = act({N, C});
+        ops_.matmul_backward(dln1.data(), nullptr, nullptr, dqkv.data(), s[LN1].data(), w(qkv_), N, C, S);
+        spec_.tp.all_reduce(dln1.data(), dln1.numel(), adt);
+        ops_.rmsnorm_backward(gp, nullptr, dln1.data(), s[X].data(), w(ln1_), s[R1].f32(), N, C);
+        for (int k : {GU, STATS, QKV}) s[k] = Tensor();  // W reads none of them
+        std::vector<Tensor>& d = wsaved_[micro];
+        d.clear();
+        for (Tensor* t : {&dout, &dgu, &dln2, &dres1, &dqkv, &dln1}) d.push_back(std::move(*t));
+        return dx;
+    }
+    void backward_weight(int micro, const Batch& b) override {
+        const int N = b.batch_size * b.seq_len, C = d_.d_model, S = Ql_ + 2 * Kl_;
+        auto it = wsaved_.find(micro);
+        TS_CHECK(it != wsaved_.end(), name_, ": W of micro-batch ", micro, " before its B");
+        std::vector<Tensor>& s = saved_.at(micro);
+        std::vector<Tensor>& d = it->second;  // d out, d gate/up, d ln2, d res1, d qkv, d ln1
+        ops_.matmul_backward(nullptr, grad_ptr[down_], nullptr, d[0].data(), s[ACT].data(), nullptr, N, Fl_, C);
+        ops_.matmul_backward(nullptr, grad_ptr[gu_], nullptr, d[1].data(), s[LN2].data(), nullptr, N, C, 2 * Fl_);
+        ops_.rmsnorm_backward(nullptr, grad_ptr[ln2_], d[2].data(), s[RES1].data(), nullptr, s[R2].f32(), N, C);
+        ops_.matmul_backward(nullptr, grad_ptr[o_], nullptr, d[3].data(), s[ATTY].data(), nullptr, N, Ql_, C);
+        ops_.matmul_backward(nullptr, grad_ptr[qkv_], qkv_b_ >= 0 ? grad_ptr[qkv_b_] : nullptr, d[4].data(),
+                             s[LN1].data(), nullptr, N, C, S);
+        ops_.rmsnorm_backward(nullptr, grad_ptr[ln1_], d[5].data(), s[X].data(), nullptr, s[R1].f32(), N, C);
+        release(micro);
+    }
+
 private:
     // element `k` of a tensor's rows, in the activation dtype
     void* at(Tensor& t, int64_t k) { return static_cast<char*>(t.data()) + k * dtype_size(ops_.traits.act); }

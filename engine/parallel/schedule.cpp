@@ -11,7 +11,8 @@ ScheduleKind schedule_kind_parse(const std::string& s) {
     if (s == "gpipe") return ScheduleKind::gpipe;
     if (s == "1f1b") return ScheduleKind::one_f_one_b;
     if (s == "interleaved") return ScheduleKind::interleaved;
-    throw InputError(str_cat("schedule: expected gpipe, 1f1b or interleaved, found '", s, "'"));
+    if (s == "zb-h1") return ScheduleKind::zb_h1;
+    throw InputError(str_cat("schedule: expected gpipe, 1f1b, interleaved or zb-h1, found '", s, "'"));
 }
 
 const char* schedule_kind_name(ScheduleKind k) {
@@ -19,6 +20,7 @@ const char* schedule_kind_name(ScheduleKind k) {
         case ScheduleKind::gpipe: return "gpipe";
         case ScheduleKind::one_f_one_b: return "1f1b";
         case ScheduleKind::interleaved: return "interleaved";
+        case ScheduleKind::zb_h1: return "zb-h1";
     }
     return "?";
 }
@@ -66,6 +68,26 @@ StageSchedule interleaved_stage(int pp, int stage, int m, int v) {
     return s;
 }
 
+// ZB-H1: 1F1B's order with each backward split into B and W. Stage s runs min(pp − s, m)
+// warm-up forwards, then per micro-batch j: B j, the W of micro-batch j − s (stage s defers s
+// W's, which later fill the cool-down, where 1F1B's stage s idles), the next forward; the
+// deferred W's close the step. A stage holds at most pp micro-batches' activations (stage 0's
+// 1F1B peak); after its B a micro-batch keeps only what its W reads. With unit times
+// f = b = w every stage idles pp − 1 units for m >= pp (schedule_zb_h1_bubble_theory).
+StageSchedule zb_h1_stage(int pp, int stage, int m) {
+    StageSchedule s;
+    const int warmup = std::min(pp - stage, m);
+    int f = 0, w = 0;
+    for (; f < warmup; ++f) s.push_back({PipeAction::forward, f, 0});
+    for (int b = 0; b < m; ++b) {
+        s.push_back({PipeAction::backward_input, b, 0});
+        if (b >= stage) s.push_back({PipeAction::backward_weight, w++, 0});
+        if (f < m) s.push_back({PipeAction::forward, f++, 0});
+    }
+    while (w < m) s.push_back({PipeAction::backward_weight, w++, 0});
+    return s;
+}
+
 }  // namespace
 
 std::vector<StageSchedule> schedule_build(ScheduleKind kind, int pp, int m, int v) {
@@ -86,16 +108,23 @@ std::vector<StageSchedule> schedule_build(ScheduleKind kind, int pp, int m, int 
             case ScheduleKind::gpipe: out.push_back(gpipe_stage(m)); break;
             case ScheduleKind::one_f_one_b: out.push_back(one_f_one_b_stage(pp, s, m)); break;
             case ScheduleKind::interleaved: out.push_back(interleaved_stage(pp, s, m, v)); break;
+            case ScheduleKind::zb_h1: out.push_back(zb_h1_stage(pp, s, m)); break;
         }
     }
     return out;
 }
 
+double schedule_zb_h1_bubble_theory(int pp, int m, double f, double b, double w) {
+    const double idle = (pp - 1) * (f + b - w);
+    return idle / (m * (f + b + w) + idle);
+}
+
 double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp, double f,
-                                double b) {
+                                double b, double w) {
     // Event simulation: an action starts when its stage is free and its input has arrived.
     // Global chunk g = chunk * pp + stage; forward of g needs forward of g-1 (same micro);
-    // backward of g needs backward of g+1 (or its own forward, for the last chunk).
+    // backward (or B) of g needs backward (or B) of g+1 (or its own forward, for the last
+    // chunk); W of g needs B of g.
     const int v = [&] {
         int mx = 0;
         for (const auto& s : sched)
@@ -124,16 +153,24 @@ double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp,
                 };
                 if (a.kind == PipeAction::forward) {
                     if (g > 0) dep(0, g - 1);
+                } else if (a.kind == PipeAction::backward_weight) {
+                    dep(1, g);
                 } else {
                     if (g < G - 1) dep(1, g + 1);
                     else dep(0, g);
                 }
                 if (!ok) break;
-                double cost = a.kind == PipeAction::forward ? f : b;
+                double cost = a.kind == PipeAction::forward          ? f
+                              : a.kind == PipeAction::backward       ? b + w
+                              : a.kind == PipeAction::backward_input ? b
+                                                                     : w;
                 double start = std::max(ready, free_at[st]);
                 free_at[st] = start + cost;
                 busy += cost;
-                done[{a.kind == PipeAction::forward ? 0 : 1, g, a.micro}] = free_at[st];
+                const int done_kind = a.kind == PipeAction::forward          ? 0
+                                      : a.kind == PipeAction::backward_weight ? 2
+                                                                              : 1;
+                done[{done_kind, g, a.micro}] = free_at[st];
                 ++pos[st];
                 --remaining;
                 progressed = true;

@@ -36,6 +36,8 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
                 int kind = 0, gg = -1;
                 if (a.kind == PipeAction::forward) {
                     if (g > 0) kind = 0, gg = g - 1;
+                } else if (a.kind == PipeAction::backward_weight) {
+                    kind = 1, gg = g;  // zb-h1's W: after its own B
                 } else {
                     if (g < G - 1)
                         kind = 1, gg = g + 1;
@@ -59,11 +61,15 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
                 // the binding wait: the input when it came last (ties: the input), else the stage
                 s.waited_for = producer >= 0 && ready >= free_at ? producer : prev;
                 if (s.start_s == 0) s.waited_for = -1;
+                // zb-h1's B and W each take half of a whole backward (the estimator's split)
+                const bool split = a.kind == PipeAction::backward_input || a.kind == PipeAction::backward_weight;
                 s.end_s = s.start_s + (a.kind == PipeAction::forward ? t.forward_s[(size_t)g]
-                                                                     : t.backward_s[(size_t)g]);
+                                       : split                        ? t.backward_s[(size_t)g] / 2
+                                                                      : t.backward_s[(size_t)g]);
                 const int idx = (int)out.actions.size();
                 out.actions.push_back(s);
-                done[{a.kind == PipeAction::forward ? 0 : 1, g, a.micro}] = idx;
+                const int done_kind = a.kind == PipeAction::forward ? 0 : a.kind == PipeAction::backward_weight ? 2 : 1;
+                done[{done_kind, g, a.micro}] = idx;
                 last_on[(size_t)st] = idx;
                 ++pos[(size_t)st];
                 --remaining;

@@ -15,12 +15,20 @@ int StageRunner::run(const StageSchedule& sched,
     int in_flight = 0, max_in_flight = 0;
     for (const PipeAction& a : sched) {
         const Batch& b = batch(a.micro);
-        if (a.kind == PipeAction::forward) {
-            forward(a.micro, a.chunk, b, false);
-            max_in_flight = std::max(max_in_flight, ++in_flight);
-        } else {
-            backward(a.micro, a.chunk, b);
-            --in_flight;
+        switch (a.kind) {
+            case PipeAction::forward:
+                forward(a.micro, a.chunk, b, false);
+                max_in_flight = std::max(max_in_flight, ++in_flight);
+                break;
+            case PipeAction::backward:
+                backward(a.micro, a.chunk, b);
+                --in_flight;
+                break;
+            case PipeAction::backward_input: backward_input(a.micro, a.chunk, b); break;
+            case PipeAction::backward_weight:
+                backward_weight(a.micro, a.chunk, b);
+                --in_flight;
+                break;
         }
     }
     return max_in_flight;
@@ -56,17 +64,23 @@ void StageRunner::forward(int micro, int c, const Batch& b, bool eval) {
         for (Layer* l : ch.layers) l->drop(-1 - micro);
 }
 
-void StageRunner::backward(int micro, int c, const Batch& b) {
-    StageChunk& ch = chunks_[c];
-    const int G = o_.pp * o_.v;
+// The gradient of chunk ch's output from the next stage (none for the last chunk: the head made
+// its own in the forward).
+Tensor StageRunner::recv_grad(int micro, const StageChunk& ch, const Batch& b) {
     Tensor dout;
-    if (ch.global < G - 1) {
+    if (ch.global < o_.pp * o_.v - 1) {
         edges_.span_begin("recv", micro);
         dout = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations,
                              o_.act, o_.device);
         edges_.recv(dout, 1, ch.global, micro, false);
         edges_.span_end(false);
     }
+    return dout;
+}
+
+void StageRunner::backward(int micro, int c, const Batch& b) {
+    StageChunk& ch = chunks_[c];
+    Tensor dout = recv_grad(micro, ch, b);
     // Offloaded activations come back one layer ahead of the backward that needs them.
     const bool offload = o_.offload_activations;
     if (offload && !ch.layers.empty()) ch.layers.back()->fetch_begin(micro);
@@ -84,6 +98,52 @@ void StageRunner::backward(int micro, int c, const Batch& b) {
     }
     edges_.span_end(false);
     if (ch.global > 0) edges_.send(std::move(dout), 1, ch.global - 1, micro, false);
+}
+
+void StageRunner::backward_input(int micro, int c, const Batch& b) {
+    StageChunk& ch = chunks_[c];
+    Tensor dout = recv_grad(micro, ch, b);
+    edges_.span_begin("backward_input", micro);
+    for (size_t i = ch.layers.size(); i-- > 0;) {
+        Layer* l = ch.layers[i];
+        Layer* prev = i > 0 ? ch.layers[i - 1] : nullptr;
+        if (l->splits_backward()) {  // B reads the parameters: bound as for a forward
+            store_.before_forward(l, prev);
+            dout = l->backward_input(micro, std::move(dout), b);
+            edges_.layer_issued();
+            store_.after_forward(l);
+        } else {
+            store_.before_backward(l, prev);
+            dout = l->backward(micro, std::move(dout), b);
+            edges_.layer_issued();
+            store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
+        }
+    }
+    edges_.span_end(false);
+    if (ch.global > 0) edges_.send(std::move(dout), 1, ch.global - 1, micro, false);
+}
+
+void StageRunner::backward_weight(int micro, int c, const Batch& b) {
+    StageChunk& ch = chunks_[c];
+    edges_.span_begin("backward_weight", micro);
+    // the layers in backward order: a gradient buffer two layers share (the tied vocabulary
+    // table on one stage) sums their parts in backward()'s order
+    Layer* next = nullptr;
+    for (size_t i = ch.layers.size(); i-- > 0;) {
+        Layer* l = ch.layers[i];
+        if (!l->splits_backward()) continue;
+        next = nullptr;
+        for (size_t j = i; j-- > 0;)
+            if (ch.layers[j]->splits_backward()) {
+                next = ch.layers[j];
+                break;
+            }
+        store_.before_backward(l, next);
+        l->backward_weight(micro, b);
+        edges_.layer_issued();
+        store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
+    }
+    edges_.span_end(false);
 }
 
 }  // namespace tessera

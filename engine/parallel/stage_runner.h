@@ -35,7 +35,8 @@ class StageEdges {
     virtual void send(Tensor x, int dir, int g, int micro, bool eval) = 0;
     // The last chunk's output: its per-target losses (N) (freed after).
     virtual void losses(const Tensor& x, bool eval) = 0;
-    // Timeline spans: a receive, a chunk's forward or backward ("recv", "forward", "backward").
+    // Timeline spans: a receive, a chunk's forward or backward ("recv", "forward", "backward",
+    // or split: "backward_input", "backward_weight").
     virtual void span_begin(const char* kind, int micro) { (void)kind, (void)micro; }
     virtual void span_end(bool eval) { (void)eval; }
     // A layer's forward or backward was issued (the meta device's clock for copies in flight).
@@ -59,13 +60,20 @@ class StageRunner {
     // A new step (micro-batches count from the first backward again).
     void step_begin() { backward_count_.clear(); }
     // Walks the step's schedule; batch(micro) supplies each micro-batch. Returns the most
-    // micro-batches whose activations were saved at once.
+    // micro-batches whose activations were saved at once (a micro-batch counts until its
+    // backward, or its W).
     int run(const StageSchedule& sched, const std::function<const Batch&(int micro)>& batch);
     // One action: chunk c's forward (eval: forward-only, its saved tensors dropped) or backward.
     void forward(int micro, int c, const Batch& b, bool eval);
     void backward(int micro, int c, const Batch& b);
+    // The backward split in two (zb-h1): B sends the input gradient on, W adds the weight
+    // gradients; the gradient hooks (DP all-reduce, ZeRO reductions) fire after W. Layers that do
+    // not split run their whole backward, with its hooks, in B's place.
+    void backward_input(int micro, int c, const Batch& b);
+    void backward_weight(int micro, int c, const Batch& b);
 
   private:
+    Tensor recv_grad(int micro, const StageChunk& ch, const Batch& b);
     ModelShape model_;
     std::vector<StageChunk> chunks_;
     ParamStore& store_;

@@ -126,6 +126,14 @@ void reap_copies(size_t upto = 0) {
 
 Layer::~Layer() { reap_copies(in_flight().size()); }
 
+Tensor Layer::backward_input(int, Tensor, const Batch&) {
+    throw Error(str_cat(name_, ": no split backward (splits_backward() is false)"));
+}
+
+void Layer::backward_weight(int, const Batch&) {
+    throw Error(str_cat(name_, ": no split backward (splits_backward() is false)"));
+}
+
 Tensor Layer::decode(Tensor, const DecodeStep&) {
     throw Error(str_cat(name_, ": cached decoding covers the Llama family"));
 }
@@ -238,6 +246,14 @@ std::vector<std::pair<int64_t, int64_t>> rows(int64_t first, int64_t count) {
     return {{first, count}};
 }
 
+// A list of (move-only) tensors.
+template <typename... Ts>
+std::vector<Tensor> tensor_list(Ts&&... ts) {
+    std::vector<Tensor> v;
+    (v.push_back(std::move(ts)), ...);
+    return v;
+}
+
 // ------------------------------------------------------------------------------------------
 // Embedding: vocab-parallel token embedding; GPT adds the replicated position embedding (TP
 // rank 0 before the all-reduce: exact, the other ranks add zeros), the Llama family has none
@@ -274,6 +290,21 @@ public:
         saved_.erase(micro);
         offloaded_.erase(micro);
         return Tensor();
+    }
+
+    // No input gradient: B keeps dout, W is the whole backward.
+    bool splits_backward() const override { return true; }
+    Tensor backward_input(int micro, Tensor dout, const Batch&) override {
+        wsaved_[micro] = tensor_list(std::move(dout));
+        return Tensor();
+    }
+    void backward_weight(int micro, const Batch& b) override {
+        auto it = wsaved_.find(micro);
+        TS_CHECK(it != wsaved_.end(), name_, ": W of micro-batch ", micro, " before its B");
+        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr, it->second[0].data(),
+                                tokens(micro, b, false), v0_, v1_, b.batch_size, b.seq_len,
+                                spec_.model.d_model());
+        release(micro);
     }
 
 private:
@@ -327,23 +358,7 @@ public:
         const int B = b.batch_size, T = b.seq_len, N = B * T;
         const int C = spec_.model.gpt.d_model, Cl = C / spec_.tp.size;
         const int NHl = spec_.model.gpt.n_head / spec_.tp.size;
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
-        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
-        std::vector<Tensor>& s = it->second;
-        if (spec_.recompute == Recompute::full) {
-            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
-            r.resize(kCount);
-            s = std::move(r);
-        } else if (spec_.recompute == Recompute::selective) {
-            if (ops_.traits.attention_scores) {
-                s[STATS] = f32({B, NHl, T, T}, MemCategory::activations);
-                Tensor scratch = work({N, Cl});
-                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl, NHl);
-            }
-            s[FCG] = act({N, 4 * Cl});
-            ops_.gelu_forward(s[FCG].data(), s[FCH].data(), (int64_t)N * 4 * Cl);
-        }
+        std::vector<Tensor>& s = saved_for_backward(micro, B, T);
         const DType adt = ops_.traits.act;
         void* gp = dout.data();  // d(block output); becomes d(block input) in place
         Tensor dfc = work({N, 4 * Cl});
@@ -366,12 +381,97 @@ public:
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.layernorm_backward(gp, grad_ptr[0], grad_ptr[1], dln.data(), s[X].data(), w(0),
                                 s[M1].f32(), s[R1].f32(), N, C);
-        saved_.erase(it);
-        offloaded_.erase(micro);
+        release(micro);
         return dout;
     }
 
+    // The backward above split in two. B: the same input-gradient chain, the weight gradients
+    // left out; it keeps each GEMM's and norm's output gradient (kept in W's order: mlp c_proj,
+    // c_fc, ln_2, attn c_proj, c_attn, ln_1) and drops the saved tensors W does not read (the
+    // QKV, the attention statistics, the GELU input).
+    bool splits_backward() const override { return true; }
+    Tensor backward_input(int micro, Tensor dout, const Batch& b) override {
+        const int B = b.batch_size, T = b.seq_len, N = B * T;
+        const int C = spec_.model.gpt.d_model, Cl = C / spec_.tp.size;
+        const int NHl = spec_.model.gpt.n_head / spec_.tp.size;
+        std::vector<Tensor>& s = saved_for_backward(micro, B, T);
+        const DType adt = ops_.traits.act;
+        const int64_t es = dtype_size(adt);
+        // W reads d(block output) (mlp c_proj) and d(res1) (attn c_proj), both changed in place
+        // on the way down: they keep copies; the input gradient starts as d(block output)
+        Tensor dx = act({B, T, C});
+        ops_.copy(dx.data(), dout.data(), es * N * C);
+        void* gp = dx.data();
+        Tensor dfc = act({N, 4 * Cl});
+        ops_.matmul_backward(dfc.data(), nullptr, nullptr, gp, s[FCG].data(), w(10), N, 4 * Cl, C);
+        ops_.gelu_backward(dfc.data(), s[FCH].data(), dfc.data(), (int64_t)N * 4 * Cl);
+        Tensor dln2 = act({N, C});
+        ops_.matmul_backward(dln2.data(), nullptr, nullptr, dfc.data(), s[LN2].data(), w(8), N, C, 4 * Cl);
+        spec_.tp.all_reduce(dln2.data(), dln2.numel(), adt);
+        ops_.layernorm_backward(gp, nullptr, nullptr, dln2.data(), s[RES1].data(), w(6), s[M2].f32(),
+                                s[R2].f32(), N, C);
+        Tensor dres1 = act({N, C});
+        ops_.copy(dres1.data(), gp, es * N * C);
+        Tensor datty = work({N, Cl});
+        ops_.matmul_backward(datty.data(), nullptr, nullptr, gp, s[ATTY].data(), w(4), N, Cl, C);
+        Tensor dqkv = act({N, 3 * Cl});
+        ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
+                                s[STATS].f32(), B, T, Cl, NHl, NHl);
+        datty = Tensor();
+        Tensor dln1 = act({N, C});
+        ops_.matmul_backward(dln1.data(), nullptr, nullptr, dqkv.data(), s[LN1].data(), w(2), N, C, 3 * Cl);
+        spec_.tp.all_reduce(dln1.data(), dln1.numel(), adt);
+        ops_.layernorm_backward(gp, nullptr, nullptr, dln1.data(), s[X].data(), w(0), s[M1].f32(),
+                                s[R1].f32(), N, C);
+        for (int k : {QKV, STATS, FCH}) s[k] = Tensor();  // W reads none of them
+        wsaved_[micro] = tensor_list(std::move(dout), std::move(dfc), std::move(dln2), std::move(dres1),
+                                     std::move(dqkv), std::move(dln1));
+        return dx;
+    }
+    void backward_weight(int micro, const Batch& b) override {
+        const int N = b.batch_size * b.seq_len;
+        const int C = spec_.model.gpt.d_model, Cl = C / spec_.tp.size;
+        auto it = wsaved_.find(micro);
+        TS_CHECK(it != wsaved_.end(), name_, ": W of micro-batch ", micro, " before its B");
+        std::vector<Tensor>& s = saved_.at(micro);
+        std::vector<Tensor>& d = it->second;  // d out, d fc, d ln_2, d res1, d qkv, d ln_1
+        const float* gv = nullptr;             // W reads no weights
+        ops_.matmul_backward(nullptr, grad_ptr[10], grad_ptr[11], d[0].data(), s[FCG].data(), gv, N, 4 * Cl, C);
+        ops_.matmul_backward(nullptr, grad_ptr[8], grad_ptr[9], d[1].data(), s[LN2].data(), gv, N, C, 4 * Cl);
+        ops_.layernorm_backward(nullptr, grad_ptr[6], grad_ptr[7], d[2].data(), s[RES1].data(), gv,
+                                s[M2].f32(), s[R2].f32(), N, C);
+        ops_.matmul_backward(nullptr, grad_ptr[4], grad_ptr[5], d[3].data(), s[ATTY].data(), gv, N, Cl, C);
+        ops_.matmul_backward(nullptr, grad_ptr[2], grad_ptr[3], d[4].data(), s[LN1].data(), gv, N, C, 3 * Cl);
+        ops_.layernorm_backward(nullptr, grad_ptr[0], grad_ptr[1], d[5].data(), s[X].data(), gv,
+                                s[M1].f32(), s[R1].f32(), N, C);
+        release(micro);
+    }
+
 private:
+    // micro's saved tensors, the ones the recompute policy dropped computed again.
+    std::vector<Tensor>& saved_for_backward(int micro, int B, int T) {
+        const int N = B * T, Cl = spec_.model.gpt.d_model / spec_.tp.size;
+        const int NHl = spec_.model.gpt.n_head / spec_.tp.size;
+        auto it = saved_.find(micro);
+        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
+        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
+        std::vector<Tensor>& s = it->second;
+        if (spec_.recompute == Recompute::full) {
+            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
+            r.resize(kCount);
+            s = std::move(r);
+        } else if (spec_.recompute == Recompute::selective) {
+            if (ops_.traits.attention_scores) {
+                s[STATS] = f32({B, NHl, T, T}, MemCategory::activations);
+                Tensor scratch = work({N, Cl});
+                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl, NHl);
+            }
+            s[FCG] = act({N, 4 * Cl});
+            ops_.gelu_forward(s[FCG].data(), s[FCH].data(), (int64_t)N * 4 * Cl);
+        }
+        return s;
+    }
+
     // The block's forward from its input x (B, T, C); returns the saved tensors and, at index
     // kCount, the output. Parameters in table order: ln_1 w/b, c_attn w/b, attn c_proj w/b,
     // ln_2 w/b, c_fc w/b, mlp c_proj w/b.
@@ -513,6 +613,47 @@ public:
         saved_.erase(it);
         offloaded_.erase(micro);
         return dx;
+    }
+
+    // The backward above split in two: B keeps d(normed input) (N, C) for the norm's W.
+    bool splits_backward() const override { return true; }
+    Tensor backward_input(int micro, Tensor, const Batch& b) override {
+        const int N = b.batch_size * b.seq_len, C = spec_.model.d_model(), Vp = padded_vocab();
+        auto it = saved_.find(micro);
+        TS_CHECK(it != saved_.end(), "head: backward of micro-batch ", micro, " before forward");
+        std::vector<Tensor>& s = it->second;
+        Tensor dln = act({N, C});
+        ops_.matmul_backward(dln.data(), nullptr, nullptr, s[4].data(), s[1].data(), wte(), N, C, Vp);
+        spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
+        Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, MemCategory::activations,
+                                  ops_.traits.act, device);
+        if (gpt_)
+            ops_.layernorm_backward(dx.data(), nullptr, nullptr, dln.data(), s[0].data(), w(0),
+                                    s[2].f32(), s[3].f32(), N, C);
+        else
+            ops_.rmsnorm_backward(dx.data(), nullptr, dln.data(), s[0].data(), w(0), s[3].f32(), N, C);
+        wsaved_[micro] = tensor_list(std::move(dln));
+        return dx;
+    }
+    void backward_weight(int micro, const Batch& b) override {
+        const int N = b.batch_size * b.seq_len, C = spec_.model.d_model();
+        const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
+        auto it = wsaved_.find(micro);
+        TS_CHECK(it != wsaved_.end(), "head: W of micro-batch ", micro, " before its B");
+        std::vector<Tensor>& s = saved_.at(micro);
+        const void* dln = it->second[0].data();
+        {  // as backward(): the padded rows' gradient first, then its real rows
+            Tensor dw = Vp != Vl ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device) : Tensor();
+            ops_.matmul_backward(nullptr, dw.defined() ? dw.f32() : dwte(), nullptr, s[4].data(),
+                                 s[1].data(), nullptr, N, C, Vp);
+            if (dw.defined()) ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
+        }
+        if (gpt_)
+            ops_.layernorm_backward(nullptr, grad_ptr[0], grad_ptr[1], dln, s[0].data(), nullptr,
+                                    s[2].f32(), s[3].f32(), N, C);
+        else
+            ops_.rmsnorm_backward(nullptr, grad_ptr[0], dln, s[0].data(), nullptr, s[3].f32(), N, C);
+        release(micro);
     }
 
 private:

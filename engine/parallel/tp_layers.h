@@ -58,6 +58,14 @@ public:
     // gradient of its loss). Returns the gradient of the input (empty for the embedding).
     // grads += this micro-batch's.
     virtual Tensor backward(int micro, Tensor dout, const Batch& batch) = 0;
+    // The same backward split in two (schedule zb-h1): backward_input (B) returns the gradient of
+    // the input and keeps what backward_weight (W) reads; W then adds micro's weight gradients
+    // (grads +=, each buffer as backward() would: B then W gives backward()'s bits on the CPU).
+    // B reads the parameters only, W the gradient buffers only. Layers whose splits_backward()
+    // is false compute everything in backward() (the runner calls it in B's place).
+    virtual bool splits_backward() const { return false; }
+    virtual Tensor backward_input(int micro, Tensor dout, const Batch& batch);
+    virtual void backward_weight(int micro, const Batch& batch);
     // Cached decoding (tessera sample, one rank holding the whole model; the embedding runs its
     // forward): x (B, n, C) the input for n new tokens per sequence at positions pos0 ..
     // pos0 + n; returns the output (B, n, C), the head the logits (rows, padded vocabulary) of
@@ -116,6 +124,13 @@ protected:
     ParamTable table_;
     std::vector<ParamShard> shards_;
     std::map<int, std::vector<Tensor>> saved_;  // micro -> saved tensors (layer-specific order)
+    std::map<int, std::vector<Tensor>> wsaved_;  // micro -> what B keeps for W (output gradients)
+    // Forgets micro's saved tensors (after its backward, or its W).
+    void release(int micro) {
+        saved_.erase(micro);
+        wsaved_.erase(micro);
+        offloaded_.erase(micro);
+    }
     std::map<int, bool> offloaded_;
 
 private:

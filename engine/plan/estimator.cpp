@@ -422,7 +422,12 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         const ScheduleKind sk = schedule_kind_parse(par.schedule);
         const int v = par.virtual_stages;
         auto sched = schedule_build(sk, par.pp, m, v);
-        est.bubble_fraction = par.pp > 1 ? schedule_bubble_fraction(sched, par.pp, 1.0, 2.0) : 0.0;
+        // unit times: a forward 1, a backward 2 = B 1 + W 1; zb-h1 defers W only where the blocks
+        // split their backward (GPT's and the Llama family's; with qk_norm they run whole: W 0)
+        const bool w_splits = gpt || (llama && !shape.llama.qk_norm);
+        est.bubble_fraction = par.pp > 1 ? schedule_bubble_fraction(sched, par.pp, 1.0, w_splits ? 1.0 : 2.0,
+                                                                    w_splits ? 1.0 : 0.0)
+                                         : 0.0;
         std::vector<int> blocks = plan_blocks_per_chunk(cfg);
         std::vector<int> first(blocks.size() + 1, 1);
         for (size_t c = 0; c < blocks.size(); ++c) first[c + 1] = first[c] + blocks[c];

@@ -84,7 +84,7 @@ struct PlanEstimate {
     double flops_per_step = 0;        // all ranks, executed
     double model_flops_per_step = 0;  // 6 N + attention per token, no recompute (for MFU)
     int64_t tokens_per_step = 0;
-    double bubble_fraction = 0;       // schedule_bubble_fraction(f = 1, b = 2)
+    double bubble_fraction = 0;       // schedule_bubble_fraction(f = 1, b = 1, w = 1)
     double step_s = 0;
     double tokens_per_s = 0;
     double mfu = 0;

@@ -99,8 +99,8 @@ double OpCosts::op_s(const OpCall& c) const {
                                                                     : (c.fp8 ? gemm_fp8_backward_s : gemm_backward_s);
             TS_CHECK(!c.fp8 || fp8_measured, "op_s: an FP8 GEMM on a device whose sweep has no FP8 rows");
             const double t = interpolate({&gemm_N, &gemm_C, &gemm_OC}, at, v);
-            // outside the grid: in proportion to the work
-            return t * ((double)c.N * c.C * c.OC) / (at[0].clamped * at[1].clamped * at[2].clamped);
+            // outside the grid: in proportion to the work (a split backward's part: its share)
+            return c.share * t * ((double)c.N * c.C * c.OC) / (at[0].clamped * at[1].clamped * at[2].clamped);
         }
         case OpKind::attention_forward:
         case OpKind::attention_backward: {
@@ -114,7 +114,7 @@ double OpCosts::op_s(const OpCall& c) const {
             return t * (bh / at[0].clamped) * std::pow((double)c.T / at[1].clamped, 2) * (hd / attn_head_dim[h]);
         }
         case OpKind::tp_all_reduce: return 0.0;
-        default: return linear[(size_t)c.kind].at(op_units(c));
+        default: return c.share * linear[(size_t)c.kind].at(op_units(c));
     }
 }
 

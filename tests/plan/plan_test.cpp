@@ -116,6 +116,27 @@ TEST(Estimator, ScheduleInFlightAndBubble) {
     EXPECT_GT(cat(g.ranks[3], MemCategory::activations), cat(e.ranks[3], MemCategory::activations));
 }
 
+TEST(Estimator, ZbH1HoldsActivationsUntilWAndLowersTheBubble) {
+    // zb-h1, pp 4, m 8: every stage holds up to pp micro-batches until their W (the runner's
+    // count on the meta device), the bubble is (p-1)/(3m+p-1) = 3/27 against 1F1B's 3/11, and
+    // the later stages' activation peaks grow with what their deferred W's keep
+    const auto sets = std::vector<std::string>{"parallel.pp=4", "train.grad_accum=8"};
+    PlanEstimate f1b = estimate_plan(tiny(sets), device_spec("H100"));
+    auto zsets = sets;
+    zsets.push_back("parallel.schedule=zb-h1");
+    PlanEstimate zb = estimate_plan(tiny(zsets), device_spec("H100"));
+    ASSERT_EQ(zb.world, 4);
+    for (int s = 0; s < 4; ++s) EXPECT_EQ(zb.ranks[s].max_in_flight, 4) << "stage " << s;
+    EXPECT_NEAR(zb.bubble_fraction, 3.0 / 27.0, 1e-9);
+    EXPECT_NEAR(f1b.bubble_fraction, 3.0 / 11.0, 1e-9);
+    EXPECT_LT(zb.step_s, f1b.step_s);
+    for (int s = 1; s < 4; ++s)
+        EXPECT_GT(cat(zb.ranks[s], MemCategory::activations), cat(f1b.ranks[s], MemCategory::activations))
+            << "stage " << s;
+    // the same work: FLOPs per step unchanged
+    for (int s = 0; s < 4; ++s) EXPECT_EQ(zb.ranks[s].flops_per_step, f1b.ranks[s].flops_per_step);
+}
+
 TEST(Estimator, FlopsCommAndTime) {
     PlanEstimate e = estimate_plan(tiny({"parallel.dp=2", "parallel.tp=2"}), device_spec("H200"));
     ASSERT_EQ(e.world, 4);

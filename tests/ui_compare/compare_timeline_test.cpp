@@ -12,6 +12,8 @@
 #include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QLabel>
+#include <QMap>
 #include <QProcess>
 #include <QSet>
 #include <QSortFilterProxyModel>
@@ -302,4 +304,54 @@ TEST_F(PagesTest, TimelineShowsPipelineSpansAndBubbles) {
     page.setStep(3);
     EXPECT_FALSE(page.measuredView()->data().bars.isEmpty());
     EXPECT_DOUBLE_EQ(page.predictedBubble(), 0.0);
+}
+
+// zb-h1 on two CPU ranks: the measured step shows B and W spans of their own (no whole backward),
+// drawn in colours of their own with legend entries, the ideal schedule has F, B and W bars, and
+// the predicted bubble is the schedule's, below 1F1B's on the same plan.
+TEST(TimelineZbH1, ShowsBAndWSpans) {
+    ensure_app();
+    QTemporaryDir tmp;
+    ASSERT_TRUE(tmp.isValid());
+    QFile f(tmp.filePath("project.yaml"));
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(kProject);
+    f.close();
+    train(tmp.path(), {"name=zb", "parallel.pp=2", "train.grad_accum=4", "parallel.schedule=zb-h1"});
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(tmp.path(), &err)) << err.toStdString();
+    TimelinePage page(&doc);
+    ASSERT_TRUE(page.selectRun(1));
+    page.setStep(5);
+    const GanttData& m = page.measuredView()->data();
+    ASSERT_EQ(m.rowLabels.size(), 2);
+    QMap<QString, int> kinds;
+    for (const GanttBar& b : m.bars) kinds[b.kind]++;
+    EXPECT_EQ(kinds.value("forward"), 8);
+    EXPECT_EQ(kinds.value("backward_input"), 8);
+    EXPECT_EQ(kinds.value("backward_weight"), 8);
+    EXPECT_EQ(kinds.value("backward"), 0);
+    const GanttData& ideal = page.idealView()->data();
+    EXPECT_EQ(ideal.bars.size(), 24);  // 2 stages × 4 micro-batches × (F, B, W)
+    auto zb = tessera::schedule_build(tessera::ScheduleKind::zb_h1, 2, 4, 1);
+    auto f1b = tessera::schedule_build(tessera::ScheduleKind::one_f_one_b, 2, 4, 1);
+    EXPECT_NEAR(page.predictedBubble(), tessera::schedule_bubble_fraction(zb, 2, 1, 1, 1), 1e-12);
+    EXPECT_LT(page.predictedBubble(), tessera::schedule_bubble_fraction(f1b, 2, 1, 1, 1));
+    EXPECT_GT(page.measuredBubble(), 0.0);
+    // distinct colours, and the legend names both
+    const QColor bc = GanttView::kindColor("backward_input"), wc = GanttView::kindColor("backward_weight");
+    EXPECT_NE(bc, wc);
+    EXPECT_NE(bc, GanttView::kindColor("backward"));
+    EXPECT_NE(wc, GanttView::kindColor("forward"));
+    EXPECT_NE(bc, GanttView::kindColor("other"));  // not the fallback grey
+    EXPECT_NE(wc, GanttView::kindColor("other"));
+    QStringList legend;
+    for (QLabel* l : page.findChildren<QLabel*>()) legend << l->text();
+    EXPECT_TRUE(legend.contains("backward input")) << legend.join(", ").toStdString();
+    EXPECT_TRUE(legend.contains("backward weight")) << legend.join(", ").toStdString();
+    page.resize(1200, 640);
+    page.show();
+    QApplication::processEvents();
+    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/timeline_page_zb_h1.png"));
 }

@@ -21,6 +21,7 @@
 
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/plan/estimator.h"
 #include "ui/common/project_document.h"
 #include "engine/plan/plan_advice.h"
 #include "ui/common/qcustomplot_qt.h"
@@ -225,6 +226,32 @@ TEST(PlanPage, Llama8BOverEightGpusPartitionsAndPredicts) {
 
 // The precision is a plan control: fp8 is one undoable edit of runtime.precision, and the
 // prediction follows it (Llama-3.2-1B's MLP GEMMs are past the FP8 cut-off).
+// zb-h1 in the schedule combo: one undoable edit; the prediction's bubble falls below 1F1B's, and
+// the estimate holds more activations (a stage keeps up to pp micro-batches until their W).
+TEST(PlanPage, ZbH1ScheduleIsOneUndoableEditAndLowersTheBubble) {
+    Fixture f(gpt_config("preset: gpt2", {"runtime.precision=bf16", "parallel.pp=4", "train.grad_accum=8"}));
+    auto* combo = f.page->findChild<QComboBox*>("schedule");
+    ASSERT_NE(combo, nullptr);
+    EXPECT_EQ(combo->currentText(), "1f1b");
+    ASSERT_TRUE(f.page->hasEstimate());
+    const QString before = f.page->predictionText();
+    const double bubble0 = estimate_plan(f.doc.config(), device_spec("H200")).bubble_fraction;
+    const int undo0 = f.doc.undoStack()->count();
+    combo->setCurrentText("zb-h1");
+    QApplication::processEvents();
+    EXPECT_EQ(f.doc.config().parallel.schedule, "zb-h1");
+    EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 1);
+    ASSERT_TRUE(f.page->hasEstimate());
+    EXPECT_NE(f.page->predictionText(), before);
+    const PlanEstimate zb = estimate_plan(f.doc.config(), device_spec("H200"));
+    EXPECT_NEAR(bubble0, 3.0 / 11.0, 1e-9);
+    EXPECT_NEAR(zb.bubble_fraction, 3.0 / 27.0, 1e-9);
+    f.doc.undoStack()->undo();
+    QApplication::processEvents();
+    EXPECT_EQ(combo->currentText(), "1f1b");
+    EXPECT_EQ(f.page->predictionText(), before);
+}
+
 TEST(PlanPage, PrecisionIsOneUndoableEditAndMovesThePrediction) {
     Fixture f(gpt_config("preset: llama-3.2-1b, seq_len: 2048", {"runtime.precision=bf16", "train.micro_batch=8"}));
     auto* combo = f.page->findChild<QComboBox*>("precision");

@@ -106,7 +106,11 @@ void PlanPage::buildUi() {
     m_zero = new QComboBox(this);
     m_zero->addItems({"0 — replicated", "1 — optimizer sharded", "2 — + gradients", "3 — + parameters"});
     m_schedule = new QComboBox(this);
-    m_schedule->addItems({"1f1b", "gpipe", "interleaved"});
+    m_schedule->setObjectName("schedule");
+    m_schedule->addItems({"1f1b", "gpipe", "interleaved", "zb-h1"});
+    m_schedule->setItemData(3, "zero bubble (ZB-H1): each backward split into the input gradient and the "
+                               "weight gradients, the latter filling 1F1B's idle time",
+                            Qt::ToolTipRole);
     m_precision = new QComboBox(this);
     m_precision->setObjectName("precision");
     m_precision->addItems({"fp32", "bf16", "fp8"});

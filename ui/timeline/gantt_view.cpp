@@ -36,6 +36,9 @@ GanttView::GanttView(QWidget* parent) : QWidget(parent) {
 QColor GanttView::kindColor(const QString& kind) {
     if (kind == "forward") return QColor(0x4e, 0x79, 0xa7);
     if (kind == "backward") return QColor(0xf2, 0x8e, 0x2b);
+    // a split backward (zb-h1): B in the backward's red-orange family, W in green
+    if (kind == "backward_input") return QColor(0xe1, 0x57, 0x59);
+    if (kind == "backward_weight") return QColor(0x59, 0xa1, 0x4f);
     if (kind == "forward_backward") return QColor(0x76, 0xb7, 0xb2);
     if (kind == "recv") return QColor(0xba, 0xb0, 0xac);
     if (kind == "send") return QColor(0x9c, 0x75, 0x5f);

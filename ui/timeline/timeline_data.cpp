@@ -16,7 +16,8 @@ namespace tessera::studio {
 namespace {
 
 bool is_compute(const std::string& kind) {
-    return kind == "forward" || kind == "backward" || kind == "forward_backward";
+    return kind == "forward" || kind == "backward" || kind == "forward_backward" || kind == "backward_input" ||
+           kind == "backward_weight";
 }
 
 // First start / last end over the non-optimizer spans, in seconds; {inf, -inf} if none.
@@ -109,8 +110,10 @@ IdealPlan ideal_plan(const tessera::RunConfig& cfg) {
 GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms) {
     const IdealPlan p = ideal_plan(cfg);
     const int chunks = p.pp * p.v;
-    const double f = 1.0, b = 2.0;
-    // end time of forward / backward of (micro, global chunk); -1 = not yet run
+    // unit op times as the estimator's: a whole backward is B (input gradient) + W (weights)
+    const double f = 1.0, b = 1.0, w = 1.0;
+    using A = tessera::PipeAction;
+    // end time of forward / backward (or B) of (micro, global chunk); -1 = not yet run
     std::vector<double> fwd_end(size_t(p.micro) * chunks, -1), bwd_end(fwd_end);
     auto at = [&](int m, int g) { return size_t(m) * chunks + g; };
     std::vector<size_t> next(p.pp, 0);
@@ -126,22 +129,30 @@ GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms) {
                 const tessera::PipeAction& a = p.sched[s][next[s]];
                 const int gc = a.chunk * p.pp + s;
                 double ready = 0;
-                if (a.kind == tessera::PipeAction::forward) {
+                if (a.kind == A::forward) {
                     if (gc > 0) ready = fwd_end[at(a.micro, gc - 1)];
+                } else if (a.kind == A::backward_weight) {
+                    ready = bwd_end[at(a.micro, gc)];  // its own B
                 } else {
                     ready = gc + 1 < chunks ? bwd_end[at(a.micro, gc + 1)] : fwd_end[at(a.micro, gc)];
                 }
                 if (ready < 0) break;  // waits for another stage
                 const double t0 = std::max(ready, free_at[s]);
-                const double t1 = t0 + (a.kind == tessera::PipeAction::forward ? f : b);
-                (a.kind == tessera::PipeAction::forward ? fwd_end : bwd_end)[at(a.micro, gc)] = t1;
+                const double t1 = t0 + (a.kind == A::forward          ? f
+                                        : a.kind == A::backward       ? b + w
+                                        : a.kind == A::backward_input ? b
+                                                                      : w);
+                if (a.kind != A::backward_weight) (a.kind == A::forward ? fwd_end : bwd_end)[at(a.micro, gc)] = t1;
                 free_at[s] = t1;
                 GanttBar bar;
                 bar.row = s;
                 bar.stage = s;
                 bar.rank = s;
                 bar.micro = a.micro;
-                bar.kind = a.kind == tessera::PipeAction::forward ? "forward" : "backward";
+                bar.kind = a.kind == A::forward          ? "forward"
+                           : a.kind == A::backward       ? "backward"
+                           : a.kind == A::backward_input ? "backward_input"
+                                                         : "backward_weight";
                 bar.start_ms = t0;
                 bar.end_ms = t1;
                 g.bars.push_back(bar);
@@ -175,7 +186,8 @@ std::optional<tessera::ScheduleTimes> timeline_measured_times(const tessera::Run
         const double d = s.end_s - s.start_s;
         auto& a = acc[{s.stage, s.rank}];
         if (s.kind == "forward") a[0] += d, a[1] += 1;
-        else if (s.kind == "backward") a[2] += d, a[3] += 1;
+        else if (s.kind == "backward" || s.kind == "backward_input") a[2] += d, a[3] += 1;
+        else if (s.kind == "backward_weight") a[2] += d;  // zb-h1: B + W make one backward
         else if (s.kind == "forward_backward") a[0] += d / 3, a[1] += 1, a[2] += 2 * d / 3, a[3] += 1;
     }
     std::vector<double> f((size_t)p.pp, -1), b((size_t)p.pp, -1);
@@ -223,7 +235,10 @@ GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::
         GanttBar bar;
         bar.row = bar.stage = bar.rank = a.stage;
         bar.micro = a.micro;
-        bar.kind = a.kind == tessera::PipeAction::forward ? "forward" : "backward";
+        bar.kind = a.kind == tessera::PipeAction::forward          ? "forward"
+                   : a.kind == tessera::PipeAction::backward_input ? "backward_input"
+                   : a.kind == tessera::PipeAction::backward_weight ? "backward_weight"
+                                                                    : "backward";
         bar.start_ms = a.start_s * 1e3;
         bar.end_ms = a.end_s * 1e3;
         bar.critical = a.critical;
@@ -238,7 +253,7 @@ GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::
 double timeline_predicted_bubble(const tessera::RunConfig& cfg) {
     const IdealPlan p = ideal_plan(cfg);
     if (p.pp <= 1) return 0.0;
-    return tessera::schedule_bubble_fraction(p.sched, p.pp, 1.0, 2.0);
+    return tessera::schedule_bubble_fraction(p.sched, p.pp, 1.0, 1.0, 1.0);
 }
 
 }  // namespace tessera::studio

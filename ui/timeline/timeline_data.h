@@ -1,5 +1,5 @@
 // Timeline data: turns one step's measured spans (runs.db) into Gantt bars, simulates the ideal
-// pipeline schedule of the same plan (schedule_build, unit op times f = 1, b = 2) into bars on
+// pipeline schedule of the same plan (schedule_build, unit op times f = 1, B = W = 1) into bars on
 // the same time axis, and computes the measured and predicted bubble fractions. No widgets.
 #pragma once
 #include <QString>
@@ -52,8 +52,8 @@ double timeline_measured_bubble(const std::vector<tessera::SpanRecord>& spans);
 double timeline_pipeline_window_ms(const std::vector<tessera::SpanRecord>& spans);
 
 // Ideal schedule of cfg's plan (kind, pp, micro-batches = grad_accum, virtual stages), simulated
-// with f = 1, b = 2 per chunk and free p2p, scaled so its makespan equals window_ms. One row per
-// stage. Throws tessera::Error if the plan has no valid schedule.
+// with f = 1, B = W = 1 per chunk (a whole backward 2) and free p2p, scaled so its makespan
+// equals window_ms. One row per stage. Throws tessera::Error if the plan has no valid schedule.
 GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms);
 
 // ---- simulated: the plan's schedule run with real or predicted times (schedule_simulate) ----
@@ -74,7 +74,7 @@ tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg, c
 GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::ScheduleTimes& t,
                                   tessera::ScheduleSim* sim = nullptr);
 
-// Predicted bubble of cfg's schedule: schedule_bubble_fraction(f = 1, b = 2), as the estimator.
+// Predicted bubble of cfg's schedule: schedule_bubble_fraction(f = b = w = 1), as the estimator.
 double timeline_predicted_bubble(const tessera::RunConfig& cfg);
 
 }  // namespace tessera::studio

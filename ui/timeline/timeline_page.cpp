@@ -27,7 +27,8 @@ QWidget* legend_widget(QWidget* parent) {
     auto* w = new QWidget(parent);
     auto* lay = new QHBoxLayout(w);
     lay->setContentsMargins(0, 0, 0, 0);
-    for (const char* k : {"forward", "backward", "recv", "optimizer", "forward_backward"}) {
+    for (const char* k : {"forward", "backward", "backward_input", "backward_weight", "recv", "optimizer",
+                          "forward_backward"}) {
         auto* swatch = new QLabel(w);
         swatch->setFixedSize(12, 12);
         swatch->setStyleSheet(QString("background:%1; border:1px solid #555;")

@@ -46,8 +46,16 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
         for (int n = 0; n < N; ++n) {
             const float* x = inp + (long)n * C;
             const float* g = dout + (long)n * C;
-            float* dx = dinp + (long)n * C;
             float m = mean[n], s = rstd[n];
+            if (!dinp) {  // the weight and bias gradients only (a split backward's W)
+                for (int i = 0; i < C; ++i) {
+                    float norm = (x[i] - m) * s;
+                    pb[i] += g[i];
+                    pw[i] += norm * g[i];
+                }
+                continue;
+            }
+            float* dx = dinp + (long)n * C;
             float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
             for (int i = 0; i < C; ++i) {
                 float norm = (x[i] - m) * s;
@@ -66,6 +74,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
             }
         }
     }
+    if (!dweight) return;  // the input gradient only (a split backward's B)
     for (int t = 0; t < nthreads; ++t) {
         const float* pw = part.data() + (size_t)t * 2 * C;
         for (int i = 0; i < C; ++i) {

@@ -49,6 +49,10 @@ void backward_rows(float* dinp, float* dweight, const float* dout, const float* 
             const float* x = inp + L.offset(n);
             const float* d = dout + L.offset(n);
             const float r = rstd[n];
+            if (!dinp) {  // the weight gradient only (a split backward's W)
+                for (int c = 0; c < C; ++c) dw[c] += d[c] * (x[c] * r);
+                continue;
+            }
             float dot = 0.0f;
             for (int c = 0; c < C; ++c) dot += d[c] * weight[c] * (x[c] * r);
             dot /= C;
@@ -61,6 +65,7 @@ void backward_rows(float* dinp, float* dweight, const float* dout, const float* 
             }
         }
     }
+    if (!dweight) return;  // the input gradient only (a split backward's B)
     for (int t = 0; t < nt; ++t)
         for (int c = 0; c < C; ++c) dweight[c] += part[(size_t)t * C + c];
 }
