@@ -168,7 +168,6 @@ const MemCategory kParams = MemCategory::params, kGrads = MemCategory::grads,
                   kWork = MemCategory::workspace;
 using plan_sim::LayerKind;
 using plan_sim::RankSim;
-using plan_sim::SimLayer;
 using plan_sim::Timeline;
 
 // ------------------------------------------------------------------------------------------
