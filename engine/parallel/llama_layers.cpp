@@ -85,23 +85,7 @@ public:
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
         const int B = b.batch_size, T = b.seq_len, N = B * T, C = d_.d_model, hd = d_.head_dim;
         const int S = Ql_ + 2 * Kl_;
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
-        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
-        std::vector<Tensor>& s = it->second;
-        if (spec_.recompute == Recompute::full) {
-            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
-            r.resize(kCount);
-            s = std::move(r);
-        } else if (spec_.recompute == Recompute::selective) {
-            if (ops_.traits.attention_scores) {
-                s[STATS] = f32({B, NHl_, T, T}, MemCategory::activations);
-                Tensor scratch = work({N, Ql_});
-                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Ql_, NHl_, KVl_);
-            }
-            s[ACT] = act({N, Fl_});
-            ops_.swiglu_forward(s[ACT].data(), s[GU].data(), N, Fl_);
-        }
+        std::vector<Tensor>& s = saved_for_backward(micro, B, T);
         const DType adt = ops_.traits.act;
         void* gp = dout.data();  // d(block output); becomes d(block input) in place
         Tensor dgu = work({N, 2 * Fl_});
@@ -129,8 +113,7 @@ public:
         dqkv = Tensor();
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.rmsnorm_backward(gp, grad_ptr[ln1_], dln.data(), s[X].data(), w(ln1_), s[R1].f32(), N, C);
-        saved_.erase(it);
-        offloaded_.erase(micro);
+        release(micro);
         return dout;
     }
 
@@ -144,23 +127,7 @@ public:
         const int B = b.batch_size, T = b.seq_len, N = B * T, C = d_.d_model, hd = d_.head_dim;
         const int S = Ql_ + 2 * Kl_;
         TS_CHECK(!d_.qk_norm, name_, ": qk_norm blocks run their whole backward");
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
-        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
-        std::vector<Tensor>& s = it->second;
-        if (spec_.recompute == Recompute::full) {
-            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
-            r.resize(kCount);
-            s = std::move(r);
-        } else if (spec_.recompute == Recompute::selective) {
-            if (ops_.traits.attention_scores) {
-                s[STATS] = f32({B, NHl_, T, T}, MemCategory::activations);
-                Tensor scratch = work({N, Ql_});
-                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Ql_, NHl_, KVl_);
-            }
-            s[ACT] = act({N, Fl_});
-            ops_.swiglu_forward(s[ACT].data(), s[GU].data(), N, Fl_);
-        }
+        std::vector<Tensor>& s = saved_for_backward(micro, B, T);
         const DType adt = ops_.traits.act;
         const int64_t es = dtype_size(adt);
         Tensor dx = act({B, T, C});  // d(block output), becoming d(block input); dout stays for W
@@ -212,6 +179,30 @@ public:
     }
 
 private:
+    // micro's saved tensors, the ones the recompute policy dropped computed again (the whole
+    // backward and B both start here).
+    std::vector<Tensor>& saved_for_backward(int micro, int B, int T) {
+        const int N = B * T;
+        auto it = saved_.find(micro);
+        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
+        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
+        std::vector<Tensor>& s = it->second;
+        if (spec_.recompute == Recompute::full) {
+            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
+            r.resize(kCount);
+            s = std::move(r);
+        } else if (spec_.recompute == Recompute::selective) {
+            if (ops_.traits.attention_scores) {
+                s[STATS] = f32({B, NHl_, T, T}, MemCategory::activations);
+                Tensor scratch = work({N, Ql_});
+                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Ql_, NHl_, KVl_);
+            }
+            s[ACT] = act({N, Fl_});
+            ops_.swiglu_forward(s[ACT].data(), s[GU].data(), N, Fl_);
+        }
+        return s;
+    }
+
     // element `k` of a tensor's rows, in the activation dtype
     void* at(Tensor& t, int64_t k) { return static_cast<char*>(t.data()) + k * dtype_size(ops_.traits.act); }
 
