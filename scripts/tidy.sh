@@ -11,10 +11,8 @@
 # Cost (measured on the shared 2-core machine, clang-tidy 14): 7-12 s of CPU per file
 # (run_store.cpp 7.0 s, launcher.cpp 7.1 s, trainer.cpp 12.4 s), about 95 files: ~14 min of CPU,
 # ~7 min on 2 free cores. Exit 0 (saying so) where clang-tidy is not installed (Debian: clang-tidy).
-# State: ~80 of engine/'s files (all but engine/parallel after mlp_layers.cpp and engine/plan) were
-# checked; findings were fixed or the check left out with a reason, except three open
-# performance-inefficient-vector-operation findings (launch/preflight.cpp:320,
-# launch/run_control.cpp:205, launch/ssh.cpp:168), so `scripts/tidy.sh` does not pass yet.
+# State: every engine/ C++ file the CPU build compiles (99) passes (2026-12-02, 255 s on 2 cores),
+# so `--changed` in CI only meets findings a change brings.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"

@@ -2,7 +2,8 @@
 // (files, sockets, pipe ends), FilePtr (fopen), AddrInfoPtr (getaddrinfo). The only places where
 // close(), fclose() and freeaddrinfo() appear outside a forked child before exec
 // (scripts/check_raw_handles.sh keeps it so). Destructors ignore errors; FileWriter-style code
-// that must see close()'s result calls UniqueFd::close().
+// that must see close()'s result calls UniqueFd::close(). Also exec_argv: the char* array exec()
+// takes, built before fork().
 #pragma once
 #include <netdb.h>
 #include <unistd.h>
@@ -10,7 +11,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace tessera {
 
@@ -57,6 +60,16 @@ inline bool unique_pipe(UniquePipe& p, int flags) {
     p.read.reset(fds[0]);
     p.write.reset(fds[1]);
     return true;
+}
+
+// The null-terminated char* array execv()/execve() take, pointing into `strings` (which must
+// outlive it and not change). Built before fork(): a forked child makes no allocations.
+inline std::vector<char*> exec_argv(std::vector<std::string>& strings) {
+    std::vector<char*> a;
+    a.reserve(strings.size() + 1);
+    for (auto& s : strings) a.push_back(s.data());
+    a.push_back(nullptr);
+    return a;
 }
 
 // A stdio stream (fopen), fclose'd with its owner.

@@ -89,10 +89,8 @@ struct ExecPlan {
     std::vector<std::string> argv_s, env_s;
     std::vector<char*> argv, envp;
     void finish() {
-        for (auto& s : argv_s) argv.push_back(s.data());
-        argv.push_back(nullptr);
-        for (auto& s : env_s) envp.push_back(s.data());
-        envp.push_back(nullptr);
+        argv = exec_argv(argv_s);
+        envp = exec_argv(env_s);
     }
 };
 

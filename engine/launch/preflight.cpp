@@ -317,6 +317,7 @@ PreflightReport preflight_run(const RunConfig& cfg, std::ostream* progress) {
             return ok;
         }));
     std::vector<bool> usable;
+    usable.reserve(jobs.size());
     for (auto& j : jobs) usable.push_back(j.get());
     check_rendezvous(cfg, targets, rep.hosts, usable);
     return rep;

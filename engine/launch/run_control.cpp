@@ -201,9 +201,7 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
         args.push_back("--set");
         args.push_back(kv);
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    std::vector<char*> argv = exec_argv(args);
 
     UniquePipe out, err, exec_err;
     // a start that cannot happen: the controller says why, and so does the exception

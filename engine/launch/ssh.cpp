@@ -164,9 +164,7 @@ SshResult process_run(const std::vector<std::string>& argv, std::chrono::millise
     if (!unique_pipe(out, O_CLOEXEC) || !unique_pipe(err, O_CLOEXEC) || !unique_pipe(in, O_CLOEXEC))
         throw Error(str_cat("cannot create pipes: ", std::strerror(errno)));
     std::vector<std::string> args = argv;
-    std::vector<char*> cargv;
-    for (auto& s : args) cargv.push_back(s.data());
-    cargv.push_back(nullptr);
+    std::vector<char*> cargv = exec_argv(args);
     pid_t pid = ::fork();
     if (pid < 0) throw Error(str_cat("fork: ", std::strerror(errno)));
     if (pid == 0) {

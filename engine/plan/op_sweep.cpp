@@ -192,7 +192,10 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     auto sweep = [&](const char* name, const std::function<void(int, int)>& f,
                      const std::function<double(int, int)>& units) {
         std::vector<std::pair<double, double>> pts;
-        for (auto [N, C] : g.rows_cols) pts.push_back({units(N, C), dev.time_s([&] { f(N, C); })});
+        for (const auto& nc : g.rows_cols) {
+            const int N = nc.first, C = nc.second;  // named copies: lambdas capture them
+            pts.push_back({units(N, C), dev.time_s([&] { f(N, C); })});
+        }
         lin[name] = op_sweep_fit_linear(pts);
     };
     auto NxC = [](int N, int C) { return (double)N * C; };
@@ -216,8 +219,14 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     sweep(
         "rope",
         [&](int N, int C) { ops.rope(O, N / S, S, C / rope_hd, rope_hd, C, inv_freq, false); },
-        [&](int N, int C) { return (double)N * (C / rope_hd * rope_hd); });
-    auto NxF = [](int N, int C) { return (double)N * (C / 2); };
+        [&](int N, int C) {
+            const int whole_heads = C / rope_hd * rope_hd;
+            return (double)N * whole_heads;
+        });
+    auto NxF = [](int N, int C) {
+        const int F = C / 2;
+        return (double)N * F;
+    };
     sweep(
         "swiglu_forward", [&](int N, int C) { ops.swiglu_forward(O, A, N, C / 2); }, NxF);
     sweep(
@@ -253,7 +262,8 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     // the classifier over (N rows, padded vocabulary)
     {
         std::vector<std::pair<double, double>> st, lo;
-        for (auto [N, V] : g.rows_vocab) {
+        for (const auto& nv : g.rows_vocab) {
+            const int N = nv.first, V = nv.second;
             const int Vl = ops.traits.vocab_align > 1 ? V - 47 : V;  // real columns, padded (GPUs)
             st.push_back({(double)N * V, dev.time_s([&] {
                               ops.cross_entropy_stats(stats, nullptr, O, tokens, 0, N, Vl, V,
@@ -369,6 +379,7 @@ json op_sweep_host_optimizer() {
     std::vector<float> p(n2, 0.01f), g(n2, 1e-3f), m(n2, 0.0f), v(n2, 0.0f);
     const AdamWHyper h{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1};
     std::vector<std::pair<double, double>> pts;
+    pts.reserve(sizes.size());
     for (int64_t n : sizes)
         pts.push_back({(double)n, cpu_time_s([&] { adamw_update(p.data(), g.data(), m.data(), v.data(), n, h, 1.0f); })});
     return {{"adamw", op_sweep_fit_linear(pts)}, {"threads", omp_get_max_threads()}};
