@@ -30,6 +30,7 @@
 #include "ui/plan/plan_page.h"
 #include "ui/shell/main_window.h"
 #include "ui/timeline/timeline_page.h"
+#include "tests/support/ui_paths.h"
 
 using namespace tessera;
 using namespace tessera::studio;
@@ -120,7 +121,7 @@ TEST(StudioEndToEnd, LaunchWatchStopAndScreenshotEveryPage) {
     st.compare->refresh();
     RunStore store = RunStore::open(st.doc.dbPath().toStdString(), true);
     st.compare->setSelectedRuns({store.runs_list().back().id});
-    const QString shots = QString(TESSERA_BIN_DIR) + "/../screenshots";
+    const QString shots = tessera::test_support::screenshot_dir();
     QStringList files = st.win.saveScreenshots(shots, "e2e-quickstart");
     for (const char* page : {"monitor", "timeline", "compare"}) {
         QString f;

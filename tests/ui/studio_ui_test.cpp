@@ -28,6 +28,7 @@
 #include "ui/model/model_facts.h"
 #include "ui/model/model_page.h"
 #include "ui/shell/main_window.h"
+#include "tests/support/ui_paths.h"
 
 using namespace tessera::studio;
 
@@ -79,12 +80,6 @@ QString copy_quickstart(const QTemporaryDir& tmp) {
 }
 
 QString hf_fixture(const char* name) { return QString(TESSERA_TESTS_DIR) + "/model/data/hf/" + name; }
-
-QString screenshot_dir() {
-    const QString d = QString(TESSERA_BIN_DIR) + "/../screenshots";
-    QDir().mkpath(d);
-    return QDir(d).absolutePath();
-}
 
 // Picks `text` in a combo box as a user does: open the popup, click the item.
 void choose(QComboBox* combo, const QString& text) {
@@ -386,7 +381,7 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
     EXPECT_EQ(table->index(32, C::Params).data(Qt::UserRole).toLongLong(), 134515008);  // SmolLM-135M
     EXPECT_EQ(cell(table, 32, C::Params), "134.52 M");
     QApplication::processEvents();  // the layout settles, as on screen
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/model_page_smollm_135m.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_smollm_135m.png"));
 
     choose(preset, "smollm2-360m");
     EXPECT_EQ(doc.config().model.preset, "smollm2-360m");
@@ -482,7 +477,7 @@ TEST_F(StudioTest, OpenModelFolderRefusesBadFoldersWithTheEngineMessageAndKeepsT
     // the unsupported architecture's message, as the page shows it
     EXPECT_FALSE(page.openModelFolder(tmp.filePath("bert")));
     QApplication::processEvents();  // the layout settles, as on screen
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/model_page_bad_folder.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_bad_folder.png"));
     EXPECT_TRUE(doc.config() == before);
     EXPECT_TRUE(doc.isModified());  // the user's own edit, still there
     EXPECT_EQ(read_all(dir + "/project.yaml"), yaml);
@@ -538,7 +533,7 @@ TEST_F(StudioTest, OpenModelFolderShowsTheFolderModelAndSavesARelativeInitFrom) 
     // 96·32 embedding + 2 blocks of (2·32 + 64·32 + 32·32 + 3·48·32) + the final norm's 32
     EXPECT_EQ(table->index(4, C::Params).data(Qt::UserRole).toLongLong(), 3072 + 2 * 7744 + 32);
     QApplication::processEvents();  // the layout settles, as on screen
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/model_page_hf_llama3_tied.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_hf_llama3_tied.png"));
 
     // inside the project: relative to project.yaml, as the engine resolves it
     const QString qwen = dir + "/models/qwen2_bias";

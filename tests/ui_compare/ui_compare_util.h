@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QStandardPaths>
+#include "tests/support/ui_paths.h"
 
 namespace ui_compare_test {
 
@@ -19,10 +20,6 @@ inline void ensure_app() {
     (void)app;
 }
 
-inline QString screenshot_dir() {
-    const QString d = QString(TESSERA_BIN_DIR) + "/../screenshots";
-    QDir().mkpath(d);
-    return QDir(d).absolutePath();
-}
+using tessera::test_support::screenshot_dir;
 
 }  // namespace ui_compare_test

@@ -23,24 +23,13 @@
 #include "ui/monitor/monitor_device.h"
 #include "ui/monitor/monitor_page.h"
 #include "ui/monitor/system_charts.h"
+#include "tests/support/ui_paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera::studio;
 namespace metric = tessera::metric;
 
 namespace {
-
-QString screenshot_dir() {
-    const QString d = QString(TESSERA_BIN_DIR) + "/../screenshots";
-    QDir().mkpath(d);
-    return d;
-}
-
-fs::path temp_dir(const char* tag) {
-    return fs::temp_directory_path() /
-           (std::string("tessera_monsys_") + tag + "_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-}
 
 // The estimator's tokens/s for the fixture's plan on the H200 (what the page compares with).
 double predicted_tok_per_s() {
@@ -55,7 +44,7 @@ double predicted_tok_per_s() {
 TEST(MonitorSystem, ChartsAlertsAndMemoryLayout) {
     const double pred = predicted_tok_per_s();
     ASSERT_GT(pred, 0);
-    fs::path dir = temp_dir("gpu");
+    fs::path dir = tessera::test_support::unique_temp_dir("monsys_gpu");
     const int64_t id = tessera::fixture::write_gpu_run(dir, pred);
     ProjectDocument doc;
     QString err;
@@ -145,11 +134,11 @@ TEST(MonitorSystem, ChartsAlertsAndMemoryLayout) {
     EXPECT_TRUE(ticker->ticks().value(2).contains("N1 S1"))
         << ticker->ticks().value(2).toStdString();
 
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/monitor_system_alerts.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_alerts.png"));
     page.showSystemTab();
     QApplication::processEvents();
     page.replotNow();
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/monitor_system_charts.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_charts.png"));
     std::error_code ec;
     fs::remove_all(dir, ec);
 }
@@ -157,7 +146,7 @@ TEST(MonitorSystem, ChartsAlertsAndMemoryLayout) {
 // A diverged run: ranks 2 and 1 write NaN at step 7 (rank 1 first), the run fails; the mark
 // names rank 1. A CPU run has only host metrics: the GPU charts stay hidden.
 TEST(MonitorSystem, NanMarkedWithTheFirstRankAndCpuRunShowsHostOnly) {
-    fs::path dir = temp_dir("nan");
+    fs::path dir = tessera::test_support::unique_temp_dir("monsys_nan");
     fs::create_directories(dir);
     const std::string yaml =
         "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
@@ -208,7 +197,7 @@ TEST(MonitorSystem, NanMarkedWithTheFirstRankAndCpuRunShowsHostOnly) {
     EXPECT_FALSE(sys->chartVisible(std::string(metric::gpu_util_percent)));
     page.showSystemTab();
     QApplication::processEvents();
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/monitor_system_nan_cpu.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_nan_cpu.png"));
     std::error_code ec;
     fs::remove_all(dir, ec);
 }

@@ -19,21 +19,12 @@
 #include "ui/timeline/gantt_view.h"
 #include "ui/timeline/timeline_data.h"
 #include "ui/timeline/timeline_page.h"
+#include "tests/support/ui_paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera::studio;
 
 namespace {
-QString screenshot_dir() {
-    const QString d = QString(TESSERA_BIN_DIR) + "/../screenshots";
-    QDir().mkpath(d);
-    return d;
-}
-fs::path temp_dir(const char* tag) {
-    return fs::temp_directory_path() /
-           (std::string("tessera_tlsim_") + tag + "_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-}
 }  // namespace
 
 TEST(TimelineSim, MeasuredTimesPerStageTheSlowestRank) {
@@ -56,7 +47,7 @@ TEST(TimelineSim, MeasuredTimesPerStageTheSlowestRank) {
 }
 
 TEST(TimelineSim, PageSimulatesTheMeasuredStepWithCriticalPathAndBubbles) {
-    fs::path dir = temp_dir("run");
+    fs::path dir = tessera::test_support::unique_temp_dir("tlsim_run");
     const int64_t id = tessera::fixture::write_gpu_run(dir, 50000);
     ProjectDocument doc;
     QString err;
@@ -88,13 +79,13 @@ TEST(TimelineSim, PageSimulatesTheMeasuredStepWithCriticalPathAndBubbles) {
                              sim.bars.begin());
     EXPECT_TRUE(page.idealView()->barDescription(crit_bar).contains("critical path"));
     QApplication::processEvents();
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/timeline_simulated_measured.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/timeline_simulated_measured.png"));
     std::error_code ec;
     fs::remove_all(dir, ec);
 }
 
 TEST(TimelineSim, BeforeAnyRunThePredictedTimesAndABrokenDbIsOneMessage) {
-    fs::path dir = temp_dir("norun");
+    fs::path dir = tessera::test_support::unique_temp_dir("tlsim_norun");
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << tessera::fixture::gpu_run_yaml();
     ProjectDocument doc;
@@ -113,7 +104,7 @@ TEST(TimelineSim, BeforeAnyRunThePredictedTimesAndABrokenDbIsOneMessage) {
     EXPECT_GT(page.simulatedBubble(), 0.0);
     EXPECT_TRUE(page.statusText().contains("No runs yet")) << page.statusText().toStdString();
     QApplication::processEvents();
-    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/timeline_simulated_predicted.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/timeline_simulated_predicted.png"));
 
     // a runs.db that is not a database: one message naming the problem, no crash
     std::ofstream(dir / "runs.db") << "this is not sqlite";
