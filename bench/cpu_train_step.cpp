@@ -1,5 +1,7 @@
-// CPU training-step throughput: achieved GFLOP/s of a full GPT training step (forward, backward,
-// AdamW) next to OpenBLAS sgemm's GFLOP/s on the same GEMM shapes, measured in the same run.
+// CPU training-step throughput of the reference GPT (engine/model/gpt.cpp, the equivalence
+// matrix's oracle, not the training path): achieved GFLOP/s of a full step (forward, backward,
+// AdamW) next to OpenBLAS sgemm's GFLOP/s on the same GEMM shapes, measured in the same run. The
+// product's step (the runtime's layers, one rank included) is bench/cpu_step_time.py's.
 // usage: cpu_train_step [n_layer d_model n_head seq_len micro_batch] (default: the quickstart)
 #include <cblas.h>
 #include <omp.h>
@@ -33,7 +35,7 @@ int main(int argc, char** argv) {
     const int T = d.seq_len, C = d.d_model, V = d.vocab, N = B * T;
     const int threads = omp_get_max_threads();
 
-    // ---- the training step, as tessera train runs it (OpenMP slices, single-threaded BLAS)
+    // ---- the reference's training step (OpenMP slices, single-threaded BLAS, as the runtime's kernels)
     openblas_set_num_threads(1);
     GptModel model(d);
     model.init_params(1);
@@ -96,7 +98,7 @@ int main(int argc, char** argv) {
 
     std::printf("model: %s, micro-batch %d, %d threads\n", model.describe().c_str(), B, threads);
     std::printf("%-44s %10s %12s\n", "measure", "ms", "GFLOP/s");
-    std::printf("%-44s %10.2f %12.1f\n", "tessera training step (fwd+bwd+AdamW)", step_s * 1e3,
+    std::printf("%-44s %10.2f %12.1f\n", "reference GPT step (fwd+bwd+AdamW)", step_s * 1e3,
                 step_gflops);
     std::printf("%-44s %10.2f %12.1f\n", "OpenBLAS sgemm, same GEMM shapes (peer)", gemm_s * 1e3,
                 sgemm_gflops);

@@ -1,7 +1,8 @@
 // `tessera train CONFIG [--steps N] [--db FILE] [--set k=v]... [--resume | --resume-from DIR]`
 //
-// One rank (dp = tp = pp = 1): trains in this process. Several: this process becomes the job's
-// launcher (engine/launch) and starts one `tessera _rank` process per rank. Started by torchrun,
+// One rank (dp = tp = pp = 1): trains in this process, as the parallel runtime's 1x1x1 case (the
+// same step loop as every rank). Several: this process becomes the job's launcher (engine/launch)
+// and starts one `tessera _rank` process per rank. Started by torchrun,
 // mpirun or srun (RANK/WORLD_SIZE, OMPI_COMM_WORLD_*, SLURM_* set), it runs as one rank itself;
 // rank 0 then writes the run store.
 #include <unistd.h>
@@ -22,7 +23,6 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "engine/train/parallel_trainer.h"
-#include "engine/train/trainer.h"
 
 namespace tessera {
 
@@ -102,35 +102,49 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     if (const char* ms = std::getenv("TESSERA_COMM_TIMEOUT_MS"))  // watchdog; default 60 s
         co.timeout = std::chrono::milliseconds(std::max(100, std::atoi(ms)));
     ProcessGroups groups = comm_create_groups(env, mesh, co);
+    // Where telemetry goes: the launcher's pipe; or, for the rank that writes the run itself (one
+    // rank in this process, or rank 0 under torchrun / mpirun / srun), runs.db, opened once the
+    // rank is built and its weights loaded (bad input records no run); other ranks: nowhere.
     std::unique_ptr<TelemetrySink> sink;
     std::unique_ptr<RunStore> store;
     int64_t run_id = 0;
-    if (const char* fd = std::getenv("TESSERA_TELEMETRY_FD")) {
-        sink = telemetry_stream_sink(std::atoi(fd));
-    } else if (env.rank == 0) {  // torchrun / mpirun / srun: rank 0 writes the store itself
-        std::string db = opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : opts.db_path;
-        store = std::make_unique<RunStore>(RunStore::open(db));
-        RunStartRecord start{cfg.name, cfg.source_text, telemetry_host_name(), mesh.world(), "", telemetry_now()};
-        run_id = store->run_begin(start);
-        sink = store_sink(*store, run_id);
-    } else {
-        sink = std::make_unique<NullSink>();
-    }
+    if (const char* fd = std::getenv("TESSERA_TELEMETRY_FD")) sink = telemetry_stream_sink(std::atoi(fd));
+    else if (env.rank != 0) sink = std::make_unique<NullSink>();
+    auto open_sink = [&]() -> TelemetrySink& {
+        if (!sink) {
+            std::string db = opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : opts.db_path;
+            store = std::make_unique<RunStore>(RunStore::open(db));
+            RunStartRecord start{cfg.name, cfg.source_text, telemetry_host_name(), mesh.world(), "", telemetry_now()};
+            run_id = store->run_begin(start);
+            sink = store_sink(*store, run_id);
+            std::cout << "tessera: run " << run_id << " in " << db << std::endl;
+        }
+        return *sink;
+    };
     try {
         TrainOptions rank_opts = opts;
         rank_opts.host_metrics = env.local_rank == 0;
-        TrainResult r = parallel_train_rank(cfg, groups, *sink, rank_opts, std::cout);
+        TrainResult r = parallel_train_rank(cfg, groups, open_sink, rank_opts, std::cout);
         if (env.rank == 0 || r.status == run_status::stopped)
             sink->write(RunEndRecord{r.status, r.status == run_status::stopped ? "stopped by the user" : "",
                                      r.steps_done, telemetry_now()});
         sink->flush();
+        if (store) {  // this process wrote the run: say how it ended
+            std::cout << "tessera: run " << run_id << " " << r.status << " after " << r.steps_done
+                      << " steps; train loss " << r.last_train_loss;
+            if (r.last_val_loss >= 0) std::cout << ", val loss " << r.last_val_loss;
+            if (r.last_val_accuracy >= 0) std::cout << ", test accuracy " << r.last_val_accuracy;
+            std::cout << std::endl;
+        }
         // under the launcher a stopped rank exits 0: the launcher reads "stopped" from run_end
-        if (r.status == run_status::stopped) return std::getenv("TESSERA_TELEMETRY_FD") ? 0 : 130;
-        return r.status == run_status::completed ? 0 : 1;
+        if (r.status == run_status::stopped && std::getenv("TESSERA_TELEMETRY_FD")) return 0;
+        return run_status::exit_code(r.status);
     } catch (const std::exception& e) {
-        sink->write(ErrorRecord{env.rank, 0, e.what(), telemetry_now()});
-        if (store) sink->write(RunEndRecord{std::string(run_status::failed), e.what(), 0, telemetry_now()});
-        sink->flush();
+        if (sink) {  // a run that started (or the launcher's pipe) records why it ended
+            sink->write(ErrorRecord{env.rank, 0, e.what(), telemetry_now()});
+            if (store) sink->write(RunEndRecord{std::string(run_status::failed), e.what(), 0, telemetry_now()});
+            sink->flush();
+        }
         throw;
     }
 }
@@ -148,23 +162,12 @@ int cli_train(const CliArgs& args) {
     RankEnv env = rank_env_from_environment();
     if (env.source != "single" && env.source != "tessera") return run_rank(cfg, env, t.opts);
     bool remote = !cfg.cluster.hosts.empty();
-    if (world == 1 && !remote && (cfg.runtime.device == "cuda" || model_family(cfg.model.preset) == "llama")) {
-        // one GPU, or a model with no single-rank reference (the Llama family, which PyTorch
-        // checks): the rank loop in this process (it writes the store itself)
-        std::signal(SIGINT, [](int) { train_request_stop(); });
-        return run_rank(cfg, env, t.opts);
-    }
     if (world == 1 && !remote) {
+        // one rank: the runtime at 1x1x1 in this process (it writes the store itself); Ctrl-C
+        // and SIGTERM stop it after the current step, with a checkpoint where one is configured
         std::signal(SIGINT, [](int) { train_request_stop(); });
         std::signal(SIGTERM, [](int) { train_request_stop(); });
-        TrainResult r = train_run(cfg, t.opts);
-        std::cout << "tessera: run " << r.run_id << " " << r.status << " after " << r.steps_done
-                  << " steps; train loss " << r.last_train_loss;
-        if (r.last_val_loss >= 0) std::cout << ", val loss " << r.last_val_loss;
-        if (cfg.model.preset == "mlp" && r.last_val_accuracy >= 0)
-            std::cout << ", test accuracy " << r.last_val_accuracy;
-        std::cout << "\n";
-        return run_status::exit_code(r.status);
+        return run_rank(cfg, env, t.opts);
     }
     // the launcher: one `tessera _rank` process per rank (or, with cluster hosts, one node
     // launcher per host over ssh); this process writes the store

@@ -4,7 +4,48 @@
 
 #include <algorithm>
 
+#include "engine/core/error.h"
+
 namespace tessera {
+
+std::vector<Layer*> StageLayers::all() const {
+    std::vector<Layer*> v;
+    for (const auto& ch : chunks)
+        for (const auto& l : ch) v.push_back(l.get());
+    return v;
+}
+
+std::vector<StageChunk> StageLayers::views() const {
+    std::vector<StageChunk> v(chunks.size());
+    for (size_t c = 0; c < chunks.size(); ++c) {
+        v[c].global = global[c];
+        for (const auto& l : chunks[c]) v[c].layers.push_back(l.get());
+    }
+    return v;
+}
+
+StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk, int pp,
+                               int stage) {
+    const int G = (int)blocks_per_chunk.size(), n_layers = spec.model.n_layers();
+    TS_CHECK(pp >= 1 && G % pp == 0 && stage >= 0 && stage < pp, "stage_layers_build: ", G,
+             " chunks over pp ", pp, ", stage ", stage);
+    std::vector<int> first(G + 1, 1);  // the global layer index each chunk's blocks start at
+    for (int g = 0; g < G; ++g) first[g + 1] = first[g] + blocks_per_chunk[g];
+    StageLayers st;
+    Layer* embedding = nullptr;
+    for (int g = stage; g < G; g += pp) {
+        const int lo = g == 0 ? 0 : first[g], hi = g == G - 1 ? n_layers : first[g + 1];
+        st.global.push_back(g);
+        st.lo.push_back(lo);
+        st.hi.push_back(hi);
+        auto& ch = st.chunks.emplace_back();
+        for (int li = lo; li < hi; ++li) {
+            ch.push_back(layer_create(spec, li, pp == 1 ? embedding : nullptr));
+            if (li == 0) embedding = ch.back().get();
+        }
+    }
+    return st;
+}
 
 StageRunner::StageRunner(const ModelShape& model, std::vector<StageChunk> chunks, ParamStore& store,
                          StageEdges& edges, const Options& o)

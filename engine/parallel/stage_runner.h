@@ -8,6 +8,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -23,6 +24,20 @@ struct StageChunk {
     int global = 0;
     std::vector<Layer*> layers;
 };
+
+// A pipeline stage's chunks of layers, owned: local chunk c is global chunk c·pp + stage and
+// holds the model's layers [lo[c], hi[c]) (blocks per global chunk as given; the first chunk also
+// holds the embedding, the last the head), each made by layer_create with the stage's spec. The
+// GPT head shares the embedding's wte where both are on the stage (pp = 1). Built once, by the
+// one function below, for the ranks' loop and for the estimator's meta ranks.
+struct StageLayers {
+    std::vector<int> global, lo, hi;                          // per local chunk
+    std::vector<std::vector<std::unique_ptr<Layer>>> chunks;  // per local chunk, forward order
+    std::vector<Layer*> all() const;                          // every layer, chunk by chunk
+    std::vector<StageChunk> views() const;                    // what StageRunner walks
+};
+StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk, int pp,
+                               int stage);
 
 // A stage's edges. dir 0: activations (to the next stage), 1: gradients (to the previous).
 class StageEdges {

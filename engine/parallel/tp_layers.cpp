@@ -50,6 +50,23 @@ std::vector<LayerSpec> ModelShape::layer_specs() const {
                                                                                   : mlp_layer_specs(sizes);
 }
 
+std::string ModelShape::describe() const {
+    const int64_t P = param_table().total_numel();
+    if (family == Family::mlp) {
+        std::string s = "MLP";
+        for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "-" : " ") + std::to_string(sizes[i]);
+        return str_cat(s, ", ", P, " parameters");
+    }
+    if (family == Family::llama)
+        return str_cat("Llama family ", llama.n_layer, " layers, ", llama.n_head, " heads over ", llama.n_kv_head,
+                       " key/value heads of ", llama.head_dim, ", d_model ", llama.d_model, ", ffn ", llama.ffn,
+                       llama.qk_norm ? ", q/k norm" : "", llama.qkv_bias ? ", q/k/v biases" : "", ", seq ",
+                       llama.seq_len, ", vocab ", llama.vocab, llama.tie_embeddings ? " (tied)" : "", ", ", P,
+                       " parameters");
+    return str_cat("GPT ", gpt.n_layer, " layers, ", gpt.n_head, " heads, d_model ", gpt.d_model, ", seq ",
+                   gpt.seq_len, ", vocab ", gpt.vocab, ", ", P, " parameters");
+}
+
 Shape ModelShape::hidden(int B, int T) const {
     TS_CHECK(family != Family::mlp, "an MLP's layers are not split into stages");
     return {B, T, d_model()};

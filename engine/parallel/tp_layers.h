@@ -167,6 +167,8 @@ struct ModelShape {
     // the head computes with the embedding's table (its copy on a pp > 1 last stage)
     bool tied() const { return family == Family::gpt || (family == Family::llama && llama.tie_embeddings); }
     int vocab() const { return family == Family::gpt ? gpt.vocab : llama.vocab; }        // transformers
+    // One line for people: "GPT 12 layers, 12 heads, d_model 768, seq 1024, vocab 50257, N parameters".
+    std::string describe() const;
     // What a pipeline stage hands the next: the hidden state of B samples of T positions.
     Shape hidden(int B, int T) const;
 

@@ -163,47 +163,11 @@ std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
 namespace {
 
 constexpr int64_t kF = 4;  // bytes per fp32 element (parameters, gradients, moments)
-const MemCategory kParams = MemCategory::params, kGrads = MemCategory::grads,
-                  kOpt = MemCategory::optimizer, kAct = MemCategory::activations,
-                  kWork = MemCategory::workspace;
 using plan_sim::LayerKind;
 using plan_sim::RankSim;
-using plan_sim::Timeline;
 
 // ------------------------------------------------------------------------------------------
-// World 1: GptModel + AdamW allocate everything once (engine/model/gpt.cpp ensure_acts)
-
-void single_rank_memory_gpt(const GptDims& d, int B, Timeline& tl) {
-    const int64_t P = gpt_param_table(d).total_numel();
-    const int64_t C = d.d_model, T = d.seq_len, V = d.vocab, NH = d.n_head, N = (int64_t)B * T;
-    tl.alloc(kParams, kF * P);
-    tl.alloc(kGrads, kF * P);
-    tl.alloc(kOpt, kF * 2 * P);
-    // per block: ln1, qkv (3C), atty, res1, ln2, fch (4C), fch_gelu (4C), out = 16C per token,
-    // 4 LayerNorm statistics per token, attention probabilities (B, NH, T, T)
-    const int64_t block = 16 * N * C + 4 * N + (int64_t)B * NH * T * T;
-    tl.alloc(kAct, kF * (N * C + d.n_layer * block + N * C + 2 * N + N * V + N));
-    tl.alloc(kWork, kF * 14 * N * C);  // dresidual, dln, dqkv (3C), datty, dfch (4C), dfch_gelu (4C)
-}
-
-// MlpModel: per layer the pre-activation and its ReLU (B, out), the losses (B), and two
-// backward buffers as wide as the widest layer (engine/model/mlp.cpp forward)
-void single_rank_memory_mlp(const std::vector<int>& sizes, int B, Timeline& tl) {
-    const int64_t P = mlp_param_table(sizes).total_numel();
-    tl.alloc(kParams, kF * P);
-    tl.alloc(kGrads, kF * P);
-    tl.alloc(kOpt, kF * 2 * P);
-    int64_t acts = B, widest = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-        if (i > 0) acts += 2 * (int64_t)B * sizes[i];
-        widest = std::max<int64_t>(widest, sizes[i]);
-    }
-    tl.alloc(kAct, kF * acts);
-    tl.alloc(kWork, kF * 2 * B * widest);
-}
-
-// ------------------------------------------------------------------------------------------
-// Parallel ranks: RankRunner's step on the meta device (rank_sim.h)
+// Every rank, one or many: RankRunner's step on the meta device (rank_sim.h)
 
 // Ring all-reduce sends 2 (n-1)/n of the buffer per rank; all-gather / reduce-scatter (n-1)/n.
 double ring_all_reduce(double bytes, int n) { return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0; }
@@ -304,7 +268,7 @@ double price_cpu_comm(const OpCosts& costs, const RankSim& sim, const ParallelCo
     if (r.comm_pp_bytes > 0) {
         const int G = par.pp * par.virtual_stages;
         double boundaries = 0;  // messages per micro-batch: outputs on, input gradients back
-        for (int g : sim.global_chunk) boundaries += (g < G - 1) + (g > 0);
+        for (int g : sim.layers.global) boundaries += (g < G - 1) + (g > 0);
         s += boundaries * m * k.fixed_s + r.comm_pp_bytes * k.per_unit_s;
     }
     if (r.comm_embedding_bytes > 0) s += k.at(r.comm_embedding_bytes);
@@ -371,8 +335,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     const double rate = per_rank_peak * dev.efficiency;
     const int64_t capacity = dev.shared_host ? dev.memory_bytes / world : dev.memory_bytes;
 
-    // GPU runs take the parallel runtime even on one rank (engine/cli/train.cpp); the CPU's
-    // world 1 is GptModel
+    // every run takes the parallel runtime, one rank included (engine/cli/train.cpp)
     const bool gpu = cfg.runtime.device == "cuda";
     const int64_t act_bytes = gpu && cfg.runtime.bf16_activations() ? 2 : 4;
     // measured per-op costs price a GPU step where the device has them (bf16 only), and CPU ranks
@@ -396,28 +359,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every op
     const double oversubscribed =
         !gpu && dev.shared_host ? std::max(1.0, (double)world * plan_cpu_threads(cfg) / cpu_host().cores) : 1.0;
-    // the single-rank reference models (GptModel, MlpModel): their own few buffers; their step
-    // is the runtime's at world 1 in ops (the same CPU kernels), priced from its trace below
-    const bool reference = world == 1 && !gpu && !llama;
-    auto reference_memory = [&](RankEstimate& r) {
-        Timeline tl;
-        if (gpt) single_rank_memory_gpt(d, B, tl);
-        else single_rank_memory_mlp(shape.sizes, B, tl);
-        r.peak_bytes = tl.peak;
-        r.total_peak_bytes = tl.total_peak;
-        r.device_peak_bytes = tl.device_peak;
-        r.max_in_flight = 1;
-        r.layers = shape.n_layers();
-        r.flops_per_step = est.model_flops_per_step;
-        est.flops_per_step = r.flops_per_step;
-    };
-    if (reference && !costs) {
-        RankEstimate r;
-        reference_memory(r);
-        r.compute_s = r.flops_per_step / rate;
-        est.ranks.push_back(r);
-        est.step_s = r.compute_s;
-    } else {
+    {
         const ScheduleKind sk = schedule_kind_parse(par.schedule);
         const int v = par.virtual_stages;
         auto sched = schedule_build(sk, par.pp, m, v);
@@ -427,9 +369,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         est.bubble_fraction = par.pp > 1 ? schedule_bubble_fraction(sched, par.pp, 1.0, w_splits ? 1.0 : 2.0,
                                                                     w_splits ? 1.0 : 0.0)
                                          : 0.0;
-        std::vector<int> blocks = plan_blocks_per_chunk(cfg);
-        std::vector<int> first(blocks.size() + 1, 1);
-        for (size_t c = 0; c < blocks.size(); ++c) first[c + 1] = first[c] + blocks[c];
+        const std::vector<int> blocks = plan_blocks_per_chunk(cfg);
         const int G = par.pp * v;
         if (!par.recompute.empty() && par.recompute.size() != 1 && (int)par.recompute.size() != par.pp)
             throw InputError(str_cat(cfg.source_path, ": parallel.recompute: expected 1 or pp (",
@@ -465,12 +405,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                           act_bytes == 2 ? DType::bf16 : DType::f32, cfg.runtime.fp8_gemms());
                 double flops_tok = 0;  // executed forward+backward(+recompute) FLOPs per token
                 int layers = 0;
-                for (int c = 0; c < v; ++c) {
-                    const int g = c * par.pp + s;
-                    int lo = g == 0 ? 0 : first[g];
-                    int hi = g == G - 1 ? shape.n_layers() : first[g + 1];
-                    sim.add_chunk(g, shape, lo, hi, t, par.tp, rc);
-                    for (int li = lo; li < hi; ++li) {
+                sim.build(shape, blocks, t, par.tp, rc);
+                for (size_t c = 0; c < sim.layers.chunks.size(); ++c) {
+                    for (int li = sim.layers.lo[c]; li < sim.layers.hi[c]; ++li) {
                         // a GPT block's columns and rows split evenly over TP, the head by its
                         // vocabulary shard; recompute repeats the forward (full) or attention's
                         // score part (selective)
@@ -588,7 +525,6 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                                             r.optimizer_s + r.comm_s + r.offload_s);
         }
         est.step_s = slowest;
-        if (reference) reference_memory(est.ranks[0]);
     }
     for (auto& r : est.ranks) {
         if (est.fits && r.device_peak_bytes > capacity) {

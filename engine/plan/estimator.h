@@ -2,9 +2,9 @@
 // every rank's memory by category (the MemoryTracker categories the runtime reports), FLOPs,
 // communication volume, the pipeline bubble and the step time. Memory comes from running the
 // rank's training step on the meta device with the runtime's own layers (engine/parallel: GPT,
-// the Llama family or the MLP), ParamStore and schedule walk (StageRunner; engine/plan/rank_sim.h);
-// a CPU world 1 is the single-rank reference model (GptModel, MlpModel), whose few buffers are
-// listed here. Formulas: docs/parallelism.md, "The estimator".
+// the Llama family or the MLP), ParamStore and schedule walk (StageRunner; engine/plan/rank_sim.h),
+// one rank included (it trains through the same runtime). Formulas: docs/parallelism.md, "The
+// estimator".
 // Qt-free: the CLI (`tessera plan`) and the studio both call it.
 #pragma once
 #include <array>

@@ -40,62 +40,55 @@ RankSim::~RankSim() {
     runner_.reset();
     store_.reset();
     chunks.clear();
+    layers = StageLayers{};
     meta_memory_install(outer_);
 }
 
-void RankSim::add_chunk(int g, const ModelShape& model, int lo, int hi, int tp, int tp_size, Recompute rc) {
+void RankSim::build(const ModelShape& model, const std::vector<int>& blocks_per_chunk, int tp, int tp_size,
+                    Recompute rc) {
     tl.async_copies = device.async_copies;
     model_ = model;
-    ShardSpec spec{model, TpGroup{nullptr, tp, tp_size}, rc, &layer_ops_meta(device), 1.0f};
     batch_.batch_size = (int)B;
     batch_.seq_len = (int)T;
     batch_.inputs.assign(N, 0);
     batch_.targets.assign(N, 0);
-    global_chunk.push_back(g);
-    auto& ch = chunks.emplace_back();
-    for (int li = lo; li < hi; ++li) {
-        SimLayer l;
-        l.kind = li == 0 ? LayerKind::embedding : li + 1 < model.n_layers() ? LayerKind::block : LayerKind::head;
-        // the GPT head's wte is the embedding's on a pp = 1 rank
-        Layer* tied = l.kind == LayerKind::head && pp == 1 ? embedding_ : nullptr;
-        l.layer = layer_create(spec, li, tied);
-        const auto& es = l.layer->table().entries();
-        for (const auto& group : ParamStore::unit_groups(*l.layer)) {
-            SimUnit u;
-            for (int pi : group.params) u.len += es[pi].numel;
-            u.is_wte = group.is_wte;
-            l.units.push_back(u);
+    ShardSpec spec{model, TpGroup{nullptr, tp, tp_size}, rc, &layer_ops_meta(device), 1.0f};
+    layers = stage_layers_build(spec, blocks_per_chunk, pp, stage);
+    for (size_t c = 0; c < layers.chunks.size(); ++c) {
+        auto& ch = chunks.emplace_back();
+        for (int li = layers.lo[c]; li < layers.hi[c]; ++li) {
+            SimLayer l;
+            l.kind = li == 0 ? LayerKind::embedding : li + 1 < model.n_layers() ? LayerKind::block : LayerKind::head;
+            l.layer = layers.chunks[c][(size_t)(li - layers.lo[c])].get();
+            const auto& es = l.layer->table().entries();
+            for (const auto& group : ParamStore::unit_groups(*l.layer)) {
+                SimUnit u;
+                for (int pi : group.params) u.len += es[pi].numel;
+                u.is_wte = group.is_wte;
+                l.units.push_back(u);
+            }
+            ch.push_back(std::move(l));
         }
-        if (l.kind == LayerKind::embedding) embedding_ = l.layer.get();
-        ch.push_back(std::move(l));
     }
 }
 
 void RankSim::store_init() {
-    std::vector<Layer*> layers;
-    std::vector<StageChunk> views;
-    for (size_t c = 0; c < chunks.size(); ++c) {
-        StageChunk& view = views.emplace_back();
-        view.global = global_chunk[c];
-        for (SimLayer& l : chunks[c]) {
+    for (auto& ch : chunks)
+        for (SimLayer& l : ch)
             for (SimUnit& u : l.units) {
                 u.S = (u.len + dp - 1) / dp;
                 u.pad = u.S * dp;
             }
-            layers.push_back(l.layer.get());
-            view.layers.push_back(l.layer.get());
-        }
-    }
     // DP rank 0 of dp: every DP rank allocates the same
     if (dp > 1) dp_comm_ = comm_meta_create(gpu() ? MetaBackend::nccl : MetaBackend::gloo, 0, dp);
     ZeroOptions zo{.stage = zero, .ops = &device_ops_meta(), .offload_optimizer = offload_opt, .seed = 0,
                    .gather_bf16 = gpu() && device.act == DType::bf16, .gpu = gpu()};
-    store_ = std::make_unique<ParamStore>(std::move(layers), zo, dp_comm_.get(), 0, pp > 1 && stage == pp - 1);
+    store_ = std::make_unique<ParamStore>(layers.all(), zo, dp_comm_.get(), 0, pp > 1 && stage == pp - 1);
     StageRunner::Options so;
     so.pp = pp, so.v = v, so.n_micro = m, so.act = device.act, so.device = Device::meta;
     so.offload_activations = offload_act;
     StageEdges& edges = *this;
-    runner_ = std::make_unique<StageRunner>(model_, std::move(views), *store_, edges, so);
+    runner_ = std::make_unique<StageRunner>(model_, layers.views(), *store_, edges, so);
 }
 
 int RankSim::run_step(const StageSchedule& sched) {

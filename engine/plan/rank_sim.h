@@ -45,12 +45,12 @@ struct SimUnit {
 
 struct SimLayer {
     LayerKind kind;
-    std::vector<SimUnit> units;    // ParamStore::unit_groups of the layer
-    std::unique_ptr<Layer> layer;  // the runtime's layer, on the meta device
+    std::vector<SimUnit> units;  // ParamStore::unit_groups of the layer
+    Layer* layer = nullptr;      // the runtime's layer, on the meta device (owned by layers)
 };
 
-// Create a RankSim, set its plan, call add_chunk for each of the stage's chunks, store_init, then
-// run_step. It must outlive nothing it made: its layers' meta tensors report to its own timeline.
+// Create a RankSim, set its plan, build the stage's layers, store_init, then run_step. It must
+// outlive nothing it made: its layers' meta tensors report to its own timeline.
 struct RankSim final : private StageEdges {
     RankSim();
     ~RankSim() override;
@@ -61,14 +61,16 @@ struct RankSim final : private StageEdges {
     // the device the rank runs on (its layers' traits: the CPU's, or the GPU's in bf16 or fp32)
     LayerTraits device;
     bool gpu() const { return device.device == Device::cuda; }
-    std::vector<std::vector<SimLayer>> chunks;  // this rank's chunks (local index) -> layers
-    std::vector<int> global_chunk;
+    StageLayers layers;                         // the stage's layers (stage_layers_build)
+    std::vector<std::vector<SimLayer>> chunks;  // the same per local chunk, with their units
     Timeline tl;
     OpTrace trace;  // the layers' op calls during run_step (the step time is priced from them)
     int64_t offloaded_bytes = 0;  // activation bytes sent to the host in the step
 
-    // The layers [lo, hi) of `model` as global chunk g, sharded for TP rank `tp` of `tp_size`.
-    void add_chunk(int g, const ModelShape& model, int lo, int hi, int tp, int tp_size, Recompute rc);
+    // The stage's chunks of `model` (blocks per global chunk as the runtime splits them), sharded
+    // for TP rank `tp` of `tp_size`, built as the rank builds them (stage_layers_build).
+    void build(const ModelShape& model, const std::vector<int>& blocks_per_chunk, int tp, int tp_size,
+               Recompute rc);
     // The rank's ParamStore over the chunks' layers (DP rank 0 of dp).
     void store_init();
     // Runs the stage's schedule, the gradient finish and the optimizer step; returns the most
@@ -95,7 +97,6 @@ private:
     Batch batch_;                  // a micro-batch of token ids (zeros)
     MetaMemory* outer_ = nullptr;  // the meta memory installed before this run
     std::vector<Tensor> sends_;    // tensors held by pending isends until the step ends
-    Layer* embedding_ = nullptr;   // the embedding layer, once added
     std::unique_ptr<Communicator> dp_comm_;  // null when dp = 1
     std::unique_ptr<ParamStore> store_;
     std::unique_ptr<StageRunner> runner_;

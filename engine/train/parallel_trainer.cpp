@@ -41,11 +41,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Chunk {
-    int global = 0;  // global chunk index: chunk * pp + stage
-    std::vector<std::unique_ptr<Layer>> layers;
-};
-
 // Tags of point-to-point messages: unique per (direction, global chunk, micro-batch) in a step.
 int p2p_tag(int dir, int g, int micro) { return (dir << 24) | (g << 12) | micro; }
 
@@ -109,8 +104,8 @@ std::unique_ptr<SystemSource> rank_system_source(Device dev) {
 // estimator); this class is its edges: pipeline messages, the losses and the timeline spans.
 class RankRunner final : private StageEdges {
 public:
-    RankRunner(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink, std::ostream& out)
-        : cfg_(cfg), g_(groups), sink_(sink), out_(out) {
+    RankRunner(const RunConfig& cfg, ProcessGroups& groups, std::ostream& out)
+        : cfg_(cfg), g_(groups), out_(out) {
         const auto& par = cfg.parallel;
         pp_ = par.pp;
         v_ = par.virtual_stages;
@@ -128,60 +123,40 @@ public:
         ops_ = &device_ops_for(dev_);
         const int64_t targets = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * par.dp *
                                 model_.targets_per_sample();
-        std::vector<int> blocks = pipeline_blocks_per_chunk(cfg);
-        std::vector<int> first_layer(blocks.size() + 1, 1);  // global layer index of each chunk
-        for (size_t c = 0; c < blocks.size(); ++c) first_layer[c + 1] = first_layer[c] + blocks[c];
-        const int G = pp_ * v_;
-        Layer* embedding = nullptr;
-        for (int c = 0; c < v_; ++c) {
-            Chunk ch;
-            ch.global = c * pp_ + stage_;
-            int lo = ch.global == 0 ? 0 : first_layer[ch.global];
-            int hi = ch.global == G - 1 ? model_.n_layers() : first_layer[ch.global + 1];
-            std::string rc = par.recompute.size() == 1 ? par.recompute[0]
-                                                       : par.recompute.at(stage_);
-            ShardSpec spec{model_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_, cfg.runtime.fp8_gemms()),
-                              1.0f / (float)targets};
-            for (int li = lo; li < hi; ++li) {
-                Layer* tied = pp_ == 1 ? embedding : nullptr;
-                std::unique_ptr<Layer> layer = layer_create(spec, li, tied);
-                if (li == 0) embedding = layer.get();
-                all_layers_.push_back(layer.get());
-                ch.layers.push_back(std::move(layer));
-            }
-            chunks_.push_back(std::move(ch));
-        }
+        const std::string rc = par.recompute.size() == 1 ? par.recompute[0] : par.recompute.at(stage_);
+        ShardSpec spec{model_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_, cfg.runtime.fp8_gemms()),
+                       1.0f / (float)targets};
+        layers_ = stage_layers_build(spec, pipeline_blocks_per_chunk(cfg), pp_, stage_);
+        all_layers_ = layers_.all();
         ZeroOptions zo{.stage = par.zero, .ops = ops_, .offload_optimizer = par.offload_optimizer,
                        .seed = cfg.train.seed, .gather_bf16 = act_dtype_ == DType::bf16,  // bf16 only on GPUs
                        .gpu = dev_ == Device::cuda};
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
                                               pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, n_micro_, v_)[stage_];
-        std::vector<StageChunk> views;
-        for (const Chunk& ch : chunks_) {
-            StageChunk& view = views.emplace_back();
-            view.global = ch.global;
-            for (const auto& l : ch.layers) view.layers.push_back(l.get());
-        }
         StageRunner::Options so;
         so.pp = pp_, so.v = v_, so.n_micro = n_micro_, so.act = act_dtype_, so.device = dev_;
         so.offload_activations = par.offload_activations;
         StageEdges& edges = *this;
-        runner_ = std::make_unique<StageRunner>(model_, std::move(views), *store_, edges, so);
+        runner_ = std::make_unique<StageRunner>(model_, layers_.views(), *store_, edges, so);
         oc_ = optimizer_config(cfg.train);
         run_t0_ = Clock::now();
         for (const LayerSpec& l : model_.layer_specs()) model_flops_per_token_ += 3.0 * l.flops_per_token;
 #ifdef TESSERA_HAVE_CUDA
-        DeviceSpec spec;  // the device table (engine/plan): MFU, and what the allocator cannot see
-        if (dev_ == Device::cuda && device_spec_for_gpu(cuda_device_name(), &spec)) {
-            peak_flops_ = spec.peak_flops;
-            memory_tracker().add(MemCategory::context, spec.context_bytes);
-            memory_tracker().add(MemCategory::libraries, spec.libraries_bytes);
+        DeviceSpec device;  // the device table (engine/plan): MFU, and what the allocator cannot see
+        if (dev_ == Device::cuda && device_spec_for_gpu(cuda_device_name(), &device)) {
+            peak_flops_ = device.peak_flops;
+            memory_tracker().add(MemCategory::context, device.context_bytes);
+            memory_tracker().add(MemCategory::libraries, device.libraries_bytes);
         }
 #endif
     }
 
-    TrainResult run(const TrainOptions& opts);
+    // The weights to start from (a checkpoint to resume, model.init_from, or the seed's); returns
+    // the steps already done. A bad checkpoint or weights file fails here, before run().
+    int64_t prepare(const TrainOptions& opts);
+    // Trains from step `start` to train.steps, reporting to `sink`.
+    TrainResult run(TelemetrySink& sink, int64_t start, const TrainOptions& opts);
 
 private:
     DeviceRecord device_record() const;
@@ -196,14 +171,14 @@ private:
     void span_end(bool eval) override;
     void fault_stall(int64_t step) { fault_stall_check(g_.rank, step); }
     void metric(int64_t step, std::string_view name, double v) {
-        sink_.write(MetricRecord{step, g_.rank, std::string(name), v, telemetry_now()});
+        sink_->write(MetricRecord{step, g_.rank, std::string(name), v, telemetry_now()});
     }
     struct EvalSums {
         double loss = 0;
         int64_t targets = 0, correct = 0;
     };
     EvalSums evaluate(int64_t index);
-    // a finite test set's micro-batches, as the single-rank trainer reads it
+    // a finite test set's micro-batches (every DP rank reads whole micro-batches)
     int64_t test_batches() const {
         return (data_->eval_set_size() + cfg_.train.micro_batch - 1) / cfg_.train.micro_batch;
     }
@@ -215,7 +190,8 @@ private:
 
     const RunConfig& cfg_;
     ProcessGroups& g_;
-    TelemetrySink& sink_;
+    TelemetrySink* sink_ = nullptr;  // run()'s
+    std::string resumed_from_;       // prepare()'s checkpoint, if any
     std::ostream& out_;
     std::unique_ptr<DataSource> data_;
     ModelShape model_;
@@ -239,7 +215,7 @@ private:
     void span_resolve(OpenSpan& sp);
     void spans_flush(int64_t step);
     int pp_ = 1, v_ = 1, stage_ = 0, n_micro_ = 1;
-    std::vector<Chunk> chunks_;
+    StageLayers layers_;
     std::vector<Layer*> all_layers_;
     std::unique_ptr<ParamStore> store_;
     std::unique_ptr<StageRunner> runner_;
@@ -329,7 +305,7 @@ void RankRunner::spans_flush(int64_t step) {
     for (OpenSpan& sp : spans_) {
         span_resolve(sp);
         if (std::string(sp.kind) != "recv") busy_s_ += sp.end_s - sp.start_s;
-        sink_.write(SpanRecord{step, g_.rank, stage_, sp.micro, sp.kind, sp.start_s, sp.end_s});
+        sink_->write(SpanRecord{step, g_.rank, stage_, sp.micro, sp.kind, sp.start_s, sp.end_s});
     }
     spans_.clear();
 #ifdef TESSERA_HAVE_CUDA
@@ -340,7 +316,7 @@ void RankRunner::spans_flush(int64_t step) {
 
 // Evaluation round `index`: the losses summed over the world, with their count and (a
 // classifier) the rows answered right. A finite test set (the MLP's) is read in plain
-// micro-batches as the single-rank trainer reads it, one per DP rank per round (rank d takes
+// micro-batches as one rank would read it, one per DP rank per round (rank d takes
 // batch index·dp + d; past the end it repeats the last batch uncounted, since ZeRO-3's gathers
 // need every DP rank in every forward). Otherwise round `index` is global batch `index`
 // (micro_batch x grad_accum x dp samples), the same samples whatever the plan.
@@ -392,26 +368,41 @@ DeviceRecord RankRunner::device_record() const {
     return d;
 }
 
-TrainResult RankRunner::run(const TrainOptions& opts) {
-    TrainResult res;
-    sink_.write(device_record());
-    const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
-    const int64_t targets = (int64_t)mb * n_micro_ * dp * model_.targets_per_sample();
-    int64_t start = 0;
+int64_t RankRunner::prepare(const TrainOptions& opts) {
     std::string resume = opts.resume_from;
-    if (resume.empty() && opts.resume && !cfg_.checkpoint.dir.empty()) {
+    if (resume.empty() && opts.resume) {
+        if (cfg_.checkpoint.dir.empty())
+            throw InputError(str_cat(cfg_.source_path, ": checkpoint.dir: --resume needs a checkpoint directory"));
         auto latest = checkpoint_latest(config_resolve_path(cfg_, cfg_.checkpoint.dir));
         if (latest) resume = *latest;
     }
-    if (!resume.empty()) start = load_checkpoint(resume);
-    else if (!cfg_.model.init_from.empty()) load_initial_weights();
+    resumed_from_ = resume;
+    if (!resume.empty()) return load_checkpoint(resume);
+    if (!cfg_.model.init_from.empty()) load_initial_weights();
+    return 0;
+}
+
+TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptions& opts) {
+    TrainResult res;
+    sink_ = &sink;
+    sink_->write(device_record());
+    const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
+    const int64_t targets = (int64_t)mb * n_micro_ * dp * model_.targets_per_sample();
     res.steps_done = start;
     const bool leader = g_.rank == 0;
-    if (leader)
-        out_ << "tessera: rank " << g_.rank << " of " << g_.mesh.world() << ": " << model_.n_blocks()
-             << " blocks over " << pp_ * v_ << " chunks, dp " << dp << " x tp " << cfg_.parallel.tp
-             << " x pp " << pp_ << ", zero " << cfg_.parallel.zero << ", schedule "
-             << cfg_.parallel.schedule << std::endl;
+    if (leader) {
+        out_ << "tessera: " << model_.describe() << "\n";
+        if (g_.mesh.world() > 1)
+            out_ << "tessera: rank " << g_.rank << " of " << g_.mesh.world() << ": " << model_.n_blocks()
+                 << " blocks over " << pp_ * v_ << " chunks, dp " << dp << " x tp " << cfg_.parallel.tp
+                 << " x pp " << pp_ << ", zero " << cfg_.parallel.zero << ", schedule "
+                 << cfg_.parallel.schedule << "\n";
+        out_ << "tessera: data " << data_->describe() << "\n"
+             << "tessera: " << cfg_.train.steps << " steps of " << (int64_t)mb * n_micro_ * dp << " samples ("
+             << mb << " x " << n_micro_ << " accumulation x " << dp << " dp), " << targets << " targets per step"
+             << std::endl;
+        if (start > 0) out_ << "tessera: resumed from " << resumed_from_ << " at step " << start << std::endl;
+    }
     const bool classifier = model_.family == ModelShape::Family::mlp;
     auto eval_and_log = [&](int64_t s1) {
         double total = 0;
@@ -478,20 +469,21 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
             std::fprintf(stderr, "[step] rank %d step %lld: forward+backward %.3f ms, optimizer %.3f ms\n",
                          g_.rank, (long long)step, (opt.start_s - step_t0) * 1e3,
                          (opt.end_s - opt.start_s) * 1e3);
-        sink_.write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", opt.start_s, opt.end_s});
+        sink_->write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", opt.start_s, opt.end_s});
         double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
         double loss = red[1] / (double)targets;
         res.last_train_loss = loss;
         res.steps_done = step + 1;
         const int64_t s1 = step + 1;
         for (MetricRecord& m : sampler.sample(s1, telemetry_now(), s1 == cfg_.train.steps))
-            sink_.write(m);
+            sink_->write(m);
         if (!std::isfinite(loss)) {
             // every rank writes the value it saw, with its wall time, so the Monitor marks the
             // step with the rank that saw it first (run_alerts.h), then the run fails
             metric(s1, metric::train_loss, loss);
-            sink_.flush();
-            throw Error(str_cat("step ", step, ": the loss is ", loss, " (diverged)"));
+            sink_->flush();
+            throw Error(str_cat("step ", step, ": the loss is ", loss,
+                                " (diverged); lower train.lr or enable train.grad_clip"));
         }
         if (s1 % cfg_.log.every == 0 || s1 == cfg_.train.steps) {
             MemoryTracker& mt = memory_tracker();
@@ -511,6 +503,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
                        epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp, data_->train_set_size()));
                 metric(s1, metric::perf_step_ms, step_s * 1e3);
                 metric(s1, metric::perf_tok_per_s, targets / step_s);
+                metric(s1, metric::perf_gflops, targets / step_s * model_flops_per_token_ / 1e9);
                 if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token
                     metric(s1, metric::perf_mfu, targets / step_s * model_flops_per_token_ /
                                                (g_.mesh.world() * peak_flops_));
@@ -529,9 +522,9 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
             ((cfg_.checkpoint.every > 0 && s1 % cfg_.checkpoint.every == 0) ||
              s1 == cfg_.train.steps || stop)) {
             res.checkpoint_dir = save_checkpoint(s1);
-            if (leader) sink_.write(CheckpointRecord{s1, res.checkpoint_dir, telemetry_now()});
+            if (leader) sink_->write(CheckpointRecord{s1, res.checkpoint_dir, telemetry_now()});
         }
-        sink_.flush();
+        sink_->flush();
         if (stop && s1 < cfg_.train.steps) {
             res.status = run_status::stopped;
             return res;
@@ -542,7 +535,7 @@ TrainResult RankRunner::run(const TrainOptions& opts) {
     return res;
 }
 
-// ---- checkpoints: gathered full tensors, the single-rank trainer's layout -------------------
+// ---- checkpoints: gathered full tensors under the full model's names --------------------------
 
 std::string RankRunner::save_checkpoint(int64_t steps_done) {
     // Staging buffers are plain host vectors, outside the memory accounting: they are not part
@@ -663,10 +656,12 @@ void RankRunner::load_initial_weights() {
 
 }  // namespace
 
-TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,
-                                const TrainOptions& opts, std::ostream& out) {
-    RankRunner r(cfg, groups, sink, out);
-    return r.run(opts);
+TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups,
+                                const std::function<TelemetrySink&()>& open_sink, const TrainOptions& opts,
+                                std::ostream& out) {
+    RankRunner r(cfg, groups, out);
+    const int64_t start = r.prepare(opts);
+    return r.run(open_sink(), start, opts);
 }
 
 }  // namespace tessera

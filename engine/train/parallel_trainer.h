@@ -2,8 +2,9 @@
 // chunks of tensor-parallel GPT layers, runs the pipeline schedule over the step's micro-batches,
 // reduces gradients over data parallel (ZeRO 0-3), steps AdamW on its slices, and streams
 // telemetry (metrics, per-rank memory, timeline spans) to the launcher. Checkpoints hold gathered
-// full tensors under Tessera's names, so any plan (or the single-rank trainer) can resume them.
+// full tensors under Tessera's names, so any plan can resume them. One rank (1x1x1) is this loop too.
 #pragma once
+#include <functional>
 #include <iosfwd>
 
 #include "engine/config/config.h"
@@ -18,7 +19,11 @@ namespace tessera {
 // the last chunk the head.
 std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg);
 
-TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups, TelemetrySink& sink,
-                                const TrainOptions& opts, std::ostream& out);
+// Builds the rank, loads its starting weights, then asks open_sink for where its telemetry goes
+// and trains: a bad config, data, checkpoint or weights file fails before open_sink is called
+// (so a run that never started records nothing).
+TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups,
+                                const std::function<TelemetrySink&()>& open_sink, const TrainOptions& opts,
+                                std::ostream& out);
 
 }  // namespace tessera

@@ -1,12 +1,9 @@
-// The single-process training loop: data -> micro-batches (gradient accumulation) -> AdamW ->
-// telemetry (metrics, memory by category, spans) -> run store, with periodic evaluation and
-// atomic checkpoints; bit-exact resume on the CPU.
+// What a training run is asked (TrainOptions) and what it reports (TrainResult), and the stop
+// request a signal handler makes. Every run, one rank or many, trains through the rank loop
+// (parallel_trainer.h): a single rank is its 1x1x1 case.
 #pragma once
 #include <cstdint>
-#include <iosfwd>
 #include <string>
-
-#include "engine/config/config.h"
 
 namespace tessera {
 
@@ -14,7 +11,6 @@ struct TrainOptions {
     std::string db_path;       // "" = the config's log.db
     bool resume = false;       // continue from the newest checkpoint in checkpoint.dir
     std::string resume_from;   // or from this checkpoint directory
-    std::ostream* out = nullptr;  // per-step lines (null = std::cout)
     // This process samples its host's CPU and RAM (system_metrics.h): the first rank of each
     // host (TESSERA_LOCAL_RANK 0), so a host has one series; every GPU rank samples its GPU.
     bool host_metrics = true;
@@ -30,9 +26,8 @@ struct TrainResult {
     std::string checkpoint_dir;   // last checkpoint written ("" none)
 };
 
-TrainResult train_run(const RunConfig& cfg, const TrainOptions& opts);
-
-// Asks a running train_run (this process) to stop after the current step (SIGINT handler).
+// Asks the training loop in this process to stop after the current step (SIGINT/SIGTERM
+// handlers; every rank votes in the step's all-reduce, so all ranks stop after the same step).
 void train_request_stop();
 bool train_stop_requested();
 

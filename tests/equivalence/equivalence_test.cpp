@@ -1,6 +1,8 @@
 // Every parallel plan computes the single-rank training trajectory. Each plan runs through the
 // real `tessera train` (launcher + one process per CPU rank, Gloo), 10 steps of a tiny GPT; the
-// reference is the single-rank trainer on the same global batch through gradient accumulation.
+// reference is the single-rank reference trainer (tests/support/reference_train.h: GptModel or
+// MlpModel and the flat AdamW, none of the runtime's code) on the same global batch through
+// gradient accumulation. `tessera train` on one rank (the runtime's 1x1x1 case) is a plan too.
 // Asserted: train/loss of every step within rtol 1e-5, and the final parameters (gathered into
 // the checkpoint) within 1e-5 absolute. The learning rate is small (5e-4): Adam's nearly
 // sign-like update magnifies float rounding on elements whose gradient is near zero, and those
@@ -18,10 +20,12 @@
 #include <fstream>
 #include <map>
 
+#include "engine/config/config.h"
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
+#include "tests/support/reference_train.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -89,6 +93,28 @@ Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets, c
     return o;
 }
 
+// The reference trainer's outcome for `base` with --set style overrides (in this process).
+Outcome reference_run(const std::string& tag, const std::vector<std::string>& sets, const char* base) {
+    fs::path dir = work_root() / tag;
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Outcome o;
+    try {
+        RunConfig cfg = config_parse(base, (dir / "project.yaml").string(), sets);
+        test_support::ReferenceRun r = test_support::reference_train(cfg);
+        o.losses = std::move(r.losses);
+        o.epochs = std::move(r.epochs);
+        o.val_loss = std::move(r.val_loss);
+        o.val_accuracy = std::move(r.val_accuracy);
+        o.params = std::move(r.params);
+        o.exit_code = 0;
+    } catch (const std::exception& e) {
+        o.output = e.what();
+        o.exit_code = 1;
+    }
+    return o;
+}
+
 // The single-rank reference for a global batch of `accum` micro-batches of 2 samples.
 const Outcome& reference(int accum, const std::vector<std::string>& extra = {}) {
     static std::map<std::string, Outcome> cache;
@@ -98,7 +124,7 @@ const Outcome& reference(int accum, const std::vector<std::string>& extra = {}) 
     if (it != cache.end()) return it->second;
     std::vector<std::string> sets{"train.grad_accum=" + std::to_string(accum)};
     sets.insert(sets.end(), extra.begin(), extra.end());
-    return cache.emplace(key, run_plan("ref_" + std::to_string(cache.size()), sets)).first->second;
+    return cache.emplace(key, reference_run("ref_" + std::to_string(cache.size()), sets, kBase)).first->second;
 }
 
 void expect_same_trajectory(const Outcome& ref, const Outcome& got, const std::string& plan) {
@@ -154,6 +180,8 @@ std::vector<Plan> plans() {
         return Plan{std::move(tag), std::move(s), dp, accum};
     };
     return {
+        P("world1", {}, 1),  // `tessera train` on one rank: the runtime at 1x1x1
+        P("world1_epoch", {"data.order=epoch"}, 1),
         P("dp2", {"parallel.dp=2"}, 2),
         P("dp4", {"parallel.dp=4"}, 4),
         P("tp2", {"parallel.tp=2"}, 1),
@@ -223,7 +251,7 @@ TEST_P(MlpEquivalence, MatchesSingleRank) {
         if (s.rfind("data.", 0) == 0) ref_sets.push_back(s);
     std::string key;
     for (const auto& s : ref_sets) key += s + ";";
-    if (!refs.count(key)) refs[key] = run_plan("mlp_ref_" + std::to_string(refs.size()), ref_sets, kMlpBase);
+    if (!refs.count(key)) refs[key] = reference_run("mlp_ref_" + std::to_string(refs.size()), ref_sets, kMlpBase);
     const Outcome& ref = refs[key];
     ASSERT_EQ(ref.val_accuracy.size(), 3u) << ref.output;  // steps 0, 5 and 10
     std::vector<std::string> sets = p.sets;
@@ -234,7 +262,8 @@ TEST_P(MlpEquivalence, MatchesSingleRank) {
 
 INSTANTIATE_TEST_SUITE_P(
     Plans, MlpEquivalence,
-    ::testing::Values(Plan{"mlp_dp2", {"parallel.dp=2"}, 2, 2},
+    ::testing::Values(Plan{"mlp_world1", {}, 1, 4},  // `tessera train` on one rank
+                      Plan{"mlp_dp2", {"parallel.dp=2"}, 2, 2},
                       Plan{"mlp_dp4_accum1", {"parallel.dp=4"}, 4, 1},
                       Plan{"mlp_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, 2},
                       Plan{"mlp_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},

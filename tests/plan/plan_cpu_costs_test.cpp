@@ -96,7 +96,7 @@ TEST_F(CpuCalibration, PricesTheTraceWithTheHostsCosts) {
     EXPECT_NEAR(other_calls, std::round(other_calls), 1e-6);
     EXPECT_NEAR(r.compute_s, r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s, 1e-12);
     EXPECT_NEAR(e.step_s, r.compute_s, 1e-12) << "one rank: no communication, no bubble";
-    // the memory is still the single-rank reference model's, not the runtime's at world 1
+    // the costs price time only: the memory and FLOPs are the meta device's run either way
     const PlanEstimate fallback = estimate_plan(cfg, device_spec("cpu"), nullptr);
     EXPECT_EQ(r.total_peak_bytes, fallback.ranks[0].total_peak_bytes);
     EXPECT_EQ(r.flops_per_step, fallback.ranks[0].flops_per_step);
