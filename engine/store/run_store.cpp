@@ -182,6 +182,18 @@ CREATE TABLE annotations (
   archived INTEGER NOT NULL DEFAULT 0
 );
 )sql",
+    // 3 -> 4: a finished run's results (RunResults), written by the run's writer as it ends (and
+    // again if records arrive after the end); NULL = no finite value; names joined by '\n'.
+    R"sql(
+CREATE TABLE run_results (
+  run_id           INTEGER PRIMARY KEY REFERENCES runs(id),
+  final_val_loss   REAL,
+  best_val_loss    REAL,
+  median_tok_per_s REAL,
+  peak_total_bytes REAL,
+  metric_names     TEXT NOT NULL DEFAULT ''
+);
+)sql",
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion);
 
@@ -287,7 +299,7 @@ std::string RunStore::integrity_check() const {
 // writing
 
 namespace {
-enum Slot { kInsMetric, kInsSpan, kInsError, kInsCheckpoint, kFinish, kLastStep, kInsDevice, kNumSlots };
+enum Slot { kInsMetric, kInsSpan, kInsError, kInsCheckpoint, kFinish, kLastStep, kInsDevice, kEnded, kInsResults, kNumSlots };
 
 void bind_text(sqlite3_stmt* st, int i, const std::string& s) {
     sqlite3_bind_text(st, i, s.data(), int(s.size()), SQLITE_STATIC);
@@ -340,6 +352,7 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
         if (rc != SQLITE_DONE) sql_fail(db, path_, what);
     };
     int64_t max_step = std::numeric_limits<int64_t>::min();
+    bool ended = false, metrics = false;  // the batch ends the run; it holds metrics
     Transaction tx(db, path_);
     for (const Record& rec : records) {
         if (auto* m = std::get_if<MetricRecord>(&rec)) {
@@ -354,6 +367,7 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_bind_double(st, 6, m->wall_time);
             run_step(st, "insert metric");
             max_step = std::max(max_step, m->step);
+            metrics = true;
         } else if (auto* s = std::get_if<SpanRecord>(&rec)) {
             sqlite3_stmt* st = cached(kInsSpan,
                                       "INSERT INTO spans (run_id, step, rank, stage, micro_batch, "
@@ -398,6 +412,7 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_bind_double(st, 4, end->wall_time > 0 ? end->wall_time : telemetry_now());
             sqlite3_bind_int64(st, 5, run_id);
             run_step(st, "finish run");
+            ended = true;
         } else if (auto* d = std::get_if<DeviceRecord>(&rec)) {
             sqlite3_stmt* st = cached(kInsDevice,
                                       "INSERT OR REPLACE INTO devices (run_id, rank, host, name, "
@@ -420,6 +435,32 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
         sqlite3_bind_int64(st, 1, max_step);
         sqlite3_bind_int64(st, 2, run_id);
         run_step(st, "update last_step");
+    }
+    // a finished run's results, as readers of many runs take them (metrics after the end too)
+    if (!ended && metrics) {
+        sqlite3_stmt* st = cached(kEnded, "SELECT end_time IS NOT NULL FROM runs WHERE id = ?");
+        sqlite3_bind_int64(st, 1, run_id);
+        ended = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) != 0;
+        sqlite3_reset(st);
+    }
+    if (ended) {
+        const RunResults r = run_results(run_id);
+        sqlite3_stmt* st = cached(kInsResults,
+                                  "INSERT OR REPLACE INTO run_results (run_id, final_val_loss, best_val_loss, "
+                                  "median_tok_per_s, peak_total_bytes, metric_names) VALUES (?, ?, ?, ?, ?, ?)");
+        auto bind_opt = [&](int i, double v) {
+            if (v < 0) sqlite3_bind_null(st, i);
+            else sqlite3_bind_double(st, i, v);
+        };
+        sqlite3_bind_int64(st, 1, run_id);
+        bind_opt(2, r.final_val_loss);
+        bind_opt(3, r.best_val_loss);
+        bind_opt(4, r.median_tok_per_s);
+        bind_opt(5, r.peak_total_bytes);
+        std::string names;
+        for (const std::string& n : r.metric_names) names += (names.empty() ? "" : "\n") + n;
+        sqlite3_bind_text(st, 6, names.data(), int(names.size()), SQLITE_TRANSIENT);
+        run_step(st, "store run results");
     }
     tx.commit();
 }
@@ -580,6 +621,50 @@ std::vector<RunAnnotation> RunStore::annotations() const {
             at = end + 1;
         }
         out.push_back(std::move(a));
+    }
+    return out;
+}
+
+RunResults RunStore::run_results(int64_t run_id) const {
+    RunResults r;
+    r.run_id = run_id;
+    double best = std::numeric_limits<double>::infinity();
+    for (double v : metric_series(run_id, metric::val_loss).value) {
+        if (!std::isfinite(v)) continue;
+        best = std::min(best, v);
+        r.final_val_loss = v;
+    }
+    if (std::isfinite(best)) r.best_val_loss = best;
+    std::vector<double> tok;
+    for (double v : metric_series(run_id, metric::perf_tok_per_s).value)
+        if (std::isfinite(v)) tok.push_back(v);
+    if (!tok.empty()) {
+        std::nth_element(tok.begin(), tok.begin() + std::ptrdiff_t(tok.size() / 2), tok.end());
+        r.median_tok_per_s = tok[tok.size() / 2];
+    }
+    for (double v : metric_series(run_id, metric::mem_total_bytes).value)
+        if (std::isfinite(v)) r.peak_total_bytes = std::max(r.peak_total_bytes, v);
+    r.metric_names = metric_names(run_id);
+    return r;
+}
+
+std::vector<RunResults> RunStore::stored_results() const {
+    if (schema_version() < 4) return {};  // a reader of an older file: no run_results table
+    Query q(db_.get(), path_,
+            "SELECT run_id, final_val_loss, best_val_loss, median_tok_per_s, peak_total_bytes, metric_names "
+            "FROM run_results ORDER BY run_id");
+    auto opt = [&](int c) { return sqlite3_column_type(q.st.get(), c) == SQLITE_NULL ? -1.0 : q.f64(c); };
+    std::vector<RunResults> out;
+    while (q.step()) {
+        RunResults r{q.i64(0), opt(1), opt(2), opt(3), opt(4), {}};
+        const std::string names = q.str(5);
+        for (size_t at = 0; at < names.size();) {
+            size_t end = names.find('\n', at);
+            if (end == std::string::npos) end = names.size();
+            if (end > at) r.metric_names.push_back(names.substr(at, end - at));
+            at = end + 1;
+        }
+        out.push_back(std::move(r));
     }
     return out;
 }

@@ -1,7 +1,8 @@
 // Run store: runs.db, the SQLite file that holds every run's config, metrics, spans, checkpoints
 // and errors. Qt-free; the CLI (`tessera runs`) and the studio both read it.
 //
-// Design (docs/telemetry.md): WAL journal, one writer process (the launcher) appending batches in
+// Design (docs/telemetry.md): WAL journal, one writer process per run (the launcher, or the rank
+// that began the run where there is no launcher of ours) appending batches in
 // `BEGIN IMMEDIATE` transactions, any number of reader connections polling concurrently (readers
 // never block the writer and never see half a batch). The one exception to the single writer:
 // run annotations (tags, note, archived), which the studio writes through run_annotate() into
@@ -24,10 +25,10 @@ struct sqlite3_stmt;
 
 namespace tessera {
 
-inline constexpr int kStoreSchemaVersion = 3;
+inline constexpr int kStoreSchemaVersion = 4;
 // The oldest schema a read-only RunStore reads (a reader never migrates): what a later step added
 // is simply absent from an older file (devices() is empty before version 2, annotations() before
-// version 3).
+// version 3, stored_results() before version 4).
 inline constexpr int kStoreOldestReadable = 1;
 inline constexpr int kStoreApplicationId = 0x54535352;  // "TSSR"
 
@@ -75,6 +76,19 @@ struct MetricSeries {
     std::vector<double> value;  // NaN where the stored value was NaN
     std::vector<double> wall_time;
     size_t size() const { return step.size(); }
+};
+
+// What a run achieved, for tables of many runs (the studio's Compare page): computed from its
+// metrics by run_results(), and stored by the writer as the run ends (schema 4: run_results), so
+// a reader of 1,000 finished runs reads one table rather than their metrics. -1: no finite value
+// of that metric was logged.
+struct RunResults {
+    int64_t run_id = 0;
+    double final_val_loss = -1, best_val_loss = -1;  // the last and the lowest finite val/loss
+    double median_tok_per_s = -1;                     // the median of the finite perf/tok_per_s
+    double peak_total_bytes = -1;                     // the largest mem/total_bytes, any rank or step
+    std::vector<std::string> metric_names;            // every name the run logged, sorted
+    bool operator==(const RunResults&) const = default;
 };
 
 struct CheckpointRow {
@@ -142,6 +156,11 @@ public:
     std::vector<DeviceRecord> devices(int64_t run_id) const;
     // Every annotated run's annotation, by run id: empty for a file older than schema version 3.
     std::vector<RunAnnotation> annotations() const;
+    // A run's results from its metrics as they are now (a running run's too).
+    RunResults run_results(int64_t run_id) const;
+    // The results the writer stored for finished runs, by run id: empty for a file older than
+    // schema version 4 (and without the runs that finished before it was migrated).
+    std::vector<RunResults> stored_results() const;
     // CSV with header run,step,rank,name,value,wall_time; every run if run_ids is empty.
     void export_csv(std::ostream& out, const std::vector<int64_t>& run_ids) const;
     std::string integrity_check() const;  // "ok" when fine

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "engine/cli/cli.h"
@@ -284,7 +285,8 @@ TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
     const int64_t id =
-        write_old_file(path, "DROP TABLE devices; DROP TABLE annotations; PRAGMA user_version = 1;");
+        write_old_file(path, "DROP TABLE devices; DROP TABLE annotations; DROP TABLE run_results; "
+                             "PRAGMA user_version = 1;");
     {
         // readers (the studio, `tessera runs`) never migrate: they read a version-1 file as is
         RunStore ro = RunStore::open(path, true);
@@ -346,7 +348,7 @@ TEST(RunStore, AnnotationsRoundTrip) {
 TEST(RunStoreSchema, VersionTwoFileReadsWithoutAnnotationsAndMigrates) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
-    const int64_t id = write_old_file(path, "DROP TABLE annotations; PRAGMA user_version = 2;");
+    const int64_t id = write_old_file(path, "DROP TABLE annotations; DROP TABLE run_results; PRAGMA user_version = 2;");
     {
         RunStore ro = RunStore::open(path, true);
         EXPECT_EQ(ro.schema_version(), 2);
@@ -471,4 +473,68 @@ TEST(RunsCli, BadInput) {
     EXPECT_NE(cli_error({"list", "--db", path, "--bogus"}).find("unknown option '--bogus'"),
               std::string::npos);
     EXPECT_EQ(run_cli({"list", "--db", path}), str_cat("no runs in ", path, "\n"));
+}
+
+// Run results (schema 4): what a finished run achieved, stored by its writer as it ends, equal to
+// what its metrics give; a running run has none stored; records after the end refresh them; a
+// schema-3 file reads without them and gains the table when the writer opens it.
+TEST(RunStore, ResultsStoredAtTheEndEqualTheMetrics) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    RunStore store = RunStore::open(path);
+    const int64_t id = store.run_begin(RunStartRecord{"r"});
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    store.append(id, {MetricRecord{1, 0, std::string(metric::val_loss), 3.0, 1},
+                      MetricRecord{2, 0, std::string(metric::val_loss), 2.0, 2},
+                      MetricRecord{3, 0, std::string(metric::val_loss), 2.5, 3},
+                      MetricRecord{4, 0, std::string(metric::val_loss), nan, 4},
+                      MetricRecord{1, 0, std::string(metric::perf_tok_per_s), 100, 1},
+                      MetricRecord{2, 0, std::string(metric::perf_tok_per_s), 300, 2},
+                      MetricRecord{3, 0, std::string(metric::perf_tok_per_s), 200, 3},
+                      MetricRecord{1, 1, std::string(metric::mem_total_bytes), 7e9, 1},
+                      MetricRecord{1, 0, std::string(metric::mem_total_bytes), 5e9, 1}});
+    EXPECT_TRUE(store.stored_results().empty()) << "a running run has no stored results";
+    const RunResults live = store.run_results(id);
+    EXPECT_EQ(live.final_val_loss, 2.5);  // the last finite value
+    EXPECT_EQ(live.best_val_loss, 2.0);
+    EXPECT_EQ(live.median_tok_per_s, 200);
+    EXPECT_EQ(live.peak_total_bytes, 7e9);
+    EXPECT_EQ(live.metric_names, (std::vector<std::string>{std::string(metric::mem_total_bytes),
+                                                           std::string(metric::perf_tok_per_s),
+                                                           std::string(metric::val_loss)}));
+    store.run_finish(id, run_status::completed, "", 4);
+    auto stored = RunStore::open(path, true).stored_results();
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0], live);
+    // a late record (another rank's last metrics) refreshes them
+    store.append(id, {MetricRecord{4, 1, std::string(metric::train_loss), 1.5, 5}});
+    stored = store.stored_results();
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0], store.run_results(id));
+    EXPECT_EQ(stored[0].metric_names.size(), 4u);
+    // a run without any of the summarised metrics stores -1s
+    const int64_t bare = store.run_begin(RunStartRecord{"bare"});
+    store.run_finish(bare, run_status::failed, "no metrics", 0);
+    stored = store.stored_results();
+    ASSERT_EQ(stored.size(), 2u);
+    EXPECT_EQ(stored[1], (RunResults{bare, -1, -1, -1, -1, {}}));
+}
+
+TEST(RunStoreSchema, VersionThreeFileReadsWithoutResultsAndMigrates) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    const int64_t id = write_old_file(path, "DROP TABLE run_results; PRAGMA user_version = 3;");
+    {
+        RunStore ro = RunStore::open(path, true);
+        EXPECT_EQ(ro.schema_version(), 3);
+        EXPECT_TRUE(ro.stored_results().empty());
+        EXPECT_EQ(ro.run_results(id).metric_names.size(), 2u);  // from the metrics: loss and lr
+    }
+    RunStore rw = RunStore::open(path);
+    EXPECT_EQ(rw.schema_version(), kStoreSchemaVersion);
+    EXPECT_TRUE(rw.stored_results().empty()) << "runs that ended before the migration have none";
+    const int64_t next = rw.run_begin(RunStartRecord{"new"});
+    rw.run_finish(next, run_status::completed, "", 0);
+    ASSERT_EQ(rw.stored_results().size(), 1u);
+    EXPECT_EQ(rw.stored_results()[0].run_id, next);
 }

@@ -115,6 +115,9 @@ private:
     QPushButton* m_archiveButton;
     QMap<int64_t, QMap<QString, Series>> m_cache;  // run -> metric -> series
     bool m_downsample = true;
+    // refresh() draws its default selection's curves after the table is shown (the next turn of
+    // the event loop): opening 1,000 runs shows the table first, then reads the curves
+    bool m_deferPlot = false, m_plotPending = false;
     QString m_loaded;  // "N runs in FILE" after a good load
 
     const Series& series(int64_t run, const QString& metric);
@@ -125,6 +128,8 @@ private:
     void plotGroups(const QVector<int64_t>& ids, const QString& metric, double beta);
     void fillGroupKeys();
     void selectionChanged();
+    static constexpr int kThinLinesFrom = 9;  // curves in the chart from which lines are 1 px
+    static int lineWidth(qsizetype curves);
     void updateDiff();
     void exportCsvClicked();
     void saveAnnotationClicked();

@@ -26,17 +26,21 @@ Curve curve_downsample_minmax(std::span<const double> x, std::span<const double>
     auto column = [&](size_t k) { return std::min(columns - 1, int((x[k] - x0) * per_col)); };
     size_t i = 0;
     while (i < n) {
-        const int col = column(i);  // one bucket: [i, end)
-        size_t end = i + 1;
-        while (end < n && column(end) == col) ++end;
+        const int col = column(i);  // one bucket: [i, end); x ascends, so column() does too and
+        // the bucket's end is a binary search away, not a column() per point
+        const size_t end = size_t(std::partition_point(x.begin() + std::ptrdiff_t(i) + 1, x.begin() + std::ptrdiff_t(n),
+                                                       [&](const double& xv) { return column(size_t(&xv - x.data())) == col; }) -
+                                  x.begin());
         size_t lo = n, hi = n, gap = n;
+        double ylo = 0, yhi = 0;
         for (size_t k = i; k < end; ++k) {
-            if (!std::isfinite(y[k])) {
+            const double v = y[k];
+            if (!std::isfinite(v)) {
                 if (gap == n) gap = k;
                 continue;
             }
-            if (lo == n || y[k] < y[lo]) lo = k;
-            if (hi == n || y[k] > y[hi]) hi = k;
+            if (lo == n || v < ylo) lo = k, ylo = v;
+            if (hi == n || v > yhi) hi = k, yhi = v;
         }
         size_t keep[5] = {i, lo, hi, gap, end - 1};
         std::sort(std::begin(keep), std::end(keep));

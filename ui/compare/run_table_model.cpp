@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <thread>
+#include <unordered_map>
 
 #include "engine/config/config.h"
 #include "ui/common/vocabulary.h"
@@ -17,7 +18,8 @@ namespace tessera::studio {
 // ------------------------------------------------------------------------------------------------
 // summaries
 
-RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::RunRow& run) {
+RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::RunRow& run,
+                                 const tessera::RunResults* stored) {
     RunSummary s;
     s.id = run.id;
     s.name = QString::fromStdString(run.name);
@@ -47,34 +49,30 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
     } catch (const std::exception&) {
         // an unreadable stored config leaves the plan columns at their defaults
     }
-    // columns in step order, no row strings: 1,000 runs open in the time of a frame or two
-    double best = std::numeric_limits<double>::infinity();
-    for (double v : store.metric_series(run.id, tessera::metric::val_loss).value) {
-        if (!std::isfinite(v)) continue;
-        best = std::min(best, v);
-        s.final_val_loss = v;
-    }
-    if (std::isfinite(best)) s.best_val_loss = best;
-    if (auto m = store.metric_last(run.id, tessera::metric::train_loss)) s.final_train_loss = m->value;
-    std::vector<double> tok;
-    for (double v : store.metric_series(run.id, tessera::metric::perf_tok_per_s).value)
-        if (std::isfinite(v)) tok.push_back(v);
-    if (!tok.empty()) {
-        std::nth_element(tok.begin(), tok.begin() + tok.size() / 2, tok.end());
-        s.median_tok_per_s = tok[tok.size() / 2];
-    }
-    for (double v : store.metric_series(run.id, tessera::metric::mem_total_bytes).value)
-        if (std::isfinite(v)) s.peak_bytes_per_gpu = std::max(s.peak_bytes_per_gpu, v);
+    // a finished run's results as its writer stored them; a running one's (or an older file's)
+    // from its metrics now
+    const tessera::RunResults r = stored && run.end_time > 0 ? *stored : store.run_results(run.id);
+    s.final_val_loss = r.final_val_loss;
+    s.best_val_loss = r.best_val_loss;
+    s.median_tok_per_s = r.median_tok_per_s;
+    s.peak_bytes_per_gpu = r.peak_total_bytes;
+    s.metric_names = r.metric_names;
     return s;
 }
 
 std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
                                                const std::vector<tessera::RunRow>& runs, int threads) {
+    std::unordered_map<int64_t, tessera::RunResults> stored;
+    for (tessera::RunResults& r : store.stored_results()) stored.emplace(r.run_id, std::move(r));
+    auto summarize = [&](const tessera::RunStore& st, size_t i) {
+        auto it = stored.find(runs[i].id);
+        return compare_summarize_run(st, runs[i], it == stored.end() ? nullptr : &it->second);
+    };
     std::vector<RunSummary> out(runs.size());
     if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
     threads = std::min(threads, int(runs.size() / 64) + 1);  // a thread is worth ~64 runs
     if (threads <= 1) {
-        for (size_t i = 0; i < runs.size(); ++i) out[i] = compare_summarize_run(store, runs[i]);
+        for (size_t i = 0; i < runs.size(); ++i) out[i] = summarize(store, i);
         return out;
     }
     std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
@@ -84,14 +82,13 @@ std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
             try {
                 // a connection per thread (connections are opened without SQLite's mutexes)
                 const tessera::RunStore own = tessera::RunStore::open(store.path(), true);
-                for (size_t i = size_t(t); i < runs.size(); i += size_t(threads))
-                    out[i] = compare_summarize_run(own, runs[i]);
+                for (size_t i = size_t(t); i < runs.size(); i += size_t(threads)) out[i] = summarize(own, i);
             } catch (...) {
                 errors[size_t(t)] = std::current_exception();
             }
         });
     try {
-        for (size_t i = 0; i < runs.size(); i += size_t(threads)) out[i] = compare_summarize_run(store, runs[i]);
+        for (size_t i = 0; i < runs.size(); i += size_t(threads)) out[i] = summarize(store, i);
     } catch (...) {
         errors[0] = std::current_exception();
     }

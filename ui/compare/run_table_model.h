@@ -23,10 +23,10 @@ struct RunSummary {
     int dp = 1, tp = 1, pp = 1, zero = 0;
     QString recompute = "none", offload = "none";
     int micro_batch = 0, grad_accum = 1, seq_len = 0;
-    double final_val_loss = -1, best_val_loss = -1;  // -1 = no val/loss logged
-    double final_train_loss = -1;
+    double final_val_loss = -1, best_val_loss = -1;  // -1 = no val/loss logged (RunResults)
     double median_tok_per_s = -1;
     double peak_bytes_per_gpu = -1;  // max over ranks and steps of mem/total_bytes
+    std::vector<std::string> metric_names;  // every metric the run logged, sorted
     double duration_s = -1;          // -1 while running
     int64_t last_step = 0;
     double start_time = 0;               // seconds since epoch
@@ -41,10 +41,13 @@ struct RunSummary {
     double tokens_per_step() const { return double(micro_batch) * grad_accum * dp * seq_len; }
 };
 
-// Reads one run's summary (config parsed from config_text; metrics from the store).
-RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::RunRow& run);
-// Every run's summary, in the order given: on up to `threads` threads (0 = the machine's cores), each
-// with its own read-only connection to `store`'s file; many runs parse their configs in parallel.
+// One run's summary: the plan columns from its stored config; its results as the writer stored
+// them (`stored`, a finished run's) or else from its metrics now (RunStore::run_results).
+RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::RunRow& run,
+                                 const tessera::RunResults* stored = nullptr);
+// Every run's summary, in the order given, the stored results read once: on up to `threads`
+// threads (0 = the machine's cores), each with its own read-only connection to `store`'s file;
+// many runs parse their configs in parallel.
 // Throws what a summary or a connection threw.
 std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
                                                const std::vector<tessera::RunRow>& runs, int threads = 0);
