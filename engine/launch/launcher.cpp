@@ -12,7 +12,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,22 +24,21 @@
 
 #include "engine/core/error.h"
 #include "engine/core/unique_fd.h"
+#include "engine/launch/child_process.h"
+#include "engine/launch/failure_cause.h"
+#include "engine/launch/node_protocol.h"
 #include "engine/parallel/tcp_store.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
-
-extern char** environ;
 
 namespace tessera {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr int kTelemetryFd = 3;                      // the rank's end of its telemetry pipe
+using Clock = LaunchClock;
 constexpr auto kFlushEvery = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(500);  // output left by grandchildren
 constexpr size_t kMaxLineBytes = 1 << 20;
-constexpr auto kRootCauseWindow = std::chrono::milliseconds(2000);
 
 std::atomic<int> g_stop_requests{0};
 
@@ -50,164 +48,16 @@ struct RankState {
     std::string end_status, end_message;  // from the rank's run_end record
 };
 
-// One child process: a rank (single-host job, or a node's own ranks) or a node launcher over ssh.
-struct Child {
-    int rank = -1;        // a rank child: its global rank
-    int node = -1;        // a node child: its index in spec.nodes
-    std::string prefix;   // "[dp0.tp1.pp0] " or "[alice@gpu-a] "
-    pid_t pid = -1;
-    UniqueFd out_fd, tel_fd;  // read ends (a node: ssh's stderr, ssh's stdout)
-    UniqueFd in_fd;           // write end of a node's stdin ("stop", and EOF = tear down)
-    std::string out_buf, tel_buf;  // partial lines
-    bool alive = false;
-    int wait_status = 0;
-    bool reported_done = false;    // a node said "done" before exiting
-};
-
-std::string signal_name(int sig) {
-    const char* abbrev = ::sigabbrev_np(sig);
-    return abbrev ? str_cat("SIG", abbrev) : str_cat("signal ", sig);
-}
-
-std::string exit_text(int wait_status) {
-    return WIFSIGNALED(wait_status)
-               ? str_cat("killed by signal ", WTERMSIG(wait_status), " (",
-                         signal_name(WTERMSIG(wait_status)), ")")
-               : str_cat("exited with code ", WEXITSTATUS(wait_status));
-}
-
-// "rank 3 (dp1.tp1.pp0) killed by signal 9 (SIGKILL) at step 12[: rank's own message]"
-std::string death_message(int rank, int wait_status, const RankState& st, const MeshShape& mesh) {
-    std::string who = str_cat("rank ", rank, " (", mesh_coord_str(mesh_coord(mesh, rank)), ")");
-    std::string msg = str_cat(who, " ", exit_text(wait_status), " at step ", st.last_step);
-    if (!st.end_message.empty()) msg += str_cat(": ", st.end_message);
-    return msg;
-}
-
-// Everything exec needs, built before fork() (the child only makes async-signal-safe calls).
-struct ExecPlan {
-    std::vector<std::string> argv_s, env_s;
-    std::vector<char*> argv, envp;
-    void finish() {
-        argv = exec_argv(argv_s);
-        envp = exec_argv(env_s);
-    }
-};
-
-using EnvList = std::vector<std::pair<std::string, std::string>>;
-
-// This process's environment with `extra` then `ours` on top (later wins).
-ExecPlan exec_plan(std::vector<std::string> argv, const EnvList& extra, const EnvList& ours) {
-    ExecPlan p;
-    p.argv_s = std::move(argv);
-    auto overridden = [&](const std::string& kv) {
-        std::string key = kv.substr(0, kv.find('='));
-        for (auto& [k, v] : ours) if (k == key) return true;
-        for (auto& [k, v] : extra) if (k == key) return true;
-        return false;
-    };
-    for (char** e = environ; e && *e; ++e)
-        if (!overridden(*e)) p.env_s.push_back(*e);
-    for (auto& [k, v] : extra) p.env_s.push_back(k + "=" + v);
-    for (auto& [k, v] : ours) p.env_s.push_back(k + "=" + v);
-    p.finish();
-    return p;
-}
-
-// fork + exec one child. Pipes are created close-on-exec; the child moves its ends onto 1, 2, 3
-// (a node child: stdout = protocol, stderr = ssh's messages, stdin = our pipe) and marks every
-// other descriptor close-on-exec. A child dies with us (PDEATHSIG): a killed node launcher takes
-// its ranks along.
-void child_spawn(Child& c, ExecPlan& plan, int devnull, bool node) {
-    UniquePipe out, tel, in;  // what is still open when this throws is closed
-    auto fail = [&](const char* what) {
-        throw Error(str_cat("launcher: ", what, ": ", std::strerror(errno)));
-    };
-    if (!unique_pipe(out, O_CLOEXEC)) fail("pipe2");
-    if (!unique_pipe(tel, O_CLOEXEC)) fail("pipe2");
-    if (node && !unique_pipe(in, O_CLOEXEC)) fail("pipe2");
-    pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) fail("fork");
-    if (pid == 0) {
-        ::setpgid(0, 0);  // own group: signals reach the child's children too
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);  // the launcher died before prctl
-        ::signal(SIGPIPE, SIG_DFL);
-        ::signal(SIGINT, SIG_DFL);
-        ::signal(SIGTERM, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        if (node) {
-            ::dup2(in.read.get(), 0);
-            ::dup2(tel.write.get(), 1);  // the node protocol
-            ::dup2(out.write.get(), 2);  // ssh's own messages
-        } else {
-            ::dup2(devnull, 0);
-            ::dup2(out.write.get(), 1);
-            ::dup2(out.write.get(), 2);
-            if (tel.write.get() == kTelemetryFd)
-                ::fcntl(kTelemetryFd, F_SETFD, 0);
-            else
-                ::dup2(tel.write.get(), kTelemetryFd);
-        }
-        ::close_range(node ? 3 : kTelemetryFd + 1, ~0U, CLOSE_RANGE_CLOEXEC);
-        ::execvpe(plan.argv[0], plan.argv.data(), plan.envp.data());
-        const char* m1 = "tessera launcher: cannot execute ";
-        (void)!::write(2, m1, std::strlen(m1));
-        (void)!::write(2, plan.argv[0], std::strlen(plan.argv[0]));
-        const char* m2 = ": ";
-        (void)!::write(2, m2, 2);
-        const char* es = std::strerror(errno);
-        (void)!::write(2, es, std::strlen(es));
-        (void)!::write(2, "\n", 1);
-        ::_exit(127);
-    }
-    ::setpgid(pid, pid);  // also from the parent: no race with an early kill
-    out.write.reset();
-    tel.write.reset();
-    if (node) {
-        in.read.reset();
-        c.in_fd = std::move(in.write);
-    }
-    c.pid = pid;
-    c.out_fd = std::move(out.read);
-    c.tel_fd = std::move(tel.read);
-    c.alive = true;
-}
-
-void signal_children(std::vector<Child>& children, int sig) {
-    for (auto& c : children)
-        if (c.alive) ::kill(-c.pid, sig);
-}
-
-// Writes a whole line to fd (the node protocol on stdout); false when the reader is gone.
-bool write_line(int fd, const std::string& line) {
-    std::string s = line + "\n";
-    size_t off = 0;
-    while (off < s.size()) {
-        ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        off += size_t(n);
-    }
-    return true;
-}
-
 // ------------------------------------------------------------------------------------------------
 // One attempt: spawn, loop, reap. Returns status/message. Three roles share this loop:
 //  - single-host job: children = ranks; output -> `out`, telemetry -> `sink` (runs.db);
-//  - multi-host job: children = node launchers over ssh; their protocol lines carry the ranks'
-//    output and telemetry, handled as if the ranks were local;
+//  - multi-host job: children = node launchers over ssh; their protocol lines (node_protocol.h)
+//    carry the ranks' output and telemetry, handled as if the ranks were local;
 //  - node launcher (`tessera _node`): children = this host's ranks; everything is relayed on
 //    stdout as protocol lines, and stdin is watched for "stop" and for the connection's end.
-//
-// Node protocol (one line each, on the node launcher's stdout):
-//   o <text>            a console line of a rank, already prefixed with its coordinates
-//   t <rank> <json>     a telemetry line of a rank, verbatim
-//   x <rank> <message>  a rank failed (death message)
-//   d <status>          the node is done: completed | stopped | failed
+// Its parts live apart: the children's processes and lines (child_process.h), the node protocol
+// (node_protocol.h), which failure is reported (failure_cause.h); this class is the poll loop,
+// reaping, and the wiring between them.
 
 struct AttemptResult {
     std::string status;  // completed | failed | stopped
@@ -314,7 +164,7 @@ private:
 
             reap();
             auto now = Clock::now();
-            if (res_.failed_rank >= 0 || lost_) {
+            if (cause_.failed() || lost_) {
                 if (term_at == Clock::time_point{}) term_at = now;
                 if (!killed_ && now - term_at >= spec_.kill_grace) {
                     signal_children(children_, SIGKILL);
@@ -346,7 +196,9 @@ private:
         for (auto& r : ranks_) res_.last_step = std::max(res_.last_step, r.last_step);
         if (sink_) sink_->flush();
         out_.flush();
-        if (res_.failed_rank >= 0 || lost_) {
+        res_.failed_rank = cause_.rank;
+        res_.message = cause_.message;
+        if (cause_.failed() || lost_) {
             res_.status = run_status::failed;
         } else {
             bool stopped = stop_forwarded_;
@@ -383,9 +235,9 @@ private:
             return true;
         }
         // The connection is gone: nobody is left to tell; take the ranks down.
-        if (!lost_ && res_.failed_rank < 0) {
+        if (!lost_ && !cause_.failed()) {
             lost_ = true;
-            res_.message = "the connection to the job launcher was lost";
+            cause_.message = "the connection to the job launcher was lost";
             signal_children(children_, SIGTERM);
         }
         return false;
@@ -405,16 +257,11 @@ private:
                     // drain what the node still said (its "x" line names the rank that died)
                     while (c.tel_fd) read_fd(c, true);
                     while (c.out_fd) read_fd(c, false);
-                    if (res_.failed_rank < 0) {
-                        fail(-1, node_exit_message(c));
-                        failure_is_node_ = true;
-                    } else if (!failure_is_node_ && !c.reported_done &&
-                               Clock::now() - failed_at_ < kRootCauseWindow) {
-                        // A lost host makes its peers' ranks die moments later (broken sockets);
-                        // the lost host is the cause worth reporting.
-                        res_.message = str_cat(node_exit_message(c), " (then ", res_.message, ")");
-                        failure_is_node_ = true;
-                        line(str_cat("[launcher] cause: ", res_.message));
+                    if (!cause_.failed()) {
+                        fail(-1, node_exit_message(c), true);
+                    } else if (cause_.node_is_cause(c.reported_done, Clock::now())) {
+                        cause_.take_node_cause(node_exit_message(c));
+                        line(str_cat("[launcher] cause: ", cause_.message));
                     }
                 }
                 continue;
@@ -427,12 +274,13 @@ private:
             const bool ours = lost_ && WIFSIGNALED(c.wait_status) &&
                               (WTERMSIG(c.wait_status) == SIGTERM || WTERMSIG(c.wait_status) == SIGKILL);
             if (!clean && !interrupted && !ours) {
-                std::string msg = death_message(c.rank, c.wait_status, ranks_[size_t(c.rank)], spec_.mesh);
-                const bool first = res_.failed_rank < 0 && !lost_;
-                const bool cause = !first && is_root_cause(msg);
-                if (role_ == Role::node && (first || cause || (lost_ && res_.failed_rank < 0)))
-                    write_protocol(str_cat("x ", c.rank, " ", msg));
-                if (first) fail(c.rank, msg);
+                const RankState& st = ranks_[size_t(c.rank)];
+                std::string msg = death_message(c.rank, c.wait_status, st.last_step, st.end_message, spec_.mesh);
+                const bool first = !cause_.failed() && !lost_;
+                const bool cause = !first && cause_.is_root_cause(msg, killed_, Clock::now());
+                if (role_ == Role::node && (first || cause || (lost_ && !cause_.failed())))
+                    write_protocol(node_line('x', c.rank, msg));
+                if (first) fail(c.rank, msg, false);
                 else if (cause) take_cause(c.rank, msg);
             }
         }
@@ -457,30 +305,15 @@ private:
                        last.empty() ? "" : str_cat(": ", last));
     }
 
-    // A rank killed by a signal we did not send, moments after a first failure that was a rank's
-    // own exit (a peer's broken collective, typically): the signal is the cause worth reporting.
-    // Which of the two arrives first is a race (a remote rank's death comes over ssh).
-    bool is_root_cause(const std::string& msg) const {
-        return !failure_is_node_ && !failure_is_signal_ && !killed_ &&
-               Clock::now() - failed_at_ < kRootCauseWindow && is_signal_death(msg) &&
-               msg.find("(SIGTERM)") == std::string::npos && msg.find("(SIGINT)") == std::string::npos;
-    }
-    static bool is_signal_death(const std::string& msg) {
-        return msg.find(" killed by signal ") != std::string::npos;
-    }
+    // A later rank death that cause_ takes as the root (failure_cause.h), said on the console.
     void take_cause(int rank, const std::string& msg) {
-        res_.failed_rank = std::max(rank, 0);
-        res_.message = str_cat(msg, " (then ", res_.message, ")");
-        failure_is_signal_ = true;
-        line(str_cat("[launcher] cause: ", res_.message));
+        cause_.take_cause(rank, msg);
+        line(str_cat("[launcher] cause: ", cause_.message));
     }
 
     // The first failure: remembered, printed, everyone else told to stop.
-    void fail(int rank, const std::string& msg) {
-        failed_at_ = Clock::now();
-        res_.failed_rank = std::max(rank, 0);
-        res_.message = msg;
-        failure_is_signal_ = is_signal_death(msg);
+    void fail(int rank, const std::string& msg, bool node) {
+        cause_.first(rank, msg, node, Clock::now());
         line(str_cat("[launcher] ", msg, "; stopping the other ",
                      role_ == Role::multi_job ? "nodes" : "ranks"));
         if (role_ == Role::multi_job) {
@@ -496,37 +329,21 @@ private:
     void read_fd(Child& c, bool telemetry) {
         UniqueFd& fd = telemetry ? c.tel_fd : c.out_fd;
         std::string& buf = telemetry ? c.tel_buf : c.out_buf;
+        auto emit = [&](const std::string& l) { on_line(c, telemetry, l); };
         char chunk[65536];
         ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
         if (n <= 0) {  // EOF or error: the child closed its end
-            if (!buf.empty()) {
-                std::string l;
-                l.swap(buf);
-                on_line(c, telemetry, l);
-            }
+            lines_finish(buf, emit);
             fd.reset();
             return;
         }
-        buf.append(chunk, size_t(n));
-        size_t start = 0, nl;
-        while ((nl = buf.find('\n', start)) != std::string::npos) {
-            on_line(c, telemetry, buf.substr(start, nl - start));
-            start = nl + 1;
-        }
-        buf.erase(0, start);
-        if (buf.size() > kMaxLineBytes) {  // a runaway line: emit what we have
-            std::string l;
-            l.swap(buf);
-            on_line(c, telemetry, l);
-        }
+        lines_feed(buf, chunk, size_t(n), kMaxLineBytes, emit);
     }
 
     void flush_partial(Child& c) {
-        if (!c.out_buf.empty()) on_line(c, false, c.out_buf);
-        if (!c.tel_buf.empty()) on_line(c, true, c.tel_buf);
-        c.out_buf.clear();
-        c.tel_buf.clear();
+        lines_finish(c.out_buf, [&](const std::string& l) { on_line(c, false, l); });
+        lines_finish(c.tel_buf, [&](const std::string& l) { on_line(c, true, l); });
     }
 
     void on_line(Child& c, bool telemetry, const std::string& l) {
@@ -546,7 +363,7 @@ private:
 
     // A console line: to our output, or relayed to the job launcher.
     void line(const std::string& text) {
-        if (role_ == Role::node) write_protocol("o " + text);
+        if (role_ == Role::node) write_protocol(node_line('o', text));
         else out_ << text << '\n';
     }
 
@@ -556,40 +373,30 @@ private:
             protocol_broken_ = true;
             if (!lost_) {
                 lost_ = true;
-                res_.message = "the connection to the job launcher was lost";
+                cause_.message = "the connection to the job launcher was lost";
                 signal_children(children_, SIGTERM);
             }
         }
     }
 
     void on_protocol(Child& c, const std::string& l) {
-        if (l.size() < 2 || l[1] != ' ') {
+        const std::optional<NodeLine> n = node_line_parse(l, spec_.mesh.world());
+        if (!n) {
             if (!l.empty()) line(c.prefix + l);  // not ours (a remote shell's message)
             return;
         }
-        std::string rest = l.substr(2);
-        auto rank_of = [&](std::string& text) {
-            size_t sp = text.find(' ');
-            int r = std::atoi(text.substr(0, sp).c_str());
-            text = sp == std::string::npos ? "" : text.substr(sp + 1);
-            return (r >= 0 && r < spec_.mesh.world()) ? r : -1;
-        };
-        switch (l[0]) {
-            case 'o': line(rest); break;
-            case 't': {
-                int r = rank_of(rest);
-                if (r >= 0) on_telemetry(r, rest);
+        switch (n->kind) {
+            case 'o': line(n->text); break;
+            case 't':
+                if (n->rank >= 0) on_telemetry(n->rank, n->text);
                 break;
-            }
             case 'x': {
-                int r = rank_of(rest);
-                std::string msg = str_cat(rest, " on host ", spec_.nodes[size_t(c.node)].label);
-                if (res_.failed_rank < 0) fail(r, msg);
-                else if (is_root_cause(msg)) take_cause(r, msg);
+                std::string msg = str_cat(n->text, " on host ", spec_.nodes[size_t(c.node)].label);
+                if (!cause_.failed()) fail(n->rank, msg, false);
+                else if (cause_.is_root_cause(msg, killed_, Clock::now())) take_cause(n->rank, msg);
                 break;
             }
             case 'd': c.reported_done = true; break;
-            default: line(c.prefix + l);
         }
     }
 
@@ -604,7 +411,7 @@ private:
                     ranks_[size_t(rank)].last_step = std::max(ranks_[size_t(rank)].last_step, m->step);
             } catch (const std::exception&) {
             }
-            write_protocol(str_cat("t ", rank, " ", l));
+            write_protocol(node_line('t', rank, l));
             return;
         }
         RankState& r = ranks_[size_t(rank)];
@@ -641,9 +448,7 @@ private:
     std::string stdin_buf_;
     AttemptResult res_;
     bool stop_forwarded_ = false;
-    Clock::time_point failed_at_{};
-    bool failure_is_node_ = false;  // the failure is a lost host / node launcher, not a rank
-    bool failure_is_signal_ = false;  // the reported failure is a rank killed by a signal
+    FailureCause cause_;  // which failure the attempt reports (and the lost connection's message)
     bool killed_ = false;             // SIGKILL sent to the children after kill_grace
     bool lost_ = false;             // node launcher: the job launcher is gone
     bool protocol_broken_ = false;
@@ -745,7 +550,7 @@ int launch_node(const NodeSpec& ns) {
         ar = a.run_ranks(ns.first_rank, ns.ranks, ns.attempt, ns.master_addr, ns.master_port,
                          ns.run_id, 0, node_env);
     }
-    write_line(1, "d " + ar.status);
+    write_line(1, node_line('d', ar.status));
     return run_status::exit_code(ar.status);
 }
 
