@@ -50,6 +50,20 @@ bool replicated(const ParamShard& s) {
     return rows == grows && s.col0 == 0 && s.col1 == gcols;
 }
 
+// Calls f(k, info, lo, hi) for each parameter k of a unit whose elements [offset[k], offset[k] +
+// numel) meet the unit's flat range [r0, r1), lo and hi being the overlap: the one walk over a
+// unit's parameters within a range (gradient norms, the optimizer's ranges, on device or host,
+// what a checkpoint takes).
+template <class Unit, class F>
+void for_each_param_range(const Unit& u, int64_t r0, int64_t r1, F&& f) {
+    const auto& es = u.layer->table().entries();
+    for (size_t k = 0; k < u.params.size(); ++k) {
+        const ParamInfo& info = es[u.params[k]];
+        const int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + info.numel, r1);
+        if (lo < hi) f(k, info, lo, hi);
+    }
+}
+
 float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t i) {
     switch (p.init) {
         case InitKind::zeros: return 0.0f;
@@ -431,18 +445,14 @@ void ParamStore::finish_gradients(Communicator* embedding) {
     for (auto& up : units_) {
         Unit& u = *up;
         if (u.tied_copy) continue;
-        const auto& es = u.layer->table().entries();
-        for (size_t k = 0; k < u.params.size(); ++k) {
-            if (tp_rank_ != 0 && replicated(u.layer->shards()[u.params[k]])) continue;
-            int64_t lo = std::max(u.offset[k], u.shard_begin);
-            int64_t hi = std::min(u.offset[k] + es[u.params[k]].numel, u.shard_end);
-            if (lo >= hi) continue;
+        for_each_param_range(u, u.shard_begin, u.shard_end, [&](size_t k, const ParamInfo&, int64_t lo, int64_t hi) {
+            if (tp_rank_ != 0 && replicated(u.layer->shards()[u.params[k]])) return;
             const float* g = o_.stage < 2 ? u.grads() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
             if (!ranges.empty() && ranges.back().first + ranges.back().second == g)
                 ranges.back().second += hi - lo;
             else
                 ranges.push_back({g, hi - lo});
-        }
+        });
     }
     ops_->sum_squares_begin();
     for (const auto& [g, n] : ranges) ops_->sum_squares_add(g, n);
@@ -475,19 +485,15 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
     std::vector<AdamWRange> ranges;
     for (auto& up : units_) {
         Unit& u = *up;
-        const auto& es = u.layer->table().entries();
         const int64_t r0 = update_begin(u), r1 = update_end(u);
-        for (size_t k = 0; k < u.params.size(); ++k) {
-            const ParamInfo& info = es[u.params[k]];
-            int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + info.numel, r1);
-            if (lo >= hi) continue;
+        for_each_param_range(u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
             float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
             const float* g = o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin)
                                            : u.grads() + lo;
             const int64_t mo = lo - r0;
             ranges.push_back({p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo,
                               info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});
-        }
+        });
         if (gather) {
             ops_->adamw_ranges(ranges, h, oc.grad_clip, norm2);
             ranges.clear();
@@ -518,19 +524,14 @@ void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper
             if (gather) gather_updated(u);
             continue;
         }
-        if (dev_ != Device::meta) {
-            const auto& es = u.layer->table().entries();
-            for (size_t k = 0; k < u.params.size(); ++k) {
-                const ParamInfo& info = es[u.params[k]];
-                const int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + info.numel, r1);
-                if (lo >= hi) continue;
+        if (dev_ != Device::meta)
+            for_each_param_range(u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
                 AdamWHyper hk = h;
                 hk.weight_decay = info.decay ? static_cast<float>(oc.weight_decay) : 0.0f;
                 const int64_t i = lo - r0;
                 adamw_update(u.master.f32() + i, u.host_grad.f32() + i, u.m.f32() + i, u.v.f32() + i, hi - lo,
                              hk, scale);
-            }
-        }
+            });
         const size_t bytes = sizeof(float) * (r1 - r0);
         if (image_only()) {
             Tensor staging = Tensor::empty({r1 - r0}, MemCategory::comm, DType::f32, dev_);
@@ -586,14 +587,11 @@ std::vector<ParamStore::Held> ParamStore::held() const {
         settle(*up);  // values are read after the all-gather, on the compute stream
         const Unit& u = *up;
         if (u.tied_copy) continue;
-        const auto& es = u.layer->table().entries();
-        int64_t r0 = o_.stage >= 1 ? u.shard_begin : (dp_rank_ == 0 ? 0 : u.len);
-        int64_t r1 = o_.stage >= 1 ? u.shard_end : u.len;
-        for (size_t k = 0; k < u.params.size(); ++k) {
-            int pi = u.params[k];
-            if (tp_rank_ != 0 && replicated(u.layer->shards()[pi])) continue;
-            int64_t lo = std::max(u.offset[k], r0), hi = std::min(u.offset[k] + es[pi].numel, r1);
-            if (lo >= hi) continue;
+        const int64_t r0 = o_.stage >= 1 ? u.shard_begin : (dp_rank_ == 0 ? 0 : u.len);
+        const int64_t r1 = o_.stage >= 1 ? u.shard_end : u.len;
+        for_each_param_range(u, r0, r1, [&](size_t k, const ParamInfo&, int64_t lo, int64_t hi) {
+            const int pi = u.params[k];
+            if (tp_rank_ != 0 && replicated(u.layer->shards()[pi])) return;
             Held h;
             h.layer = u.layer;
             h.param = pi;
@@ -608,7 +606,7 @@ std::vector<ParamStore::Held> ParamStore::held() const {
             h.params_on_host = host_master_ || dev_ == Device::cpu;
             h.moments_on_host = o_.offload_optimizer || dev_ == Device::cpu;
             out.push_back(h);
-        }
+        });
     }
     return out;
 }
