@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/memory.h"
@@ -115,5 +116,14 @@ private:
     Device device_ = Device::cpu;
     bool pinned_ = false;  // host memory from the CUDA backend's pinned pool
 };
+
+// A vector of (move-only) tensors, moved in: what a layer keeps for later (e.g. zb-h1's W).
+template <typename... Ts>
+std::vector<Tensor> tensor_list(Ts&&... ts) {
+    std::vector<Tensor> v;
+    v.reserve(sizeof...(Ts));
+    (v.push_back(std::move(ts)), ...);
+    return v;
+}
 
 }  // namespace tessera

@@ -157,9 +157,8 @@ public:
         spec_.tp.all_reduce(dln1.data(), dln1.numel(), adt);
         ops_.rmsnorm_backward(gp, nullptr, dln1.data(), s[X].data(), w(ln1_), s[R1].f32(), N, C);
         for (int k : {GU, STATS, QKV}) s[k] = Tensor();  // W reads none of them
-        std::vector<Tensor>& d = wsaved_[micro];
-        d.clear();
-        for (Tensor* t : {&dout, &dgu, &dln2, &dres1, &dqkv, &dln1}) d.push_back(std::move(*t));
+        wsaved_[micro] = tensor_list(std::move(dout), std::move(dgu), std::move(dln2), std::move(dres1),
+                                     std::move(dqkv), std::move(dln1));
         return dx;
     }
     void backward_weight(int micro, const Batch& b) override {

@@ -263,14 +263,6 @@ std::vector<std::pair<int64_t, int64_t>> rows(int64_t first, int64_t count) {
     return {{first, count}};
 }
 
-// A list of (move-only) tensors.
-template <typename... Ts>
-std::vector<Tensor> tensor_list(Ts&&... ts) {
-    std::vector<Tensor> v;
-    (v.push_back(std::move(ts)), ...);
-    return v;
-}
-
 // ------------------------------------------------------------------------------------------
 // Embedding: vocab-parallel token embedding; GPT adds the replicated position embedding (TP
 // rank 0 before the all-reduce: exact, the other ranks add zeros), the Llama family has none
