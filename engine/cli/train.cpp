@@ -121,10 +121,11 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
         }
         return *sink;
     };
+    int64_t steps_done = 0;
     try {
         TrainOptions rank_opts = opts;
         rank_opts.host_metrics = env.local_rank == 0;
-        TrainResult r = parallel_train_rank(cfg, groups, open_sink, rank_opts, std::cout);
+        TrainResult r = parallel_train_rank(cfg, groups, open_sink, rank_opts, std::cout, &steps_done);
         if (env.rank == 0 || r.status == run_status::stopped)
             sink->write(RunEndRecord{r.status, r.status == run_status::stopped ? "stopped by the user" : "",
                                      r.steps_done, telemetry_now()});
@@ -141,8 +142,9 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
         return run_status::exit_code(r.status);
     } catch (const std::exception& e) {
         if (sink) {  // a run that started (or the launcher's pipe) records why it ended
-            sink->write(ErrorRecord{env.rank, 0, e.what(), telemetry_now()});
-            if (store) sink->write(RunEndRecord{std::string(run_status::failed), e.what(), 0, telemetry_now()});
+            sink->write(ErrorRecord{env.rank, steps_done, e.what(), telemetry_now()});
+            if (store)
+                sink->write(RunEndRecord{std::string(run_status::failed), e.what(), steps_done, telemetry_now()});
             sink->flush();
         }
         throw;

@@ -156,7 +156,7 @@ public:
     // the steps already done. A bad checkpoint or weights file fails here, before run().
     int64_t prepare(const TrainOptions& opts);
     // Trains from step `start` to train.steps, reporting to `sink`.
-    TrainResult run(TelemetrySink& sink, int64_t start, const TrainOptions& opts);
+    TrainResult run(TelemetrySink& sink, int64_t start, const TrainOptions& opts, int64_t* steps_done);
 
 private:
     DeviceRecord device_record() const;
@@ -382,13 +382,14 @@ int64_t RankRunner::prepare(const TrainOptions& opts) {
     return 0;
 }
 
-TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptions& opts) {
+TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptions& opts, int64_t* steps_done) {
     TrainResult res;
     sink_ = &sink;
     sink_->write(device_record());
     const int mb = cfg_.train.micro_batch, dp = cfg_.parallel.dp;
     const int64_t targets = (int64_t)mb * n_micro_ * dp * model_.targets_per_sample();
     res.steps_done = start;
+    if (steps_done) *steps_done = start;
     const bool leader = g_.rank == 0;
     if (leader) {
         out_ << "tessera: " << model_.describe() << "\n";
@@ -474,6 +475,7 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
         double loss = red[1] / (double)targets;
         res.last_train_loss = loss;
         res.steps_done = step + 1;
+        if (steps_done) *steps_done = res.steps_done;
         const int64_t s1 = step + 1;
         for (MetricRecord& m : sampler.sample(s1, telemetry_now(), s1 == cfg_.train.steps))
             sink_->write(m);
@@ -482,7 +484,7 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
             // step with the rank that saw it first (run_alerts.h), then the run fails
             metric(s1, metric::train_loss, loss);
             sink_->flush();
-            throw Error(str_cat("step ", step, ": the loss is ", loss,
+            throw Error(str_cat("step ", s1, ": the loss is ", loss,
                                 " (diverged); lower train.lr or enable train.grad_clip"));
         }
         if (s1 % cfg_.log.every == 0 || s1 == cfg_.train.steps) {
@@ -658,10 +660,10 @@ void RankRunner::load_initial_weights() {
 
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups,
                                 const std::function<TelemetrySink&()>& open_sink, const TrainOptions& opts,
-                                std::ostream& out) {
+                                std::ostream& out, int64_t* steps_done) {
     RankRunner r(cfg, groups, out);
     const int64_t start = r.prepare(opts);
-    return r.run(open_sink(), start, opts);
+    return r.run(open_sink(), start, opts, steps_done);
 }
 
 }  // namespace tessera

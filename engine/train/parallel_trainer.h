@@ -21,9 +21,10 @@ std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg);
 
 // Builds the rank, loads its starting weights, then asks open_sink for where its telemetry goes
 // and trains: a bad config, data, checkpoint or weights file fails before open_sink is called
-// (so a run that never started records nothing).
+// (so a run that never started records nothing). *steps_done, where given, follows the steps
+// completed (resumed ones included) as they complete: how far a run got when it throws.
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups,
                                 const std::function<TelemetrySink&()>& open_sink, const TrainOptions& opts,
-                                std::ostream& out);
+                                std::ostream& out, int64_t* steps_done = nullptr);
 
 }  // namespace tessera

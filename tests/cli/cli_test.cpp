@@ -395,6 +395,34 @@ TEST(CliMetrics, MemoryAndThroughputMetrics) {
 
 // train/epoch in epoch order: steps x global batch / windows, recorded every step (here 3
 // windows, 4 samples a step: an epoch and a third per step)
+// A run whose loss turns NaN fails with one error naming the step and what to change, and the
+// run in runs.db says how far it got: failed, at that step, the NaN marked at it.
+TEST(CliMetrics, DivergedRunFailsAtItsStep) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(10, 0, 0));
+    ProcResult r = run_tessera({"train", t / "p.yaml", "--set", "train.lr=1e30", "--set", "train.grad_clip=0"});
+    EXPECT_EQ(r.exit_code, 1) << show(r);
+    EXPECT_EQ(count_lines(r.err), 1u) << show(r);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(step (\d+): the loss is (nan|inf|-inf) \(diverged\); lower train\.lr or enable train\.grad_clip)")))
+        << show(r);
+    const int64_t step = std::stoll(m[1].str());
+    EXPECT_GE(step, 1);
+    EXPECT_LT(step, 10);
+    RunStore s = RunStore::open(t / "runs.db", true);
+    auto runs = s.runs_list();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, tessera::run_status::failed);
+    EXPECT_EQ(runs[0].last_step, step) << "how far the run got";
+    auto errors = s.errors(runs[0].id);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].step, step);
+    auto last = s.metric_last(runs[0].id, tessera::metric::train_loss);
+    ASSERT_TRUE(last);
+    EXPECT_EQ(last->step, step);
+    EXPECT_FALSE(std::isfinite(last->value));
+}
+
 TEST(CliMetrics, EpochOrderRecordsTheEpoch) {
     TempDir t;
     write_window_shard(t / "windows.bin", 3);
