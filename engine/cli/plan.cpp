@@ -93,8 +93,12 @@ std::string ranks_str(const std::vector<int>& rs) {
     for (size_t i = 0; i < rs.size(); ++i) {
         size_t j = i;
         while (j + 1 < rs.size() && rs[j + 1] == rs[j] + 1) ++j;
-        s += (s.empty() ? "" : ",") + std::to_string(rs[i]);
-        if (j > i) s += "-" + std::to_string(rs[j]);
+        if (!s.empty()) s += ',';
+        s += std::to_string(rs[i]);
+        if (j > i) {
+            s += '-';
+            s += std::to_string(rs[j]);
+        }
         i = j;
     }
     if (s.size() > 14)  // a long strided list (e.g. one TP rank of every DP replica)
