@@ -364,7 +364,10 @@ int cli_plan(const CliArgs& args) {
     std::printf("step model: %s (%s)\n", e.step_model.c_str(), e.step_model_note.c_str());
     if (!blocks.empty()) {
         std::string s;
-        for (int b : blocks) s += (s.empty() ? "" : ",") + std::to_string(b);
+        for (int b : blocks) {
+            if (!s.empty()) s += ',';
+            s += std::to_string(b);
+        }
         std::printf("balanced parallel.stages: [%s]\n", s.c_str());
     } else if (!balanced.empty()) {
         std::printf("balanced parallel.stages: none fits (%s)\n", balanced.c_str());

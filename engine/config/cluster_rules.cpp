@@ -120,7 +120,9 @@ std::string cluster_problems_at(const std::vector<ConfigProblem>& problems,
     for (const auto& p : problems) {
         const bool below = p.key.size() > key.size() && p.key.compare(0, key.size(), key) == 0 &&
                            (p.key[key.size()] == '[' || p.key[key.size()] == '.');
-        if (p.key == key || below) s += (s.empty() ? "" : "\n") + p.text();
+        if (p.key != key && !below) continue;
+        if (!s.empty()) s += '\n';
+        s += p.text();
     }
     return s;
 }

@@ -27,7 +27,10 @@ MlpModel::MlpModel(std::vector<int> sizes) : sizes_(std::move(sizes)) {
 
 std::string MlpModel::describe() const {
     std::string s = "MLP";
-    for (size_t i = 0; i < sizes_.size(); ++i) s += (i ? "-" : " ") + std::to_string(sizes_[i]);
+    for (size_t i = 0; i < sizes_.size(); ++i) {
+        s += i ? '-' : ' ';
+        s += std::to_string(sizes_[i]);
+    }
     return str_cat(s, ", ", param_table().total_numel(), " parameters");
 }
 

@@ -54,7 +54,10 @@ std::string ModelShape::describe() const {
     const int64_t P = param_table().total_numel();
     if (family == Family::mlp) {
         std::string s = "MLP";
-        for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "-" : " ") + std::to_string(sizes[i]);
+        for (size_t i = 0; i < sizes.size(); ++i) {
+            s += i ? '-' : ' ';
+            s += std::to_string(sizes[i]);
+        }
         return str_cat(s, ", ", P, " parameters");
     }
     if (family == Family::llama)

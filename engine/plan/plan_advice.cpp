@@ -88,16 +88,13 @@ std::string recompute_label(const std::vector<std::string>& rc) {
     for (size_t s = 0; s < rc.size(); ++s)
         if (rc[s] != "none") {
             mode = mode.empty() || mode == rc[s] ? rc[s] : "mixed";
-            stages += (stages.empty() ? "" : ", ") + std::to_string(s);
+            if (!stages.empty()) stages += ", ";
+            stages += std::to_string(s);
         }
     if (mode.empty()) return "none";
     return str_cat(mode, " on stage", stages.find(',') != std::string::npos ? "s " : " ", stages);
 }
 
-const char* part_name(int k) {
-    static const char* n[] = {"compute", "exposed communication", "bubble", "offload"};
-    return n[k];
-}
 
 }  // namespace
 

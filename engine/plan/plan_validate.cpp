@@ -97,8 +97,11 @@ std::vector<PlanIssue> plan_validate(const RunConfig& cfg, int gpus_available) {
 
 std::string plan_issues_for_key(const std::vector<PlanIssue>& issues, const std::string& key) {
     std::string s;
-    for (const auto& i : issues)
-        if (i.key == key) s += (s.empty() ? "" : "\n") + i.message;
+    for (const auto& i : issues) {
+        if (i.key != key) continue;
+        if (!s.empty()) s += '\n';
+        s += i.message;
+    }
     return s;
 }
 

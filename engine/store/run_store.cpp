@@ -458,7 +458,10 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
         bind_opt(4, r.median_tok_per_s);
         bind_opt(5, r.peak_total_bytes);
         std::string names;
-        for (const std::string& n : r.metric_names) names += (names.empty() ? "" : "\n") + n;
+        for (const std::string& n : r.metric_names) {
+            if (!names.empty()) names += '\n';
+            names += n;
+        }
         sqlite3_bind_text(st, 6, names.data(), int(names.size()), SQLITE_TRANSIENT);
         run_step(st, "store run results");
     }
