@@ -17,6 +17,7 @@
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 #include "engine/model/mlp.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
@@ -363,12 +364,8 @@ int cli_plan(const CliArgs& args) {
                 si(e.flops_per_step, "").c_str());
     std::printf("step model: %s (%s)\n", e.step_model.c_str(), e.step_model_note.c_str());
     if (!blocks.empty()) {
-        std::string s;
-        for (int b : blocks) {
-            if (!s.empty()) s += ',';
-            s += std::to_string(b);
-        }
-        std::printf("balanced parallel.stages: [%s]\n", s.c_str());
+        std::printf("balanced parallel.stages: [%s]\n",
+                    str_join(blocks, ",", [](int b) { return std::to_string(b); }).c_str());
     } else if (!balanced.empty()) {
         std::printf("balanced parallel.stages: none fits (%s)\n", balanced.c_str());
     }

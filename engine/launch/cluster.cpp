@@ -8,6 +8,7 @@
 
 #include "engine/config/cluster_rules.h"
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 #include "engine/launch/ssh.h"
 
 namespace tessera {
@@ -23,9 +24,7 @@ std::string shell_word(const std::string& w) {
 }
 
 std::string shell_line(const std::vector<std::string>& words) {
-    std::string s;
-    for (const auto& w : words) s += (s.empty() ? "" : " ") + shell_word(w);
-    return s;
+    return str_join(words, " ", shell_word);
 }
 
 int world_of(const RunConfig& cfg) { return cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp; }

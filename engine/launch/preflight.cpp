@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 #include "engine/launch/cluster.h"
 #include "engine/launch/ssh.h"
 
@@ -53,8 +54,7 @@ bool check_host(const RunConfig& cfg, const SshTarget& t, int slots, PreflightHo
         return false;
     }
     HostKeyScan scan = ssh_scan_host_key(t);
-    std::string fps;
-    for (const auto& f : scan.fingerprints) fps += (fps.empty() ? "" : ", ") + f;
+    const std::string fps = str_join(scan.fingerprints, ", ");
     switch (scan.state) {
         case HostKeyScan::State::known:
             h.checks.push_back(check("host key", "ok", str_cat("known: ", fps)));

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 #include "engine/kernels/cpu/cross_entropy.h"
 #include "engine/kernels/cpu/elementwise.h"
 #include "engine/kernels/cpu/matmul.h"
@@ -26,12 +27,8 @@ MlpModel::MlpModel(std::vector<int> sizes) : sizes_(std::move(sizes)) {
 }
 
 std::string MlpModel::describe() const {
-    std::string s = "MLP";
-    for (size_t i = 0; i < sizes_.size(); ++i) {
-        s += i ? '-' : ' ';
-        s += std::to_string(sizes_[i]);
-    }
-    return str_cat(s, ", ", param_table().total_numel(), " parameters");
+    return str_cat("MLP ", str_join(sizes_, "-", [](int n) { return std::to_string(n); }), ", ",
+                   param_table().total_numel(), " parameters");
 }
 
 std::vector<int> mlp_sizes(const ModelConfig& m) {

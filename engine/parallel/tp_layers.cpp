@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 
 namespace tessera {
 
@@ -53,12 +54,8 @@ std::vector<LayerSpec> ModelShape::layer_specs() const {
 std::string ModelShape::describe() const {
     const int64_t P = param_table().total_numel();
     if (family == Family::mlp) {
-        std::string s = "MLP";
-        for (size_t i = 0; i < sizes.size(); ++i) {
-            s += i ? '-' : ' ';
-            s += std::to_string(sizes[i]);
-        }
-        return str_cat(s, ", ", P, " parameters");
+        return str_cat("MLP ", str_join(sizes, "-", [](int n) { return std::to_string(n); }), ", ", P,
+                       " parameters");
     }
     if (family == Family::llama)
         return str_cat("Llama family ", llama.n_layer, " layers, ", llama.n_head, " heads over ", llama.n_kv_head,

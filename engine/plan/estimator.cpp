@@ -16,6 +16,7 @@
 #include <cblas.h>
 
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 #include "engine/core/tensor.h"
 #include "engine/model/gpt.h"
 #include "engine/parallel/schedule.h"
@@ -82,8 +83,7 @@ DeviceSpec device_spec(const std::string& name) {
         d.efficiency = 0.6;  // non-matmul kernels (attention, layernorm, AdamW) at lower rates
         d.shared_host = true;
     } else {
-        std::string known;
-        for (const auto& n : device_names()) known += (known.empty() ? "" : ", ") + n;
+        const std::string known = str_join(device_names(), ", ");
         throw InputError(str_cat("--device: expected one of ", known, ", found '", name, "'"));
     }
     if (name != "cpu") {

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 
 namespace tessera {
 
@@ -218,8 +219,7 @@ std::string plan_loss_reason(const PlanSuggestion& faster, const StepBreakdown& 
         return why;
     }
     if (pe.fits) return why;
-    std::string m;
-    for (const auto& x : mem) m += (m.empty() ? "" : ", ") + x;
+    const std::string m = str_join(mem, ", ");
     return str_cat("memory: needs ", m,
                    " to fit (as the faster plan is set, the fullest GPU would need ",
                    gib((double)plan_fullest_bytes(pe)), " of ", gib((double)plan_rank_capacity(pe)),
@@ -437,8 +437,7 @@ StageImbalance plan_stage_imbalance(const RunConfig& cfg, const DeviceSpec& dev)
         return s;
     }
     s.found = true;
-    std::string split;
-    for (int n : s.stages) split += (split.empty() ? "" : ", ") + std::to_string(n);
+    const std::string split = str_join(s.stages, ", ", [](int n) { return std::to_string(n); });
     s.text = str_cat(head, ". Fix: move ", s.move_blocks, " block", s.move_blocks > 1 ? "s" : "",
                      " to stage ", to, " (stages ", split, "; first stage ", s.stages.front(),
                      ", last stage ", s.stages.back(), " blocks): ",

@@ -13,6 +13,7 @@
 #include <ostream>
 
 #include "engine/core/error.h"
+#include "engine/core/str_join.h"
 #include "engine/telemetry/metric_names.h"
 
 namespace tessera {
@@ -457,11 +458,7 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
         bind_opt(3, r.best_val_loss);
         bind_opt(4, r.median_tok_per_s);
         bind_opt(5, r.peak_total_bytes);
-        std::string names;
-        for (const std::string& n : r.metric_names) {
-            if (!names.empty()) names += '\n';
-            names += n;
-        }
+        const std::string names = str_join(r.metric_names, "\n");
         sqlite3_bind_text(st, 6, names.data(), int(names.size()), SQLITE_TRANSIENT);
         run_step(st, "store run results");
     }
