@@ -474,6 +474,18 @@ void RunStore::run_finish(int64_t run_id, std::string_view status, const std::st
 // reading
 
 namespace {
+// A list stored joined by `sep` (annotations' tags, run_results' metric names), empty items dropped.
+std::vector<std::string> split_stored(const std::string& joined, char sep) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at < joined.size();) {
+        size_t end = joined.find(sep, at);
+        if (end == std::string::npos) end = joined.size();
+        if (end > at) out.push_back(joined.substr(at, end - at));
+        at = end + 1;
+    }
+    return out;
+}
+
 const char* kRunCols =
     "SELECT id, name, config_text, status, message, start_time, coalesce(end_time, 0), host, "
     "world_size, plan_json, last_step FROM runs";
@@ -612,15 +624,7 @@ std::vector<RunAnnotation> RunStore::annotations() const {
     Query q(db_.get(), path_, "SELECT run_id, tags, note, archived FROM annotations ORDER BY run_id");
     std::vector<RunAnnotation> out;
     while (q.step()) {
-        RunAnnotation a{q.i64(0), {}, q.str(2), q.i64(3) != 0};
-        const std::string tags = q.str(1);
-        for (size_t at = 0; at < tags.size();) {
-            size_t end = tags.find(',', at);
-            if (end == std::string::npos) end = tags.size();
-            if (end > at) a.tags.push_back(tags.substr(at, end - at));
-            at = end + 1;
-        }
-        out.push_back(std::move(a));
+        out.push_back(RunAnnotation{q.i64(0), split_stored(q.str(1), ','), q.str(2), q.i64(3) != 0});
     }
     return out;
 }
@@ -656,15 +660,7 @@ std::vector<RunResults> RunStore::stored_results() const {
     auto opt = [&](int c) { return sqlite3_column_type(q.st.get(), c) == SQLITE_NULL ? -1.0 : q.f64(c); };
     std::vector<RunResults> out;
     while (q.step()) {
-        RunResults r{q.i64(0), opt(1), opt(2), opt(3), opt(4), {}};
-        const std::string names = q.str(5);
-        for (size_t at = 0; at < names.size();) {
-            size_t end = names.find('\n', at);
-            if (end == std::string::npos) end = names.size();
-            if (end > at) r.metric_names.push_back(names.substr(at, end - at));
-            at = end + 1;
-        }
-        out.push_back(std::move(r));
+        out.push_back(RunResults{q.i64(0), opt(1), opt(2), opt(3), opt(4), split_stored(q.str(5), '\n')});
     }
     return out;
 }
