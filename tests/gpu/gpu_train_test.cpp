@@ -304,6 +304,43 @@ TEST(GpuTrain, OptimizerOffloadKeepsTheCurve) {
     }
 }
 
+// The Monitor page's system metrics on a real GPU: a CUDA run writes the driver's view (NVML)
+// under gpu/ at its first and last step and every 2 s between, and the host's (/proc) under
+// host/ (its CPU share is a rate: from the second reading on). Each reading must be one a running H200-class GPU can give: busy at the last step,
+// memory used at least the engine's own device peak (NVML also counts the context), power,
+// temperature and SM clock in physical ranges.
+TEST(GpuTrain, SystemMetricsComeFromTheDriver) {
+    REQUIRE_GPUS(1);
+    fs::path dir = project_dir("system_metrics", gpt2_yaml(40));
+    auto [rc, text] = test_support::run_command(test_support::train_command(
+        dir / "project.yaml", {"model.seq_len=512", "train.micro_batch=8"}));
+    ASSERT_EQ(rc, 0) << text;
+    RunStore store = RunStore::open((dir / "runs.db").string(), true);
+    const int64_t run = store.runs_list().back().id;
+    auto series = [&](std::string_view name, size_t at_least = 2) {
+        auto rows = store.metrics(run, name);
+        for (const auto& r : rows) std::printf("%-22s step %3lld rank %d %.6g\n", std::string(name).c_str(),
+                                               static_cast<long long>(r.step), r.rank, r.value);
+        EXPECT_GE(rows.size(), at_least) << name << ": the first and the last step at least";
+        return rows;
+    };
+    auto util = series(metric::gpu_util_percent);
+    for (const auto& r : util) EXPECT_TRUE(r.value >= 0 && r.value <= 100) << r.value;
+    if (!util.empty()) {
+        EXPECT_EQ(util.back().step, 40) << "the last step is always sampled";
+        EXPECT_GT(util.back().value, 0) << "the GPU was idle while it trained";
+    }
+    auto engine_peak = store.metric_last(run, metric::mem_device_bytes);
+    ASSERT_TRUE(engine_peak.has_value());
+    for (const auto& r : series(metric::gpu_memory_used_bytes)) EXPECT_GE(r.value, engine_peak->value);
+    for (const auto& r : series(metric::gpu_power_watts)) EXPECT_TRUE(r.value > 20 && r.value < 1500) << r.value;
+    for (const auto& r : series(metric::gpu_temperature_c)) EXPECT_TRUE(r.value > 5 && r.value < 105) << r.value;
+    for (const auto& r : series(metric::gpu_sm_clock_mhz)) EXPECT_TRUE(r.value > 100 && r.value < 4000) << r.value;
+    auto cpu = series(metric::host_cpu_percent, 1);  // a rate: none at the first reading
+    for (const auto& r : cpu) EXPECT_TRUE(r.value >= 0 && r.value <= 100) << r.value;
+    for (const auto& r : series(metric::host_memory_used_bytes)) EXPECT_GT(r.value, 0);
+}
+
 // GPT-2 124M at sequence 256: offload and recompute keep the curve (see the helper).
 TEST(GpuTrain, OffloadAndRecomputeKeepTheCurve) {
     REQUIRE_GPUS(1);
