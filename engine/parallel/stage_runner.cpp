@@ -47,6 +47,14 @@ StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& bl
     return st;
 }
 
+namespace {
+// A receive posted ahead. Evaluation's forwards run outside run() (never posted ahead): their
+// keys are apart from training's.
+std::tuple<int, int, int> posted_key(int dir, int c, int micro, bool eval) {
+    return {dir, c, eval ? -1 - micro : micro};
+}
+}  // namespace
+
 StageRunner::StageRunner(const ModelShape& model, std::vector<StageChunk> chunks, ParamStore& store,
                          StageEdges& edges, const Options& o)
     : model_(model), chunks_(std::move(chunks)), store_(store), edges_(edges), o_(o) {}
@@ -54,8 +62,18 @@ StageRunner::StageRunner(const ModelShape& model, std::vector<StageChunk> chunks
 int StageRunner::run(const StageSchedule& sched,
                      const std::function<const Batch&(int micro)>& batch) {
     int in_flight = 0, max_in_flight = 0;
-    for (const PipeAction& a : sched) {
+    for (size_t k = 0; k < sched.size(); ++k) {
+        const PipeAction& a = sched[k];
         const Batch& b = batch(a.micro);
+        if (o_.recv_ahead)  // the next two receives of each direction, from this action on
+            for (int dir : {0, 1})
+                for (size_t j = k, n = 0; j < sched.size() && n < 2; ++j) {
+                    const PipeAction& later = sched[j];
+                    if (recv_dir(later) != dir) continue;
+                    ++n;
+                    if (!posted_.count(posted_key(dir, later.chunk, later.micro, false)))
+                        post(dir, later.chunk, later.micro, batch(later.micro), false);
+                }
         switch (a.kind) {
             case PipeAction::forward:
                 forward(a.micro, a.chunk, b, false);
@@ -72,20 +90,42 @@ int StageRunner::run(const StageSchedule& sched,
                 break;
         }
     }
+    TS_CHECK(posted_.empty(), "StageRunner: ", posted_.size(), " receives posted ahead were not taken");
     return max_in_flight;
+}
+
+int StageRunner::recv_dir(const PipeAction& a) const {
+    const int g = chunks_[a.chunk].global;
+    if (a.kind == PipeAction::forward) return g > 0 ? 0 : -1;
+    if (a.kind == PipeAction::backward || a.kind == PipeAction::backward_input)
+        return g < o_.pp * o_.v - 1 ? 1 : -1;
+    return -1;
+}
+
+void StageRunner::post(int dir, int c, int micro, const Batch& b, bool eval) {
+    Tensor x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act,
+                             o_.device);
+    edges_.recv_post(x, dir, chunks_[c].global, micro, eval);
+    posted_.emplace(posted_key(dir, c, micro, eval), std::move(x));
+}
+
+Tensor StageRunner::receive(int dir, int c, int micro, const Batch& b, bool eval) {
+    edges_.span_begin("recv", micro);
+    const auto key = posted_key(dir, c, micro, eval);
+    if (!posted_.count(key)) post(dir, c, micro, b, eval);
+    auto it = posted_.find(key);
+    Tensor x = std::move(it->second);
+    posted_.erase(it);
+    edges_.recv_wait(dir, chunks_[c].global, micro, eval);
+    edges_.span_end(eval);
+    return x;
 }
 
 void StageRunner::forward(int micro, int c, const Batch& b, bool eval) {
     StageChunk& ch = chunks_[c];
     const int G = o_.pp * o_.v;
     Tensor x;
-    if (ch.global > 0) {
-        edges_.span_begin("recv", micro);
-        x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act,
-                          o_.device);
-        edges_.recv(x, 0, ch.global, micro, eval);
-        edges_.span_end(eval);
-    }
+    if (ch.global > 0) x = receive(0, c, micro, b, eval);
     edges_.span_begin("forward", micro);
     const bool offload = !eval && o_.offload_activations;
     for (size_t i = 0; i < ch.layers.size(); ++i) {
@@ -105,23 +145,15 @@ void StageRunner::forward(int micro, int c, const Batch& b, bool eval) {
         for (Layer* l : ch.layers) l->drop(-1 - micro);
 }
 
-// The gradient of chunk ch's output from the next stage (none for the last chunk: the head made
+// The gradient of chunk c's output from the next stage (none for the last chunk: the head made
 // its own in the forward).
-Tensor StageRunner::recv_grad(int micro, const StageChunk& ch, const Batch& b) {
-    Tensor dout;
-    if (ch.global < o_.pp * o_.v - 1) {
-        edges_.span_begin("recv", micro);
-        dout = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations,
-                             o_.act, o_.device);
-        edges_.recv(dout, 1, ch.global, micro, false);
-        edges_.span_end(false);
-    }
-    return dout;
+Tensor StageRunner::recv_grad(int micro, int c, const Batch& b) {
+    return chunks_[c].global < o_.pp * o_.v - 1 ? receive(1, c, micro, b, false) : Tensor();
 }
 
 void StageRunner::backward(int micro, int c, const Batch& b) {
     StageChunk& ch = chunks_[c];
-    Tensor dout = recv_grad(micro, ch, b);
+    Tensor dout = recv_grad(micro, c, b);
     // Offloaded activations come back one layer ahead of the backward that needs them.
     const bool offload = o_.offload_activations;
     if (offload && !ch.layers.empty()) ch.layers.back()->fetch_begin(micro);
@@ -143,7 +175,7 @@ void StageRunner::backward(int micro, int c, const Batch& b) {
 
 void StageRunner::backward_input(int micro, int c, const Batch& b) {
     StageChunk& ch = chunks_[c];
-    Tensor dout = recv_grad(micro, ch, b);
+    Tensor dout = recv_grad(micro, c, b);
     edges_.span_begin("backward_input", micro);
     for (size_t i = ch.layers.size(); i-- > 0;) {
         Layer* l = ch.layers[i];

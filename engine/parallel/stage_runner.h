@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -43,9 +44,11 @@ StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& bl
 class StageEdges {
   public:
     virtual ~StageEdges() = default;
-    // Fills x (allocated by the runner: the hidden state) with what the neighbour sends for
-    // global chunk g and micro-batch `micro`.
-    virtual void recv(Tensor& x, int dir, int g, int micro, bool eval) = 0;
+    // Posts the receive into x (allocated by the runner: the hidden state) of what the neighbour
+    // sends for global chunk g and micro-batch `micro`; x's storage stays put until recv_wait of
+    // the same (dir, g, micro, eval) returns.
+    virtual void recv_post(Tensor& x, int dir, int g, int micro, bool eval) = 0;
+    virtual void recv_wait(int dir, int g, int micro, bool eval) = 0;
     // Hands x on to the neighbour's chunk g; x must live until the step's sends are done.
     virtual void send(Tensor x, int dir, int g, int micro, bool eval) = 0;
     // The last chunk's output: its per-target losses (N) (freed after).
@@ -58,6 +61,13 @@ class StageEdges {
     virtual void layer_issued() {}
 };
 
+// Whether a stage posts its receives ahead of the actions that need them: each direction keeps
+// its next two receives posted, so a message travels while the stage computes. On CPU ranks,
+// where Gloo sends a message only once the receiver has posted its receive (a round trip on the
+// critical path otherwise). Not on GPUs: NCCL runs a direction's sends and receives in order on
+// one stream, where an early receive would hold back the sends queued behind it.
+inline bool recv_ahead_on(bool gpu) { return !gpu; }
+
 class StageRunner {
   public:
     struct Options {
@@ -66,6 +76,7 @@ class StageRunner {
         DType act = DType::f32;       // the hidden state's dtype
         Device device = Device::cpu;  // and where it lives
         bool offload_activations = false;
+        bool recv_ahead = false;  // recv_ahead_on(): post each receive before it is needed
     };
     // chunks: this stage's chunks, local index c = chunk of the schedule's actions.
     StageRunner(const ModelShape& model, std::vector<StageChunk> chunks, ParamStore& store,
@@ -88,13 +99,19 @@ class StageRunner {
     void backward_weight(int micro, int c, const Batch& b);
 
   private:
-    Tensor recv_grad(int micro, const StageChunk& ch, const Batch& b);
+    Tensor recv_grad(int micro, int c, const Batch& b);
+    // The receive action `a` needs: 0 activations, 1 gradients, -1 none.
+    int recv_dir(const PipeAction& a) const;
+    // The hidden state of chunk c's receive in direction dir, posted ahead or now, once it is in.
+    Tensor receive(int dir, int c, int micro, const Batch& b, bool eval);
+    void post(int dir, int c, int micro, const Batch& b, bool eval);
     ModelShape model_;
     std::vector<StageChunk> chunks_;
     ParamStore& store_;
     StageEdges& edges_;
     Options o_;
     std::map<Layer*, int> backward_count_;
+    std::map<std::tuple<int, int, int>, Tensor> posted_;  // (dir, chunk, micro): receives posted ahead
 };
 
 }  // namespace tessera

@@ -87,6 +87,7 @@ void RankSim::store_init() {
     StageRunner::Options so;
     so.pp = pp, so.v = v, so.n_micro = m, so.act = device.act, so.device = Device::meta;
     so.offload_activations = offload_act;
+    so.recv_ahead = recv_ahead_on(gpu());
     StageEdges& edges = *this;
     runner_ = std::make_unique<StageRunner>(model_, layers.views(), *store_, edges, so);
 }

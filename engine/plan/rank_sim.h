@@ -88,7 +88,8 @@ struct RankSim final : private StageEdges {
 
 private:
     // StageEdges: receives fill nothing, sends are held until the step ends, losses are dropped
-    void recv(Tensor&, int, int, int, bool) override {}
+    void recv_post(Tensor&, int, int, int, bool) override {}
+    void recv_wait(int, int, int, bool) override {}
     void send(Tensor x, int, int, int, bool) override { sends_.push_back(std::move(x)); }
     void losses(const Tensor&, bool) override {}
     void layer_issued() override { ++tl.computes; }

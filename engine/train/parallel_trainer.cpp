@@ -41,8 +41,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Tags of point-to-point messages: unique per (direction, global chunk, micro-batch) in a step.
-int p2p_tag(int dir, int g, int micro) { return (dir << 24) | (g << 12) | micro; }
+// Tags of point-to-point messages: unique per (direction, global chunk, micro-batch) in a step;
+// evaluation's micro-batches are tagged apart from training's (2048 up).
+int p2p_tag(int dir, int g, int micro, bool eval) { return (dir << 24) | (g << 12) | (eval ? micro + 2048 : micro); }
 
 // Fault injection for the failure tests: TESSERA_FAULT_STALL="RANK:STEP" makes that rank sleep
 // (as if stuck) after completing STEP, before the next step's collectives.
@@ -137,6 +138,7 @@ public:
         StageRunner::Options so;
         so.pp = pp_, so.v = v_, so.n_micro = n_micro_, so.act = act_dtype_, so.device = dev_;
         so.offload_activations = par.offload_activations;
+        so.recv_ahead = recv_ahead_on(dev_ == Device::cuda);
         StageEdges& edges = *this;
         runner_ = std::make_unique<StageRunner>(model_, layers_.views(), *store_, edges, so);
         oc_ = optimizer_config(cfg.train);
@@ -164,7 +166,8 @@ private:
     int stage_of(int g) const { return g % pp_; }  // the stage holding global chunk g
     const Batch& batch(int64_t step, int micro, bool eval);
     // StageEdges: the pp group's messages, the losses summed on the device, the spans
-    void recv(Tensor& x, int dir, int g, int micro, bool eval) override;
+    void recv_post(Tensor& x, int dir, int g, int micro, bool eval) override;
+    void recv_wait(int dir, int g, int micro, bool eval) override;
     void send(Tensor x, int dir, int g, int micro, bool eval) override;
     void losses(const Tensor& x, bool eval) override;
     void span_begin(const char* kind, int micro) override;
@@ -225,6 +228,7 @@ private:
     Clock::time_point run_t0_;
     std::map<std::pair<int, bool>, Batch> batches_;  // (micro, eval) -> batch of this step
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
+    std::map<int, std::unique_ptr<CommRequest>> recvs_;  // posted receives by tag
     double busy_s_ = 0;
     double model_flops_per_token_ = 0, peak_flops_ = 0;  // for perf/mfu (GPU runs)
 };
@@ -239,15 +243,23 @@ const Batch& RankRunner::batch(int64_t step, int micro, bool eval) {
     return batches_.emplace(key, std::move(b)).first->second;
 }
 
-// Chunk g receives activations from chunk g - 1 and gradients from chunk g + 1; evaluation's
-// micro-batches are tagged apart from training's (2048 up).
-void RankRunner::recv(Tensor& x, int dir, int g, int micro, bool eval) {
-    const int peer = stage_of(dir == 0 ? g - 1 : g + 1);
-    g_.pp->irecv(x.data(), x.numel(), act_dtype_, peer, p2p_tag(dir, g, eval ? micro + 2048 : micro))->wait();
+// Chunk g receives activations from chunk g - 1 and gradients from chunk g + 1.
+void RankRunner::recv_post(Tensor& x, int dir, int g, int micro, bool eval) {
+    const int peer = stage_of(dir == 0 ? g - 1 : g + 1), tag = p2p_tag(dir, g, micro, eval);
+    auto [it, fresh] = recvs_.emplace(tag, g_.pp->irecv(x.data(), x.numel(), act_dtype_, peer, tag));
+    TS_CHECK(fresh, "recv_post: a receive with tag ", tag, " is already posted");
+}
+
+void RankRunner::recv_wait(int dir, int g, int micro, bool eval) {
+    auto it = recvs_.find(p2p_tag(dir, g, micro, eval));
+    TS_CHECK(it != recvs_.end(), "recv_wait: no receive posted for chunk ", g, " micro-batch ", micro);
+    std::unique_ptr<CommRequest> req = std::move(it->second);
+    recvs_.erase(it);
+    req->wait();
 }
 
 void RankRunner::send(Tensor x, int dir, int g, int micro, bool eval) {
-    auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, stage_of(g), p2p_tag(dir, g, eval ? micro + 2048 : micro));
+    auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, stage_of(g), p2p_tag(dir, g, micro, eval));
     sends_.emplace_back(std::move(req), std::move(x));
 }
 
