@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
 # usage: bench/pipeline_bubble.py TESSERA [--steps N] [--pp 2,4] [--micro 8] [--schedules 1f1b,zb-h1]
+#                                          [--d-model 128]
 # The measured pipeline bubble of CPU ranks, schedule by schedule, against its theory and the
 # estimator's. Each plan trains the bubble test's model (tests/pipeline/bubble_test.cpp: gpt-tiny,
-# 8 layers of width 128, micro-batches of 4 × 64 tokens, one thread per rank) for N steps; each
-# stage reports pipeline/bubble = 1 − (compute spans: forward, backward, B, W) / (its pipeline
-# time), averaged here over stages and the steps after the first. Theory with unit op times
+# 8 layers of width 128, micro-batches of 4 × 64 tokens, one thread per rank) for N steps; the
+# measured bubble is what `tessera runs show` prints: per step, the pipeline's idle share from
+# every rank's spans (1 − compute / (stages × window), engine/telemetry/pipeline_spans.h), the
+# mean over the steps after the first. Beside it, each stage's mean forward and backward (B + W)
+# per micro-batch, in ms: a stage slower than the others paces the pipeline and adds idle time
+# the unit-time theory does not have. Theory with unit op times
 # f = b = w = 1 (a whole backward 2): 1F1B (p−1)/(m+p−1), ZB-H1 (p−1)/(3m+p−1); the estimator's
 # figure is `tessera plan --json`'s bubble_fraction. Needs a core per rank: on fewer cores, busy
 # ranks slow each other and idle ones free cores, and the measured figures mean little (the
 # script says so). Prints one table.
-import json, os, sqlite3, subprocess, sys, tempfile
+import json, os, re, sqlite3, subprocess, sys, tempfile
 
 tess = os.path.abspath(sys.argv[1])
 arg = lambda k, d: sys.argv[sys.argv.index(k) + 1] if k in sys.argv else d
 steps, m = int(arg("--steps", 8)), int(arg("--micro", 8))
 pps = [int(x) for x in arg("--pp", "2,4").split(",")]
 schedules = arg("--schedules", "1f1b,zb-h1").split(",")
+d_model = int(arg("--d-model", 128))
 PROJECT = f"""name: bubble
-model: {{preset: gpt-tiny, n_layer: 8, n_head: 4, d_model: 128, seq_len: 64}}
+model: {{preset: gpt-tiny, n_layer: 8, n_head: 4, d_model: {d_model}, seq_len: 64}}
 data: {{dataset: brown}}
 train: {{steps: {steps}, micro_batch: 4, grad_accum: {m}, eval_every: 0, threads: 1}}
 log: {{db: runs.db, every: 1}}
@@ -30,10 +35,11 @@ def theory(kind, p):
 
 work = tempfile.mkdtemp(prefix="pipeline_bubble_")
 cores = os.cpu_count()
-print(f"{cores} cores; load average {os.getloadavg()[0]:.1f}; m = {m} micro-batches, {steps} steps")
+print(f"{cores} cores; load average {os.getloadavg()[0]:.1f}; m = {m} micro-batches, {steps} steps, "
+      f"d_model {d_model}")
 if cores < max(pps):
     print(f"WARNING: fewer cores ({cores}) than ranks ({max(pps)}): the measured bubbles mean little")
-print(f"{'plan':<16} {'measured':>9} {'theory':>8} {'estimator':>10} {'step s':>8}")
+print(f"{'plan':<16} {'measured':>9} {'theory':>8} {'estimator':>10} {'step s':>8}  per stage: forward / backward ms")
 for p in pps:
     for kind in schedules:
         d = os.path.join(work, f"{kind}_pp{p}")
@@ -50,11 +56,19 @@ for p in pps:
                                         text=True, check=True).stdout)
         db = sqlite3.connect(os.path.join(d, "runs.db"))
         run = db.execute("SELECT max(id) FROM runs").fetchone()[0]
-        vals = [v for (v,) in db.execute("SELECT value FROM metrics WHERE run_id = ? AND name = "
-                                         "'pipeline/bubble' AND step > 1", (run,))]
+        shown = subprocess.run([tess, "runs", "show", "--db", os.path.join(d, "runs.db"), "--run", str(run)],
+                               capture_output=True, text=True, check=True).stdout
+        found = re.search(r"bubble\s+([0-9.]+) measured", shown)
+        got = float(found.group(1)) if found else float("nan")
         times = sorted(t for (t,) in db.execute("SELECT wall_time FROM metrics WHERE run_id = ? AND "
                                                 "name = 'train/loss' AND step > 1", (run,)))
         step_s = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else float("nan")
-        got = sum(vals) / len(vals) if vals else float("nan")
+        stages = []
+        for stage, fwd, bwd in db.execute(
+                "SELECT stage, sum(CASE WHEN kind = 'forward' THEN end_s - start_s ELSE 0 END), "
+                "sum(CASE WHEN kind IN ('backward', 'backward_input', 'backward_weight') THEN end_s - start_s "
+                "ELSE 0 END) FROM spans WHERE run_id = ? AND step > 0 GROUP BY stage ORDER BY stage", (run,)):
+            n = m * (steps - 1)
+            stages.append(f"{fwd / n * 1e3:.1f}/{bwd / n * 1e3:.1f}")
         print(f"{kind + ' pp' + str(p):<16} {got:9.3f} {theory(kind, p):8.3f} "
-              f"{est['bubble_fraction']:10.3f} {step_s:8.3f}")
+              f"{est['bubble_fraction']:10.3f} {step_s:8.3f}  {'  '.join(stages)}")

@@ -2,6 +2,7 @@
 #include "engine/parallel/schedule_sim.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -106,6 +107,34 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
     }
     out.bubble_fraction = out.makespan_s > 0 ? idle / (pp * out.makespan_s) : 0.0;
     return out;
+}
+
+std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp, int v) {
+    // (stage, rank) -> {forward sum, forward n, backward sum, backward n}, seconds
+    std::map<std::pair<int, int>, std::array<double, 4>> acc;
+    for (const auto& s : spans) {
+        const double d = s.end_s - s.start_s;
+        auto& a = acc[{s.stage, s.rank}];
+        if (s.kind == "forward") a[0] += d, a[1] += 1;
+        else if (s.kind == "backward" || s.kind == "backward_input") a[2] += d, a[3] += 1;
+        else if (s.kind == "backward_weight") a[2] += d;  // zb-h1: B + W make one backward
+        else if (s.kind == "forward_backward") a[0] += d / 3, a[1] += 1, a[2] += 2 * d / 3, a[3] += 1;
+    }
+    std::vector<double> f((size_t)pp, -1), b((size_t)pp, -1);
+    for (const auto& [key, a] : acc) {
+        const int st = key.first;
+        if (st < 0 || st >= pp || a[1] == 0 || a[3] == 0) continue;
+        f[(size_t)st] = std::max(f[(size_t)st], a[0] / a[1]);
+        b[(size_t)st] = std::max(b[(size_t)st], a[2] / a[3]);
+    }
+    ScheduleTimes t;
+    for (int g = 0; g < pp * v; ++g) {
+        const int st = g % pp;
+        if (f[(size_t)st] < 0 || b[(size_t)st] < 0) return std::nullopt;
+        t.forward_s.push_back(f[(size_t)st]);
+        t.backward_s.push_back(b[(size_t)st]);
+    }
+    return t;
 }
 
 }  // namespace tessera

@@ -5,9 +5,11 @@
 // from a run's measured times or the estimator's predicted ones; schedule_bubble_fraction is the
 // same walk with the unit times f and b.
 #pragma once
+#include <optional>
 #include <vector>
 
 #include "engine/parallel/schedule.h"
+#include "engine/telemetry/telemetry.h"
 
 namespace tessera {
 
@@ -46,5 +48,11 @@ struct ScheduleSim {
 // Throws Error when times have the wrong size or the schedule deadlocks.
 ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
                               const ScheduleTimes& t);
+
+// A run's times from its spans (SpanRecord: one step's or several): per stage, the mean forward
+// and the mean backward (B + W under zb-h1) per micro-batch and chunk, the slowest of the stage's
+// ranks; each global chunk of the stage gets them. nullopt when a stage has no forward or no
+// backward span.
+std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp, int v);
 
 }  // namespace tessera

@@ -1,6 +1,7 @@
 // Text views of runs.db: the run table and one run's detail page (see run_report.h).
 #include "engine/store/run_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -9,6 +10,7 @@
 
 #include "engine/core/error.h"
 #include "engine/telemetry/metric_names.h"
+#include "engine/telemetry/pipeline_spans.h"
 
 namespace tessera {
 
@@ -80,6 +82,36 @@ void store_write_run_table(std::ostream& out, const RunStore& store) {
     }
 }
 
+namespace {
+
+// A pipelined run's measured bubble, from every rank's spans (pipeline_spans.h) of its last 50
+// steps after the first: nothing for a run of one stage.
+void write_pipeline(std::ostream& out, const RunStore& store, const RunRow& r) {
+    constexpr int64_t kSteps = 50;
+    std::vector<double> bubbles;
+    bool pipelined = false;
+    int64_t first = 0, last = 0;
+    for (int64_t s = std::max<int64_t>(1, r.last_step - kSteps); s < r.last_step; ++s) {  // spans count from 0
+        std::vector<SpanRecord> spans = store.spans(r.id, s);
+        for (const SpanRecord& sp : spans) pipelined |= sp.stage > 0;
+        double b = pipeline_bubble_measured(spans);
+        if (b < 0) continue;
+        if (bubbles.empty()) first = s + 1;
+        last = s + 1;
+        bubbles.push_back(b);
+    }
+    if (!pipelined || bubbles.empty()) return;
+    double sum = 0;
+    for (double b : bubbles) sum += b;
+    auto [lo, hi] = std::minmax_element(bubbles.begin(), bubbles.end());
+    char line[160];
+    std::snprintf(line, sizeof line, "  bubble      %.3f measured: the mean of steps %lld-%lld (%.3f .. %.3f)\n",
+                  sum / double(bubbles.size()), (long long)first, (long long)last, *lo, *hi);
+    out << "\npipeline (every rank's timeline spans):\n" << line;
+}
+
+}  // namespace
+
 void store_write_run_detail(std::ostream& out, const RunStore& store, int64_t run_id) {
     std::optional<RunRow> run = store.run_get(run_id);
     if (!run)
@@ -113,6 +145,8 @@ void store_write_run_detail(std::ostream& out, const RunStore& store, int64_t ru
     for (const MetricRow& m : latest)
         out << "  " << m.name << std::string(w - m.name.size(), ' ') << "  step " << m.step << "  "
             << format_value(m.value) << "\n";
+
+    write_pipeline(out, store, r);
 
     std::vector<CheckpointRow> ckpts = store.checkpoints(r.id);
     out << "\ncheckpoints:\n";

@@ -44,7 +44,9 @@ struct SpanRecord {
     int stage = 0;
     int micro_batch = -1;  // -1 = not tied to a micro-batch
     std::string kind;      // forward|backward|send|recv|optimizer|...
-    double start_s = 0, end_s = 0;  // seconds since run start
+    // wall clock, seconds since the Unix epoch: every rank's spans on one time base (runs stored
+    // before 2026-12-02 count from each rank's start); readers use differences
+    double start_s = 0, end_s = 0;
 };
 
 struct ErrorRecord {

@@ -143,6 +143,7 @@ public:
         runner_ = std::make_unique<StageRunner>(model_, layers_.views(), *store_, edges, so);
         oc_ = optimizer_config(cfg.train);
         run_t0_ = Clock::now();
+        run_t0_wall_ = telemetry_now();
         for (const LayerSpec& l : model_.layer_specs()) model_flops_per_token_ += 3.0 * l.flops_per_token;
 #ifdef TESSERA_HAVE_CUDA
         DeviceSpec device;  // the device table (engine/plan): MFU, and what the allocator cannot see
@@ -162,7 +163,12 @@ public:
 
 private:
     DeviceRecord device_record() const;
-    double now_s() const { return std::chrono::duration<double>(Clock::now() - run_t0_).count(); }
+    // Span times: the wall clock (seconds since the Unix epoch), so every rank's spans share one
+    // time base (exactly on one host, to the hosts' clock sync across several), advanced by the
+    // steady clock from the runner's start (no jumps within a run).
+    double now_s() const {
+        return run_t0_wall_ + std::chrono::duration<double>(Clock::now() - run_t0_).count();
+    }
     int stage_of(int g) const { return g % pp_; }  // the stage holding global chunk g
     const Batch& batch(int64_t step, int micro, bool eval);
     // StageEdges: the pp group's messages, the losses summed on the device, the spans
@@ -226,6 +232,7 @@ private:
     StageSchedule schedule_;
     OptimizerConfig oc_;
     Clock::time_point run_t0_;
+    double run_t0_wall_ = 0;  // telemetry_now() at run_t0_
     std::map<std::pair<int, bool>, Batch> batches_;  // (micro, eval) -> batch of this step
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
     std::map<int, std::unique_ptr<CommRequest>> recvs_;  // posted receives by tag

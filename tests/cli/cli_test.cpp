@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <regex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "engine/io/checkpoint.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
+#include "engine/telemetry/pipeline_spans.h"
 
 using namespace tessera_cli_test;
 using tessera::RunStore;
@@ -353,10 +355,38 @@ TEST(CliRuns, ExportCsvListAndShowMatchTheDb) {
     const double shown = std::stod(m[1].str());
     EXPECT_NEAR(shown, db_loss.back().value, 1e-5 * std::fabs(db_loss.back().value)) << show(sh);
     EXPECT_NE(sh.out.find("completed"), std::string::npos) << show(sh);
+    EXPECT_EQ(sh.out.find("pipeline ("), std::string::npos) << "one stage has no pipeline section\n" << show(sh);
 
     ProcResult missing = run_tessera({"runs", "export", "--db", t / "r.db", "--run", "9", "--csv"});
     EXPECT_EQ(missing.exit_code, 2) << show(missing);
     EXPECT_EQ(count_lines(missing.err), 1u) << show(missing);
+}
+
+// A pipelined run's detail shows its measured bubble: every rank's spans, on the one time base
+// the ranks share, through pipeline_bubble_measured, averaged over the steps after the first.
+TEST(CliRuns, ShowPrintsAPipelinesMeasuredBubble) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(4, 0, 2));
+    train_ok({t / "p.yaml", "--set", "parallel.pp=2", "--set", "train.grad_accum=4"});
+    ProcResult sh = run_tessera({"runs", "show", "--db", t / "runs.db", "--run", "1"});
+    ASSERT_EQ(sh.exit_code, 0) << show(sh);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(sh.out, m, std::regex(R"(bubble\s+(\S+) measured: the mean of steps 2-4)")))
+        << show(sh);
+    tessera::RunStore store = tessera::RunStore::open(t / "runs.db", true);
+    double sum = 0;
+    for (int64_t step = 1; step < 4; ++step) {
+        const auto spans = store.spans(1, step);
+        std::set<int> ranks;
+        double first_start = 1e300;
+        for (const auto& sp : spans) ranks.insert(sp.rank), first_start = std::min(first_start, sp.start_s);
+        EXPECT_EQ(ranks.size(), 2u) << "step " << step;
+        EXPECT_GT(first_start, 1.7e9) << "span times are on the wall clock";
+        sum += tessera::pipeline_bubble_measured(spans);
+    }
+    EXPECT_NEAR(std::stod(m[1].str()), sum / 3, 6e-4) << show(sh);
+    EXPECT_GT(sum / 3, 0.0);
+    EXPECT_LT(sum / 3, 1.0);
 }
 
 // 5. ---------------------------------------------------------------------------------------

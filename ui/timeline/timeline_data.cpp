@@ -10,28 +10,10 @@
 
 #include "engine/core/error.h"
 #include "engine/parallel/schedule.h"
+#include "engine/telemetry/pipeline_spans.h"
 
 namespace tessera::studio {
 
-namespace {
-
-bool is_compute(const std::string& kind) {
-    return kind == "forward" || kind == "backward" || kind == "forward_backward" || kind == "backward_input" ||
-           kind == "backward_weight";
-}
-
-// First start / last end over the non-optimizer spans, in seconds; {inf, -inf} if none.
-std::pair<double, double> pipeline_window_s(const std::vector<tessera::SpanRecord>& spans) {
-    double t0 = std::numeric_limits<double>::infinity(), t1 = -t0;
-    for (const auto& s : spans) {
-        if (s.kind == "optimizer") continue;
-        t0 = std::min(t0, s.start_s);
-        t1 = std::max(t1, s.end_s);
-    }
-    return {t0, t1};
-}
-
-}  // namespace
 
 // ------------------------------------------------------------------------------------------------
 // measured
@@ -65,24 +47,8 @@ GanttData timeline_measured_bars(const std::vector<tessera::SpanRecord>& spans) 
 }
 
 double timeline_pipeline_window_ms(const std::vector<tessera::SpanRecord>& spans) {
-    auto [t0, t1] = pipeline_window_s(spans);
+    auto [t0, t1] = tessera::pipeline_window_s(spans);
     return t1 > t0 ? (t1 - t0) * 1e3 : 0.0;
-}
-
-double timeline_measured_bubble(const std::vector<tessera::SpanRecord>& spans) {
-    auto [t0, t1] = pipeline_window_s(spans);
-    std::map<std::pair<int, int>, double> busy_s;  // (stage, rank) -> compute seconds
-    bool any = false;
-    for (const auto& s : spans) {
-        busy_s[{s.stage, s.rank}] += 0;  // every row counts, also one that only waited
-        if (!is_compute(s.kind)) continue;
-        busy_s[{s.stage, s.rank}] += s.end_s - s.start_s;
-        any = true;
-    }
-    if (!any || !(t1 > t0)) return -1;
-    double busy = 0;
-    for (const auto& [key, b] : busy_s) busy += b;
-    return std::clamp(1.0 - busy / (busy_s.size() * (t1 - t0)), 0.0, 1.0);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -180,31 +146,7 @@ GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms) {
 std::optional<tessera::ScheduleTimes> timeline_measured_times(const tessera::RunConfig& cfg,
                                                                const std::vector<tessera::SpanRecord>& spans) {
     const IdealPlan p = ideal_plan(cfg);
-    // (stage, rank) -> {forward sum, forward n, backward sum, backward n}, seconds
-    std::map<std::pair<int, int>, std::array<double, 4>> acc;
-    for (const auto& s : spans) {
-        const double d = s.end_s - s.start_s;
-        auto& a = acc[{s.stage, s.rank}];
-        if (s.kind == "forward") a[0] += d, a[1] += 1;
-        else if (s.kind == "backward" || s.kind == "backward_input") a[2] += d, a[3] += 1;
-        else if (s.kind == "backward_weight") a[2] += d;  // zb-h1: B + W make one backward
-        else if (s.kind == "forward_backward") a[0] += d / 3, a[1] += 1, a[2] += 2 * d / 3, a[3] += 1;
-    }
-    std::vector<double> f((size_t)p.pp, -1), b((size_t)p.pp, -1);
-    for (const auto& [key, a] : acc) {
-        const int st = key.first;
-        if (st < 0 || st >= p.pp || a[1] == 0 || a[3] == 0) continue;
-        f[(size_t)st] = std::max(f[(size_t)st], a[0] / a[1]);
-        b[(size_t)st] = std::max(b[(size_t)st], a[2] / a[3]);
-    }
-    tessera::ScheduleTimes t;
-    for (int g = 0; g < p.pp * p.v; ++g) {
-        const int st = g % p.pp;
-        if (f[(size_t)st] < 0 || b[(size_t)st] < 0) return std::nullopt;
-        t.forward_s.push_back(f[(size_t)st]);
-        t.backward_s.push_back(b[(size_t)st]);
-    }
-    return t;
+    return tessera::schedule_times_measured(spans, p.pp, p.v);
 }
 
 tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg, const tessera::DeviceSpec& dev) {

@@ -43,11 +43,6 @@ struct GanttData {
 // Measured: one row per (stage, rank), sorted by stage then rank.
 GanttData timeline_measured_bars(const std::vector<tessera::SpanRecord>& spans);
 
-// Measured bubble of one step: 1 - compute time (forward, backward, forward_backward) over
-// (rows × pipeline window), the window running from the first to the last non-optimizer span.
-// Returns -1 when there are no compute spans.
-double timeline_measured_bubble(const std::vector<tessera::SpanRecord>& spans);
-
 // Pipeline window (first non-optimizer start to last non-optimizer end), in ms; 0 if none.
 double timeline_pipeline_window_ms(const std::vector<tessera::SpanRecord>& spans);
 

@@ -12,6 +12,7 @@
 
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/telemetry/pipeline_spans.h"
 #include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
 #include "ui/timeline/gantt_view.h"
@@ -195,7 +196,7 @@ void TimelinePage::showStep() {
         return;
     }
     GanttData measured = timeline_measured_bars(spans);
-    m_measuredBubble = timeline_measured_bubble(spans);
+    m_measuredBubble = tessera::pipeline_bubble_measured(spans);
     const double window_ms = timeline_pipeline_window_ms(spans);
     m_measured->setData(measured, tr("Measured — run #%1, step %2 (%3 ms)").arg(run.id).arg(step)
                                       .arg(measured.length_ms, 0, 'f', 2));
