@@ -526,6 +526,7 @@ void MonitorPage::replotNow() {
         m_lossPlot->rescaleAxes();
         m_speedPlot->rescaleAxes();
         m_speedPlot->yAxis->setRangeLower(0);
+        if (pct) m_speedPlot->yAxis2->setRange(0, 100);  // MFU and utilisation on one fixed scale
         rebuildAlerts();
         m_system->setXAxis(m_xMode, m_run.start_time, (double)m_tokensPerStep);
     }

@@ -50,6 +50,7 @@ SystemCharts::SystemCharts(QWidget* parent) : QWidget(parent), m_empty(new QLabe
         Chart c;
         c.metric = std::string(s.metric);
         c.scale = s.scale;
+        c.title = s.title;
         c.plot = new QCustomPlot(this);
         c.plot->setObjectName(QString("system:%1").arg(QString::fromStdString(c.metric)));
         c.plot->setMinimumHeight(120);
@@ -165,6 +166,19 @@ void SystemCharts::replot() {
             ++idx;
         }
         c.plot->xAxis->setLabel(xl);
+        // one line (one rank) needs no key: its rank stands in the title and the axes get the room
+        const bool keyed = c.lines.size() > 1;
+        QCPLayoutGrid* grid = c.plot->plotLayout();
+        if (keyed && !c.plot->legend->layout()) {
+            grid->addElement(1, 1, c.plot->legend);
+            grid->setColumnStretchFactor(1, 0.001);
+        } else if (!keyed && c.plot->legend->layout()) {
+            grid->take(c.plot->legend);
+            grid->simplify();
+        }
+        c.plot->legend->setVisible(keyed);
+        if (auto* title = qobject_cast<QCPTextElement*>(c.plot->plotLayout()->element(0, 0)))
+            title->setText(keyed ? c.title : c.title + "  ·  " + c.plot->graph(0)->name());
         c.plot->rescaleAxes();
         // percentages on their whole scale; the rest from zero with headroom
         if (c.metric == metric::gpu_util_percent || c.metric == metric::host_cpu_percent) {

@@ -48,6 +48,7 @@ class SystemCharts : public QWidget {
     struct Chart {
         std::string metric;
         double scale = 1;  // value -> shown unit (bytes -> GiB)
+        QString title;
         QCustomPlot* plot = nullptr;
         std::map<int, Line> lines;  // by rank
     };

@@ -13,10 +13,12 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPalette>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QStyleFactory>
+#include <QTabWidget>
 #include <QUndoStack>
 #include <QVBoxLayout>
 
@@ -317,13 +319,31 @@ QStringList MainWindow::saveScreenshots(const QString& dir, const QString& name)
     const QString project = !name.isEmpty()      ? name
                             : m_doc->isOpen() ? QFileInfo(m_doc->projectDir()).fileName()
                                               : QStringLiteral("none");
+    // "System (GPU, host)" -> "system-gpu-host"
+    auto slug = [](const QString& title) {
+        return title.toLower().replace(QRegularExpression("[^a-z0-9]+"), "-").remove(QRegularExpression("^-|-$"));
+    };
+    auto save = [&](const QString& name) {
+        QApplication::processEvents();
+        const QString path = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(project, name));
+        if (grab().save(path)) files << path;
+    };
     const int before = currentPage();
     for (int i = 0; i < pageCount(); ++i) {
         setCurrentPage(i);
-        QApplication::processEvents();
-        const QString name = pageTitle(i).toLower().replace(' ', '-');
-        const QString path = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(project, name));
-        if (grab().save(path)) files << path;
+        const QString name = slug(pageTitle(i));
+        save(name);
+        // the page's other tabs too (the Monitor's System tab): <project>-<page>-<tab>.png
+        for (QTabWidget* tabs : page(i)->findChildren<QTabWidget*>()) {
+            if (!tabs->isVisible()) continue;
+            const int shown = tabs->currentIndex();
+            for (int t = 0; t < tabs->count(); ++t) {
+                if (t == shown) continue;
+                tabs->setCurrentIndex(t);
+                save(name + "-" + slug(tabs->tabText(t)));
+            }
+            tabs->setCurrentIndex(shown);
+        }
     }
     setCurrentPage(before);
     return files;
