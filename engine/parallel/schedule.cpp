@@ -1,9 +1,9 @@
 #include "engine/parallel/schedule.h"
 
 #include <algorithm>
-#include <map>
 
 #include "engine/core/error.h"
+#include "engine/parallel/schedule_sim.h"
 
 namespace tessera {
 
@@ -121,65 +121,14 @@ double schedule_zb_h1_bubble_theory(int pp, int m, double f, double b, double w)
 
 double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp, double f,
                                 double b, double w) {
-    // Event simulation: an action starts when its stage is free and its input has arrived.
-    // Global chunk g = chunk * pp + stage; forward of g needs forward of g-1 (same micro);
-    // backward (or B) of g needs backward (or B) of g+1 (or its own forward, for the last
-    // chunk); W of g needs B of g.
-    const int v = [&] {
-        int mx = 0;
-        for (const auto& s : sched)
-            for (const auto& a : s) mx = std::max(mx, a.chunk);
-        return mx + 1;
-    }();
-    const int G = v * pp;
-    std::map<std::tuple<int, int, int>, double> done;  // (kind, g, micro) -> finish time
-    std::vector<size_t> pos(pp, 0);
-    std::vector<double> free_at(pp, 0.0);
-    double busy = 0;
-    size_t remaining = 0;
-    for (const auto& s : sched) remaining += s.size();
-    while (remaining > 0) {
-        bool progressed = false;
-        for (int st = 0; st < pp; ++st) {
-            while (pos[st] < sched[st].size()) {
-                const PipeAction& a = sched[st][pos[st]];
-                int g = a.chunk * pp + st;
-                double ready = 0;
-                bool ok = true;
-                auto dep = [&](int kind, int gg) {
-                    auto it = done.find({kind, gg, a.micro});
-                    if (it == done.end()) ok = false;
-                    else ready = std::max(ready, it->second);
-                };
-                if (a.kind == PipeAction::forward) {
-                    if (g > 0) dep(0, g - 1);
-                } else if (a.kind == PipeAction::backward_weight) {
-                    dep(1, g);
-                } else {
-                    if (g < G - 1) dep(1, g + 1);
-                    else dep(0, g);
-                }
-                if (!ok) break;
-                double cost = a.kind == PipeAction::forward          ? f
-                              : a.kind == PipeAction::backward       ? b + w
-                              : a.kind == PipeAction::backward_input ? b
-                                                                     : w;
-                double start = std::max(ready, free_at[st]);
-                free_at[st] = start + cost;
-                busy += cost;
-                const int done_kind = a.kind == PipeAction::forward          ? 0
-                                      : a.kind == PipeAction::backward_weight ? 2
-                                                                              : 1;
-                done[{done_kind, g, a.micro}] = free_at[st];
-                ++pos[st];
-                --remaining;
-                progressed = true;
-            }
-        }
-        TS_CHECK(progressed, "pipeline schedule deadlocks");
-    }
-    double makespan = *std::max_element(free_at.begin(), free_at.end());
-    return 1.0 - busy / (pp * makespan);
+    int v = 1;
+    for (const auto& s : sched)
+        for (const auto& a : s) v = std::max(v, a.chunk + 1);
+    ScheduleTimes t;
+    t.forward_s.assign(size_t(v * pp), f);
+    t.backward_s.assign(size_t(v * pp), b + w);
+    t.weight_share = b + w > 0 ? w / (b + w) : 0.0;
+    return schedule_simulate(sched, pp, t).bubble_fraction;
 }
 
 }  // namespace tessera

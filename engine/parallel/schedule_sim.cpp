@@ -62,11 +62,12 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
                 // the binding wait: the input when it came last (ties: the input), else the stage
                 s.waited_for = producer >= 0 && ready >= free_at ? producer : prev;
                 if (s.start_s == 0) s.waited_for = -1;
-                // zb-h1's B and W each take half of a whole backward (the estimator's split)
-                const bool split = a.kind == PipeAction::backward_input || a.kind == PipeAction::backward_weight;
-                s.end_s = s.start_s + (a.kind == PipeAction::forward ? t.forward_s[(size_t)g]
-                                       : split                        ? t.backward_s[(size_t)g] / 2
-                                                                      : t.backward_s[(size_t)g]);
+                // zb-h1's B and W share a whole backward (weight_share: W's)
+                const double bwd = t.backward_s[(size_t)g];
+                s.end_s = s.start_s + (a.kind == PipeAction::forward           ? t.forward_s[(size_t)g]
+                                       : a.kind == PipeAction::backward_input  ? bwd * (1 - t.weight_share)
+                                       : a.kind == PipeAction::backward_weight ? bwd * t.weight_share
+                                                                               : bwd);
                 const int idx = (int)out.actions.size();
                 out.actions.push_back(s);
                 const int done_kind = a.kind == PipeAction::forward ? 0 : a.kind == PipeAction::backward_weight ? 2 : 1;

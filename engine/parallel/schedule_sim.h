@@ -1,9 +1,9 @@
 // A pipeline schedule (schedule.h) simulated with per-chunk forward and backward times: when
 // each action runs on its stage, the critical path (the chain of actions, each waiting on the one
 // before it on its stage or on its input from a neighbour, that sets the makespan) and the
-// bubbles (each stage's idle intervals inside the makespan). The studio's Timeline page draws it
-// from a run's measured times or the estimator's predicted ones; schedule_bubble_fraction is the
-// same walk with the unit times f and b.
+// bubbles (each stage's idle intervals inside the makespan). The one simulator of schedules: the
+// studio's Timeline page draws it from a run's measured times, the estimator's predicted ones or
+// unit times; schedule_bubble_fraction is it with the same times for every chunk.
 #pragma once
 #include <optional>
 #include <vector>
@@ -19,6 +19,7 @@ namespace tessera {
 struct ScheduleTimes {
     std::vector<double> forward_s, backward_s;
     double p2p_s = 0;
+    double weight_share = 0.5;  // a split backward (zb-h1): W's share of backward_s, B the rest
 };
 
 struct SimAction {

@@ -2,8 +2,6 @@
 #include "ui/timeline/timeline_data.h"
 
 #include <algorithm>
-#include <array>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <utility>
@@ -75,68 +73,20 @@ IdealPlan ideal_plan(const tessera::RunConfig& cfg) {
 
 GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms) {
     const IdealPlan p = ideal_plan(cfg);
-    const int chunks = p.pp * p.v;
-    // unit op times as the estimator's: a whole backward is B (input gradient) + W (weights)
-    const double f = 1.0, b = 1.0, w = 1.0;
-    using A = tessera::PipeAction;
-    // end time of forward / backward (or B) of (micro, global chunk); -1 = not yet run
-    std::vector<double> fwd_end(size_t(p.micro) * chunks, -1), bwd_end(fwd_end);
-    auto at = [&](int m, int g) { return size_t(m) * chunks + g; };
-    std::vector<size_t> next(p.pp, 0);
-    std::vector<double> free_at(p.pp, 0);
-    GanttData g;
-    for (int s = 0; s < p.pp; ++s) g.rowLabels.push_back(QString("stage %1").arg(s));
-    size_t left = 0;
-    for (const auto& st : p.sched) left += st.size();
-    while (left > 0) {
-        bool progressed = false;
-        for (int s = 0; s < p.pp; ++s) {
-            while (next[s] < p.sched[s].size()) {
-                const tessera::PipeAction& a = p.sched[s][next[s]];
-                const int gc = a.chunk * p.pp + s;
-                double ready = 0;
-                if (a.kind == A::forward) {
-                    if (gc > 0) ready = fwd_end[at(a.micro, gc - 1)];
-                } else if (a.kind == A::backward_weight) {
-                    ready = bwd_end[at(a.micro, gc)];  // its own B
-                } else {
-                    ready = gc + 1 < chunks ? bwd_end[at(a.micro, gc + 1)] : fwd_end[at(a.micro, gc)];
-                }
-                if (ready < 0) break;  // waits for another stage
-                const double t0 = std::max(ready, free_at[s]);
-                const double t1 = t0 + (a.kind == A::forward          ? f
-                                        : a.kind == A::backward       ? b + w
-                                        : a.kind == A::backward_input ? b
-                                                                      : w);
-                if (a.kind != A::backward_weight) (a.kind == A::forward ? fwd_end : bwd_end)[at(a.micro, gc)] = t1;
-                free_at[s] = t1;
-                GanttBar bar;
-                bar.row = s;
-                bar.stage = s;
-                bar.rank = s;
-                bar.micro = a.micro;
-                bar.kind = a.kind == A::forward          ? "forward"
-                           : a.kind == A::backward       ? "backward"
-                           : a.kind == A::backward_input ? "backward_input"
-                                                         : "backward_weight";
-                bar.start_ms = t0;
-                bar.end_ms = t1;
-                g.bars.push_back(bar);
-                ++next[s];
-                --left;
-                progressed = true;
-            }
-        }
-        TS_CHECK(progressed, "ideal schedule deadlocks (", left, " actions left)");
-    }
-    double makespan = 0;
-    for (const auto& bar : g.bars) makespan = std::max(makespan, bar.end_ms);
-    const double scale = makespan > 0 && window_ms > 0 ? window_ms / makespan : 1.0;
+    // unit op times as the estimator's: f = 1, a whole backward 2 (B = W = 1 under zb-h1)
+    tessera::ScheduleTimes t;
+    t.forward_s.assign(size_t(p.pp * p.v), 1.0);
+    t.backward_s.assign(size_t(p.pp * p.v), 2.0);
+    GanttData g = timeline_simulated_bars(cfg, t, nullptr);
+    // the schedule's shape only (no critical path, no hatched gaps), stretched over the window
+    g.gaps.clear();
+    const double scale = g.length_ms > 0 && window_ms > 0 ? window_ms / g.length_ms : 1.0;
     for (auto& bar : g.bars) {
+        bar.critical = false;
         bar.start_ms *= scale;
         bar.end_ms *= scale;
     }
-    g.length_ms = makespan * scale;
+    g.length_ms *= scale;
     return g;
 }
 
