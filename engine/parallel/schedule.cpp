@@ -125,8 +125,9 @@ double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp,
     for (const auto& s : sched)
         for (const auto& a : s) v = std::max(v, a.chunk + 1);
     ScheduleTimes t;
-    t.forward_s.assign(size_t(v * pp), f);
-    t.backward_s.assign(size_t(v * pp), b + w);
+    const size_t chunks = size_t(v) * size_t(pp);
+    t.forward_s.assign(chunks, f);
+    t.backward_s.assign(chunks, b + w);
     t.weight_share = b + w > 0 ? w / (b + w) : 0.0;
     return schedule_simulate(sched, pp, t).bubble_fraction;
 }
