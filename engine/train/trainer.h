@@ -17,7 +17,6 @@ struct TrainOptions {
 };
 
 struct TrainResult {
-    int64_t run_id = 0;
     int64_t steps_done = 0;       // steps completed (including resumed ones)
     double last_train_loss = 0;
     double last_val_loss = -1;    // -1 when never evaluated
