@@ -151,6 +151,22 @@ Tensor StageRunner::recv_grad(int micro, int c, const Batch& b) {
     return chunks_[c].global < o_.pp * o_.v - 1 ? receive(1, c, micro, b, false) : Tensor();
 }
 
+// A layer's whole backward between the store's hooks; `prev` is the layer whose backward comes
+// next (the store prefetches its parameters).
+Tensor StageRunner::backward_layer(Layer* l, Layer* prev, int micro, Tensor dout, const Batch& b) {
+    store_.before_backward(l, prev);
+    dout = l->backward(micro, std::move(dout), b);
+    backward_done(l);
+    return dout;
+}
+
+// A layer's weight gradients of this micro-batch are in: the last micro-batch's fire its
+// gradient hooks (reductions).
+void StageRunner::backward_done(Layer* l) {
+    edges_.layer_issued();
+    store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
+}
+
 void StageRunner::backward(int micro, int c, const Batch& b) {
     StageChunk& ch = chunks_[c];
     Tensor dout = recv_grad(micro, c, b);
@@ -164,10 +180,7 @@ void StageRunner::backward(int micro, int c, const Batch& b) {
             if (i > 0) ch.layers[i - 1]->fetch_begin(micro);
             l->fetch_wait(micro);
         }
-        store_.before_backward(l, i > 0 ? ch.layers[i - 1] : nullptr);
-        dout = l->backward(micro, std::move(dout), b);
-        edges_.layer_issued();
-        store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
+        dout = backward_layer(l, i > 0 ? ch.layers[i - 1] : nullptr, micro, std::move(dout), b);
     }
     edges_.span_end(false);
     if (ch.global > 0) edges_.send(std::move(dout), 1, ch.global - 1, micro, false);
@@ -186,10 +199,7 @@ void StageRunner::backward_input(int micro, int c, const Batch& b) {
             edges_.layer_issued();
             store_.after_forward(l);
         } else {
-            store_.before_backward(l, prev);
-            dout = l->backward(micro, std::move(dout), b);
-            edges_.layer_issued();
-            store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
+            dout = backward_layer(l, prev, micro, std::move(dout), b);
         }
     }
     edges_.span_end(false);
@@ -213,8 +223,7 @@ void StageRunner::backward_weight(int micro, int c, const Batch& b) {
             }
         store_.before_backward(l, next);
         l->backward_weight(micro, b);
-        edges_.layer_issued();
-        store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
+        backward_done(l);
     }
     edges_.span_end(false);
 }

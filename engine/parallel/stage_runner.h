@@ -100,6 +100,8 @@ class StageRunner {
 
   private:
     Tensor recv_grad(int micro, int c, const Batch& b);
+    Tensor backward_layer(Layer* l, Layer* prev, int micro, Tensor dout, const Batch& b);
+    void backward_done(Layer* l);
     // The receive action `a` needs: 0 activations, 1 gradients, -1 none.
     int recv_dir(const PipeAction& a) const;
     // The hidden state of chunk c's receive in direction dir, posted ahead or now, once it is in.
