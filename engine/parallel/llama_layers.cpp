@@ -163,10 +163,8 @@ public:
     }
     void backward_weight(int micro, const Batch& b) override {
         const int N = b.batch_size * b.seq_len, C = d_.d_model, S = Ql_ + 2 * Kl_;
-        auto it = wsaved_.find(micro);
-        TS_CHECK(it != wsaved_.end(), name_, ": W of micro-batch ", micro, " before its B");
         std::vector<Tensor>& s = saved_.at(micro);
-        std::vector<Tensor>& d = it->second;  // d out, d gate/up, d ln2, d res1, d qkv, d ln1
+        std::vector<Tensor>& d = w_saved_at(micro);  // d out, d gate/up, d ln2, d res1, d qkv, d ln1
         ops_.matmul_backward(nullptr, grad_ptr[down_], nullptr, d[0].data(), s[ACT].data(), nullptr, N, Fl_, C);
         ops_.matmul_backward(nullptr, grad_ptr[gu_], nullptr, d[1].data(), s[LN2].data(), nullptr, N, C, 2 * Fl_);
         ops_.rmsnorm_backward(nullptr, grad_ptr[ln2_], d[2].data(), s[RES1].data(), nullptr, s[R2].f32(), N, C);
@@ -182,10 +180,7 @@ private:
     // backward and B both start here).
     std::vector<Tensor>& saved_for_backward(int micro, int B, int T) {
         const int N = B * T;
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
-        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
-        std::vector<Tensor>& s = it->second;
+        std::vector<Tensor>& s = saved_at(micro);
         if (spec_.recompute == Recompute::full) {
             std::vector<Tensor> r = compute(std::move(s[X]), B, T);
             r.resize(kCount);

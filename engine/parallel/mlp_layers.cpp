@@ -61,10 +61,7 @@ public:
     // pre-activation already holds its gradient.
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
         const int B = b.batch_size;
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
-        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
-        std::vector<Tensor>& s = it->second;
+        std::vector<Tensor>& s = saved_at(micro);
         void* dpre = s[PRE].data();
         if (!last_) {
             ops_.relu_backward(dout.data(), s[PRE].data(), dout.data(), (int64_t)B * out_);
@@ -73,8 +70,7 @@ public:
         Tensor dx = first_ ? Tensor() : act({B, in_});
         ops_.matmul_backward(first_ ? nullptr : dx.data(), grad_ptr[0], grad_ptr[1], dpre,
                              input(s[X], b), w(0), B, in_, out_);
-        saved_.erase(it);
-        offloaded_.erase(micro);
+        release(micro);
         return dx;
     }
 

@@ -249,6 +249,19 @@ void Layer::save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, in
     saved_[micro] = std::move(s);
 }
 
+std::vector<Tensor>& Layer::saved_at(int micro) {
+    auto it = saved_.find(micro);
+    TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
+    TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
+    return it->second;
+}
+
+std::vector<Tensor>& Layer::w_saved_at(int micro) {
+    auto it = wsaved_.find(micro);
+    TS_CHECK(it != wsaved_.end(), name_, ": W of micro-batch ", micro, " before its B");
+    return it->second;
+}
+
 int64_t Layer::saved_bytes(int micro) const {
     auto it = saved_.find(micro);
     int64_t n = 0;
@@ -308,9 +321,7 @@ public:
         return Tensor();
     }
     void backward_weight(int micro, const Batch& b) override {
-        auto it = wsaved_.find(micro);
-        TS_CHECK(it != wsaved_.end(), name_, ": W of micro-batch ", micro, " before its B");
-        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr, it->second[0].data(),
+        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr, w_saved_at(micro)[0].data(),
                                 tokens(micro, b, false), v0_, v1_, b.batch_size, b.seq_len,
                                 spec_.model.d_model());
         release(micro);
@@ -440,10 +451,8 @@ public:
     void backward_weight(int micro, const Batch& b) override {
         const int N = b.batch_size * b.seq_len;
         const int C = spec_.model.gpt.d_model, Cl = C / spec_.tp.size;
-        auto it = wsaved_.find(micro);
-        TS_CHECK(it != wsaved_.end(), name_, ": W of micro-batch ", micro, " before its B");
         std::vector<Tensor>& s = saved_.at(micro);
-        std::vector<Tensor>& d = it->second;  // d out, d fc, d ln_2, d res1, d qkv, d ln_1
+        std::vector<Tensor>& d = w_saved_at(micro);  // d out, d fc, d ln_2, d res1, d qkv, d ln_1
         const float* gv = nullptr;             // W reads no weights
         ops_.matmul_backward(nullptr, grad_ptr[10], grad_ptr[11], d[0].data(), s[FCG].data(), gv, N, 4 * Cl, C);
         ops_.matmul_backward(nullptr, grad_ptr[8], grad_ptr[9], d[1].data(), s[LN2].data(), gv, N, C, 4 * Cl);
@@ -461,10 +470,7 @@ private:
     std::vector<Tensor>& saved_for_backward(int micro, int B, int T) {
         const int N = B * T, Cl = spec_.model.gpt.d_model / spec_.tp.size;
         const int NHl = spec_.model.gpt.n_head / spec_.tp.size;
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
-        TS_CHECK(!offloaded_[micro], name_, ": micro-batch ", micro, " still offloaded");
-        std::vector<Tensor>& s = it->second;
+        std::vector<Tensor>& s = saved_at(micro);
         if (spec_.recompute == Recompute::full) {
             std::vector<Tensor> r = compute(std::move(s[X]), B, T);
             r.resize(kCount);
@@ -601,9 +607,7 @@ public:
     Tensor backward(int micro, Tensor, const Batch& b) override {
         const int N = b.batch_size * b.seq_len, C = spec_.model.d_model();
         const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), "head: backward of micro-batch ", micro, " before forward");
-        std::vector<Tensor>& s = it->second;
+        std::vector<Tensor>& s = saved_at(micro);
         Tensor dln = work({N, C});
         {  // padded logits: the gradient over the padded rows first, then its real rows
             Tensor dw = Vp != Vl ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device) : Tensor();
@@ -619,8 +623,7 @@ public:
                                     s[2].f32(), s[3].f32(), N, C);
         else
             ops_.rmsnorm_backward(dx.data(), grad_ptr[0], dln.data(), s[0].data(), w(0), s[3].f32(), N, C);
-        saved_.erase(it);
-        offloaded_.erase(micro);
+        release(micro);
         return dx;
     }
 
@@ -628,9 +631,7 @@ public:
     bool splits_backward() const override { return true; }
     Tensor backward_input(int micro, Tensor, const Batch& b) override {
         const int N = b.batch_size * b.seq_len, C = spec_.model.d_model(), Vp = padded_vocab();
-        auto it = saved_.find(micro);
-        TS_CHECK(it != saved_.end(), "head: backward of micro-batch ", micro, " before forward");
-        std::vector<Tensor>& s = it->second;
+        std::vector<Tensor>& s = saved_at(micro);
         Tensor dln = act({N, C});
         ops_.matmul_backward(dln.data(), nullptr, nullptr, s[4].data(), s[1].data(), wte(), N, C, Vp);
         spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
@@ -647,10 +648,8 @@ public:
     void backward_weight(int micro, const Batch& b) override {
         const int N = b.batch_size * b.seq_len, C = spec_.model.d_model();
         const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
-        auto it = wsaved_.find(micro);
-        TS_CHECK(it != wsaved_.end(), "head: W of micro-batch ", micro, " before its B");
         std::vector<Tensor>& s = saved_.at(micro);
-        const void* dln = it->second[0].data();
+        const void* dln = w_saved_at(micro)[0].data();
         {  // as backward(): the padded rows' gradient first, then its real rows
             Tensor dw = Vp != Vl ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device) : Tensor();
             ops_.matmul_backward(nullptr, dw.defined() ? dw.f32() : dwte(), nullptr, s[4].data(),
@@ -721,6 +720,22 @@ std::unique_ptr<Layer> layer_create(const ShardSpec& spec_in, int index,
     TS_CHECK(index == L + 1, "layer index ", index, " outside 0..", L + 1);
     spec.ops = &layer_ops_without_fp8(*spec.ops);  // the classifier keeps bf16 (FP8 recipes do)
     return std::make_unique<HeadLayer>(spec, tied_embedding);
+}
+
+std::vector<std::unique_ptr<Layer>> layers_create_bound(const ShardSpec& spec, float* params, float* grads) {
+    TS_CHECK(spec.tp.size == 1, "layers_create_bound: one rank holds the whole model, found tp ", spec.tp.size);
+    const ParamTable& table = spec.model.param_table();
+    std::vector<std::unique_ptr<Layer>> layers;
+    for (int i = 0; i < spec.model.n_layers(); ++i) {
+        layers.push_back(layer_create(spec, i, layers.empty() ? nullptr : layers[0].get()));
+        Layer& l = *layers.back();
+        for (const auto& p : l.table().entries()) {
+            const int64_t off = table.at(p.name).offset;
+            l.param_ptr.push_back(params + off);
+            l.grad_ptr.push_back(grads ? grads + off : nullptr);
+        }
+    }
+    return layers;
 }
 
 }  // namespace tessera

@@ -125,6 +125,11 @@ protected:
     std::vector<ParamShard> shards_;
     std::map<int, std::vector<Tensor>> saved_;  // micro -> saved tensors (layer-specific order)
     std::map<int, std::vector<Tensor>> wsaved_;  // micro -> what B keeps for W (output gradients)
+    // micro's saved tensors for its backward (or B); an Error naming the layer when its forward
+    // has not run or they are still offloaded.
+    std::vector<Tensor>& saved_at(int micro);
+    // What micro's B kept for its W; an Error naming the layer when B has not run.
+    std::vector<Tensor>& w_saved_at(int micro);
     // Forgets micro's saved tensors (after its backward, or its W).
     void release(int micro) {
         saved_.erase(micro);
@@ -192,6 +197,12 @@ struct ShardSpec {
 // shares (GPT, pp = 1), or null (the head then holds its own copy of its wte shard, kept equal
 // through the embedding group).
 std::unique_ptr<Layer> layer_create(const ShardSpec& spec, int index, Layer* tied_embedding);
+
+// Every layer of the model on one rank (spec.tp of size 1, no pipeline; the head tied to the
+// embedding where the model ties them), bound to flat buffers laid out as the model's
+// param_table(): `params`, and `grads` (null: the layers have no gradient buffers). For the
+// sampler's decoder and tests; training binds through the ParamStore.
+std::vector<std::unique_ptr<Layer>> layers_create_bound(const ShardSpec& spec, float* params, float* grads);
 // The MLP's layers (mlp_layers.cpp) and the Llama family's blocks (llama_layers.cpp), through
 // layer_create.
 std::unique_ptr<Layer> mlp_layer_create(const ShardSpec& spec, int index);

@@ -61,13 +61,7 @@ LayerDecoder::LayerDecoder(const ModelShape& shape, LayerOps& ops, const std::ve
     Tensor host = Tensor::empty({table.total_numel()}, MemCategory::params);
     std::memcpy(host.data(), params.data(), sizeof(float) * params.size());
     params_ = ops.device() == Device::cpu ? std::move(host) : host.to(ops.device(), MemCategory::params);
-    ShardSpec spec{shape, TpGroup{}, Recompute::none, &ops, 1.0f};
-    for (int i = 0; i < shape.n_layers(); ++i) {
-        layers_.push_back(layer_create(spec, i, layers_.empty() ? nullptr : layers_[0].get()));
-        Layer& l = *layers_.back();
-        for (const auto& p : l.table().entries()) l.param_ptr.push_back(params_.f32() + table.at(p.name).offset);
-        l.grad_ptr.assign(l.param_ptr.size(), nullptr);
-    }
+    layers_ = layers_create_bound(ShardSpec{shape, TpGroup{}, Recompute::none, &ops, 1.0f}, params_.f32(), nullptr);
 }
 
 LayerDecoder::~LayerDecoder() = default;

@@ -66,16 +66,7 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
 
     // the layers of one rank holding the whole model, their parameters in the flat buffers
     ShardSpec spec{shape, TpGroup{}, Recompute::none, &layer_ops_cpu(), 1.0f / N};
-    std::vector<std::unique_ptr<Layer>> layers;
-    for (int i = 0; i < shape.n_layers(); ++i) {
-        layers.push_back(layer_create(spec, i, layers.empty() ? nullptr : layers[0].get()));
-        Layer& l = *layers.back();
-        for (const auto& p : l.table().entries()) {
-            l.param_ptr.push_back(params.data() + table.at(p.name).offset);
-            l.grad_ptr.push_back(grads.data() + table.at(p.name).offset);
-            l.param16_ptr.push_back(nullptr);
-        }
-    }
+    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, params.data(), grads.data());
     Tensor x;
     for (auto& l : layers) x = l->forward(0, std::move(x), batch);
     double loss = 0;
@@ -151,15 +142,7 @@ TEST_P(LlamaTorch, CachedDecodingMatchesTheForward) {
     // the training forward's per-token losses (evaluation: nothing kept)
     std::vector<float> grads(table.total_numel(), 0.0f);
     ShardSpec spec{shape, TpGroup{}, Recompute::none, &layer_ops_cpu(), 1.0f};
-    std::vector<std::unique_ptr<Layer>> layers;
-    for (int i = 0; i < shape.n_layers(); ++i) {
-        layers.push_back(layer_create(spec, i, layers.empty() ? nullptr : layers[0].get()));
-        for (const auto& p : layers.back()->table().entries()) {
-            layers.back()->param_ptr.push_back(params.data() + table.at(p.name).offset);
-            layers.back()->grad_ptr.push_back(grads.data() + table.at(p.name).offset);
-            layers.back()->param16_ptr.push_back(nullptr);
-        }
-    }
+    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, params.data(), grads.data());
     Tensor x;
     for (auto& l : layers) x = l->forward(-1, std::move(x), batch);
     const std::vector<float> losses(x.f32(), x.f32() + T);

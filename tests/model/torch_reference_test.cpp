@@ -217,15 +217,8 @@ private:
     void build(float loss_scale) {
         scale_ = loss_scale;
         layers_.clear();
-        ShardSpec spec{shape_, TpGroup{}, Recompute::none, &layer_ops_cpu(), loss_scale};
-        for (int i = 0; i < shape_.n_layers(); ++i) {
-            layers_.push_back(layer_create(spec, i, layers_.empty() ? nullptr : layers_[0].get()));
-            for (const auto& p : layers_.back()->table().entries()) {
-                layers_.back()->param_ptr.push_back(params_.f32() + table_.at(p.name).offset);
-                layers_.back()->grad_ptr.push_back(grads_.f32() + table_.at(p.name).offset);
-                layers_.back()->param16_ptr.push_back(nullptr);
-            }
-        }
+        layers_ = layers_create_bound(ShardSpec{shape_, TpGroup{}, Recompute::none, &layer_ops_cpu(), loss_scale},
+                                      params_.f32(), grads_.f32());
     }
     ModelShape shape_;
     float scale_ = 0.0f;

@@ -45,14 +45,7 @@ Grads run(const ModelShape& shape, Recompute rc, bool split) {
     for (size_t i = 0; i < weights.size(); ++i)
         weights[i] = 0.05f * std::sin(0.37f * (float)i) + 0.01f;
     ShardSpec spec{shape, TpGroup{}, rc, &layer_ops_cpu(), 1.0f / 16};
-    std::vector<std::unique_ptr<Layer>> layers;
-    for (int i = 0; i < shape.n_layers(); ++i) {
-        layers.push_back(layer_create(spec, i, layers.empty() ? nullptr : layers[0].get()));
-        for (const auto& p : layers.back()->table().entries()) {
-            layers.back()->param_ptr.push_back(weights.data() + table.at(p.name).offset);
-            layers.back()->grad_ptr.push_back(grads.data() + table.at(p.name).offset);
-        }
-    }
+    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, weights.data(), grads.data());
     std::vector<Batch> batches(2);
     for (int m = 0; m < 2; ++m) {
         batches[m].batch_size = 2;

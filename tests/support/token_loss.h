@@ -24,14 +24,7 @@ inline double model_token_loss(const ModelShape& shape, const std::vector<float>
         for (size_t t = 0; t + 1 < r.size(); ++t) b.inputs.push_back(r[t]), b.targets.push_back(r[t + 1]);
     const int N = b.batch_size * b.seq_len;
     ShardSpec spec{shape, TpGroup{}, Recompute::none, &layer_ops_cpu(), 1.0f / N};
-    std::vector<std::unique_ptr<Layer>> layers;
-    for (int i = 0; i < shape.n_layers(); ++i) {
-        layers.push_back(layer_create(spec, i, layers.empty() ? nullptr : layers[0].get()));
-        for (const auto& p : layers.back()->table().entries()) {
-            layers.back()->param_ptr.push_back(weights.data() + table.at(p.name).offset);
-            layers.back()->grad_ptr.push_back(grads.data() + table.at(p.name).offset);
-        }
-    }
+    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, weights.data(), grads.data());
     Tensor x;
     for (auto& l : layers) x = l->forward(-1, std::move(x), b);
     double loss = 0;
