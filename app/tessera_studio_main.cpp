@@ -26,7 +26,8 @@ namespace {
 
 const char* kUsage =
     "Usage: tessera-studio [options] [PROJECT_DIR]\n"
-    "Tessera Studio " TESSERA_VERSION " — design, plan and watch training runs\n"
+    "Tessera Studio " TESSERA_VERSION
+    " — design, plan and watch training runs\n"
     "\n"
     "Options:\n"
     "  -h, --help           Show this help and exit.\n"
@@ -42,7 +43,8 @@ const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-    // --help / --version and --screenshot work without a display: handled before Qt picks a platform
+    // --help / --version and --screenshot work without a display: handled before Qt picks a
+    // platform
     bool screenshot_arg = false;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -66,10 +68,12 @@ int main(int argc, char** argv) {
 
     QCommandLineParser parser;
     parser.setApplicationDescription("Tessera Studio — design, plan and watch training runs");
-    QCommandLineOption shot("screenshot", "Render every page to DIR/<project>-<page>.png and exit.", "DIR");
+    QCommandLineOption shot("screenshot", "Render every page to DIR/<project>-<page>.png and exit.",
+                            "DIR");
     QCommandLineOption dark("dark", "Use the dark theme (with --screenshot).");
-    QCommandLineOption launch("launch", "Start a training run of the opened project right away and "
-                                        "show it on the Monitor page.");
+    QCommandLineOption launch("launch",
+                              "Start a training run of the opened project right away and "
+                              "show it on the Monitor page.");
     parser.addOption(shot);
     parser.addOption(dark);
     parser.addOption(launch);
@@ -94,7 +98,8 @@ int main(int argc, char** argv) {
 
     const QStringList args = parser.positionalArguments();
     // a project on the command line opens on its Model page; without one the Welcome page shows
-    if (!args.isEmpty() && win.openProject(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()), false)) {
+    if (!args.isEmpty() &&
+        win.openProject(QDir::cleanPath(QFileInfo(args.first()).absoluteFilePath()), false)) {
         win.setCurrentPage(1);
         if (parser.isSet(launch) && !screenshot) {  // a live run, as README's main job shows it
             for (int i = 0; i < win.pageCount(); ++i)

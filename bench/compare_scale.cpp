@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
     const int runs = page.runModel()->rowCount();
 
     // (a) open the run table: refresh = summaries + model + columns + selection, and the table's
-    // paint; then the same until the selection's curves are read and drawn (the event loop's next turn)
+    // paint; then the same until the selection's curves are read and drawn (the event loop's next
+    // turn)
     const Timing open = median_ms(5, [&] {
         page.refresh();
         page.runView()->viewport()->repaint();

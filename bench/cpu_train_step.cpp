@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
     const int T = d.seq_len, C = d.d_model, V = d.vocab, N = B * T;
     const int threads = omp_get_max_threads();
 
-    // ---- the reference's training step (OpenMP slices, single-threaded BLAS, as the runtime's kernels)
+    // ---- the reference's training step (OpenMP slices, single-threaded BLAS, as the runtime's
+    // kernels)
     openblas_set_num_threads(1);
     GptModel model(d);
     model.init_params(1);
@@ -65,19 +66,21 @@ int main(int argc, char** argv) {
 
     // ---- the peer: OpenBLAS sgemm (its own threads) on the step's GEMM shapes
     openblas_set_num_threads(threads);
-    struct Shape3 { int M, N, K, count; };
+    struct Shape3 {
+        int M, N, K, count;
+    };
     std::vector<Shape3> shapes;
-    for (int oc2 : {3 * C, C, 4 * C}) {  // qkv, attn proj, fc
-        shapes.push_back({N, oc2, C, d.n_layer});       // forward
-        shapes.push_back({N, C, oc2, d.n_layer});       // dinp
-        shapes.push_back({oc2, C, N, d.n_layer});       // dweight
+    for (int oc2 : {3 * C, C, 4 * C}) {            // qkv, attn proj, fc
+        shapes.push_back({N, oc2, C, d.n_layer});  // forward
+        shapes.push_back({N, C, oc2, d.n_layer});  // dinp
+        shapes.push_back({oc2, C, N, d.n_layer});  // dweight
     }
     shapes.push_back({N, C, 4 * C, d.n_layer});  // fc proj forward
     shapes.push_back({N, 4 * C, C, d.n_layer});  // fc proj dinp
     shapes.push_back({C, 4 * C, N, d.n_layer});  // fc proj dweight
-    shapes.push_back({N, V, C, 1});  // lm head forward
-    shapes.push_back({N, C, V, 1});  // lm head dinp
-    shapes.push_back({V, C, N, 1});  // lm head dweight
+    shapes.push_back({N, V, C, 1});              // lm head forward
+    shapes.push_back({N, C, V, 1});              // lm head dinp
+    shapes.push_back({V, C, N, 1});              // lm head dweight
     double gemm_flops = 0, gemm_s = 0;
     for (const auto& s : shapes) {
         std::vector<float> A((size_t)s.M * s.K, 0.01f), Bm((size_t)s.K * s.N, 0.02f),

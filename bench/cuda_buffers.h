@@ -33,7 +33,8 @@ inline void* device_random(size_t bytes) {
     CUDA_CHECK(cudaMalloc(&p, bytes));
     const size_t chunk = pattern.size() * 2;
     for (size_t off = 0; off < bytes; off += chunk)
-        CUDA_CHECK(cudaMemcpy((char*)p + off, pattern.data(), std::min(chunk, bytes - off), cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy((char*)p + off, pattern.data(), std::min(chunk, bytes - off),
+                              cudaMemcpyHostToDevice));
     return p;
 }
 

@@ -31,7 +31,9 @@ using namespace tessera;
 
 namespace {
 
-void* dev(size_t bytes) { return bench::device_random(bytes); }
+void* dev(size_t bytes) {
+    return bench::device_random(bytes);
+}
 
 void* dev_zero(size_t bytes) {  // token ids: valid (zero) indices
     void* p = dev(bytes);
@@ -69,18 +71,20 @@ int main() {
     DeviceBuffer<> xb(dev(big)), yb(dev(big));
     void* x = xb.get();
     void* y = yb.get();
-    double copy_ms = time_ms([&] { CUDA_CHECK(cudaMemcpyAsync(y, x, big, cudaMemcpyDeviceToDevice, s)); });
+    double copy_ms =
+        time_ms([&] { CUDA_CHECK(cudaMemcpyAsync(y, x, big, cudaMemcpyDeviceToDevice, s)); });
     const double bw = 2.0 * big / (copy_ms * 1e-3);  // bytes read + written per second
     const int G = 8192;
     auto* ga = (bf16*)dev((size_t)G * G * 2);
     auto* gb = (bf16*)dev((size_t)G * G * 2);
     auto* gc = (bf16*)dev((size_t)G * G * 2);
-    double gemm_ms = time_ms([&] { matmul_forward_cuda<bf16>(gc, ga, gb, nullptr, G, G, G, s); }, 10);
+    double gemm_ms =
+        time_ms([&] { matmul_forward_cuda<bf16>(gc, ga, gb, nullptr, G, G, G, s); }, 10);
     const double rate = 2.0 * G * G * G / (gemm_ms * 1e-3);
     xb.reset();
     yb.reset();
-    std::printf("ceilings: copy %.0f GB/s (read+write), bf16 GEMM %.0f TFLOP/s (8192^3)\n\n", bw / 1e9,
-                rate / 1e12);
+    std::printf("ceilings: copy %.0f GB/s (read+write), bf16 GEMM %.0f TFLOP/s (8192^3)\n\n",
+                bw / 1e9, rate / 1e12);
 
     // ---- buffers of one GPT-2 layer's step
     auto* act = (bf16*)dev(N * 4 * C * 2);
@@ -107,46 +111,58 @@ int main() {
         double ms, bytes, flops;
     };
     std::vector<Row> rows;
-    auto add = [&](const std::string& name, double bytes, double flops, const std::function<void()>& f) {
+    auto add = [&](const std::string& name, double bytes, double flops,
+                   const std::function<void()>& f) {
         rows.push_back({name, time_ms(f), bytes, flops});
     };
     const double e = 2;  // bytes per bf16 element
-    add("matmul fwd qkv (N,768)x(768,2304)", e * (N * C + C * 3 * C + N * 3 * C), 2.0 * N * C * 3 * C,
-        [&] { matmul_forward_cuda<bf16>(qkv, act, w, bias, N, C, 3 * C, s); });
-    add("matmul fwd fc + gelu epilogue", e * (N * C + C * 4 * C + 2 * N * 4 * C), 2.0 * N * C * 4 * C,
+    add("matmul fwd qkv (N,768)x(768,2304)", e * (N * C + C * 3 * C + N * 3 * C),
+        2.0 * N * C * 3 * C, [&] { matmul_forward_cuda<bf16>(qkv, act, w, bias, N, C, 3 * C, s); });
+    add("matmul fwd fc + gelu epilogue", e * (N * C + C * 4 * C + 2 * N * 4 * C),
+        2.0 * N * C * 4 * C,
         [&] { matmul_forward_cuda<bf16>(act2, act, w, bias, N, C, 4 * C, s, true, act3); });
     add("matmul bwd fc (dinp, dweight, dbias)", e * (2 * N * 4 * C + N * C) + 4.0 * 3 * 4 * C * C,
-        4.0 * N * C * 4 * C, [&] { matmul_backward_cuda<bf16>(act, wf, bf, act2, act3, w, N, C, 4 * C, s); });
-    add("lm head fwd (N,768)x(768,50304)", e * (N * C + (double)Vp * C + (double)N * Vp), 2.0 * N * C * Vp,
+        4.0 * N * C * 4 * C,
+        [&] { matmul_backward_cuda<bf16>(act, wf, bf, act2, act3, w, N, C, 4 * C, s); });
+    add("lm head fwd (N,768)x(768,50304)", e * (N * C + (double)Vp * C + (double)N * Vp),
+        2.0 * N * C * Vp,
         [&] { matmul_forward_cuda<bf16>(logits, act, wte, nullptr, N, C, Vp, s); });
     add("attention fwd (flash)", e * (N * 3 * C + N * C), 2.0 * 2 * B * NH * (double)T * T * 64 / 2,
         [&] { attention_forward_cuda<bf16>(act, lse, qkv, B, T, C, NH, NH, s); });
-    add("attention bwd (flash)", e * (2 * N * 3 * C + 2 * N * C), 2.5 * 2 * 2 * B * NH * (double)T * T * 64 / 2,
+    add("attention bwd (flash)", e * (2 * N * 3 * C + 2 * N * C),
+        2.5 * 2 * 2 * B * NH * (double)T * T * 64 / 2,
         [&] { attention_backward_cuda<bf16>(dqkv, act, qkv, act2, lse, B, T, C, NH, NH, s); });
-    add("layernorm fwd", e * 2 * N * C, 0, [&] { layernorm_forward_cuda<bf16>(act2, stats, stats + N, act, bias, bias, N, C, s); });
-    add("layernorm bwd", e * 3 * N * C, 0,
-        [&] { layernorm_backward_cuda<bf16>(act3, bf, bf + C, act2, act, bias, stats, stats + N, N, C, s); });
-    add("gelu bwd", e * 3 * N * 4 * C, 0, [&] { gelu_backward_cuda<bf16>(act, act2, act3, N * 4 * C, s); });
-    add("add bias + residual", e * 3 * N * C, 0, [&] { add_bias_residual_cuda<bf16>(act, bias, act2, N, C, s); });
+    add("layernorm fwd", e * 2 * N * C, 0,
+        [&] { layernorm_forward_cuda<bf16>(act2, stats, stats + N, act, bias, bias, N, C, s); });
+    add("layernorm bwd", e * 3 * N * C, 0, [&] {
+        layernorm_backward_cuda<bf16>(act3, bf, bf + C, act2, act, bias, stats, stats + N, N, C, s);
+    });
+    add("gelu bwd", e * 3 * N * 4 * C, 0,
+        [&] { gelu_backward_cuda<bf16>(act, act2, act3, N * 4 * C, s); });
+    add("add bias + residual", e * 3 * N * C, 0,
+        [&] { add_bias_residual_cuda<bf16>(act, bias, act2, N, C, s); });
     add("embedding fwd", e * 2 * N * C, 0,
         [&] { embedding_forward_cuda<bf16>(act, tokens, wte, wte, 0, V, B, T, C, s); });
-    add("classifier: row stats (one pass)", e * (double)N * V, 0,
-        [&] { ce_row_stats_cuda<bf16>(stats, stats + N, stats + 2 * N, logits, tokens, 0, N, V, s, Vp); });
+    add("classifier: row stats (one pass)", e * (double)N * V, 0, [&] {
+        ce_row_stats_cuda<bf16>(stats, stats + N, stats + 2 * N, logits, tokens, 0, N, V, s, Vp);
+    });
     add("classifier: loss + grad in place", 2 * e * (double)N * Vp, 0, [&] {
-        ce_loss_and_grad_cuda<bf16>(stats, logits, stats, stats + N, stats + 2 * N, tokens, 0, 1e-6f, N, V, s, Vp);
+        ce_loss_and_grad_cuda<bf16>(stats, logits, stats, stats + N, stats + 2 * N, tokens, 0,
+                                    1e-6f, N, V, s, Vp);
     });
     add("AdamW (124M fp32)", 4.0 * 124475904 * 7, 0,
         [&] { adamw_cuda(p, g, m, vv, 124475904, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f, s); });
     add("cast fp32 -> bf16 (124M)", 6.0 * 124475904, 0,
         [&] { cast_f32_to_bf16_cuda((bf16*)g, p, 124475904, s); });
 
-    std::printf("%-40s %9s %10s %11s %9s %s\n", "kernel", "ms", "GB/s", "TFLOP/s", "roofline", "bound");
+    std::printf("%-40s %9s %10s %11s %9s %s\n", "kernel", "ms", "GB/s", "TFLOP/s", "roofline",
+                "bound");
     for (const auto& r : rows) {
         double t_mem = r.bytes / bw, t_flop = r.flops / rate;
         double ideal = std::max(t_mem, t_flop);
-        std::printf("%-40s %9.3f %10.0f %11.1f %8.0f%% %s\n", r.name.c_str(), r.ms, r.bytes / (r.ms * 1e-3) / 1e9,
-                    r.flops / (r.ms * 1e-3) / 1e12, 100.0 * ideal / (r.ms * 1e-3),
-                    t_flop > t_mem ? "matmul" : "memory");
+        std::printf("%-40s %9.3f %10.0f %11.1f %8.0f%% %s\n", r.name.c_str(), r.ms,
+                    r.bytes / (r.ms * 1e-3) / 1e9, r.flops / (r.ms * 1e-3) / 1e12,
+                    100.0 * ideal / (r.ms * 1e-3), t_flop > t_mem ? "matmul" : "memory");
     }
     return 0;
 }

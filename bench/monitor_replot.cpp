@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <vector>
-#include "ui/common/qcustomplot_qt.h"
 
+#include "ui/common/qcustomplot_qt.h"
 #include "ui/monitor/monitor_page.h"
 
 using tessera::studio::MonitorPage;
@@ -38,21 +38,29 @@ int main(int argc, char** argv) {
     load.start();
     page.loadSynthetic(n_train, n_val, n_speed);
     const double load_ms = load.nsecsElapsed() / 1e6;
-    const int points = page.trainRawGraph()->data()->size() + page.trainSmoothGraph()->data()->size() +
-                       page.valGraph()->data()->size() + page.speedGraph()->data()->size();
+    const int points = page.trainRawGraph()->data()->size() +
+                       page.trainSmoothGraph()->data()->size() + page.valGraph()->data()->size() +
+                       page.speedGraph()->data()->size();
     const double on_ms = median_replot_ms(page, 31);
     QElapsedTimer sm;
     sm.start();
     page.setSmoothing(0.95);  // EMA over the full series + graph refill
     page.replotNow();
     const double smooth_ms = sm.nsecsElapsed() / 1e6;
-    for (QCPGraph* g : {page.trainRawGraph(), page.trainSmoothGraph(), page.valGraph(), page.speedGraph()})
+    for (QCPGraph* g :
+         {page.trainRawGraph(), page.trainSmoothGraph(), page.valGraph(), page.speedGraph()})
         g->setAdaptiveSampling(false);
     const double off_ms = median_replot_ms(page, 5);
     std::printf("monitor_replot: %d points across 4 visible series, offscreen 1600x1000\n", points);
-    std::printf("  median replot (loss + tokens/s charts), adaptive sampling on : %8.2f ms  (goal < 16 ms)\n", on_ms);
-    std::printf("  median replot, adaptive sampling off (peer)                 : %8.2f ms\n", off_ms);
-    std::printf("  load (ingest + EMA + graph fill)                            : %8.2f ms\n", load_ms);
-    std::printf("  smoothing change (EMA on 350k points + refill + replot)     : %8.2f ms\n", smooth_ms);
+    std::printf(
+        "  median replot (loss + tokens/s charts), adaptive sampling on : %8.2f ms  (goal < 16 "
+        "ms)\n",
+        on_ms);
+    std::printf("  median replot, adaptive sampling off (peer)                 : %8.2f ms\n",
+                off_ms);
+    std::printf("  load (ingest + EMA + graph fill)                            : %8.2f ms\n",
+                load_ms);
+    std::printf("  smoothing change (EMA on 350k points + refill + replot)     : %8.2f ms\n",
+                smooth_ms);
     return 0;
 }

@@ -15,14 +15,13 @@
 // GPU: CUDA events around each op (2 warm-ups, then repeats until 5 ms or 20 runs); buffers hold
 // random bf16 values (never time on zeros). Without a GPU (and without --cpu) it says so and
 // exits 0.
+#include "engine/plan/op_sweep.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
-
-#include "engine/plan/op_sweep.h"
 
 namespace {
 
@@ -33,9 +32,11 @@ int cpu_sweep(int argc, char** argv) {
         std::fprintf(stderr, "usage: op_sweep --cpu THREADS OUT.json\n");
         return 2;
     }
-    const nlohmann::json out = tessera::op_sweep_cpu(std::atoi(argv[2]), [](const char* w) { std::printf("%s\n", w); });
+    const nlohmann::json out =
+        tessera::op_sweep_cpu(std::atoi(argv[2]), [](const char* w) { std::printf("%s\n", w); });
     std::ofstream(argv[3]) << out.dump(1) << "\n";
-    std::printf("op_sweep: wrote %s (%s)\n", argv[3], out["produced_by"].get<std::string>().c_str());
+    std::printf("op_sweep: wrote %s (%s)\n", argv[3],
+                out["produced_by"].get<std::string>().c_str());
     return 0;
 }
 
@@ -52,11 +53,10 @@ int cpu_sweep(int argc, char** argv) {
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/cuda_buffers.h"
 #include "engine/kernels/cuda/adamw.cuh"
@@ -73,7 +73,9 @@ using nlohmann::json;
 
 namespace {
 
-void* dev(size_t bytes) { return bench::device_random(bytes); }
+void* dev(size_t bytes) {
+    return bench::device_random(bytes);
+}
 
 // seconds per run: 2 warm-ups, then repeats until 5 ms of work or 20 runs
 double time_s(const std::function<void()>& f) {
@@ -124,25 +126,28 @@ int main(int argc, char** argv) {
     std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-    out["produced_by"] = std::string("bench/op_sweep.cpp (the layers' CUDA ops, bf16 and FP8) on ") + cuda_device_name() + ", " + date;
+    out["produced_by"] =
+        std::string("bench/op_sweep.cpp (the layers' CUDA ops, bf16 and FP8) on ") +
+        cuda_device_name() + ", " + date;
 
     // ---- GEMMs, attention, memory-bound ops, the optimizer (engine/plan/op_sweep.cpp)
     cudaStream_t s = cuda_stream();
     double* acc = nullptr;
     CUDA_CHECK(cudaMalloc(&acc, 8));
-    OpSweepDevice sweep_dev{ops,
-                            [](size_t bytes, bool zeros) -> void* {
-                                void* p = dev(bytes);
-                                if (zeros) CUDA_CHECK(cudaMemset(p, 0, bytes));
-                                return p;
-                            },
-                            time_s,
-                            [&](float* p, const float* g, float* m, float* v, int64_t n) {
-                                adamw_cuda(p, g, m, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f, s);
-                            },
-                            [&](const float* g, int64_t n) { sum_squares_cuda(acc, g, n, s); },
-                            [&](float* g, int64_t n) { CUDA_CHECK(cudaMemsetAsync(g, 0, n * 4, s)); },
-                            [](const char* what) { std::printf("%s\n", what); }};
+    OpSweepDevice sweep_dev{
+        ops,
+        [](size_t bytes, bool zeros) -> void* {
+            void* p = dev(bytes);
+            if (zeros) CUDA_CHECK(cudaMemset(p, 0, bytes));
+            return p;
+        },
+        time_s,
+        [&](float* p, const float* g, float* m, float* v, int64_t n) {
+            adamw_cuda(p, g, m, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f, s);
+        },
+        [&](const float* g, int64_t n) { sum_squares_cuda(acc, g, n, s); },
+        [&](float* g, int64_t n) { CUDA_CHECK(cudaMemsetAsync(g, 0, n * 4, s)); },
+        [](const char* what) { std::printf("%s\n", what); }};
     sweep_dev.gemm_fp8 = &layer_ops_cuda(DType::bf16, true);
     const json sections = op_sweep_run(sweep_dev, op_sweep_grid_gpu());
     out.update(sections);
@@ -166,10 +171,12 @@ int main(int argc, char** argv) {
                 matmul_backward_cuda<bf16>(Z, G, nullptr, Y, X, Wt, N, D, D, s, w8);
             };
             const double t16 = time_s([&] { run(nullptr); }), t8 = time_s([&] { run(ws); });
-            std::printf("  D %5d: bf16 %8.1f us, fp8 %8.1f us, %.2fx\n", D, t16 * 1e6, t8 * 1e6, t16 / t8);
+            std::printf("  D %5d: bf16 %8.1f us, fp8 %8.1f us, %.2fx\n", D, t16 * 1e6, t8 * 1e6,
+                        t16 / t8);
         }
         const Fp8Counts c = matmul_fp8_counts();
-        std::printf("FP8 GEMMs run in the sweep: forward %ld, dinp %ld, dweight %ld\n", c.forward, c.dinp, c.dweight);
+        std::printf("FP8 GEMMs run in the sweep: forward %ld, dinp %ld, dweight %ld\n", c.forward,
+                    c.dinp, c.dweight);
     }
 
     // ---- the host's launch rate: back-to-back tiny kernels, host wall clock
@@ -194,7 +201,9 @@ int main(int argc, char** argv) {
 #else
 int main(int argc, char** argv) {
     if (argc > 1 && std::strcmp(argv[1], "--cpu") == 0) return cpu_sweep(argc, argv);
-    std::printf("op_sweep: built without CUDA; nothing measured on a GPU (--cpu THREADS OUT.json: the CPU)\n");
+    std::printf(
+        "op_sweep: built without CUDA; nothing measured on a GPU (--cpu THREADS OUT.json: the "
+        "CPU)\n");
     return 0;
 }
 #endif

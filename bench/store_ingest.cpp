@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
         auto sink = store_sink(store, run, batch);
         auto t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < rows; ++i)
-            sink->write(MetricRecord{i / 4, 0, std::string(names[i % 4]), 1.0 / double(i + 1), 1.7e9 + i});
+            sink->write(
+                MetricRecord{i / 4, 0, std::string(names[i % 4]), 1.0 / double(i + 1), 1.7e9 + i});
         sink->write(RunEndRecord{std::string(run_status::completed), "", rows / 4, 0});
         sink_s = seconds_since(t0);
         if (store.metrics(run, metric::train_loss, 0).size() != size_t((rows + 3) / 4))
@@ -49,8 +50,8 @@ int main(int argc, char** argv) {
     auto t1 = std::chrono::steady_clock::now();
     double check = 0;
     for (int64_t i = 0; i < n_json; ++i) {
-        std::string line =
-            telemetry_encode(MetricRecord{i / 4, 0, std::string(names[i % 4]), 1.0 / double(i + 1), 1.7e9 + i});
+        std::string line = telemetry_encode(
+            MetricRecord{i / 4, 0, std::string(names[i % 4]), 1.0 / double(i + 1), 1.7e9 + i});
         check += std::get<MetricRecord>(telemetry_decode(line)).value;
     }
     double json_s = seconds_since(t1);

@@ -12,11 +12,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/data/brown.h"
 #include "engine/data/cache.h"
@@ -54,13 +53,16 @@ double encode_seconds(const std::string& spec, const std::vector<std::string>& d
     return best;
 }
 
-// node encodes the documents in `docs_json` with the tokenizer in `dir`; returns its seconds and ids.
+// node encodes the documents in `docs_json` with the tokenizer in `dir`; returns its seconds and
+// ids.
 bool node_reference(const std::string& dir, const std::string& docs_json, double& seconds,
                     std::vector<std::vector<int>>& ids) {
     const std::string out = docs_json + ".out.json";
     const std::string script =
-        "const fs = require('fs'); const { TokenizerLoader } = require(process.argv[1] + '/dist/main.js');"
-        "const d = process.argv[2]; const rd = f => JSON.parse(fs.readFileSync(d + '/' + f, 'utf8'));"
+        "const fs = require('fs'); const { TokenizerLoader } = require(process.argv[1] + "
+        "'/dist/main.js');"
+        "const d = process.argv[2]; const rd = f => JSON.parse(fs.readFileSync(d + '/' + f, "
+        "'utf8'));"
         "const tok = TokenizerLoader.fromPreTrained({tokenizerJSON: rd('tokenizer.json'),"
         "  tokenizerConfig: rd('tokenizer_config.json')});"
         "const docs = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));"
@@ -70,8 +72,9 @@ bool node_reference(const std::string& dir, const std::string& docs_json, double
         "  ids = docs.map(t => tok.encode(t, {add_special_tokens: false}));"
         "  best = Math.min(best, Number(process.hrtime.bigint() - t0) / 1e9); }"
         "fs.writeFileSync(process.argv[4], JSON.stringify({seconds: best, ids}));";
-    const std::string cmd = "node -e \"" + script + "\" '" + data_npm_package_dir("@lenml/tokenizers") + "' '" +
-                            dir + "' '" + docs_json + "' '" + out + "'";
+    const std::string cmd = "node -e \"" + script + "\" '" +
+                            data_npm_package_dir("@lenml/tokenizers") + "' '" + dir + "' '" +
+                            docs_json + "' '" + out + "'";
     if (std::system(cmd.c_str()) != 0) return false;
     std::ifstream f(out);
     if (!f) return false;
@@ -93,18 +96,22 @@ int main(int argc, char** argv) {
         docs.push_back(brown_document_text(p));
         bytes += docs.back().size();
     }
-    const std::string docs_json = "/tmp/tessera_tokenize_bench_" + std::to_string(getpid()) + ".json";
+    const std::string docs_json =
+        "/tmp/tessera_tokenize_bench_" + std::to_string(getpid()) + ".json";
     std::ofstream(docs_json) << nlohmann::json(docs).dump();
     const int cores = (int)std::max(1u, std::thread::hardware_concurrency());
-    std::printf("tokenize: %zu Brown documents, %.2f MB of UTF-8; MB/s of encoding (best of 3; node best of 2)\n",
-                docs.size(), bytes / 1e6);
-    std::printf("%-10s %12s %12s %12s %10s %8s\n", "tokenizer", "1 thread", "all cores", "node", "vs node",
-                "ids");
+    std::printf(
+        "tokenize: %zu Brown documents, %.2f MB of UTF-8; MB/s of encoding (best of 3; node best "
+        "of 2)\n",
+        docs.size(), bytes / 1e6);
+    std::printf("%-10s %12s %12s %12s %10s %8s\n", "tokenizer", "1 thread", "all cores", "node",
+                "vs node", "ids");
     std::printf("%-10s %12s %12s %12s %10s %8s\n", "", "MB/s", "MB/s", "MB/s", "", "");
     int status = 0;
     for (const char* name : {"llama3", "qwen3", "llama2", "gpt2"}) {
         const bool gpt2 = std::string(name) == "gpt2";
-        const std::string dir = gpt2 ? "" : data_npm_package_dir(std::string("@lenml/tokenizer-") + name) + "/models";
+        const std::string dir =
+            gpt2 ? "" : data_npm_package_dir(std::string("@lenml/tokenizer-") + name) + "/models";
         const std::string spec = gpt2 ? "gpt2" : dir;
         try {
             tokenizer_make(spec);

@@ -36,7 +36,8 @@ std::string cli_check_summary(const RunConfig& cfg) {
     } else {
         model = str_cat("model ", m.preset, ": ", m.n_layer, " layers, d_model ", m.d_model);
     }
-    return str_cat(model, "; world ", p.dp * p.tp * p.pp, " = dp", p.dp, " x tp", p.tp, " x pp", p.pp);
+    return str_cat(model, "; world ", p.dp * p.tp * p.pp, " = dp", p.dp, " x tp", p.tp, " x pp",
+                   p.pp);
 }
 
 }  // namespace
@@ -51,22 +52,26 @@ int cli_check(const CliArgs& args) {
             return 0;
         } else if (a == "--set") {
             if (i + 1 >= args.size())
-                throw InputError("--set: expected key.path=value after --set, found the end of the arguments");
+                throw InputError(
+                    "--set: expected key.path=value after --set, found the end of the arguments");
             overrides.push_back(args[++i]);
         } else if (a.rfind("--set=", 0) == 0) {
             overrides.push_back(a.substr(6));
         } else if (!a.empty() && a[0] == '-') {
-            throw InputError(str_cat(a, ": expected CONFIG, --set key.path=value or --help, found an ",
+            throw InputError(str_cat(a,
+                                     ": expected CONFIG, --set key.path=value or --help, found an ",
                                      "unknown option (see `tessera check --help`)"));
         } else if (path.empty()) {
             path = a;
         } else {
-            throw InputError(str_cat(a, ": expected one CONFIG, found a second one (first: ", path, ")"));
+            throw InputError(
+                str_cat(a, ": expected one CONFIG, found a second one (first: ", path, ")"));
         }
     }
     if (path.empty())
-        throw InputError("expected a CONFIG file argument, found none (usage: tessera check CONFIG "
-                         "[--set key.path=value]...)");
+        throw InputError(
+            "expected a CONFIG file argument, found none (usage: tessera check CONFIG "
+            "[--set key.path=value]...)");
     RunConfig cfg = config_load(path, overrides);
     std::printf("ok: %s (%s)\n", path.c_str(), cli_check_summary(cfg).c_str());
     return 0;

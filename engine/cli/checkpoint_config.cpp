@@ -1,10 +1,10 @@
 // The run config a checkpoint was saved with, for the subcommands that read a checkpoint without
 // its project file (sample, export): the manifest's config_text, its relative paths (data.train,
 // a model.init_from folder) resolved where the run resolved them.
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
@@ -24,7 +24,8 @@ std::string run_base_dir(const std::string& text, const std::string& step_dir) {
     std::string rel;
     try {
         const YAML::Node n = YAML::Load(text);
-        if (n.IsMap() && n["checkpoint"] && n["checkpoint"]["dir"]) rel = n["checkpoint"]["dir"].as<std::string>();
+        if (n.IsMap() && n["checkpoint"] && n["checkpoint"]["dir"])
+            rel = n["checkpoint"]["dir"].as<std::string>();
     } catch (const std::exception&) {
         return "";  // config_parse names what is wrong with the text
     }
@@ -46,8 +47,10 @@ std::string run_base_dir(const std::string& text, const std::string& step_dir) {
 
 RunConfig cli_checkpoint_config(const Checkpoint& ck) {
     const std::string text = ck.state.value("config_text", std::string());
-    if (text.empty()) throw InputError(str_cat("checkpoint ", ck.dir, ": state has no config_text"));
-    return config_parse(text, ck.dir + "/manifest.json (config_text)", {}, run_base_dir(text, ck.dir));
+    if (text.empty())
+        throw InputError(str_cat("checkpoint ", ck.dir, ": state has no config_text"));
+    return config_parse(text, ck.dir + "/manifest.json (config_text)", {},
+                        run_base_dir(text, ck.dir));
 }
 
 }  // namespace tessera

@@ -21,9 +21,12 @@ namespace tessera {
 
 static const char* kExportUsage =
     "usage: tessera export --hf CHECKPOINT OUT_DIR [--force]\n"
-    "  Writes OUT_DIR/config.json and OUT_DIR/model.safetensors (fp32): a Hugging Face folder that\n"
-    "  transformers' AutoModelForCausalLM loads (GPT2LMHeadModel; LlamaForCausalLM, MistralForCausalLM,\n"
-    "  Qwen2ForCausalLM with q/k/v biases, Qwen3ForCausalLM with q/k norms) and `model: {init_from:\n"
+    "  Writes OUT_DIR/config.json and OUT_DIR/model.safetensors (fp32): a Hugging Face folder "
+    "that\n"
+    "  transformers' AutoModelForCausalLM loads (GPT2LMHeadModel; LlamaForCausalLM, "
+    "MistralForCausalLM,\n"
+    "  Qwen2ForCausalLM with q/k/v biases, Qwen3ForCausalLM with q/k norms) and `model: "
+    "{init_from:\n"
     "  OUT_DIR}` trains from. No tokenizer files are written.\n"
     "  CHECKPOINT is a checkpoint directory or a checkpoint root (its newest checkpoint is used).\n"
     "  --force  OUT_DIR may hold files: its config.json and model.safetensors are replaced and a\n"
@@ -35,10 +38,12 @@ namespace {
 void check_out_dir(const std::string& out, bool force) {
     std::error_code ec;
     if (!fs::exists(out, ec)) return;
-    if (!fs::is_directory(out, ec)) throw InputError(str_cat("export: ", out, ": expected a folder, found a file"));
+    if (!fs::is_directory(out, ec))
+        throw InputError(str_cat("export: ", out, ": expected a folder, found a file"));
     if (!force && !fs::is_empty(out, ec))
-        throw InputError(str_cat("export: ", out, ": the folder exists and is not empty (pass --force to replace "
-                                                  "its config.json and model.safetensors)"));
+        throw InputError(str_cat("export: ", out,
+                                 ": the folder exists and is not empty (pass --force to replace "
+                                 "its config.json and model.safetensors)"));
 }
 
 }  // namespace
@@ -50,31 +55,38 @@ int cli_export(const CliArgs& args) {
         if (a == "--help" || a == "-h") {
             std::cout << kExportUsage;
             return 0;
-        } else if (a == "--hf") hf = true;
-        else if (a == "--force") force = true;
+        } else if (a == "--hf")
+            hf = true;
+        else if (a == "--force")
+            force = true;
         else if (a.rfind('-', 0) == 0)
             throw InputError(str_cat("export: unknown option '", a, "'\n", kExportUsage));
-        else paths.push_back(a);
+        else
+            paths.push_back(a);
     }
     if (!hf)
-        throw InputError(str_cat("export: missing --hf (the format to write; a Hugging Face folder is the "
-                                 "one there is)\n", kExportUsage));
+        throw InputError(
+            str_cat("export: missing --hf (the format to write; a Hugging Face folder is the "
+                    "one there is)\n",
+                    kExportUsage));
     if (paths.size() != 2)
-        throw InputError(str_cat("export: expected CHECKPOINT and OUT_DIR, found ", paths.size(), " path",
-                                 paths.size() == 1 ? "" : "s", "\n", kExportUsage));
+        throw InputError(str_cat("export: expected CHECKPOINT and OUT_DIR, found ", paths.size(),
+                                 " path", paths.size() == 1 ? "" : "s", "\n", kExportUsage));
     const std::string& out = paths[1];
     check_out_dir(out, force);
 
     const Checkpoint ck = checkpoint_load(paths[0]);
     const RunConfig cfg = cli_checkpoint_config(ck);
     if (model_family(cfg.model.preset) == "mlp")
-        throw InputError(str_cat("checkpoint ", ck.dir, ": an MLP classifier has no Hugging Face causal-LM "
+        throw InputError(str_cat("checkpoint ", ck.dir,
+                                 ": an MLP classifier has no Hugging Face causal-LM "
                                  "architecture (export --hf takes GPT and Llama-family models)"));
     const ModelShape shape = model_shape(cfg.model, config_tokenizer_vocab_size(cfg.model.vocab));
     const ParamTable& table = shape.param_table();
     std::vector<float> params(table.total_numel());
     const SafetensorsFile& weights = checkpoint_file(ck, "model");
-    for (const ParamInfo& p : table.entries()) weights.read_f32(p.name, p.shape, params.data() + p.offset);
+    for (const ParamInfo& p : table.entries())
+        weights.read_f32(p.name, p.shape, params.data() + p.offset);
     const std::string arch = hf_export_architecture(cfg.model);
     const std::string config_json = hf_config_json(cfg.model, arch).dump(2) + "\n";
 
@@ -88,11 +100,14 @@ int cli_export(const CliArgs& args) {
     const HfTensorsOf tensors_of =
         shape.family == ModelShape::Family::llama
             ? HfTensorsOf([&](const ParamInfo& p) { return llama_hf_tensors(p, shape.llama); })
-            : HfTensorsOf([](const ParamInfo& p) { return std::vector<HfTensor>{gpt_hf_tensor(p)}; });
-    hf_export_weights(table, params.data(), tensors_of, (fs::path(out) / "model.safetensors").string());
+            : HfTensorsOf(
+                  [](const ParamInfo& p) { return std::vector<HfTensor>{gpt_hf_tensor(p)}; });
+    hf_export_weights(table, params.data(), tensors_of,
+                      (fs::path(out) / "model.safetensors").string());
     file_write_atomic((fs::path(out) / "config.json").string(), config_json);
-    std::cout << "tessera: exported step " << ck.step << " of run '" << cfg.name << "' (" << arch << ", "
-              << table.total_numel() << " parameters) to " << out << ": config.json, model.safetensors\n";
+    std::cout << "tessera: exported step " << ck.step << " of run '" << cfg.name << "' (" << arch
+              << ", " << table.total_numel() << " parameters) to " << out
+              << ": config.json, model.safetensors\n";
     return 0;
 }
 

@@ -44,7 +44,8 @@ const char* kPlanUsage =
     "  --set k=v       override a config key (repeatable)\n"
     "  --calibrate     time this CPU's kernels (about 15 s) at the threads each of CONFIG's ranks\n"
     "                  gets (or --threads N; without either, all cores) and store them in\n"
-    "                  ${XDG_CACHE_HOME:-~/.cache}/tessera/devices (or $TESSERA_DEVICES_DIR), keyed\n"
+    "                  ${XDG_CACHE_HOME:-~/.cache}/tessera/devices (or $TESSERA_DEVICES_DIR), "
+    "keyed\n"
     "                  by CPU model, cores and threads; CPU plans are then priced op by op\n"
     "                  (step_model \"ops\"), else from sgemm's rate (\"efficiency\")\n"
     "  --threads N     with --calibrate: calibrate N threads per rank\n"
@@ -52,14 +53,17 @@ const char* kPlanUsage =
     "                  that fit this plan, the cheapest recompute/offload policy that fits, a\n"
     "                  first or last stage made the outlier by the embedding or head (and the\n"
     "                  blocks to move), and the plans that fit --global-batch on --gpus GPUs,\n"
-    "                  fastest first, each with why it loses to the one above (JSON: \"fits_answers\")\n"
+    "                  fastest first, each with why it loses to the one above (JSON: "
+    "\"fits_answers\")\n"
     "  --gpus N        with --fits: GPUs for the ranked plans (default: the plan's world)\n"
     "  --global-batch N  with --fits: samples per step (default: micro_batch x grad_accum x dp)\n";
 
 std::string mib(int64_t b) {
     char s[32];
-    if (b >= (10LL << 30)) std::snprintf(s, sizeof s, "%.1fG", b / 1073741824.0);
-    else std::snprintf(s, sizeof s, "%.1fM", b / 1048576.0);
+    if (b >= (10LL << 30))
+        std::snprintf(s, sizeof s, "%.1fG", b / 1073741824.0);
+    else
+        std::snprintf(s, sizeof s, "%.1fM", b / 1048576.0);
     return s;
 }
 
@@ -125,11 +129,13 @@ void calibrate_cpu(int threads, bool quiet) {
     std::filesystem::rename(tmp, path);
     std::fprintf(stderr, "calibrate: %d threads on %s (%d cores) in %.1f s: %s\n", threads,
                  cpu_host().model.c_str(), cpu_host().cores,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), path.c_str());
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 path.c_str());
 }
 
 // --fits: the plan advice (engine/plan/plan_advice.h) as JSON; the text output prints the same.
-nlohmann::json fits_answers(const RunConfig& cfg, const DeviceSpec& dev, int gpus, int64_t global_batch) {
+nlohmann::json fits_answers(const RunConfig& cfg, const DeviceSpec& dev, int gpus,
+                            int64_t global_batch) {
     nlohmann::json j;
     const FitLimits f = plan_fit_limits(cfg, dev);
     j["max_micro_batch"] = f.micro_batch;
@@ -138,30 +144,48 @@ nlohmann::json fits_answers(const RunConfig& cfg, const DeviceSpec& dev, int gpu
     j["max_seq_len_capped"] = f.seq_len_capped;
     if (!f.note.empty()) j["limits_note"] = f.note;
     const PolicyAdvice a = plan_policy_advice(cfg, dev);
-    j["policy"] = {{"found", a.found}, {"recompute", a.policy.recompute},
+    j["policy"] = {{"found", a.found},
+                   {"recompute", a.policy.recompute},
                    {"offload_activations", a.policy.offload_activations},
-                   {"offload_optimizer", a.policy.offload_optimizer}, {"label", a.policy.label},
-                   {"step_s", a.step_s}, {"plain_step_s", a.plain_step_s}, {"slowdown", a.slowdown},
+                   {"offload_optimizer", a.policy.offload_optimizer},
+                   {"label", a.policy.label},
+                   {"step_s", a.step_s},
+                   {"plain_step_s", a.plain_step_s},
+                   {"slowdown", a.slowdown},
                    {"text", a.text}};
     const StageImbalance im = plan_stage_imbalance(cfg, dev);
-    j["stage_imbalance"] = {{"found", im.found}, {"stage", im.stage}, {"metric", im.metric},
-                            {"cause", im.cause}, {"move_blocks", im.move_blocks}, {"to_stage", im.to_stage},
-                            {"stages", im.stages}, {"text", im.text}};
+    j["stage_imbalance"] = {{"found", im.found},
+                            {"stage", im.stage},
+                            {"metric", im.metric},
+                            {"cause", im.cause},
+                            {"move_blocks", im.move_blocks},
+                            {"to_stage", im.to_stage},
+                            {"stages", im.stages},
+                            {"text", im.text}};
     if (global_batch == 0)
-        global_batch = int64_t(cfg.train.micro_batch) * cfg.train.grad_accum * std::max(1, cfg.parallel.dp);
+        global_batch =
+            int64_t(cfg.train.micro_batch) * cfg.train.grad_accum * std::max(1, cfg.parallel.dp);
     j["gpus"] = gpus;
     j["global_batch"] = global_batch;
     j["plans"] = nlohmann::json::array();
     for (const RankedPlan& r : plan_rank_for_batch(cfg, dev, gpus, global_batch, 5)) {
         const ParallelConfig& p = r.plan.config.parallel;
-        j["plans"].push_back({{"summary", r.plan.summary}, {"tokens_per_s", r.plan.tokens_per_s},
-                              {"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"zero", p.zero},
+        j["plans"].push_back({{"summary", r.plan.summary},
+                              {"tokens_per_s", r.plan.tokens_per_s},
+                              {"dp", p.dp},
+                              {"tp", p.tp},
+                              {"pp", p.pp},
+                              {"zero", p.zero},
                               {"micro_batch", r.plan.config.train.micro_batch},
                               {"grad_accum", r.plan.config.train.grad_accum},
                               {"headroom_bytes", r.plan.headroom_bytes},
-                              {"step_parts_s", {{"compute", r.parts.compute_s}, {"comm", r.parts.comm_s},
-                                                {"bubble", r.parts.bubble_s}, {"offload", r.parts.offload_s}}},
-                              {"step_s", r.parts.step_s}, {"loses_because", r.loses_because}});
+                              {"step_parts_s",
+                               {{"compute", r.parts.compute_s},
+                                {"comm", r.parts.comm_s},
+                                {"bubble", r.parts.bubble_s},
+                                {"offload", r.parts.offload_s}}},
+                              {"step_s", r.parts.step_s},
+                              {"loses_because", r.loses_because}});
     }
     return j;
 }
@@ -177,18 +201,22 @@ void fits_print(const nlohmann::json& j) {
                     cap(j["max_seq_len_capped"].get<bool>()));
     std::printf("memory policy: %s\n", j["policy"]["text"].get<std::string>().c_str());
     std::printf("stages: %s\n", j["stage_imbalance"]["text"].get<std::string>().c_str());
-    std::printf("plans for global batch %lld on %d GPUs, fastest first:\n", j["global_batch"].get<long long>(),
-                j["gpus"].get<int>());
+    std::printf("plans for global batch %lld on %d GPUs, fastest first:\n",
+                j["global_batch"].get<long long>(), j["gpus"].get<int>());
     if (j["plans"].empty()) std::printf("  none fits\n");
     int i = 0;
     for (const auto& p : j["plans"]) {
         const auto& s = p["step_parts_s"];
-        std::printf("  %d. %s tokens/s  %s\n     step %.4g s = compute %.4g + comm %.4g + bubble %.4g + offload %.4g\n",
-                    ++i, si(p["tokens_per_s"].get<double>(), "").c_str(), p["summary"].get<std::string>().c_str(),
-                    p["step_s"].get<double>(), s["compute"].get<double>(), s["comm"].get<double>(),
-                    s["bubble"].get<double>(), s["offload"].get<double>());
+        std::printf(
+            "  %d. %s tokens/s  %s\n     step %.4g s = compute %.4g + comm %.4g + bubble %.4g + "
+            "offload %.4g\n",
+            ++i, si(p["tokens_per_s"].get<double>(), "").c_str(),
+            p["summary"].get<std::string>().c_str(), p["step_s"].get<double>(),
+            s["compute"].get<double>(), s["comm"].get<double>(), s["bubble"].get<double>(),
+            s["offload"].get<double>());
         if (!p["loses_because"].get<std::string>().empty())
-            std::printf("     slower than %d: %s\n", i - 1, p["loses_because"].get<std::string>().c_str());
+            std::printf("     slower than %d: %s\n", i - 1,
+                        p["loses_because"].get<std::string>().c_str());
     }
 }
 
@@ -213,51 +241,66 @@ int cli_plan(const CliArgs& args) {
             want_fits = true;
         } else if (a == "--gpus" || a == "--global-batch") {
             if (i + 1 >= args.size())
-                throw InputError(str_cat(a, ": expected a positive number after ", a, ", found the end of the arguments"));
+                throw InputError(str_cat(a, ": expected a positive number after ", a,
+                                         ", found the end of the arguments"));
             const std::string& v = args[++i];
             char* end = nullptr;
             const long long n = std::strtoll(v.c_str(), &end, 10);
             if (v.empty() || *end != '\0' || n < 1 || n > (a == "--gpus" ? 65536 : (1LL << 24)))
-                throw InputError(str_cat(a, ": expected a positive whole number", a == "--gpus" ? " up to 65536" : " up to 16777216",
+                throw InputError(str_cat(a, ": expected a positive whole number",
+                                         a == "--gpus" ? " up to 65536" : " up to 16777216",
                                          ", found '", v, "'"));
-            if (a == "--gpus") gpus = (int)n;
-            else global_batch = n;
+            if (a == "--gpus")
+                gpus = (int)n;
+            else
+                global_batch = n;
         } else if (a == "--threads") {
             if (i + 1 >= args.size() || std::atoi(args[i + 1].c_str()) < 1)
                 throw InputError("--threads: expected a positive thread count after --threads");
             threads = std::atoi(args[++i].c_str());
         } else if (a == "--device" || a == "--set") {
             if (i + 1 >= args.size())
-                throw InputError(str_cat(a, ": expected a value after ", a, ", found the end of the arguments"));
+                throw InputError(
+                    str_cat(a, ": expected a value after ", a, ", found the end of the arguments"));
             (a == "--device" ? device : overrides.emplace_back()) = args[++i];
         } else if (a.rfind("--device=", 0) == 0) {
             device = a.substr(9);
         } else if (a.rfind("--set=", 0) == 0) {
             overrides.push_back(a.substr(6));
         } else if (!a.empty() && a[0] == '-') {
-            throw InputError(str_cat(a, ": expected CONFIG, --device, --json, --set, --fits, --gpus, --global-batch, "
-                                     "--calibrate, --threads or --help, found an unknown option (see `tessera plan --help`)"));
+            throw InputError(str_cat(
+                a,
+                ": expected CONFIG, --device, --json, --set, --fits, --gpus, --global-batch, "
+                "--calibrate, --threads or --help, found an unknown option (see `tessera plan "
+                "--help`)"));
         } else if (path.empty()) {
             path = a;
         } else {
-            throw InputError(str_cat(a, ": expected one CONFIG, found a second one (first: ", path, ")"));
+            throw InputError(
+                str_cat(a, ": expected one CONFIG, found a second one (first: ", path, ")"));
         }
     }
-    if (threads > 0 && !calibrate) throw InputError("--threads: expected together with --calibrate");
+    if (threads > 0 && !calibrate)
+        throw InputError("--threads: expected together with --calibrate");
     if ((gpus > 0 || global_batch > 0) && !want_fits)
-        throw InputError(str_cat(gpus > 0 ? "--gpus" : "--global-batch", ": expected together with --fits"));
+        throw InputError(
+            str_cat(gpus > 0 ? "--gpus" : "--global-batch", ": expected together with --fits"));
     if (calibrate && path.empty()) {
         calibrate_cpu(threads > 0 ? threads : cpu_host().cores, json);
         return 0;
     }
     if (path.empty())
-        throw InputError("expected a CONFIG file argument, found none (usage: tessera plan CONFIG "
-                         "[--device NAME] [--json] [--set key.path=value]...)");
+        throw InputError(
+            "expected a CONFIG file argument, found none (usage: tessera plan CONFIG "
+            "[--device NAME] [--json] [--set key.path=value]...)");
     RunConfig cfg = config_load(path, overrides);
     if (calibrate) {
         if (cfg.runtime.device != "cpu")
-            throw InputError(str_cat(path, ": --calibrate: expected runtime.device cpu (it times this CPU's "
-                                     "kernels), found ", cfg.runtime.device));
+            throw InputError(
+                str_cat(path,
+                        ": --calibrate: expected runtime.device cpu (it times this CPU's "
+                        "kernels), found ",
+                        cfg.runtime.device));
         calibrate_cpu(threads > 0 ? threads : plan_cpu_threads(cfg), json);
     }
     if (device.empty()) device = device_default_name(cfg);
@@ -280,8 +323,10 @@ int cli_plan(const CliArgs& args) {
     if (json) {
         nlohmann::json j;
         j["config"] = path;
-        j["device"] = {{"name", dev.name}, {"peak_flops", dev.peak_flops},
-                       {"memory_bytes", cap}, {"efficiency", dev.efficiency}};
+        j["device"] = {{"name", dev.name},
+                       {"peak_flops", dev.peak_flops},
+                       {"memory_bytes", cap},
+                       {"efficiency", dev.efficiency}};
         j["world"] = e.world;
         j["tokens_per_step"] = e.tokens_per_step;
         j["flops_per_step"] = e.flops_per_step;
@@ -315,13 +360,17 @@ int cli_plan(const CliArgs& args) {
                                   {"max_in_flight", r.max_in_flight},
                                   {"layers", r.layers},
                                   {"flops_per_step", r.flops_per_step},
-                                  {"comm_bytes", {{"dp", r.comm_dp_bytes}, {"tp", r.comm_tp_bytes},
-                                                  {"pp", r.comm_pp_bytes},
-                                                  {"embedding", r.comm_embedding_bytes}}},
+                                  {"comm_bytes",
+                                   {{"dp", r.comm_dp_bytes},
+                                    {"tp", r.comm_tp_bytes},
+                                    {"pp", r.comm_pp_bytes},
+                                    {"embedding", r.comm_embedding_bytes}}},
                                   {"compute_s", r.compute_s},
-                                  {"compute_parts_s", {{"gemm", r.gemm_s}, {"attention", r.attention_s},
-                                                       {"other_ops", r.other_ops_s},
-                                                       {"optimizer", r.optimizer_s}}},
+                                  {"compute_parts_s",
+                                   {{"gemm", r.gemm_s},
+                                    {"attention", r.attention_s},
+                                    {"other_ops", r.other_ops_s},
+                                    {"optimizer", r.optimizer_s}}},
                                   {"comm_s", r.comm_s},
                                   {"offload_bytes", r.offload_bytes},
                                   {"offload_s", r.offload_s}});
@@ -335,24 +384,28 @@ int cli_plan(const CliArgs& args) {
                                 cfg.model.d_model, ", seq ", cfg.model.seq_len);
     if (cfg.model.preset == "mlp") {
         std::string widths;
-        for (int w : mlp_sizes(cfg.model)) widths += (widths.empty() ? "" : "-") + std::to_string(w);
+        for (int w : mlp_sizes(cfg.model))
+            widths += (widths.empty() ? "" : "-") + std::to_string(w);
         model = "mlp " + widths;
     }
-    std::printf("plan %s: %s; world %d = dp%d x tp%d x pp%d (v%d, %s), zero %d, micro_batch %d x %d\n",
-                path.c_str(), model.c_str(), e.world, p.dp, p.tp, p.pp, p.virtual_stages,
-                p.schedule.c_str(), p.zero, cfg.train.micro_batch, cfg.train.grad_accum);
+    std::printf(
+        "plan %s: %s; world %d = dp%d x tp%d x pp%d (v%d, %s), zero %d, micro_batch %d x %d\n",
+        path.c_str(), model.c_str(), e.world, p.dp, p.tp, p.pp, p.virtual_stages,
+        p.schedule.c_str(), p.zero, cfg.train.micro_batch, cfg.train.grad_accum);
     std::printf("device %s: %s peak, %s per device, efficiency %.2f\n\n", dev.name.c_str(),
                 si(dev.peak_flops, "FLOP/s").c_str(), mib(cap).c_str(), dev.efficiency);
     std::printf("%-14s", "ranks");
-    for (const char* h : {"params", "grads", "optim", "activ", "work", "comm", "context", "libs", "host"})
+    for (const char* h :
+         {"params", "grads", "optim", "activ", "work", "comm", "context", "libs", "host"})
         std::printf(" %8s", h);
     static_assert(kMemCategoryCount == 9, "a column per memory category");
-    std::printf(" %8s %8s %4s %10s %9s %9s %9s\n", "total", "device", "infl", "FLOP/step", "dp comm",
-                "tp comm", "pp comm");
+    std::printf(" %8s %8s %4s %10s %9s %9s %9s\n", "total", "device", "infl", "FLOP/step",
+                "dp comm", "tp comm", "pp comm");
     for (const auto& cls : classes) {
         const RankEstimate& r = e.ranks[cls[0]];
         std::printf("%-14s", ranks_str(cls).c_str());
-        for (int c = 0; c < kMemCategoryCount; ++c) std::printf(" %8s", mib(r.peak_bytes[c]).c_str());
+        for (int c = 0; c < kMemCategoryCount; ++c)
+            std::printf(" %8s", mib(r.peak_bytes[c]).c_str());
         std::printf(" %8s %7s%s %4d %10s %9s %9s %9s\n", mib(r.total_peak_bytes).c_str(),
                     mib(r.device_peak_bytes).c_str(), r.device_peak_bytes > cap ? "!" : " ",
                     r.max_in_flight, si(r.flops_per_step, "").c_str(),

@@ -76,14 +76,22 @@ ConfigArgs parse_config_args(const CliArgs& args, const char* cmd, const char* u
         if (a == "--help" || a == "-h") {
             std::cout << usage;
             std::exit(0);
-        } else if (a == "--set") c.sets.push_back(r.value(a));
-        else if (a == "--json") c.json = true;
-        else if (a == "--yes") c.yes = true;
-        else if (a == "--format") c.format = r.value(a);
-        else if (a == "--config-path") c.config_path = r.value(a);
-        else if (!a.empty() && a[0] == '-') throw InputError(str_cat(cmd, ": unknown option '", a, "'\n", usage));
-        else if (c.path.empty()) c.path = a;
-        else c.rest.push_back(a);
+        } else if (a == "--set")
+            c.sets.push_back(r.value(a));
+        else if (a == "--json")
+            c.json = true;
+        else if (a == "--yes")
+            c.yes = true;
+        else if (a == "--format")
+            c.format = r.value(a);
+        else if (a == "--config-path")
+            c.config_path = r.value(a);
+        else if (!a.empty() && a[0] == '-')
+            throw InputError(str_cat(cmd, ": unknown option '", a, "'\n", usage));
+        else if (c.path.empty())
+            c.path = a;
+        else
+            c.rest.push_back(a);
     }
     if (c.path.empty()) throw InputError(str_cat(cmd, ": missing CONFIG\n", usage));
     return c;
@@ -96,7 +104,8 @@ const char* kPreflightUsage =
     "  lists the environment passed to the ranks. Exit 0 when every host is ready.\n";
 const char* kHostsUsage =
     "usage: tessera hosts CONFIG [scan]              host keys of the cluster's hosts\n"
-    "       tessera hosts CONFIG trust HOST[:PORT] [--yes]  show HOST's key fingerprint, trust it on\n"
+    "       tessera hosts CONFIG trust HOST[:PORT] [--yes]  show HOST's key fingerprint, trust it "
+    "on\n"
     "                                                confirmation (--yes: without asking)\n";
 const char* kScriptUsage =
     "usage: tessera launch-script CONFIG --format sbatch|mpirun [--config-path PATH]\n"
@@ -151,11 +160,16 @@ int cli_hosts(const CliArgs& args) {
         return 0;
     }
     if (s.state != HostKeyScan::State::unknown) throw Error(s.message);
-    std::cout << "The host key of " << t.label() << " is not known (" << ssh_known_hosts_file(t) << ").\n";
+    std::cout << "The host key of " << t.label() << " is not known (" << ssh_known_hosts_file(t)
+              << ").\n";
     for (const auto& f : s.fingerprints) std::cout << "  " << f << "\n";
     if (!a.yes) {
-        if (!::isatty(0)) throw InputError("hosts trust: not confirmed (no terminal; pass --yes after checking the fingerprint)");
-        std::cout << "Trust it? Compare with the host's own fingerprint first. [y/N] " << std::flush;
+        if (!::isatty(0))
+            throw InputError(
+                "hosts trust: not confirmed (no terminal; pass --yes after checking the "
+                "fingerprint)");
+        std::cout << "Trust it? Compare with the host's own fingerprint first. [y/N] "
+                  << std::flush;
         std::string answer;
         std::getline(std::cin, answer);
         if (answer != "y" && answer != "Y" && answer != "yes") {
@@ -172,9 +186,13 @@ int cli_launch_script(const CliArgs& args) {
     ConfigArgs a = parse_config_args(args, "launch-script", kScriptUsage);
     RunConfig cfg = config_load(a.path, a.sets);
     std::string path = a.config_path.empty() ? a.path : a.config_path;
-    if (a.format == "sbatch") std::cout << cluster_sbatch_script(cfg, path);
-    else if (a.format == "mpirun") std::cout << cluster_mpirun_command(cfg, path) << "\n";
-    else throw InputError(str_cat("launch-script: --format: expected sbatch or mpirun, found '", a.format, "'"));
+    if (a.format == "sbatch")
+        std::cout << cluster_sbatch_script(cfg, path);
+    else if (a.format == "mpirun")
+        std::cout << cluster_mpirun_command(cfg, path) << "\n";
+    else
+        throw InputError(
+            str_cat("launch-script: --format: expected sbatch or mpirun, found '", a.format, "'"));
     return 0;
 }
 
@@ -185,24 +203,38 @@ int cli_node(const CliArgs& args) {
     bool has_text = false;
     while (!r.done()) {
         const std::string& a = r.next();
-        if (a == "--first") ns.first_rank = r.int_value(a, 0, 1 << 20);
-        else if (a == "--ranks") ns.ranks = r.int_value(a, 1, 1 << 20);
+        if (a == "--first")
+            ns.first_rank = r.int_value(a, 0, 1 << 20);
+        else if (a == "--ranks")
+            ns.ranks = r.int_value(a, 1, 1 << 20);
         else if (a == "--mesh") {
             const std::string& v = r.value(a);
             if (std::sscanf(v.c_str(), "%d,%d,%d", &ns.mesh.dp, &ns.mesh.tp, &ns.mesh.pp) != 3)
                 throw InputError(str_cat("_node: --mesh: expected DP,TP,PP, found '", v, "'"));
-        } else if (a == "--master") ns.master_addr = r.value(a);
-        else if (a == "--port") ns.master_port = r.int_value(a, 1, 65535);
-        else if (a == "--serve-store") ns.serve_store = true;
-        else if (a == "--gloo-host") ns.gloo_host = r.value(a);
-        else if (a == "--run-id") ns.run_id = r.int_value(a, 0, 1 << 30);
-        else if (a == "--attempt") ns.attempt = r.int_value(a, 1, 1 << 20);
-        else if (a == "--workdir") workdir = r.value(a);
-        else if (a == "--config-name") config_name = r.value(a);
-        else if (a == "--config-text") config_text = r.value(a), has_text = true;
-        else if (a == "--env") ns.env.push_back(split_env(r.value(a), "_node"));
-        else if (a == "--") break;
-        else throw InputError(str_cat("_node: unknown option '", a, "'"));
+        } else if (a == "--master")
+            ns.master_addr = r.value(a);
+        else if (a == "--port")
+            ns.master_port = r.int_value(a, 1, 65535);
+        else if (a == "--serve-store")
+            ns.serve_store = true;
+        else if (a == "--gloo-host")
+            ns.gloo_host = r.value(a);
+        else if (a == "--run-id")
+            ns.run_id = r.int_value(a, 0, 1 << 30);
+        else if (a == "--attempt")
+            ns.attempt = r.int_value(a, 1, 1 << 20);
+        else if (a == "--workdir")
+            workdir = r.value(a);
+        else if (a == "--config-name")
+            config_name = r.value(a);
+        else if (a == "--config-text")
+            config_text = r.value(a), has_text = true;
+        else if (a == "--env")
+            ns.env.push_back(split_env(r.value(a), "_node"));
+        else if (a == "--")
+            break;
+        else
+            throw InputError(str_cat("_node: unknown option '", a, "'"));
     }
     if (!has_text) throw InputError("_node: --config-text is required");
     if (!workdir.empty()) {
@@ -226,23 +258,34 @@ int cli_probe(const CliArgs& args) {
     int listen = 0, seconds = 15, expect = 1;
     while (!r.done()) {
         const std::string& a = r.next();
-        if (a == "--workdir") probe.workdir = r.value(a);
-        else if (a == "--slots") probe.slots = r.int_value(a, 1, 4096);
-        else if (a == "--device") probe.device = r.value(a);
-        else if (a == "--config-name") probe.config_name = r.value(a);
-        else if (a == "--config-text") probe.config_text = r.value(a), probe.has_config = true;
+        if (a == "--workdir")
+            probe.workdir = r.value(a);
+        else if (a == "--slots")
+            probe.slots = r.int_value(a, 1, 4096);
+        else if (a == "--device")
+            probe.device = r.value(a);
+        else if (a == "--config-name")
+            probe.config_name = r.value(a);
+        else if (a == "--config-text")
+            probe.config_text = r.value(a), probe.has_config = true;
         else if (a == "--env") {
             auto [k, v] = split_env(r.value(a), "_probe");
             ::setenv(k.c_str(), v.c_str(), 1);
-        } else if (a == "--listen") listen = r.int_value(a, 1, 65535);
-        else if (a == "--connect") connect = r.value(a);
-        else if (a == "--seconds") seconds = r.int_value(a, 1, 600);
-        else if (a == "--expect") expect = r.int_value(a, 1, 1 << 20);
-        else throw InputError(str_cat("_probe: unknown option '", a, "'"));
+        } else if (a == "--listen")
+            listen = r.int_value(a, 1, 65535);
+        else if (a == "--connect")
+            connect = r.value(a);
+        else if (a == "--seconds")
+            seconds = r.int_value(a, 1, 600);
+        else if (a == "--expect")
+            expect = r.int_value(a, 1, 1 << 20);
+        else
+            throw InputError(str_cat("_probe: unknown option '", a, "'"));
     }
     if (listen) return preflight_probe_listen(listen, seconds, expect, std::cout);
     if (!connect.empty()) return preflight_probe_connect(connect, seconds, std::cout);
-    for (const PreflightCheck& c : preflight_probe_host(probe)) std::cout << preflight_check_to_json(c).dump() << std::endl;
+    for (const PreflightCheck& c : preflight_probe_host(probe))
+        std::cout << preflight_check_to_json(c).dump() << std::endl;
     return 0;
 }
 

@@ -36,8 +36,10 @@ RunsArgs runs_parse_args(const CliArgs& args) {
         const std::string& s = args[i];
         auto value = [&](const char* flag) -> const std::string& {
             if (i + 1 >= args.size())
-                throw InputError(str_cat("runs: ", flag, " expects a value, found end of "
-                                         "arguments\n", kRunsUsage));
+                throw InputError(str_cat("runs: ", flag,
+                                         " expects a value, found end of "
+                                         "arguments\n",
+                                         kRunsUsage));
             return args[++i];
         };
         if (s == "--help" || s == "-h") {
@@ -49,14 +51,14 @@ RunsArgs runs_parse_args(const CliArgs& args) {
             int64_t id = 0;
             auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), id);
             if (ec != std::errc() || p != v.data() + v.size() || id <= 0)
-                throw InputError(str_cat("runs: --run expects a run id (positive integer), found '",
-                                         v, "'"));
+                throw InputError(
+                    str_cat("runs: --run expects a run id (positive integer), found '", v, "'"));
             a.run = id;
         } else if (s == "--csv") {
             a.csv = true;
         } else if (!s.empty() && s[0] == '-') {
-            throw InputError(str_cat("runs: unknown option '", s, "' (expected --db, --run, --csv)\n",
-                                     kRunsUsage));
+            throw InputError(str_cat("runs: unknown option '", s,
+                                     "' (expected --db, --run, --csv)\n", kRunsUsage));
         } else if (a.action.empty()) {
             a.action = s;
         } else {

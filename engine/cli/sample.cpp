@@ -1,4 +1,5 @@
-// `tessera sample --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]
+// `tessera sample --checkpoint DIR --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed
+// S]
 //  [--device cpu|cuda]`: GPT through its single-rank model; the Llama family through the runtime's
 // layers with a key/value cache, on the CPU or a GPU.
 #include <iostream>
@@ -47,24 +48,32 @@ int cli_sample(const CliArgs& args) {
         if (a == "--help" || a == "-h") {
             std::cout << kSampleUsage;
             return 0;
-        } else if (a == "--checkpoint") ckpt = value();
-        else if (a == "--prompt") prompt = value();
-        else if (a == "--tokens") o.max_new_tokens = (int)number(1, 100000);
-        else if (a == "--temperature") o.temperature = number(0, 100);
-        else if (a == "--top-k") o.top_k = (int)number(0, 1e9);
-        else if (a == "--seed") o.seed = (uint64_t)number(0, 1e18);
+        } else if (a == "--checkpoint")
+            ckpt = value();
+        else if (a == "--prompt")
+            prompt = value();
+        else if (a == "--tokens")
+            o.max_new_tokens = (int)number(1, 100000);
+        else if (a == "--temperature")
+            o.temperature = number(0, 100);
+        else if (a == "--top-k")
+            o.top_k = (int)number(0, 1e9);
+        else if (a == "--seed")
+            o.seed = (uint64_t)number(0, 1e18);
         else if (a == "--device") {
             device = value();
             if (device != "cpu" && device != "cuda")
-                throw InputError(str_cat("sample: --device: expected cpu or cuda, found '", device, "'"));
-        }
-        else throw InputError(str_cat("sample: unknown argument '", a, "'\n", kSampleUsage));
+                throw InputError(
+                    str_cat("sample: --device: expected cpu or cuda, found '", device, "'"));
+        } else
+            throw InputError(str_cat("sample: unknown argument '", a, "'\n", kSampleUsage));
     }
     if (ckpt.empty()) throw InputError(str_cat("sample: missing --checkpoint DIR\n", kSampleUsage));
     Checkpoint ck = checkpoint_load(ckpt);
     RunConfig cfg = cli_checkpoint_config(ck);
     if (cfg.model.preset == "mlp")
-        throw InputError(str_cat("checkpoint ", ck.dir, ": an MLP classifier cannot generate text"));
+        throw InputError(
+            str_cat("checkpoint ", ck.dir, ": an MLP classifier cannot generate text"));
     auto tok = tokenizer_make(config_tokenizer(cfg));
     o.stop_token = tok->eot_token();
     if (model_family(cfg.model.preset) == "llama") {
@@ -72,7 +81,8 @@ int cli_sample(const CliArgs& args) {
         const ParamTable& table = shape.param_table();
         std::vector<float> params(table.total_numel());
         const SafetensorsFile& weights = checkpoint_file(ck, "model");
-        for (const auto& p : table.entries()) weights.read_f32(p.name, p.shape, params.data() + p.offset);
+        for (const auto& p : table.entries())
+            weights.read_f32(p.name, p.shape, params.data() + p.offset);
         if (device.empty()) device = cfg.runtime.device;
         const bool cuda = device == "cuda";
         if (cuda) {
@@ -83,15 +93,17 @@ int cli_sample(const CliArgs& args) {
             throw InputError("sample: --device cuda needs a CUDA build of tessera");
 #endif
         }
-        LayerOps& ops = layer_ops_for(cuda ? Device::cuda : Device::cpu,
-                                      cuda && cfg.runtime.bf16_activations() ? DType::bf16 : DType::f32);
+        LayerOps& ops =
+            layer_ops_for(cuda ? Device::cuda : Device::cpu,
+                          cuda && cfg.runtime.bf16_activations() ? DType::bf16 : DType::f32);
         LayerDecoder decoder(shape, ops, params);
         o.vocab_limit = tok->vocab_size();  // ids the tokenizer can write
         std::vector<int> ids = tok->encode(prompt);
         for (int id : ids)
             if (id >= shape.vocab())
-                throw InputError(str_cat("sample: the prompt's token ", id, " is outside the model's vocabulary (",
-                                         shape.vocab(), ")"));
+                throw InputError(str_cat("sample: the prompt's token ", id,
+                                         " is outside the model's vocabulary (", shape.vocab(),
+                                         ")"));
         std::cout << prompt << tok->decode(sample_tokens(decoder, ids, o)) << std::endl;
         return 0;
     }

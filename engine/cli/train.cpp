@@ -51,30 +51,37 @@ TrainArgs parse_train_args(const CliArgs& args, const char* cmd) {
             if (i + 1 >= args.size()) throw InputError(str_cat(cmd, ": ", a, " needs a value"));
             return args[++i];
         };
-        if (a == "--help" || a == "-h") t.help = true;
+        if (a == "--help" || a == "-h")
+            t.help = true;
         else if (a == "--steps") {
             const std::string& v = value();
-            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < 1)
-                throw InputError(str_cat(cmd, ": --steps: expected an integer >= 1, found '", v, "'"));
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoll(v) < 1)
+                throw InputError(
+                    str_cat(cmd, ": --steps: expected an integer >= 1, found '", v, "'"));
             t.sets.push_back("train.steps=" + v);
-        }
-        else if (a == "--db") t.opts.db_path = value();
-        else if (a == "--set") t.sets.push_back(value());
-        else if (a == "--resume") t.opts.resume = true;
-        else if (a == "--resume-from") t.opts.resume_from = value();
+        } else if (a == "--db")
+            t.opts.db_path = value();
+        else if (a == "--set")
+            t.sets.push_back(value());
+        else if (a == "--resume")
+            t.opts.resume = true;
+        else if (a == "--resume-from")
+            t.opts.resume_from = value();
         else if (!a.empty() && a[0] == '-')
             throw InputError(str_cat(cmd, ": unknown option '", a, "'\n", kTrainUsage));
-        else if (t.config_path.empty()) t.config_path = a;
-        else throw InputError(str_cat(cmd, ": unexpected argument '", a, "'"));
+        else if (t.config_path.empty())
+            t.config_path = a;
+        else
+            throw InputError(str_cat(cmd, ": unexpected argument '", a, "'"));
     }
     if (!t.help && t.config_path.empty())
         throw InputError(str_cat(cmd, ": missing CONFIG\n", kTrainUsage));
     return t;
 }
 
-
 class NullSink final : public TelemetrySink {
-public:
+  public:
     void write(const Record&) override {}
 };
 
@@ -95,8 +102,9 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
         cuda_device_init(env.local_rank);  // before NCCL: one GPU per rank on its host
         co.backend = "nccl";
 #else
-        throw InputError(str_cat(cfg.source_path, ": runtime.device: cuda, but this tessera was "
-                                                  "built without CUDA (configure with nvcc present)"));
+        throw InputError(str_cat(cfg.source_path,
+                                 ": runtime.device: cuda, but this tessera was "
+                                 "built without CUDA (configure with nvcc present)"));
 #endif
     }
     if (const char* ms = std::getenv("TESSERA_COMM_TIMEOUT_MS"))  // watchdog; default 60 s
@@ -108,13 +116,17 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     std::unique_ptr<TelemetrySink> sink;
     std::unique_ptr<RunStore> store;
     int64_t run_id = 0;
-    if (const char* fd = std::getenv("TESSERA_TELEMETRY_FD")) sink = telemetry_stream_sink(std::atoi(fd));
-    else if (env.rank != 0) sink = std::make_unique<NullSink>();
+    if (const char* fd = std::getenv("TESSERA_TELEMETRY_FD"))
+        sink = telemetry_stream_sink(std::atoi(fd));
+    else if (env.rank != 0)
+        sink = std::make_unique<NullSink>();
     auto open_sink = [&]() -> TelemetrySink& {
         if (!sink) {
-            std::string db = opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : opts.db_path;
+            std::string db =
+                opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : opts.db_path;
             store = std::make_unique<RunStore>(RunStore::open(db));
-            RunStartRecord start{cfg.name, cfg.source_text, telemetry_host_name(), mesh.world(), "", telemetry_now()};
+            RunStartRecord start{cfg.name, cfg.source_text, telemetry_host_name(), mesh.world(),
+                                 "",       telemetry_now()};
             run_id = store->run_begin(start);
             sink = store_sink(*store, run_id);
             std::cout << "tessera: run " << run_id << " in " << db << std::endl;
@@ -125,9 +137,11 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
     try {
         TrainOptions rank_opts = opts;
         rank_opts.host_metrics = env.local_rank == 0;
-        TrainResult r = parallel_train_rank(cfg, groups, open_sink, rank_opts, std::cout, &steps_done);
+        TrainResult r =
+            parallel_train_rank(cfg, groups, open_sink, rank_opts, std::cout, &steps_done);
         if (env.rank == 0 || r.status == run_status::stopped)
-            sink->write(RunEndRecord{r.status, r.status == run_status::stopped ? "stopped by the user" : "",
+            sink->write(RunEndRecord{r.status,
+                                     r.status == run_status::stopped ? "stopped by the user" : "",
                                      r.steps_done, telemetry_now()});
         sink->flush();
         if (store) {  // this process wrote the run: say how it ended
@@ -144,7 +158,8 @@ int run_rank(const RunConfig& cfg, const RankEnv& env, const TrainOptions& opts)
         if (sink) {  // a run that started (or the launcher's pipe) records why it ended
             sink->write(ErrorRecord{env.rank, steps_done, e.what(), telemetry_now()});
             if (store)
-                sink->write(RunEndRecord{std::string(run_status::failed), e.what(), steps_done, telemetry_now()});
+                sink->write(RunEndRecord{std::string(run_status::failed), e.what(), steps_done,
+                                         telemetry_now()});
             sink->flush();
         }
         throw;
@@ -188,9 +203,11 @@ int cli_train(const CliArgs& args) {
     }
     spec.argv.insert(spec.argv.end(), rank_args.begin(), rank_args.end());
     spec.resume_argv = {"--resume"};
-    if (!cfg.cluster.hosts.empty()) cluster_fill_launch_spec(cfg, rank_args, spec.resume_argv, spec);
+    if (!cfg.cluster.hosts.empty())
+        cluster_fill_launch_spec(cfg, rank_args, spec.resume_argv, spec);
     spec.restarts = cfg.train.restarts;
-    spec.run = RunStartRecord{cfg.name, cfg.source_text, telemetry_host_name(), world, "", telemetry_now()};
+    spec.run = RunStartRecord{cfg.name, cfg.source_text, telemetry_host_name(), world,
+                              "",       telemetry_now()};
     spec.db_path = t.opts.db_path.empty() ? config_resolve_path(cfg, cfg.log.db) : t.opts.db_path;
     std::signal(SIGINT, [](int) { launch_request_stop(); });
     std::signal(SIGTERM, [](int) { launch_request_stop(); });
@@ -217,7 +234,8 @@ int cli_rank(const CliArgs& args) {
     // A rank of a multi-host job gets its config as text (the node launcher's host may not
     // have the file); relative paths resolve against the config's name (the working directory).
     const char* text = std::getenv("TESSERA_CONFIG_TEXT");
-    RunConfig cfg = text ? config_parse(text, t.config_path, t.sets) : config_load(t.config_path, t.sets);
+    RunConfig cfg =
+        text ? config_parse(text, t.config_path, t.sets) : config_load(t.config_path, t.sets);
     std::signal(SIGINT, [](int) { train_request_stop(); });
     return run_rank(cfg, rank_env_from_environment(), t.opts);
 }

@@ -26,30 +26,34 @@ namespace tessera {
 // schema: the keys each section accepts (docs/config.md documents each one)
 
 const std::vector<std::string>& config_top_keys() {
-    static const std::vector<std::string> keys = {"name",     "model",      "data", "train",
-                                                  "runtime",  "parallel",   "checkpoint", "log",
-                                                  "cluster"};
+    static const std::vector<std::string> keys = {
+        "name", "model", "data", "train", "runtime", "parallel", "checkpoint", "log", "cluster"};
     return keys;
 }
 
 const std::vector<std::string>& config_section_keys(const std::string& section) {
     static const std::map<std::string, std::vector<std::string>> keys = {
-        {"model", {"preset", "n_layer", "n_head", "d_model", "seq_len", "vocab", "hidden",
-                   "init_from", "n_kv_head", "head_dim", "ffn", "vocab_size", "norm_eps",
-                   "rope_theta", "rope_scaling", "qkv_bias", "qk_norm", "tie_embeddings"}},
-        {"model.rope_scaling", {"type", "factor", "low_freq_factor", "high_freq_factor",
-                                "original_max_position_embeddings"}},
+        {"model",
+         {"preset", "n_layer", "n_head", "d_model", "seq_len", "vocab", "hidden", "init_from",
+          "n_kv_head", "head_dim", "ffn", "vocab_size", "norm_eps", "rope_theta", "rope_scaling",
+          "qkv_bias", "qk_norm", "tie_embeddings"}},
+        {"model.rope_scaling",
+         {"type", "factor", "low_freq_factor", "high_freq_factor",
+          "original_max_position_embeddings"}},
         {"data", {"train", "val", "dataset", "order"}},
-        {"train", {"steps", "micro_batch", "grad_accum", "lr", "min_lr", "warmup_steps",
-                   "weight_decay", "grad_clip", "seed", "eval_every", "eval_steps", "beta1",
-                   "beta2", "eps", "threads", "restarts"}},
+        {"train",
+         {"steps", "micro_batch", "grad_accum", "lr", "min_lr", "warmup_steps", "weight_decay",
+          "grad_clip", "seed", "eval_every", "eval_steps", "beta1", "beta2", "eps", "threads",
+          "restarts"}},
         {"runtime", {"device", "precision"}},
-        {"parallel", {"dp", "tp", "pp", "zero", "schedule", "virtual_stages", "stages",
-                      "recompute", "offload_activations", "offload_optimizer"}},
+        {"parallel",
+         {"dp", "tp", "pp", "zero", "schedule", "virtual_stages", "stages", "recompute",
+          "offload_activations", "offload_optimizer"}},
         {"checkpoint", {"dir", "every", "keep"}},
         {"log", {"db", "every"}},
-        {"cluster", {"hosts", "hostfile", "workdir", "tessera", "rendezvous_port", "env",
-                     "known_hosts", "connect_timeout"}},
+        {"cluster",
+         {"hosts", "hostfile", "workdir", "tessera", "rendezvous_port", "env", "known_hosts",
+          "connect_timeout"}},
         {"cluster.hosts[]", {"host", "user", "port", "identity", "slots", "addr"}},
     };
     static const std::vector<std::string> none;
@@ -92,8 +96,8 @@ std::string ConfigReader::loc(const std::string& path) const {
     }
 }
 
-void ConfigReader::fail(const std::string& at, const std::string& path,
-                        const std::string& expected, const std::string& found) const {
+void ConfigReader::fail(const std::string& at, const std::string& path, const std::string& expected,
+                        const std::string& found) const {
     throw InputError(str_cat(at, ": ", path.empty() ? "(document)" : path, ": expected ", expected,
                              ", found ", found));
 }
@@ -103,8 +107,8 @@ void ConfigReader::fail_field(const ConfigField& f, const std::string& expected,
     fail(f.at, f.path, expected, found);
 }
 
-void ConfigReader::fail_key(const std::vector<std::string>& candidates,
-                            const std::string& expected, const std::string& found) const {
+void ConfigReader::fail_key(const std::vector<std::string>& candidates, const std::string& expected,
+                            const std::string& found) const {
     for (const auto& c : candidates)
         if (locs.count(c)) fail(locs.at(c), c, expected, found);
     fail(loc(candidates.front()), candidates.front(), expected, found);
@@ -129,7 +133,8 @@ std::vector<ConfigField> ConfigReader::read_map(const YAML::Node& node, const st
         for (const auto& a : allowed) known = known || a == kname;
         if (!known) {
             std::string hint = text_suggest(kname, allowed);
-            std::string expected = path.empty() ? "a known section" : str_cat("a known key of ", path);
+            std::string expected =
+                path.empty() ? "a known section" : str_cat("a known key of ", path);
             if (!hint.empty()) expected += str_cat(" (", hint, ")");
             std::string src = override_source(kpath);
             fail(src.empty() ? yaml_format_mark(file, key.Mark()) : src, kpath, expected,
@@ -156,7 +161,8 @@ std::string range_text(const char* what, long double lo, long double hi) {
 }
 
 // A plain (unquoted) scalar, or fail with "expected <what>".
-const std::string& plain_scalar(const ConfigReader& r, const ConfigField& f, const std::string& what) {
+const std::string& plain_scalar(const ConfigReader& r, const ConfigField& f,
+                                const std::string& what) {
     if (!f.value.IsDefined() || !f.value.IsScalar() || f.value.Tag() == "!")
         r.fail_field(f, what, yaml_describe_node(f.value));
     return f.value.Scalar();
@@ -170,7 +176,8 @@ int64_t ConfigReader::read_int(const ConfigField& f, int64_t lo, int64_t hi) con
     int64_t v = 0;
     const char* b = s.data() + (s.size() && s[0] == '+' ? 1 : 0);
     auto [ptr, ec] = std::from_chars(b, s.data() + s.size(), v);
-    if (ec == std::errc::result_out_of_range) fail_field(f, what, str_cat("'", s, "' (out of range)"));
+    if (ec == std::errc::result_out_of_range)
+        fail_field(f, what, str_cat("'", s, "' (out of range)"));
     if (ec != std::errc() || ptr != s.data() + s.size() || s.empty())
         fail_field(f, what, yaml_describe_node(f.value));
     if (v < lo || v > hi) fail_field(f, what, s);
@@ -191,7 +198,8 @@ double ConfigReader::read_double(const ConfigField& f, double lo, bool lo_open, 
                                  bool hi_open) const {
     std::string what = "a number";
     if (std::isfinite(lo)) what += str_cat(lo_open ? " > " : " >= ", lo);
-    if (std::isfinite(hi)) what += str_cat(std::isfinite(lo) ? " and" : "", hi_open ? " < " : " <= ", hi);
+    if (std::isfinite(hi))
+        what += str_cat(std::isfinite(lo) ? " and" : "", hi_open ? " < " : " <= ", hi);
     const std::string& s = plain_scalar(*this, f, what);
     char* end = nullptr;
     double v = s.empty() ? 0.0 : std::strtod(s.c_str(), &end);
@@ -217,10 +225,12 @@ std::string ConfigReader::read_string(const ConfigField& f, bool allow_empty) co
     return f.value.Scalar();
 }
 
-std::string ConfigReader::read_enum(const ConfigField& f, const std::vector<std::string>& options) const {
+std::string ConfigReader::read_enum(const ConfigField& f,
+                                    const std::vector<std::string>& options) const {
     std::string what = "one of ";
     for (size_t i = 0; i < options.size(); ++i) what += (i ? "|" : "") + options[i];
-    if (!f.value.IsDefined() || !f.value.IsScalar()) fail_field(f, what, yaml_describe_node(f.value));
+    if (!f.value.IsDefined() || !f.value.IsScalar())
+        fail_field(f, what, yaml_describe_node(f.value));
     const std::string& s = f.value.Scalar();
     for (const auto& o : options)
         if (s == o) return s;
@@ -232,7 +242,8 @@ ConfigField ConfigReader::element(const ConfigField& list, size_t i) const {
     std::string p = str_cat(list.path, "[", i, "]");
     YAML::Node v = list.value[i];
     std::string src = override_source(p);
-    return {p, v, src.empty() ? (v.Mark().is_null() ? list.at : yaml_format_mark(file, v.Mark())) : src};
+    return {p, v,
+            src.empty() ? (v.Mark().is_null() ? list.at : yaml_format_mark(file, v.Mark())) : src};
 }
 
 std::vector<int> ConfigReader::read_int_list(const ConfigField& f, int64_t lo, int64_t hi) const {
@@ -253,7 +264,8 @@ std::vector<std::string> split_dots(const std::string& s) {
     size_t start = 0;
     for (;;) {
         size_t dot = s.find('.', start);
-        parts.push_back(s.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+        parts.push_back(
+            s.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
         if (dot == std::string::npos) return parts;
         start = dot + 1;
     }
@@ -275,10 +287,13 @@ void apply_override(ConfigReader& r, YAML::Node& root, const std::string& spec) 
         if (!hint.empty()) expected += str_cat(" (", hint, ")");
         r.fail(src, shown, expected, str_cat("unknown key '", word, "'"));
     };
-    if (std::find(top.begin(), top.end(), parts[0]) == top.end()) unknown(path, parts[0], top, "the config");
+    if (std::find(top.begin(), top.end(), parts[0]) == top.end())
+        unknown(path, parts[0], top, "the config");
     if (parts.size() > 1) {
         const auto& keys = config_section_keys(parts[0]);
-        if (keys.empty()) r.fail(src, path, str_cat("no sub-keys under '", parts[0], "'"), str_cat("'", parts[1], "'"));
+        if (keys.empty())
+            r.fail(src, path, str_cat("no sub-keys under '", parts[0], "'"),
+                   str_cat("'", parts[1], "'"));
         if (std::find(keys.begin(), keys.end(), parts[1]) == keys.end())
             unknown(path, parts[1], keys, parts[0]);
     }
@@ -296,7 +311,8 @@ void apply_override(ConfigReader& r, YAML::Node& root, const std::string& spec) 
     YAML::Node section;
     bool present = false;
     for (auto it = root.begin(); it != root.end(); ++it)
-        if (it->first.IsScalar() && it->first.Scalar() == parts[0]) section = it->second, present = true;
+        if (it->first.IsScalar() && it->first.Scalar() == parts[0])
+            section = it->second, present = true;
     if (present && section.IsMap()) {
         section[parts[1]] = value;
     } else if (present && !section.IsNull()) {
@@ -320,8 +336,9 @@ std::string read_text_file(const std::string& path) {
         throw InputError(str_cat(path, ": (file): expected a config file under ",
                                  kConfigMaxBytes >> 20, " MiB, found ", size, " bytes"));
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(str_cat(path, ": (file): expected a readable config file, found one ",
-                                      "that cannot be opened"));
+    if (!in)
+        throw InputError(str_cat(path, ": (file): expected a readable config file, found one ",
+                                 "that cannot be opened"));
     std::ostringstream os;
     os << in.rdbuf();
     return os.str();

@@ -26,21 +26,21 @@ struct ModelConfig {
     // MLP only: hidden layer widths (preset mlp: {256})
     std::vector<int> hidden;
     // The Llama family (presets llama-tiny, smollm-135m, ...; docs/config.md); 0 = the preset's
-    int n_kv_head = 0;       // key/value heads (grouped-query attention)
-    int head_dim = 0;        // per head
-    int ffn = 0;             // the SwiGLU MLP's width (intermediate_size)
-    int vocab_size = 0;      // the embedding's rows; 0 (GPT) = the tokenizer's size
-    double norm_eps = 0;     // RMSNorm epsilon
-    double rope_theta = 0;   // rotary base
+    int n_kv_head = 0;      // key/value heads (grouped-query attention)
+    int head_dim = 0;       // per head
+    int ffn = 0;            // the SwiGLU MLP's width (intermediate_size)
+    int vocab_size = 0;     // the embedding's rows; 0 (GPT) = the tokenizer's size
+    double norm_eps = 0;    // RMSNorm epsilon
+    double rope_theta = 0;  // rotary base
     RopeScaling rope_scaling;
-    bool qkv_bias = false;   // biases on the q, k, v projections (Qwen2)
-    bool qk_norm = false;    // RMSNorm on each query and key head before the rotation (Qwen3)
+    bool qkv_bias = false;       // biases on the q, k, v projections (Qwen2)
+    bool qk_norm = false;        // RMSNorm on each query and key head before the rotation (Qwen3)
     bool tie_embeddings = true;  // the head reads the token embedding (else its own lm_head)
     // init_from is a Hugging Face folder: its config.json set the architecture and sizes above
     // (only seq_len and vocab may be given beside it)
     bool from_folder = false;
-    std::string hf_architecture;      // that folder's architectures[0] (LlamaForCausalLM, ...)
-    std::string init_from;            // optional safetensors file (HF GPT-2 names accepted)
+    std::string hf_architecture;  // that folder's architectures[0] (LlamaForCausalLM, ...)
+    std::string init_from;        // optional safetensors file (HF GPT-2 names accepted)
 
     bool operator==(const ModelConfig&) const = default;
 };
@@ -71,29 +71,31 @@ struct TrainConfig {
     uint64_t seed = 1337;
     int64_t eval_every = 50;  // 0 = never
     int eval_steps = 10;
-    int threads = 0;          // CPU threads per rank; 0 = all cores / ranks on this host
-    int restarts = 0;         // relaunches after a failure (parallel runtime)
+    int threads = 0;   // CPU threads per rank; 0 = all cores / ranks on this host
+    int restarts = 0;  // relaunches after a failure (parallel runtime)
 
     bool operator==(const TrainConfig&) const = default;
 };
 
 struct RuntimeConfig {
-    std::string device = "cpu";       // cpu | cuda
+    std::string device = "cpu";  // cpu | cuda
     // fp32 | bf16 | fp8 (bf16 activations, the blocks' GEMMs in FP8; cuda only)
     std::string precision = "fp32";
 
     // activations and weight copies in bf16 (bf16 and fp8 on cuda)
-    bool bf16_activations() const { return device == "cuda" && (precision == "bf16" || precision == "fp8"); }
+    bool bf16_activations() const {
+        return device == "cuda" && (precision == "bf16" || precision == "fp8");
+    }
     bool fp8_gemms() const { return device == "cuda" && precision == "fp8"; }
     bool operator==(const RuntimeConfig&) const = default;
 };
 
 struct ParallelConfig {
     int dp = 1, tp = 1, pp = 1;
-    int zero = 0;                      // 0..3
-    std::string schedule = "1f1b";     // gpipe | 1f1b | interleaved | zb-h1
+    int zero = 0;                   // 0..3
+    std::string schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb-h1
     int virtual_stages = 1;
-    std::vector<int> stages;           // layers per stage (sum = n_layer); empty = balanced
+    std::vector<int> stages;             // layers per stage (sum = n_layer); empty = balanced
     std::vector<std::string> recompute;  // one per stage or a single value: none|selective|full
     bool offload_activations = false;
     bool offload_optimizer = false;
@@ -102,7 +104,7 @@ struct ParallelConfig {
 };
 
 struct CheckpointConfig {
-    std::string dir;  // "" = no checkpoints; resolved relative to the config file
+    std::string dir;    // "" = no checkpoints; resolved relative to the config file
     int64_t every = 0;  // steps; 0 = only at the end
     int keep = 3;
 
@@ -118,8 +120,8 @@ struct LogConfig {
 
 // One machine of a cluster (docs/launch.md "Several hosts over SSH").
 struct ClusterHost {
-    std::string host;      // ssh destination: a name or an address (no shell metacharacters)
-    std::string user;      // "" = ssh's default (the local user, or ~/.ssh/config)
+    std::string host;  // ssh destination: a name or an address (no shell metacharacters)
+    std::string user;  // "" = ssh's default (the local user, or ~/.ssh/config)
     int port = 22;
     std::string identity;  // private key file ("" = ssh's defaults and agent); never a passphrase
     int slots = 1;         // ranks (GPUs) this host runs
@@ -131,14 +133,14 @@ struct ClusterHost {
 // Where the ranks run. No hosts = this machine, as before. Ranks fill the hosts in order
 // (rank r on the first host whose slots are not yet used), so a TP group stays on one host.
 struct ClusterConfig {
-    std::vector<ClusterHost> hosts;  // from `hosts:` or from `hostfile:` (not both)
-    std::string hostfile;            // OpenMPI/DeepSpeed style, relative to the config file
-    std::string workdir;             // remote working directory ("" = the remote login directory)
-    std::string tessera = "tessera"; // remote executable (a path, or a name on the remote PATH)
-    int rendezvous_port = 29400;     // the store, served on the first host
+    std::vector<ClusterHost> hosts;   // from `hosts:` or from `hostfile:` (not both)
+    std::string hostfile;             // OpenMPI/DeepSpeed style, relative to the config file
+    std::string workdir;              // remote working directory ("" = the remote login directory)
+    std::string tessera = "tessera";  // remote executable (a path, or a name on the remote PATH)
+    int rendezvous_port = 29400;      // the store, served on the first host
     std::vector<std::pair<std::string, std::string>> env;  // passed to every remote rank
-    std::string known_hosts;         // "" = ~/.ssh/known_hosts
-    int connect_timeout = 10;        // seconds (ssh ConnectTimeout)
+    std::string known_hosts;                               // "" = ~/.ssh/known_hosts
+    int connect_timeout = 10;                              // seconds (ssh ConnectTimeout)
 
     bool operator==(const ClusterConfig&) const = default;
 };
@@ -163,12 +165,12 @@ struct RunConfig {
 };
 
 // Reads, overrides ("key.path=value", applied before validation) and validates.
-RunConfig config_load(const std::string& path,
-                      const std::vector<std::string>& overrides = {});
+RunConfig config_load(const std::string& path, const std::vector<std::string>& overrides = {});
 // The same from text; `name` stands for the file in messages. Relative paths resolve against
 // `base_dir`, or when it is empty against the folder of `name`.
 RunConfig config_parse(const std::string& text, const std::string& name,
-                       const std::vector<std::string>& overrides = {}, const std::string& base_dir = "");
+                       const std::vector<std::string>& overrides = {},
+                       const std::string& base_dir = "");
 // Canonical YAML for a config (every key, resolved values) — what the studio saves.
 std::string config_to_yaml(const RunConfig& cfg);
 // The model presets (GPT, the Llama family, the MLP), and the family of one: gpt | llama | mlp.

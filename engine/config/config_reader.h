@@ -2,14 +2,14 @@
 // and config_rules.cpp (sections, presets, cross-field rules, canonical YAML). It remembers where
 // each key came from so that cross-field errors can point at the most relevant key.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 #include "engine/config/config.h"
 
@@ -48,7 +48,8 @@ struct ConfigReader {
 
     // The keys of a map node (null = empty), rejecting unknown keys with a suggestion.
     std::vector<ConfigField> read_map(const YAML::Node& node, const std::string& path,
-                                      const std::string& at, const std::vector<std::string>& allowed);
+                                      const std::string& at,
+                                      const std::vector<std::string>& allowed);
 
     int64_t read_int(const ConfigField& f, int64_t lo,
                      int64_t hi = std::numeric_limits<int64_t>::max()) const;

@@ -3,10 +3,10 @@
 // the canonical YAML writer. Reading helpers and locations live in config.cpp / config_reader.h.
 #include <charconv>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <set>
 #include <sstream>
-#include <fstream>
 
 #include "engine/config/cluster_rules.h"
 #include "engine/config/config_reader.h"
@@ -36,7 +36,8 @@ struct ModelPreset {
     bool qkv_bias = false, tie_embeddings = true, qk_norm = false;
 };
 
-const RopeScaling kLlama3x32{"llama3", 32.0, 1.0, 4.0, 8192}, kLlama3x8{"llama3", 8.0, 1.0, 4.0, 8192};
+const RopeScaling kLlama3x32{"llama3", 32.0, 1.0, 4.0, 8192},
+    kLlama3x8{"llama3", 8.0, 1.0, 4.0, 8192};
 
 const ModelPreset kPresets[] = {
     {"gpt-tiny", "gpt", "GPT-2", 4, 4, 128, 128, "bytes"},
@@ -44,20 +45,167 @@ const ModelPreset kPresets[] = {
     {"gpt2-medium", "gpt", "GPT-2", 24, 16, 1024, 1024, "gpt2"},
     {"gpt2-large", "gpt", "GPT-2", 36, 20, 1280, 1024, "gpt2"},
     {"gpt2-xl", "gpt", "GPT-2", 48, 25, 1600, 1024, "gpt2"},
-    // name, family, series, layers, heads, hidden, seq_len, tokenizer; kv heads, head_dim, ffn, vocab
-    // rows, RMSNorm eps, rope theta, rope scaling, qkv bias, tied, q/k norm
-    {"llama-tiny", "llama", "Llama 3", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
+    // name, family, series, layers, heads, hidden, seq_len, tokenizer; kv heads, head_dim, ffn,
+    // vocab rows, RMSNorm eps, rope theta, rope scaling, qkv bias, tied, q/k norm
+    {"llama-tiny",
+     "llama",
+     "Llama 3",
+     4,
+     4,
+     64,
+     64,
+     "bytes",
+     2,
+     16,
+     128,
+     256,
+     1e-5,
+     1e4,
+     {},
+     false,
+     true},
     // a Llama-family model sized by its keys (a Hugging Face folder's config.json sets them)
-    {"llama", "llama", "Llama 3", 4, 4, 64, 64, "bytes", 2, 16, 128, 256, 1e-5, 1e4, {}, false, true},
-    {"smollm-135m", "llama", "SmolLM", 30, 9, 576, 2048, "bytes", 3, 64, 1536, 49152, 1e-5, 1e4, {}, false, true},
-    {"smollm2-360m", "llama", "SmolLM", 32, 15, 960, 2048, "bytes", 5, 64, 2560, 49152, 1e-5, 1e5, {}, false, true},
-    {"qwen2.5-0.5b", "llama", "Qwen2.5", 24, 14, 896, 2048, "bytes", 2, 64, 4864, 151936, 1e-6, 1e6, {}, true, true},
-    {"qwen3-0.6b", "llama", "Qwen3", 28, 16, 1024, 2048, "bytes", 8, 128, 3072, 151936, 1e-6, 1e6, {}, false, true, true},
-    {"tinyllama-1.1b", "llama", "TinyLlama", 22, 32, 2048, 2048, "bytes", 4, 64, 5632, 32000, 1e-5, 1e4, {}, false, false},
-    {"llama-3.2-1b", "llama", "Llama 3", 16, 32, 2048, 2048, "bytes", 8, 64, 8192, 128256, 1e-5, 5e5, kLlama3x32, false, true},
-    {"llama-3.1-8b", "llama", "Llama 3", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 128256, 1e-5, 5e5, kLlama3x8, false, false},
-    {"mistral-7b", "llama", "Mistral", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 32000, 1e-5, 1e4, {}, false, false},
-    {"qwen2.5-7b", "llama", "Qwen2.5", 28, 28, 3584, 2048, "bytes", 4, 128, 18944, 152064, 1e-6, 1e6, {}, true, false},
+    {"llama",
+     "llama",
+     "Llama 3",
+     4,
+     4,
+     64,
+     64,
+     "bytes",
+     2,
+     16,
+     128,
+     256,
+     1e-5,
+     1e4,
+     {},
+     false,
+     true},
+    {"smollm-135m",
+     "llama",
+     "SmolLM",
+     30,
+     9,
+     576,
+     2048,
+     "bytes",
+     3,
+     64,
+     1536,
+     49152,
+     1e-5,
+     1e4,
+     {},
+     false,
+     true},
+    {"smollm2-360m",
+     "llama",
+     "SmolLM",
+     32,
+     15,
+     960,
+     2048,
+     "bytes",
+     5,
+     64,
+     2560,
+     49152,
+     1e-5,
+     1e5,
+     {},
+     false,
+     true},
+    {"qwen2.5-0.5b",
+     "llama",
+     "Qwen2.5",
+     24,
+     14,
+     896,
+     2048,
+     "bytes",
+     2,
+     64,
+     4864,
+     151936,
+     1e-6,
+     1e6,
+     {},
+     true,
+     true},
+    {"qwen3-0.6b",
+     "llama",
+     "Qwen3",
+     28,
+     16,
+     1024,
+     2048,
+     "bytes",
+     8,
+     128,
+     3072,
+     151936,
+     1e-6,
+     1e6,
+     {},
+     false,
+     true,
+     true},
+    {"tinyllama-1.1b",
+     "llama",
+     "TinyLlama",
+     22,
+     32,
+     2048,
+     2048,
+     "bytes",
+     4,
+     64,
+     5632,
+     32000,
+     1e-5,
+     1e4,
+     {},
+     false,
+     false},
+    {"llama-3.2-1b", "llama", "Llama 3", 16, 32, 2048, 2048, "bytes", 8, 64, 8192, 128256, 1e-5,
+     5e5, kLlama3x32, false, true},
+    {"llama-3.1-8b", "llama", "Llama 3", 32, 32, 4096, 2048, "bytes", 8, 128, 14336, 128256, 1e-5,
+     5e5, kLlama3x8, false, false},
+    {"mistral-7b",
+     "llama",
+     "Mistral",
+     32,
+     32,
+     4096,
+     2048,
+     "bytes",
+     8,
+     128,
+     14336,
+     32000,
+     1e-5,
+     1e4,
+     {},
+     false,
+     false},
+    {"qwen2.5-7b",
+     "llama",
+     "Qwen2.5",
+     28,
+     28,
+     3584,
+     2048,
+     "bytes",
+     4,
+     128,
+     18944,
+     152064,
+     1e-6,
+     1e6,
+     {},
+     true,
+     false},
     {"mlp", "mlp", "MLP", 0, 0, 0, 0, ""},
 };
 
@@ -75,61 +223,96 @@ const ModelPreset& preset_find(const std::string& name) {
 
 }  // namespace
 
-std::string model_family(const std::string& preset) { return preset_find(preset).family; }
-int config_tokenizer_vocab_size(const std::string& vocab) { return vocab == "gpt2" ? 50257 : 256; }
-std::string config_tokenizer(const RunConfig& cfg) {
-    return tokenizer_is_named(cfg.model.vocab) ? cfg.model.vocab : config_resolve_path(cfg, cfg.model.vocab);
+std::string model_family(const std::string& preset) {
+    return preset_find(preset).family;
 }
-std::vector<std::string> config_preset_names() { return preset_names(); }
-std::string config_preset_series(const std::string& preset) { return preset_find(preset).series; }
+int config_tokenizer_vocab_size(const std::string& vocab) {
+    return vocab == "gpt2" ? 50257 : 256;
+}
+std::string config_tokenizer(const RunConfig& cfg) {
+    return tokenizer_is_named(cfg.model.vocab) ? cfg.model.vocab
+                                               : config_resolve_path(cfg, cfg.model.vocab);
+}
+std::vector<std::string> config_preset_names() {
+    return preset_names();
+}
+std::string config_preset_series(const std::string& preset) {
+    return preset_find(preset).series;
+}
 
 namespace {
 
 const std::vector<std::string> kGptOnlyKeys = {"n_layer", "n_head", "d_model", "seq_len", "vocab"};
-const std::vector<std::string> kLlamaOnlyKeys = {"n_kv_head", "head_dim", "ffn", "vocab_size", "norm_eps",
-                                                 "rope_theta", "rope_scaling", "qkv_bias", "qk_norm",
-                                                 "tie_embeddings"};
+const std::vector<std::string> kLlamaOnlyKeys = {
+    "n_kv_head",  "head_dim",     "ffn",      "vocab_size", "norm_eps",
+    "rope_theta", "rope_scaling", "qkv_bias", "qk_norm",    "tie_embeddings"};
 
 // ----------------------------------------------------------------------------
 // sections
 
-std::string key_of(const ConfigField& f) { return f.path.substr(f.path.find_last_of('.') + 1); }
+std::string key_of(const ConfigField& f) {
+    return f.path.substr(f.path.find_last_of('.') + 1);
+}
 
-void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const std::string& base_dir) {
+void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m,
+                const std::string& base_dir) {
     std::set<std::string> given;
-    std::vector<ConfigField> fields = r.read_map(sec.value, "model", sec.at, config_section_keys("model"));
+    std::vector<ConfigField> fields =
+        r.read_map(sec.value, "model", sec.at, config_section_keys("model"));
     for (const auto& f : fields) {
         std::string k = key_of(f);
         given.insert(k);
-        if (k == "preset") m.preset = r.read_enum(f, preset_names());
-        else if (k == "n_layer") m.n_layer = (int)r.read_int(f, 1, 4096);
-        else if (k == "n_head") m.n_head = (int)r.read_int(f, 1, 4096);
-        else if (k == "d_model") m.d_model = (int)r.read_int(f, 1, 1 << 16);
-        else if (k == "seq_len") m.seq_len = (int)r.read_int(f, 1, 1 << 20);
-        else if (k == "vocab") m.vocab = r.read_string(f, true);
+        if (k == "preset")
+            m.preset = r.read_enum(f, preset_names());
+        else if (k == "n_layer")
+            m.n_layer = (int)r.read_int(f, 1, 4096);
+        else if (k == "n_head")
+            m.n_head = (int)r.read_int(f, 1, 4096);
+        else if (k == "d_model")
+            m.d_model = (int)r.read_int(f, 1, 1 << 16);
+        else if (k == "seq_len")
+            m.seq_len = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "vocab")
+            m.vocab = r.read_string(f, true);
         else if (k == "hidden") {
             m.hidden = r.read_int_list(f, 1, 1 << 20);
             if (m.hidden.empty()) r.fail_field(f, "at least one hidden width like [256]", "[]");
-        } else if (k == "init_from") m.init_from = r.read_string(f, true);
-        else if (k == "n_kv_head") m.n_kv_head = (int)r.read_int(f, 1, 4096);
-        else if (k == "head_dim") m.head_dim = (int)r.read_int(f, 2, 4096);
-        else if (k == "ffn") m.ffn = (int)r.read_int(f, 1, 1 << 20);
-        else if (k == "vocab_size") m.vocab_size = (int)r.read_int(f, 1, 1 << 24);
-        else if (k == "norm_eps") m.norm_eps = r.read_double(f, 0.0, true, 1.0, false);
-        else if (k == "rope_theta") m.rope_theta = r.read_double(f, 1.0, false);
-        else if (k == "qkv_bias") m.qkv_bias = r.read_bool(f);
-        else if (k == "qk_norm") m.qk_norm = r.read_bool(f);
-        else if (k == "tie_embeddings") m.tie_embeddings = r.read_bool(f);
+        } else if (k == "init_from")
+            m.init_from = r.read_string(f, true);
+        else if (k == "n_kv_head")
+            m.n_kv_head = (int)r.read_int(f, 1, 4096);
+        else if (k == "head_dim")
+            m.head_dim = (int)r.read_int(f, 2, 4096);
+        else if (k == "ffn")
+            m.ffn = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "vocab_size")
+            m.vocab_size = (int)r.read_int(f, 1, 1 << 24);
+        else if (k == "norm_eps")
+            m.norm_eps = r.read_double(f, 0.0, true, 1.0, false);
+        else if (k == "rope_theta")
+            m.rope_theta = r.read_double(f, 1.0, false);
+        else if (k == "qkv_bias")
+            m.qkv_bias = r.read_bool(f);
+        else if (k == "qk_norm")
+            m.qk_norm = r.read_bool(f);
+        else if (k == "tie_embeddings")
+            m.tie_embeddings = r.read_bool(f);
         else if (k == "rope_scaling") {
             m.rope_scaling = RopeScaling{};
-            for (const auto& g : r.read_map(f.value, "model.rope_scaling", f.at, config_section_keys("model.rope_scaling"))) {
+            for (const auto& g : r.read_map(f.value, "model.rope_scaling", f.at,
+                                            config_section_keys("model.rope_scaling"))) {
                 const std::string rk = key_of(g);
-                if (rk == "type") m.rope_scaling.type = r.read_enum(g, {"none", "linear", "llama3"});
-                else if (rk == "factor") m.rope_scaling.factor = r.read_double(g, 0.0, true);
-                else if (rk == "low_freq_factor") m.rope_scaling.low_freq_factor = r.read_double(g, 0.0, true);
-                else if (rk == "high_freq_factor") m.rope_scaling.high_freq_factor = r.read_double(g, 0.0, true);
+                if (rk == "type")
+                    m.rope_scaling.type = r.read_enum(g, {"none", "linear", "llama3"});
+                else if (rk == "factor")
+                    m.rope_scaling.factor = r.read_double(g, 0.0, true);
+                else if (rk == "low_freq_factor")
+                    m.rope_scaling.low_freq_factor = r.read_double(g, 0.0, true);
+                else if (rk == "high_freq_factor")
+                    m.rope_scaling.high_freq_factor = r.read_double(g, 0.0, true);
                 else if (rk == "original_max_position_embeddings")
-                    m.rope_scaling.original_max_position_embeddings = (int)r.read_int(g, 1, 1 << 24);
+                    m.rope_scaling.original_max_position_embeddings =
+                        (int)r.read_int(g, 1, 1 << 24);
             }
             if (m.rope_scaling.type == "none") m.rope_scaling.type.clear();
         }
@@ -143,14 +326,17 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
         if (std::filesystem::is_directory(dir, ec)) {
             for (const auto& f : fields)
                 if (key_of(f) != "init_from" && key_of(f) != "seq_len" && key_of(f) != "vocab")
-                    r.fail_field(f, str_cat("no ", key_of(f), " beside a Hugging Face folder in model.init_from "
-                                            "(its config.json sets the architecture)"),
+                    r.fail_field(f,
+                                 str_cat("no ", key_of(f),
+                                         " beside a Hugging Face folder in model.init_from "
+                                         "(its config.json sets the architecture)"),
                                  yaml_describe_node(f.value));
             if (!given.count("seq_len")) m.seq_len = 0;
             hf_config_apply(dir.string(), m);
             // the folder's own tokenizer, when it has one
             if (!given.count("vocab") && m.preset != "gpt2")
-                m.vocab = std::filesystem::is_regular_file(dir / "tokenizer.json", ec) ? m.init_from : "bytes";
+                m.vocab = std::filesystem::is_regular_file(dir / "tokenizer.json", ec) ? m.init_from
+                                                                                       : "bytes";
             return;
         }
     }
@@ -159,15 +345,18 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
         for (const auto& f : fields)
             for (const auto& g : kGptOnlyKeys)
                 if (key_of(f) == g)
-                    r.fail_field(f, str_cat("no ", g, " with preset mlp (an MLP is sized by model.hidden)"),
-                                 yaml_describe_node(f.value));
+                    r.fail_field(
+                        f, str_cat("no ", g, " with preset mlp (an MLP is sized by model.hidden)"),
+                        yaml_describe_node(f.value));
         if (m.hidden.empty()) m.hidden = {256};
-        m.vocab = "bytes";  // unused by the MLP; kept at the struct default so configs compare equal
+        m.vocab =
+            "bytes";  // unused by the MLP; kept at the struct default so configs compare equal
         return;
     }
     for (const auto& f : fields)
         if (key_of(f) == "hidden")
-            r.fail_field(f, str_cat("no hidden with preset ", m.preset, " (hidden is for preset mlp)"),
+            r.fail_field(f,
+                         str_cat("no hidden with preset ", m.preset, " (hidden is for preset mlp)"),
                          yaml_describe_node(f.value));
     const ModelPreset& p = preset_find(m.preset);
     const bool llama = std::string(p.family) == "llama";
@@ -175,8 +364,9 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
         for (const auto& f : fields)
             for (const auto& g : kLlamaOnlyKeys)
                 if (key_of(f) == g)
-                    r.fail_field(f, str_cat("no ", g, " with preset ", m.preset, " (", g,
-                                            " is for the Llama-family presets)"),
+                    r.fail_field(f,
+                                 str_cat("no ", g, " with preset ", m.preset, " (", g,
+                                         " is for the Llama-family presets)"),
                                  yaml_describe_node(f.value));
     if (!m.n_layer) m.n_layer = p.n_layer;
     if (!m.n_head) m.n_head = p.n_head;
@@ -185,7 +375,9 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
     if (!given.count("vocab")) m.vocab = p.vocab;
     if (!llama) return;
     if (!m.n_kv_head) m.n_kv_head = given.count("n_head") ? m.n_head : p.n_kv_head;
-    if (!m.head_dim) m.head_dim = given.count("d_model") || given.count("n_head") ? m.d_model / m.n_head : p.head_dim;
+    if (!m.head_dim)
+        m.head_dim =
+            given.count("d_model") || given.count("n_head") ? m.d_model / m.n_head : p.head_dim;
     if (!m.ffn) m.ffn = p.ffn;
     if (!m.vocab_size) m.vocab_size = p.vocab_size;
     if (!m.norm_eps) m.norm_eps = p.norm_eps;
@@ -199,54 +391,84 @@ void read_model(ConfigReader& r, const ConfigField& sec, ModelConfig& m, const s
 void read_data(ConfigReader& r, const ConfigField& sec, DataConfig& d) {
     for (const auto& f : r.read_map(sec.value, "data", sec.at, config_section_keys("data"))) {
         std::string k = key_of(f);
-        if (k == "dataset") d.dataset = r.read_enum(f, {"brown", "fashion-mnist"});
-        else if (k == "train") d.train = r.read_string(f, true);
-        else if (k == "val") d.val = r.read_string(f, true);
-        else if (k == "order") d.order = r.read_enum(f, {"random", "epoch"});
+        if (k == "dataset")
+            d.dataset = r.read_enum(f, {"brown", "fashion-mnist"});
+        else if (k == "train")
+            d.train = r.read_string(f, true);
+        else if (k == "val")
+            d.val = r.read_string(f, true);
+        else if (k == "order")
+            d.order = r.read_enum(f, {"random", "epoch"});
     }
 }
 
 void read_train(ConfigReader& r, const ConfigField& sec, TrainConfig& t) {
     for (const auto& f : r.read_map(sec.value, "train", sec.at, config_section_keys("train"))) {
         std::string k = key_of(f);
-        if (k == "steps") t.steps = r.read_int(f, 1);
-        else if (k == "micro_batch") t.micro_batch = (int)r.read_int(f, 1, 1 << 20);
-        else if (k == "grad_accum") t.grad_accum = (int)r.read_int(f, 1, 1 << 20);
-        else if (k == "lr") t.lr = r.read_double(f, 0.0, true);
-        else if (k == "min_lr") t.min_lr = r.read_double(f, 0.0, false);
-        else if (k == "warmup_steps") t.warmup_steps = r.read_int(f, 0);
-        else if (k == "weight_decay") t.weight_decay = r.read_double(f, 0.0, false);
-        else if (k == "grad_clip") t.grad_clip = r.read_double(f, 0.0, false);
-        else if (k == "seed") t.seed = r.read_uint64(f);
-        else if (k == "eval_every") t.eval_every = r.read_int(f, 0);
-        else if (k == "eval_steps") t.eval_steps = (int)r.read_int(f, 1, 1 << 20);
-        else if (k == "beta1") t.beta1 = r.read_double(f, 0.0, false, 1.0, true);
-        else if (k == "beta2") t.beta2 = r.read_double(f, 0.0, false, 1.0, true);
-        else if (k == "eps") t.eps = r.read_double(f, 0.0, true);
-        else if (k == "threads") t.threads = (int)r.read_int(f, 0, 4096);
-        else if (k == "restarts") t.restarts = (int)r.read_int(f, 0, 1000);
+        if (k == "steps")
+            t.steps = r.read_int(f, 1);
+        else if (k == "micro_batch")
+            t.micro_batch = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "grad_accum")
+            t.grad_accum = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "lr")
+            t.lr = r.read_double(f, 0.0, true);
+        else if (k == "min_lr")
+            t.min_lr = r.read_double(f, 0.0, false);
+        else if (k == "warmup_steps")
+            t.warmup_steps = r.read_int(f, 0);
+        else if (k == "weight_decay")
+            t.weight_decay = r.read_double(f, 0.0, false);
+        else if (k == "grad_clip")
+            t.grad_clip = r.read_double(f, 0.0, false);
+        else if (k == "seed")
+            t.seed = r.read_uint64(f);
+        else if (k == "eval_every")
+            t.eval_every = r.read_int(f, 0);
+        else if (k == "eval_steps")
+            t.eval_steps = (int)r.read_int(f, 1, 1 << 20);
+        else if (k == "beta1")
+            t.beta1 = r.read_double(f, 0.0, false, 1.0, true);
+        else if (k == "beta2")
+            t.beta2 = r.read_double(f, 0.0, false, 1.0, true);
+        else if (k == "eps")
+            t.eps = r.read_double(f, 0.0, true);
+        else if (k == "threads")
+            t.threads = (int)r.read_int(f, 0, 4096);
+        else if (k == "restarts")
+            t.restarts = (int)r.read_int(f, 0, 1000);
     }
 }
 
 void read_runtime(ConfigReader& r, const ConfigField& sec, RuntimeConfig& rt) {
     for (const auto& f : r.read_map(sec.value, "runtime", sec.at, config_section_keys("runtime"))) {
         std::string k = key_of(f);
-        if (k == "device") rt.device = r.read_enum(f, {"cpu", "cuda"});
-        else if (k == "precision") rt.precision = r.read_enum(f, {"fp32", "bf16", "fp8"});
+        if (k == "device")
+            rt.device = r.read_enum(f, {"cpu", "cuda"});
+        else if (k == "precision")
+            rt.precision = r.read_enum(f, {"fp32", "bf16", "fp8"});
     }
 }
 
 void read_parallel(ConfigReader& r, const ConfigField& sec, ParallelConfig& p) {
     const std::vector<std::string> recompute_modes = {"none", "selective", "full"};
-    for (const auto& f : r.read_map(sec.value, "parallel", sec.at, config_section_keys("parallel"))) {
+    for (const auto& f :
+         r.read_map(sec.value, "parallel", sec.at, config_section_keys("parallel"))) {
         std::string k = key_of(f);
-        if (k == "dp") p.dp = (int)r.read_int(f, 1, 4096);
-        else if (k == "tp") p.tp = (int)r.read_int(f, 1, 4096);
-        else if (k == "pp") p.pp = (int)r.read_int(f, 1, 4096);
-        else if (k == "zero") p.zero = (int)r.read_int(f, 0, 3);
-        else if (k == "schedule") p.schedule = r.read_enum(f, {"gpipe", "1f1b", "interleaved", "zb-h1"});
-        else if (k == "virtual_stages") p.virtual_stages = (int)r.read_int(f, 1, 4096);
-        else if (k == "stages") p.stages = r.read_int_list(f, 1, 1 << 20);
+        if (k == "dp")
+            p.dp = (int)r.read_int(f, 1, 4096);
+        else if (k == "tp")
+            p.tp = (int)r.read_int(f, 1, 4096);
+        else if (k == "pp")
+            p.pp = (int)r.read_int(f, 1, 4096);
+        else if (k == "zero")
+            p.zero = (int)r.read_int(f, 0, 3);
+        else if (k == "schedule")
+            p.schedule = r.read_enum(f, {"gpipe", "1f1b", "interleaved", "zb-h1"});
+        else if (k == "virtual_stages")
+            p.virtual_stages = (int)r.read_int(f, 1, 4096);
+        else if (k == "stages")
+            p.stages = r.read_int_list(f, 1, 1 << 20);
         else if (k == "recompute") {
             p.recompute.clear();
             if (f.value.IsSequence()) {
@@ -257,26 +479,34 @@ void read_parallel(ConfigReader& r, const ConfigField& sec, ParallelConfig& p) {
             } else {
                 p.recompute.push_back(r.read_enum(f, recompute_modes));
             }
-        } else if (k == "offload_activations") p.offload_activations = r.read_bool(f);
-        else if (k == "offload_optimizer") p.offload_optimizer = r.read_bool(f);
+        } else if (k == "offload_activations")
+            p.offload_activations = r.read_bool(f);
+        else if (k == "offload_optimizer")
+            p.offload_optimizer = r.read_bool(f);
     }
     if (p.recompute.empty()) p.recompute = {"none"};
 }
 
 void read_checkpoint(ConfigReader& r, const ConfigField& sec, CheckpointConfig& c) {
-    for (const auto& f : r.read_map(sec.value, "checkpoint", sec.at, config_section_keys("checkpoint"))) {
+    for (const auto& f :
+         r.read_map(sec.value, "checkpoint", sec.at, config_section_keys("checkpoint"))) {
         std::string k = key_of(f);
-        if (k == "dir") c.dir = r.read_string(f, true);
-        else if (k == "every") c.every = r.read_int(f, 0);
-        else if (k == "keep") c.keep = (int)r.read_int(f, 1, 1 << 20);
+        if (k == "dir")
+            c.dir = r.read_string(f, true);
+        else if (k == "every")
+            c.every = r.read_int(f, 0);
+        else if (k == "keep")
+            c.keep = (int)r.read_int(f, 1, 1 << 20);
     }
 }
 
 void read_log(ConfigReader& r, const ConfigField& sec, LogConfig& l) {
     for (const auto& f : r.read_map(sec.value, "log", sec.at, config_section_keys("log"))) {
         std::string k = key_of(f);
-        if (k == "db") l.db = r.read_string(f, false);
-        else if (k == "every") l.every = (int)r.read_int(f, 1, 1 << 30);
+        if (k == "db")
+            l.db = r.read_string(f, false);
+        else if (k == "every")
+            l.every = (int)r.read_int(f, 1, 1 << 30);
     }
 }
 
@@ -285,56 +515,76 @@ std::string read_cluster_name(ConfigReader& r, const ConfigField& f, bool is_use
     std::string v = r.read_string(f, false);
     std::string problem = cluster_name_problem(v, is_user);
     if (!problem.empty())
-        r.fail_field(f, is_user ? "a user name (letters, digits, '.', '_', '-')"
-                                : "a host name or address (letters, digits, '.', '-', '_', ':')",
+        r.fail_field(f,
+                     is_user ? "a user name (letters, digits, '.', '_', '-')"
+                             : "a host name or address (letters, digits, '.', '-', '_', ':')",
                      str_cat("'", v, "', which ", problem, " (refused before ssh runs)"));
     return v;
 }
 
 void read_cluster_host(ConfigReader& r, const ConfigField& item, ClusterHost& h) {
     bool has_host = false;
-    for (const auto& f : r.read_map(item.value, item.path, item.at, config_section_keys("cluster.hosts[]"))) {
+    for (const auto& f :
+         r.read_map(item.value, item.path, item.at, config_section_keys("cluster.hosts[]"))) {
         std::string k = key_of(f);
-        if (k == "host") h.host = read_cluster_name(r, f, false), has_host = true;
-        else if (k == "user") h.user = read_cluster_name(r, f, true);
-        else if (k == "port") h.port = (int)r.read_int(f, 1, kClusterMaxPort);
-        else if (k == "identity") h.identity = r.read_string(f, false);
-        else if (k == "slots") h.slots = (int)r.read_int(f, 1, kClusterMaxSlots);
-        else if (k == "addr") h.addr = read_cluster_name(r, f, false);
+        if (k == "host")
+            h.host = read_cluster_name(r, f, false), has_host = true;
+        else if (k == "user")
+            h.user = read_cluster_name(r, f, true);
+        else if (k == "port")
+            h.port = (int)r.read_int(f, 1, kClusterMaxPort);
+        else if (k == "identity")
+            h.identity = r.read_string(f, false);
+        else if (k == "slots")
+            h.slots = (int)r.read_int(f, 1, kClusterMaxSlots);
+        else if (k == "addr")
+            h.addr = read_cluster_name(r, f, false);
     }
-    if (!item.value.IsMap()) r.fail_field(item, "a map with host, slots, ...", yaml_describe_node(item.value));
+    if (!item.value.IsMap())
+        r.fail_field(item, "a map with host, slots, ...", yaml_describe_node(item.value));
     if (!has_host) r.fail(item.at, item.path + ".host", "a host name", "none");
 }
 
-void read_cluster(ConfigReader& r, const ConfigField& sec, ClusterConfig& c, const std::string& base_dir) {
+void read_cluster(ConfigReader& r, const ConfigField& sec, ClusterConfig& c,
+                  const std::string& base_dir) {
     const ConfigField* hostfile_field = nullptr;
     ConfigField hf;
     for (const auto& f : r.read_map(sec.value, "cluster", sec.at, config_section_keys("cluster"))) {
         std::string k = key_of(f);
         if (k == "hosts") {
             if (!f.value.IsSequence())  // [] = this machine only
-                r.fail_field(f, "a list of hosts ({host: NAME, slots: N, ...})", yaml_describe_node(f.value));
+                r.fail_field(f, "a list of hosts ({host: NAME, slots: N, ...})",
+                             yaml_describe_node(f.value));
             c.hosts.resize(f.value.size());
-            for (size_t i = 0; i < f.value.size(); ++i) read_cluster_host(r, r.element(f, i), c.hosts[i]);
+            for (size_t i = 0; i < f.value.size(); ++i)
+                read_cluster_host(r, r.element(f, i), c.hosts[i]);
         } else if (k == "hostfile") {
             c.hostfile = r.read_string(f, false);
             hf = f;
             hostfile_field = &hf;
-        } else if (k == "workdir") c.workdir = r.read_string(f, true);
-        else if (k == "tessera") c.tessera = r.read_string(f, false);
-        else if (k == "rendezvous_port") c.rendezvous_port = (int)r.read_int(f, 1, kClusterMaxPort);
-        else if (k == "known_hosts") c.known_hosts = r.read_string(f, true);
-        else if (k == "connect_timeout") c.connect_timeout = (int)r.read_int(f, 1, kClusterMaxConnectTimeout);
+        } else if (k == "workdir")
+            c.workdir = r.read_string(f, true);
+        else if (k == "tessera")
+            c.tessera = r.read_string(f, false);
+        else if (k == "rendezvous_port")
+            c.rendezvous_port = (int)r.read_int(f, 1, kClusterMaxPort);
+        else if (k == "known_hosts")
+            c.known_hosts = r.read_string(f, true);
+        else if (k == "connect_timeout")
+            c.connect_timeout = (int)r.read_int(f, 1, kClusterMaxConnectTimeout);
         else if (k == "env") {
             if (f.value.IsNull()) continue;
-            if (!f.value.IsMap()) r.fail_field(f, "a map of NAME: value", yaml_describe_node(f.value));
+            if (!f.value.IsMap())
+                r.fail_field(f, "a map of NAME: value", yaml_describe_node(f.value));
             for (auto it = f.value.begin(); it != f.value.end(); ++it) {
                 std::string name = it->first.Scalar();
                 ConfigField v{str_cat(f.path, ".", name), it->second,
                               yaml_format_mark(r.file, it->second.Mark())};
-                if (!cluster_env_name_ok(name)) r.fail_field(v, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
-                                      str_cat("'", name, "'"));
-                if (!it->second.IsScalar()) r.fail_field(v, "a string value", yaml_describe_node(it->second));
+                if (!cluster_env_name_ok(name))
+                    r.fail_field(v, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                                 str_cat("'", name, "'"));
+                if (!it->second.IsScalar())
+                    r.fail_field(v, "a string value", yaml_describe_node(it->second));
                 c.env.emplace_back(name, it->second.Scalar());
             }
         }
@@ -344,14 +594,18 @@ void read_cluster(ConfigReader& r, const ConfigField& sec, ClusterConfig& c, con
             r.fail_field(*hostfile_field, "either cluster.hosts or cluster.hostfile, not both",
                          "both");
         fs::path p(c.hostfile);
-        std::string path = p.is_absolute() ? c.hostfile : (fs::path(base_dir) / p).lexically_normal().string();
+        std::string path =
+            p.is_absolute() ? c.hostfile : (fs::path(base_dir) / p).lexically_normal().string();
         std::ifstream in(path, std::ios::binary);
-        if (!in) r.fail_field(*hostfile_field, "a readable hostfile", str_cat("no readable file ", path));
+        if (!in)
+            r.fail_field(*hostfile_field, "a readable hostfile",
+                         str_cat("no readable file ", path));
         std::ostringstream os;
         os << in.rdbuf();
         std::string text = os.str();
         c.hosts = cluster_parse_hostfile(text, path);
-        if (c.hosts.empty()) r.fail_field(*hostfile_field, "a hostfile with at least one host", "no hosts");
+        if (c.hosts.empty())
+            r.fail_field(*hostfile_field, "a hostfile with at least one host", "no hosts");
     }
 }
 
@@ -385,16 +639,23 @@ std::vector<ClusterHost> cluster_parse_hostfile(const std::string& text, const s
             auto eq = w.find('=');
             std::string key = w.substr(0, eq), v = eq == std::string::npos ? "" : w.substr(eq + 1);
             if (eq == std::string::npos || v.empty())
-                fail(str_cat("'", w, "': expected key=value (slots=N, user=, port=, identity=, addr=)"));
-            if (key == "slots") h.slots = to_int(key, v, 1, kClusterMaxSlots);
-            else if (key == "max_slots") to_int(key, v, 1, 1 << 20);  // OpenMPI's cap: accepted, unused
-            else if (key == "port") h.port = to_int(key, v, 1, kClusterMaxPort);
+                fail(str_cat("'", w,
+                             "': expected key=value (slots=N, user=, port=, identity=, addr=)"));
+            if (key == "slots")
+                h.slots = to_int(key, v, 1, kClusterMaxSlots);
+            else if (key == "max_slots")
+                to_int(key, v, 1, 1 << 20);  // OpenMPI's cap: accepted, unused
+            else if (key == "port")
+                h.port = to_int(key, v, 1, kClusterMaxPort);
             else if (key == "user" || key == "addr") {
                 if (auto pr = cluster_name_problem(v, key == "user"); !pr.empty())
                     fail(str_cat(key, " '", v, "' ", pr));
                 (key == "user" ? h.user : h.addr) = v;
-            } else if (key == "identity") h.identity = v;
-            else fail(str_cat("unknown key '", key, "' (expected slots, max_slots, user, port, identity, addr)"));
+            } else if (key == "identity")
+                h.identity = v;
+            else
+                fail(str_cat("unknown key '", key,
+                             "' (expected slots, max_slots, user, port, identity, addr)"));
         }
         hosts.push_back(h);
     }
@@ -405,9 +666,12 @@ std::string cluster_name_problem(const std::string& name, bool is_user) {
     if (name.empty()) return "is empty";
     if (name[0] == '-') return "starts with '-'";
     for (unsigned char ch : name) {
-        bool ok = std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-' || (!is_user && ch == ':');
+        bool ok =
+            std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-' || (!is_user && ch == ':');
         if (!ok) {
-            if (ch < 0x20 || ch >= 0x7f) return str_cat("contains the byte 0x", "0123456789abcdef"[ch >> 4], "0123456789abcdef"[ch & 15]);
+            if (ch < 0x20 || ch >= 0x7f)
+                return str_cat("contains the byte 0x", "0123456789abcdef"[ch >> 4],
+                               "0123456789abcdef"[ch & 15]);
             return str_cat("contains '", char(ch), "'");
         }
     }
@@ -418,21 +682,30 @@ void config_read_tree(ConfigReader& r, const YAML::Node& root, RunConfig& cfg) {
     bool has_data = false;
     for (const auto& sec : r.read_map(root, "", str_cat(r.file, ":1:1"), config_top_keys())) {
         const std::string& k = sec.path;
-        if (k == "name") cfg.name = r.read_string(sec, false);
-        else if (k == "model") read_model(r, sec, cfg.model, cfg.base_dir);
-        else if (k == "data") read_data(r, sec, cfg.data), has_data = true;
-        else if (k == "train") read_train(r, sec, cfg.train);
-        else if (k == "runtime") read_runtime(r, sec, cfg.runtime);
-        else if (k == "parallel") read_parallel(r, sec, cfg.parallel);
-        else if (k == "checkpoint") read_checkpoint(r, sec, cfg.checkpoint);
-        else if (k == "log") read_log(r, sec, cfg.log);
-        else if (k == "cluster") read_cluster(r, sec, cfg.cluster, cfg.base_dir);
+        if (k == "name")
+            cfg.name = r.read_string(sec, false);
+        else if (k == "model")
+            read_model(r, sec, cfg.model, cfg.base_dir);
+        else if (k == "data")
+            read_data(r, sec, cfg.data), has_data = true;
+        else if (k == "train")
+            read_train(r, sec, cfg.train);
+        else if (k == "runtime")
+            read_runtime(r, sec, cfg.runtime);
+        else if (k == "parallel")
+            read_parallel(r, sec, cfg.parallel);
+        else if (k == "checkpoint")
+            read_checkpoint(r, sec, cfg.checkpoint);
+        else if (k == "log")
+            read_log(r, sec, cfg.log);
+        else if (k == "cluster")
+            read_cluster(r, sec, cfg.cluster, cfg.base_dir);
     }
     // Sections that were absent still need their defaults resolved.
-    if (!r.locs.count("model")) read_model(r, {"model", YAML::Node(), r.loc("")}, cfg.model, cfg.base_dir);
+    if (!r.locs.count("model"))
+        read_model(r, {"model", YAML::Node(), r.loc("")}, cfg.model, cfg.base_dir);
     if (!r.locs.count("parallel")) cfg.parallel.recompute = {"none"};
-    if (!has_data)
-        r.fail(r.loc(""), "data", "a data section (data.dataset or data.train)", "none");
+    if (!has_data) r.fail(r.loc(""), "data", "a data section (data.dataset or data.train)", "none");
 }
 
 // ----------------------------------------------------------------------------
@@ -445,21 +718,25 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     bool mlp = m.preset == "mlp";
     const bool llama = model_family(m.preset) == "llama";
     if (!mlp && !llama && m.vocab != "bytes" && m.vocab != "gpt2")
-        r.fail_key({"model.vocab", "model.preset"}, "bytes or gpt2 for a GPT preset (a tokenizer.json is for the Llama family)",
+        r.fail_key({"model.vocab", "model.preset"},
+                   "bytes or gpt2 for a GPT preset (a tokenizer.json is for the Llama family)",
                    str_cat("'", m.vocab, "'"));
 
     // model shape
     if (llama) {
         if (m.n_head % m.n_kv_head != 0)
             r.fail_key({"model.n_kv_head", "model.n_head", "model.preset"},
-                       str_cat("n_kv_head dividing n_head (", m.n_head, ")"), str_cat("n_kv_head ", m.n_kv_head));
+                       str_cat("n_kv_head dividing n_head (", m.n_head, ")"),
+                       str_cat("n_kv_head ", m.n_kv_head));
         if (m.head_dim % 2 != 0)
-            r.fail_key({"model.head_dim", "model.preset"}, "an even head_dim (rotary pairs)", str_cat(m.head_dim));
+            r.fail_key({"model.head_dim", "model.preset"}, "an even head_dim (rotary pairs)",
+                       str_cat(m.head_dim));
         const int tok = config_tokenizer_vocab_size(m.vocab);
         // a tokenizer.json's size is checked against the data's ids when they are read
         if (m.vocab_size < tok && !m.from_folder && (m.vocab == "bytes" || m.vocab == "gpt2"))
             r.fail_key({"model.vocab_size", "model.vocab"},
-                       str_cat("vocab_size at least the ", m.vocab, " tokenizer's ", tok), str_cat(m.vocab_size));
+                       str_cat("vocab_size at least the ", m.vocab, " tokenizer's ", tok),
+                       str_cat(m.vocab_size));
         if (p.tp > 0 && (m.n_kv_head % p.tp != 0 || m.ffn % p.tp != 0))
             r.fail_key({"parallel.tp", "model.n_kv_head"},
                        str_cat("tp dividing n_kv_head (", m.n_kv_head, ") and ffn (", m.ffn,
@@ -476,23 +753,29 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         const int slots = cluster_total_slots(cfg.cluster);
         if (p.dp * p.tp * p.pp > slots)
             r.fail_key({"cluster.hosts", "cluster.hostfile", "parallel.dp"},
-                       str_cat("at least dp x tp x pp = ", p.dp * p.tp * p.pp, " slots on the cluster's hosts"),
+                       str_cat("at least dp x tp x pp = ", p.dp * p.tp * p.pp,
+                               " slots on the cluster's hosts"),
                        str_cat(slots, " slots"));
     }
 
     // parallel layout
     if (mlp && p.tp != 1)
-        r.fail_key({"parallel.tp"}, "tp 1 with preset mlp (an MLP is not tensor-split)", str_cat(p.tp));
+        r.fail_key({"parallel.tp"}, "tp 1 with preset mlp (an MLP is not tensor-split)",
+                   str_cat(p.tp));
     if (mlp && p.pp != 1)
-        r.fail_key({"parallel.pp"}, "pp 1 with preset mlp (an MLP is not pipelined)", str_cat(p.pp));
+        r.fail_key({"parallel.pp"}, "pp 1 with preset mlp (an MLP is not pipelined)",
+                   str_cat(p.pp));
     if (mlp && cfg.runtime.device != "cpu")
-        r.fail_key({"runtime.device"}, "device cpu with preset mlp (the MLP reads its features on the host)",
+        r.fail_key({"runtime.device"},
+                   "device cpu with preset mlp (the MLP reads its features on the host)",
                    cfg.runtime.device);
     if (mlp)
         for (const std::string& rc : p.recompute)
             if (rc != "none") {
-                r.fail_key({"parallel.recompute"}, "recompute none with preset mlp (its layers keep "
-                           "only their inputs and pre-activations)", rc);
+                r.fail_key({"parallel.recompute"},
+                           "recompute none with preset mlp (its layers keep "
+                           "only their inputs and pre-activations)",
+                           rc);
                 break;
             }
     if (!mlp && m.n_head % p.tp != 0)
@@ -519,8 +802,7 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
                    str_cat(p.pp, " x ", p.virtual_stages, " = ", n_chunks));
     if (!p.stages.empty()) {
         if ((int)p.stages.size() != n_chunks)
-            r.fail_key({"parallel.stages"},
-                       str_cat("pp x virtual_stages = ", n_chunks, " entries"),
+            r.fail_key({"parallel.stages"}, str_cat("pp x virtual_stages = ", n_chunks, " entries"),
                        str_cat(p.stages.size(), " entries"));
         int64_t sum = std::accumulate(p.stages.begin(), p.stages.end(), int64_t(0));
         if (!mlp && sum != m.n_layer)
@@ -537,13 +819,14 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         r.fail_key({"parallel.recompute"}, str_cat("one value or pp (", p.pp, ") values"),
                    str_cat(p.recompute.size(), " values"));
     if (p.zero == 3 && p.pp > 1)
-        r.fail_key({"parallel.zero"}, "zero <= 2 with pp > 1 (ZeRO-3 with pipeline stages is unsupported)",
-                   "zero 3");
+        r.fail_key({"parallel.zero"},
+                   "zero <= 2 with pp > 1 (ZeRO-3 with pipeline stages is unsupported)", "zero 3");
     // zb-h1: ZeRO-3 would gather every parameter twice per micro-batch (for B and for W), and
     // offloaded activations would come back for B and stay on the device until W: neither
     // combination is implemented
     if (p.schedule == "zb-h1" && p.zero == 3)
-        r.fail_key({"parallel.schedule", "parallel.zero"}, "zero <= 2 with schedule zb-h1", "zero 3");
+        r.fail_key({"parallel.schedule", "parallel.zero"}, "zero <= 2 with schedule zb-h1",
+                   "zero 3");
     if (p.schedule == "zb-h1" && p.offload_activations)
         r.fail_key({"parallel.schedule", "parallel.offload_activations"},
                    "offload_activations false with schedule zb-h1", "offload_activations true");
@@ -555,16 +838,20 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
                    "either data.dataset or data.train/val, not both",
                    str_cat("both (dataset ", d.dataset, ")"));
     if (d.dataset.empty() && d.train.empty()) {
-        if (!d.val.empty()) r.fail_key({"data.val"}, "data.train alongside data.val", "no data.train");
+        if (!d.val.empty())
+            r.fail_key({"data.val"}, "data.train alongside data.val", "no data.train");
         r.fail_key({"data"}, "data.dataset or data.train", "neither");
     }
     if (d.dataset == "fashion-mnist" && !mlp)
-        r.fail_key({"data.dataset"}, str_cat("brown with preset ", m.preset, " (fashion-mnist is for preset mlp)"),
+        r.fail_key({"data.dataset"},
+                   str_cat("brown with preset ", m.preset, " (fashion-mnist is for preset mlp)"),
                    "fashion-mnist");
     if (d.dataset == "brown" && mlp)
-        r.fail_key({"data.dataset"}, "fashion-mnist with preset mlp (brown is text for GPT presets)", "brown");
+        r.fail_key({"data.dataset"},
+                   "fashion-mnist with preset mlp (brown is text for GPT presets)", "brown");
     if (mlp && d.dataset.empty())
-        r.fail_key({"data.train"}, "data.dataset: fashion-mnist with preset mlp (token shards are for GPT presets)",
+        r.fail_key({"data.train"},
+                   "data.dataset: fashion-mnist with preset mlp (token shards are for GPT presets)",
                    "token shards");
     // On a cluster the files live on the hosts (relative to cluster.workdir): preflight checks
     // them there, not here.
@@ -573,9 +860,10 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         std::string full = config_resolve_path(cfg, value);
         std::error_code ec;
         if (!fs::is_regular_file(full, ec))
-            r.fail_key({key}, "an existing file",
-                       str_cat("'", value, "' (", fs::exists(full, ec) ? "not a regular file: " : "no file at ",
-                               full, ")"));
+            r.fail_key(
+                {key}, "an existing file",
+                str_cat("'", value, "' (",
+                        fs::exists(full, ec) ? "not a regular file: " : "no file at ", full, ")"));
     };
     must_exist("data.train", d.train);
     must_exist("data.val", d.val);
@@ -583,11 +871,15 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
         const fs::path t = config_resolve_path(cfg, m.vocab);
         std::error_code ec;
         if (!fs::is_regular_file(fs::is_directory(t, ec) ? t / "tokenizer.json" : t, ec))
-            r.fail_key({"model.vocab"}, "bytes, gpt2, llama3, qwen3, llama2, a tokenizer.json or a folder holding one",
-                       str_cat("'", m.vocab, "' (", fs::is_directory(t, ec) ? "no tokenizer.json in " : "no file at ",
-                               t.string(), ")"));
+            r.fail_key(
+                {"model.vocab"},
+                "bytes, gpt2, llama3, qwen3, llama2, a tokenizer.json or a folder holding one",
+                str_cat("'", m.vocab, "' (",
+                        fs::is_directory(t, ec) ? "no tokenizer.json in " : "no file at ",
+                        t.string(), ")"));
     }
-    if (!m.from_folder) must_exist("model.init_from", m.init_from);  // a file, or a folder read above
+    if (!m.from_folder)
+        must_exist("model.init_from", m.init_from);  // a file, or a folder read above
 
     // optimizer, runtime
     if (cfg.train.min_lr > cfg.train.lr)
@@ -631,41 +923,45 @@ std::string config_to_yaml(const RunConfig& c) {
         e << YAML::Key << "vocab" << YAML::Value << c.model.vocab;
         e << YAML::EndMap;
     } else {
-    e << YAML::Key << "preset" << YAML::Value << c.model.preset;
-    if (c.model.preset == "mlp") {
-        e << YAML::Key << "hidden" << YAML::Value;
-        emit_ints(e, c.model.hidden);
-    } else {
-        e << YAML::Key << "n_layer" << YAML::Value << c.model.n_layer;
-        e << YAML::Key << "n_head" << YAML::Value << c.model.n_head;
-        e << YAML::Key << "d_model" << YAML::Value << c.model.d_model;
-        e << YAML::Key << "seq_len" << YAML::Value << c.model.seq_len;
-        e << YAML::Key << "vocab" << YAML::Value << c.model.vocab;
-        if (model_family(c.model.preset) == "llama") {
-            const ModelConfig& m = c.model;
-            e << YAML::Key << "n_kv_head" << YAML::Value << m.n_kv_head;
-            e << YAML::Key << "head_dim" << YAML::Value << m.head_dim;
-            e << YAML::Key << "ffn" << YAML::Value << m.ffn;
-            e << YAML::Key << "vocab_size" << YAML::Value << m.vocab_size;
-            e << YAML::Key << "norm_eps" << YAML::Value << num_text(m.norm_eps);
-            e << YAML::Key << "rope_theta" << YAML::Value << num_text(m.rope_theta);
-            e << YAML::Key << "rope_scaling" << YAML::Value << YAML::Flow << YAML::BeginMap;
-            e << YAML::Key << "type" << YAML::Value << (m.rope_scaling.type.empty() ? "none" : m.rope_scaling.type);
-            if (!m.rope_scaling.type.empty()) {
-                e << YAML::Key << "factor" << YAML::Value << num_text(m.rope_scaling.factor);
-                e << YAML::Key << "low_freq_factor" << YAML::Value << num_text(m.rope_scaling.low_freq_factor);
-                e << YAML::Key << "high_freq_factor" << YAML::Value << num_text(m.rope_scaling.high_freq_factor);
-                e << YAML::Key << "original_max_position_embeddings" << YAML::Value
-                  << m.rope_scaling.original_max_position_embeddings;
+        e << YAML::Key << "preset" << YAML::Value << c.model.preset;
+        if (c.model.preset == "mlp") {
+            e << YAML::Key << "hidden" << YAML::Value;
+            emit_ints(e, c.model.hidden);
+        } else {
+            e << YAML::Key << "n_layer" << YAML::Value << c.model.n_layer;
+            e << YAML::Key << "n_head" << YAML::Value << c.model.n_head;
+            e << YAML::Key << "d_model" << YAML::Value << c.model.d_model;
+            e << YAML::Key << "seq_len" << YAML::Value << c.model.seq_len;
+            e << YAML::Key << "vocab" << YAML::Value << c.model.vocab;
+            if (model_family(c.model.preset) == "llama") {
+                const ModelConfig& m = c.model;
+                e << YAML::Key << "n_kv_head" << YAML::Value << m.n_kv_head;
+                e << YAML::Key << "head_dim" << YAML::Value << m.head_dim;
+                e << YAML::Key << "ffn" << YAML::Value << m.ffn;
+                e << YAML::Key << "vocab_size" << YAML::Value << m.vocab_size;
+                e << YAML::Key << "norm_eps" << YAML::Value << num_text(m.norm_eps);
+                e << YAML::Key << "rope_theta" << YAML::Value << num_text(m.rope_theta);
+                e << YAML::Key << "rope_scaling" << YAML::Value << YAML::Flow << YAML::BeginMap;
+                e << YAML::Key << "type" << YAML::Value
+                  << (m.rope_scaling.type.empty() ? "none" : m.rope_scaling.type);
+                if (!m.rope_scaling.type.empty()) {
+                    e << YAML::Key << "factor" << YAML::Value << num_text(m.rope_scaling.factor);
+                    e << YAML::Key << "low_freq_factor" << YAML::Value
+                      << num_text(m.rope_scaling.low_freq_factor);
+                    e << YAML::Key << "high_freq_factor" << YAML::Value
+                      << num_text(m.rope_scaling.high_freq_factor);
+                    e << YAML::Key << "original_max_position_embeddings" << YAML::Value
+                      << m.rope_scaling.original_max_position_embeddings;
+                }
+                e << YAML::EndMap;
+                e << YAML::Key << "qkv_bias" << YAML::Value << m.qkv_bias;
+                e << YAML::Key << "qk_norm" << YAML::Value << m.qk_norm;
+                e << YAML::Key << "tie_embeddings" << YAML::Value << m.tie_embeddings;
             }
-            e << YAML::EndMap;
-            e << YAML::Key << "qkv_bias" << YAML::Value << m.qkv_bias;
-            e << YAML::Key << "qk_norm" << YAML::Value << m.qk_norm;
-            e << YAML::Key << "tie_embeddings" << YAML::Value << m.tie_embeddings;
         }
-    }
-    if (!c.model.init_from.empty()) e << YAML::Key << "init_from" << YAML::Value << c.model.init_from;
-    e << YAML::EndMap;
+        if (!c.model.init_from.empty())
+            e << YAML::Key << "init_from" << YAML::Value << c.model.init_from;
+        e << YAML::EndMap;
     }
 
     e << YAML::Key << "data" << YAML::Value << YAML::BeginMap;

@@ -6,11 +6,11 @@
 #endif
 #include "engine/config/config_yaml.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <map>
 #include <sstream>
-
-#include <yaml-cpp/eventhandler.h>
 
 #include "engine/core/error.h"
 
@@ -81,7 +81,7 @@ std::string text_suggest(const std::string& word, const std::vector<std::string>
 namespace {
 
 class GuardHandler : public YAML::EventHandler {
-public:
+  public:
     GuardHandler(std::string where, std::string key_path, bool is_file)
         : where_(std::move(where)), key_path_(std::move(key_path)), is_file_(is_file) {}
 
@@ -91,7 +91,8 @@ public:
     void OnDocumentEnd() override {}
     void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
     void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override {
-        fail(mark, "expected plain values (YAML aliases '*name' are not supported), found an alias");
+        fail(mark,
+             "expected plain values (YAML aliases '*name' are not supported), found an alias");
     }
     void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
                   const std::string&) override {}
@@ -111,7 +112,7 @@ public:
         throw InputError(str_cat(at, ": ", key_path_, ": ", msg));
     }
 
-private:
+  private:
     void push(const YAML::Mark& mark) {
         if (++depth_ > kConfigMaxDepth)
             fail(mark, str_cat("expected nesting at most ", kConfigMaxDepth,
@@ -154,7 +155,9 @@ void check_duplicates(const YAML::Node& node, const std::string& path, const std
 
 YAML::Node yaml_load_guarded(const std::string& text, const std::string& where,
                              const std::string& key_path, bool where_is_file) {
-    auto at = [&](const YAML::Mark& m) { return where_is_file ? yaml_format_mark(where, m) : where; };
+    auto at = [&](const YAML::Mark& m) {
+        return where_is_file ? yaml_format_mark(where, m) : where;
+    };
     try {
         {
             std::istringstream in(text);
@@ -167,8 +170,9 @@ YAML::Node yaml_load_guarded(const std::string& text, const std::string& where,
         check_duplicates(root, key_path, where, where_is_file);
         return root;
     } catch (const YAML::ParserException& e) {
-        throw InputError(str_cat(at(e.mark), ": ", key_path, ": expected valid YAML, found a syntax ",
-                                 "error (", printable(e.msg, 120), ")"));
+        throw InputError(str_cat(at(e.mark), ": ", key_path,
+                                 ": expected valid YAML, found a syntax ", "error (",
+                                 printable(e.msg, 120), ")"));
     } catch (const YAML::Exception& e) {
         throw InputError(str_cat(at(e.mark), ": ", key_path, ": expected valid YAML, found an ",
                                  "error (", printable(e.msg, 120), ")"));

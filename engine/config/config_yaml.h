@@ -2,10 +2,10 @@
 // every yaml-cpp failure into one InputError, duplicate-key detection, mark formatting, value
 // descriptions for messages, and the edit-distance "did you mean" helper.
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 namespace tessera {
 

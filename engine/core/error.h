@@ -18,26 +18,26 @@ std::string str_cat(Args&&... args) {
 // A failure the user can act on. `exit_code` is what the CLI returns: 2 for bad input (config,
 // data, checkpoint, host list), 1 for everything else.
 class Error : public std::runtime_error {
-public:
+  public:
     explicit Error(const std::string& what, int exit_code = 1)
         : std::runtime_error(what), exit_code_(exit_code) {}
     int exit_code() const { return exit_code_; }
 
-private:
+  private:
     int exit_code_;
 };
 
 // Bad user input: exit code 2.
 class InputError : public Error {
-public:
+  public:
     explicit InputError(const std::string& what) : Error(what, 2) {}
 };
 
 }  // namespace tessera
 
-#define TS_CHECK(cond, ...)                                                                  \
-    do {                                                                                     \
-        if (!(cond))                                                                         \
-            throw ::tessera::Error(::tessera::str_cat(__FILE__, ":", __LINE__, ": check `", \
-                                                      #cond, "` failed: ", __VA_ARGS__));   \
+#define TS_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            throw ::tessera::Error(::tessera::str_cat(__FILE__, ":", __LINE__, ": check `", #cond, \
+                                                      "` failed: ", __VA_ARGS__));                 \
     } while (0)

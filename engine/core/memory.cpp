@@ -4,16 +4,26 @@ namespace tessera {
 
 std::string_view mem_category_name(MemCategory c) {
     switch (c) {
-        case MemCategory::params: return "params";
-        case MemCategory::grads: return "grads";
-        case MemCategory::optimizer: return "optimizer";
-        case MemCategory::activations: return "activations";
-        case MemCategory::workspace: return "workspace";
-        case MemCategory::comm: return "comm";
-        case MemCategory::context: return "context";
-        case MemCategory::libraries: return "libraries";
-        case MemCategory::host: return "host";
-        default: return "unknown";
+        case MemCategory::params:
+            return "params";
+        case MemCategory::grads:
+            return "grads";
+        case MemCategory::optimizer:
+            return "optimizer";
+        case MemCategory::activations:
+            return "activations";
+        case MemCategory::workspace:
+            return "workspace";
+        case MemCategory::comm:
+            return "comm";
+        case MemCategory::context:
+            return "context";
+        case MemCategory::libraries:
+            return "libraries";
+        case MemCategory::host:
+            return "host";
+        default:
+            return "unknown";
     }
 }
 
@@ -28,7 +38,8 @@ void MemoryTracker::add(MemCategory c, int64_t bytes) {
     atomic_max(peak_[idx(c)], now);
     int64_t tot = total_.fetch_add(bytes) + bytes;
     atomic_max(total_peak_, tot);
-    if (c != MemCategory::host) atomic_max(device_peak_, tot - current_[idx(MemCategory::host)].load());
+    if (c != MemCategory::host)
+        atomic_max(device_peak_, tot - current_[idx(MemCategory::host)].load());
 }
 
 void MemoryTracker::sub(MemCategory c, int64_t bytes) {

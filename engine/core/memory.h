@@ -15,14 +15,23 @@ namespace tessera {
 // host: offloaded activations and optimizer states (pinned host memory on GPUs; on CPU ranks the
 // same bytes, accounted apart so the offload mechanics are visible).
 enum class MemCategory : int {
-    params, grads, optimizer, activations, workspace, comm, context, libraries, host, count
+    params,
+    grads,
+    optimizer,
+    activations,
+    workspace,
+    comm,
+    context,
+    libraries,
+    host,
+    count
 };
 inline constexpr int kMemCategoryCount = static_cast<int>(MemCategory::count);
 
 std::string_view mem_category_name(MemCategory c);  // "params", "grads", ...
 
 class MemoryTracker {
-public:
+  public:
     void add(MemCategory c, int64_t bytes);
     void sub(MemCategory c, int64_t bytes);
     int64_t current_bytes(MemCategory c) const { return current_[idx(c)].load(); }
@@ -34,7 +43,7 @@ public:
     int64_t device_peak_bytes() const { return device_peak_.load(); }
     void reset_peaks();  // peaks := current values
 
-private:
+  private:
     static int idx(MemCategory c) { return static_cast<int>(c); }
     std::array<std::atomic<int64_t>, kMemCategoryCount> current_{};
     std::array<std::atomic<int64_t>, kMemCategoryCount> peak_{};

@@ -10,14 +10,14 @@
 namespace tessera {
 
 class Sha256 {
-public:
+  public:
     Sha256();
     void update(const void* data, size_t bytes);
     void update(std::string_view s) { update(s.data(), s.size()); }
     std::array<uint8_t, 32> digest();  // finishes; the object must not be updated afterwards
     std::string hex();                 // digest() as 64 lowercase hex digits
 
-private:
+  private:
     void block(const uint8_t* p);
     uint32_t h_[8];
     uint8_t buf_[64];

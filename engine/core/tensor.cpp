@@ -11,38 +11,64 @@ namespace tessera {
 
 int dtype_size(DType t) {
     switch (t) {
-        case DType::f32: return 4;
-        case DType::bf16: return 2;
-        case DType::u16: return 2;
-        case DType::i32: return 4;
-        case DType::u8: return 1;
-        case DType::f16: return 2;
-        case DType::f64: return 8;
-        case DType::i8: return 1;
-        case DType::i16: return 2;
-        case DType::i64: return 8;
-        case DType::u32: return 4;
-        case DType::u64: return 8;
-        case DType::boolean: return 1;
+        case DType::f32:
+            return 4;
+        case DType::bf16:
+            return 2;
+        case DType::u16:
+            return 2;
+        case DType::i32:
+            return 4;
+        case DType::u8:
+            return 1;
+        case DType::f16:
+            return 2;
+        case DType::f64:
+            return 8;
+        case DType::i8:
+            return 1;
+        case DType::i16:
+            return 2;
+        case DType::i64:
+            return 8;
+        case DType::u32:
+            return 4;
+        case DType::u64:
+            return 8;
+        case DType::boolean:
+            return 1;
     }
     return 0;
 }
 
 const char* dtype_name(DType t) {
     switch (t) {
-        case DType::f32: return "F32";
-        case DType::bf16: return "BF16";
-        case DType::u16: return "U16";
-        case DType::i32: return "I32";
-        case DType::u8: return "U8";
-        case DType::f16: return "F16";
-        case DType::f64: return "F64";
-        case DType::i8: return "I8";
-        case DType::i16: return "I16";
-        case DType::i64: return "I64";
-        case DType::u32: return "U32";
-        case DType::u64: return "U64";
-        case DType::boolean: return "BOOL";
+        case DType::f32:
+            return "F32";
+        case DType::bf16:
+            return "BF16";
+        case DType::u16:
+            return "U16";
+        case DType::i32:
+            return "I32";
+        case DType::u8:
+            return "U8";
+        case DType::f16:
+            return "F16";
+        case DType::f64:
+            return "F64";
+        case DType::i8:
+            return "I8";
+        case DType::i16:
+            return "I16";
+        case DType::i64:
+            return "I64";
+        case DType::u32:
+            return "U32";
+        case DType::u64:
+            return "U64";
+        case DType::boolean:
+            return "BOOL";
     }
     return "?";
 }
@@ -84,8 +110,12 @@ MetaMemory* meta_memory_install(MetaMemory* m) {
     return old;
 }
 
-void device_register_cuda_allocator(const DeviceAllocator& a) { g_cuda_alloc = a; }
-bool device_cuda_available() { return g_cuda_alloc.alloc != nullptr; }
+void device_register_cuda_allocator(const DeviceAllocator& a) {
+    g_cuda_alloc = a;
+}
+bool device_cuda_available() {
+    return g_cuda_alloc.alloc != nullptr;
+}
 
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
     if (bytes == 0 || dst_dev == Device::meta || src_dev == Device::meta) return;
@@ -99,7 +129,8 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
 
 void* device_copy_async(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
     if (dst_dev == Device::meta || src_dev == Device::meta) {
-        TS_CHECK(dst_dev == Device::meta && src_dev == Device::meta, "a copy between the meta device and another");
+        TS_CHECK(dst_dev == Device::meta && src_dev == Device::meta,
+                 "a copy between the meta device and another");
         if (!t_meta || !t_meta->async_copies) return nullptr;
         auto* ev = new MetaEvent{t_meta->computes, false};
         t_meta_events.insert(ev);
@@ -115,7 +146,8 @@ void* device_copy_async(void* dst, Device dst_dev, const void* src, Device src_d
 
 void* device_copy_async(Tensor& dst, const Tensor& src) {
     TS_CHECK(dst.nbytes() == src.nbytes(), "async copy between tensors of different sizes");
-    return device_copy_async(dst.data(), dst.device(), src.data(), src.device(), size_t(src.nbytes()));
+    return device_copy_async(dst.data(), dst.device(), src.data(), src.device(),
+                             size_t(src.nbytes()));
 }
 // While a MetaMemory is installed, this thread's events are meta events (one already freed
 // counts as done).
@@ -162,8 +194,9 @@ Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype, Device device) {
         return t;
     }
     if (device == Device::cuda) {
-        TS_CHECK(device_cuda_available(), "a CUDA tensor was requested but this process has no "
-                                          "CUDA backend (runtime.device: cuda needs a CUDA build)");
+        TS_CHECK(device_cuda_available(),
+                 "a CUDA tensor was requested but this process has no "
+                 "CUDA backend (runtime.device: cuda needs a CUDA build)");
         t.data_ = g_cuda_alloc.alloc(bytes == 0 ? 16 : bytes);
     } else if (cat == MemCategory::host && g_cuda_alloc.host_alloc) {
         // offloaded state: pinned, so copies to and from the GPU run asynchronously at full speed
@@ -186,11 +219,15 @@ Tensor Tensor::zeros(Shape shape, MemCategory cat, DType dtype, Device device) {
 
 void Tensor::zero() {
     if (!data_ || device_ == Device::meta) return;
-    if (device_ == Device::cuda) g_cuda_alloc.zero(data_, static_cast<size_t>(nbytes()));
-    else std::memset(data_, 0, static_cast<size_t>(nbytes()));
+    if (device_ == Device::cuda)
+        g_cuda_alloc.zero(data_, static_cast<size_t>(nbytes()));
+    else
+        std::memset(data_, 0, static_cast<size_t>(nbytes()));
 }
 
-Tensor Tensor::clone() const { return to(device_, cat_); }
+Tensor Tensor::clone() const {
+    return to(device_, cat_);
+}
 
 Tensor Tensor::to(Device device, MemCategory cat) const {
     Tensor t = empty(shape_, cat, dtype_, device);
@@ -208,18 +245,28 @@ void Tensor::release() {
         data_ = nullptr;
     } else if (data_) {
         memory_tracker().sub(cat_, nbytes());
-        if (device_ == Device::cuda) g_cuda_alloc.free(data_, static_cast<size_t>(nbytes()));
-        else if (pinned_) g_cuda_alloc.host_free(data_, static_cast<size_t>(nbytes()));
-        else std::free(data_);
+        if (device_ == Device::cuda)
+            g_cuda_alloc.free(data_, static_cast<size_t>(nbytes()));
+        else if (pinned_)
+            g_cuda_alloc.host_free(data_, static_cast<size_t>(nbytes()));
+        else
+            std::free(data_);
         data_ = nullptr;
     }
 }
 
-Tensor::~Tensor() { release(); }
+Tensor::~Tensor() {
+    release();
+}
 
 Tensor::Tensor(Tensor&& o) noexcept
-    : data_(o.data_), shape_(std::move(o.shape_)), numel_(o.numel_), dtype_(o.dtype_), cat_(o.cat_),
-      device_(o.device_), pinned_(o.pinned_) {
+    : data_(o.data_),
+      shape_(std::move(o.shape_)),
+      numel_(o.numel_),
+      dtype_(o.dtype_),
+      cat_(o.cat_),
+      device_(o.device_),
+      pinned_(o.pinned_) {
     o.data_ = nullptr;
     o.numel_ = 0;
 }

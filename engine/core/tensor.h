@@ -31,7 +31,7 @@ enum class Device : int { cpu, cuda, meta };
 // engine's: such a copy is done once a compute has been issued after it (`computes`, advanced
 // by the replay per layer), or once waited for.
 class MetaMemory {
-public:
+  public:
     virtual ~MetaMemory() = default;
     virtual void alloc(MemCategory c, int64_t bytes) = 0;
     virtual void free(MemCategory c, int64_t bytes) = 0;
@@ -50,10 +50,11 @@ struct DeviceAllocator {
     // start after the work queued so far on the compute stream. copy_async returns an event.
     void* (*host_alloc)(size_t bytes) = nullptr;
     void (*host_free)(void* p, size_t bytes) = nullptr;
-    void* (*copy_async)(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) = nullptr;
-    bool (*event_done)(void* ev) = nullptr;    // the copy finished
-    void (*event_wait)(void* ev) = nullptr;    // the compute stream waits for it (no host wait)
-    void (*event_sync)(void* ev) = nullptr;    // the host waits for it
+    void* (*copy_async)(void* dst, const void* src, size_t bytes, bool dst_cuda,
+                        bool src_cuda) = nullptr;
+    bool (*event_done)(void* ev) = nullptr;  // the copy finished
+    void (*event_wait)(void* ev) = nullptr;  // the compute stream waits for it (no host wait)
+    void (*event_sync)(void* ev) = nullptr;  // the host waits for it
     void (*event_free)(void* ev) = nullptr;
 };
 void device_register_cuda_allocator(const DeviceAllocator& a);
@@ -75,7 +76,7 @@ int64_t shape_numel(const Shape& s);
 std::string shape_str(const Shape& s);  // "(2, 3)"
 
 class Tensor {
-public:
+  public:
     Tensor() = default;
     static Tensor empty(Shape shape, MemCategory cat, DType dtype = DType::f32,
                         Device device = Device::cpu);
@@ -106,7 +107,7 @@ public:
     Tensor clone() const;
     Tensor to(Device device, MemCategory cat) const;
 
-private:
+  private:
     void release();
     void* data_ = nullptr;
     Shape shape_;

@@ -9,7 +9,8 @@
 
 namespace tessera {
 
-inline constexpr std::array<std::string_view, 5> kTokenizerNames = {"bytes", "gpt2", "llama3", "qwen3", "llama2"};
+inline constexpr std::array<std::string_view, 5> kTokenizerNames = {"bytes", "gpt2", "llama3",
+                                                                    "qwen3", "llama2"};
 
 inline bool tokenizer_is_named(std::string_view spec) {
     for (std::string_view n : kTokenizerNames)

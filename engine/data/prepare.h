@@ -1,7 +1,8 @@
 // `tessera data prepare`: the user's own text (.txt files, .jsonl and .jsonl.gz lines) tokenized
 // with a model's tokenizer into a prepared folder the trainer reads:
-//   OUT/train.bin, OUT/val.bin   token shards (shard.h: uint16 when the vocabulary fits, else uint32)
-//   OUT/manifest.json            inputs (path, bytes, sha256), tokenizer (spec, sha256), options,
+//   OUT/train.bin, OUT/val.bin   token shards (shard.h: uint16 when the vocabulary fits, else
+//   uint32) OUT/manifest.json            inputs (path, bytes, sha256), tokenizer (spec, sha256),
+//   options,
 //                                counts, tokens-per-document histogram
 //   OUT/train.idx                train.bin's document starts: uint64 offsets, one per document and
 //                                one more (the token count), for previews (prepared_samples)
@@ -23,7 +24,7 @@
 namespace tessera {
 
 struct PrepareOptions {
-    std::string tokenizer;            // tokenizer_make's spelling: tokenizer.json FILE | DIR | gpt2 | bytes
+    std::string tokenizer;  // tokenizer_make's spelling: tokenizer.json FILE | DIR | gpt2 | bytes
     std::vector<std::string> inputs;  // files, folders (searched recursively) and globs
     std::string field = "text";       // JSONL: the key holding a document's text
     std::string out;                  // the prepared folder (created)
@@ -40,24 +41,24 @@ struct PrepareProgress {
     int64_t bytes_done = 0, bytes_total = 0;
     int64_t documents = 0, tokens = 0, skipped_lines = 0;
     int inputs_done = 0, inputs_total = 0;
-    double seconds = 0;                // since the start
+    double seconds = 0;  // since the start
     double mb_per_s() const { return seconds > 0 ? bytes_done / 1e6 / seconds : 0; }
-    double eta_seconds() const;        // -1 while unknown
+    double eta_seconds() const;  // -1 while unknown
 };
 
 // The manifest's contents, as written and as read back.
 struct PreparedSet {
     std::string dir, train_path, val_path, manifest_path;
-    std::string tokenizer;             // the spec it was prepared with
+    std::string tokenizer;  // the spec it was prepared with
     int vocab_size = 0;
     int64_t documents = 0, train_documents = 0, val_documents = 0;
     int64_t train_tokens = 0, val_tokens = 0, input_bytes = 0, skipped_lines = 0;
     // histogram of tokens per document: hist_counts[i] documents have a token count in
     // [hist_edges[i], hist_edges[i + 1]); hist_edges has one more entry than hist_counts
     std::vector<int64_t> hist_edges, hist_counts;
-    std::vector<std::string> input_files;  // every input file, as expanded from the inputs given
-    int bos_token = -1, eos_token = -1;  // the separators written (-1: none)
-    bool up_to_date = false;           // data_prepare: nothing needed doing
+    std::vector<std::string> input_files;   // every input file, as expanded from the inputs given
+    int bos_token = -1, eos_token = -1;     // the separators written (-1: none)
+    bool up_to_date = false;                // data_prepare: nothing needed doing
     int parts_total = 0, parts_reused = 0;  // data_prepare: chunks, and those a resume found done
 };
 
@@ -79,7 +80,7 @@ PreparedSet prepared_read(const std::string& dir);
 
 // The first `n` documents of the prepared train split, decoded with `tokenizer` (each cut at
 // `max_tokens` tokens), for a preview.
-std::vector<std::string> prepared_samples(const std::string& dir, const std::string& tokenizer, int n,
-                                          int max_tokens = 200);
+std::vector<std::string> prepared_samples(const std::string& dir, const std::string& tokenizer,
+                                          int n, int max_tokens = 200);
 
 }  // namespace tessera

@@ -13,8 +13,8 @@
 #include <set>
 
 #include "engine/core/error.h"
-#include "engine/core/unique_fd.h"
 #include "engine/core/sha256.h"
+#include "engine/core/unique_fd.h"
 
 namespace tessera {
 
@@ -33,10 +33,14 @@ bool ends_with(const std::string& s, const std::string& tail) {
 
 // The kind of a file by its name; false when it is none of the three.
 bool input_kind(const std::string& path, PrepareInputKind& kind) {
-    if (ends_with(path, ".jsonl.gz")) kind = PrepareInputKind::jsonl_gz;
-    else if (ends_with(path, ".jsonl")) kind = PrepareInputKind::jsonl;
-    else if (ends_with(path, ".txt")) kind = PrepareInputKind::txt;
-    else return false;
+    if (ends_with(path, ".jsonl.gz"))
+        kind = PrepareInputKind::jsonl_gz;
+    else if (ends_with(path, ".jsonl"))
+        kind = PrepareInputKind::jsonl;
+    else if (ends_with(path, ".txt"))
+        kind = PrepareInputKind::txt;
+    else
+        return false;
     return true;
 }
 
@@ -46,9 +50,12 @@ PrepareInput input_stat(const fs::path& p, PrepareInputKind kind) {
     in.kind = kind;
     std::error_code ec;
     in.bytes = (int64_t)fs::file_size(p, ec);
-    if (ec) throw InputError(str_cat("input ", p.string(), ": cannot read its size (", ec.message(), ")"));
+    if (ec)
+        throw InputError(
+            str_cat("input ", p.string(), ": cannot read its size (", ec.message(), ")"));
     in.mtime_ns = (int64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      fs::last_write_time(p, ec).time_since_epoch()).count();
+                      fs::last_write_time(p, ec).time_since_epoch())
+                      .count();
     return in;
 }
 
@@ -56,7 +63,8 @@ PrepareInput input_stat(const fs::path& p, PrepareInputKind kind) {
 size_t folder_add(const fs::path& dir, std::vector<PrepareInput>& out) {
     size_t n = 0;
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::follow_directory_symlink, ec);
+    for (auto it = fs::recursive_directory_iterator(
+             dir, fs::directory_options::follow_directory_symlink, ec);
          !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         PrepareInputKind kind;
         if (it->is_regular_file() && input_kind(it->path().filename().string(), kind)) {
@@ -64,7 +72,9 @@ size_t folder_add(const fs::path& dir, std::vector<PrepareInput>& out) {
             n++;
         }
     }
-    if (ec) throw InputError(str_cat("input folder ", dir.string(), ": cannot list it (", ec.message(), ")"));
+    if (ec)
+        throw InputError(
+            str_cat("input folder ", dir.string(), ": cannot list it (", ec.message(), ")"));
     return n;
 }
 
@@ -81,7 +91,7 @@ struct GlobDeleter {
 // Cuts `buf` into chunks of whole lines of about chunk_bytes and hands them on; keeps the tail
 // (an unfinished line) unless `last`.
 class LineChunker {
-public:
+  public:
     LineChunker(int input, int64_t chunk_bytes, const std::function<bool(PrepareChunk&&)>& on_chunk)
         : input_(input), chunk_bytes_(chunk_bytes), on_chunk_(on_chunk) {}
 
@@ -106,14 +116,15 @@ public:
             buf.erase(0, cut);
             next_line_ += std::count(c.text.begin(), c.text.end(), '\n');
             // a chunk accounts for the file bytes read up to its cut (all of them for the last)
-            c.source_bytes = buf.empty() ? consumed - credited_ : std::min(consumed - credited_, (int64_t)c.text.size());
+            c.source_bytes = buf.empty() ? consumed - credited_
+                                         : std::min(consumed - credited_, (int64_t)c.text.size());
             credited_ += c.source_bytes;
             if (!on_chunk_(std::move(c))) return false;
         }
         return true;
     }
 
-private:
+  private:
     int input_;
     int64_t chunk_bytes_;
     const std::function<bool(PrepareChunk&&)>& on_chunk_;
@@ -126,12 +137,18 @@ private:
 
 std::string json_kind(const nlohmann::json& j) {
     switch (j.type()) {
-        case nlohmann::json::value_t::object: return "an object";
-        case nlohmann::json::value_t::array: return "an array";
-        case nlohmann::json::value_t::string: return "a string";
-        case nlohmann::json::value_t::boolean: return str_cat("a boolean (", j.dump(), ")");
-        case nlohmann::json::value_t::null: return "null";
-        default: return str_cat("a number (", j.dump(), ")");
+        case nlohmann::json::value_t::object:
+            return "an object";
+        case nlohmann::json::value_t::array:
+            return "an array";
+        case nlohmann::json::value_t::string:
+            return "a string";
+        case nlohmann::json::value_t::boolean:
+            return str_cat("a boolean (", j.dump(), ")");
+        case nlohmann::json::value_t::null:
+            return "null";
+        default:
+            return str_cat("a number (", j.dump(), ")");
     }
 }
 
@@ -141,12 +158,14 @@ std::string line_excerpt(std::string_view line) {
 }
 
 // The field's text of one line; "" + a message in `why` when the line is malformed.
-bool jsonl_line_text(std::string_view line, const std::string& field, std::string& text, std::string& why) {
+bool jsonl_line_text(std::string_view line, const std::string& field, std::string& text,
+                     std::string& why) {
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
-        why = str_cat("expected a JSON object, found invalid JSON (at byte ", e.byte, " of ", line_excerpt(line), ")");
+        why = str_cat("expected a JSON object, found invalid JSON (at byte ", e.byte, " of ",
+                      line_excerpt(line), ")");
         return false;
     }
     if (!j.is_object()) {
@@ -157,9 +176,11 @@ bool jsonl_line_text(std::string_view line, const std::string& field, std::strin
     if (it == j.end()) {
         std::string keys;
         int n = 0;
-        for (auto k = j.begin(); k != j.end() && n < 8; ++k, ++n) keys += str_cat(n ? ", " : "", "\"", k.key(), "\"");
+        for (auto k = j.begin(); k != j.end() && n < 8; ++k, ++n)
+            keys += str_cat(n ? ", " : "", "\"", k.key(), "\"");
         why = str_cat("expected the key \"", field, "\" (--field), found ",
-                      keys.empty() ? std::string("an empty object") : str_cat("the keys ", keys, j.size() > 8 ? ", ..." : ""));
+                      keys.empty() ? std::string("an empty object")
+                                   : str_cat("the keys ", keys, j.size() > 8 ? ", ..." : ""));
         return false;
     }
     if (!it->is_string()) {
@@ -173,40 +194,49 @@ bool jsonl_line_text(std::string_view line, const std::string& field, std::strin
 }  // namespace
 
 std::vector<PrepareInput> prepare_inputs_expand(const std::vector<std::string>& inputs) {
-    if (inputs.empty()) throw InputError(str_cat("data prepare: expected at least one --input, found none"));
+    if (inputs.empty())
+        throw InputError(str_cat("data prepare: expected at least one --input, found none"));
     std::vector<PrepareInput> out;
     for (const std::string& spec : inputs) {
         PrepareInputKind kind;
         if (spec.find_first_of("*?[") != std::string::npos) {
             std::unique_ptr<glob_t, GlobDeleter> g(new glob_t{});
             int rc = glob(spec.c_str(), 0, nullptr, g.get());
-            if (rc == GLOB_NOMATCH) throw InputError(str_cat("input ", spec, ": the pattern matches no file"));
-            if (rc != 0) throw InputError(str_cat("input ", spec, ": glob failed (error ", rc, ")"));
+            if (rc == GLOB_NOMATCH)
+                throw InputError(str_cat("input ", spec, ": the pattern matches no file"));
+            if (rc != 0)
+                throw InputError(str_cat("input ", spec, ": glob failed (error ", rc, ")"));
             size_t n = 0;
             for (size_t i = 0; i < g->gl_pathc; i++) {
                 fs::path p(g->gl_pathv[i]);
-                if (fs::is_directory(p)) n += folder_add(p, out);
-                else if (fs::is_regular_file(p) && input_kind(p.filename().string(), kind)) out.push_back(input_stat(p, kind)), n++;
+                if (fs::is_directory(p))
+                    n += folder_add(p, out);
+                else if (fs::is_regular_file(p) && input_kind(p.filename().string(), kind))
+                    out.push_back(input_stat(p, kind)), n++;
             }
             if (n == 0)
-                throw InputError(str_cat("input ", spec, ": the pattern matches ", g->gl_pathc, " path(s) but no ",
-                                         kExtensions, " file"));
+                throw InputError(str_cat("input ", spec, ": the pattern matches ", g->gl_pathc,
+                                         " path(s) but no ", kExtensions, " file"));
         } else if (fs::is_directory(spec)) {
             if (folder_add(spec, out) == 0)
-                throw InputError(str_cat("input folder ", spec, ": expected ", kExtensions, " files in it, found none"));
+                throw InputError(str_cat("input folder ", spec, ": expected ", kExtensions,
+                                         " files in it, found none"));
         } else if (!fs::exists(spec)) {
             throw InputError(str_cat("input ", spec, ": no such file or folder"));
         } else if (!input_kind(fs::path(spec).filename().string(), kind)) {
-            throw InputError(str_cat("input ", spec, ": unsupported file type: expected ", kExtensions,
-                                     ", found '", fs::path(spec).extension().string(), "'"));
+            throw InputError(str_cat("input ", spec, ": unsupported file type: expected ",
+                                     kExtensions, ", found '", fs::path(spec).extension().string(),
+                                     "'"));
         } else {
             out.push_back(input_stat(spec, kind));
         }
     }
-    std::sort(out.begin(), out.end(), [](const PrepareInput& a, const PrepareInput& b) { return a.path < b.path; });
-    out.erase(std::unique(out.begin(), out.end(),
-                          [](const PrepareInput& a, const PrepareInput& b) { return a.path == b.path; }),
-              out.end());
+    std::sort(out.begin(), out.end(),
+              [](const PrepareInput& a, const PrepareInput& b) { return a.path < b.path; });
+    out.erase(
+        std::unique(out.begin(), out.end(),
+                    [](const PrepareInput& a, const PrepareInput& b) { return a.path == b.path; }),
+        out.end());
     return out;
 }
 
@@ -246,7 +276,8 @@ std::string prepare_input_read(const PrepareInput& in, int input_index, int64_t 
     }
     // .jsonl.gz: inflate (gzip, several members allowed) as the blocks arrive
     z_stream z{};
-    if (inflateInit2(&z, 15 + 16) != Z_OK) throw Error(str_cat(in.path, ": zlib inflateInit2 failed"));
+    if (inflateInit2(&z, 15 + 16) != Z_OK)
+        throw Error(str_cat(in.path, ": zlib inflateInit2 failed"));
     std::unique_ptr<z_stream, int (*)(z_stream*)> zguard(&z, &inflateEnd);
     std::unique_ptr<char[]> out(new char[kBlock]);
     bool stream_end = false;
@@ -262,23 +293,28 @@ std::string prepare_input_read(const PrepareInput& in, int input_index, int64_t 
             z.avail_out = (uInt)kBlock;
             int rc = inflate(&z, Z_NO_FLUSH);
             if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
-                throw InputError(str_cat(in.path, ": not valid gzip data (zlib: ", z.msg ? z.msg : "error ", rc,
-                                         ") after ", z.total_in, " compressed bytes"));
+                throw InputError(str_cat(in.path,
+                                         ": not valid gzip data (zlib: ", z.msg ? z.msg : "error ",
+                                         rc, ") after ", z.total_in, " compressed bytes"));
             buf.append(out.get(), kBlock - z.avail_out);
             if (rc == Z_STREAM_END) stream_end = true;
         }
         if (!chunker.feed(buf, consumed, false)) return "";
     }
     if (!stream_end)
-        throw InputError(str_cat(in.path, ": truncated gzip data: expected the end of the gzip stream, found the "
-                                 "end of the file after ", consumed, " bytes"));
+        throw InputError(
+            str_cat(in.path,
+                    ": truncated gzip data: expected the end of the gzip stream, found the "
+                    "end of the file after ",
+                    consumed, " bytes"));
     if (!chunker.feed(buf, consumed, true)) return "";
     return hash.hex();
 }
 
-void prepare_chunk_documents(const PrepareChunk& chunk, const PrepareInput& in, const std::string& field,
-                             bool skip_bad, int64_t& skipped,
-                             const std::function<bool(std::string_view text, int64_t bytes)>& on_document) {
+void prepare_chunk_documents(
+    const PrepareChunk& chunk, const PrepareInput& in, const std::string& field, bool skip_bad,
+    int64_t& skipped,
+    const std::function<bool(std::string_view text, int64_t bytes)>& on_document) {
     if (in.kind == PrepareInputKind::txt) {
         on_document(chunk.text, chunk.source_bytes);
         return;

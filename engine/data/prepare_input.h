@@ -44,8 +44,8 @@ std::string prepare_input_read(const PrepareInput& in, int input_index, int64_t 
 // `field` string of each non-empty JSONL line (bytes: the line's share of chunk.text). A malformed
 // line throws InputError "FILE:LINE: expected ..., found ..." or, with skip_bad, is counted in
 // `skipped`. on_document returns false to stop.
-void prepare_chunk_documents(const PrepareChunk& chunk, const PrepareInput& in, const std::string& field,
-                             bool skip_bad, int64_t& skipped,
-                             const std::function<bool(std::string_view text, int64_t bytes)>& on_document);
+void prepare_chunk_documents(
+    const PrepareChunk& chunk, const PrepareInput& in, const std::string& field, bool skip_bad,
+    int64_t& skipped, const std::function<bool(std::string_view text, int64_t bytes)>& on_document);
 
 }  // namespace tessera

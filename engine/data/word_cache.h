@@ -15,7 +15,7 @@
 namespace tessera {
 
 class BpeWordCache {
-public:
+  public:
     BpeWordCache() : id_(next_id()) {}
     BpeWordCache(const BpeWordCache&) = delete;
     BpeWordCache& operator=(const BpeWordCache&) = delete;
@@ -29,7 +29,7 @@ public:
         return map.emplace(word, make(word)).first->second;  // node references stay valid
     }
 
-private:
+  private:
     using Map = std::unordered_map<std::string, std::vector<int>>;
     static std::unordered_map<uint64_t, Map>& thread_maps() {
         thread_local std::unordered_map<uint64_t, Map> maps;

@@ -31,7 +31,8 @@ static std::string step_dir_name(int64_t step) {
 
 // "step_00001200" -> 1200; nullopt for anything else.
 static std::optional<int64_t> step_dir_parse(const std::string& name) {
-    if (name.size() < 6 || name.compare(0, 5, "step_") != 0 || name.size() > 5 + 18) return std::nullopt;
+    if (name.size() < 6 || name.compare(0, 5, "step_") != 0 || name.size() > 5 + 18)
+        return std::nullopt;
     int64_t v = 0;
     for (size_t i = 5; i < name.size(); ++i) {
         if (name[i] < '0' || name[i] > '9') return std::nullopt;
@@ -59,14 +60,16 @@ static std::vector<StepDir> checkpoint_list_complete(const fs::path& root) {
         auto step = step_dir_parse(name);
         if (step && is_complete(it->path())) out.push_back({*step, name});
     }
-    std::sort(out.begin(), out.end(), [](const StepDir& a, const StepDir& b) { return a.step < b.step; });
+    std::sort(out.begin(), out.end(),
+              [](const StepDir& a, const StepDir& b) { return a.step < b.step; });
     return out;
 }
 
 static bool file_name_ok(const std::string& n) {
     if (n.empty() || n == "." || n == "..") return false;
     for (char c : n)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+            return false;
     return true;
 }
 
@@ -86,11 +89,14 @@ static void checkpoint_clean_temps(const fs::path& root) {
     std::vector<fs::path> stale;
     for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
         std::string name = it->path().filename().string();
-        if (name.rfind(k_tmp_prefix, 0) == 0 || name.rfind("latest.tmp.", 0) == 0) stale.push_back(it->path());
+        if (name.rfind(k_tmp_prefix, 0) == 0 || name.rfind("latest.tmp.", 0) == 0)
+            stale.push_back(it->path());
     }
     for (const fs::path& p : stale) {
         fs::remove_all(p, ec);
-        if (ec) throw Error(str_cat("cannot delete stale checkpoint temp ", p.string(), ": ", ec.message()));
+        if (ec)
+            throw Error(
+                str_cat("cannot delete stale checkpoint temp ", p.string(), ": ", ec.message()));
     }
 }
 
@@ -103,7 +109,8 @@ std::string checkpoint_save(const std::string& root_str, int64_t step,
     TS_CHECK(step >= 0, "negative checkpoint step ", step);
     std::set<std::string> names;
     for (const CheckpointFile& f : files) {
-        TS_CHECK(file_name_ok(f.name) && f.name != "manifest", "bad checkpoint file name '", f.name, "'");
+        TS_CHECK(file_name_ok(f.name) && f.name != "manifest", "bad checkpoint file name '", f.name,
+                 "'");
         TS_CHECK(names.insert(f.name).second, "duplicate checkpoint file name '", f.name, "'");
     }
     const fs::path root(root_str);
@@ -120,13 +127,16 @@ std::string checkpoint_save(const std::string& root_str, int64_t step,
     nlohmann::json listed = nlohmann::json::array();
     for (const CheckpointFile& f : files) {
         std::string fname = f.name + ".safetensors";
-        SafetensorsWritten w = safetensors_write_direct(
-            (tmp / fname).string(), f.tensors,
-            {{"format", "pt"}, {"tessera.step", std::to_string(step)}});
+        SafetensorsWritten w =
+            safetensors_write_direct((tmp / fname).string(), f.tensors,
+                                     {{"format", "pt"}, {"tessera.step", std::to_string(step)}});
         listed.push_back({{"name", fname}, {"bytes", w.bytes}, {"crc32", w.crc32}});
     }
-    nlohmann::json manifest = {{"format", k_format}, {"version", k_version}, {"step", step},
-                               {"files", listed},   {"state", state}};
+    nlohmann::json manifest = {{"format", k_format},
+                               {"version", k_version},
+                               {"step", step},
+                               {"files", listed},
+                               {"state", state}};
     std::string text = manifest.dump(2) + "\n";
     {
         FileWriter w((tmp / "manifest.json").string());
@@ -170,7 +180,8 @@ std::optional<std::string> checkpoint_latest(const std::string& root_str) {
         try {
             MappedFile m = io_map_file((root / "latest").string());
             std::string name(reinterpret_cast<const char*>(m.data.get()), m.size);
-            while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' '))
+            while (!name.empty() &&
+                   (name.back() == '\n' || name.back() == '\r' || name.back() == ' '))
                 name.pop_back();
             if (step_dir_parse(name) && is_complete(root / name)) return (root / name).string();
         } catch (const Error&) {
@@ -184,16 +195,18 @@ std::optional<std::string> checkpoint_latest(const std::string& root_str) {
 
 Checkpoint checkpoint_load(const std::string& path) {
     std::error_code ec;
-    if (!fs::exists(path, ec)) throw InputError(str_cat("checkpoint ", path, ": no such file or directory"));
+    if (!fs::exists(path, ec))
+        throw InputError(str_cat("checkpoint ", path, ": no such file or directory"));
     if (!fs::is_directory(path, ec))
         throw InputError(str_cat("checkpoint ", path, ": expected a directory, found a file"));
     std::string dir = path;
     if (!fs::exists(fs::path(path) / "manifest.json", ec)) {
         auto latest = checkpoint_latest(path);
         if (!latest)
-            throw InputError(str_cat("checkpoint ", path,
-                                     ": no complete checkpoint (expected a step dir with manifest.json, "
-                                     "or a root holding step_NNNNNNNN/manifest.json)"));
+            throw InputError(
+                str_cat("checkpoint ", path,
+                        ": no complete checkpoint (expected a step dir with manifest.json, "
+                        "or a root holding step_NNNNNNNN/manifest.json)"));
         dir = *latest;
     }
     auto fail = [&](const std::string& what) -> InputError {
@@ -210,11 +223,13 @@ Checkpoint checkpoint_load(const std::string& path) {
     } catch (const nlohmann::json::exception& e) {
         throw fail(str_cat("manifest.json is not valid JSON: ", e.what()));
     }
-    if (!m.is_object()) throw fail(str_cat("manifest.json: expected a JSON object, found ", m.type_name()));
+    if (!m.is_object())
+        throw fail(str_cat("manifest.json: expected a JSON object, found ", m.type_name()));
     if (m.value("format", nlohmann::json()) != k_format)
         throw fail(str_cat("manifest.json: key \"format\": expected \"", k_format, "\", found ",
                            m.contains("format") ? m["format"].dump() : "nothing"));
-    if (!m.contains("version") || !m["version"].is_number_integer() || m["version"].get<int64_t>() != k_version)
+    if (!m.contains("version") || !m["version"].is_number_integer() ||
+        m["version"].get<int64_t>() != k_version)
         throw fail(str_cat("manifest.json: key \"version\": expected ", k_version, ", found ",
                            m.contains("version") ? m["version"].dump() : "nothing"));
     if (!m.contains("step") || !m["step"].is_number_integer())
@@ -231,15 +246,18 @@ Checkpoint checkpoint_load(const std::string& path) {
     // --- every listed file: size, then crc32, then parse
     for (size_t i = 0; i < m["files"].size(); ++i) {
         const nlohmann::json& f = m["files"][i];
-        if (!f.is_object() || !f.contains("name") || !f["name"].is_string() || !f.contains("bytes") ||
-            !f["bytes"].is_number_unsigned() || !f.contains("crc32") || !f["crc32"].is_number_unsigned())
-            throw fail(str_cat("manifest.json: files[", i,
-                               "]: expected {\"name\": str, \"bytes\": uint, \"crc32\": uint}, found ", f.dump()));
+        if (!f.is_object() || !f.contains("name") || !f["name"].is_string() ||
+            !f.contains("bytes") || !f["bytes"].is_number_unsigned() || !f.contains("crc32") ||
+            !f["crc32"].is_number_unsigned())
+            throw fail(str_cat(
+                "manifest.json: files[", i,
+                "]: expected {\"name\": str, \"bytes\": uint, \"crc32\": uint}, found ", f.dump()));
         const std::string name = f["name"].get<std::string>();
         const std::string ext = ".safetensors";
         if (!file_name_ok(name) || name.size() <= ext.size() ||
             name.compare(name.size() - ext.size(), ext.size(), ext) != 0)
-            throw fail(str_cat("manifest.json: files[", i, "]: expected a plain NAME.safetensors, found \"", name, "\""));
+            throw fail(str_cat("manifest.json: files[", i,
+                               "]: expected a plain NAME.safetensors, found \"", name, "\""));
         const uint64_t want_bytes = f["bytes"].get<uint64_t>();
         const uint32_t want_crc = static_cast<uint32_t>(f["crc32"].get<uint64_t>());
         const fs::path fp = fs::path(dir) / name;
@@ -247,10 +265,12 @@ Checkpoint checkpoint_load(const std::string& path) {
             throw fail(str_cat("file ", name, ": expected ", want_bytes, " bytes, found no file"));
         MappedFile data = io_map_file(fp.string());
         if (data.size != want_bytes)
-            throw fail(str_cat("file ", name, ": expected ", want_bytes, " bytes, found ", data.size));
+            throw fail(
+                str_cat("file ", name, ": expected ", want_bytes, " bytes, found ", data.size));
         uint32_t crc = io_crc32(data.data.get(), data.size);
         if (crc != want_crc)
-            throw fail(str_cat("file ", name, ": crc32 expected ", io_hex32(want_crc), ", found ", io_hex32(crc)));
+            throw fail(str_cat("file ", name, ": crc32 expected ", io_hex32(want_crc), ", found ",
+                               io_hex32(crc)));
         ck.files.emplace(name.substr(0, name.size() - ext.size()),
                          SafetensorsFile::from_mapped(fp.string(), std::move(data)));
     }

@@ -16,7 +16,9 @@
 
 namespace tessera {
 
-static std::string errno_str() { return std::strerror(errno); }
+static std::string errno_str() {
+    return std::strerror(errno);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reading
@@ -25,7 +27,8 @@ MappedFile io_map_file(const std::string& path) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) throw InputError(str_cat(path, ": cannot open: ", errno_str()));
     struct stat st;
-    if (::fstat(fd.get(), &st) != 0) throw InputError(str_cat(path, ": cannot stat: ", errno_str()));
+    if (::fstat(fd.get(), &st) != 0)
+        throw InputError(str_cat(path, ": cannot stat: ", errno_str()));
     if (!S_ISREG(st.st_mode)) {
         throw InputError(str_cat(path, ": expected a regular file, found ",
                                  S_ISDIR(st.st_mode) ? "a directory" : "something else"));

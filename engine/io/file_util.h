@@ -34,7 +34,7 @@ std::string io_hex32(uint32_t v);  // "0x0000abcd"
 // Writes a file sequentially, keeping a running byte count and crc32. `finish()` fsyncs and
 // closes; the destructor closes (without fsync) if finish() was never reached.
 class FileWriter {
-public:
+  public:
     explicit FileWriter(const std::string& path);  // creates / truncates, mode 0644
     ~FileWriter();
     FileWriter(const FileWriter&) = delete;
@@ -45,7 +45,7 @@ public:
     uint64_t bytes() const { return bytes_; }
     uint32_t crc32() const { return crc_; }
 
-private:
+  private:
     std::string path_;
     UniqueFd fd_;
     uint64_t bytes_ = 0;

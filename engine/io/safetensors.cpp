@@ -12,10 +12,9 @@
 
 namespace tessera {
 
-static constexpr DType k_all_dtypes[] = {DType::boolean, DType::u8,  DType::i8,  DType::i16,
-                                         DType::u16,     DType::f16, DType::bf16, DType::i32,
-                                         DType::u32,     DType::f32, DType::f64, DType::i64,
-                                         DType::u64};
+static constexpr DType k_all_dtypes[] = {
+    DType::boolean, DType::u8,  DType::i8,  DType::i16, DType::u16, DType::f16, DType::bf16,
+    DType::i32,     DType::u32, DType::f32, DType::f64, DType::i64, DType::u64};
 
 std::optional<DType> safetensors_parse_dtype(const std::string& name) {
     for (DType t : k_all_dtypes)
@@ -80,7 +79,8 @@ SafetensorsWritten safetensors_write_direct(const std::string& path,
 
 void safetensors_write(const std::string& path, const std::vector<TensorView>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-    file_replace_atomic(path, [&](const std::string& tmp) { safetensors_write_direct(tmp, tensors, metadata); });
+    file_replace_atomic(
+        path, [&](const std::string& tmp) { safetensors_write_direct(tmp, tensors, metadata); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -113,8 +113,8 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
     uint64_t n = 0;
     for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(p[i]) << (8 * i);
     if (n > size - 8)
-        fail(path, str_cat("header length ", n, " bytes is larger than the file allows (",
-                           size - 8, " bytes after the 8-byte length)"));
+        fail(path, str_cat("header length ", n, " bytes is larger than the file allows (", size - 8,
+                           " bytes after the 8-byte length)"));
     nlohmann::json h;
     try {
         h = nlohmann::json::parse(p + 8, p + 8 + n);
@@ -128,13 +128,19 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
     const uint64_t data_size = size - 8 - n;
 
     // --- per-tensor entries
-    struct Span { uint64_t b, e; size_t idx; };
+    struct Span {
+        uint64_t b, e;
+        size_t idx;
+    };
     std::vector<Span> spans;
     for (auto it = h.begin(); it != h.end(); ++it) {
         const std::string& name = it.key();
         const nlohmann::json& v = it.value();
         if (name == "__metadata__") {
-            if (!v.is_object()) fail(path, str_cat("header key \"__metadata__\": expected an object of strings, found ", v.type_name()));
+            if (!v.is_object())
+                fail(path,
+                     str_cat("header key \"__metadata__\": expected an object of strings, found ",
+                             v.type_name()));
             for (auto m = v.begin(); m != v.end(); ++m) {
                 if (!m.value().is_string())
                     fail(path, str_cat("header key \"__metadata__\".\"", m.key(),
@@ -161,7 +167,8 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
         uint64_t numel = 1;
         if (shape_ok) {
             for (const auto& d : js) {
-                if (!d.is_number_integer() || (d.is_number_integer() && !d.is_number_unsigned() && d.get<int64_t>() < 0)) {
+                if (!d.is_number_integer() ||
+                    (d.is_number_integer() && !d.is_number_unsigned() && d.get<int64_t>() < 0)) {
                     shape_ok = false;
                     break;
                 }
@@ -180,8 +187,10 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
         const nlohmann::json& jo = v["data_offsets"];
         if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() ||
             !jo[1].is_number_unsigned())
-            fail(path, str_cat(where, "data_offsets: expected [begin, end] of non-negative integers, found ",
-                               json_short(jo)));
+            fail(path,
+                 str_cat(where,
+                         "data_offsets: expected [begin, end] of non-negative integers, found ",
+                         json_short(jo)));
         uint64_t b = jo[0].get<uint64_t>(), e = jo[1].get<uint64_t>();
         if (b > e)
             fail(path, str_cat(where, "data_offsets [", b, ", ", e, "]: expected begin <= end"));
@@ -189,7 +198,8 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
             fail(path, str_cat(where, "data_offsets [", b, ", ", e, "] run past the data section (",
                                data_size, " bytes)"));
         uint64_t want = 0;
-        if (__builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(*dt)), &want) || want != e - b)
+        if (__builtin_mul_overflow(numel, static_cast<uint64_t>(dtype_size(*dt)), &want) ||
+            want != e - b)
             fail(path, str_cat(where, "data_offsets [", b, ", ", e, "] cover ", e - b,
                                " bytes, expected ", want, " (", dtype_name(*dt), " ",
                                shape_str(shape), ")"));
@@ -198,9 +208,8 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
     }
 
     // --- the data section must be covered exactly: no overlap, no gap, no trailing bytes
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
-        return a.b != b.b ? a.b < b.b : a.e < b.e;
-    });
+    std::sort(spans.begin(), spans.end(),
+              [](const Span& a, const Span& b) { return a.b != b.b ? a.b < b.b : a.e < b.e; });
     uint64_t cursor = 0;
     const Span* prev = nullptr;
     for (const Span& s : spans) {
@@ -210,14 +219,15 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
                                "] overlap tensor \"", f.entries_[prev->idx].name, "\" [", prev->b,
                                ", ", prev->e, "]"));
         if (s.b > cursor)
-            fail(path, str_cat("data bytes [", cursor, ", ", s.b,
-                               ") are not covered by any tensor (expected tensors to be contiguous)"));
+            fail(path,
+                 str_cat("data bytes [", cursor, ", ", s.b,
+                         ") are not covered by any tensor (expected tensors to be contiguous)"));
         cursor = s.e;
         prev = &s;
     }
     if (cursor != data_size)
-        fail(path, str_cat("data section is ", data_size, " bytes but tensors cover ", cursor,
-                           " (", data_size - cursor, " trailing bytes)"));
+        fail(path, str_cat("data section is ", data_size, " bytes but tensors cover ", cursor, " (",
+                           data_size - cursor, " trailing bytes)"));
 
     // entries in data order; index by name
     std::vector<Entry> sorted;
@@ -275,9 +285,9 @@ void SafetensorsFile::read_f32(const std::string& name, const Shape& expected, f
         for (size_t i = 0; i < entries_.size() && i < 8; ++i)
             have += str_cat(i ? ", " : "", entries_[i].name);
         if (entries_.size() > 8) have += ", ...";
-        throw InputError(str_cat("safetensors ", path_, ": tensor \"", name, "\" ", shape_str(expected),
-                                 " is missing (file has ", entries_.size(), " tensors",
-                                 have.empty() ? "" : ": ", have, ")"));
+        throw InputError(str_cat("safetensors ", path_, ": tensor \"", name, "\" ",
+                                 shape_str(expected), " is missing (file has ", entries_.size(),
+                                 " tensors", have.empty() ? "" : ": ", have, ")"));
     }
     if (e->shape != expected)
         throw InputError(str_cat("safetensors ", path_, ": tensor \"", name, "\": expected shape ",
@@ -302,7 +312,8 @@ void SafetensorsFile::read_f32(const std::string& name, const Shape& expected, f
             }
             return;
         default:
-            throw InputError(str_cat("safetensors ", path_, ": tensor \"", name, "\": expected dtype F32, BF16 or F16, found ",
+            throw InputError(str_cat("safetensors ", path_, ": tensor \"", name,
+                                     "\": expected dtype F32, BF16 or F16, found ",
                                      dtype_name(e->dtype)));
     }
 }

@@ -43,12 +43,12 @@ void safetensors_write(const std::string& path, const std::vector<TensorView>& t
 
 // Writes `path` in place (no temp / rename) and fsyncs it; returns its size and crc32. For
 // callers that provide atomicity themselves (checkpoint_save writes into a temp directory).
-SafetensorsWritten safetensors_write_direct(const std::string& path,
-                                            const std::vector<TensorView>& tensors,
-                                            const std::map<std::string, std::string>& metadata = {});
+SafetensorsWritten safetensors_write_direct(
+    const std::string& path, const std::vector<TensorView>& tensors,
+    const std::map<std::string, std::string>& metadata = {});
 
 class SafetensorsFile {
-public:
+  public:
     struct Entry {
         std::string name;
         DType dtype;
@@ -72,7 +72,7 @@ public:
     // `expected`, or its dtype is not one of those three.
     void read_f32(const std::string& name, const Shape& expected, float* dst) const;
 
-private:
+  private:
     std::string path_;
     MappedFile file_;
     std::vector<Entry> entries_;

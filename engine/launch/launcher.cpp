@@ -69,7 +69,7 @@ struct AttemptResult {
 enum class Role { job, multi_job, node };
 
 class Attempt {
-public:
+  public:
     Attempt(const LaunchSpec& spec, TelemetrySink* sink, std::ostream& out, Role role)
         : spec_(spec), sink_(sink), out_(out), role_(role) {}
 
@@ -127,7 +127,7 @@ public:
         return loop();
     }
 
-private:
+  private:
     AttemptResult loop() {
         int stops_seen = g_stop_requests.load();
         Clock::time_point term_at{}, all_exited_at{}, last_flush = Clock::now();
@@ -146,17 +146,29 @@ private:
             pfds.clear();
             owners.clear();
             for (auto& c : children_) {
-                if (c.out_fd) { pfds.push_back({c.out_fd.get(), POLLIN, 0}); owners.push_back({&c, 0}); }
-                if (c.tel_fd) { pfds.push_back({c.tel_fd.get(), POLLIN, 0}); owners.push_back({&c, 1}); }
+                if (c.out_fd) {
+                    pfds.push_back({c.out_fd.get(), POLLIN, 0});
+                    owners.push_back({&c, 0});
+                }
+                if (c.tel_fd) {
+                    pfds.push_back({c.tel_fd.get(), POLLIN, 0});
+                    owners.push_back({&c, 1});
+                }
             }
-            if (watch_stdin) { pfds.push_back({0, POLLIN, 0}); owners.push_back({nullptr, 2}); }
+            if (watch_stdin) {
+                pfds.push_back({0, POLLIN, 0});
+                owners.push_back({nullptr, 2});
+            }
             if (!pfds.empty()) {
                 int pr = ::poll(pfds.data(), pfds.size(), 50);
-                if (pr < 0 && errno != EINTR) throw Error(str_cat("launcher: poll: ", std::strerror(errno)));
+                if (pr < 0 && errno != EINTR)
+                    throw Error(str_cat("launcher: poll: ", std::strerror(errno)));
                 for (size_t i = 0; pr > 0 && i < pfds.size(); ++i) {
                     if (!pfds[i].revents) continue;
-                    if (owners[i].second == 2) watch_stdin = read_stdin();
-                    else read_fd(*owners[i].first, owners[i].second == 1);
+                    if (owners[i].second == 2)
+                        watch_stdin = read_stdin();
+                    else
+                        read_fd(*owners[i].first, owners[i].second == 1);
                 }
             } else {
                 ::usleep(20000);
@@ -266,22 +278,26 @@ private:
                 }
                 continue;
             }
-            bool interrupted = stop_forwarded_ && WIFSIGNALED(c.wait_status) &&
-                               WTERMSIG(c.wait_status) == SIGINT;
+            bool interrupted =
+                stop_forwarded_ && WIFSIGNALED(c.wait_status) && WTERMSIG(c.wait_status) == SIGINT;
             // After the job launcher is gone (or told us to stop), ranks end because we signalled
             // them; a rank that died of anything else is still reported: its death and the end of
             // our stdin can arrive together, and it may be the run's cause.
-            const bool ours = lost_ && WIFSIGNALED(c.wait_status) &&
-                              (WTERMSIG(c.wait_status) == SIGTERM || WTERMSIG(c.wait_status) == SIGKILL);
+            const bool ours =
+                lost_ && WIFSIGNALED(c.wait_status) &&
+                (WTERMSIG(c.wait_status) == SIGTERM || WTERMSIG(c.wait_status) == SIGKILL);
             if (!clean && !interrupted && !ours) {
                 const RankState& st = ranks_[size_t(c.rank)];
-                std::string msg = death_message(c.rank, c.wait_status, st.last_step, st.end_message, spec_.mesh);
+                std::string msg =
+                    death_message(c.rank, c.wait_status, st.last_step, st.end_message, spec_.mesh);
                 const bool first = !cause_.failed() && !lost_;
                 const bool cause = !first && cause_.is_root_cause(msg, killed_, Clock::now());
                 if (role_ == Role::node && (first || cause || (lost_ && !cause_.failed())))
                     write_protocol(node_line('x', c.rank, msg));
-                if (first) fail(c.rank, msg, false);
-                else if (cause) take_cause(c.rank, msg);
+                if (first)
+                    fail(c.rank, msg, false);
+                else if (cause)
+                    take_cause(c.rank, msg);
             }
         }
     }
@@ -348,7 +364,8 @@ private:
 
     void on_line(Child& c, bool telemetry, const std::string& l) {
         if (c.node >= 0) {
-            if (telemetry) on_protocol(c, l);
+            if (telemetry)
+                on_protocol(c, l);
             else if (!l.empty()) {
                 last_stderr_[c.node] = l;
                 if (stderr_text_[c.node].size() < 65536) stderr_text_[c.node] += l + "\n";
@@ -363,8 +380,10 @@ private:
 
     // A console line: to our output, or relayed to the job launcher.
     void line(const std::string& text) {
-        if (role_ == Role::node) write_protocol(node_line('o', text));
-        else out_ << text << '\n';
+        if (role_ == Role::node)
+            write_protocol(node_line('o', text));
+        else
+            out_ << text << '\n';
     }
 
     void write_protocol(const std::string& l) {
@@ -386,17 +405,23 @@ private:
             return;
         }
         switch (n->kind) {
-            case 'o': line(n->text); break;
+            case 'o':
+                line(n->text);
+                break;
             case 't':
                 if (n->rank >= 0) on_telemetry(n->rank, n->text);
                 break;
             case 'x': {
                 std::string msg = str_cat(n->text, " on host ", spec_.nodes[size_t(c.node)].label);
-                if (!cause_.failed()) fail(n->rank, msg, false);
-                else if (cause_.is_root_cause(msg, killed_, Clock::now())) take_cause(n->rank, msg);
+                if (!cause_.failed())
+                    fail(n->rank, msg, false);
+                else if (cause_.is_root_cause(msg, killed_, Clock::now()))
+                    take_cause(n->rank, msg);
                 break;
             }
-            case 'd': c.reported_done = true; break;
+            case 'd':
+                c.reported_done = true;
+                break;
         }
     }
 
@@ -408,7 +433,8 @@ private:
             try {
                 rec = telemetry_decode(l);
                 if (auto* m = std::get_if<MetricRecord>(&rec))
-                    ranks_[size_t(rank)].last_step = std::max(ranks_[size_t(rank)].last_step, m->step);
+                    ranks_[size_t(rank)].last_step =
+                        std::max(ranks_[size_t(rank)].last_step, m->step);
             } catch (const std::exception&) {
             }
             write_protocol(node_line('t', rank, l));
@@ -419,8 +445,8 @@ private:
         try {
             rec = telemetry_decode(l);
         } catch (const std::exception& e) {
-            line(str_cat("[launcher] warning: rank ", rank, " sent a bad telemetry line (", e.what(),
-                         "): ", l.substr(0, 200)));
+            line(str_cat("[launcher] warning: rank ", rank, " sent a bad telemetry line (",
+                         e.what(), "): ", l.substr(0, 200)));
             return;
         }
         if (auto* m = std::get_if<MetricRecord>(&rec)) {
@@ -448,9 +474,9 @@ private:
     std::string stdin_buf_;
     AttemptResult res_;
     bool stop_forwarded_ = false;
-    FailureCause cause_;  // which failure the attempt reports (and the lost connection's message)
-    bool killed_ = false;             // SIGKILL sent to the children after kill_grace
-    bool lost_ = false;             // node launcher: the job launcher is gone
+    FailureCause cause_;   // which failure the attempt reports (and the lost connection's message)
+    bool killed_ = false;  // SIGKILL sent to the children after kill_grace
+    bool lost_ = false;    // node launcher: the job launcher is gone
     bool protocol_broken_ = false;
 };
 
@@ -483,16 +509,16 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
             for (int attempt = 1;; ++attempt) {
                 if (server) server->clear();  // a fresh rendezvous for every attempt
                 result.attempts = attempt;
-                sink->write(MetricRecord{result.last_step, -1, std::string(metric::launch_attempt), double(attempt),
-                                         telemetry_now()});
+                sink->write(MetricRecord{result.last_step, -1, std::string(metric::launch_attempt),
+                                         double(attempt), telemetry_now()});
                 if (attempt > 1)
                     out << "[launcher] attempt " << attempt << " of " << spec.restarts + 1
                         << ": relaunching every rank with resume arguments" << std::endl;
                 {
                     if (spec.nodes.empty()) {
                         Attempt a(spec, sink.get(), out, Role::job);
-                        ar = a.run_ranks(0, spec.mesh.world(), attempt, "127.0.0.1",
-                                         server->port(), result.run_id, result.last_step);
+                        ar = a.run_ranks(0, spec.mesh.world(), attempt, "127.0.0.1", server->port(),
+                                         result.run_id, result.last_step);
                     } else {
                         Attempt a(spec, sink.get(), out, Role::multi_job);
                         ar = a.run_nodes(attempt, result.run_id, result.last_step);
@@ -526,7 +552,9 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
     return result;
 }
 
-void launch_request_stop() { g_stop_requests.fetch_add(1); }
+void launch_request_stop() {
+    g_stop_requests.fetch_add(1);
+}
 
 int launch_node(const NodeSpec& ns) {
     if (ns.argv.empty()) throw InputError("node launcher: the rank command line is empty");

@@ -32,7 +32,7 @@ struct LaunchSpec {
     std::vector<std::pair<std::string, std::string>> env;  // extra environment for every rank
     int restarts = 0;
     std::chrono::milliseconds kill_grace{3000};  // SIGTERM -> SIGKILL
-    RunStartRecord run;  // what the store records for the run
+    RunStartRecord run;                          // what the store records for the run
     std::string db_path;
     // Multi-host: the nodes (empty = every rank runs here) and the command line that starts a
     // node's launcher for an attempt (the ssh argv); `argv`/`env` above are then unused here.
@@ -48,8 +48,9 @@ struct LaunchSpec {
 // TESSERA_TELEMETRY_FD (write end of the telemetry pipe), TESSERA_RUN_ID, TESSERA_ATTEMPT.
 struct LaunchResult {
     int64_t run_id = 0;
-    std::string status;   // completed | failed | stopped
-    std::string message;  // for failures: "rank 3 (dp1.tp1.pp0) killed by signal 9 (SIGKILL) at step 12"
+    std::string status;  // completed | failed | stopped
+    std::string
+        message;  // for failures: "rank 3 (dp1.tp1.pp0) killed by signal 9 (SIGKILL) at step 12"
     int attempts = 1;
     int64_t last_step = 0;
 };
@@ -68,10 +69,10 @@ struct NodeSpec {
     int first_rank = 0, ranks = 0;
     std::vector<std::string> argv;  // one rank's command line
     std::vector<std::pair<std::string, std::string>> env;
-    std::string master_addr;        // the rendezvous store (on node 0)
+    std::string master_addr;  // the rendezvous store (on node 0)
     int master_port = 0;
-    bool serve_store = false;       // node 0: serve it on 0.0.0.0:master_port
-    std::string gloo_host;          // address this node's ranks listen on ("" = default)
+    bool serve_store = false;  // node 0: serve it on 0.0.0.0:master_port
+    std::string gloo_host;     // address this node's ranks listen on ("" = default)
     int64_t run_id = 0;
     int attempt = 1;
     std::chrono::milliseconds kill_grace{3000};

@@ -4,11 +4,10 @@
 // on the first host, listened on there and connected to from every host. And the JSON codec.
 #include "engine/launch/preflight.h"
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engine/core/error.h"
@@ -22,7 +21,8 @@ namespace {
 
 using std::chrono::seconds;
 
-PreflightCheck check(std::string name, std::string status, std::string detail, std::string fix = "") {
+PreflightCheck check(std::string name, std::string status, std::string detail,
+                     std::string fix = "") {
     return {std::move(name), std::move(status), std::move(detail), std::move(fix)};
 }
 
@@ -35,10 +35,12 @@ std::string first_line(const std::string& s) {
 // The probe's remote argv (`tessera _probe`), with the cluster's environment.
 std::vector<std::string> probe_argv(const RunConfig& cfg, int slots) {
     const ClusterConfig& c = cfg.cluster;
-    std::vector<std::string> a = {c.tessera, "_probe", "--slots", std::to_string(slots),
-                                  "--device", cfg.runtime.device, "--config-name",
-                                  std::filesystem::path(cfg.source_path).filename().string(),
-                                  "--config-text", cluster_remote_config_text(cfg)};
+    std::vector<std::string> a = {
+        c.tessera,       "_probe",
+        "--slots",       std::to_string(slots),
+        "--device",      cfg.runtime.device,
+        "--config-name", std::filesystem::path(cfg.source_path).filename().string(),
+        "--config-text", cluster_remote_config_text(cfg)};
     if (!c.workdir.empty()) a.insert(a.end(), {"--workdir", c.workdir});
     for (const auto& [k, v] : c.env) a.insert(a.end(), {"--env", k + "=" + v});
     return a;
@@ -60,16 +62,19 @@ bool check_host(const RunConfig& cfg, const SshTarget& t, int slots, PreflightHo
             h.checks.push_back(check("host key", "ok", str_cat("known: ", fps)));
             break;
         case HostKeyScan::State::unknown:
-            h.checks.push_back(check("host key", "fail", str_cat("unknown: ", fps),
-                                     str_cat("compare the fingerprint with the host's own "
-                                             "(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), "
-                                             "then `tessera hosts CONFIG trust ", t.port == 22 ? t.host : str_cat(t.host, ":", t.port), "`")));
+            h.checks.push_back(
+                check("host key", "fail", str_cat("unknown: ", fps),
+                      str_cat("compare the fingerprint with the host's own "
+                              "(ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), "
+                              "then `tessera hosts CONFIG trust ",
+                              t.port == 22 ? t.host : str_cat(t.host, ":", t.port), "`")));
             return false;
         case HostKeyScan::State::changed:
-            h.checks.push_back(check("host key", "fail", scan.message + str_cat(" (now: ", fps, ")"),
-                                     str_cat("if the host was reinstalled: ssh-keygen -R '",
-                                             t.port == 22 ? t.host : str_cat("[", t.host, "]:", t.port),
-                                             "' -f ", ssh_known_hosts_file(t))));
+            h.checks.push_back(
+                check("host key", "fail", scan.message + str_cat(" (now: ", fps, ")"),
+                      str_cat("if the host was reinstalled: ssh-keygen -R '",
+                              t.port == 22 ? t.host : str_cat("[", t.host, "]:", t.port), "' -f ",
+                              ssh_known_hosts_file(t))));
             return false;
         case HostKeyScan::State::unreachable:
             h.checks.push_back(check("ssh", "fail", scan.message,
@@ -86,19 +91,21 @@ bool check_host(const RunConfig& cfg, const SshTarget& t, int slots, PreflightHo
     h.checks.push_back(check("ssh", "ok", "key authentication, no prompt"));
     std::string want = str_cat("tessera ", TESSERA_VERSION);
     if (v.exit_code == 127 || v.exit_code == 126) {
-        h.checks.push_back(check("tessera", "fail",
-                                 str_cat("'", exe, "' is not found or not executable on the host (",
-                                         first_line(v.err), ")"),
-                                 "install tessera there, or set cluster.tessera to its absolute path "
-                                 "(non-interactive ssh shells do not read ~/.bashrc)"));
+        h.checks.push_back(
+            check("tessera", "fail",
+                  str_cat("'", exe, "' is not found or not executable on the host (",
+                          first_line(v.err), ")"),
+                  "install tessera there, or set cluster.tessera to its absolute path "
+                  "(non-interactive ssh shells do not read ~/.bashrc)"));
         return false;
     }
     std::string got = first_line(v.out);
     if (v.exit_code != 0 || got != want) {
-        h.checks.push_back(check("tessera", "fail",
-                                 str_cat("'", exe, "' says '", v.exit_code ? first_line(v.err) : got,
-                                         "', this machine runs ", want),
-                                 "install the same version on every host"));
+        h.checks.push_back(
+            check("tessera", "fail",
+                  str_cat("'", exe, "' says '", v.exit_code ? first_line(v.err) : got,
+                          "', this machine runs ", want),
+                  "install the same version on every host"));
         return false;
     }
     h.checks.push_back(check("tessera", "ok", str_cat(got, " (", exe, ")")));
@@ -109,20 +116,24 @@ bool check_host(const RunConfig& cfg, const SshTarget& t, int slots, PreflightHo
     bool any = false;
     while (std::getline(in, line)) {
         try {  // lines that are not a check (a login banner) are skipped
-            h.checks.push_back(preflight_check_from_json(nlohmann::json::parse(line), "probe line"));
+            h.checks.push_back(
+                preflight_check_from_json(nlohmann::json::parse(line), "probe line"));
             any = true;
         } catch (const std::exception&) {
         }
     }
     if (!any || (p.exit_code != 0 && p.exit_code != 1))
-        h.checks.push_back(check("probe", "fail",
-                                 str_cat("`tessera _probe` ", p.exit_code == 255 ? ssh_failure_message(t, p)
-                                                                                  : first_line(p.err)),
-                                 "run it by hand on the host"));
+        h.checks.push_back(
+            check("probe", "fail",
+                  str_cat("`tessera _probe` ",
+                          p.exit_code == 255 ? ssh_failure_message(t, p) : first_line(p.err)),
+                  "run it by hand on the host"));
     std::string env;
-    for (const auto& [k, val] : cfg.cluster.env) env += str_cat(env.empty() ? "" : " ", k, "=", val);
-    h.checks.push_back(check("environment", "ok", env.empty() ? "nothing extra (cluster.env is empty)"
-                                                             : str_cat("passed to every rank: ", env)));
+    for (const auto& [k, val] : cfg.cluster.env)
+        env += str_cat(env.empty() ? "" : " ", k, "=", val);
+    h.checks.push_back(check("environment", "ok",
+                             env.empty() ? "nothing extra (cluster.env is empty)"
+                                         : str_cat("passed to every rank: ", env)));
     return true;
 }
 
@@ -134,7 +145,8 @@ void check_rendezvous(const RunConfig& cfg, const std::vector<SshTarget>& target
     std::string where = str_cat(addr, ":", c.rendezvous_port);
     if (!usable[0]) {
         for (auto& h : hosts)
-            h.checks.push_back(check("rendezvous", "warn", str_cat(where, " not tested (the first host failed)")));
+            h.checks.push_back(
+                check("rendezvous", "warn", str_cat(where, " not tested (the first host failed)")));
         return;
     }
     int expect = 0;
@@ -149,7 +161,8 @@ void check_rendezvous(const RunConfig& cfg, const std::vector<SshTarget>& target
     for (size_t i = 0; i < targets.size(); ++i)
         if (usable[i])
             connects[i] = std::async(std::launch::async, [&, i] {
-                return ssh_run(targets[i], {c.tessera, "_probe", "--connect", where, "--seconds", "15"},
+                return ssh_run(targets[i],
+                               {c.tessera, "_probe", "--connect", where, "--seconds", "15"},
                                seconds(targets[i].connect_timeout + 25));
             });
     SshResult l = listener.get();
@@ -158,18 +171,19 @@ void check_rendezvous(const RunConfig& cfg, const std::vector<SshTarget>& target
         if (!usable[i]) continue;
         SshResult r = connects[i].get();
         if (bind_failed && i == 0)
-            hosts[i].checks.push_back(check("rendezvous", "fail",
-                                            str_cat("port ", c.rendezvous_port, " cannot be served here: ",
-                                                    first_line(l.out.substr(l.out.find("bind failed")))),
-                                            "pick a free port: cluster.rendezvous_port"));
+            hosts[i].checks.push_back(
+                check("rendezvous", "fail",
+                      str_cat("port ", c.rendezvous_port, " cannot be served here: ",
+                              first_line(l.out.substr(l.out.find("bind failed")))),
+                      "pick a free port: cluster.rendezvous_port"));
         else if (r.exit_code == 0)
             hosts[i].checks.push_back(check("rendezvous", "ok", str_cat(where, " reachable")));
         else
-            hosts[i].checks.push_back(check("rendezvous", "fail",
-                                            str_cat(where, " not reachable from this host: ",
-                                                    first_line(r.out + r.err)),
-                                            "open the port in the firewall, or set the first host's "
-                                            "addr: to an address the others reach"));
+            hosts[i].checks.push_back(
+                check("rendezvous", "fail",
+                      str_cat(where, " not reachable from this host: ", first_line(r.out + r.err)),
+                      "open the port in the firewall, or set the first host's "
+                      "addr: to an address the others reach"));
     }
 }
 
@@ -193,8 +207,8 @@ std::string PreflightReport::to_text() const {
         o << h.label << " (ranks " << h.first_rank << ".." << h.first_rank + h.ranks - 1 << ")\n";
         for (const auto& c : h.checks) {
             std::string mark = c.status == "ok" ? "ok  " : c.status == "warn" ? "warn" : "FAIL";
-            o << "  " << mark << "  " << c.name << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ')
-              << c.detail << "\n";
+            o << "  " << mark << "  " << c.name
+              << std::string(c.name.size() < 12 ? 12 - c.name.size() : 1, ' ') << c.detail << "\n";
             if (!c.fix.empty() && c.status != "ok") o << "                    -> " << c.fix << "\n";
         }
     }
@@ -224,23 +238,28 @@ nlohmann::json preflight_check_to_json(const PreflightCheck& c) {
 
 namespace {
 
-[[noreturn]] void json_bad(const std::string& where, const std::string& expected, const nlohmann::json* found) {
-    throw InputError(str_cat(where, ": expected ", expected, ", found ",
-                             found ? str_cat(found->type_name(), " ", found->dump().substr(0, 80)) : "nothing"));
+[[noreturn]] void json_bad(const std::string& where, const std::string& expected,
+                           const nlohmann::json* found) {
+    throw InputError(
+        str_cat(where, ": expected ", expected, ", found ",
+                found ? str_cat(found->type_name(), " ", found->dump().substr(0, 80)) : "nothing"));
 }
 
-const nlohmann::json& json_member(const nlohmann::json& j, const std::string& where, const char* key,
-                                  nlohmann::json::value_t type, const char* expected) {
+const nlohmann::json& json_member(const nlohmann::json& j, const std::string& where,
+                                  const char* key, nlohmann::json::value_t type,
+                                  const char* expected) {
     const std::string at = str_cat(where, where.empty() ? "" : ".", key);
     if (!j.contains(key)) json_bad(at, expected, nullptr);
     const nlohmann::json& v = j[key];
-    const bool ok = type == nlohmann::json::value_t::number_integer ? v.is_number_integer() : v.type() == type;
+    const bool ok =
+        type == nlohmann::json::value_t::number_integer ? v.is_number_integer() : v.type() == type;
     if (!ok) json_bad(at, expected, &v);
     return v;
 }
 
 std::string json_string(const nlohmann::json& j, const std::string& where, const char* key) {
-    return json_member(j, where, key, nlohmann::json::value_t::string, "a string").get<std::string>();
+    return json_member(j, where, key, nlohmann::json::value_t::string, "a string")
+        .get<std::string>();
 }
 
 }  // namespace
@@ -261,7 +280,8 @@ PreflightReport preflight_report_from_json(const std::string& text) {
         throw InputError(str_cat("the preflight report is not JSON (byte ", e.byte, ")"));
     }
     if (!j.is_object()) json_bad("the preflight report", "an object {ok, hosts}", &j);
-    const nlohmann::json& hosts = json_member(j, "", "hosts", nlohmann::json::value_t::array, "a list of hosts");
+    const nlohmann::json& hosts =
+        json_member(j, "", "hosts", nlohmann::json::value_t::array, "a list of hosts");
     PreflightReport rep;
     for (size_t i = 0; i < hosts.size(); ++i) {
         const std::string at = str_cat("hosts[", i, "]");
@@ -270,11 +290,17 @@ PreflightReport preflight_report_from_json(const std::string& text) {
         PreflightHost host;
         host.label = json_string(h, at, "host");
         if (host.label.empty()) json_bad(at + ".host", "a host name", &h["host"]);
-        host.first_rank = json_member(h, at, "first_rank", nlohmann::json::value_t::number_integer, "an integer").get<int>();
-        host.ranks = json_member(h, at, "ranks", nlohmann::json::value_t::number_integer, "an integer").get<int>();
-        const nlohmann::json& checks = json_member(h, at, "checks", nlohmann::json::value_t::array, "a list of checks");
+        host.first_rank =
+            json_member(h, at, "first_rank", nlohmann::json::value_t::number_integer, "an integer")
+                .get<int>();
+        host.ranks =
+            json_member(h, at, "ranks", nlohmann::json::value_t::number_integer, "an integer")
+                .get<int>();
+        const nlohmann::json& checks =
+            json_member(h, at, "checks", nlohmann::json::value_t::array, "a list of checks");
         for (size_t k = 0; k < checks.size(); ++k)
-            host.checks.push_back(preflight_check_from_json(checks[k], str_cat(at, ".checks[", k, "]")));
+            host.checks.push_back(
+                preflight_check_from_json(checks[k], str_cat(at, ".checks[", k, "]")));
         rep.hosts.push_back(std::move(host));
     }
     return rep;
@@ -285,8 +311,11 @@ std::string PreflightReport::to_json() const {
     for (const auto& h : hosts) {
         nlohmann::json checks = nlohmann::json::array();
         for (const auto& c : h.checks) checks.push_back(preflight_check_to_json(c));
-        j.push_back({{"host", h.label}, {"first_rank", h.first_rank}, {"ranks", h.ranks},
-                     {"ok", h.ok()}, {"checks", checks}});
+        j.push_back({{"host", h.label},
+                     {"first_rank", h.first_rank},
+                     {"ranks", h.ranks},
+                     {"ok", h.ok()},
+                     {"checks", checks}});
     }
     return nlohmann::json{{"ok", ok()}, {"hosts", j}}.dump(2);
 }
@@ -294,8 +323,9 @@ std::string PreflightReport::to_json() const {
 PreflightReport preflight_run(const RunConfig& cfg, std::ostream* progress) {
     PreflightReport rep;
     if (cfg.cluster.hosts.empty())
-        throw InputError(str_cat(cfg.source_path, ": cluster: no hosts (add cluster.hosts or "
-                                                  "cluster.hostfile); a local run needs no preflight"));
+        throw InputError(str_cat(cfg.source_path,
+                                 ": cluster: no hosts (add cluster.hosts or "
+                                 "cluster.hostfile); a local run needs no preflight"));
     int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
     std::vector<NodePlacement> place = cluster_place(cfg.cluster, world);
     std::vector<SshTarget> targets;
@@ -311,8 +341,8 @@ PreflightReport preflight_run(const RunConfig& cfg, std::ostream* progress) {
             bool ok = check_host(cfg, targets[i], place[i].ranks, rep.hosts[i]);
             if (progress) {
                 std::lock_guard<std::mutex> g(mu);
-                *progress << "preflight: " << rep.hosts[i].label << (rep.hosts[i].ok() ? " ok" : " has problems")
-                          << std::endl;
+                *progress << "preflight: " << rep.hosts[i].label
+                          << (rep.hosts[i].ok() ? " ok" : " has problems") << std::endl;
             }
             return ok;
         }));

@@ -14,7 +14,8 @@
 namespace tessera {
 
 struct PreflightCheck {
-    std::string name;    // host key | ssh | tessera | workdir | gpus | cpus | data | rendezvous | environment
+    std::string
+        name;  // host key | ssh | tessera | workdir | gpus | cpus | data | rendezvous | environment
     std::string status;  // ok | warn | fail
     std::string detail;  // what was found
     std::string fix;     // what to do (fail/warn)
@@ -25,10 +26,10 @@ struct PreflightCheck {
 };
 
 struct PreflightHost {
-    std::string label;   // "alice@gpu-a:2222"
+    std::string label;  // "alice@gpu-a:2222"
     int first_rank = 0, ranks = 0;
     std::vector<PreflightCheck> checks;
-    bool ok() const;     // no check failed
+    bool ok() const;  // no check failed
 };
 
 struct PreflightReport {

@@ -26,10 +26,12 @@ namespace fs = std::filesystem;
 namespace {
 
 double steady_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 double epoch_now() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 std::string pid_file_path(const std::string& project_dir) {
@@ -85,12 +87,18 @@ std::string describe_status(int status) {
 
 const char* run_state_name(RunState s) {
     switch (s) {
-        case RunState::idle: return "idle";
-        case RunState::starting: return "starting";
-        case RunState::running: return "running";
-        case RunState::stopping: return "stopping";
-        case RunState::finished: return "finished";
-        case RunState::failed: return "failed";
+        case RunState::idle:
+            return "idle";
+        case RunState::starting:
+            return "starting";
+        case RunState::running:
+            return "running";
+        case RunState::stopping:
+            return "stopping";
+        case RunState::finished:
+            return "finished";
+        case RunState::failed:
+            return "failed";
     }
     return "?";
 }
@@ -133,7 +141,8 @@ bool run_control_process_alive(pid_t pid) {
     std::string all;
     if (st && std::getline(st, all)) {
         size_t rp = all.rfind(')');
-        if (rp != std::string::npos && rp + 2 < all.size() && (all[rp + 2] == 'Z' || all[rp + 2] == 'X'))
+        if (rp != std::string::npos && rp + 2 < all.size() &&
+            (all[rp + 2] == 'Z' || all[rp + 2] == 'X'))
             return false;
     }
     return true;
@@ -206,11 +215,15 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
     UniquePipe out, err, exec_err;
     // a start that cannot happen: the controller says why, and so does the exception
     auto fail = [this](const std::string& m) {
-        { std::lock_guard<std::mutex> lk(mu_); message_ = m; }
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            message_ = m;
+        }
         set_state(RunState::failed);
         throw Error(m);
     };
-    if (!unique_pipe(out, O_CLOEXEC) || !unique_pipe(err, O_CLOEXEC) || !unique_pipe(exec_err, O_CLOEXEC))
+    if (!unique_pipe(out, O_CLOEXEC) || !unique_pipe(err, O_CLOEXEC) ||
+        !unique_pipe(exec_err, O_CLOEXEC))
         fail(str_cat("run control: pipe: ", std::strerror(errno)));
     start_time_ = epoch_now();
     pid_t pid = ::fork();
@@ -240,7 +253,9 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
     ::setpgid(pid, pid);  // also from the parent: no race with an early killpg
     int e = 0;
     ssize_t n;
-    do { n = ::read(exec_err.read.get(), &e, sizeof e); } while (n < 0 && errno == EINTR);
+    do {
+        n = ::read(exec_err.read.get(), &e, sizeof e);
+    } while (n < 0 && errno == EINTR);
     exec_err.read.reset();
     if (n == (ssize_t)sizeof e) {  // exec failed
         ::waitpid(pid, nullptr, 0);
@@ -301,7 +316,10 @@ void RunController::reader_loop(UniqueFd out_owned, UniqueFd err_owned) {
     for (;;) {
         pid_t w = ::waitpid(pid, &status, WNOHANG);
         if (w == pid) break;
-        if (w < 0 && errno != EINTR) { finish(0, false); return; }
+        if (w < 0 && errno != EINTR) {
+            finish(0, false);
+            return;
+        }
         double dl = kill_deadline_.load();
         if (dl > 0 && steady_now() > dl) {
             ::killpg(pid, SIGKILL);
@@ -343,8 +361,9 @@ void RunController::finish(int status, bool have_status) {
     std::string cause = str_cat("tessera (pid ", pid, ") ", how);
     int marked = 0;
     try {
-        marked = run_control_mark_failed(db_path_, start_time_,
-                                         stop_requested_ ? str_cat(cause, " after a stop request") : cause);
+        marked = run_control_mark_failed(
+            db_path_, start_time_,
+            stop_requested_ ? str_cat(cause, " after a stop request") : cause);
     } catch (const std::exception& e) {
         cause += str_cat("; could not mark the run failed: ", e.what());
     }

@@ -50,9 +50,9 @@ bool run_control_process_alive(pid_t pid);
 int run_control_mark_failed(const std::string& db_path, double since, const std::string& message);
 
 class RunController {
-public:
-    using LineCallback = std::function<void(const ConsoleLine&)>;   // reader thread
-    using StateCallback = std::function<void(RunState)>;             // any thread
+  public:
+    using LineCallback = std::function<void(const ConsoleLine&)>;  // reader thread
+    using StateCallback = std::function<void(RunState)>;           // any thread
 
     RunController() = default;
     ~RunController();  // a run still going is stopped (SIGINT, then SIGKILL) and waited for
@@ -80,7 +80,7 @@ public:
     pid_t pid() const { return pid_.load(); }
     std::string message() const;  // why it failed / how it ended
 
-private:
+  private:
     void reader_loop(UniqueFd out_fd, UniqueFd err_fd);
     void watch_loop();  // attached runs: no pipes, poll liveness
     void finish(int wait_status, bool have_status);

@@ -27,8 +27,10 @@ namespace tessera {
 std::string shell_quote(const std::string& word) {
     std::string q = "'";
     for (char c : word) {
-        if (c == '\'') q += "'\\''";
-        else q += c;
+        if (c == '\'')
+            q += "'\\''";
+        else
+            q += c;
     }
     return q + "'";
 }
@@ -56,7 +58,9 @@ std::string expand_home(const std::string& p) {
     return home ? str_cat(home, p.substr(1)) : p;
 }
 
-bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const char* what) {
+    return s.find(what) != std::string::npos;
+}
 
 // The last non-empty line of ssh's stderr (its own diagnosis).
 std::string last_line(const std::string& text) {
@@ -88,12 +92,13 @@ std::string ssh_known_hosts_file(const SshTarget& t) {
 
 void ssh_check_target(const SshTarget& t) {
     if (auto p = cluster_name_problem(t.host, false); !p.empty())
-        throw InputError(str_cat("host '", t.host, "': the name ", p,
-                                 "; refused before ssh runs (letters, digits, '.', '-', '_', ':' only)"));
+        throw InputError(
+            str_cat("host '", t.host, "': the name ", p,
+                    "; refused before ssh runs (letters, digits, '.', '-', '_', ':' only)"));
     if (!t.user.empty())
         if (auto p = cluster_name_problem(t.user, true); !p.empty())
-            throw InputError(str_cat("host ", t.host, ": user '", t.user, "' ", p,
-                                     "; refused before ssh runs"));
+            throw InputError(
+                str_cat("host ", t.host, ": user '", t.user, "' ", p, "; refused before ssh runs"));
     if (t.identity.empty()) return;
     std::error_code ec;
     if (!fs::is_regular_file(t.identity, ec))
@@ -101,8 +106,8 @@ void ssh_check_target(const SshTarget& t) {
                                  " does not exist; create a key (ssh-keygen -t ed25519 -f ",
                                  t.identity, ") and add its .pub to the host's authorized_keys"));
     // ssh-keygen -y with an empty passphrase succeeds only for a key without one.
-    SshResult r = process_run({"ssh-keygen", "-y", "-P", "", "-f", t.identity},
-                              std::chrono::seconds(10));
+    SshResult r =
+        process_run({"ssh-keygen", "-y", "-P", "", "-f", t.identity}, std::chrono::seconds(10));
     if (r.exit_code != 0) {
         bool agent = std::getenv("SSH_AUTH_SOCK") && *std::getenv("SSH_AUTH_SOCK");
         if (contains(r.err, "incorrect passphrase") || contains(r.err, "passphrase")) {
@@ -110,8 +115,8 @@ void ssh_check_target(const SshTarget& t) {
                 throw InputError(str_cat(
                     "host ", t.label(), ": identity file ", t.identity,
                     " is protected by a passphrase and no ssh-agent is running; Tessera never asks "
-                    "for or stores passphrases: run `eval $(ssh-agent) && ssh-add ", t.identity,
-                    "` and start Tessera from that shell"));
+                    "for or stores passphrases: run `eval $(ssh-agent) && ssh-add ",
+                    t.identity, "` and start Tessera from that shell"));
         } else {
             throw InputError(str_cat("host ", t.label(), ": identity file ", t.identity,
                                      " is not a usable private key: ", last_line(r.err)));
@@ -182,7 +187,8 @@ SshResult process_run(const std::vector<std::string>& argv, std::chrono::millise
     out.write.reset();
     err.write.reset();
     in.read.reset();
-    if (!input.empty()) (void)!::write(in.write.get(), input.data(), input.size());  // small inputs only
+    if (!input.empty())
+        (void)!::write(in.write.get(), input.data(), input.size());  // small inputs only
     in.write.reset();
     auto deadline = std::chrono::steady_clock::now() + timeout;
     UniqueFd* fds[2] = {&out.read, &err.read};
@@ -202,8 +208,10 @@ SshResult process_run(const std::vector<std::string>& argv, std::chrono::millise
             if (!*fds[i] || !p[i].revents) continue;
             char chunk[8192];
             ssize_t k = ::read(fds[i]->get(), chunk, sizeof chunk);
-            if (k > 0) bufs[i]->append(chunk, size_t(k));
-            else if (k == 0 || errno != EINTR) fds[i]->reset();
+            if (k > 0)
+                bufs[i]->append(chunk, size_t(k));
+            else if (k == 0 || errno != EINTR)
+                fds[i]->reset();
         }
     }
     out.read.reset();
@@ -229,13 +237,16 @@ std::string ssh_failure_message(const SshTarget& t, const SshResult& r) {
     std::string who = str_cat("host ", t.label());
     if (contains(e, "REMOTE HOST IDENTIFICATION HAS CHANGED") || contains(e, "Host key for") ||
         contains(e, "has changed and you have requested strict checking"))
-        return str_cat(who, ": its host key has CHANGED since it was trusted (", ssh_known_hosts_file(t),
+        return str_cat(who, ": its host key has CHANGED since it was trusted (",
+                       ssh_known_hosts_file(t),
                        "); Tessera refuses to connect. If the host was reinstalled, remove the old "
-                       "key with `ssh-keygen -R ", t.port == 22 ? t.host : str_cat("[", t.host, "]:", t.port),
-                       " -f ", ssh_known_hosts_file(t), "` and trust the new one; otherwise "
+                       "key with `ssh-keygen -R ",
+                       t.port == 22 ? t.host : str_cat("[", t.host, "]:", t.port), " -f ",
+                       ssh_known_hosts_file(t),
+                       "` and trust the new one; otherwise "
                        "someone may be intercepting the connection");
-    if (contains(e, "Host key verification failed") || contains(e, "No ED25519 host key is known") ||
-        contains(e, "host key is known for"))
+    if (contains(e, "Host key verification failed") ||
+        contains(e, "No ED25519 host key is known") || contains(e, "host key is known for"))
         return str_cat(who, ": its host key is unknown (not in ", ssh_known_hosts_file(t),
                        "); check its fingerprint and trust it: `tessera hosts CONFIG trust ",
                        t.port == 22 ? t.host : str_cat(t.host, ":", t.port), "` or the Hosts page");
@@ -246,7 +257,8 @@ std::string ssh_failure_message(const SshTarget& t, const SshResult& r) {
                        " (is the public key in the host's ~/.ssh/authorized_keys? a passphrase-"
                        "protected key must be loaded into ssh-agent; Tessera never prompts)");
     if (contains(e, "Could not resolve hostname") || contains(e, "Name or service not known"))
-        return str_cat(who, ": the name does not resolve (check the host name or add it to /etc/hosts)");
+        return str_cat(who,
+                       ": the name does not resolve (check the host name or add it to /etc/hosts)");
     if (contains(e, "Connection refused"))
         return str_cat(who, ": connection refused on port ", t.port, " (is sshd running there?)");
     if (contains(e, "timed out") || r.timed_out)

@@ -63,8 +63,9 @@ std::vector<LayerSpec> gpt_layer_specs(const GptDims& d) {
         b.flops_per_token = 2.0 * 12 * C * C + 2.0 * 2 * T * C;
         specs.push_back(b);
     }
-    LayerSpec head{"head", "head", 2 * C, (C + 2 + V) * T * f, (C + 2 + V) * T * f,
-                   (C + 2 + V) * T * f, 2.0 * C * V};
+    LayerSpec head{
+        "head",     "head", 2 * C, (C + 2 + V) * T * f, (C + 2 + V) * T * f, (C + 2 + V) * T * f,
+        2.0 * C * V};
     specs.push_back(head);
     return specs;
 }
@@ -198,8 +199,7 @@ StepResult GptModel::evaluate(const Batch& batch) {
 // ------------------------------------------------------------------------------------------
 // Backward
 
-void GptModel::backward(const int32_t* inputs, const int32_t* targets, int B, int T,
-                        float dloss) {
+void GptModel::backward(const int32_t* inputs, const int32_t* targets, int B, int T, float dloss) {
     const int C = dims_.d_model, NH = dims_.n_head, V = dims_.vocab, N = B * T;
     // head: logits_ holds probabilities; turn them into dlogits in place
     cross_entropy_backward(logits_.f32(), targets, dloss, N, V);
@@ -217,8 +217,9 @@ void GptModel::backward(const int32_t* inputs, const int32_t* targets, int B, in
         const float* x = l ? blocks_[l - 1].out.f32() : encoded_.f32();
         float* g = dresidual_.f32();
         dfch_gelu_.zero();
-        matmul_backward(dfch_gelu_.f32(), grad(p + "mlp.c_proj.weight"), grad(p + "mlp.c_proj.bias"),
-                        g, a.fch_gelu.f32(), param(p + "mlp.c_proj.weight"), N, 4 * C, C);
+        matmul_backward(dfch_gelu_.f32(), grad(p + "mlp.c_proj.weight"),
+                        grad(p + "mlp.c_proj.bias"), g, a.fch_gelu.f32(),
+                        param(p + "mlp.c_proj.weight"), N, 4 * C, C);
         dfch_.zero();
         gelu_backward(dfch_.f32(), a.fch.f32(), dfch_gelu_.f32(), (int64_t)N * 4 * C);
         dln_.zero();

@@ -17,7 +17,7 @@ ParamTable gpt_param_table(const GptDims& d);
 std::vector<LayerSpec> gpt_layer_specs(const GptDims& d);
 
 class GptModel final : public Model {
-public:
+  public:
     explicit GptModel(const GptDims& dims);
     const GptDims& dims() const { return dims_; }
 
@@ -32,7 +32,7 @@ public:
     // inputs is (B, T) with T <= seq_len.
     const float* forward_logits(const int32_t* inputs, int B, int T);
 
-private:
+  private:
     struct BlockActs {
         Tensor ln1, ln1_mean, ln1_rstd, qkv, att, atty, res1, ln2, ln2_mean, ln2_rstd, fch,
             fch_gelu, out;

@@ -28,8 +28,8 @@ void hf_export_weights(const ParamTable& table, const float* params, const HfTen
             views.push_back({t.name, DType::f32, t.shape, src});
             covered += n;
         }
-        TS_CHECK(covered == p.numel, p.name, ": its Hugging Face tensors hold ", covered, " of ", p.numel,
-                 " values");
+        TS_CHECK(covered == p.numel, p.name, ": its Hugging Face tensors hold ", covered, " of ",
+                 p.numel, " values");
     }
     safetensors_write(path, views, {{"format", "pt"}});
 }

@@ -7,7 +7,8 @@ namespace {
 const std::string kGptPrefix = "transformer.";
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -25,7 +26,9 @@ std::vector<HfTensor> llama_hf_tensors(const ParamInfo& p, const LlamaDims& d) {
     }
     if (ends_with(n, "self_attn.qkv_proj.bias")) {
         const std::string b = base("qkv_proj.bias");
-        return {{b + "q_proj.bias", {Q}, 0}, {b + "k_proj.bias", {K}, Q}, {b + "v_proj.bias", {K}, Q + K}};
+        return {{b + "q_proj.bias", {Q}, 0},
+                {b + "k_proj.bias", {K}, Q},
+                {b + "v_proj.bias", {K}, Q + K}};
     }
     if (ends_with(n, "mlp.gate_up_proj.weight")) {
         const std::string b = base("gate_up_proj.weight");
@@ -34,15 +37,18 @@ std::vector<HfTensor> llama_hf_tensors(const ParamInfo& p, const LlamaDims& d) {
     return {{n, p.shape, 0}};
 }
 
-std::string gpt_hf_name(const std::string& tessera_name) { return kGptPrefix + tessera_name; }
+std::string gpt_hf_name(const std::string& tessera_name) {
+    return kGptPrefix + tessera_name;
+}
 
 std::string gpt_tessera_name(const std::string& hf_name) {
     return hf_name.rfind(kGptPrefix, 0) == 0 ? hf_name.substr(kGptPrefix.size()) : hf_name;
 }
 
 HfTensor gpt_hf_tensor(const ParamInfo& p) {
-    const bool conv1d = ends_with(p.name, "attn.c_attn.weight") || ends_with(p.name, "attn.c_proj.weight") ||
-                        ends_with(p.name, "mlp.c_fc.weight") || ends_with(p.name, "mlp.c_proj.weight");
+    const bool conv1d =
+        ends_with(p.name, "attn.c_attn.weight") || ends_with(p.name, "attn.c_proj.weight") ||
+        ends_with(p.name, "mlp.c_fc.weight") || ends_with(p.name, "mlp.c_proj.weight");
     if (!conv1d) return {gpt_hf_name(p.name), p.shape, 0, false};
     return {gpt_hf_name(p.name), {p.shape[1], p.shape[0]}, 0, true};
 }

@@ -28,7 +28,6 @@ struct HfTensor {
 // together they cover the parameter exactly.
 std::vector<HfTensor> llama_hf_tensors(const ParamInfo& p, const LlamaDims& d);
 
-
 // The Hugging Face tensor of GPT-2 parameter `p` (of gpt_param_table).
 HfTensor gpt_hf_tensor(const ParamInfo& p);
 // "transformer." + name: Hugging Face's name of a GPT-2 parameter; the inverse returns the

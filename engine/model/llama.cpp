@@ -29,7 +29,8 @@ ParamTable llama_param_table(const LlamaDims& d) {
 }
 
 std::vector<LayerSpec> llama_layer_specs(const LlamaDims& d) {
-    const int64_t C = d.d_model, Q = d.q_width(), K = d.kv_width(), F = d.ffn, V = d.vocab, T = d.seq_len;
+    const int64_t C = d.d_model, Q = d.q_width(), K = d.kv_width(), F = d.ffn, V = d.vocab,
+                  T = d.seq_len;
     const int64_t f = 4;  // bytes per fp32
     std::vector<LayerSpec> specs;
     specs.push_back({"embedding", "embedding", V * C, T * C * f, T * C * f, T * C * f, 0.0});
@@ -37,8 +38,8 @@ std::vector<LayerSpec> llama_layer_specs(const LlamaDims& d) {
         LayerSpec b;
         b.name = "block." + std::to_string(l);
         b.kind = "block";
-        b.params = 2 * C + (Q + 2 * K) * C + (d.qkv_bias ? Q + 2 * K : 0) + (d.qk_norm ? 2 * d.head_dim : 0) +
-                   Q * C + 3 * F * C;
+        b.params = 2 * C + (Q + 2 * K) * C + (d.qkv_bias ? Q + 2 * K : 0) +
+                   (d.qk_norm ? 2 * d.head_dim : 0) + Q * C + 3 * F * C;
         // saved per token: input, norm 1, qkv, attention output, residual, norm 2, gate+up, SwiGLU
         // output, 2 RMS statistics; plus the attention probabilities (CPU) n_head·T per token
         // (Qwen3's q/k norm also keeps q, k, v before it, and a statistic per q and k head)

@@ -15,7 +15,8 @@
 namespace tessera {
 
 struct LlamaDims {
-    int n_layer = 4, n_head = 4, n_kv_head = 2, d_model = 64, head_dim = 16, ffn = 128, seq_len = 64;
+    int n_layer = 4, n_head = 4, n_kv_head = 2, d_model = 64, head_dim = 16, ffn = 128,
+        seq_len = 64;
     int vocab = 256;
     float norm_eps = 1e-5f;
     float rope_theta = 1e4f;

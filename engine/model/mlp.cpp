@@ -54,7 +54,9 @@ std::vector<LayerSpec> mlp_layer_specs(const std::vector<int>& sizes) {
     return specs;
 }
 
-std::vector<LayerSpec> MlpModel::layer_specs() const { return mlp_layer_specs(sizes_); }
+std::vector<LayerSpec> MlpModel::layer_specs() const {
+    return mlp_layer_specs(sizes_);
+}
 
 double MlpModel::train_flops_per_target() const {
     double f = 0;
@@ -100,7 +102,8 @@ StepResult MlpModel::evaluate(const Batch& batch) {
     StepResult r;
     for (int b = 0; b < batch.batch_size; ++b) r.loss_sum += losses_.f32()[b];
     r.count = batch.batch_size;
-    r.correct = count_correct(pre_.back().f32(), batch.targets.data(), batch.batch_size, sizes_.back());
+    r.correct =
+        count_correct(pre_.back().f32(), batch.targets.data(), batch.batch_size, sizes_.back());
     return r;
 }
 

@@ -15,7 +15,7 @@ ParamTable mlp_param_table(const std::vector<int>& sizes);
 std::vector<LayerSpec> mlp_layer_specs(const std::vector<int>& sizes);
 
 class MlpModel final : public Model {
-public:
+  public:
     // sizes: input, hidden..., classes (e.g. {784, 256, 10})
     explicit MlpModel(std::vector<int> sizes);
     StepResult forward_backward(const Batch& batch, float loss_scale) override;
@@ -26,7 +26,7 @@ public:
     std::string describe() const override;
     const std::vector<int>& sizes() const { return sizes_; }
 
-private:
+  private:
     void forward(const Batch& batch);
     std::vector<int> sizes_;
     int acts_B_ = 0;

@@ -31,17 +31,17 @@ struct StepResult {
 
 // What the planner needs to know of one layer (per sample of seq_len tokens where that applies).
 struct LayerSpec {
-    std::string name;   // "embedding", "block.3", "head"
-    std::string kind;   // embedding | block | head | linear
+    std::string name;  // "embedding", "block.3", "head"
+    std::string kind;  // embedding | block | head | linear
     int64_t params = 0;
-    int64_t activation_bytes = 0;        // saved for backward, per sample, fp32, no recompute
-    int64_t activation_bytes_full = 0;   // with full recompute (block input only), per sample
+    int64_t activation_bytes = 0;            // saved for backward, per sample, fp32, no recompute
+    int64_t activation_bytes_full = 0;       // with full recompute (block input only), per sample
     int64_t activation_bytes_selective = 0;  // with selective recompute, per sample
-    double flops_per_token = 0.0;        // forward; training ≈ 3x
+    double flops_per_token = 0.0;            // forward; training ≈ 3x
 };
 
 class Model {
-public:
+  public:
     virtual ~Model() = default;
     const ParamTable& param_table() const { return table_; }
     Tensor& params() { return params_; }
@@ -61,7 +61,7 @@ public:
     virtual double train_flops_per_target() const = 0;
     virtual std::string describe() const = 0;
 
-protected:
+  protected:
     void allocate(ParamTable table);
     ParamTable table_;
     Tensor params_, grads_;

@@ -22,7 +22,7 @@ struct ParamInfo {
 };
 
 class ParamTable {
-public:
+  public:
     const ParamInfo& add(std::string name, Shape shape, bool decay, InitKind init,
                          float init_std = 0.0f);
     const std::vector<ParamInfo>& entries() const { return entries_; }
@@ -30,7 +30,7 @@ public:
     const ParamInfo& at(const std::string& name) const;  // throws when absent
     int64_t total_numel() const { return total_; }
 
-private:
+  private:
     std::vector<ParamInfo> entries_;
     int64_t total_ = 0;
 };

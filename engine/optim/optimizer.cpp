@@ -17,7 +17,9 @@ double lr_at_step(const OptimizerConfig& c, int64_t step) {
     return c.min_lr + coeff * (c.lr - c.min_lr);
 }
 
-double grad_global_norm(const float* grads, int64_t n) { return std::sqrt(sum_squares(grads, n)); }
+double grad_global_norm(const float* grads, int64_t n) {
+    return std::sqrt(sum_squares(grads, n));
+}
 
 AdamW::AdamW(const ParamTable& table, const OptimizerConfig& cfg)
     : table_(table),
@@ -44,11 +46,14 @@ double AdamW::step(float* params, const float* grads, int64_t step, double grad_
     const float scale = clip_scale(cfg_.grad_clip, grad_norm);
     ++t_;
     for (const ParamInfo& p : table_.entries()) {
-        AdamWHyper h{static_cast<float>(lr), static_cast<float>(cfg_.beta1),
-                     static_cast<float>(cfg_.beta2), static_cast<float>(cfg_.eps),
-                     p.decay ? static_cast<float>(cfg_.weight_decay) : 0.0f, t_};
-        adamw_update(params + p.offset, grads + p.offset, m_.f32() + p.offset,
-                     v_.f32() + p.offset, p.numel, h, scale);
+        AdamWHyper h{static_cast<float>(lr),
+                     static_cast<float>(cfg_.beta1),
+                     static_cast<float>(cfg_.beta2),
+                     static_cast<float>(cfg_.eps),
+                     p.decay ? static_cast<float>(cfg_.weight_decay) : 0.0f,
+                     t_};
+        adamw_update(params + p.offset, grads + p.offset, m_.f32() + p.offset, v_.f32() + p.offset,
+                     p.numel, h, scale);
     }
     return lr;
 }

@@ -28,7 +28,7 @@ OptimizerConfig optimizer_config(const TrainConfig& t);
 double lr_at_step(const OptimizerConfig& c, int64_t step);
 
 class AdamW {
-public:
+  public:
     AdamW(const ParamTable& table, const OptimizerConfig& cfg);
     // Applies one update for 0-based `step` with the gradient norm already known (global over all
     // ranks). Returns the learning rate used.
@@ -39,7 +39,7 @@ public:
     void set_steps_taken(int64_t t) { t_ = t; }
     const OptimizerConfig& config() const { return cfg_; }
 
-private:
+  private:
     const ParamTable& table_;
     OptimizerConfig cfg_;
     Tensor m_, v_;

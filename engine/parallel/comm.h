@@ -21,13 +21,13 @@ enum class ReduceOp { sum, max };
 // A point-to-point operation in flight; wait() blocks until it completed (or throws the
 // watchdog's Error). The buffer must stay alive until then. Destroying an unwaited request waits.
 class CommRequest {
-public:
+  public:
     virtual ~CommRequest() = default;
     virtual void wait() = 0;
 };
 
 class Communicator {
-public:
+  public:
     virtual ~Communicator() = default;
     virtual int rank() const = 0;  // rank within this group
     virtual int size() const = 0;
@@ -56,14 +56,16 @@ public:
     // `staging`, where given: a symmetric buffer (see symmetric_buffer) as large as data, for
     // a backend that can exchange the slices on copy engines and then add them with one small
     // kernel instead of reducing with SMs for the whole transfer; n is then a multiple of size.
-    virtual std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n, float* staging = nullptr) {
+    virtual std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n,
+                                                     float* staging = nullptr) {
         (void)data, (void)n, (void)staging;
         return nullptr;
     }
     // The same for the two halves of an all-reduce, in place on data (size * n):
     // ireduce_scatter leaves the sum of every member's slice `rank` in data[rank * n, +n) (the
     // other slices are left undefined); iall_gather copies every member's slice into the others.
-    virtual std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n, float* staging = nullptr) {
+    virtual std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n,
+                                                         float* staging = nullptr) {
         (void)data, (void)n, (void)staging;
         return nullptr;
     }
@@ -86,7 +88,8 @@ public:
         TS_CHECK(t == DType::f32, name(), ": this backend reduces only f32, not ", dtype_name(t));
         all_reduce(static_cast<float*>(data), n, op);
     }
-    virtual std::unique_ptr<CommRequest> isend(const void* data, int64_t n, DType t, int peer, int tag) {
+    virtual std::unique_ptr<CommRequest> isend(const void* data, int64_t n, DType t, int peer,
+                                               int tag) {
         TS_CHECK(t == DType::f32, name(), ": this backend sends only f32, not ", dtype_name(t));
         return isend(static_cast<const float*>(data), n, peer, tag);
     }

@@ -7,14 +7,6 @@
 // collective first posts "<group>/progress/<group rank>" = its sequence number to the store (a
 // fire-and-forget write, no round trip); on failure we read the peers' markers and name those
 // that never reached this collective.
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <mutex>
-
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -24,6 +16,13 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
 
 #include "engine/core/error.h"
 #include "engine/parallel/comm.h"
@@ -37,7 +36,9 @@ using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 
 // Point-to-point slots live far above the ones gloo's collectives use (prefix bytes 0x01..0x08
 // in the top byte, or small nextSlot() counters).
-uint64_t p2p_slot(int tag) { return (uint64_t(0x7a) << 56) | (uint64_t(uint32_t(tag)) << 8); }
+uint64_t p2p_slot(int tag) {
+    return (uint64_t(0x7a) << 56) | (uint64_t(uint32_t(tag)) << 8);
+}
 
 // Sends are eager: the data is copied and the call returns once the send is posted, so two
 // stages may send to each other before either receives (Gloo's tcp send otherwise waits for the
@@ -56,14 +57,14 @@ class GlooCommunicator;
 // A posted isend/irecv on the caller's buffer; wait() turns gloo failures into the watchdog's
 // Error through the communicator (which must outlive the request).
 class GlooRequest final : public CommRequest {
-public:
+  public:
     GlooRequest(GlooCommunicator* comm, std::unique_ptr<gloo::transport::UnboundBuffer> buf,
                 bool is_send, std::string what)
         : comm_(comm), buf_(std::move(buf)), is_send_(is_send), what_(std::move(what)) {}
     ~GlooRequest() override;
     void wait() override;
 
-private:
+  private:
     GlooCommunicator* comm_;
     std::unique_ptr<gloo::transport::UnboundBuffer> buf_;
     bool is_send_;
@@ -72,12 +73,16 @@ private:
 };
 
 class GlooCommunicator final : public Communicator {
-public:
+  public:
     GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> ctx, std::string name,
                      std::vector<int> members, const MeshShape& mesh, int global_rank,
                      std::chrono::milliseconds timeout, std::unique_ptr<TcpStore> progress)
-        : ctx_(std::move(ctx)), name_(std::move(name)), members_(std::move(members)),
-          mesh_(mesh), global_rank_(global_rank), timeout_(timeout),
+        : ctx_(std::move(ctx)),
+          name_(std::move(name)),
+          members_(std::move(members)),
+          mesh_(mesh),
+          global_rank_(global_rank),
+          timeout_(timeout),
           progress_(std::move(progress)) {}
 
     ~GlooCommunicator() override {
@@ -205,15 +210,14 @@ public:
 
     [[noreturn]] void fail(const std::string& op, const std::string& why, bool collective) {
         broken_ = true;
-        std::string msg = str_cat("rank ", global_rank_, " (",
-                                  mesh_coord_str(mesh_coord(mesh_, global_rank_)), "): ", op,
-                                  " on group ", name_, " did not complete within ",
-                                  timeout_.count(), " ms (", why, ")");
+        std::string msg = str_cat(
+            "rank ", global_rank_, " (", mesh_coord_str(mesh_coord(mesh_, global_rank_)), "): ", op,
+            " on group ", name_, " did not complete within ", timeout_.count(), " ms (", why, ")");
         if (collective) msg += missing_peers();
         throw Error(msg);
     }
 
-private:
+  private:
     std::unique_ptr<CommRequest> post(const char* what, float* data, int64_t n, int peer, int tag,
                                       bool is_send) {
         check_usable(what);
@@ -260,7 +264,8 @@ private:
                 if (g == rank()) continue;
                 std::vector<char> v;
                 int64_t at = 0;
-                if (progress_->try_get(progress_key(g), &v)) at = std::stoll(std::string(v.begin(), v.end()));
+                if (progress_->try_get(progress_key(g), &v))
+                    at = std::stoll(std::string(v.begin(), v.end()));
                 if (at < seq_)
                     out += str_cat("; ", peer_str(g),
                                    at == 0 ? std::string(" has not issued any collective")
@@ -418,8 +423,10 @@ ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, cons
         GroupKind kind;
         std::unique_ptr<Communicator>* out;
     };
-    Slot slots[] = {{"world", GroupKind::world, &g.world},   {"dp", GroupKind::dp, &g.dp},
-                    {"tp", GroupKind::tp, &g.tp},             {"pp", GroupKind::pp, &g.pp},
+    Slot slots[] = {{"world", GroupKind::world, &g.world},
+                    {"dp", GroupKind::dp, &g.dp},
+                    {"tp", GroupKind::tp, &g.tp},
+                    {"pp", GroupKind::pp, &g.pp},
                     {"embedding", GroupKind::embedding, &g.embedding},
                     {"dp_async", GroupKind::dp, &g.dp_async}};
     for (const Slot& s : slots) {
@@ -437,8 +444,8 @@ ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, cons
             ctx->connectFullMesh(prefix, dev);
             ctx->setTimeout(o.timeout);
         } catch (const std::exception& e) {
-            throw Error(str_cat(who, ": rendezvous of group ", name, " through ",
-                                store.address(), " failed (", e.what(), ")"));
+            throw Error(str_cat(who, ": rendezvous of group ", name, " through ", store.address(),
+                                " failed (", e.what(), ")"));
         }
         auto progress = std::make_unique<TcpStore>(env.master_addr, env.master_port, join_timeout);
         *s.out = std::make_unique<GlooCommunicator>(std::move(ctx), name, members, mesh, env.rank,

@@ -34,10 +34,10 @@
 #include "engine/parallel/nccl_handles.h"
 #include "engine/parallel/tcp_store.h"
 
-#define NCCL_CHECK(stmt)                                                                   \
-    do {                                                                                   \
-        ncclResult_t r_ = (stmt);                                                          \
-        if (r_ != ncclSuccess)                                                             \
+#define NCCL_CHECK(stmt)                                                                     \
+    do {                                                                                     \
+        ncclResult_t r_ = (stmt);                                                            \
+        if (r_ != ncclSuccess)                                                               \
             ::tessera::cuda_fail("NCCL", #stmt, __FILE__, __LINE__, ncclGetErrorString(r_)); \
     } while (0)
 
@@ -47,10 +47,14 @@ namespace {
 
 ncclDataType_t nccl_type(DType t) {
     switch (t) {
-        case DType::f32: return ncclFloat32;
-        case DType::bf16: return ncclBfloat16;
-        case DType::i32: return ncclInt32;
-        default: throw Error(str_cat("NCCL cannot move ", dtype_name(t)));
+        case DType::f32:
+            return ncclFloat32;
+        case DType::bf16:
+            return ncclBfloat16;
+        case DType::i32:
+            return ncclInt32;
+        default:
+            throw Error(str_cat("NCCL cannot move ", dtype_name(t)));
     }
 }
 
@@ -66,7 +70,7 @@ bool is_host_pointer(const void* p) {
 class NcclCommunicator;
 
 class NcclRequest final : public CommRequest {
-public:
+  public:
     explicit NcclRequest(CudaEvent done) : done_(std::move(done)) {}
     // the compute stream waits for the transfer (a receive's data, a send's buffer release)
     void wait() override {
@@ -80,15 +84,19 @@ public:
         }
     }
 
-private:
+  private:
     CudaEvent done_;
 };
 
 class NcclCommunicator final : public Communicator {
-public:
+  public:
     NcclCommunicator(std::vector<NcclComm> comms, std::string name, int rank, int size,
                      bool blocking, std::chrono::milliseconds timeout, std::string who)
-        : name_(std::move(name)), rank_(rank), size_(size), blocking_(blocking), timeout_(timeout),
+        : name_(std::move(name)),
+          rank_(rank),
+          size_(size),
+          blocking_(blocking),
+          timeout_(timeout),
           who_(std::move(who)) {
         // communication streams at the device's highest priority: a reduction's blocks are
         // scheduled ahead of queued compute blocks instead of waiting behind a whole GEMM
@@ -114,14 +122,16 @@ public:
                 NCCL_CHECK(ncclAllReduce(data, data, n, ncclFloat, ncclSum, comm(), s));
                 return;
             }
-            TS_CHECK(n % size_ == 0, name_, ": a staged all-reduce needs a multiple of ", size_, " elements");
+            TS_CHECK(n % size_ == 0, name_, ": a staged all-reduce needs a multiple of ", size_,
+                     " elements");
             const int64_t k = n / size_;
             reduce_scatter_on(s, data, k, staging);
             NCCL_CHECK(ncclAllGather(data + rank_ * k, data, k, ncclFloat, comm(), s));
         });
     }
     std::unique_ptr<CommRequest> ireduce_scatter(float* data, int64_t n, float* staging) override {
-        return background("reduce_scatter", data, [&](cudaStream_t s) { reduce_scatter_on(s, data, n, staging); });
+        return background("reduce_scatter", data,
+                          [&](cudaStream_t s) { reduce_scatter_on(s, data, n, staging); });
     }
     // ncclMemAlloc (CUDA VMM memory) registered as a symmetric window; null (and a note) when
     // the driver or NCCL cannot: the caller then uses ordinary buffers.
@@ -132,7 +142,9 @@ public:
 #else
         auto [r, win] = NcclWindow::create(comm(), bytes);
         if (r != ncclSuccess) {
-            std::fprintf(stderr, "%s: no symmetric NCCL window on %s (%s); reducing and gathering through ordinary buffers\n",
+            std::fprintf(stderr,
+                         "%s: no symmetric NCCL window on %s (%s); reducing and gathering through "
+                         "ordinary buffers\n",
                          who_.c_str(), name_.c_str(), ncclGetErrorString(r));
             return nullptr;
         }
@@ -150,25 +162,30 @@ public:
         all_reduce(static_cast<void*>(data), n, DType::f32, op);
     }
     void all_reduce(void* data, int64_t n, DType t, ReduceOp op) override {
-        collective("all_reduce", data, data, n * dtype_size(t), n * dtype_size(t), [&](const void* in, void* out, cudaStream_t s) {
-            NCCL_CHECK(ncclAllReduce(in, out, n, nccl_type(t), op == ReduceOp::sum ? ncclSum : ncclMax,
-                                     comm(), s));
-        });
+        collective(
+            "all_reduce", data, data, n * dtype_size(t), n * dtype_size(t),
+            [&](const void* in, void* out, cudaStream_t s) {
+                NCCL_CHECK(ncclAllReduce(in, out, n, nccl_type(t),
+                                         op == ReduceOp::sum ? ncclSum : ncclMax, comm(), s));
+            });
     }
     void reduce_scatter(const float* in, float* out, int64_t n) override {
-        collective("reduce_scatter", in, out, n * size_ * 4, n * 4, [&](const void* i, void* o, cudaStream_t s) {
-            NCCL_CHECK(ncclReduceScatter(i, o, n, ncclFloat32, ncclSum, comm(), s));
-        });
+        collective("reduce_scatter", in, out, n * size_ * 4, n * 4,
+                   [&](const void* i, void* o, cudaStream_t s) {
+                       NCCL_CHECK(ncclReduceScatter(i, o, n, ncclFloat32, ncclSum, comm(), s));
+                   });
     }
     void all_gather(const float* in, float* out, int64_t n) override {
-        collective("all_gather", in, out, n * 4, n * size_ * 4, [&](const void* i, void* o, cudaStream_t s) {
-            NCCL_CHECK(ncclAllGather(i, o, n, ncclFloat32, comm(), s));
-        });
+        collective("all_gather", in, out, n * 4, n * size_ * 4,
+                   [&](const void* i, void* o, cudaStream_t s) {
+                       NCCL_CHECK(ncclAllGather(i, o, n, ncclFloat32, comm(), s));
+                   });
     }
     void broadcast(float* data, int64_t n, int root) override {
-        collective("broadcast", data, data, n * 4, n * 4, [&](const void* i, void* o, cudaStream_t s) {
-            NCCL_CHECK(ncclBroadcast(i, o, n, ncclFloat32, root, comm(), s));
-        });
+        collective("broadcast", data, data, n * 4, n * 4,
+                   [&](const void* i, void* o, cudaStream_t s) {
+                       NCCL_CHECK(ncclBroadcast(i, o, n, ncclFloat32, root, comm(), s));
+                   });
     }
     void barrier() override {
         float x = 0;
@@ -188,16 +205,21 @@ public:
     std::unique_ptr<CommRequest> irecv(float* data, int64_t n, int peer, int tag) override {
         return irecv(static_cast<void*>(data), n, DType::f32, peer, tag);
     }
-    std::unique_ptr<CommRequest> isend(const void* data, int64_t n, DType t, int peer, int tag) override {
+    std::unique_ptr<CommRequest> isend(const void* data, int64_t n, DType t, int peer,
+                                       int tag) override {
         return p2p(true, const_cast<void*>(data), n, t, peer, tag);
     }
     std::unique_ptr<CommRequest> irecv(void* data, int64_t n, DType t, int peer, int tag) override {
         return p2p(false, data, n, t, peer, tag);
     }
 
-private:
-    int dir(int tag) const { return comms_.size() > 1 ? ((tag >> 24) & 1) : 0; }
-    ncclComm_t comm(int i = 0) const { return comms_[size_t(i)].get(); }
+  private:
+    int dir(int tag) const {
+        return comms_.size() > 1 ? ((tag >> 24) & 1) : 0;
+    }
+    ncclComm_t comm(int i = 0) const {
+        return comms_[size_t(i)].get();
+    }
 
     // In place: data[rank * n, +n) := the sum of every member's slice `rank`. With a staging
     // buffer the slices are exchanged by an all-to-all (on the copy engines within symmetric
@@ -231,8 +253,10 @@ private:
         int d = dir(tag);
         cudaStream_t s = streams_[d].get();
         after_compute(s);
-        if (send) NCCL_CHECK(ncclSend(data, n, nccl_type(t), peer, comm(d), s));
-        else NCCL_CHECK(ncclRecv(data, n, nccl_type(t), peer, comm(d), s));
+        if (send)
+            NCCL_CHECK(ncclSend(data, n, nccl_type(t), peer, comm(d), s));
+        else
+            NCCL_CHECK(ncclRecv(data, n, nccl_type(t), peer, comm(d), s));
         return request_after(s);
     }
 
@@ -250,7 +274,8 @@ private:
 
     // Runs one collective; host buffers go through the staging buffer.
     template <typename F>
-    void collective(const char* what, const void* in, void* out, int64_t in_bytes, int64_t out_bytes, F&& op) {
+    void collective(const char* what, const void* in, void* out, int64_t in_bytes,
+                    int64_t out_bytes, F&& op) {
         ++seq_;
         last_op_ = what;
         cudaStream_t s = streams_[0].get();
@@ -275,8 +300,9 @@ private:
         if (blocking_) {
             wait_stream(s, what);
             if (comm_trace())
-                std::fprintf(stderr, "[comm] %s %s #%lld %lld bytes at %.3f ms took %.3f ms\n", who_.c_str(),
-                             what, (long long)seq_, (long long)in_bytes, t0, trace_ms() - t0);
+                std::fprintf(stderr, "[comm] %s %s #%lld %lld bytes at %.3f ms took %.3f ms\n",
+                             who_.c_str(), what, (long long)seq_, (long long)in_bytes, t0,
+                             trace_ms() - t0);
         } else {
             CudaEvent done = cuda_event_create();
             CUDA_CHECK(cudaEventRecord(done.get(), s));
@@ -303,9 +329,10 @@ private:
 #endif
                 for (NcclComm& c : comms_) nccl_comm_abort(c);
                 comms_.clear();
-                throw Error(str_cat(who_, ": ", what, " #", seq_, " on group ", name_,
-                                    late ? str_cat(" did not complete within ", timeout_.count(), " ms")
-                                         : str_cat(" failed: ", ncclGetErrorString(async))));
+                throw Error(
+                    str_cat(who_, ": ", what, " #", seq_, " on group ", name_,
+                            late ? str_cat(" did not complete within ", timeout_.count(), " ms")
+                                 : str_cat(" failed: ", ncclGetErrorString(async))));
             }
             // spin through short waits (a step's small collectives), sleep through long ones
             if (std::chrono::steady_clock::now() - t0 > std::chrono::milliseconds(2))
@@ -392,8 +419,8 @@ ProcessGroups comm_create_groups_nccl(const RankEnv& env, const MeshShape& mesh,
             NCCL_CHECK(ncclCommInitRankConfig(&comm, (int)members.size(), id, grank, &cfg));
             comms.emplace_back(comm);
         }
-        *s.out = std::make_unique<NcclCommunicator>(std::move(comms), name, grank,
-                                                    (int)members.size(), s.blocking, o.timeout, who);
+        *s.out = std::make_unique<NcclCommunicator>(
+            std::move(comms), name, grank, (int)members.size(), s.blocking, o.timeout, who);
     }
     return g;
 }

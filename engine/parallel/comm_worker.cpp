@@ -13,7 +13,9 @@ bool comm_trace() {
 }
 
 double trace_ms() {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 CommWorker::CommWorker(Mode mode) : mode_(mode) {
@@ -34,7 +36,8 @@ std::shared_future<void> CommWorker::post(std::function<void()> task) {
     if (mode_ == Mode::lazy) {
         queue_.emplace_back(std::move(task), std::promise<void>());
         const size_t k = posted_++;
-        std::shared_future<void> f = std::async(std::launch::deferred, [this, k] { run_until(k); }).share();
+        std::shared_future<void> f =
+            std::async(std::launch::deferred, [this, k] { run_until(k); }).share();
         pending_.push_back(f);
         return f;
     }

@@ -17,7 +17,7 @@
 namespace tessera {
 
 class CommWorker {
-public:
+  public:
     enum class Mode { thread, lazy };
     explicit CommWorker(Mode mode = Mode::thread);
     ~CommWorker();
@@ -29,7 +29,7 @@ public:
     // Waits for every posted task; rethrows the first failure.
     void drain();
 
-private:
+  private:
     void run();
     void run_until(size_t k);  // lazy: runs tasks [done_, k]
     std::mutex mu_;

@@ -11,7 +11,7 @@ namespace tessera {
 namespace {
 
 class CpuOps final : public DeviceOps {
-public:
+  public:
     Device device() const override { return Device::cpu; }
     void copy(float* dst, const float* src, int64_t n) override {
         std::memcpy(dst, src, sizeof(float) * n);
@@ -22,7 +22,9 @@ public:
         tessera::accumulate(dst, src, n);
     }
     void sum_squares_begin() override { acc_squares_ = 0; }
-    void sum_squares_add(const float* x, int64_t n) override { acc_squares_ += tessera::sum_squares(x, n); }
+    void sum_squares_add(const float* x, int64_t n) override {
+        acc_squares_ += tessera::sum_squares(x, n);
+    }
     void sum_begin() override { acc_sum_ = 0; }
     void sum_add(const float* x, int64_t n) override {
         double s = 0;
@@ -49,7 +51,7 @@ public:
         }
     }
 
-private:
+  private:
     double acc_squares_ = 0, acc_sum_ = 0;
     float scalars_[3] = {0, 0, 0};
 };
@@ -57,7 +59,7 @@ private:
 // The meta device (the estimator): buffers are meta tensors that hold no bytes, so every
 // operation is a no-op; what a step allocates is all it has to show.
 class MetaOps final : public DeviceOps {
-public:
+  public:
     Device device() const override { return Device::meta; }
     void copy(float*, const float*, int64_t) override {}
     void upload(float*, const float*, int64_t) override {}
@@ -72,12 +74,13 @@ public:
     void read_step_scalars(float out[3]) override {
         for (int i = 0; i < 3; ++i) out[i] = 0;
     }
-    void adamw_ranges(const std::vector<AdamWRange>&, const AdamWHyper&, double, const float*) override {}
+    void adamw_ranges(const std::vector<AdamWRange>&, const AdamWHyper&, double,
+                      const float*) override {}
     void zero(float*, int64_t) override {}
     void to_bf16(void*, const float*, int64_t) override {}
     void from_bf16(float*, const void*, int64_t) override {}
 
-private:
+  private:
     float scalars_[3] = {0, 0, 0};  // never read: the meta ops read nothing
 };
 
@@ -95,13 +98,16 @@ DeviceOps& device_ops_cpu() {
 
 #ifndef TESSERA_HAVE_CUDA
 DeviceOps& device_ops_cuda() {
-    throw InputError("runtime.device: cuda, but this build of tessera has no CUDA backend "
-                     "(configure with -DTESSERA_CUDA=ON on a machine with nvcc)");
+    throw InputError(
+        "runtime.device: cuda, but this build of tessera has no CUDA backend "
+        "(configure with -DTESSERA_CUDA=ON on a machine with nvcc)");
 }
 #endif
 
 DeviceOps& device_ops_for(Device d) {
-    return d == Device::cuda ? device_ops_cuda() : d == Device::meta ? device_ops_meta() : device_ops_cpu();
+    return d == Device::cuda   ? device_ops_cuda()
+           : d == Device::meta ? device_ops_meta()
+                               : device_ops_cpu();
 }
 
 }  // namespace tessera

@@ -13,7 +13,7 @@
 namespace tessera {
 
 class DeviceOps {
-public:
+  public:
     virtual ~DeviceOps() = default;
     virtual Device device() const = 0;
     virtual void copy(float* dst, const float* src, int64_t n) = 0;  // same device

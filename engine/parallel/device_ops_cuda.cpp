@@ -14,34 +14,45 @@ namespace tessera {
 namespace {
 
 class CudaOps final : public DeviceOps {
-public:
+  public:
     CudaOps()
-        : scalar_buf_(cuda_malloc_device<double>(1)), sum_buf_(cuda_malloc_device<double>(1)),
+        : scalar_buf_(cuda_malloc_device<double>(1)),
+          sum_buf_(cuda_malloc_device<double>(1)),
           step_scalars_buf_(cuda_malloc_device<float>(3)),
           step_scalars_host_buf_(cuda_malloc_pinned<float>(3)) {}
     Device device() const override { return Device::cuda; }
     void copy(float* dst, const float* src, int64_t n) override {
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, cuda_stream()));
+        CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, cuda_stream()));
     }
     void upload(float* dst, const float* src, int64_t n) override {
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyHostToDevice, cuda_stream()));
+        CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyHostToDevice, cuda_stream()));
         cuda_synchronize();
     }
     void download(float* dst, const float* src, int64_t n) override {
-        CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToHost, cuda_stream()));
+        CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToHost, cuda_stream()));
         cuda_synchronize();
     }
     void accumulate(float* dst, const float* src, int64_t n) override {
         accumulate_cuda(dst, src, n, cuda_stream());
     }
     // device-side accumulation into scalar_ and sum_
-    void sum_squares_begin() override { CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream())); }
-    void sum_squares_add(const float* x, int64_t n) override { sum_squares_cuda(scalar_, x, n, cuda_stream()); }
-    void sum_begin() override { CUDA_CHECK(cudaMemsetAsync(sum_, 0, sizeof(double), cuda_stream())); }
+    void sum_squares_begin() override {
+        CUDA_CHECK(cudaMemsetAsync(scalar_, 0, sizeof(double), cuda_stream()));
+    }
+    void sum_squares_add(const float* x, int64_t n) override {
+        sum_squares_cuda(scalar_, x, n, cuda_stream());
+    }
+    void sum_begin() override {
+        CUDA_CHECK(cudaMemsetAsync(sum_, 0, sizeof(double), cuda_stream()));
+    }
     void sum_add(const float* x, int64_t n) override { sum_cuda(sum_, x, n, cuda_stream()); }
     double sum_end() override {
         double h = 0;
-        CUDA_CHECK(cudaMemcpyAsync(&h, sum_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
+        CUDA_CHECK(
+            cudaMemcpyAsync(&h, sum_, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream()));
         cuda_synchronize();
         return h;
     }
@@ -57,8 +68,8 @@ public:
     }
     void adamw_ranges(const std::vector<AdamWRange>& ranges, const AdamWHyper& h, double grad_clip,
                       const float* norm2) override {
-        adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t, 1.0f,
-                         cuda_stream(), norm2, grad_clip);
+        adamw_multi_cuda(ranges.data(), (int)ranges.size(), h.lr, h.beta1, h.beta2, h.eps, h.t,
+                         1.0f, cuda_stream(), norm2, grad_clip);
     }
     void zero(float* x, int64_t n) override {
         CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * n, cuda_stream()));
@@ -79,7 +90,7 @@ public:
     }
     void synchronize() override { cuda_synchronize(); }
 
-private:
+  private:
     // owned for the process (a function-static singleton, destroyed at exit before the CUDA
     // runtime's teardown, which registered earlier, at cuda_device_init)
     DeviceBuffer<double> scalar_buf_, sum_buf_;

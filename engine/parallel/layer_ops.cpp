@@ -2,9 +2,9 @@
 #include "engine/parallel/layer_ops.h"
 
 #include <map>
-#include <tuple>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "engine/core/error.h"
@@ -31,22 +31,27 @@ LayerTraits layer_traits(Device d, DType act, bool fp8) {
 }
 
 const char* op_kind_name(OpKind k) {
-    static const char* names[] = {
-        "matmul_forward",      "matmul_gelu_forward", "matmul_backward",    "layernorm_forward",
-        "layernorm_backward",  "gelu_forward",        "gelu_backward",      "relu_forward",
-        "relu_backward",       "attention_forward",   "attention_backward", "rmsnorm_forward",
-        "rmsnorm_backward",    "rope",                "swiglu_forward",     "swiglu_backward",
-        "add_bias_residual",
-        "embedding_forward",   "embedding_backward",  "cross_entropy_stats", "cross_entropy_loss",
-        "accumulate",          "cast_weights",        "copy",               "tp_all_reduce"};
+    static const char* names[] = {"matmul_forward",     "matmul_gelu_forward",
+                                  "matmul_backward",    "layernorm_forward",
+                                  "layernorm_backward", "gelu_forward",
+                                  "gelu_backward",      "relu_forward",
+                                  "relu_backward",      "attention_forward",
+                                  "attention_backward", "rmsnorm_forward",
+                                  "rmsnorm_backward",   "rope",
+                                  "swiglu_forward",     "swiglu_backward",
+                                  "add_bias_residual",  "embedding_forward",
+                                  "embedding_backward", "cross_entropy_stats",
+                                  "cross_entropy_loss", "accumulate",
+                                  "cast_weights",       "copy",
+                                  "tp_all_reduce"};
     static_assert(sizeof names / sizeof names[0] == (size_t)OpKind::count, "a name per op kind");
     return names[(int)k];
 }
 
 Tensor LayerOps::fp8_workspace(int N, int C, int OC, bool backward) const {
     if (!traits.fp8 || !Fp8Workspace::eligible(N, C, OC)) return {};
-    return Tensor::empty({Fp8Workspace::of(N, C, OC, backward).bytes}, MemCategory::workspace, DType::u8,
-                         device());
+    return Tensor::empty({Fp8Workspace::of(N, C, OC, backward).bytes}, MemCategory::workspace,
+                         DType::u8, device());
 }
 
 namespace {
@@ -55,83 +60,99 @@ thread_local OpTrace* t_trace = nullptr;
 
 // The meta device: every op launches nothing and records its call in the installed trace.
 class MetaLayerOps final : public LayerOps {
-public:
+  public:
     explicit MetaLayerOps(const LayerTraits& t) : LayerOps(t) {}
     Device device() const override { return Device::meta; }
-    void layernorm_forward(void*, float*, float*, const void*, const void*, const void*, int N, int C) override {
+    void layernorm_forward(void*, float*, float*, const void*, const void*, const void*, int N,
+                           int C) override {
         rec(OpKind::layernorm_forward, N, C);
     }
-    void layernorm_backward(void* dinp, float* dw, float*, const void*, const void*, const void*, const float*,
-                            const float*, int N, int C) override {
+    void layernorm_backward(void* dinp, float* dw, float*, const void*, const void*, const void*,
+                            const float*, const float*, int N, int C) override {
         rec(OpKind::layernorm_backward, N, C);
         split_share(dinp, dw);
     }
-    void matmul_forward(void*, const void*, const void*, const void*, int N, int C, int OC) override {
+    void matmul_forward(void*, const void*, const void*, const void*, int N, int C,
+                        int OC) override {
         gemm(OpKind::matmul_forward, N, C, OC);
     }
-    void matmul_gelu_forward(void*, void*, const void*, const void*, const void*, int N, int C, int OC) override {
+    void matmul_gelu_forward(void*, void*, const void*, const void*, const void*, int N, int C,
+                             int OC) override {
         gemm(OpKind::matmul_gelu_forward, N, C, OC);
     }
-    void matmul_backward(void* dinp, float* dw, float*, const void*, const void*, const void*, int N, int C,
-                         int OC) override {
+    void matmul_backward(void* dinp, float* dw, float*, const void*, const void*, const void*,
+                         int N, int C, int OC) override {
         gemm(OpKind::matmul_backward, N, C, OC);
         split_share(dinp, dw);
     }
     void gelu_forward(void*, const void*, int64_t n) override { rec(OpKind::gelu_forward, n); }
-    void gelu_backward(void*, const void*, const void*, int64_t n) override { rec(OpKind::gelu_backward, n); }
+    void gelu_backward(void*, const void*, const void*, int64_t n) override {
+        rec(OpKind::gelu_backward, n);
+    }
     void relu_forward(void*, const void*, int64_t n) override { rec(OpKind::relu_forward, n); }
-    void relu_backward(void*, const void*, const void*, int64_t n) override { rec(OpKind::relu_backward, n); }
+    void relu_backward(void*, const void*, const void*, int64_t n) override {
+        rec(OpKind::relu_backward, n);
+    }
     int64_t count_correct(const void*, const int*, int, int) override { return 0; }
-    void attention_forward(void*, float*, const void*, int B, int T, int C, int NH, int KV) override {
+    void attention_forward(void*, float*, const void*, int B, int T, int C, int NH,
+                           int KV) override {
         rec(OpKind::attention_forward, (int64_t)B * T, C, KV, B, T, NH);
     }
-    void attention_backward(void*, const void*, const void*, const void*, const float*, int B, int T, int C,
-                            int NH, int KV) override {
+    void attention_backward(void*, const void*, const void*, const void*, const float*, int B,
+                            int T, int C, int NH, int KV) override {
         rec(OpKind::attention_backward, (int64_t)B * T, C, KV, B, T, NH);
     }
     void rmsnorm_forward(void*, float*, const void*, const void*, int N, int C, float) override {
         rec(OpKind::rmsnorm_forward, N, C);
     }
-    void rmsnorm_backward(void* dinp, float* dw, const void*, const void*, const void*, const float*, int N,
-                          int C) override {
+    void rmsnorm_backward(void* dinp, float* dw, const void*, const void*, const void*,
+                          const float*, int N, int C) override {
         rec(OpKind::rmsnorm_backward, N, C);
         split_share(dinp, dw);
     }
     // priced as RMSNorm over the heads' rows
-    void head_rmsnorm_forward(void*, float*, const void*, const void*, int N, int heads, int hd, int64_t,
-                              float) override {
+    void head_rmsnorm_forward(void*, float*, const void*, const void*, int N, int heads, int hd,
+                              int64_t, float) override {
         rec(OpKind::rmsnorm_forward, (int64_t)N * heads, hd);
     }
-    void head_rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*, int N,
-                               int heads, int hd, int64_t) override {
+    void head_rmsnorm_backward(void*, float*, const void*, const void*, const void*, const float*,
+                               int N, int heads, int hd, int64_t) override {
         rec(OpKind::rmsnorm_backward, (int64_t)N * heads, hd);
     }
-    void rope(void*, int B, int T, int heads, int hd, int64_t, const std::vector<float>&, bool, int) override {
+    void rope(void*, int B, int T, int heads, int hd, int64_t, const std::vector<float>&, bool,
+              int) override {
         rec(OpKind::rope, (int64_t)B * T, (int64_t)heads * hd);
     }
     // decoding is not planned: nothing recorded
-    void attention_decode(void*, const void*, int64_t, const void*, const void*, int, int, int, int, int, int,
-                          int) override {}
+    void attention_decode(void*, const void*, int64_t, const void*, const void*, int, int, int, int,
+                          int, int, int) override {}
     void copy_rows(void*, int64_t, const void*, int64_t, int64_t, int64_t) override {}
-    std::vector<float> read_f32(const void*, int64_t n) override { return std::vector<float>((size_t)n, 0.0f); }
-    void swiglu_forward(void*, const void*, int N, int F) override { rec(OpKind::swiglu_forward, N, F); }
-    void swiglu_backward(void*, const void*, const void*, int N, int F) override { rec(OpKind::swiglu_backward, N, F); }
+    std::vector<float> read_f32(const void*, int64_t n) override {
+        return std::vector<float>((size_t)n, 0.0f);
+    }
+    void swiglu_forward(void*, const void*, int N, int F) override {
+        rec(OpKind::swiglu_forward, N, F);
+    }
+    void swiglu_backward(void*, const void*, const void*, int N, int F) override {
+        rec(OpKind::swiglu_backward, N, F);
+    }
     void add_bias_residual(void*, const void*, const void*, int N, int C) override {
         rec(OpKind::add_bias_residual, N, C);
     }
-    void embedding_forward(void*, const int*, const void*, const void*, int64_t, int64_t, int B, int T,
-                           int C) override {
+    void embedding_forward(void*, const int*, const void*, const void*, int64_t, int64_t, int B,
+                           int T, int C) override {
         rec(OpKind::embedding_forward, (int64_t)B * T, C);
     }
-    void embedding_backward(float*, float*, const void*, const int*, int64_t, int64_t, int B, int T, int C) override {
+    void embedding_backward(float*, float*, const void*, const int*, int64_t, int64_t, int B, int T,
+                            int C) override {
         rec(OpKind::embedding_backward, (int64_t)B * T, C);
     }
     void cross_entropy_stats(float*, float*, void*, const int*, int64_t, int N, int, int Vp,
                              const TpGroup&) override {
         rec(OpKind::cross_entropy_stats, N, Vp);
     }
-    void cross_entropy_loss(float*, void*, const float*, const int*, int64_t, int N, int, int Vp, float,
-                            bool) override {
+    void cross_entropy_loss(float*, void*, const float*, const int*, int64_t, int N, int, int Vp,
+                            float, bool) override {
         rec(OpKind::cross_entropy_loss, N, Vp);
     }
     void accumulate(float*, const float*, int64_t n) override { rec(OpKind::accumulate, n); }
@@ -139,7 +160,7 @@ public:
     void copy(void*, const void*, int64_t bytes) override { rec(OpKind::copy, bytes); }
     void upload_tokens(TokenSlot&, const std::vector<int32_t>&) override {}
 
-private:
+  private:
     // a backward computing only its input gradient or only its weights' (zb-h1's B or W)
     void split_share(const void* dinp, const float* dw) const {
         if (t_trace && !t_trace->calls.empty() && (!dinp || !dw)) t_trace->calls.back().share = 0.5;
@@ -157,8 +178,12 @@ private:
 
 }  // namespace
 
-OpTrace* op_trace_install(OpTrace* t) { return std::exchange(t_trace, t); }
-OpTrace* op_trace_current() { return t_trace; }
+OpTrace* op_trace_install(OpTrace* t) {
+    return std::exchange(t_trace, t);
+}
+OpTrace* op_trace_current() {
+    return t_trace;
+}
 
 LayerOps& layer_ops_meta(const LayerTraits& target) {
     static std::mutex mu;

@@ -33,7 +33,7 @@ enum class OpKind {
     gelu_backward,        // N elements
     relu_forward,         // N elements
     relu_backward,        // N elements
-    attention_forward,    // B, T, C (this rank's heads' width), NH (this rank's heads), OC = KV heads
+    attention_forward,  // B, T, C (this rank's heads' width), NH (this rank's heads), OC = KV heads
     attention_backward,   // B, T, C, NH, OC = KV heads
     rmsnorm_forward,      // N, C
     rmsnorm_backward,     // N, C
@@ -77,9 +77,11 @@ struct TpGroup {
     Communicator* comm = nullptr;
     int rank = 0, size = 1;
     void all_reduce(void* x, int64_t n, DType t, ReduceOp op = ReduceOp::sum) const {
-        if (comm) comm->all_reduce(x, n, t, op);
+        if (comm)
+            comm->all_reduce(x, n, t, op);
         else if (size > 1 && op_trace_current())
-            op_trace_current()->calls.push_back({OpKind::tp_all_reduce, n * dtype_size(t), 0, 0, 0, 0, size, t});
+            op_trace_current()->calls.push_back(
+                {OpKind::tp_all_reduce, n * dtype_size(t), 0, 0, 0, 0, size, t});
     }
 };
 
@@ -119,7 +121,7 @@ struct TokenSlot {
 };
 
 class LayerOps {
-public:
+  public:
     explicit LayerOps(LayerTraits t) : traits(t) {}
     virtual ~LayerOps() = default;
     const LayerTraits traits;
@@ -168,12 +170,12 @@ public:
                                   const void* weight, const float* rstd, int N, int C) = 0;
     // Per-head RMSNorm (Qwen3's q/k norm): `heads` heads of hd at the start of each of N rows of
     // out and inp (row stride `stride` elements); weight (hd); rstd (N·heads)
-    virtual void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight, int N,
-                                      int heads, int hd, int64_t stride, float eps) = 0;
+    virtual void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* weight,
+                                      int N, int heads, int hd, int64_t stride, float eps) = 0;
     // dinp (laid out as inp) = (overwritten; dinp may be dout); dweight (hd) +=
-    virtual void head_rmsnorm_backward(void* dinp, float* dweight, const void* dout, const void* inp,
-                                       const void* weight, const float* rstd, int N, int heads, int hd,
-                                       int64_t stride) = 0;
+    virtual void head_rmsnorm_backward(void* dinp, float* dweight, const void* dout,
+                                       const void* inp, const void* weight, const float* rstd,
+                                       int N, int heads, int hd, int64_t stride) = 0;
     // Rotary embeddings, in place: `heads` heads of width hd at the start of each of B·T rows of
     // x (row stride `stride` elements), position pos0 + row % T; inverse: the backward's rotation
     virtual void rope(void* x, int B, int T, int heads, int hd, int64_t stride,
@@ -181,11 +183,12 @@ public:
     // Cached decoding (tessera sample): n new queries per sequence against a key/value cache.
     // q: B·n rows (row stride q_stride elements) of NH heads of hd; kc, vc (B, Tmax, KV·hd); query
     // i of sequence b at position pos0 + i sees keys 0 .. pos0 + i. out (B·n, NH·hd).
-    virtual void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc, const void* vc,
-                                  int B, int n, int pos0, int NH, int KV, int hd, int Tmax) = 0;
+    virtual void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc,
+                                  const void* vc, int B, int n, int pos0, int NH, int KV, int hd,
+                                  int Tmax) = 0;
     // rows rows of row_bytes from src (row pitch src_pitch bytes) to dst (row pitch dst_pitch)
-    virtual void copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t rows,
-                           int64_t row_bytes) = 0;
+    virtual void copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch,
+                           int64_t rows, int64_t row_bytes) = 0;
     // n elements of the activation dtype, widened to fp32 on the host (waits for the device)
     virtual std::vector<float> read_f32(const void* x, int64_t n) = 0;
     // out (N, F) = silu(gate) · up, gu (N, 2F) each row's gate then up

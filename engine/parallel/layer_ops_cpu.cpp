@@ -19,11 +19,15 @@ namespace tessera {
 
 namespace {
 
-float* F(void* p) { return static_cast<float*>(p); }
-const float* F(const void* p) { return static_cast<const float*>(p); }
+float* F(void* p) {
+    return static_cast<float*>(p);
+}
+const float* F(const void* p) {
+    return static_cast<const float*>(p);
+}
 
 class CpuLayerOps final : public LayerOps {
-public:
+  public:
     CpuLayerOps() : LayerOps(layer_traits(Device::cpu, DType::f32)) {}
 
     void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
@@ -31,7 +35,8 @@ public:
         tessera::layernorm_forward(F(out), mean, rstd, F(inp), F(w), F(b), N, C);
     }
     void layernorm_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
-                            const void* w, const float* mean, const float* rstd, int N, int C) override {
+                            const void* w, const float* mean, const float* rstd, int N,
+                            int C) override {
         tessera::layernorm_backward(F(dinp), dw, db, F(dout), F(inp), F(w), mean, rstd, N, C);
     }
     void matmul_forward(void* out, const void* inp, const void* w, const void* b, int N, int C,
@@ -60,8 +65,8 @@ public:
     void relu_backward(void* dinp, const void* inp, const void* dout, int64_t n) override {
         relu_backward_set(F(dinp), F(inp), F(dout), n);
     }
-    void attention_forward(void* out, float* stats, const void* qkv, int B, int T, int C,
-                           int NH, int KV) override {
+    void attention_forward(void* out, float* stats, const void* qkv, int B, int T, int C, int NH,
+                           int KV) override {
         tessera::attention_forward(F(out), stats, F(qkv), B, T, C, NH, KV);
     }
     void attention_backward(void* dqkv, const void* dout, const void* qkv, const void*,
@@ -69,35 +74,41 @@ public:
         std::memset(dqkv, 0, sizeof(float) * B * T * (C + 2 * (C / NH) * KV));
         tessera::attention_backward(F(dqkv), F(dout), F(qkv), stats, B, T, C, NH, KV);
     }
-    void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C, float eps) override {
+    void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C,
+                         float eps) override {
         tessera::rmsnorm_forward(F(out), rstd, F(inp), F(w), N, C, eps);
     }
     void rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
                           const float* rstd, int N, int C) override {
         tessera::rmsnorm_backward(F(dinp), dw, F(dout), F(inp), F(w), rstd, N, C);
     }
-    void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int heads, int hd,
-                              int64_t stride, float eps) override {
+    void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N,
+                              int heads, int hd, int64_t stride, float eps) override {
         rmsnorm_heads_forward(F(out), rstd, F(inp), F(w), N, heads, hd, (long)stride, eps);
     }
-    void head_rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
-                               const float* rstd, int N, int heads, int hd, int64_t stride) override {
-        rmsnorm_heads_backward(F(dinp), dw, F(dout), F(inp), F(w), rstd, N, heads, hd, (long)stride);
+    void head_rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp,
+                               const void* w, const float* rstd, int N, int heads, int hd,
+                               int64_t stride) override {
+        rmsnorm_heads_backward(F(dinp), dw, F(dout), F(inp), F(w), rstd, N, heads, hd,
+                               (long)stride);
     }
-    void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc, const void* vc, int B, int n,
-                          int pos0, int NH, int KV, int hd, int Tmax) override {
-        tessera::attention_decode(F(out), F(q), (long)q_stride, F(kc), F(vc), B, n, pos0, NH, KV, hd, Tmax);
+    void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc,
+                          const void* vc, int B, int n, int pos0, int NH, int KV, int hd,
+                          int Tmax) override {
+        tessera::attention_decode(F(out), F(q), (long)q_stride, F(kc), F(vc), B, n, pos0, NH, KV,
+                                  hd, Tmax);
     }
     void copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t rows,
                    int64_t row_bytes) override {
         for (int64_t r = 0; r < rows; ++r)
-            std::memcpy((char*)dst + r * dst_pitch, (const char*)src + r * src_pitch, (size_t)row_bytes);
+            std::memcpy((char*)dst + r * dst_pitch, (const char*)src + r * src_pitch,
+                        (size_t)row_bytes);
     }
     std::vector<float> read_f32(const void* x, int64_t n) override {
         return std::vector<float>(F(x), F(x) + n);
     }
-    void rope(void* x, int B, int T, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
-              bool inverse, int pos0) override {
+    void rope(void* x, int B, int T, int heads, int hd, int64_t stride,
+              const std::vector<float>& inv_freq, bool inverse, int pos0) override {
         rope_apply(F(x), B, T, heads, hd, (long)stride, inv_freq, inverse, pos0);
     }
     void swiglu_forward(void* out, const void* gu, int N, int Fw) override {
@@ -127,8 +138,10 @@ public:
         for (int n = 0; n < N; ++n) {
             float* o = out + (int64_t)n * C;
             const int tok = tokens[n];
-            if (tok >= v0 && tok < v1) std::memcpy(o, wte + (tok - v0) * C, sizeof(float) * C);
-            else std::memset(o, 0, sizeof(float) * C);
+            if (tok >= v0 && tok < v1)
+                std::memcpy(o, wte + (tok - v0) * C, sizeof(float) * C);
+            else
+                std::memset(o, 0, sizeof(float) * C);
             if (wpe) {
                 const float* pe = wpe + (int64_t)(n % T) * C;
                 for (int c = 0; c < C; ++c) o[c] += pe[c];
@@ -206,11 +219,15 @@ public:
     int64_t count_correct(const void* logits, const int* targets, int N, int V) override {
         return tessera::count_correct(F(logits), targets, N, V);
     }
-    void accumulate(float* dst, const float* src, int64_t n) override { tessera::accumulate(dst, src, n); }
+    void accumulate(float* dst, const float* src, int64_t n) override {
+        tessera::accumulate(dst, src, n);
+    }
     void cast_weights(void*, const float*, int64_t) override {
         throw Error("CPU layers compute with their fp32 masters: nothing to cast");
     }
-    void copy(void* dst, const void* src, int64_t bytes) override { std::memcpy(dst, src, bytes); }
+    void copy(void* dst, const void* src, int64_t bytes) override {
+        std::memcpy(dst, src, bytes);
+    }
     void upload_tokens(TokenSlot&, const std::vector<int32_t>&) override {
         throw Error("CPU layers read token ids from the batch");
     }

@@ -40,21 +40,24 @@ constexpr DType dtype_of() {
 
 template <typename T>
 class CudaLayerOps final : public LayerOps {
-public:
-    explicit CudaLayerOps(bool fp8 = false) : LayerOps(layer_traits(Device::cuda, dtype_of<T>(), fp8)) {}
+  public:
+    explicit CudaLayerOps(bool fp8 = false)
+        : LayerOps(layer_traits(Device::cuda, dtype_of<T>(), fp8)) {}
 
     void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
                            const void* b, int N, int C) override {
         layernorm_forward_cuda<T>(P(out), mean, rstd, P(inp), P(w), P(b), N, C, st());
     }
     void layernorm_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
-                            const void* w, const float* mean, const float* rstd, int N, int C) override {
+                            const void* w, const float* mean, const float* rstd, int N,
+                            int C) override {
         layernorm_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), mean, rstd, N, C, st());
     }
     void matmul_forward(void* out, const void* inp, const void* w, const void* b, int N, int C,
                         int OC) override {
         Tensor ws = fp8_workspace(N, C, OC, false);
-        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), false, nullptr, ws.data());
+        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), false, nullptr,
+                               ws.data());
     }
     void matmul_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* b,
                              int N, int C, int OC) override {
@@ -72,45 +75,55 @@ public:
     void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) override {
         gelu_backward_cuda<T>(P(dinp), P(inp), P(dout), (long)n, st());
     }
-    void attention_forward(void* out, float* lse, const void* qkv, int B, int T_, int C, int NH, int KV) override {
+    void attention_forward(void* out, float* lse, const void* qkv, int B, int T_, int C, int NH,
+                           int KV) override {
         attention_forward_cuda<T>(P(out), lse, P(qkv), B, T_, C, NH, KV, st());
     }
     void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
                             const float* lse, int B, int T_, int C, int NH, int KV) override {
         attention_backward_cuda<T>(P(dqkv), P(dout), P(qkv), P(out), lse, B, T_, C, NH, KV, st());
     }
-    void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C, float eps) override {
+    void rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int C,
+                         float eps) override {
         rmsnorm_forward_cuda<T>(P(out), rstd, P(inp), P(w), N, C, eps, st());
     }
     void rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
                           const float* rstd, int N, int C) override {
         rmsnorm_backward_cuda<T>(P(dinp), dw, P(dout), P(inp), P(w), rstd, N, C, st());
     }
-    void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N, int heads, int hd,
-                              int64_t stride, float eps) override {
-        rmsnorm_heads_forward_cuda<T>(P(out), rstd, P(inp), P(w), N, heads, hd, (long)stride, eps, st());
+    void head_rmsnorm_forward(void* out, float* rstd, const void* inp, const void* w, int N,
+                              int heads, int hd, int64_t stride, float eps) override {
+        rmsnorm_heads_forward_cuda<T>(P(out), rstd, P(inp), P(w), N, heads, hd, (long)stride, eps,
+                                      st());
     }
-    void head_rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp, const void* w,
-                               const float* rstd, int N, int heads, int hd, int64_t stride) override {
-        rmsnorm_heads_backward_cuda<T>(P(dinp), dw, P(dout), P(inp), P(w), rstd, N, heads, hd, (long)stride, st());
+    void head_rmsnorm_backward(void* dinp, float* dw, const void* dout, const void* inp,
+                               const void* w, const float* rstd, int N, int heads, int hd,
+                               int64_t stride) override {
+        rmsnorm_heads_backward_cuda<T>(P(dinp), dw, P(dout), P(inp), P(w), rstd, N, heads, hd,
+                                       (long)stride, st());
     }
-    void rope(void* x, int B, int T_, int heads, int hd, int64_t stride, const std::vector<float>& inv_freq,
-              bool inverse, int pos0) override {
-        rope_cuda<T>(P(x), B, T_, heads, hd, (long)stride, device_table(inv_freq), inverse, st(), pos0);
+    void rope(void* x, int B, int T_, int heads, int hd, int64_t stride,
+              const std::vector<float>& inv_freq, bool inverse, int pos0) override {
+        rope_cuda<T>(P(x), B, T_, heads, hd, (long)stride, device_table(inv_freq), inverse, st(),
+                     pos0);
     }
-    void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc, const void* vc, int B, int n,
-                          int pos0, int NH, int KV, int hd, int Tmax) override {
-        attention_decode_cuda<T>(P(out), P(q), (long)q_stride, P(kc), P(vc), B, n, pos0, NH, KV, hd, Tmax, st());
+    void attention_decode(void* out, const void* q, int64_t q_stride, const void* kc,
+                          const void* vc, int B, int n, int pos0, int NH, int KV, int hd,
+                          int Tmax) override {
+        attention_decode_cuda<T>(P(out), P(q), (long)q_stride, P(kc), P(vc), B, n, pos0, NH, KV, hd,
+                                 Tmax, st());
     }
     void copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t rows,
                    int64_t row_bytes) override {
-        CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice, st()));
+        CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows,
+                                     cudaMemcpyDeviceToDevice, st()));
     }
     std::vector<float> read_f32(const void* x, int64_t n) override {
         Tensor f = Tensor::empty({n}, MemCategory::workspace, DType::f32, Device::cuda);
         cast_to_f32_cuda<T>(f.f32(), P(x), (long)n, st());
         std::vector<float> h((size_t)n);
-        CUDA_CHECK(cudaMemcpyAsync(h.data(), f.f32(), sizeof(float) * n, cudaMemcpyDeviceToHost, st()));
+        CUDA_CHECK(
+            cudaMemcpyAsync(h.data(), f.f32(), sizeof(float) * n, cudaMemcpyDeviceToHost, st()));
         CUDA_CHECK(cudaStreamSynchronize(st()));
         return h;
     }
@@ -139,14 +152,16 @@ public:
         float* tt = sum + N;
         ce_row_stats_cuda<T>(mx, sum, tt, P(logits), targets, v0, N, Vl, st(), Vp);
         if (tp.size > 1) {  // global max, then the rescaled sums
-            CUDA_CHECK(cudaMemcpyAsync(gmax, mx, sizeof(float) * N, cudaMemcpyDeviceToDevice, st()));
+            CUDA_CHECK(
+                cudaMemcpyAsync(gmax, mx, sizeof(float) * N, cudaMemcpyDeviceToDevice, st()));
             tp.all_reduce(gmax, N, DType::f32, ReduceOp::max);
             ce_rescale_cuda(mx, sum, tt, gmax, N, st());
             tp.all_reduce(sum, 2 * (int64_t)N, DType::f32);
         }
     }
     void cross_entropy_loss(float* losses, void* logits, const float* stats, const int* targets,
-                            int64_t v0, int N, int Vl, int Vp, float loss_scale, bool grad) override {
+                            int64_t v0, int N, int Vl, int Vp, float loss_scale,
+                            bool grad) override {
         const float *mx = stats, *sum = mx + N, *tt = sum + N;
         if (grad)
             ce_loss_and_grad_cuda<T>(losses, P(logits), mx, sum, tt, targets, v0, loss_scale, N, Vl,
@@ -163,19 +178,25 @@ public:
     // Evaluation only: the scores widened to fp32 and read back with the targets, counted on
     // the host (one synchronisation).
     int64_t count_correct(const void* logits, const int* targets, int N, int V) override {
-        Tensor f = Tensor::empty({(int64_t)N * V}, MemCategory::workspace, DType::f32, Device::cuda);
+        Tensor f =
+            Tensor::empty({(int64_t)N * V}, MemCategory::workspace, DType::f32, Device::cuda);
         cast_to_f32_cuda<T>(f.f32(), P(logits), (long)N * V, st());
         std::vector<float> h((size_t)N * V);
         std::vector<int32_t> t((size_t)N);
-        CUDA_CHECK(cudaMemcpyAsync(h.data(), f.f32(), sizeof(float) * h.size(), cudaMemcpyDeviceToHost, st()));
-        CUDA_CHECK(cudaMemcpyAsync(t.data(), targets, sizeof(int32_t) * N, cudaMemcpyDeviceToHost, st()));
+        CUDA_CHECK(cudaMemcpyAsync(h.data(), f.f32(), sizeof(float) * h.size(),
+                                   cudaMemcpyDeviceToHost, st()));
+        CUDA_CHECK(
+            cudaMemcpyAsync(t.data(), targets, sizeof(int32_t) * N, cudaMemcpyDeviceToHost, st()));
         CUDA_CHECK(cudaStreamSynchronize(st()));
         return tessera::count_correct(h.data(), t.data(), N, V);
     }
-    void accumulate(float* dst, const float* src, int64_t n) override { accumulate_cuda(dst, src, (long)n, st()); }
+    void accumulate(float* dst, const float* src, int64_t n) override {
+        accumulate_cuda(dst, src, (long)n, st());
+    }
     void cast_weights(void* dst, const float* src, int64_t n) override {
         if constexpr (std::is_same_v<T, float>)
-            CUDA_CHECK(cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, st()));
+            CUDA_CHECK(
+                cudaMemcpyAsync(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, st()));
         else
             cast_f32_to_bf16_cuda((T*)dst, src, (long)n, st());
     }
@@ -193,10 +214,11 @@ public:
             slot.staging_bytes = bytes;
         }
         std::memcpy(slot.staging.get(), ids.data(), bytes);
-        CUDA_CHECK(cudaMemcpyAsync(slot.device.data(), slot.staging.get(), bytes, cudaMemcpyHostToDevice, st()));
+        CUDA_CHECK(cudaMemcpyAsync(slot.device.data(), slot.staging.get(), bytes,
+                                   cudaMemcpyHostToDevice, st()));
     }
 
-private:
+  private:
     // A small constant table (the rotary frequencies) on the current device, uploaded once per
     // device and content and kept for the process (a few hundred bytes per model).
     static const float* device_table(const std::vector<float>& v) {
@@ -208,7 +230,8 @@ private:
         DeviceBuffer<float>& p = tables[{dev, v}];
         if (!p) {
             p = cuda_malloc_device<float>(v.size());
-            CUDA_CHECK(cudaMemcpy(p.get(), v.data(), sizeof(float) * v.size(), cudaMemcpyHostToDevice));
+            CUDA_CHECK(
+                cudaMemcpy(p.get(), v.data(), sizeof(float) * v.size(), cudaMemcpyHostToDevice));
         }
         return p.get();
     }

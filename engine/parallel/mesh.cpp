@@ -47,11 +47,16 @@ std::string mesh_coord_str(const MeshCoord& c) {
 
 const char* group_kind_name(GroupKind k) {
     switch (k) {
-        case GroupKind::world: return "world";
-        case GroupKind::dp: return "dp";
-        case GroupKind::tp: return "tp";
-        case GroupKind::pp: return "pp";
-        case GroupKind::embedding: return "embedding";
+        case GroupKind::world:
+            return "world";
+        case GroupKind::dp:
+            return "dp";
+        case GroupKind::tp:
+            return "tp";
+        case GroupKind::pp:
+            return "pp";
+        case GroupKind::embedding:
+            return "embedding";
     }
     return "?";
 }

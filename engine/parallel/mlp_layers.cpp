@@ -14,12 +14,16 @@ namespace tessera {
 namespace {
 
 class LinearLayer final : public Layer {
-    enum Saved { X, PRE };  // the input (none for the first layer: the batch holds it), pre-activation
+    enum Saved {
+        X,
+        PRE
+    };  // the input (none for the first layer: the batch holds it), pre-activation
 
-public:
+  public:
     LinearLayer(const ShardSpec& s, int i) : Layer(*s.ops), spec_(s) {
         const std::vector<int>& sizes = s.model.sizes;
-        TS_CHECK(i >= 0 && i + 1 < (int)sizes.size(), "layer index ", i, " outside 0..", sizes.size() - 2);
+        TS_CHECK(i >= 0 && i + 1 < (int)sizes.size(), "layer index ", i, " outside 0..",
+                 sizes.size() - 2);
         TS_CHECK(s.tp.size == 1, "an MLP is not tensor-split");
         in_ = sizes[i];
         out_ = sizes[i + 1];
@@ -42,7 +46,8 @@ public:
         } else {
             const int* tgt = tokens(micro, b, true);
             Tensor stats = f32({3, B}, MemCategory::workspace);
-            ops_.cross_entropy_stats(stats.f32(), nullptr, pre.data(), tgt, 0, B, out_, out_, spec_.tp);
+            ops_.cross_entropy_stats(stats.f32(), nullptr, pre.data(), tgt, 0, B, out_, out_,
+                                     spec_.tp);
             result = f32({B}, MemCategory::workspace);
             ops_.cross_entropy_loss(result.f32(), pre.data(), stats.f32(), tgt, 0, B, out_, out_,
                                     spec_.loss_scale, micro >= 0);
@@ -74,14 +79,16 @@ public:
         return dx;
     }
 
-private:
+  private:
     // The layer's input: the previous layer's output, or the batch's features (on the host).
     const void* input(const Tensor& x, const Batch& b) const {
         if (!first_) return x.data();
         if (device != Device::cpu && device != Device::meta)
             throw Error("the MLP reads its features from the host: it runs on CPU ranks");
-        TS_CHECK((int64_t)b.features.size() == (int64_t)b.batch_size * in_ || device == Device::meta,
-                 "MLP batch has ", b.features.size(), " features, expected ", (int64_t)b.batch_size * in_);
+        TS_CHECK(
+            (int64_t)b.features.size() == (int64_t)b.batch_size * in_ || device == Device::meta,
+            "MLP batch has ", b.features.size(), " features, expected ",
+            (int64_t)b.batch_size * in_);
         return b.features.data();
     }
 

@@ -20,14 +20,15 @@ const char* env_get(const char* name) {
 // An integer variable in [lo, hi]; InputError naming the variable otherwise.
 int env_int(const char* name, int lo, int hi, const char* source) {
     const char* v = env_get(name);
-    if (!v) throw InputError(str_cat("environment: ", name, " is not set (expected an integer; ",
-                                     source, " sets it)"));
+    if (!v)
+        throw InputError(str_cat("environment: ", name, " is not set (expected an integer; ",
+                                 source, " sets it)"));
     char* end = nullptr;
     errno = 0;
     long x = std::strtol(v, &end, 10);
     if (*end != '\0' || errno != 0 || x < lo || x > hi)
-        throw InputError(str_cat("environment: ", name, "='", v, "' is not an integer in [", lo,
-                                 ", ", hi, "]"));
+        throw InputError(
+            str_cat("environment: ", name, "='", v, "' is not an integer in [", lo, ", ", hi, "]"));
     return int(x);
 }
 
@@ -86,7 +87,8 @@ RankEnv rank_env_from_environment() {
         e.source = "srun";
         e.world_size = env_int("SLURM_NTASKS", 1, kMaxWorld, "srun");
         e.rank = env_int("SLURM_PROCID", 0, kMaxWorld, "srun");
-        e.local_rank = env_get("SLURM_LOCALID") ? env_int("SLURM_LOCALID", 0, kMaxWorld, "srun") : 0;
+        e.local_rank =
+            env_get("SLURM_LOCALID") ? env_int("SLURM_LOCALID", 0, kMaxWorld, "srun") : 0;
         env_master(e, "MASTER_ADDR", "MASTER_PORT", e.world_size > 1);
         env_check(e, "SLURM_PROCID");
     } else {

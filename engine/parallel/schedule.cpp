@@ -12,15 +12,20 @@ ScheduleKind schedule_kind_parse(const std::string& s) {
     if (s == "1f1b") return ScheduleKind::one_f_one_b;
     if (s == "interleaved") return ScheduleKind::interleaved;
     if (s == "zb-h1") return ScheduleKind::zb_h1;
-    throw InputError(str_cat("schedule: expected gpipe, 1f1b, interleaved or zb-h1, found '", s, "'"));
+    throw InputError(
+        str_cat("schedule: expected gpipe, 1f1b, interleaved or zb-h1, found '", s, "'"));
 }
 
 const char* schedule_kind_name(ScheduleKind k) {
     switch (k) {
-        case ScheduleKind::gpipe: return "gpipe";
-        case ScheduleKind::one_f_one_b: return "1f1b";
-        case ScheduleKind::interleaved: return "interleaved";
-        case ScheduleKind::zb_h1: return "zb-h1";
+        case ScheduleKind::gpipe:
+            return "gpipe";
+        case ScheduleKind::one_f_one_b:
+            return "1f1b";
+        case ScheduleKind::interleaved:
+            return "interleaved";
+        case ScheduleKind::zb_h1:
+            return "zb-h1";
     }
     return "?";
 }
@@ -91,24 +96,34 @@ StageSchedule zb_h1_stage(int pp, int stage, int m) {
 }  // namespace
 
 std::vector<StageSchedule> schedule_build(ScheduleKind kind, int pp, int m, int v) {
-    TS_CHECK(pp >= 1 && m >= 1 && v >= 1, "schedule needs pp, micro-batches and virtual stages >= 1");
+    TS_CHECK(pp >= 1 && m >= 1 && v >= 1,
+             "schedule needs pp, micro-batches and virtual stages >= 1");
     if (kind == ScheduleKind::interleaved) {
-        if (v < 2)
-            throw InputError("the interleaved schedule needs virtual_stages >= 2");
+        if (v < 2) throw InputError("the interleaved schedule needs virtual_stages >= 2");
         if (m % pp != 0)
             throw InputError(str_cat("the interleaved schedule needs micro-batches (", m,
                                      ") divisible by pp (", pp, ")"));
     } else if (v != 1) {
-        throw InputError(str_cat(schedule_kind_name(kind), " runs one model chunk per stage "
-                                                           "(virtual_stages 1), found ", v));
+        throw InputError(str_cat(schedule_kind_name(kind),
+                                 " runs one model chunk per stage "
+                                 "(virtual_stages 1), found ",
+                                 v));
     }
     std::vector<StageSchedule> out;
     for (int s = 0; s < pp; ++s) {
         switch (kind) {
-            case ScheduleKind::gpipe: out.push_back(gpipe_stage(m)); break;
-            case ScheduleKind::one_f_one_b: out.push_back(one_f_one_b_stage(pp, s, m)); break;
-            case ScheduleKind::interleaved: out.push_back(interleaved_stage(pp, s, m, v)); break;
-            case ScheduleKind::zb_h1: out.push_back(zb_h1_stage(pp, s, m)); break;
+            case ScheduleKind::gpipe:
+                out.push_back(gpipe_stage(m));
+                break;
+            case ScheduleKind::one_f_one_b:
+                out.push_back(one_f_one_b_stage(pp, s, m));
+                break;
+            case ScheduleKind::interleaved:
+                out.push_back(interleaved_stage(pp, s, m, v));
+                break;
+            case ScheduleKind::zb_h1:
+                out.push_back(zb_h1_stage(pp, s, m));
+                break;
         }
     }
     return out;
@@ -119,8 +134,8 @@ double schedule_zb_h1_bubble_theory(int pp, int m, double f, double b, double w)
     return idle / (m * (f + b + w) + idle);
 }
 
-double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp, double f,
-                                double b, double w) {
+double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp, double f, double b,
+                                double w) {
     int v = 1;
     for (const auto& s : sched)
         for (const auto& a : s) v = std::max(v, a.chunk + 1);

@@ -64,13 +64,16 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
                 if (s.start_s == 0) s.waited_for = -1;
                 // zb-h1's B and W share a whole backward (weight_share: W's)
                 const double bwd = t.backward_s[(size_t)g];
-                s.end_s = s.start_s + (a.kind == PipeAction::forward           ? t.forward_s[(size_t)g]
-                                       : a.kind == PipeAction::backward_input  ? bwd * (1 - t.weight_share)
-                                       : a.kind == PipeAction::backward_weight ? bwd * t.weight_share
-                                                                               : bwd);
+                s.end_s =
+                    s.start_s + (a.kind == PipeAction::forward          ? t.forward_s[(size_t)g]
+                                 : a.kind == PipeAction::backward_input ? bwd * (1 - t.weight_share)
+                                 : a.kind == PipeAction::backward_weight ? bwd * t.weight_share
+                                                                         : bwd);
                 const int idx = (int)out.actions.size();
                 out.actions.push_back(s);
-                const int done_kind = a.kind == PipeAction::forward ? 0 : a.kind == PipeAction::backward_weight ? 2 : 1;
+                const int done_kind = a.kind == PipeAction::forward           ? 0
+                                      : a.kind == PipeAction::backward_weight ? 2
+                                                                              : 1;
                 done[{done_kind, g, a.micro}] = idx;
                 last_on[(size_t)st] = idx;
                 ++pos[(size_t)st];
@@ -110,16 +113,21 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
     return out;
 }
 
-std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp, int v) {
+std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp,
+                                                     int v) {
     // (stage, rank) -> {forward sum, forward n, backward sum, backward n}, seconds
     std::map<std::pair<int, int>, std::array<double, 4>> acc;
     for (const auto& s : spans) {
         const double d = s.end_s - s.start_s;
         auto& a = acc[{s.stage, s.rank}];
-        if (s.kind == "forward") a[0] += d, a[1] += 1;
-        else if (s.kind == "backward" || s.kind == "backward_input") a[2] += d, a[3] += 1;
-        else if (s.kind == "backward_weight") a[2] += d;  // zb-h1: B + W make one backward
-        else if (s.kind == "forward_backward") a[0] += d / 3, a[1] += 1, a[2] += 2 * d / 3, a[3] += 1;
+        if (s.kind == "forward")
+            a[0] += d, a[1] += 1;
+        else if (s.kind == "backward" || s.kind == "backward_input")
+            a[2] += d, a[3] += 1;
+        else if (s.kind == "backward_weight")
+            a[2] += d;  // zb-h1: B + W make one backward
+        else if (s.kind == "forward_backward")
+            a[0] += d / 3, a[1] += 1, a[2] += 2 * d / 3, a[3] += 1;
     }
     std::vector<double> f((size_t)pp, -1), b((size_t)pp, -1);
     for (const auto& [key, a] : acc) {

@@ -54,6 +54,7 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
 // and the mean backward (B + W under zb-h1) per micro-batch and chunk, the slowest of the stage's
 // ranks; each global chunk of the stage gets them. nullopt when a stage has no forward or no
 // backward span.
-std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp, int v);
+std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp,
+                                                     int v);
 
 }  // namespace tessera

@@ -24,8 +24,8 @@ std::vector<StageChunk> StageLayers::views() const {
     return v;
 }
 
-StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk, int pp,
-                               int stage) {
+StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk,
+                               int pp, int stage) {
     const int G = (int)blocks_per_chunk.size(), n_layers = spec.model.n_layers();
     TS_CHECK(pp >= 1 && G % pp == 0 && stage >= 0 && stage < pp, "stage_layers_build: ", G,
              " chunks over pp ", pp, ", stage ", stage);
@@ -83,14 +83,17 @@ int StageRunner::run(const StageSchedule& sched,
                 backward(a.micro, a.chunk, b);
                 --in_flight;
                 break;
-            case PipeAction::backward_input: backward_input(a.micro, a.chunk, b); break;
+            case PipeAction::backward_input:
+                backward_input(a.micro, a.chunk, b);
+                break;
             case PipeAction::backward_weight:
                 backward_weight(a.micro, a.chunk, b);
                 --in_flight;
                 break;
         }
     }
-    TS_CHECK(posted_.empty(), "StageRunner: ", posted_.size(), " receives posted ahead were not taken");
+    TS_CHECK(posted_.empty(), "StageRunner: ", posted_.size(),
+             " receives posted ahead were not taken");
     return max_in_flight;
 }
 
@@ -103,8 +106,8 @@ int StageRunner::recv_dir(const PipeAction& a) const {
 }
 
 void StageRunner::post(int dir, int c, int micro, const Batch& b, bool eval) {
-    Tensor x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations, o_.act,
-                             o_.device);
+    Tensor x = Tensor::empty(model_.hidden(b.batch_size, b.seq_len), MemCategory::activations,
+                             o_.act, o_.device);
     edges_.recv_post(x, dir, chunks_[c].global, micro, eval);
     posted_.emplace(posted_key(dir, c, micro, eval), std::move(x));
 }

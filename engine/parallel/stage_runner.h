@@ -37,8 +37,8 @@ struct StageLayers {
     std::vector<Layer*> all() const;                          // every layer, chunk by chunk
     std::vector<StageChunk> views() const;                    // what StageRunner walks
 };
-StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk, int pp,
-                               int stage);
+StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk,
+                               int pp, int stage);
 
 // A stage's edges. dir 0: activations (to the next stage), 1: gradients (to the previous).
 class StageEdges {
@@ -66,7 +66,9 @@ class StageEdges {
 // where Gloo sends a message only once the receiver has posted its receive (a round trip on the
 // critical path otherwise). Not on GPUs: NCCL runs a direction's sends and receives in order on
 // one stream, where an early receive would hold back the sends queued behind it.
-inline bool recv_ahead_on(bool gpu) { return !gpu; }
+inline bool recv_ahead_on(bool gpu) {
+    return !gpu;
+}
 
 class StageRunner {
   public:
@@ -113,7 +115,8 @@ class StageRunner {
     StageEdges& edges_;
     Options o_;
     std::map<Layer*, int> backward_count_;
-    std::map<std::tuple<int, int, int>, Tensor> posted_;  // (dir, chunk, micro): receives posted ahead
+    std::map<std::tuple<int, int, int>, Tensor>
+        posted_;  // (dir, chunk, micro): receives posted ahead
 };
 
 }  // namespace tessera

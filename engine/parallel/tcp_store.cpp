@@ -50,7 +50,8 @@ bool write_all(int fd, const char* p, size_t n) {
 bool read_all(int fd, char* p, size_t n, std::chrono::steady_clock::time_point deadline) {
     while (n > 0) {
         int left_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(
-                              deadline - std::chrono::steady_clock::now()).count());
+                              deadline - std::chrono::steady_clock::now())
+                              .count());
         if (left_ms <= 0) return false;
         pollfd pfd{fd, POLLIN, 0};
         int pr = ::poll(&pfd, 1, left_ms);
@@ -65,7 +66,9 @@ bool read_all(int fd, char* p, size_t n, std::chrono::steady_clock::time_point d
     return true;
 }
 
-void set_cloexec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC); }
+void set_cloexec(int fd) {
+    ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
+}
 
 }  // namespace
 
@@ -217,7 +220,8 @@ TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds 
             last_error = ::gai_strerror(gr);
         } else {
             for (addrinfo* ai = res.get(); ai; ai = ai->ai_next) {
-                UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+                UniqueFd fd(
+                    ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
                 if (!fd) continue;
                 if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
                     fd_ = std::move(fd);
@@ -249,8 +253,8 @@ void TcpStore::request(uint8_t op, const std::string& key, const char* val, size
     put_u32(msg, uint32_t(n));
     msg.append(val, n);
     if (!write_all(fd_.get(), msg.data(), msg.size()))
-        throw Error(str_cat("rendezvous store ", addr_, ": connection lost while sending '", key,
-                            "'"));
+        throw Error(
+            str_cat("rendezvous store ", addr_, ": connection lost while sending '", key, "'"));
 }
 
 void TcpStore::set(const std::string& key, const std::vector<char>& data) {
@@ -287,7 +291,9 @@ std::vector<char> TcpStore::get(const std::string& key) {
     return v;
 }
 
-void TcpStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_); }
+void TcpStore::wait(const std::vector<std::string>& keys) {
+    wait(keys, timeout_);
+}
 
 void TcpStore::wait(const std::vector<std::string>& keys,
                     const std::chrono::milliseconds& timeout) {

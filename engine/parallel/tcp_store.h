@@ -7,6 +7,8 @@
 // found, value length, value bytes; found = 0 when the key does not exist yet). Waiting for a key
 // is done by the client polling `get` until its deadline, so the server never holds requests.
 #pragma once
+#include <gloo/rendezvous/store.h>
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -16,8 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include <gloo/rendezvous/store.h>
-
 #include "engine/core/unique_fd.h"
 
 namespace tessera {
@@ -26,7 +26,7 @@ namespace tessera {
 // Server: one thread, poll() over the listening socket and its clients.
 
 class TcpStoreServer {
-public:
+  public:
     // Binds `bind_addr` ("0.0.0.0" for every interface) on `port` (0 = an ephemeral port) and
     // starts serving. Throws Error naming the address if it cannot bind.
     TcpStoreServer(const std::string& bind_addr, int port);
@@ -38,7 +38,7 @@ public:
     void clear();  // forget every key (the launcher does this between attempts)
     size_t size() const;
 
-private:
+  private:
     void serve();
 
     UniqueFd listen_fd_;
@@ -53,7 +53,7 @@ private:
 // Client. Thread-compatible (one caller at a time); give each thread its own client.
 
 class TcpStore : public gloo::rendezvous::Store {
-public:
+  public:
     // Connects to host:port, retrying until `timeout` (the server may start after the client).
     // Throws Error naming host:port when it cannot connect in time.
     TcpStore(const std::string& host, int port, std::chrono::milliseconds timeout);
@@ -73,7 +73,7 @@ public:
 
     const std::string& address() const { return addr_; }  // "host:port", for messages
 
-private:
+  private:
     void request(uint8_t op, const std::string& key, const char* val, size_t n);
 
     UniqueFd fd_;

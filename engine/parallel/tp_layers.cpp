@@ -19,7 +19,9 @@ std::pair<int64_t, int64_t> vocab_shard(int64_t vocab, int r, int t) {
     return {vocab * r / t, vocab * (r + 1) / t};
 }
 
-bool vocab_embedding_name(const std::string& n) { return n == "wte.weight" || n == "model.embed_tokens.weight"; }
+bool vocab_embedding_name(const std::string& n) {
+    return n == "wte.weight" || n == "model.embed_tokens.weight";
+}
 
 ModelShape model_shape(const ModelConfig& m, int vocab) {
     ModelShape s;
@@ -29,9 +31,13 @@ ModelShape model_shape(const ModelConfig& m, int vocab) {
         s.sizes = mlp_sizes(m);
     } else if (family == "llama") {
         s.family = ModelShape::Family::llama;
-        s.llama = LlamaDims{m.n_layer, m.n_head, m.n_kv_head, m.d_model, m.head_dim, m.ffn, m.seq_len,
-                            m.vocab_size > 0 ? m.vocab_size : vocab, (float)m.norm_eps, (float)m.rope_theta,
-                            m.rope_scaling, m.qkv_bias, m.tie_embeddings, m.qk_norm};
+        s.llama = LlamaDims{m.n_layer,         m.n_head,
+                            m.n_kv_head,       m.d_model,
+                            m.head_dim,        m.ffn,
+                            m.seq_len,         m.vocab_size > 0 ? m.vocab_size : vocab,
+                            (float)m.norm_eps, (float)m.rope_theta,
+                            m.rope_scaling,    m.qkv_bias,
+                            m.tie_embeddings,  m.qk_norm};
     } else {
         s.gpt = GptDims{m.n_layer, m.n_head, m.d_model, m.seq_len, vocab};
     }
@@ -40,31 +46,33 @@ ModelShape model_shape(const ModelConfig& m, int vocab) {
 
 const ParamTable& ModelShape::param_table() const {
     if (!table_)
-        table_ = std::make_shared<const ParamTable>(family == Family::gpt     ? gpt_param_table(gpt)
-                                                    : family == Family::llama ? llama_param_table(llama)
-                                                                              : mlp_param_table(sizes));
+        table_ =
+            std::make_shared<const ParamTable>(family == Family::gpt     ? gpt_param_table(gpt)
+                                               : family == Family::llama ? llama_param_table(llama)
+                                                                         : mlp_param_table(sizes));
     return *table_;
 }
 
 std::vector<LayerSpec> ModelShape::layer_specs() const {
-    return family == Family::gpt ? gpt_layer_specs(gpt) : family == Family::llama ? llama_layer_specs(llama)
-                                                                                  : mlp_layer_specs(sizes);
+    return family == Family::gpt     ? gpt_layer_specs(gpt)
+           : family == Family::llama ? llama_layer_specs(llama)
+                                     : mlp_layer_specs(sizes);
 }
 
 std::string ModelShape::describe() const {
     const int64_t P = param_table().total_numel();
     if (family == Family::mlp) {
-        return str_cat("MLP ", str_join(sizes, "-", [](int n) { return std::to_string(n); }), ", ", P,
-                       " parameters");
+        return str_cat("MLP ", str_join(sizes, "-", [](int n) { return std::to_string(n); }), ", ",
+                       P, " parameters");
     }
     if (family == Family::llama)
-        return str_cat("Llama family ", llama.n_layer, " layers, ", llama.n_head, " heads over ", llama.n_kv_head,
-                       " key/value heads of ", llama.head_dim, ", d_model ", llama.d_model, ", ffn ", llama.ffn,
-                       llama.qk_norm ? ", q/k norm" : "", llama.qkv_bias ? ", q/k/v biases" : "", ", seq ",
-                       llama.seq_len, ", vocab ", llama.vocab, llama.tie_embeddings ? " (tied)" : "", ", ", P,
-                       " parameters");
-    return str_cat("GPT ", gpt.n_layer, " layers, ", gpt.n_head, " heads, d_model ", gpt.d_model, ", seq ",
-                   gpt.seq_len, ", vocab ", gpt.vocab, ", ", P, " parameters");
+        return str_cat("Llama family ", llama.n_layer, " layers, ", llama.n_head, " heads over ",
+                       llama.n_kv_head, " key/value heads of ", llama.head_dim, ", d_model ",
+                       llama.d_model, ", ffn ", llama.ffn, llama.qk_norm ? ", q/k norm" : "",
+                       llama.qkv_bias ? ", q/k/v biases" : "", ", seq ", llama.seq_len, ", vocab ",
+                       llama.vocab, llama.tie_embeddings ? " (tied)" : "", ", ", P, " parameters");
+    return str_cat("GPT ", gpt.n_layer, " layers, ", gpt.n_head, " heads, d_model ", gpt.d_model,
+                   ", seq ", gpt.seq_len, ", vocab ", gpt.vocab, ", ", P, " parameters");
 }
 
 Shape ModelShape::hidden(int B, int T) const {
@@ -88,8 +96,8 @@ int64_t ParamShard::global_offset(int64_t i) const {
 // Layer: parameters, saved activations, offload
 
 void Layer::add_param(const ParamTable& global, const std::string& gname, Shape local,
-                         std::vector<std::pair<int64_t, int64_t>> row_blocks, int64_t col0,
-                         int64_t col1) {
+                      std::vector<std::pair<int64_t, int64_t>> row_blocks, int64_t col0,
+                      int64_t col1) {
     const ParamInfo& gp = global.at(gname);
     const ParamInfo& lp = table_.add(gname, std::move(local), gp.decay, gp.init, gp.init_std);
     ParamShard s;
@@ -111,9 +119,10 @@ int Layer::param_index(const std::string& n) const {
 
 namespace {
 
-// Offload copies in flight on this thread (a rank's, or the estimator's replay), oldest first: the tensor that must outlive its copy
-// (a device buffer being saved, or a pinned buffer being fetched) and the copy's event. Shared by
-// all layers so that the forward can be held to the copy engine's pace (see offload()).
+// Offload copies in flight on this thread (a rank's, or the estimator's replay), oldest first: the
+// tensor that must outlive its copy (a device buffer being saved, or a pinned buffer being fetched)
+// and the copy's event. Shared by all layers so that the forward can be held to the copy engine's
+// pace (see offload()).
 struct InFlight {
     Tensor keep;
     void* event = nullptr;
@@ -141,7 +150,9 @@ void reap_copies(size_t upto = 0) {
 
 }  // namespace
 
-Layer::~Layer() { reap_copies(in_flight().size()); }
+Layer::~Layer() {
+    reap_copies(in_flight().size());
+}
 
 Tensor Layer::backward_input(int, Tensor, const Batch&) {
     throw Error(str_cat(name_, ": no split backward (splits_backward() is false)"));
@@ -187,7 +198,8 @@ void Layer::offload(int micro) {
 void Layer::fetch_begin(int micro) {
     reap_copies();
     if (!saved_.count(micro) || !offloaded_[micro]) return;
-    std::vector<void*> events = move_saved(micro, MemCategory::host, MemCategory::activations, device);
+    std::vector<void*> events =
+        move_saved(micro, MemCategory::host, MemCategory::activations, device);
     if (!events.empty()) fetching_[micro] = std::move(events);
     offloaded_[micro] = false;
 }
@@ -210,17 +222,20 @@ const void* Layer::w(int i) {
             cache_off_.push_back(total);
             total += e.numel;
         }
-        cache_ = Tensor::empty({std::max<int64_t>(total, 1)}, MemCategory::params, ops_.traits.act, device);
+        cache_ = Tensor::empty({std::max<int64_t>(total, 1)}, MemCategory::params, ops_.traits.act,
+                               device);
     }
     if (cache_version_ != weights_version || cache_src_ != param_ptr) {
         // the parameter store keeps a layer's parameters back to back: then one cast
         bool contiguous = true;
-        for (size_t k = 0; k < es.size(); ++k) contiguous &= param_ptr[k] == param_ptr[0] + cache_off_[k];
+        for (size_t k = 0; k < es.size(); ++k)
+            contiguous &= param_ptr[k] == param_ptr[0] + cache_off_[k];
         if (contiguous && !es.empty())
             ops_.cast_weights(cache_.data(), param_ptr[0], cache_.numel());
         else
             for (size_t k = 0; k < es.size(); ++k)
-                ops_.cast_weights((char*)cache_.data() + esize * cache_off_[k], param_ptr[k], es[k].numel);
+                ops_.cast_weights((char*)cache_.data() + esize * cache_off_[k], param_ptr[k],
+                                  es[k].numel);
         cache_version_ = weights_version;
         cache_src_ = param_ptr;
     }
@@ -232,14 +247,16 @@ const int* Layer::tokens(int micro, const Batch& b, bool targets) {
     if (!ops_.traits.tokens_on_device) return ids.data();
     TokenSlot& slot = tokens_[{micro, targets}];
     if (slot.n < (int64_t)ids.size()) {
-        slot.device = Tensor::empty({(int64_t)ids.size()}, MemCategory::workspace, DType::i32, device);
+        slot.device =
+            Tensor::empty({(int64_t)ids.size()}, MemCategory::workspace, DType::i32, device);
         slot.n = (int64_t)ids.size();
     }
     ops_.upload_tokens(slot, ids);
     return static_cast<const int*>(slot.device.data());
 }
 
-void Layer::save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, int cheap, int scores) {
+void Layer::save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, int cheap,
+                              int scores) {
     if (rc == Recompute::full) {
         for (size_t i = 1; i < s.size(); ++i) s[i] = Tensor();
     } else if (rc == Recompute::selective) {
@@ -282,7 +299,7 @@ std::vector<std::pair<int64_t, int64_t>> rows(int64_t first, int64_t count) {
 // (its positions are rotary, in the blocks)
 
 class EmbeddingLayer final : public Layer {
-public:
+  public:
     explicit EmbeddingLayer(const ShardSpec& s) : Layer(*s.ops), spec_(s) {
         name_ = "embedding";
         gpt_ = s.model.family == ModelShape::Family::gpt;
@@ -291,13 +308,16 @@ public:
         const int64_t C = s.model.d_model();
         add_param(global, gpt_ ? "wte.weight" : "model.embed_tokens.weight", {v1_ - v0_, C},
                   rows(v0_, v1_ - v0_), 0, C);
-        if (gpt_) add_param(global, "wpe.weight", {s.model.gpt.seq_len, C}, rows(0, s.model.gpt.seq_len), 0, C);
+        if (gpt_)
+            add_param(global, "wpe.weight", {s.model.gpt.seq_len, C}, rows(0, s.model.gpt.seq_len),
+                      0, C);
     }
 
     Tensor forward(int micro, Tensor, const Batch& b) override {
         const int B = b.batch_size, T = b.seq_len, C = spec_.model.d_model();
         for (int32_t tok : b.inputs)
-            TS_CHECK(tok >= 0 && tok < spec_.model.vocab(), "token id ", tok, " outside vocab ", spec_.model.vocab());
+            TS_CHECK(tok >= 0 && tok < spec_.model.vocab(), "token id ", tok, " outside vocab ",
+                     spec_.model.vocab());
         Tensor out = act({B, T, C});
         ops_.embedding_forward(out.data(), tokens(micro, b, false), w(0),
                                gpt_ && spec_.tp.rank == 0 ? w(1) : nullptr, v0_, v1_, B, T, C);
@@ -307,8 +327,9 @@ public:
     }
 
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
-        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr, dout.data(), tokens(micro, b, false),
-                                v0_, v1_, b.batch_size, b.seq_len, spec_.model.d_model());
+        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr, dout.data(),
+                                tokens(micro, b, false), v0_, v1_, b.batch_size, b.seq_len,
+                                spec_.model.d_model());
         saved_.erase(micro);
         offloaded_.erase(micro);
         return Tensor();
@@ -321,13 +342,13 @@ public:
         return Tensor();
     }
     void backward_weight(int micro, const Batch& b) override {
-        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr, w_saved_at(micro)[0].data(),
-                                tokens(micro, b, false), v0_, v1_, b.batch_size, b.seq_len,
-                                spec_.model.d_model());
+        ops_.embedding_backward(grad_ptr[0], gpt_ ? grad_ptr[1] : nullptr,
+                                w_saved_at(micro)[0].data(), tokens(micro, b, false), v0_, v1_,
+                                b.batch_size, b.seq_len, spec_.model.d_model());
         release(micro);
     }
 
-private:
+  private:
     ShardSpec spec_;
     bool gpt_ = true;
     int64_t v0_, v1_;
@@ -340,7 +361,7 @@ class BlockLayer final : public Layer {
     // saved for backward; STATS: the attention's probabilities or log-sum-exp (LayerTraits)
     enum Saved { X, LN1, M1, R1, QKV, ATTY, STATS, RES1, LN2, M2, R2, FCH, FCG, kCount };
 
-public:
+  public:
     BlockLayer(const ShardSpec& s, int l) : Layer(*s.ops), spec_(s) {
         name_ = "block." + std::to_string(l);
         const ParamTable& global = s.model.param_table();
@@ -382,21 +403,25 @@ public:
         const DType adt = ops_.traits.act;
         void* gp = dout.data();  // d(block output); becomes d(block input) in place
         Tensor dfc = work({N, 4 * Cl});
-        ops_.matmul_backward(dfc.data(), grad_ptr[10], grad_ptr[11], gp, s[FCG].data(), w(10), N, 4 * Cl, C);
+        ops_.matmul_backward(dfc.data(), grad_ptr[10], grad_ptr[11], gp, s[FCG].data(), w(10), N,
+                             4 * Cl, C);
         ops_.gelu_backward(dfc.data(), s[FCH].data(), dfc.data(), (int64_t)N * 4 * Cl);
         Tensor dln = work({N, C});
-        ops_.matmul_backward(dln.data(), grad_ptr[8], grad_ptr[9], dfc.data(), s[LN2].data(), w(8), N, C, 4 * Cl);
+        ops_.matmul_backward(dln.data(), grad_ptr[8], grad_ptr[9], dfc.data(), s[LN2].data(), w(8),
+                             N, C, 4 * Cl);
         dfc = Tensor();
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.layernorm_backward(gp, grad_ptr[6], grad_ptr[7], dln.data(), s[RES1].data(), w(6),
                                 s[M2].f32(), s[R2].f32(), N, C);
         Tensor datty = work({N, Cl});
-        ops_.matmul_backward(datty.data(), grad_ptr[4], grad_ptr[5], gp, s[ATTY].data(), w(4), N, Cl, C);
+        ops_.matmul_backward(datty.data(), grad_ptr[4], grad_ptr[5], gp, s[ATTY].data(), w(4), N,
+                             Cl, C);
         Tensor dqkv = work({N, 3 * Cl});
         ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
                                 s[STATS].f32(), B, T, Cl, NHl, NHl);
         datty = Tensor();
-        ops_.matmul_backward(dln.data(), grad_ptr[2], grad_ptr[3], dqkv.data(), s[LN1].data(), w(2), N, C, 3 * Cl);
+        ops_.matmul_backward(dln.data(), grad_ptr[2], grad_ptr[3], dqkv.data(), s[LN1].data(), w(2),
+                             N, C, 3 * Cl);
         dqkv = Tensor();
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.layernorm_backward(gp, grad_ptr[0], grad_ptr[1], dln.data(), s[X].data(), w(0),
@@ -426,10 +451,11 @@ public:
         ops_.matmul_backward(dfc.data(), nullptr, nullptr, gp, s[FCG].data(), w(10), N, 4 * Cl, C);
         ops_.gelu_backward(dfc.data(), s[FCH].data(), dfc.data(), (int64_t)N * 4 * Cl);
         Tensor dln2 = act({N, C});
-        ops_.matmul_backward(dln2.data(), nullptr, nullptr, dfc.data(), s[LN2].data(), w(8), N, C, 4 * Cl);
+        ops_.matmul_backward(dln2.data(), nullptr, nullptr, dfc.data(), s[LN2].data(), w(8), N, C,
+                             4 * Cl);
         spec_.tp.all_reduce(dln2.data(), dln2.numel(), adt);
-        ops_.layernorm_backward(gp, nullptr, nullptr, dln2.data(), s[RES1].data(), w(6), s[M2].f32(),
-                                s[R2].f32(), N, C);
+        ops_.layernorm_backward(gp, nullptr, nullptr, dln2.data(), s[RES1].data(), w(6),
+                                s[M2].f32(), s[R2].f32(), N, C);
         Tensor dres1 = act({N, C});
         ops_.copy(dres1.data(), gp, es * N * C);
         Tensor datty = work({N, Cl});
@@ -439,13 +465,14 @@ public:
                                 s[STATS].f32(), B, T, Cl, NHl, NHl);
         datty = Tensor();
         Tensor dln1 = act({N, C});
-        ops_.matmul_backward(dln1.data(), nullptr, nullptr, dqkv.data(), s[LN1].data(), w(2), N, C, 3 * Cl);
+        ops_.matmul_backward(dln1.data(), nullptr, nullptr, dqkv.data(), s[LN1].data(), w(2), N, C,
+                             3 * Cl);
         spec_.tp.all_reduce(dln1.data(), dln1.numel(), adt);
         ops_.layernorm_backward(gp, nullptr, nullptr, dln1.data(), s[X].data(), w(0), s[M1].f32(),
                                 s[R1].f32(), N, C);
         for (int k : {QKV, STATS, FCH}) s[k] = Tensor();  // W reads none of them
-        wsaved_[micro] = tensor_list(std::move(dout), std::move(dfc), std::move(dln2), std::move(dres1),
-                                     std::move(dqkv), std::move(dln1));
+        wsaved_[micro] = tensor_list(std::move(dout), std::move(dfc), std::move(dln2),
+                                     std::move(dres1), std::move(dqkv), std::move(dln1));
         return dx;
     }
     void backward_weight(int micro, const Batch& b) override {
@@ -453,19 +480,23 @@ public:
         const int C = spec_.model.gpt.d_model, Cl = C / spec_.tp.size;
         std::vector<Tensor>& s = saved_.at(micro);
         std::vector<Tensor>& d = w_saved_at(micro);  // d out, d fc, d ln_2, d res1, d qkv, d ln_1
-        const float* gv = nullptr;             // W reads no weights
-        ops_.matmul_backward(nullptr, grad_ptr[10], grad_ptr[11], d[0].data(), s[FCG].data(), gv, N, 4 * Cl, C);
-        ops_.matmul_backward(nullptr, grad_ptr[8], grad_ptr[9], d[1].data(), s[LN2].data(), gv, N, C, 4 * Cl);
+        const float* gv = nullptr;                   // W reads no weights
+        ops_.matmul_backward(nullptr, grad_ptr[10], grad_ptr[11], d[0].data(), s[FCG].data(), gv, N,
+                             4 * Cl, C);
+        ops_.matmul_backward(nullptr, grad_ptr[8], grad_ptr[9], d[1].data(), s[LN2].data(), gv, N,
+                             C, 4 * Cl);
         ops_.layernorm_backward(nullptr, grad_ptr[6], grad_ptr[7], d[2].data(), s[RES1].data(), gv,
                                 s[M2].f32(), s[R2].f32(), N, C);
-        ops_.matmul_backward(nullptr, grad_ptr[4], grad_ptr[5], d[3].data(), s[ATTY].data(), gv, N, Cl, C);
-        ops_.matmul_backward(nullptr, grad_ptr[2], grad_ptr[3], d[4].data(), s[LN1].data(), gv, N, C, 3 * Cl);
+        ops_.matmul_backward(nullptr, grad_ptr[4], grad_ptr[5], d[3].data(), s[ATTY].data(), gv, N,
+                             Cl, C);
+        ops_.matmul_backward(nullptr, grad_ptr[2], grad_ptr[3], d[4].data(), s[LN1].data(), gv, N,
+                             C, 3 * Cl);
         ops_.layernorm_backward(nullptr, grad_ptr[0], grad_ptr[1], d[5].data(), s[X].data(), gv,
                                 s[M1].f32(), s[R1].f32(), N, C);
         release(micro);
     }
 
-private:
+  private:
     // micro's saved tensors, the ones the recompute policy dropped computed again.
     std::vector<Tensor>& saved_for_backward(int micro, int B, int T) {
         const int N = B * T, Cl = spec_.model.gpt.d_model / spec_.tp.size;
@@ -479,7 +510,8 @@ private:
             if (ops_.traits.attention_scores) {
                 s[STATS] = f32({B, NHl, T, T}, MemCategory::activations);
                 Tensor scratch = work({N, Cl});
-                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl, NHl);
+                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl,
+                                       NHl);
             }
             s[FCG] = act({N, 4 * Cl});
             ops_.gelu_forward(s[FCG].data(), s[FCH].data(), (int64_t)N * 4 * Cl);
@@ -533,7 +565,7 @@ private:
 // cross-entropy whose gradient is written into the logits during the forward pass
 
 class HeadLayer final : public Layer {
-public:
+  public:
     // GPT: LayerNorm ln_f, the head on wte (tied, or its copy on the last stage). The Llama
     // family: RMSNorm model.norm, the head on the token embedding (tied, or its copy) or on its
     // own lm_head.
@@ -551,19 +583,24 @@ public:
             add_param(global, "model.norm.weight", {C}, rows(0, C), 0, 1);
         }
         std::tie(v0_, v1_) = vocab_shard(s.model.vocab(), s.tp.rank, s.tp.size);
-        table_name_ = gpt_ ? "wte.weight" : own_head ? "lm_head.weight" : "model.embed_tokens.weight";
+        table_name_ = gpt_       ? "wte.weight"
+                      : own_head ? "lm_head.weight"
+                                 : "model.embed_tokens.weight";
         if (!tied_) add_param(global, table_name_, {v1_ - v0_, C}, rows(v0_, v1_ - v0_), 0, C);
     }
     Layer* tied_embedding() const override { return tied_; }
 
     Tensor decode(Tensor x, const DecodeStep& st) override {
-        const int C = spec_.model.d_model(), rows = st.all_rows ? st.B * st.n : st.B, Vp = padded_vocab();
-        TS_CHECK(!gpt_ && spec_.tp.size == 1, "head: cached decoding covers the Llama family on one rank");
+        const int C = spec_.model.d_model(), rows = st.all_rows ? st.B * st.n : st.B,
+                  Vp = padded_vocab();
+        TS_CHECK(!gpt_ && spec_.tp.size == 1,
+                 "head: cached decoding covers the Llama family on one rank");
         const int64_t es = dtype_size(ops_.traits.act);
         Tensor last;
         if (!st.all_rows) {  // each sequence's last row
             last = work({rows, C});
-            ops_.copy_rows(last.data(), C * es, static_cast<char*>(x.data()) + (int64_t)(st.n - 1) * C * es,
+            ops_.copy_rows(last.data(), C * es,
+                           static_cast<char*>(x.data()) + (int64_t)(st.n - 1) * C * es,
                            (int64_t)st.n * C * es, rows, C * es);
         }
         const void* h = st.all_rows ? x.data() : last.data();
@@ -584,9 +621,11 @@ public:
         if (gpt_) s[2] = f32({N}, kA);  // the mean (LayerNorm only)
         s[3] = f32({N}, kA);
         if (gpt_) {
-            ops_.layernorm_forward(s[1].data(), s[2].f32(), s[3].f32(), s[0].data(), w(0), w(1), N, C);
+            ops_.layernorm_forward(s[1].data(), s[2].f32(), s[3].f32(), s[0].data(), w(0), w(1), N,
+                                   C);
         } else {
-            ops_.rmsnorm_forward(s[1].data(), s[3].f32(), s[0].data(), w(0), N, C, spec_.model.llama.norm_eps);
+            ops_.rmsnorm_forward(s[1].data(), s[3].f32(), s[0].data(), w(0), N, C,
+                                 spec_.model.llama.norm_eps);
         }
         // logits over the (padded) vocabulary shard; the loss ignores the padding columns
         s[4] = act({N, Vp});
@@ -595,7 +634,8 @@ public:
         const int* tgt = tokens(micro, b, true);
         {
             Tensor gmax = spec_.tp.size > 1 ? f32({N}, kW) : Tensor();  // the combine's scratch
-            ops_.cross_entropy_stats(stats.f32(), gmax.f32(), s[4].data(), tgt, v0_, N, Vl, Vp, spec_.tp);
+            ops_.cross_entropy_stats(stats.f32(), gmax.f32(), s[4].data(), tgt, v0_, N, Vl, Vp,
+                                     spec_.tp);
         }
         Tensor losses = f32({N}, kW);
         ops_.cross_entropy_loss(losses.f32(), s[4].data(), stats.f32(), tgt, v0_, N, Vl, Vp,
@@ -610,7 +650,9 @@ public:
         std::vector<Tensor>& s = saved_at(micro);
         Tensor dln = work({N, C});
         {  // padded logits: the gradient over the padded rows first, then its real rows
-            Tensor dw = Vp != Vl ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device) : Tensor();
+            Tensor dw = Vp != Vl
+                            ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device)
+                            : Tensor();
             ops_.matmul_backward(dln.data(), dw.defined() ? dw.f32() : dwte(), nullptr, s[4].data(),
                                  s[1].data(), wte(), N, C, Vp);
             if (dw.defined()) ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
@@ -619,10 +661,11 @@ public:
         Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, MemCategory::activations,
                                   ops_.traits.act, device);
         if (gpt_)
-            ops_.layernorm_backward(dx.data(), grad_ptr[0], grad_ptr[1], dln.data(), s[0].data(), w(0),
-                                    s[2].f32(), s[3].f32(), N, C);
+            ops_.layernorm_backward(dx.data(), grad_ptr[0], grad_ptr[1], dln.data(), s[0].data(),
+                                    w(0), s[2].f32(), s[3].f32(), N, C);
         else
-            ops_.rmsnorm_backward(dx.data(), grad_ptr[0], dln.data(), s[0].data(), w(0), s[3].f32(), N, C);
+            ops_.rmsnorm_backward(dx.data(), grad_ptr[0], dln.data(), s[0].data(), w(0), s[3].f32(),
+                                  N, C);
         release(micro);
         return dx;
     }
@@ -633,7 +676,8 @@ public:
         const int N = b.batch_size * b.seq_len, C = spec_.model.d_model(), Vp = padded_vocab();
         std::vector<Tensor>& s = saved_at(micro);
         Tensor dln = act({N, C});
-        ops_.matmul_backward(dln.data(), nullptr, nullptr, s[4].data(), s[1].data(), wte(), N, C, Vp);
+        ops_.matmul_backward(dln.data(), nullptr, nullptr, s[4].data(), s[1].data(), wte(), N, C,
+                             Vp);
         spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
         Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, MemCategory::activations,
                                   ops_.traits.act, device);
@@ -641,7 +685,8 @@ public:
             ops_.layernorm_backward(dx.data(), nullptr, nullptr, dln.data(), s[0].data(), w(0),
                                     s[2].f32(), s[3].f32(), N, C);
         else
-            ops_.rmsnorm_backward(dx.data(), nullptr, dln.data(), s[0].data(), w(0), s[3].f32(), N, C);
+            ops_.rmsnorm_backward(dx.data(), nullptr, dln.data(), s[0].data(), w(0), s[3].f32(), N,
+                                  C);
         wsaved_[micro] = tensor_list(std::move(dln));
         return dx;
     }
@@ -651,7 +696,9 @@ public:
         std::vector<Tensor>& s = saved_.at(micro);
         const void* dln = w_saved_at(micro)[0].data();
         {  // as backward(): the padded rows' gradient first, then its real rows
-            Tensor dw = Vp != Vl ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device) : Tensor();
+            Tensor dw = Vp != Vl
+                            ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device)
+                            : Tensor();
             ops_.matmul_backward(nullptr, dw.defined() ? dw.f32() : dwte(), nullptr, s[4].data(),
                                  s[1].data(), nullptr, N, C, Vp);
             if (dw.defined()) ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
@@ -660,11 +707,12 @@ public:
             ops_.layernorm_backward(nullptr, grad_ptr[0], grad_ptr[1], dln, s[0].data(), nullptr,
                                     s[2].f32(), s[3].f32(), N, C);
         else
-            ops_.rmsnorm_backward(nullptr, grad_ptr[0], dln, s[0].data(), nullptr, s[3].f32(), N, C);
+            ops_.rmsnorm_backward(nullptr, grad_ptr[0], dln, s[0].data(), nullptr, s[3].f32(), N,
+                                  C);
         release(micro);
     }
 
-private:
+  private:
     int padded_vocab() const {
         const int a = ops_.traits.vocab_align;
         return (int)(((v1_ - v0_) + a - 1) / a * a);
@@ -685,9 +733,12 @@ private:
         const void* src16 = wi < (int)o->param16_ptr.size() ? o->param16_ptr[wi] : nullptr;
         if (!pad_.defined()) pad_ = Tensor::zeros({Vp, C}, MemCategory::params, adt, device);
         if (pad_version_ != weights_version || pad_src_ != src) {
-            if (adt == DType::f32) ops_.copy(pad_.data(), src, sizeof(float) * Vl * C);
-            else if (src16) ops_.copy(pad_.data(), src16, dtype_size(adt) * Vl * C);  // the store's bf16 image
-            else ops_.cast_weights(pad_.data(), src, Vl * C);
+            if (adt == DType::f32)
+                ops_.copy(pad_.data(), src, sizeof(float) * Vl * C);
+            else if (src16)
+                ops_.copy(pad_.data(), src16, dtype_size(adt) * Vl * C);  // the store's bf16 image
+            else
+                ops_.cast_weights(pad_.data(), src, Vl * C);
             pad_version_ = weights_version;
             pad_src_ = src;
         }
@@ -705,25 +756,28 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Layer> layer_create(const ShardSpec& spec_in, int index,
-                                           Layer* tied_embedding) {
+std::unique_ptr<Layer> layer_create(const ShardSpec& spec_in, int index, Layer* tied_embedding) {
     ShardSpec spec = spec_in;
     if (!spec.ops) spec.ops = &layer_ops_cpu();
     if (spec.model.family == ModelShape::Family::mlp) return mlp_layer_create(spec, index);
     const int L = spec.model.n_layers() - 2;
-    const int heads = spec.model.family == ModelShape::Family::gpt ? spec.model.gpt.n_head : spec.model.llama.n_head;
+    const int heads = spec.model.family == ModelShape::Family::gpt ? spec.model.gpt.n_head
+                                                                   : spec.model.llama.n_head;
     TS_CHECK(heads % spec.tp.size == 0, "n_head ", heads, " not divisible by tp ", spec.tp.size);
     if (index == 0) return std::make_unique<EmbeddingLayer>(spec);
     if (index <= L)
-        return spec.model.family == ModelShape::Family::gpt ? std::make_unique<BlockLayer>(spec, index - 1)
-                                                            : llama_block_create(spec, index - 1);
+        return spec.model.family == ModelShape::Family::gpt
+                   ? std::make_unique<BlockLayer>(spec, index - 1)
+                   : llama_block_create(spec, index - 1);
     TS_CHECK(index == L + 1, "layer index ", index, " outside 0..", L + 1);
     spec.ops = &layer_ops_without_fp8(*spec.ops);  // the classifier keeps bf16 (FP8 recipes do)
     return std::make_unique<HeadLayer>(spec, tied_embedding);
 }
 
-std::vector<std::unique_ptr<Layer>> layers_create_bound(const ShardSpec& spec, float* params, float* grads) {
-    TS_CHECK(spec.tp.size == 1, "layers_create_bound: one rank holds the whole model, found tp ", spec.tp.size);
+std::vector<std::unique_ptr<Layer>> layers_create_bound(const ShardSpec& spec, float* params,
+                                                        float* grads) {
+    TS_CHECK(spec.tp.size == 1, "layers_create_bound: one rank holds the whole model, found tp ",
+             spec.tp.size);
     const ParamTable& table = spec.model.param_table();
     std::vector<std::unique_ptr<Layer>> layers;
     for (int i = 0; i < spec.model.n_layers(); ++i) {

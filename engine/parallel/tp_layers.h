@@ -1,10 +1,11 @@
 // The parallel runtime's layers, written once for every device: GPT-2 (Megatron style, this
-// file's tp_layers.cpp) and the MLP classifier (mlp_layers.cpp). They compute through LayerOps (the CPU kernels, the CUDA kernels, or the meta device on which the
-// estimator replays them). Each layer holds its tensor-parallel shard of the parameters
-// (attention QKV and MLP fc column-parallel, attention and MLP output projections row-parallel,
-// vocab-parallel embedding and cross-entropy) and keeps the saved activations of every
-// micro-batch in flight, with per-layer recompute (none / selective / full) and optional
-// activation offload to a host pool. With tp = 1 on the CPU the math is GptModel's (MlpModel's).
+// file's tp_layers.cpp) and the MLP classifier (mlp_layers.cpp). They compute through LayerOps (the
+// CPU kernels, the CUDA kernels, or the meta device on which the estimator replays them). Each
+// layer holds its tensor-parallel shard of the parameters (attention QKV and MLP fc
+// column-parallel, attention and MLP output projections row-parallel, vocab-parallel embedding and
+// cross-entropy) and keeps the saved activations of every micro-batch in flight, with per-layer
+// recompute (none / selective / full) and optional activation offload to a host pool. With tp = 1
+// on the CPU the math is GptModel's (MlpModel's).
 #pragma once
 #include <map>
 #include <memory>
@@ -37,7 +38,7 @@ struct ParamShard {
 };
 
 class Layer {
-public:
+  public:
     virtual ~Layer();
     const std::string& name() const { return name_; }
     const ParamTable& table() const { return table_; }
@@ -52,7 +53,8 @@ public:
     int param_index(const std::string& n) const;
 
     // x: the input hidden state (B, T, C) — ownership moves into the layer (saved for backward);
-    // null for the embedding. Returns the output (B, T, C); the head returns its per-token losses (N).
+    // null for the embedding. Returns the output (B, T, C); the head returns its per-token losses
+    // (N).
     virtual Tensor forward(int micro, Tensor x, const Batch& batch) = 0;
     // dout: gradient of the output (B, T, C) (empty for the head, whose forward made the
     // gradient of its loss). Returns the gradient of the input (empty for the embedding).
@@ -98,7 +100,7 @@ public:
     int64_t eval_correct = 0;
     Device device = Device::cpu;  // where the layer's tensors live (ops.device())
 
-protected:
+  protected:
     explicit Layer(LayerOps& ops) : device(ops.device()), ops_(ops) {}
     float* g(const std::string& n) { return grad_ptr[param_index(n)]; }
     // Parameter i's weights as the kernels read them (activation dtype): the fp32 masters, the
@@ -112,18 +114,23 @@ protected:
     // full keeps the input only; selective drops the cheap activation output `cheap` and, where
     // the device keeps attention probabilities, `scores` (both recomputed in the backward).
     void save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, int cheap, int scores);
-    Tensor act(Shape s) { return Tensor::empty(std::move(s), MemCategory::activations, ops_.traits.act, device); }
-    Tensor work(Shape s) { return Tensor::empty(std::move(s), MemCategory::workspace, ops_.traits.act, device); }
-    Tensor f32(Shape s, MemCategory c) { return Tensor::empty(std::move(s), c, DType::f32, device); }
+    Tensor act(Shape s) {
+        return Tensor::empty(std::move(s), MemCategory::activations, ops_.traits.act, device);
+    }
+    Tensor work(Shape s) {
+        return Tensor::empty(std::move(s), MemCategory::workspace, ops_.traits.act, device);
+    }
+    Tensor f32(Shape s, MemCategory c) {
+        return Tensor::empty(std::move(s), c, DType::f32, device);
+    }
     LayerOps& ops_;
     // Registers a parameter: local shape and shard description.
     void add_param(const ParamTable& global, const std::string& gname, Shape local,
-                   std::vector<std::pair<int64_t, int64_t>> row_blocks, int64_t col0,
-                   int64_t col1);
+                   std::vector<std::pair<int64_t, int64_t>> row_blocks, int64_t col0, int64_t col1);
     std::string name_;
     ParamTable table_;
     std::vector<ParamShard> shards_;
-    std::map<int, std::vector<Tensor>> saved_;  // micro -> saved tensors (layer-specific order)
+    std::map<int, std::vector<Tensor>> saved_;   // micro -> saved tensors (layer-specific order)
     std::map<int, std::vector<Tensor>> wsaved_;  // micro -> what B keeps for W (output gradients)
     // micro's saved tensors for its backward (or B); an Error naming the layer when its forward
     // has not run or they are still offloaded.
@@ -138,10 +145,10 @@ protected:
     }
     std::map<int, bool> offloaded_;
 
-private:
+  private:
     std::vector<void*> move_saved(int micro, MemCategory from, MemCategory to, Device dev);
     std::map<int, std::vector<void*>> fetching_;  // micro -> events the backward must wait for
-    Tensor cache_;  // bf16 copy of the parameters (see w())
+    Tensor cache_;                                // bf16 copy of the parameters (see w())
     std::vector<int64_t> cache_off_;
     std::vector<float*> cache_src_;
     uint64_t cache_version_ = 0;
@@ -158,7 +165,9 @@ struct ModelShape {
     LlamaDims llama;         // llama
     std::vector<int> sizes;  // mlp: input, hidden..., classes (mlp_sizes)
     int n_layers() const {
-        return family == Family::gpt ? gpt.n_layer + 2 : family == Family::llama ? llama.n_layer + 2 : (int)sizes.size() - 1;
+        return family == Family::gpt     ? gpt.n_layer + 2
+               : family == Family::llama ? llama.n_layer + 2
+                                         : (int)sizes.size() - 1;
     }
     int n_blocks() const { return n_layers() - 2; }
     // The single-rank table (init stream, checkpoints), built on first use and shared by the
@@ -168,16 +177,21 @@ struct ModelShape {
     int targets_per_sample() const {
         return family == Family::gpt ? gpt.seq_len : family == Family::llama ? llama.seq_len : 1;
     }
-    int d_model() const { return family == Family::gpt ? gpt.d_model : llama.d_model; }  // transformers
+    int d_model() const {
+        return family == Family::gpt ? gpt.d_model : llama.d_model;
+    }  // transformers
     // the head computes with the embedding's table (its copy on a pp > 1 last stage)
-    bool tied() const { return family == Family::gpt || (family == Family::llama && llama.tie_embeddings); }
-    int vocab() const { return family == Family::gpt ? gpt.vocab : llama.vocab; }        // transformers
-    // One line for people: "GPT 12 layers, 12 heads, d_model 768, seq 1024, vocab 50257, N parameters".
+    bool tied() const {
+        return family == Family::gpt || (family == Family::llama && llama.tie_embeddings);
+    }
+    int vocab() const { return family == Family::gpt ? gpt.vocab : llama.vocab; }  // transformers
+    // One line for people: "GPT 12 layers, 12 heads, d_model 768, seq 1024, vocab 50257, N
+    // parameters".
     std::string describe() const;
     // What a pipeline stage hands the next: the hidden state of B samples of T positions.
     Shape hidden(int B, int T) const;
 
-private:
+  private:
     mutable std::shared_ptr<const ParamTable> table_;
 };
 // The shape of the model a config describes (`vocab`: GPT's tokenizer size).
@@ -188,8 +202,8 @@ struct ShardSpec {
     TpGroup tp;
     Recompute recompute = Recompute::none;
     LayerOps* ops = nullptr;  // the device (null: the CPU)
-    float loss_scale = 1.0f;        // d loss / d (per-token loss): the head's gradient is made in
-                                    // its forward pass
+    float loss_scale = 1.0f;  // d loss / d (per-token loss): the head's gradient is made in
+                              // its forward pass
 };
 
 // Layer index in the global layer list (GPT: 0 = embedding, 1..L = blocks, L+1 = head; the
@@ -202,7 +216,8 @@ std::unique_ptr<Layer> layer_create(const ShardSpec& spec, int index, Layer* tie
 // embedding where the model ties them), bound to flat buffers laid out as the model's
 // param_table(): `params`, and `grads` (null: the layers have no gradient buffers). For the
 // sampler's decoder and tests; training binds through the ParamStore.
-std::vector<std::unique_ptr<Layer>> layers_create_bound(const ShardSpec& spec, float* params, float* grads);
+std::vector<std::unique_ptr<Layer>> layers_create_bound(const ShardSpec& spec, float* params,
+                                                        float* grads);
 // The MLP's layers (mlp_layers.cpp) and the Llama family's blocks (llama_layers.cpp), through
 // layer_create.
 std::unique_ptr<Layer> mlp_layer_create(const ShardSpec& spec, int index);

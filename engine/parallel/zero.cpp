@@ -14,8 +14,8 @@ namespace tessera {
 
 struct ParamStore::Unit {
     Layer* layer = nullptr;
-    std::vector<int> params;        // indices in layer->table()
-    std::vector<int64_t> offset;    // element offset of each param within the unit
+    std::vector<int> params;      // indices in layer->table()
+    std::vector<int64_t> offset;  // element offset of each param within the unit
     int64_t len = 0, S = 0, pad = 0;
     int64_t shard_begin = 0, shard_end = 0;  // this DP rank's slice [begin, end) within len
     bool is_wte = false, tied_copy = false;
@@ -66,10 +66,13 @@ void for_each_param_range(const Unit& u, int64_t r0, int64_t r1, F&& f) {
 
 float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t i) {
     switch (p.init) {
-        case InitKind::zeros: return 0.0f;
-        case InitKind::ones: return 1.0f;
+        case InitKind::zeros:
+            return 0.0f;
+        case InitKind::ones:
+            return 1.0f;
         case InitKind::normal:
-            return p.init_std * counter_normal(seed, (uint64_t)s.global_index, (uint64_t)s.global_offset(i));
+            return p.init_std *
+                   counter_normal(seed, (uint64_t)s.global_index, (uint64_t)s.global_offset(i));
     }
     return 0.0f;
 }
@@ -79,24 +82,31 @@ float init_value(const ParamInfo& p, const ParamShard& s, uint64_t seed, int64_t
 std::vector<ParamStore::UnitGroup> ParamStore::unit_groups(const Layer& l) {
     const auto& es = l.table().entries();
     UnitGroup wte{{}, true}, rest{{}, false};
-    for (int i = 0; i < (int)es.size(); ++i) (vocab_embedding_name(es[i].name) ? wte : rest).params.push_back(i);
+    for (int i = 0; i < (int)es.size(); ++i)
+        (vocab_embedding_name(es[i].name) ? wte : rest).params.push_back(i);
     std::vector<UnitGroup> groups;
     for (UnitGroup* g : {&wte, &rest})
         if (!g->params.empty()) groups.push_back(std::move(*g));
     return groups;
 }
 
-ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
-                       Communicator* dp_async, int tp_rank, bool last_stage_copy)
-    : layers_(std::move(layers)), o_(o), dp_(dp_async), tp_rank_(tp_rank),
-      last_stage_copy_(last_stage_copy), ops_(o.ops ? o.ops : &device_ops_cpu()),
-      dev_(ops_->device()), host_master_(o.offload_optimizer && o.gpu && dev_ != Device::cpu) {
+ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communicator* dp_async,
+                       int tp_rank, bool last_stage_copy)
+    : layers_(std::move(layers)),
+      o_(o),
+      dp_(dp_async),
+      tp_rank_(tp_rank),
+      last_stage_copy_(last_stage_copy),
+      ops_(o.ops ? o.ops : &device_ops_cpu()),
+      dev_(ops_->device()),
+      host_master_(o.offload_optimizer && o.gpu && dev_ != Device::cpu) {
     if (dp_) {
         dp_rank_ = dp_->rank();
         dp_size_ = dp_->size();
     }
     // the meta device (the estimator): the comm thread runs each task when it is waited for
-    worker_ = std::make_unique<CommWorker>(dev_ == Device::meta ? CommWorker::Mode::lazy : CommWorker::Mode::thread);
+    worker_ = std::make_unique<CommWorker>(dev_ == Device::meta ? CommWorker::Mode::lazy
+                                                                : CommWorker::Mode::thread);
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
     // symmetric buffers are tried below (see there): ZeRO-1/2's bf16 images, and gradients
     // reduced through copy-engine exchanges
@@ -131,12 +141,15 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
             if (o_.stage >= 3) {
                 u->shard = Tensor::zeros({u->S}, MemCategory::params, DType::f32, dev_);
             } else if (image_only()) {
-                if (!sym) u->full16 = Tensor::zeros({u->pad}, MemCategory::params, DType::bf16, dev_);
+                if (!sym)
+                    u->full16 = Tensor::zeros({u->pad}, MemCategory::params, DType::bf16, dev_);
             } else {
                 u->full = Tensor::zeros({u->pad}, MemCategory::params, DType::f32, dev_);
             }
-            if (o_.stage >= 2) u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
-            else if (!symg) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
+            if (o_.stage >= 2)
+                u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
+            else if (!symg)
+                u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
             units_.push_back(std::move(u));
         }
     }
@@ -165,7 +178,8 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
                 u.gstage = reinterpret_cast<float*>(p);
             });
         else
-            for (auto& u : units_) u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
+            for (auto& u : units_)
+                u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
     }
     if (sym)  // ZeRO-1/2 in bf16: every unit's bf16 image, for the all-gathers; accounted as comm
         gather16_bytes_ = symmetric(2, MemCategory::comm, [](Unit& u, char* p) {
@@ -189,7 +203,8 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o,
                 const int pi = u->params[k];
                 const ParamInfo& info = es[pi];
                 const int64_t base = u->offset[k];
-                const int64_t lo = std::max<int64_t>(0, keep0 - base), hi = std::min<int64_t>(info.numel, keep1 - base);
+                const int64_t lo = std::max<int64_t>(0, keep0 - base),
+                              hi = std::min<int64_t>(info.numel, keep1 - base);
                 if (lo >= hi) continue;
                 float* dst = host.data() + (base - keep0);
                 // counter-based: each element depends on its index only, so the threads cannot
@@ -223,7 +238,8 @@ void ParamStore::set_values(Unit& u, const float* host, int64_t k0, int64_t k1) 
     if (host_master_) {
         const int64_t r0 = std::max(k0, update_begin(u)), r1 = std::min(k1, update_end(u));
         if (r0 < r1)
-            std::memcpy(u.master.f32() + (r0 - update_begin(u)), host + (r0 - k0), sizeof(float) * (r1 - r0));
+            std::memcpy(u.master.f32() + (r0 - update_begin(u)), host + (r0 - k0),
+                        sizeof(float) * (r1 - r0));
     }
     if (o_.stage >= 3) {
         ops_->upload(u.shard.f32() + (k0 - u.shard_begin), host, k1 - k0);
@@ -272,7 +288,8 @@ void ParamStore::settle(Unit& u) const {
     if (!u.gathered) return;
     u.gathered->wait();
     u.gathered.reset();
-    if (!o_.gather_bf16 || u.sym16 || image_only()) return;  // a persistent image feeds the layers directly
+    if (!o_.gather_bf16 || u.sym16 || image_only())
+        return;  // a persistent image feeds the layers directly
     const uint16_t* h = u.image16();
     for (int r = 0; r < dp_size_; ++r)
         if (r != dp_rank_) ops_->from_bf16(u.full.f32() + r * u.S, h + r * u.S, u.S);
@@ -285,8 +302,10 @@ void ParamStore::bind(Layer* layer) {
         if (u->layer != layer) continue;
         settle(*u);
         for (size_t k = 0; k < u->params.size(); ++k) {
-            layer->param_ptr[u->params[k]] = u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
-            layer->param16_ptr[u->params[k]] = u->sym16 || image_only() ? u->image16() + u->offset[k] : nullptr;
+            layer->param_ptr[u->params[k]] =
+                u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
+            layer->param16_ptr[u->params[k]] =
+                u->sym16 || image_only() ? u->image16() + u->offset[k] : nullptr;
             float* g = u->grads();
             layer->grad_ptr[u->params[k]] = g ? g + u->offset[k] : nullptr;
         }
@@ -304,7 +323,7 @@ void ParamStore::gather(Unit& u) {
     int64_t S = u.S;
     u.full = std::move(full);
     ++version_;  // new parameter storage: GPU layers recast their weight copies
-    if (!dp) {  // nothing to gather: one rank holds everything
+    if (!dp) {   // nothing to gather: one rank holds everything
         ops->copy(out, in, S);
         u.gathering = worker_->post([] {});
     } else {
@@ -402,7 +421,8 @@ void ParamStore::after_backward(Layer* layer, bool last_micro) {
             if (!dp) {
                 ops->accumulate(acc, full->f32(), S);
             } else {
-                auto part = std::make_shared<Tensor>(Tensor::empty({S}, MemCategory::comm, DType::f32, dev_));
+                auto part = std::make_shared<Tensor>(
+                    Tensor::empty({S}, MemCategory::comm, DType::f32, dev_));
                 auto ready = ops->record();
                 in_flight_.push_back(worker_->post([dp, ops, ready, full, part, acc, S]() mutable {
                     ops->wait(ready);
@@ -427,8 +447,10 @@ void ParamStore::flush_accumulates() {
 void ParamStore::zero_grads() {
     flush_accumulates();
     for (auto& u : units_) {
-        if (u->gsym) ops_->zero(u->gsym, u->pad);
-        else if (u->grad_full.defined()) u->grad_full.zero();
+        if (u->gsym)
+            ops_->zero(u->gsym, u->pad);
+        else if (u->grad_full.defined())
+            u->grad_full.zero();
         if (u->grad_shard.defined()) u->grad_shard.zero();
     }
 }
@@ -437,22 +459,26 @@ void ParamStore::finish_gradients(Communicator* embedding) {
     flush_accumulates();
     for (auto& u : units_) {
         if (!u->is_wte || !embedding) continue;
-        if (o_.stage < 2) embedding->all_reduce(u->grads(), u->len);
-        else embedding->all_reduce(u->grad_shard.f32(), u->S);
+        if (o_.stage < 2)
+            embedding->all_reduce(u->grads(), u->len);
+        else
+            embedding->all_reduce(u->grad_shard.f32(), u->S);
     }
     // the ranges this rank owns, adjacent ones merged: a unit's gradients lie back to back
     std::vector<std::pair<const float*, int64_t>> ranges;
     for (auto& up : units_) {
         Unit& u = *up;
         if (u.tied_copy) continue;
-        for_each_param_range(u, u.shard_begin, u.shard_end, [&](size_t k, const ParamInfo&, int64_t lo, int64_t hi) {
-            if (tp_rank_ != 0 && replicated(u.layer->shards()[u.params[k]])) return;
-            const float* g = o_.stage < 2 ? u.grads() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
-            if (!ranges.empty() && ranges.back().first + ranges.back().second == g)
-                ranges.back().second += hi - lo;
-            else
-                ranges.push_back({g, hi - lo});
-        });
+        for_each_param_range(
+            u, u.shard_begin, u.shard_end, [&](size_t k, const ParamInfo&, int64_t lo, int64_t hi) {
+                if (tp_rank_ != 0 && replicated(u.layer->shards()[u.params[k]])) return;
+                const float* g =
+                    o_.stage < 2 ? u.grads() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
+                if (!ranges.empty() && ranges.back().first + ranges.back().second == g)
+                    ranges.back().second += hi - lo;
+                else
+                    ranges.push_back({g, hi - lo});
+            });
     }
     ops_->sum_squares_begin();
     for (const auto& [g, n] : ranges) ops_->sum_squares_add(g, n);
@@ -461,20 +487,28 @@ void ParamStore::finish_gradients(Communicator* embedding) {
             const int64_t r0 = update_begin(*u), n = update_end(*u) - r0;
             const float* g = o_.stage < 2 ? u->grads() + r0 : u->grad_shard.f32();
             if (n > 0)
-                u->grad_download = device_copy_async(u->host_grad.data(), u->host_grad.device(), g, dev_,
-                                                     sizeof(float) * n);
+                u->grad_download = device_copy_async(u->host_grad.data(), u->host_grad.device(), g,
+                                                     dev_, sizeof(float) * n);
         }
 }
 
-int64_t ParamStore::update_begin(const Unit& u) const { return o_.stage >= 1 ? u.shard_begin : 0; }
-int64_t ParamStore::update_end(const Unit& u) const { return o_.stage >= 1 ? u.shard_end : u.len; }
+int64_t ParamStore::update_begin(const Unit& u) const {
+    return o_.stage >= 1 ? u.shard_begin : 0;
+}
+int64_t ParamStore::update_end(const Unit& u) const {
+    return o_.stage >= 1 ? u.shard_end : u.len;
+}
 
 void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const float* norm2) {
     double lr = lr_at_step(oc, step);
     ++t_;
     ++version_;
-    const AdamWHyper h{static_cast<float>(lr), static_cast<float>(oc.beta1),
-                       static_cast<float>(oc.beta2), static_cast<float>(oc.eps), 0.0f, t_};
+    const AdamWHyper h{static_cast<float>(lr),
+                       static_cast<float>(oc.beta1),
+                       static_cast<float>(oc.beta2),
+                       static_cast<float>(oc.eps),
+                       0.0f,
+                       t_};
     if (host_master_) {
         optimizer_step_host(oc, h, norm2);
         return;
@@ -488,8 +522,8 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
         const int64_t r0 = update_begin(u), r1 = update_end(u);
         for_each_param_range(u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
             float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
-            const float* g = o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin)
-                                           : u.grads() + lo;
+            const float* g =
+                o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin) : u.grads() + lo;
             const int64_t mo = lo - r0;
             ranges.push_back({p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo,
                               info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});
@@ -509,7 +543,8 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
 // then the updated range back to the device on the copy stream (into the fp32 parameters, or
 // through a staging buffer cast into the bf16 image), the compute stream waiting for it; the
 // next unit's update overlaps that copy.
-void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper& h, const float* norm2) {
+void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper& h,
+                                     const float* norm2) {
     float n2 = 0.0f;
     if (norm2 && dev_ != Device::meta) ops_->download(&n2, norm2, 1);
     const float scale = clip_scale(oc.grad_clip, std::sqrt((double)n2));
@@ -525,17 +560,19 @@ void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper
             continue;
         }
         if (dev_ != Device::meta)
-            for_each_param_range(u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
-                AdamWHyper hk = h;
-                hk.weight_decay = info.decay ? static_cast<float>(oc.weight_decay) : 0.0f;
-                const int64_t i = lo - r0;
-                adamw_update(u.master.f32() + i, u.host_grad.f32() + i, u.m.f32() + i, u.v.f32() + i, hi - lo,
-                             hk, scale);
-            });
+            for_each_param_range(
+                u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
+                    AdamWHyper hk = h;
+                    hk.weight_decay = info.decay ? static_cast<float>(oc.weight_decay) : 0.0f;
+                    const int64_t i = lo - r0;
+                    adamw_update(u.master.f32() + i, u.host_grad.f32() + i, u.m.f32() + i,
+                                 u.v.f32() + i, hi - lo, hk, scale);
+                });
         const size_t bytes = sizeof(float) * (r1 - r0);
         if (image_only()) {
             Tensor staging = Tensor::empty({r1 - r0}, MemCategory::comm, DType::f32, dev_);
-            void* ev = device_copy_async(staging.data(), dev_, u.master.data(), u.master.device(), bytes);
+            void* ev =
+                device_copy_async(staging.data(), dev_, u.master.data(), u.master.device(), bytes);
             device_event_wait(ev);
             device_event_free(ev);
             ops_->to_bf16(u.image16() + r0, staging.f32(), r1 - r0);
@@ -556,7 +593,8 @@ void ParamStore::gather_updated(Unit& u) {
     const int64_t mine = dp_rank_ * u.S;
     if (image_only()) {  // the slice is in the image already
         u.gathered = dp_->iall_gather(u.image16(), u.S, DType::bf16);
-        TS_CHECK(u.gathered, "optimizer offload in bf16 needs a DP backend with in-place all-gathers (NCCL)");
+        TS_CHECK(u.gathered,
+                 "optimizer offload in bf16 needs a DP backend with in-place all-gathers (NCCL)");
         return;
     }
     if (o_.gather_bf16) {
@@ -567,7 +605,8 @@ void ParamStore::gather_updated(Unit& u) {
     } else if ((u.gathered = dp_->iall_gather(u.full.f32(), u.S, DType::f32))) {
         return;
     }
-    auto slice = std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm, DType::f32, dev_));
+    auto slice =
+        std::make_shared<Tensor>(Tensor::empty({u.S}, MemCategory::comm, DType::f32, dev_));
     if (u.shard_end > u.shard_begin)
         ops_->copy(slice->f32(), u.full.f32() + u.shard_begin, u.shard_end - u.shard_begin);
     float* out = u.full.f32();
@@ -598,7 +637,7 @@ std::vector<ParamStore::Held> ParamStore::held() const {
             h.begin = lo - u.offset[k];
             h.end = hi - u.offset[k];
             const int64_t mo = lo - update_begin(u);  // the moments' (and a host master's) index
-            h.param_values = host_master_      ? u.master.f32() + mo
+            h.param_values = host_master_    ? u.master.f32() + mo
                              : o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin)
                                              : u.full.f32() + lo;
             h.m = u.m.f32() + mo;
@@ -611,17 +650,19 @@ std::vector<ParamStore::Held> ParamStore::held() const {
     return out;
 }
 
-void ParamStore::load(const std::function<void(const std::string&, int, const ParamShard&,
-                                               int64_t, int64_t, float*)>& get_host) {
+void ParamStore::load(const std::function<void(const std::string&, int, const ParamShard&, int64_t,
+                                               int64_t, float*)>& get_host) {
     std::vector<float> host, values;
     const Device mdev = o_.offload_optimizer ? Device::cpu : dev_;
     ++version_;
-    auto get_moment = [&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,
-                          float* dst) {
+    auto get_moment = [&](const std::string& name, int which, const ParamShard& sh, int64_t lo,
+                          int64_t hi, float* dst) {
         host.resize(hi - lo);
         get_host(name, which, sh, lo, hi, host.data());
-        if (mdev == Device::cpu) std::memcpy(dst, host.data(), sizeof(float) * (hi - lo));
-        else ops_->upload(dst, host.data(), hi - lo);
+        if (mdev == Device::cpu)
+            std::memcpy(dst, host.data(), sizeof(float) * (hi - lo));
+        else
+            ops_->upload(dst, host.data(), hi - lo);
     };
     for (auto& up : units_) {
         Unit& u = *up;
@@ -637,9 +678,11 @@ void ParamStore::load(const std::function<void(const std::string&, int, const Pa
             const ParamShard& sh = u.layer->shards()[pi];
             const std::string& name = es[pi].name;
             int64_t base = u.offset[k], n = es[pi].numel;
-            const int64_t lo = std::max<int64_t>(0, keep0 - base), hi = std::min<int64_t>(n, keep1 - base);
+            const int64_t lo = std::max<int64_t>(0, keep0 - base),
+                          hi = std::min<int64_t>(n, keep1 - base);
             if (lo < hi) get_host(name, 0, sh, lo, hi, values.data() + (base + lo - keep0));
-            const int64_t mlo = std::max<int64_t>(0, r0 - base), mhi = std::min<int64_t>(n, update_end(u) - base);
+            const int64_t mlo = std::max<int64_t>(0, r0 - base),
+                          mhi = std::min<int64_t>(n, update_end(u) - base);
             if (mlo < mhi) {
                 get_moment(name, 1, sh, mlo, mhi, u.m.f32() + (base + mlo - r0));
                 get_moment(name, 2, sh, mlo, mhi, u.v.f32() + (base + mlo - r0));

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "engine/core/tensor.h"
+#include "engine/optim/optimizer.h"
 #include "engine/parallel/comm.h"
 #include "engine/parallel/comm_worker.h"
 #include "engine/parallel/tp_layers.h"
-#include "engine/optim/optimizer.h"
 
 namespace tessera {
 
@@ -51,12 +51,14 @@ struct ZeroOptions {
 };
 
 class ParamStore {
-public:
+  public:
     // ZeRO-2/3: reduce-scatters in flight before a new full gradient is allocated.
     static constexpr size_t kMaxReductions = 1;
     // A unit's part of a symmetric buffer (DP on NCCL): its bytes rounded up to a page, the
     // alignment NCCL windows need.
-    static constexpr int64_t symmetric_part_bytes(int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+    static constexpr int64_t symmetric_part_bytes(int64_t bytes) {
+        return (bytes + 4095) / 4096 * 4096;
+    }
     // How a layer's parameters form units (each reduced, sharded and gathered as one buffer):
     // the (tied) token embedding alone, then the rest; indices in layer.table().
     struct UnitGroup {
@@ -124,7 +126,7 @@ public:
     int64_t optimizer_steps() const { return t_; }
     void set_optimizer_steps(int64_t t) { t_ = t; }
 
-private:
+  private:
     struct Unit;
     Unit* unit_of(Layer* l, int param);
     void settle(Unit& u) const;
@@ -143,7 +145,7 @@ private:
     // the gradients in pinned host memory, AdamW on the host's cores, the updated values copied
     // back. With layers in bf16 and ZeRO 0-2 the device then keeps only bf16 images.
     bool image_only() const { return host_master_ && o_.gather_bf16 && o_.stage < 3; }
-    std::deque<std::shared_future<void>> in_flight_;  // ZeRO-2/3 reduce-scatters
+    std::deque<std::shared_future<void>> in_flight_;      // ZeRO-2/3 reduce-scatters
     std::vector<std::unique_ptr<CommRequest>> reducing_;  // background reductions (GPU DP)
     std::vector<std::unique_ptr<Unit>> units_;
     std::vector<Layer*> layers_;

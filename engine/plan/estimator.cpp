@@ -1,11 +1,10 @@
 // Plan estimator: runs one training step of a rank on the meta device as allocation events (the
-// runtime's own layers, ParamStore and schedule walk: rank_sim.h), then derives FLOPs, communication and step time. See
-// estimator.h and docs/parallelism.md ("The estimator") for the formulas.
+// runtime's own layers, ParamStore and schedule walk: rank_sim.h), then derives FLOPs,
+// communication and step time. See estimator.h and docs/parallelism.md ("The estimator") for the
+// formulas.
 #include "engine/plan/estimator.h"
-#include "engine/plan/op_costs.h"
-#include "engine/plan/partitioner.h"
-#include "engine/plan/rank_sim.h"
 
+#include <cblas.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,15 +12,16 @@
 #include <cmath>
 #include <vector>
 
-#include <cblas.h>
-
 #include "engine/core/error.h"
 #include "engine/core/str_join.h"
 #include "engine/core/tensor.h"
 #include "engine/model/gpt.h"
-#include "engine/parallel/schedule.h"
 #include "engine/parallel/layer_ops.h"
+#include "engine/parallel/schedule.h"
 #include "engine/parallel/tp_layers.h"
+#include "engine/plan/op_costs.h"
+#include "engine/plan/partitioner.h"
+#include "engine/plan/rank_sim.h"
 
 namespace tessera {
 
@@ -37,14 +37,15 @@ double cpu_sgemm_flops() {
     static const double rate = [] {
         const int n = 384;
         std::vector<float> a((size_t)n * n, 0.5f), b((size_t)n * n, 0.25f), c((size_t)n * n);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
-                    b.data(), n, 0.0f, c.data(), n);  // warm-up (thread pool start)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
+                    n, 0.0f, c.data(), n);  // warm-up (thread pool start)
         double best = 1e30;
         for (int r = 0; r < 5; ++r) {
             auto t0 = std::chrono::steady_clock::now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n,
                         b.data(), n, 0.0f, c.data(), n);
-            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            best = std::min(
+                best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
         return 2.0 * n * n * n / std::max(best, 1e-9);
     }();
@@ -62,17 +63,22 @@ DeviceSpec device_spec(const std::string& name) {
     // 64 (32) GB/s per direction.
     if (name == "H100") {
         d.peak_flops = 989 * T, d.hbm_bytes_per_s = 3350 * G, d.memory_bytes = 80 * GiB;
-        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G, d.host_link_bytes_per_s = 55 * G;
+        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G,
+        d.host_link_bytes_per_s = 55 * G;
     } else if (name == "H200") {
         d.peak_flops = 989 * T, d.hbm_bytes_per_s = 4800 * G, d.memory_bytes = 141 * GiB;
-        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G, d.host_link_bytes_per_s = 55 * G;
-        d.efficiency = 0.43;  // Tessera's measured MFU on one H200 (GPT-2 124M, bf16, micro-batch 16)
+        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G,
+        d.host_link_bytes_per_s = 55 * G;
+        d.efficiency =
+            0.43;  // Tessera's measured MFU on one H200 (GPT-2 124M, bf16, micro-batch 16)
     } else if (name == "A100-80GB") {
         d.peak_flops = 312 * T, d.hbm_bytes_per_s = 2039 * G, d.memory_bytes = 80 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G, d.host_link_bytes_per_s = 27 * G;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G,
+        d.host_link_bytes_per_s = 27 * G;
     } else if (name == "A100-40GB") {
         d.peak_flops = 312 * T, d.hbm_bytes_per_s = 1555 * G, d.memory_bytes = 40 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G, d.host_link_bytes_per_s = 27 * G;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G,
+        d.host_link_bytes_per_s = 27 * G;
     } else if (name == "cpu") {
         d.peak_flops = cpu_sgemm_flops();
         d.hbm_bytes_per_s = 20 * G;  // a typical dual-channel DDR figure; not measured
@@ -98,11 +104,16 @@ DeviceSpec device_spec(const std::string& name) {
 }
 
 bool device_spec_for_gpu(const std::string& n, DeviceSpec* out) {
-    if (n.find("H200") != std::string::npos) *out = device_spec("H200");
-    else if (n.find("H100") != std::string::npos) *out = device_spec("H100");
-    else if (n.find("A100") != std::string::npos && n.find("40GB") != std::string::npos) *out = device_spec("A100-40GB");
-    else if (n.find("A100") != std::string::npos) *out = device_spec("A100-80GB");
-    else return false;
+    if (n.find("H200") != std::string::npos)
+        *out = device_spec("H200");
+    else if (n.find("H100") != std::string::npos)
+        *out = device_spec("H100");
+    else if (n.find("A100") != std::string::npos && n.find("40GB") != std::string::npos)
+        *out = device_spec("A100-40GB");
+    else if (n.find("A100") != std::string::npos)
+        *out = device_spec("A100-80GB");
+    else
+        return false;
     return true;
 }
 
@@ -134,21 +145,26 @@ std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg) {
         int sum = 0;
         for (int s : cfg.parallel.stages) sum += s;
         if (sum != L)
-            throw InputError(str_cat(cfg.source_path, ": parallel.stages: expected entries summing to "
-                                     "n_layer ", L, ", found ", sum));
+            throw InputError(str_cat(cfg.source_path,
+                                     ": parallel.stages: expected entries summing to "
+                                     "n_layer ",
+                                     L, ", found ", sum));
         return cfg.parallel.stages;
     }
     if (cfg.model.preset == "mlp") {  // not pipelined: one chunk
         if (chunks != 1)
-            throw InputError(str_cat(cfg.source_path, ": parallel.pp: an MLP is not pipelined: "
-                                     "expected pp 1, found ", cfg.parallel.pp));
+            throw InputError(str_cat(cfg.source_path,
+                                     ": parallel.pp: an MLP is not pipelined: "
+                                     "expected pp 1, found ",
+                                     cfg.parallel.pp));
         return {model_shape(cfg.model, 0).n_blocks()};
     }
     // Balanced by compute: the contiguous split minimising the slowest chunk's training FLOPs,
     // the LM head counted on the last chunk. Deterministic (no measured rates): every rank of
     // the job computes the same split. The memory-aware balance (balance_stages) is what
     // `tessera plan` and the studio suggest for a device.
-    const std::vector<LayerSpec> specs = model_shape(cfg.model, plan_vocab_size(cfg.model)).layer_specs();
+    const std::vector<LayerSpec> specs =
+        model_shape(cfg.model, plan_vocab_size(cfg.model)).layer_specs();
     ChunkCostModel m;
     m.block_s = specs[1].flops_per_token;
     m.fixed_s.assign(chunks, 0.0);
@@ -170,8 +186,12 @@ using plan_sim::RankSim;
 // Every rank, one or many: RankRunner's step on the meta device (rank_sim.h)
 
 // Ring all-reduce sends 2 (n-1)/n of the buffer per rank; all-gather / reduce-scatter (n-1)/n.
-double ring_all_reduce(double bytes, int n) { return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0; }
-double ring_gather(double bytes, int n) { return n > 1 ? (double)(n - 1) / n * bytes : 0.0; }
+double ring_all_reduce(double bytes, int n) {
+    return n > 1 ? 2.0 * (n - 1) / n * bytes : 0.0;
+}
+double ring_gather(double bytes, int n) {
+    return n > 1 ? (double)(n - 1) / n * bytes : 0.0;
+}
 
 // A GPU rank's busy time from its step's op trace and the parameter store's passes, priced
 // with the device's measured costs (OpCosts): r.compute_s and its parts. The host launches
@@ -189,10 +209,15 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
         switch (c.kind) {
             case OpKind::matmul_forward:
             case OpKind::matmul_gelu_forward:
-            case OpKind::matmul_backward: r.gemm_s += t; break;
+            case OpKind::matmul_backward:
+                r.gemm_s += t;
+                break;
             case OpKind::attention_forward:
-            case OpKind::attention_backward: r.attention_s += t; break;
-            default: r.other_ops_s += t;
+            case OpKind::attention_backward:
+                r.attention_s += t;
+                break;
+            default:
+                r.other_ops_s += t;
         }
     }
     // per unit: its gradients zeroed, its squared norm summed; one batched AdamW over the
@@ -206,7 +231,8 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
                 const double n = (double)(zero >= 1 ? u.S : u.len);
                 opt_elems += n;
                 ++units;
-                r.optimizer_s += costs.zero.at((double)(zero >= 2 ? u.S : u.pad)) + costs.sum_squares.at(n);
+                r.optimizer_s +=
+                    costs.zero.at((double)(zero >= 2 ? u.S : u.pad)) + costs.sum_squares.at(n);
             }
     if (host_optimizer) {
         // the gradients down and the updated values back on the copy stream (one after the
@@ -262,7 +288,8 @@ double price_cpu_comm(const OpCosts& costs, const RankSim& sim, const ParallelCo
         for (const auto& l : ch) units += (double)l.units.size();
     if (par.dp > 1) {
         const int z = par.zero;
-        const double per_unit = (z < 2) + (z == 1 || z == 2) + (z >= 2 ? m : 0) + (z >= 3 ? 2 * m : 0);
+        const double per_unit =
+            (z < 2) + (z == 1 || z == 2) + (z >= 2 ? m : 0) + (z >= 3 ? 2 * m : 0);
         s += units * per_unit * k.fixed_s + r.comm_dp_bytes * k.per_unit_s;
     }
     if (r.comm_pp_bytes > 0) {
@@ -299,29 +326,37 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     const bool gpt = shape.family == ModelShape::Family::gpt;
     const GptDims& d = shape.gpt;
     if (gpt && (d.n_layer < 1 || d.n_head < 1 || d.d_model < 1 || d.seq_len < 1))
-        throw InputError(str_cat(cfg.source_path, ": model: expected positive n_layer, n_head, "
-                                 "d_model, seq_len, found ", d.n_layer, ", ", d.n_head, ", ",
-                                 d.d_model, ", ", d.seq_len));
+        throw InputError(str_cat(cfg.source_path,
+                                 ": model: expected positive n_layer, n_head, "
+                                 "d_model, seq_len, found ",
+                                 d.n_layer, ", ", d.n_head, ", ", d.d_model, ", ", d.seq_len));
     if (gpt && (d.d_model % d.n_head != 0 || d.n_head % par.tp != 0))
         throw InputError(str_cat(cfg.source_path, ": parallel.tp: expected n_head (", d.n_head,
                                  ") divisible by tp and d_model (", d.d_model,
                                  ") by n_head, found tp ", par.tp));
-    const bool mlp = shape.family == ModelShape::Family::mlp, llama = shape.family == ModelShape::Family::llama;
+    const bool mlp = shape.family == ModelShape::Family::mlp,
+               llama = shape.family == ModelShape::Family::llama;
     if (mlp && par.tp != 1)
-        throw InputError(str_cat(cfg.source_path, ": parallel.tp: an MLP is not tensor-split: "
-                                 "expected tp 1, found ", par.tp));
-    if (llama && (shape.llama.n_head % par.tp || shape.llama.n_kv_head % par.tp || shape.llama.ffn % par.tp))
-        throw InputError(str_cat(cfg.source_path, ": parallel.tp: expected tp dividing n_head (", shape.llama.n_head,
-                                 "), n_kv_head (", shape.llama.n_kv_head, ") and ffn (", shape.llama.ffn,
-                                 "), found tp ", par.tp));
+        throw InputError(str_cat(cfg.source_path,
+                                 ": parallel.tp: an MLP is not tensor-split: "
+                                 "expected tp 1, found ",
+                                 par.tp));
+    if (llama &&
+        (shape.llama.n_head % par.tp || shape.llama.n_kv_head % par.tp || shape.llama.ffn % par.tp))
+        throw InputError(str_cat(cfg.source_path, ": parallel.tp: expected tp dividing n_head (",
+                                 shape.llama.n_head, "), n_kv_head (", shape.llama.n_kv_head,
+                                 ") and ffn (", shape.llama.ffn, "), found tp ", par.tp));
     for (int h : shape.sizes)
         if (h < 1)
-            throw InputError(str_cat(cfg.source_path, ": model.hidden: expected positive sizes, found ", h));
+            throw InputError(
+                str_cat(cfg.source_path, ": model.hidden: expected positive sizes, found ", h));
     const MeshShape mesh{par.dp, par.tp, par.pp};
     const int world = mesh.world(), m = cfg.train.grad_accum, B = cfg.train.micro_batch;
     const int64_t T = shape.targets_per_sample(), N = (int64_t)B * T;
     const int64_t C = mlp ? 0 : shape.d_model();
-    const int64_t q_width = gpt ? d.d_model : llama ? shape.llama.q_width() : 0;  // attention's width
+    const int64_t q_width = gpt     ? d.d_model
+                            : llama ? shape.llama.q_width()
+                                    : 0;  // attention's width
     PlanEstimate est;
     est.device = dev;
     est.world = world;
@@ -340,25 +375,31 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     const int64_t act_bytes = gpu && cfg.runtime.bf16_activations() ? 2 : 4;
     // measured per-op costs price a GPU step where the device has them (bf16 only), and CPU ranks
     // where this host was calibrated at the threads each rank gets
-    const OpCosts* costs = gpu ? (act_bytes == 2 ? measured : nullptr) : (dev.shared_host ? measured : nullptr);
+    const OpCosts* costs =
+        gpu ? (act_bytes == 2 ? measured : nullptr) : (dev.shared_host ? measured : nullptr);
     bool all_priced = true;  // every rank class's ops were measured
     if (costs) {
         est.step_model = "ops";
         est.step_model_note = str_cat("per-op costs from ", costs->source);
     } else if (!gpu && dev.shared_host) {
-        est.step_model_note = str_cat("no CPU calibration for this host at ", plan_cpu_threads(cfg),
-                                      " threads per rank (", cpu_costs_path(plan_cpu_threads(cfg)),
-                                      "): FLOPs at the efficiency ", dev.efficiency,
-                                      " of sgemm's rate; `tessera plan --calibrate` measures the ops");
+        est.step_model_note = str_cat(
+            "no CPU calibration for this host at ", plan_cpu_threads(cfg), " threads per rank (",
+            cpu_costs_path(plan_cpu_threads(cfg)), "): FLOPs at the efficiency ", dev.efficiency,
+            " of sgemm's rate; `tessera plan --calibrate` measures the ops");
     } else {
-        est.step_model_note = str_cat("FLOPs at the efficiency ", dev.efficiency, " of the ", dev.name, "'s peak");
+        est.step_model_note =
+            str_cat("FLOPs at the efficiency ", dev.efficiency, " of the ", dev.name, "'s peak");
         if (const OpCosts* curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr)
-            est.step_model_note += str_cat(", GEMMs smaller than ", (int)kEfficiencyTokens,
-                                           " tokens slowed by ", curve->source, "'s measured bf16 costs");
+            est.step_model_note +=
+                str_cat(", GEMMs smaller than ", (int)kEfficiencyTokens, " tokens slowed by ",
+                        curve->source, "'s measured bf16 costs");
     }
-    // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every op
+    // CPU ranks sharing the host's cores: more threads than cores (ranks x threads) stretch every
+    // op
     const double oversubscribed =
-        !gpu && dev.shared_host ? std::max(1.0, (double)world * plan_cpu_threads(cfg) / cpu_host().cores) : 1.0;
+        !gpu && dev.shared_host
+            ? std::max(1.0, (double)world * plan_cpu_threads(cfg) / cpu_host().cores)
+            : 1.0;
     {
         const ScheduleKind sk = schedule_kind_parse(par.schedule);
         const int v = par.virtual_stages;
@@ -366,12 +407,14 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         // unit times: a forward 1, a backward 2 = B 1 + W 1; zb-h1 defers W only where the blocks
         // split their backward (GPT's and the Llama family's; with qk_norm they run whole: W 0)
         const bool w_splits = gpt || (llama && !shape.llama.qk_norm);
-        est.bubble_fraction = par.pp > 1 ? schedule_bubble_fraction(sched, par.pp, 1.0, w_splits ? 1.0 : 2.0,
-                                                                    w_splits ? 1.0 : 0.0)
-                                         : 0.0;
+        est.bubble_fraction =
+            par.pp > 1 ? schedule_bubble_fraction(sched, par.pp, 1.0, w_splits ? 1.0 : 2.0,
+                                                  w_splits ? 1.0 : 0.0)
+                       : 0.0;
         const std::vector<int> blocks = plan_blocks_per_chunk(cfg);
         const int G = par.pp * v;
-        if (!par.recompute.empty() && par.recompute.size() != 1 && (int)par.recompute.size() != par.pp)
+        if (!par.recompute.empty() && par.recompute.size() != 1 &&
+            (int)par.recompute.size() != par.pp)
             throw InputError(str_cat(cfg.source_path, ": parallel.recompute: expected 1 or pp (",
                                      par.pp, ") entries, found ", par.recompute.size()));
         // memory and FLOPs depend on (stage, tp rank) only: DP ranks are identical
@@ -380,16 +423,19 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         std::vector<double> small_batch(cls.size(), 1.0);
         const OpCosts* gemm_curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr;
         for (int s = 0; s < par.pp; ++s) {
-            std::string rcs = par.recompute.empty() ? "none"
-                              : par.recompute.size() == 1 ? par.recompute[0] : par.recompute[s];
+            std::string rcs = par.recompute.empty()       ? "none"
+                              : par.recompute.size() == 1 ? par.recompute[0]
+                                                          : par.recompute[s];
             Recompute rc = recompute_parse(rcs);
             for (int t = 0; t < par.tp; ++t) {
-                auto [v0, v1] = mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), t, par.tp);
+                auto [v0, v1] =
+                    mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), t, par.tp);
                 const int64_t Vl = v1 - v0;
                 // TP ranks differ only in their vocabulary shard: a rank with the first's shard
                 // size is the first's twin (heads, kv heads and the MLP split evenly)
                 if (t > 0) {
-                    auto [f0, f1] = mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), 0, par.tp);
+                    auto [f0, f1] = mlp ? std::pair<int64_t, int64_t>{0, 0}
+                                        : vocab_shard(shape.vocab(), 0, par.tp);
                     if (f1 - f0 == Vl) {
                         cls[(size_t)s * par.tp + t] = cls[(size_t)s * par.tp];
                         small_batch[(size_t)s * par.tp + t] = small_batch[(size_t)s * par.tp];
@@ -402,7 +448,8 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 sim.m = m;
                 sim.offload_act = par.offload_activations, sim.offload_opt = par.offload_optimizer;
                 sim.device = layer_traits(gpu ? Device::cuda : Device::cpu,
-                                          act_bytes == 2 ? DType::bf16 : DType::f32, cfg.runtime.fp8_gemms());
+                                          act_bytes == 2 ? DType::bf16 : DType::f32,
+                                          cfg.runtime.fp8_gemms());
                 double flops_tok = 0;  // executed forward+backward(+recompute) FLOPs per token
                 int layers = 0;
                 sim.build(shape, blocks, t, par.tp, rc);
@@ -438,11 +485,14 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 // the efficiency model on a GPU: the device's efficiency holds at the shape it was
                 // measured at; smaller micro-batches run their GEMMs slower per FLOP, by the
                 // device's measured GEMM costs (the H200's curve for a GPU never swept)
-                if (gemm_curve) small_batch[(size_t)s * par.tp + t] = small_batch_gemm_factor(*gemm_curve, sim);
+                if (gemm_curve)
+                    small_batch[(size_t)s * par.tp + t] = small_batch_gemm_factor(*gemm_curve, sim);
                 if (!costs) r.compute_s *= small_batch[(size_t)s * par.tp + t];
-                if (costs && !price_ops(*costs, sim, par.zero, dev.host_link_bytes_per_s, r)) all_priced = false;
+                if (costs && !price_ops(*costs, sim, par.zero, dev.host_link_bytes_per_s, r))
+                    all_priced = false;
                 if (costs && oversubscribed > 1) {
-                    for (double* x : {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
+                    for (double* x :
+                         {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
                         *x *= oversubscribed;
                 }
                 // ---- communication per step (bytes sent by this rank)
@@ -456,10 +506,13 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 const int dpn = par.dp;
                 // ZeRO-1 on GPUs (NCCL) reduce-scatters instead of all-reducing; bf16 GPU layers
                 // get their ZeRO-1/2 parameters gathered in bf16 (ParamStore)
-                if (par.zero == 1 && sim.gpu()) r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
-                else if (par.zero < 2) r.comm_dp_bytes += ring_all_reduce(unit_bytes, dpn);
+                if (par.zero == 1 && sim.gpu())
+                    r.comm_dp_bytes += ring_gather(unit_bytes, dpn);
+                else if (par.zero < 2)
+                    r.comm_dp_bytes += ring_all_reduce(unit_bytes, dpn);
                 if (par.zero == 1 || par.zero == 2)
-                    r.comm_dp_bytes += ring_gather(sim.gathers_bf16() ? unit_bytes / 2 : unit_bytes, dpn);
+                    r.comm_dp_bytes +=
+                        ring_gather(sim.gathers_bf16() ? unit_bytes / 2 : unit_bytes, dpn);
                 if (par.zero >= 2) r.comm_dp_bytes += m * ring_gather(unit_bytes, dpn);
                 if (par.zero >= 3) r.comm_dp_bytes += 2.0 * m * ring_gather(unit_bytes, dpn);
                 const double act = (double)N * C * act_bytes;
@@ -475,14 +528,17 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                     if (g > 0) r.comm_pp_bytes += act * m;      // input gradients sent back
                 }
                 r.comm_tp_bytes = m * ring_all_reduce(tp_per_micro, par.tp);
-                if (par.pp > 1 && wte_bytes > 0 && shape.tied()) r.comm_embedding_bytes = ring_all_reduce(wte_bytes, 2);
+                if (par.pp > 1 && wte_bytes > 0 && shape.tied())
+                    r.comm_embedding_bytes = ring_all_reduce(wte_bytes, 2);
                 const bool dp_cross_node = (int64_t)par.tp * par.dp > dev.gpus_per_node;
-                const double dp_bw = dp_cross_node ? dev.network_bytes_per_s : dev.nvlink_bytes_per_s;
-                const double pp_bw = world > dev.gpus_per_node ? dev.network_bytes_per_s
-                                                               : dev.nvlink_bytes_per_s;
+                const double dp_bw =
+                    dp_cross_node ? dev.network_bytes_per_s : dev.nvlink_bytes_per_s;
+                const double pp_bw =
+                    world > dev.gpus_per_node ? dev.network_bytes_per_s : dev.nvlink_bytes_per_s;
                 r.comm_s = r.comm_tp_bytes / dev.nvlink_bytes_per_s + r.comm_pp_bytes / pp_bw +
                            r.comm_dp_bytes / dp_bw + r.comm_embedding_bytes / pp_bw;
-                if (costs && costs->comm_measured && !gpu) r.comm_s = price_cpu_comm(*costs, sim, par, m, r, world);
+                if (costs && costs->comm_measured && !gpu)
+                    r.comm_s = price_cpu_comm(*costs, sim, par, m, r, world);
                 r.offload_bytes = (double)sim.offloaded_bytes;
                 cls[(size_t)s * par.tp + t] = r;
             }
@@ -492,8 +548,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         // stages priced two ways)
         if (costs && !all_priced) {
             est.step_model = "efficiency";
-            est.step_model_note = str_cat("a rank's trace holds an op ", costs->source,
-                                          " has no cost for: FLOPs at the efficiency ", dev.efficiency);
+            est.step_model_note =
+                str_cat("a rank's trace holds an op ", costs->source,
+                        " has no cost for: FLOPs at the efficiency ", dev.efficiency);
             for (size_t i = 0; i < cls.size(); ++i) {
                 RankEstimate& r = cls[i];
                 r.compute_s = r.flops_per_step / rate * small_batch[i];
@@ -521,8 +578,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
             est.ranks[rank] = r;
             est.flops_per_step += r.flops_per_step;
             // the pipeline's passes stretched by the bubble; the optimizer after them
-            slowest = std::max(slowest, (r.compute_s - r.optimizer_s) / (1.0 - est.bubble_fraction) +
-                                            r.optimizer_s + r.comm_s + r.offload_s);
+            slowest =
+                std::max(slowest, (r.compute_s - r.optimizer_s) / (1.0 - est.bubble_fraction) +
+                                      r.optimizer_s + r.comm_s + r.offload_s);
         }
         est.step_s = slowest;
     }

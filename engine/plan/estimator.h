@@ -21,17 +21,17 @@ namespace tessera {
 // A device the step time is predicted for. Constants (per GPU) are documented in
 // docs/parallelism.md; "cpu" is measured (OpenBLAS sgemm on this host, cached per process).
 struct DeviceSpec {
-    std::string name;                 // H100 | H200 | A100-80GB | A100-40GB | cpu
-    double peak_flops = 0;            // dense bf16 tensor-core FLOP/s (cpu: fp32 sgemm, all cores)
-    double hbm_bytes_per_s = 0;       // device memory bandwidth
-    int64_t memory_bytes = 0;         // capacity per device (cpu: physical RAM of the host)
-    double nvlink_bytes_per_s = 0;    // per-GPU intra-node bandwidth, one direction
-    double network_bytes_per_s = 0;   // per-GPU inter-node bandwidth (InfiniBand), one direction
-    double host_link_bytes_per_s = 0; // device <-> pinned host memory (PCIe), one direction;
-                                      // 0: none (CPU ranks: offload is a memory copy)
-    int gpus_per_node = 8;            // beyond this, DP groups cross nodes
-    double efficiency = 0.5;          // fraction of peak a training step sustains (MFU ceiling)
-    bool shared_host = false;         // cpu: every rank shares peak_flops and memory_bytes
+    std::string name;                  // H100 | H200 | A100-80GB | A100-40GB | cpu
+    double peak_flops = 0;             // dense bf16 tensor-core FLOP/s (cpu: fp32 sgemm, all cores)
+    double hbm_bytes_per_s = 0;        // device memory bandwidth
+    int64_t memory_bytes = 0;          // capacity per device (cpu: physical RAM of the host)
+    double nvlink_bytes_per_s = 0;     // per-GPU intra-node bandwidth, one direction
+    double network_bytes_per_s = 0;    // per-GPU inter-node bandwidth (InfiniBand), one direction
+    double host_link_bytes_per_s = 0;  // device <-> pinned host memory (PCIe), one direction;
+                                       // 0: none (CPU ranks: offload is a memory copy)
+    int gpus_per_node = 8;             // beyond this, DP groups cross nodes
+    double efficiency = 0.5;           // fraction of peak a training step sustains (MFU ceiling)
+    bool shared_host = false;          // cpu: every rank shares peak_flops and memory_bytes
     // What a GPU process holds outside Tessera's allocator, measured on the device by
     // bench/device_overhead.py (MemCategory::context and ::libraries): the CUDA context, and
     // cuBLASLt, the kernel modules and scratch. 0 on the CPU.
@@ -68,13 +68,13 @@ struct RankEstimate {
     double comm_tp_bytes = 0;
     double comm_pp_bytes = 0;
     double comm_embedding_bytes = 0;
-    double compute_s = 0;           // busy compute time per step (no bubble), optimizer included
+    double compute_s = 0;  // busy compute time per step (no bubble), optimizer included
     // With measured op costs (OpCosts), compute_s in parts: the forward and backward passes'
     // GEMMs, attention and other (memory-bound) ops, and the optimizer's passes
     double gemm_s = 0, attention_s = 0, other_ops_s = 0, optimizer_s = 0;
-    double comm_s = 0;              // exposed communication time per step
-    double offload_bytes = 0;       // activation bytes copied to the host per step (and back)
-    double offload_s = 0;           // exposed time of those copies per step
+    double comm_s = 0;         // exposed communication time per step
+    double offload_bytes = 0;  // activation bytes copied to the host per step (and back)
+    double offload_s = 0;      // exposed time of those copies per step
 };
 
 struct PlanEstimate {
@@ -84,16 +84,16 @@ struct PlanEstimate {
     double flops_per_step = 0;        // all ranks, executed
     double model_flops_per_step = 0;  // 6 N + attention per token, no recompute (for MFU)
     int64_t tokens_per_step = 0;
-    double bubble_fraction = 0;       // schedule_bubble_fraction(f = 1, b = 1, w = 1)
+    double bubble_fraction = 0;  // schedule_bubble_fraction(f = 1, b = 1, w = 1)
     double step_s = 0;
     double tokens_per_s = 0;
     double mfu = 0;
     // How compute time was predicted: "ops" (each op priced from the device's measured costs,
     // OpCosts) or "efficiency" (FLOPs at DeviceSpec::efficiency of peak)
     std::string step_model = "efficiency";
-    std::string step_model_note;      // where the costs came from, or why the efficiency model
-    bool fits = true;                 // every rank's device_peak_bytes <= device.memory_bytes
-    std::string reason;               // why not, when !fits
+    std::string step_model_note;  // where the costs came from, or why the efficiency model
+    bool fits = true;             // every rank's device_peak_bytes <= device.memory_bytes
+    std::string reason;           // why not, when !fits
 };
 
 // Throws InputError for configs it cannot estimate (indivisible heads, a split MLP, bad

@@ -1,20 +1,18 @@
 // Per-op costs: parsing bench/op_sweep's data and pricing one op call (see op_costs.h).
 #include "engine/plan/op_costs.h"
 
-#include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <map>
-#include <memory>
-#include <mutex>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <fstream>
-#include <sstream>
-
+#include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/core/error.h"
 
@@ -42,8 +40,9 @@ Cell locate(const std::vector<double>& g, double x) {
 }
 
 // Multilinear interpolation of log(values) over the grids (row-major, the last grid fastest).
-double interpolate(const std::vector<const std::vector<double>*>& grids, const std::vector<Cell>& at,
-                   const std::vector<double>& values, size_t base = 0) {
+double interpolate(const std::vector<const std::vector<double>*>& grids,
+                   const std::vector<Cell>& at, const std::vector<double>& values,
+                   size_t base = 0) {
     const size_t D = grids.size();
     double acc = 0;
     for (size_t corner = 0; corner < (1u << D); ++corner) {
@@ -83,8 +82,10 @@ double op_units(const OpCall& c) {
         case OpKind::relu_backward:
         case OpKind::accumulate:
         case OpKind::cast_weights:
-        case OpKind::copy: return (double)c.N;
-        default: return (double)c.N * (double)c.C;
+        case OpKind::copy:
+            return (double)c.N;
+        default:
+            return (double)c.N * (double)c.C;
     }
 }
 
@@ -93,28 +94,39 @@ double OpCosts::op_s(const OpCall& c) const {
         case OpKind::matmul_forward:
         case OpKind::matmul_gelu_forward:
         case OpKind::matmul_backward: {
-            const std::vector<Cell> at{locate(gemm_N, c.N), locate(gemm_C, c.C), locate(gemm_OC, c.OC)};
-            const auto& v = c.kind == OpKind::matmul_forward        ? (c.fp8 ? gemm_fp8_forward_s : gemm_forward_s)
-                            : c.kind == OpKind::matmul_gelu_forward ? (c.fp8 ? gemm_fp8_forward_gelu_s : gemm_forward_gelu_s)
-                                                                    : (c.fp8 ? gemm_fp8_backward_s : gemm_backward_s);
-            TS_CHECK(!c.fp8 || fp8_measured, "op_s: an FP8 GEMM on a device whose sweep has no FP8 rows");
+            const std::vector<Cell> at{locate(gemm_N, c.N), locate(gemm_C, c.C),
+                                       locate(gemm_OC, c.OC)};
+            const auto& v = c.kind == OpKind::matmul_forward
+                                ? (c.fp8 ? gemm_fp8_forward_s : gemm_forward_s)
+                            : c.kind == OpKind::matmul_gelu_forward
+                                ? (c.fp8 ? gemm_fp8_forward_gelu_s : gemm_forward_gelu_s)
+                                : (c.fp8 ? gemm_fp8_backward_s : gemm_backward_s);
+            TS_CHECK(!c.fp8 || fp8_measured,
+                     "op_s: an FP8 GEMM on a device whose sweep has no FP8 rows");
             const double t = interpolate({&gemm_N, &gemm_C, &gemm_OC}, at, v);
             // outside the grid: in proportion to the work (a split backward's part: its share)
-            return c.share * t * ((double)c.N * c.C * c.OC) / (at[0].clamped * at[1].clamped * at[2].clamped);
+            return c.share * t * ((double)c.N * c.C * c.OC) /
+                   (at[0].clamped * at[1].clamped * at[2].clamped);
         }
         case OpKind::attention_forward:
         case OpKind::attention_backward: {
             const double hd = (double)c.C / std::max<int64_t>(c.NH, 1), bh = (double)c.B * c.NH;
             size_t h = 0;  // the nearest measured head width (by ratio)
             for (size_t k = 1; k < attn_head_dim.size(); ++k)
-                if (std::fabs(std::log(attn_head_dim[k] / hd)) < std::fabs(std::log(attn_head_dim[h] / hd))) h = k;
+                if (std::fabs(std::log(attn_head_dim[k] / hd)) <
+                    std::fabs(std::log(attn_head_dim[h] / hd)))
+                    h = k;
             const std::vector<Cell> at{locate(attn_BH, bh), locate(attn_T, (double)c.T)};
             const auto& v = c.kind == OpKind::attention_forward ? attn_forward_s : attn_backward_s;
-            const double t = interpolate({&attn_BH, &attn_T}, at, v, h * attn_BH.size() * attn_T.size());
-            return t * (bh / at[0].clamped) * std::pow((double)c.T / at[1].clamped, 2) * (hd / attn_head_dim[h]);
+            const double t =
+                interpolate({&attn_BH, &attn_T}, at, v, h * attn_BH.size() * attn_T.size());
+            return t * (bh / at[0].clamped) * std::pow((double)c.T / at[1].clamped, 2) *
+                   (hd / attn_head_dim[h]);
         }
-        case OpKind::tp_all_reduce: return 0.0;
-        default: return c.share * linear[(size_t)c.kind].at(op_units(c));
+        case OpKind::tp_all_reduce:
+            return 0.0;
+        default:
+            return c.share * linear[(size_t)c.kind].at(op_units(c));
     }
 }
 
@@ -133,32 +145,42 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     o.cores = j.value("cores", 0);
     o.threads = j.value("threads", 0);
     o.launch_s = j.value("launch_s", 0.0);
-    if (!j.contains("gemm") || !j.contains("attention") || !j.contains("linear") || !j.contains("optimizer"))
-        throw InputError(str_cat(where, ": expected gemm, attention, linear and optimizer sections"));
+    if (!j.contains("gemm") || !j.contains("attention") || !j.contains("linear") ||
+        !j.contains("optimizer"))
+        throw InputError(
+            str_cat(where, ": expected gemm, attention, linear and optimizer sections"));
     const auto& g = j["gemm"];
-    o.gemm_N = doubles(g, "N", where), o.gemm_C = doubles(g, "C", where), o.gemm_OC = doubles(g, "OC", where);
+    o.gemm_N = doubles(g, "N", where), o.gemm_C = doubles(g, "C", where),
+    o.gemm_OC = doubles(g, "OC", where);
     o.gemm_forward_s = doubles(g, "forward_s", where);
     o.gemm_forward_gelu_s = doubles(g, "forward_gelu_s", where);
     o.gemm_backward_s = doubles(g, "backward_s", where);
     const size_t ng = o.gemm_N.size() * o.gemm_C.size() * o.gemm_OC.size();
     for (const auto* v : {&o.gemm_forward_s, &o.gemm_forward_gelu_s, &o.gemm_backward_s})
-        if (v->size() != ng) throw InputError(str_cat(where, ": gemm: expected ", ng, " times, found ", v->size()));
+        if (v->size() != ng)
+            throw InputError(str_cat(where, ": gemm: expected ", ng, " times, found ", v->size()));
     if (j.contains("gemm_fp8")) {  // on the same grid
         const auto& f = j["gemm_fp8"];
         o.gemm_fp8_forward_s = doubles(f, "forward_s", where);
         o.gemm_fp8_forward_gelu_s = doubles(f, "forward_gelu_s", where);
         o.gemm_fp8_backward_s = doubles(f, "backward_s", where);
-        for (const auto* v : {&o.gemm_fp8_forward_s, &o.gemm_fp8_forward_gelu_s, &o.gemm_fp8_backward_s})
+        for (const auto* v :
+             {&o.gemm_fp8_forward_s, &o.gemm_fp8_forward_gelu_s, &o.gemm_fp8_backward_s})
             if (v->size() != ng)
-                throw InputError(str_cat(where, ": gemm_fp8: expected ", ng, " times, found ", v->size()));
+                throw InputError(
+                    str_cat(where, ": gemm_fp8: expected ", ng, " times, found ", v->size()));
         o.fp8_measured = true;
     }
     const auto& a = j["attention"];
-    o.attn_head_dim = doubles(a, "head_dim", where), o.attn_BH = doubles(a, "BH", where), o.attn_T = doubles(a, "T", where);
-    o.attn_forward_s = doubles(a, "forward_s", where), o.attn_backward_s = doubles(a, "backward_s", where);
+    o.attn_head_dim = doubles(a, "head_dim", where), o.attn_BH = doubles(a, "BH", where),
+    o.attn_T = doubles(a, "T", where);
+    o.attn_forward_s = doubles(a, "forward_s", where),
+    o.attn_backward_s = doubles(a, "backward_s", where);
     const size_t na = o.attn_head_dim.size() * o.attn_BH.size() * o.attn_T.size();
     for (const auto* v : {&o.attn_forward_s, &o.attn_backward_s})
-        if (v->size() != na) throw InputError(str_cat(where, ": attention: expected ", na, " times, found ", v->size()));
+        if (v->size() != na)
+            throw InputError(
+                str_cat(where, ": attention: expected ", na, " times, found ", v->size()));
     for (int k = 0; k < (int)OpKind::count; ++k) {
         const OpKind kind = (OpKind)k;
         switch (kind) {
@@ -167,7 +189,9 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
             case OpKind::matmul_backward:
             case OpKind::attention_forward:
             case OpKind::attention_backward:
-            case OpKind::tp_all_reduce: o.measured[k] = true; break;
+            case OpKind::tp_all_reduce:
+                o.measured[k] = true;
+                break;
             default:
                 // an op the sweep did not time (one added since) leaves the step to the
                 // efficiency model (the estimator checks measured[])
@@ -200,7 +224,9 @@ const OpCosts* op_costs_for(const std::string& device_name) {
     if (it != cache.end()) return it->second.get();
     const char* text = device_ops_json(key);
     auto& slot = cache[key];
-    if (text) slot = std::make_unique<OpCosts>(op_costs_parse(text, "resources/devices/" + key + "_ops.json"));
+    if (text)
+        slot = std::make_unique<OpCosts>(
+            op_costs_parse(text, "resources/devices/" + key + "_ops.json"));
     return slot.get();
 }
 
@@ -227,7 +253,8 @@ CpuHost cpu_host() {
 
 std::string cpu_costs_dir() {
     if (const char* d = std::getenv("TESSERA_DEVICES_DIR"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tessera/devices";
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+        return std::string(x) + "/tessera/devices";
     const char* home = std::getenv("HOME");
     return std::string(home && *home ? home : ".") + "/.cache/tessera/devices";
 }
@@ -237,8 +264,10 @@ std::string cpu_costs_path(int threads) {
     std::string slug;
     for (char ch : h.model) {
         const char c = (char)std::tolower((unsigned char)ch);
-        if (std::isalnum((unsigned char)c)) slug += c;
-        else if (!slug.empty() && slug.back() != '-') slug += '-';
+        if (std::isalnum((unsigned char)c))
+            slug += c;
+        else if (!slug.empty() && slug.back() != '-')
+            slug += '-';
     }
     while (!slug.empty() && slug.back() == '-') slug.pop_back();
     return str_cat(cpu_costs_dir(), "/cpu_", slug, "_", h.cores, "c_", threads, "t_ops.json");
@@ -267,7 +296,8 @@ const OpCosts* op_costs_for_cpu(int threads) {
     auto costs = std::make_unique<OpCosts>(op_costs_parse(text.str(), path));
     // the name keys the host; the file's own fields must agree (a copied file is not this host's)
     const CpuHost h = cpu_host();
-    const bool ours = costs->cpu_model == h.model && costs->cores == h.cores && costs->threads == threads;
+    const bool ours =
+        costs->cpu_model == h.model && costs->cores == h.cores && costs->threads == threads;
     e.size = (int64_t)st.st_size, e.mtime_ns = mtime_ns;
     e.costs = ours ? std::move(costs) : nullptr;
     return e.costs.get();

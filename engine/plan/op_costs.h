@@ -21,12 +21,12 @@ struct OpCosts {
         double fixed_s = 0, per_unit_s = 0;
         double at(double units) const { return fixed_s + per_unit_s * units; }
     };
-    std::string device;       // as the driver names it ("NVIDIA H200")
-    std::string produced_by;  // the bench, the GPU, the date
-    std::string source;       // where it was read from (a resource, or a CPU calibration file)
-    std::string cpu_model;    // a CPU's key: its model name, online cores, the OpenMP threads
+    std::string device;          // as the driver names it ("NVIDIA H200")
+    std::string produced_by;     // the bench, the GPU, the date
+    std::string source;          // where it was read from (a resource, or a CPU calibration file)
+    std::string cpu_model;       // a CPU's key: its model name, online cores, the OpenMP threads
     int cores = 0, threads = 0;  // the kernels ran on (0: a GPU)
-    double launch_s = 0;      // host time per kernel launch
+    double launch_s = 0;         // host time per kernel launch
     std::vector<double> gemm_N, gemm_C, gemm_OC;
     std::vector<double> gemm_forward_s, gemm_forward_gelu_s, gemm_backward_s;  // [n][c][oc]
     // the same GEMMs in FP8 (runtime.precision fp8, quantization included), where swept
@@ -36,7 +36,7 @@ struct OpCosts {
     std::vector<double> attn_forward_s, attn_backward_s;  // [head_dim][bh][t]
     std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
     std::array<bool, (size_t)OpKind::count> measured{};   // the ops the sweep timed
-    Linear adamw, sum_squares, zero;                       // per fp32 element
+    Linear adamw, sum_squares, zero;                      // per fp32 element
     // A GPU's host: AdamW on its cores per fp32 element (optimizer offload), where measured
     Linear host_adamw;
     bool host_adamw_measured = false;
@@ -46,7 +46,9 @@ struct OpCosts {
     bool comm_measured = false;
 
     // Whether the sweep timed this call's op (in its precision).
-    bool prices(const OpCall& c) const { return measured[(size_t)c.kind] && (!c.fp8 || fp8_measured); }
+    bool prices(const OpCall& c) const {
+        return measured[(size_t)c.kind] && (!c.fp8 || fp8_measured);
+    }
     // Seconds one call takes on the device (tp_all_reduce: 0, communication is priced apart).
     double op_s(const OpCall& c) const;
 };

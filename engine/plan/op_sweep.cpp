@@ -1,6 +1,7 @@
 // The per-op cost sweep over a device's LayerOps (see op_sweep.h); the CPU's device glue.
 #include "engine/plan/op_sweep.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <memory>
 #include <random>
 #include <thread>
-
-#include <omp.h>
 
 #include "engine/core/error.h"
 #include "engine/kernels/cpu/adamw.h"
@@ -381,7 +380,9 @@ json op_sweep_host_optimizer() {
     std::vector<std::pair<double, double>> pts;
     pts.reserve(sizes.size());
     for (int64_t n : sizes)
-        pts.push_back({(double)n, cpu_time_s([&] { adamw_update(p.data(), g.data(), m.data(), v.data(), n, h, 1.0f); })});
+        pts.push_back({(double)n, cpu_time_s([&] {
+                           adamw_update(p.data(), g.data(), m.data(), v.data(), n, h, 1.0f);
+                       })});
     return {{"adamw", op_sweep_fit_linear(pts)}, {"threads", omp_get_max_threads()}};
 }
 

@@ -39,7 +39,8 @@ std::vector<int> balance_blocks(int n_blocks, const ChunkCostModel& m) {
         for (int k = 0; k < K; ++k) {
             int n = n_blocks / K + (k >= K - n_blocks % K ? 1 : 0);
             double mem = m.mem_base[k] + m.mem_per_block[k] * n;
-            if (mem - m.capacity_bytes > worst_over) worst_over = mem - m.capacity_bytes, worst_k = k, need = mem;
+            if (mem - m.capacity_bytes > worst_over)
+                worst_over = mem - m.capacity_bytes, worst_k = k, need = mem;
         }
         double one = m.mem_base[worst_k] + m.mem_per_block[worst_k];
         throw InputError(str_cat("no split of ", n_blocks, " blocks over ", K, " chunks fits in ",
@@ -100,7 +101,8 @@ ChunkCostModel balance_cost_model(const RunConfig& cfg, const DeviceSpec& dev) {
         }
         // fixed time (embedding, head) belongs to the first / last global chunk
         if (s == 0) m.fixed_s[0] += std::max(0.0, fixed);
-        if (s == pp - 1 && (pp > 1 || v == 1)) m.fixed_s[K - 1] += pp > 1 ? std::max(0.0, fixed) : 0.0;
+        if (s == pp - 1 && (pp > 1 || v == 1))
+            m.fixed_s[K - 1] += pp > 1 ? std::max(0.0, fixed) : 0.0;
     }
     if (pp == 1 && v == 1) m.fixed_s[0] = std::max(0.0, ta[0] - 2 * (tb[0] - ta[0]));
     return m;

@@ -96,7 +96,6 @@ std::string recompute_label(const std::vector<std::string>& rc) {
     return str_cat(mode, " on stage", stages.find(',') != std::string::npos ? "s " : " ", stages);
 }
 
-
 }  // namespace
 
 // ------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 // Plan search (see plan_search.h). Micro-batches: the base's and powers of two up to 64, so the
-// step model's small-batch GEMM cost (not the bubble alone) picks the micro-batch. Pruning: per layout (dp, tp, pp, schedule) and micro-batch,
-// the memory savers are tried from cheapest to dearest — recompute none < selective < full, and
-// within a recompute level no offload before offload — and the first level where anything fits
-// ends the ladder (more recompute or offload only adds time). Every ZeRO stage is tried at each
-// level (ZeRO trades memory for DP traffic, which can go either way). One best plan per layout.
+// step model's small-batch GEMM cost (not the bubble alone) picks the micro-batch. Pruning: per
+// layout (dp, tp, pp, schedule) and micro-batch, the memory savers are tried from cheapest to
+// dearest — recompute none < selective < full, and within a recompute level no offload before
+// offload — and the first level where anything fits ends the ladder (more recompute or offload only
+// adds time). Every ZeRO stage is tried at each level (ZeRO trades memory for DP traffic, which can
+// go either way). One best plan per layout.
 #include "engine/plan/plan_search.h"
 
 #include <algorithm>
@@ -30,7 +31,8 @@ std::string pct_str(double f) {
 }
 
 int64_t plan_capacity(const PlanEstimate& e) {
-    return e.device.shared_host ? e.device.memory_bytes / std::max(1, e.world) : e.device.memory_bytes;
+    return e.device.shared_host ? e.device.memory_bytes / std::max(1, e.world)
+                                : e.device.memory_bytes;
 }
 
 int64_t plan_max_device_peak(const PlanEstimate& e) {
@@ -52,17 +54,20 @@ constexpr int kMaxSearchMicroBatch = 64;
 std::vector<int> plan_micro_batches(int base_mb, int64_t per_replica) {
     std::vector<int> v;
     for (int mb = base_mb; mb >= 1; mb /= 2) v.push_back(mb);
-    for (int64_t mb = 2; mb <= std::min<int64_t>(per_replica, kMaxSearchMicroBatch); mb *= 2) v.push_back((int)mb);
+    for (int64_t mb = 2; mb <= std::min<int64_t>(per_replica, kMaxSearchMicroBatch); mb *= 2)
+        v.push_back((int)mb);
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
-    v.erase(std::remove_if(v.begin(), v.end(), [&](int mb) { return mb > per_replica || per_replica % mb; }), v.end());
+    v.erase(std::remove_if(v.begin(), v.end(),
+                           [&](int mb) { return mb > per_replica || per_replica % mb; }),
+            v.end());
     return v;
 }
 
 struct Candidate {
     RunConfig cfg;
     PlanEstimate est;
-    std::string blocked;  // why the plain variant (no recompute, no offload) did not fit
+    std::string blocked;        // why the plain variant (no recompute, no offload) did not fit
     std::string zero0_blocked;  // why zero 0 (same recompute/offload) did not fit
 };
 
@@ -101,26 +106,31 @@ std::string plan_reason(const Candidate& c) {
         const RankEstimate& r0 = e.ranks[0];
         int64_t opt = r0.peak_bytes[(int)MemCategory::optimizer];
         if (p.offload_optimizer) opt = std::max(opt, r0.peak_bytes[(int)MemCategory::host]);
-        std::string also = p.zero == 3 ? " (and the parameters and gradients)"
-                           : p.zero == 2 ? " (and the gradients)" : "";
+        std::string also = p.zero == 3   ? " (and the parameters and gradients)"
+                           : p.zero == 2 ? " (and the gradients)"
+                                         : "";
         parts.push_back(str_cat("ZeRO-", p.zero, " divides the ", gib_str(double(opt) * p.dp),
                                 " of optimizer state", also, " by ", p.dp));
         if (!c.zero0_blocked.empty()) parts.back() += str_cat(" (ZeRO-0: ", c.zero0_blocked, ")");
     }
-    if (p.tp > 1) parts.push_back(str_cat("TP ", p.tp, " splits every block over ", p.tp, " GPUs of a node"));
+    if (p.tp > 1)
+        parts.push_back(str_cat("TP ", p.tp, " splits every block over ", p.tp, " GPUs of a node"));
     if (p.pp > 1) {
         if (p.schedule == "interleaved")
-            parts.push_back(str_cat(p.pp, " stages, interleaved v", p.virtual_stages, " cuts the bubble to ",
-                                    pct_str(e.bubble_fraction)));
+            parts.push_back(str_cat(p.pp, " stages, interleaved v", p.virtual_stages,
+                                    " cuts the bubble to ", pct_str(e.bubble_fraction)));
         else
-            parts.push_back(str_cat(p.pp, " pipeline stages, ", pct_str(e.bubble_fraction), " bubble"));
+            parts.push_back(
+                str_cat(p.pp, " pipeline stages, ", pct_str(e.bubble_fraction), " bubble"));
     }
     if (p.offload_optimizer || p.offload_activations) {
         int64_t host = 0;
         for (const auto& r : e.ranks) host = std::max(host, r.peak_bytes[(int)MemCategory::host]);
         parts.push_back(str_cat("offloading ",
-                                p.offload_optimizer && p.offload_activations ? "optimizer and activations"
-                                : p.offload_optimizer ? "the optimizer" : "activations",
+                                p.offload_optimizer && p.offload_activations
+                                    ? "optimizer and activations"
+                                : p.offload_optimizer ? "the optimizer"
+                                                      : "activations",
                                 " keeps ", gib_str(double(host)), " per GPU on the host"));
     }
     if (!(p.tp == 1 && p.pp == 1 && plain && p.zero == 0))
@@ -166,7 +176,8 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
             if (pp > 1 && m.n_layer % (2 * pp) == 0) schedules.push_back({"interleaved", 2});
             for (const auto& [sched, v] : schedules) {
                 std::vector<int> zeros = {0};
-                if (dp > 1) zeros = pp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1, 2, 3};
+                if (dp > 1)
+                    zeros = pp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1, 2, 3};
                 Candidate best;
                 bool have = false;
                 std::string layout_blocked;
@@ -202,7 +213,8 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
                                 ++st.estimated;
                                 if (!c.est.fits) {
                                     if (z == 0) zero0_blocked = c.est.reason;
-                                    if (off == 0 && std::string(rc) == "none" && layout_blocked.empty())
+                                    if (off == 0 && std::string(rc) == "none" &&
+                                        layout_blocked.empty())
                                         layout_blocked = c.est.reason;
                                     continue;
                                 }

@@ -14,17 +14,17 @@
 namespace tessera {
 
 struct PlanSuggestion {
-    RunConfig config;           // the base config with parallel.* and train.micro_batch/grad_accum set
+    RunConfig config;  // the base config with parallel.* and train.micro_batch/grad_accum set
     PlanEstimate estimate;
     double tokens_per_s = 0;
     int64_t headroom_bytes = 0;  // capacity minus the fullest GPU's device peak
-    std::string summary;        // "dp8 x tp2 x pp4 | 1f1b | zero 1 | recompute none | mb 4 x 16"
-    std::string reason;         // why this plan, from the numbers
+    std::string summary;         // "dp8 x tp2 x pp4 | 1f1b | zero 1 | recompute none | mb 4 x 16"
+    std::string reason;          // why this plan, from the numbers
 };
 
 struct PlanSearchStats {
-    int candidates = 0;   // configurations considered
-    int estimated = 0;    // estimate_plan calls
+    int candidates = 0;  // configurations considered
+    int estimated = 0;   // estimate_plan calls
     int fitting = 0;
 };
 

@@ -32,7 +32,9 @@ void Timeline::free(MemCategory c, int64_t bytes) {
 // ------------------------------------------------------------------------------------------
 // The rank on the meta device
 
-RankSim::RankSim() { outer_ = meta_memory_install(&tl); }
+RankSim::RankSim() {
+    outer_ = meta_memory_install(&tl);
+}
 
 RankSim::~RankSim() {
     // everything reports to tl until here
@@ -44,8 +46,8 @@ RankSim::~RankSim() {
     meta_memory_install(outer_);
 }
 
-void RankSim::build(const ModelShape& model, const std::vector<int>& blocks_per_chunk, int tp, int tp_size,
-                    Recompute rc) {
+void RankSim::build(const ModelShape& model, const std::vector<int>& blocks_per_chunk, int tp,
+                    int tp_size, Recompute rc) {
     tl.async_copies = device.async_copies;
     model_ = model;
     batch_.batch_size = (int)B;
@@ -58,7 +60,9 @@ void RankSim::build(const ModelShape& model, const std::vector<int>& blocks_per_
         auto& ch = chunks.emplace_back();
         for (int li = layers.lo[c]; li < layers.hi[c]; ++li) {
             SimLayer l;
-            l.kind = li == 0 ? LayerKind::embedding : li + 1 < model.n_layers() ? LayerKind::block : LayerKind::head;
+            l.kind = li == 0                     ? LayerKind::embedding
+                     : li + 1 < model.n_layers() ? LayerKind::block
+                                                 : LayerKind::head;
             l.layer = layers.chunks[c][(size_t)(li - layers.lo[c])].get();
             const auto& es = l.layer->table().entries();
             for (const auto& group : ParamStore::unit_groups(*l.layer)) {
@@ -81,9 +85,14 @@ void RankSim::store_init() {
             }
     // DP rank 0 of dp: every DP rank allocates the same
     if (dp > 1) dp_comm_ = comm_meta_create(gpu() ? MetaBackend::nccl : MetaBackend::gloo, 0, dp);
-    ZeroOptions zo{.stage = zero, .ops = &device_ops_meta(), .offload_optimizer = offload_opt, .seed = 0,
-                   .gather_bf16 = gpu() && device.act == DType::bf16, .gpu = gpu()};
-    store_ = std::make_unique<ParamStore>(layers.all(), zo, dp_comm_.get(), 0, pp > 1 && stage == pp - 1);
+    ZeroOptions zo{.stage = zero,
+                   .ops = &device_ops_meta(),
+                   .offload_optimizer = offload_opt,
+                   .seed = 0,
+                   .gather_bf16 = gpu() && device.act == DType::bf16,
+                   .gpu = gpu()};
+    store_ = std::make_unique<ParamStore>(layers.all(), zo, dp_comm_.get(), 0,
+                                          pp > 1 && stage == pp - 1);
     StageRunner::Options so;
     so.pp = pp, so.v = v, so.n_micro = m, so.act = device.act, so.device = Device::meta;
     so.offload_activations = offload_act;

@@ -29,7 +29,7 @@ namespace tessera::plan_sim {
 struct Timeline final : MetaMemory {
     std::array<int64_t, kMemCategoryCount> cur{}, peak{};
     int64_t total = 0, total_peak = 0;
-    int64_t device_peak = 0;  // peak of the total without the host category
+    int64_t device_peak = 0;     // peak of the total without the host category
     int64_t host_allocated = 0;  // host-category bytes allocated so far
     void alloc(MemCategory c, int64_t bytes) override;
     void free(MemCategory c, int64_t bytes) override;
@@ -69,8 +69,8 @@ struct RankSim final : private StageEdges {
 
     // The stage's chunks of `model` (blocks per global chunk as the runtime splits them), sharded
     // for TP rank `tp` of `tp_size`, built as the rank builds them (stage_layers_build).
-    void build(const ModelShape& model, const std::vector<int>& blocks_per_chunk, int tp, int tp_size,
-               Recompute rc);
+    void build(const ModelShape& model, const std::vector<int>& blocks_per_chunk, int tp,
+               int tp_size, Recompute rc);
     // The rank's ParamStore over the chunks' layers (DP rank 0 of dp).
     void store_init();
     // Runs the stage's schedule, the gradient finish and the optimizer step; returns the most
@@ -86,7 +86,7 @@ struct RankSim final : private StageEdges {
     }
     bool gathers_bf16() const { return symmetric().images16; }
 
-private:
+  private:
     // StageEdges: receives fill nothing, sends are held until the step ends, losses are dropped
     void recv_post(Tensor&, int, int, int, bool) override {}
     void recv_wait(int, int, int, bool) override {}
@@ -95,9 +95,9 @@ private:
     void layer_issued() override { ++tl.computes; }
 
     ModelShape model_;
-    Batch batch_;                  // a micro-batch of token ids (zeros)
-    MetaMemory* outer_ = nullptr;  // the meta memory installed before this run
-    std::vector<Tensor> sends_;    // tensors held by pending isends until the step ends
+    Batch batch_;                            // a micro-batch of token ids (zeros)
+    MetaMemory* outer_ = nullptr;            // the meta memory installed before this run
+    std::vector<Tensor> sends_;              // tensors held by pending isends until the step ends
     std::unique_ptr<Communicator> dp_comm_;  // null when dp = 1
     std::unique_ptr<ParamStore> store_;
     std::unique_ptr<StageRunner> runner_;

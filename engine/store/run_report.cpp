@@ -17,9 +17,12 @@ namespace tessera {
 std::string store_format_duration(double s) {
     char buf[32];
     if (!(s >= 0)) return "-";
-    if (s < 60) std::snprintf(buf, sizeof buf, "%.1fs", s);
-    else if (s < 3600) std::snprintf(buf, sizeof buf, "%dm%02ds", int(s / 60), int(s) % 60);
-    else std::snprintf(buf, sizeof buf, "%dh%02dm", int(s / 3600), int(s / 60) % 60);
+    if (s < 60)
+        std::snprintf(buf, sizeof buf, "%.1fs", s);
+    else if (s < 3600)
+        std::snprintf(buf, sizeof buf, "%dm%02ds", int(s / 60), int(s) % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%dh%02dm", int(s / 3600), int(s / 60) % 60);
     return buf;
 }
 
@@ -91,7 +94,8 @@ void write_pipeline(std::ostream& out, const RunStore& store, const RunRow& r) {
     std::vector<double> bubbles;
     bool pipelined = false;
     int64_t first = 0, last = 0;
-    for (int64_t s = std::max<int64_t>(1, r.last_step - kSteps); s < r.last_step; ++s) {  // spans count from 0
+    for (int64_t s = std::max<int64_t>(1, r.last_step - kSteps); s < r.last_step;
+         ++s) {  // spans count from 0
         std::vector<SpanRecord> spans = store.spans(r.id, s);
         for (const SpanRecord& sp : spans) pipelined |= sp.stage > 0;
         double b = pipeline_bubble_measured(spans);
@@ -105,7 +109,8 @@ void write_pipeline(std::ostream& out, const RunStore& store, const RunRow& r) {
     for (double b : bubbles) sum += b;
     auto [lo, hi] = std::minmax_element(bubbles.begin(), bubbles.end());
     char line[160];
-    std::snprintf(line, sizeof line, "  bubble      %.3f measured: the mean of steps %lld-%lld (%.3f .. %.3f)\n",
+    std::snprintf(line, sizeof line,
+                  "  bubble      %.3f measured: the mean of steps %lld-%lld (%.3f .. %.3f)\n",
                   sum / double(bubbles.size()), (long long)first, (long long)last, *lo, *hi);
     out << "\npipeline (every rank's timeline spans):\n" << line;
 }
@@ -115,8 +120,10 @@ void write_pipeline(std::ostream& out, const RunStore& store, const RunRow& r) {
 void store_write_run_detail(std::ostream& out, const RunStore& store, int64_t run_id) {
     std::optional<RunRow> run = store.run_get(run_id);
     if (!run)
-        throw InputError(str_cat(store.path(), ": run ", run_id, " not found (`tessera runs list "
-                                 "--db ", store.path(), "` shows the ids)"));
+        throw InputError(str_cat(store.path(), ": run ", run_id,
+                                 " not found (`tessera runs list "
+                                 "--db ",
+                                 store.path(), "` shows the ids)"));
     const RunRow& r = *run;
     out << "run " << r.id << ": " << r.name << "\n";
     out << "  status:     " << r.status << (r.message.empty() ? "" : " — ") << r.message << "\n";

@@ -21,8 +21,12 @@ namespace tessera {
 // ------------------------------------------------------------------------------------------------
 // sqlite helpers
 
-void detail::SqliteCloser::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-void detail::StmtFinalizer::operator()(sqlite3_stmt* st) const { sqlite3_finalize(st); }
+void detail::SqliteCloser::operator()(sqlite3* db) const {
+    sqlite3_close_v2(db);
+}
+void detail::StmtFinalizer::operator()(sqlite3_stmt* st) const {
+    sqlite3_finalize(st);
+}
 
 namespace {
 
@@ -34,11 +38,11 @@ namespace {
     throw Error(msg);
 }
 
-#define SQL_CHECK(expr, db, path, what)                              \
-    do {                                                             \
-        int rc_ = (expr);                                            \
+#define SQL_CHECK(expr, db, path, what)                                  \
+    do {                                                                 \
+        int rc_ = (expr);                                                \
         if (rc_ != SQLITE_OK && rc_ != SQLITE_DONE && rc_ != SQLITE_ROW) \
-            sql_fail((db), (path), (what));                          \
+            sql_fail((db), (path), (what));                              \
     } while (0)
 
 void sql_exec(sqlite3* db, const std::string& path, const char* sql) {
@@ -56,7 +60,10 @@ struct Query {
         SQL_CHECK(sqlite3_prepare_v2(db, sql, -1, &raw, nullptr), db, path, sql);
         st.reset(raw);
     }
-    Query& bind(int i, int64_t v) { sqlite3_bind_int64(st.get(), i, v); return *this; }
+    Query& bind(int i, int64_t v) {
+        sqlite3_bind_int64(st.get(), i, v);
+        return *this;
+    }
     Query& bind(int i, std::string_view v) {
         sqlite3_bind_text(st.get(), i, v.data(), int(v.size()), SQLITE_TRANSIENT);
         return *this;
@@ -87,7 +94,7 @@ int pragma_int(sqlite3* db, const std::string& path, const char* sql) {
 
 // BEGIN IMMEDIATE ... COMMIT; rolls back if destroyed before commit().
 class Transaction {
-public:
+  public:
     Transaction(sqlite3* db, const std::string& path) : db_(db), path_(path) {
         sql_exec(db_, path_, "BEGIN IMMEDIATE");
     }
@@ -99,7 +106,7 @@ public:
         if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     }
 
-private:
+  private:
     sqlite3* db_;
     const std::string& path_;
     bool done_ = false;
@@ -219,8 +226,9 @@ bool file_exists(const std::string& path) {
 
 RunStore RunStore::open(const std::string& path, bool read_only) {
     if (read_only && !file_exists(path))
-        throw InputError(str_cat(path, ": run database not found (expected a runs.db written by "
-                                       "`tessera train`)"));
+        throw InputError(str_cat(path,
+                                 ": run database not found (expected a runs.db written by "
+                                 "`tessera train`)"));
     RunStore s;
     s.path_ = path;
     s.read_only_ = read_only;
@@ -229,8 +237,8 @@ RunStore RunStore::open(const std::string& path, bool read_only) {
     int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
     s.db_.reset(raw);
     if (rc != SQLITE_OK) {
-        std::string msg = str_cat(path, ": cannot open run database: ",
-                                  raw ? sqlite3_errmsg(raw) : "out of memory");
+        std::string msg = str_cat(
+            path, ": cannot open run database: ", raw ? sqlite3_errmsg(raw) : "out of memory");
         throw InputError(msg);
     }
     sqlite3* db = s.db_.get();
@@ -244,8 +252,8 @@ RunStore RunStore::open(const std::string& path, bool read_only) {
         version = pragma_int(db, path, "PRAGMA user_version");
         n_objects = pragma_int(db, path, "SELECT count(*) FROM sqlite_master");
     } catch (const Error& e) {
-        throw InputError(str_cat(path, ": not a Tessera run database (expected a SQLite file): ",
-                                 e.what()));
+        throw InputError(
+            str_cat(path, ": not a Tessera run database (expected a SQLite file): ", e.what()));
     }
     bool fresh = n_objects == 0 && version == 0;
     if (!fresh && app_id != kStoreApplicationId)
@@ -256,12 +264,12 @@ RunStore RunStore::open(const std::string& path, bool read_only) {
                                  " is newer than this build supports (", kStoreSchemaVersion,
                                  "); upgrade tessera"));
     if (read_only) {
-        if (fresh)
-            throw InputError(str_cat(path, ": empty file, not a Tessera run database"));
+        if (fresh) throw InputError(str_cat(path, ": empty file, not a Tessera run database"));
         if (version < kStoreOldestReadable)
-            throw InputError(str_cat(path, ": run database schema version ", version,
-                                     " is older than ", kStoreOldestReadable,
-                                     "; open it once read-write (e.g. `tessera train`) to migrate"));
+            throw InputError(
+                str_cat(path, ": run database schema version ", version, " is older than ",
+                        kStoreOldestReadable,
+                        "; open it once read-write (e.g. `tessera train`) to migrate"));
         return s;
     }
 
@@ -300,14 +308,27 @@ std::string RunStore::integrity_check() const {
 // writing
 
 namespace {
-enum Slot { kInsMetric, kInsSpan, kInsError, kInsCheckpoint, kFinish, kLastStep, kInsDevice, kEnded, kInsResults, kNumSlots };
+enum Slot {
+    kInsMetric,
+    kInsSpan,
+    kInsError,
+    kInsCheckpoint,
+    kFinish,
+    kLastStep,
+    kInsDevice,
+    kEnded,
+    kInsResults,
+    kNumSlots
+};
 
 void bind_text(sqlite3_stmt* st, int i, const std::string& s) {
     sqlite3_bind_text(st, i, s.data(), int(s.size()), SQLITE_STATIC);
 }
 void bind_real(sqlite3_stmt* st, int i, double x) {
-    if (std::isnan(x)) sqlite3_bind_null(st, i);
-    else sqlite3_bind_double(st, i, x);
+    if (std::isnan(x))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, x);
 }
 void check_status(const std::string& status) {
     if (!run_status::valid(status))
@@ -431,8 +452,8 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
         }
     }
     if (max_step != std::numeric_limits<int64_t>::min()) {
-        sqlite3_stmt* st = cached(kLastStep,
-                                  "UPDATE runs SET last_step = max(last_step, ?) WHERE id = ?");
+        sqlite3_stmt* st =
+            cached(kLastStep, "UPDATE runs SET last_step = max(last_step, ?) WHERE id = ?");
         sqlite3_bind_int64(st, 1, max_step);
         sqlite3_bind_int64(st, 2, run_id);
         run_step(st, "update last_step");
@@ -446,12 +467,15 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
     }
     if (ended) {
         const RunResults r = run_results(run_id);
-        sqlite3_stmt* st = cached(kInsResults,
-                                  "INSERT OR REPLACE INTO run_results (run_id, final_val_loss, best_val_loss, "
-                                  "median_tok_per_s, peak_total_bytes, metric_names) VALUES (?, ?, ?, ?, ?, ?)");
+        sqlite3_stmt* st =
+            cached(kInsResults,
+                   "INSERT OR REPLACE INTO run_results (run_id, final_val_loss, best_val_loss, "
+                   "median_tok_per_s, peak_total_bytes, metric_names) VALUES (?, ?, ?, ?, ?, ?)");
         auto bind_opt = [&](int i, double v) {
-            if (v < 0) sqlite3_bind_null(st, i);
-            else sqlite3_bind_double(st, i, v);
+            if (v < 0)
+                sqlite3_bind_null(st, i);
+            else
+                sqlite3_bind_double(st, i, v);
         };
         sqlite3_bind_int64(st, 1, run_id);
         bind_opt(2, r.final_val_loss);
@@ -474,7 +498,8 @@ void RunStore::run_finish(int64_t run_id, std::string_view status, const std::st
 // reading
 
 namespace {
-// A list stored joined by `sep` (annotations' tags, run_results' metric names), empty items dropped.
+// A list stored joined by `sep` (annotations' tags, run_results' metric names), empty items
+// dropped.
 std::vector<std::string> split_stored(const std::string& joined, char sep) {
     std::vector<std::string> out;
     for (size_t at = 0; at < joined.size();) {
@@ -573,8 +598,10 @@ MetricSeries RunStore::metric_series(int64_t run_id, std::string_view name) cons
 
 std::optional<MetricRow> RunStore::metric_last(int64_t run_id, std::string_view name) const {
     Query q(db_.get(), path_,
-            str_cat(kMetricCols, " WHERE run_id = ? AND name = ? ORDER BY step DESC, rowid DESC "
-                                 "LIMIT 1").c_str());
+            str_cat(kMetricCols,
+                    " WHERE run_id = ? AND name = ? ORDER BY step DESC, rowid DESC "
+                    "LIMIT 1")
+                .c_str());
     q.bind(1, run_id).bind(2, name);
     if (!q.step()) return std::nullopt;
     return read_metric(q);
@@ -621,10 +648,12 @@ std::vector<ErrorRow> RunStore::errors(int64_t run_id) const {
 
 std::vector<RunAnnotation> RunStore::annotations() const {
     if (schema_version() < 3) return {};  // a reader of an older file: no annotations table
-    Query q(db_.get(), path_, "SELECT run_id, tags, note, archived FROM annotations ORDER BY run_id");
+    Query q(db_.get(), path_,
+            "SELECT run_id, tags, note, archived FROM annotations ORDER BY run_id");
     std::vector<RunAnnotation> out;
     while (q.step()) {
-        out.push_back(RunAnnotation{q.i64(0), split_stored(q.str(1), ','), q.str(2), q.i64(3) != 0});
+        out.push_back(
+            RunAnnotation{q.i64(0), split_stored(q.str(1), ','), q.str(2), q.i64(3) != 0});
     }
     return out;
 }
@@ -655,12 +684,16 @@ RunResults RunStore::run_results(int64_t run_id) const {
 std::vector<RunResults> RunStore::stored_results() const {
     if (schema_version() < 4) return {};  // a reader of an older file: no run_results table
     Query q(db_.get(), path_,
-            "SELECT run_id, final_val_loss, best_val_loss, median_tok_per_s, peak_total_bytes, metric_names "
+            "SELECT run_id, final_val_loss, best_val_loss, median_tok_per_s, peak_total_bytes, "
+            "metric_names "
             "FROM run_results ORDER BY run_id");
-    auto opt = [&](int c) { return sqlite3_column_type(q.st.get(), c) == SQLITE_NULL ? -1.0 : q.f64(c); };
+    auto opt = [&](int c) {
+        return sqlite3_column_type(q.st.get(), c) == SQLITE_NULL ? -1.0 : q.f64(c);
+    };
     std::vector<RunResults> out;
     while (q.step()) {
-        out.push_back(RunResults{q.i64(0), opt(1), opt(2), opt(3), opt(4), split_stored(q.str(5), '\n')});
+        out.push_back(
+            RunResults{q.i64(0), opt(1), opt(2), opt(3), opt(4), split_stored(q.str(5), '\n')});
     }
     return out;
 }
@@ -694,10 +727,10 @@ void RunStore::run_annotate(const RunAnnotation& a) {
         tags += t;
     }
     Transaction tx(db_.get(), path_);
-    if (!run_get(a.run_id))
-        throw InputError(str_cat(path_, ": no run ", a.run_id, " to annotate"));
-    Query q(db_.get(), path_,
-            "INSERT OR REPLACE INTO annotations (run_id, tags, note, archived) VALUES (?, ?, ?, ?)");
+    if (!run_get(a.run_id)) throw InputError(str_cat(path_, ": no run ", a.run_id, " to annotate"));
+    Query q(
+        db_.get(), path_,
+        "INSERT OR REPLACE INTO annotations (run_id, tags, note, archived) VALUES (?, ?, ?, ?)");
     q.bind(1, a.run_id).bind(2, tags).bind(3, a.note).bind(4, int64_t(a.archived));
     q.step();
     tx.commit();
@@ -708,13 +741,19 @@ void RunStore::run_annotate(const RunAnnotation& a) {
 
 namespace {
 void csv_double(std::ostream& out, double x) {
-    if (std::isnan(x)) { out << "nan"; return; }
+    if (std::isnan(x)) {
+        out << "nan";
+        return;
+    }
     char buf[64];
     auto res = std::to_chars(buf, buf + sizeof buf, x);  // shortest round-trip form
     out.write(buf, res.ptr - buf);
 }
 void csv_text(std::ostream& out, const std::string& s) {
-    if (s.find_first_of(",\"\r\n") == std::string::npos) { out << s; return; }
+    if (s.find_first_of(",\"\r\n") == std::string::npos) {
+        out << s;
+        return;
+    }
     out << '"';
     for (char c : s) out << (c == '"' ? "\"\"" : std::string(1, c));
     out << '"';
@@ -748,7 +787,7 @@ void RunStore::export_csv(std::ostream& out, const std::vector<int64_t>& run_ids
 
 namespace {
 class StoreSink final : public TelemetrySink {
-public:
+  public:
     StoreSink(RunStore& store, int64_t run_id, int batch_rows)
         : store_(store), run_id_(run_id), batch_rows_(std::max(1, batch_rows)) {
         buf_.reserve(size_t(batch_rows_));
@@ -770,7 +809,7 @@ public:
         buf_.clear();
     }
 
-private:
+  private:
     RunStore& store_;
     int64_t run_id_;
     int batch_rows_;

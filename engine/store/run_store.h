@@ -6,9 +6,9 @@
 // `BEGIN IMMEDIATE` transactions, any number of reader connections polling concurrently (readers
 // never block the writer and never see half a batch). The one exception to the single writer:
 // run annotations (tags, note, archived), which the studio writes through run_annotate() into
-// their own table, never touching a row the launcher writes. busy_timeout is 5000 ms. The schema version
-// lives in `PRAGMA user_version`, the file is tagged with `PRAGMA application_id`, and opening runs
-// the migration steps from the file's version up to kStoreSchemaVersion.
+// their own table, never touching a row the launcher writes. busy_timeout is 5000 ms. The schema
+// version lives in `PRAGMA user_version`, the file is tagged with `PRAGMA application_id`, and
+// opening runs the migration steps from the file's version up to kStoreSchemaVersion.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
@@ -85,9 +85,9 @@ struct MetricSeries {
 struct RunResults {
     int64_t run_id = 0;
     double final_val_loss = -1, best_val_loss = -1;  // the last and the lowest finite val/loss
-    double median_tok_per_s = -1;                     // the median of the finite perf/tok_per_s
-    double peak_total_bytes = -1;                     // the largest mem/total_bytes, any rank or step
-    std::vector<std::string> metric_names;            // every name the run logged, sorted
+    double median_tok_per_s = -1;                    // the median of the finite perf/tok_per_s
+    double peak_total_bytes = -1;           // the largest mem/total_bytes, any rank or step
+    std::vector<std::string> metric_names;  // every name the run logged, sorted
     bool operator==(const RunResults&) const = default;
 };
 
@@ -105,14 +105,18 @@ struct ErrorRow {
 };
 
 namespace detail {
-struct SqliteCloser { void operator()(sqlite3* db) const; };
-struct StmtFinalizer { void operator()(sqlite3_stmt* st) const; };
+struct SqliteCloser {
+    void operator()(sqlite3* db) const;
+};
+struct StmtFinalizer {
+    void operator()(sqlite3_stmt* st) const;
+};
 using SqlitePtr = std::unique_ptr<sqlite3, SqliteCloser>;
 using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 }  // namespace detail
 
 class RunStore {
-public:
+  public:
     // Opens (read-write: creating and migrating if needed) the database at `path`. Throws
     // InputError naming the file if it is missing (read-only), not a SQLite file, not a Tessera
     // run database, or has a newer schema than this build.
@@ -165,7 +169,7 @@ public:
     void export_csv(std::ostream& out, const std::vector<int64_t>& run_ids) const;
     std::string integrity_check() const;  // "ok" when fine
 
-private:
+  private:
     RunStore() = default;
     sqlite3_stmt* cached(int slot, const char* sql);  // prepared writer statements
 

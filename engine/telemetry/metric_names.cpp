@@ -16,10 +16,11 @@ std::optional<MemCategory> mem_category_of(std::string_view name) {
     if (name.size() <= mem_prefix.size() + suffix.size() || !name.starts_with(mem_prefix) ||
         !name.ends_with(suffix))
         return std::nullopt;
-    std::string_view cat = name.substr(mem_prefix.size(),
-                                       name.size() - mem_prefix.size() - suffix.size());
+    std::string_view cat =
+        name.substr(mem_prefix.size(), name.size() - mem_prefix.size() - suffix.size());
     for (int c = 0; c < kMemCategoryCount; ++c)
-        if (mem_category_name(static_cast<MemCategory>(c)) == cat) return static_cast<MemCategory>(c);
+        if (mem_category_name(static_cast<MemCategory>(c)) == cat)
+            return static_cast<MemCategory>(c);
     return std::nullopt;
 }
 

@@ -28,8 +28,9 @@ inline constexpr std::string_view val_accuracy = "val/accuracy";  // classifiers
 // ---- speed ----
 inline constexpr std::string_view perf_step_ms = "perf/step_ms";
 inline constexpr std::string_view perf_tok_per_s = "perf/tok_per_s";  // targets per second
-inline constexpr std::string_view perf_gflops = "perf/gflops";        // model FLOP/s of the step, whole world
-inline constexpr std::string_view perf_mfu = "perf/mfu";              // GPUs, 0..1
+inline constexpr std::string_view perf_gflops =
+    "perf/gflops";                                        // model FLOP/s of the step, whole world
+inline constexpr std::string_view perf_mfu = "perf/mfu";  // GPUs, 0..1
 
 // ---- memory: the engine's own accounting (MemoryTracker peaks), every rank ----
 // One name per category as well: mem_category_bytes(MemCategory::params) = "mem/params_bytes".

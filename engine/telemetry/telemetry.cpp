@@ -3,6 +3,8 @@
 // lenient about what it does not (unknown keys are ignored, so fields can be added later).
 #include "engine/telemetry/telemetry.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "engine/core/error.h"
 
@@ -86,7 +87,7 @@ struct Encoder {
 }  // namespace
 
 const char* telemetry_type_name(const Record& r) {
-    static const char* kNames[] = {"run_start", "metric", "span",   "error",
+    static const char* kNames[] = {"run_start",  "metric",  "span",  "error",
                                    "checkpoint", "run_end", "device"};
     static_assert(std::variant_size_v<Record> == std::size(kNames));
     return kNames[r.index()];
@@ -119,8 +120,8 @@ struct Fields {
     const json& need(const char* key) const {
         auto it = j.find(key);
         if (it == j.end())
-            throw InputError(str_cat("telemetry record (type ", type, "): missing key '", key,
-                                     "'"));
+            throw InputError(
+                str_cat("telemetry record (type ", type, "): missing key '", key, "'"));
         return *it;
     }
     [[noreturn]] void wrong(const char* key, const char* expected, const json& v) const {
@@ -185,13 +186,13 @@ Record telemetry_decode(std::string_view line) {
     f.type = f.str("type");
     const std::string& t = f.type;
     if (t == "run_start")
-        return RunStartRecord{f.str("name"), f.str("config_text"), f.str("host"),
-                              f.i32("world_size"), f.str("plan_json"), f.f64("wall_time")};
+        return RunStartRecord{f.str("name"),       f.str("config_text"), f.str("host"),
+                              f.i32("world_size"), f.str("plan_json"),   f.f64("wall_time")};
     if (t == "metric")
         return MetricRecord{f.i64("step"), f.i32("rank"), f.str("name"), f.f64("value"),
                             f.f64("wall_time")};
     if (t == "span")
-        return SpanRecord{f.i64("step"),  f.i32("rank"),    f.i32("stage"), f.i32("micro_batch"),
+        return SpanRecord{f.i64("step"), f.i32("rank"),    f.i32("stage"), f.i32("micro_batch"),
                           f.str("kind"), f.f64("start_s"), f.f64("end_s")};
     if (t == "error")
         return ErrorRecord{f.i32("rank"), f.i64("step"), f.str("message"), f.f64("wall_time")};
@@ -203,9 +204,10 @@ Record telemetry_decode(std::string_view line) {
     if (t == "device")
         return DeviceRecord{f.i32("rank"), f.str("host"), f.str("name"), f.i64("memory_bytes"),
                             f.f64("wall_time")};
-    throw InputError(str_cat("telemetry record: key 'type': expected one of run_start, metric, "
-                             "span, error, checkpoint, run_end, device, found '",
-                             t, "'"));
+    throw InputError(
+        str_cat("telemetry record: key 'type': expected one of run_start, metric, "
+                "span, error, checkpoint, run_end, device, found '",
+                t, "'"));
 }
 
 double telemetry_now() {
@@ -219,7 +221,7 @@ double telemetry_now() {
 namespace {
 
 class StreamSink final : public TelemetrySink {
-public:
+  public:
     explicit StreamSink(int fd) : fd_(fd) {}
     void write(const Record& r) override {
         line_ = telemetry_encode(r);
@@ -230,15 +232,15 @@ public:
             ssize_t n = ::write(fd_, p, left);
             if (n < 0) {
                 if (errno == EINTR) continue;
-                throw Error(str_cat("telemetry: write to fd ", fd_, " failed: ",
-                                    std::strerror(errno)));
+                throw Error(
+                    str_cat("telemetry: write to fd ", fd_, " failed: ", std::strerror(errno)));
             }
             p += n;
             left -= size_t(n);
         }
     }
 
-private:
+  private:
     int fd_;
     std::string line_;  // reused buffer
 };

@@ -81,8 +81,8 @@ struct DeviceRecord {
     double wall_time = 0;
 };
 
-using Record = std::variant<RunStartRecord, MetricRecord, SpanRecord, ErrorRecord,
-                            CheckpointRecord, RunEndRecord, DeviceRecord>;
+using Record = std::variant<RunStartRecord, MetricRecord, SpanRecord, ErrorRecord, CheckpointRecord,
+                            RunEndRecord, DeviceRecord>;
 
 // ------------------------------------------------------------------------------------------------
 // Encoding: one JSON object, no newline: {"v":1,"type":"metric",...}. Types are run_start, metric,
@@ -95,15 +95,15 @@ Record telemetry_decode(std::string_view line);
 // The "type" string of a record ("metric", ...).
 const char* telemetry_type_name(const Record& r);
 
-double telemetry_now();  // wall time, seconds since epoch
-std::string telemetry_host_name();  // this machine's host name (RunStartRecord::host)
+double telemetry_now();                 // wall time, seconds since epoch
+std::string telemetry_host_name();      // this machine's host name (RunStartRecord::host)
 int64_t telemetry_host_memory_bytes();  // this machine's physical RAM (a CPU rank's device)
 
 // ------------------------------------------------------------------------------------------------
 // Sinks: where a rank's records go.
 
 class TelemetrySink {
-public:
+  public:
     virtual ~TelemetrySink() = default;
     virtual void write(const Record& r) = 0;
     virtual void flush() {}

@@ -22,11 +22,16 @@ struct ReadOrder {
 
 // ---- GPT: windows of seq_len + 1 tokens from llm.c token shards -------------------------------
 class TokenData final : public DataSource {
-public:
+  public:
     TokenData(std::vector<uint32_t> train, std::vector<uint32_t> val, int seq_len, uint64_t seed,
               ReadOrder order, int vocab, std::string desc)
-        : train_(std::move(train)), val_(std::move(val)), seq_len_(seq_len), seed_(seed),
-          order_(order), vocab_(vocab), desc_(std::move(desc)) {}
+        : train_(std::move(train)),
+          val_(std::move(val)),
+          seq_len_(seq_len),
+          seed_(seed),
+          order_(order),
+          vocab_(vocab),
+          desc_(std::move(desc)) {}
 
     Batch train_batch(int64_t step, int64_t first, int n) const override {
         Batch b = alloc(n);
@@ -52,7 +57,7 @@ public:
     int vocab_size() const override { return vocab_; }
     std::string describe() const override { return desc_; }
 
-private:
+  private:
     Batch alloc(int n) const {
         Batch b;
         b.batch_size = n;
@@ -71,7 +76,7 @@ private:
 
 // ---- MLP: Fashion-MNIST images, pixels scaled to [0, 1] ---------------------------------------
 class ImageData final : public DataSource {
-public:
+  public:
     ImageData(ImageSet train, ImageSet test, uint64_t seed, ReadOrder order)
         : train_(std::move(train)), test_(std::move(test)), seed_(seed), order_(order) {}
 
@@ -79,11 +84,13 @@ public:
         Batch b = alloc(n);
         for (int i = 0; i < n; ++i) {
             if (order_.epoch) {
-                copy(train_, epoch_order_item(seed_, step, first + i, order_.global_batch, train_.count), b, i);
+                copy(train_,
+                     epoch_order_item(seed_, step, first + i, order_.global_batch, train_.count), b,
+                     i);
                 continue;
             }
-            uint64_t h = splitmix64(seed_ ^ splitmix64((uint64_t)step * 0x9E3779B97F4A7C15ull +
-                                                       (uint64_t)(first + i)));
+            uint64_t h = splitmix64(
+                seed_ ^ splitmix64((uint64_t)step * 0x9E3779B97F4A7C15ull + (uint64_t)(first + i)));
             copy(train_, (int64_t)(h % (uint64_t)train_.count), b, i);
         }
         return b;
@@ -104,7 +111,7 @@ public:
                        order_.epoch ? "; epoch order" : "", ")");
     }
 
-private:
+  private:
     static Batch alloc(int n) {
         Batch b;
         b.batch_size = n;
@@ -131,8 +138,10 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
                           (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * cfg.parallel.dp};
     if (cfg.model.preset == "mlp") {
         if (d.dataset != "fashion-mnist")
-            throw InputError(str_cat(cfg.source_path, ": data.dataset: the mlp preset trains on "
-                                                      "'fashion-mnist', found '", d.dataset, "'"));
+            throw InputError(str_cat(cfg.source_path,
+                                     ": data.dataset: the mlp preset trains on "
+                                     "'fashion-mnist', found '",
+                                     d.dataset, "'"));
         ImageSet train = fashion_mnist_load("train"), test = fashion_mnist_load("test");
         TS_CHECK(train.rows * train.cols == 784, "Fashion-MNIST images are not 28x28");
         return std::make_unique<ImageData>(std::move(train), std::move(test), cfg.train.seed,
@@ -146,8 +155,10 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
         train_path = p.train;
         val_path = p.val;
     } else if (!d.dataset.empty()) {
-        throw InputError(str_cat(cfg.source_path, ": data.dataset: expected brown for a GPT "
-                                                  "model, found '", d.dataset, "'"));
+        throw InputError(str_cat(cfg.source_path,
+                                 ": data.dataset: expected brown for a GPT "
+                                 "model, found '",
+                                 d.dataset, "'"));
     } else {
         train_path = config_resolve_path(cfg, d.train);
         val_path = d.val.empty() ? train_path : config_resolve_path(cfg, d.val);
@@ -161,25 +172,30 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
     for (auto* v : {&train, &val})
         for (uint32_t t : *v)
             if (t >= (uint32_t)vocab)
-                throw InputError(own_ids ? str_cat(v == &train ? train_path : val_path, ": token id ", t,
-                                                   " outside the model's vocabulary (vocab_size ", vocab, ")")
-                                         : str_cat(v == &train ? train_path : val_path, ": token id ", t,
-                                                   " outside the ", cfg.model.vocab, " vocabulary (size ",
-                                                   vocab, ")"));
+                throw InputError(
+                    own_ids ? str_cat(v == &train ? train_path : val_path, ": token id ", t,
+                                      " outside the model's vocabulary (vocab_size ", vocab, ")")
+                            : str_cat(v == &train ? train_path : val_path, ": token id ", t,
+                                      " outside the ", cfg.model.vocab, " vocabulary (size ", vocab,
+                                      ")"));
     // A window is seq_len + 1 tokens; say which file is too short before the first step (an empty
     // val.bin is what `tessera data prepare --val-fraction 0` writes)
     const size_t window = (size_t)cfg.model.seq_len + 1;
     if (train.size() < window)
-        throw InputError(str_cat(train_path, ": ", train.size(), " tokens, expected at least seq_len + 1 = ", window,
+        throw InputError(str_cat(train_path, ": ", train.size(),
+                                 " tokens, expected at least seq_len + 1 = ", window,
                                  " to train on"));
     if (cfg.train.eval_every > 0 && val.size() < window)
-        throw InputError(str_cat(val_path, ": ", val.size(), " tokens, expected at least seq_len + 1 = ", window,
+        throw InputError(str_cat(val_path, ": ", val.size(),
+                                 " tokens, expected at least seq_len + 1 = ", window,
                                  " for evaluation (train.eval_every ", cfg.train.eval_every,
                                  "); give data.val more documents, or set train.eval_every: 0"));
-    std::string desc = str_cat(d.dataset.empty() ? train_path : d.dataset, " (", train.size(),
-                               " train / ", val.size(), " val tokens, vocab ", cfg.model.vocab, ")");
+    std::string desc =
+        str_cat(d.dataset.empty() ? train_path : d.dataset, " (", train.size(), " train / ",
+                val.size(), " val tokens, vocab ", cfg.model.vocab, ")");
     if (order.epoch)
-        desc += str_cat("; epoch order over ", token_window_count((int64_t)train.size(), cfg.model.seq_len),
+        desc += str_cat("; epoch order over ",
+                        token_window_count((int64_t)train.size(), cfg.model.seq_len),
                         " windows of ", cfg.model.seq_len, " tokens");
     return std::make_unique<TokenData>(std::move(train), std::move(val), cfg.model.seq_len,
                                        cfg.train.seed, order, vocab, desc);

@@ -13,7 +13,7 @@
 namespace tessera {
 
 class DataSource {
-public:
+  public:
     virtual ~DataSource() = default;
     // Samples [first_sample, first_sample + n) of step `step`'s global batch (micro_batch x
     // grad_accum x dp samples; first_sample + n at most that).

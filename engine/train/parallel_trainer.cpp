@@ -17,6 +17,7 @@
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_import.h"
 #include "engine/model/hf_import.h"
+#include "engine/optim/optimizer.h"
 #include "engine/parallel/device_ops.h"
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/stage_runner.h"
@@ -26,7 +27,6 @@
 #include "engine/telemetry/metric_names.h"
 #include "engine/telemetry/system_metrics.h"
 #include "engine/train/data_source.h"
-#include "engine/optim/optimizer.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "engine/kernels/cuda/device.cuh"
 #endif
@@ -43,7 +43,9 @@ using Clock = std::chrono::steady_clock;
 
 // Tags of point-to-point messages: unique per (direction, global chunk, micro-batch) in a step;
 // evaluation's micro-batches are tagged apart from training's (2048 up).
-int p2p_tag(int dir, int g, int micro, bool eval) { return (dir << 24) | (g << 12) | (eval ? micro + 2048 : micro); }
+int p2p_tag(int dir, int g, int micro, bool eval) {
+    return (dir << 24) | (g << 12) | (eval ? micro + 2048 : micro);
+}
 
 // Fault injection for the failure tests: TESSERA_FAULT_STALL="RANK:STEP" makes that rank sleep
 // (as if stuck) after completing STEP, before the next step's collectives.
@@ -69,7 +71,7 @@ void fault_stall_check(int rank, int64_t step) {
 // The rank's system metrics (system_metrics.h): the host from /proc and, on a GPU rank, the GPU
 // from NVML. A thin layer over cuda_nvml_read: what it reads is tested with a fake source.
 class RankSystemSource final : public SystemSource {
-public:
+  public:
     explicit RankSystemSource(bool gpu) : gpu_(gpu) {}
     std::optional<GpuSample> gpu() override {
 #ifdef TESSERA_HAVE_CUDA
@@ -89,9 +91,11 @@ public:
         return std::nullopt;
 #endif
     }
-    std::optional<HostSample> host() override { return host_.host(); }
+    std::optional<HostSample> host() override {
+        return host_.host();
+    }
 
-private:
+  private:
     bool gpu_;
     ProcHostSource host_;
 };
@@ -104,7 +108,7 @@ std::unique_ptr<SystemSource> rank_system_source(Device dev) {
 // metrics, evaluation and checkpoints. The schedule walk is StageRunner's (shared with the
 // estimator); this class is its edges: pipeline messages, the losses and the timeline spans.
 class RankRunner final : private StageEdges {
-public:
+  public:
     RankRunner(const RunConfig& cfg, ProcessGroups& groups, std::ostream& out)
         : cfg_(cfg), g_(groups), out_(out) {
         const auto& par = cfg.parallel;
@@ -115,25 +119,31 @@ public:
         data_ = data_source_open(cfg);
         model_ = model_shape(cfg.model, data_->vocab_size());
         if (model_.family != ModelShape::Family::mlp && data_->vocab_size() > model_.vocab())
-            throw InputError(str_cat(cfg.source_path, ": model.vocab: the data's tokenizer (", cfg.model.vocab, ", ",
-                                     data_->vocab_size(), " ids) does not fit the model's ", model_.vocab(),
-                                     "-row vocabulary; tokenize the data with the model's own tokenizer"));
+            throw InputError(str_cat(
+                cfg.source_path, ": model.vocab: the data's tokenizer (", cfg.model.vocab, ", ",
+                data_->vocab_size(), " ids) does not fit the model's ", model_.vocab(),
+                "-row vocabulary; tokenize the data with the model's own tokenizer"));
         TpGroup tp{groups.tp.get(), groups.coord.tp, par.tp};
         dev_ = cfg.runtime.device == "cuda" ? Device::cuda : Device::cpu;
         act_dtype_ = cfg.runtime.bf16_activations() ? DType::bf16 : DType::f32;
         ops_ = &device_ops_for(dev_);
         const int64_t targets = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * par.dp *
                                 model_.targets_per_sample();
-        const std::string rc = par.recompute.size() == 1 ? par.recompute[0] : par.recompute.at(stage_);
-        ShardSpec spec{model_, tp, recompute_parse(rc), &layer_ops_for(dev_, act_dtype_, cfg.runtime.fp8_gemms()),
+        const std::string rc =
+            par.recompute.size() == 1 ? par.recompute[0] : par.recompute.at(stage_);
+        ShardSpec spec{model_, tp, recompute_parse(rc),
+                       &layer_ops_for(dev_, act_dtype_, cfg.runtime.fp8_gemms()),
                        1.0f / (float)targets};
         layers_ = stage_layers_build(spec, pipeline_blocks_per_chunk(cfg), pp_, stage_);
         all_layers_ = layers_.all();
-        ZeroOptions zo{.stage = par.zero, .ops = ops_, .offload_optimizer = par.offload_optimizer,
-                       .seed = cfg.train.seed, .gather_bf16 = act_dtype_ == DType::bf16,  // bf16 only on GPUs
+        ZeroOptions zo{.stage = par.zero,
+                       .ops = ops_,
+                       .offload_optimizer = par.offload_optimizer,
+                       .seed = cfg.train.seed,
+                       .gather_bf16 = act_dtype_ == DType::bf16,  // bf16 only on GPUs
                        .gpu = dev_ == Device::cuda};
-        store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(), groups.coord.tp,
-                                              pp_ > 1 && stage_ == pp_ - 1);
+        store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(),
+                                              groups.coord.tp, pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, n_micro_, v_)[stage_];
         StageRunner::Options so;
         so.pp = pp_, so.v = v_, so.n_micro = n_micro_, so.act = act_dtype_, so.device = dev_;
@@ -144,9 +154,11 @@ public:
         oc_ = optimizer_config(cfg.train);
         run_t0_ = Clock::now();
         run_t0_wall_ = telemetry_now();
-        for (const LayerSpec& l : model_.layer_specs()) model_flops_per_token_ += 3.0 * l.flops_per_token;
+        for (const LayerSpec& l : model_.layer_specs())
+            model_flops_per_token_ += 3.0 * l.flops_per_token;
 #ifdef TESSERA_HAVE_CUDA
-        DeviceSpec device;  // the device table (engine/plan): MFU, and what the allocator cannot see
+        DeviceSpec
+            device;  // the device table (engine/plan): MFU, and what the allocator cannot see
         if (dev_ == Device::cuda && device_spec_for_gpu(cuda_device_name(), &device)) {
             peak_flops_ = device.peak_flops;
             memory_tracker().add(MemCategory::context, device.context_bytes);
@@ -159,9 +171,10 @@ public:
     // the steps already done. A bad checkpoint or weights file fails here, before run().
     int64_t prepare(const TrainOptions& opts);
     // Trains from step `start` to train.steps, reporting to `sink`.
-    TrainResult run(TelemetrySink& sink, int64_t start, const TrainOptions& opts, int64_t* steps_done);
+    TrainResult run(TelemetrySink& sink, int64_t start, const TrainOptions& opts,
+                    int64_t* steps_done);
 
-private:
+  private:
     DeviceRecord device_record() const;
     // Span times: the wall clock (seconds since the Unix epoch), so every rank's spans share one
     // time base (exactly on one host, to the hosts' clock sync across several), advanced by the
@@ -169,7 +182,9 @@ private:
     double now_s() const {
         return run_t0_wall_ + std::chrono::duration<double>(Clock::now() - run_t0_).count();
     }
-    int stage_of(int g) const { return g % pp_; }  // the stage holding global chunk g
+    int stage_of(int g) const {
+        return g % pp_;
+    }  // the stage holding global chunk g
     const Batch& batch(int64_t step, int micro, bool eval);
     // StageEdges: the pp group's messages, the losses summed on the device, the spans
     void recv_post(Tensor& x, int dir, int g, int micro, bool eval) override;
@@ -178,7 +193,9 @@ private:
     void losses(const Tensor& x, bool eval) override;
     void span_begin(const char* kind, int micro) override;
     void span_end(bool eval) override;
-    void fault_stall(int64_t step) { fault_stall_check(g_.rank, step); }
+    void fault_stall(int64_t step) {
+        fault_stall_check(g_.rank, step);
+    }
     void metric(int64_t step, std::string_view name, double v) {
         sink_->write(MetricRecord{step, g_.rank, std::string(name), v, telemetry_now()});
     }
@@ -191,7 +208,7 @@ private:
     int64_t test_batches() const {
         return (data_->eval_set_size() + cfg_.train.micro_batch - 1) / cfg_.train.micro_batch;
     }
-    int64_t eval_targets_ = 0;  // targets whose losses this rank summed in the evaluation
+    int64_t eval_targets_ = 0;     // targets whose losses this rank summed in the evaluation
     bool eval_uncounted_ = false;  // this rank's evaluation batch repeats one (not summed)
     std::string save_checkpoint(int64_t steps_done);
     int64_t load_checkpoint(const std::string& path);
@@ -232,7 +249,7 @@ private:
     StageSchedule schedule_;
     OptimizerConfig oc_;
     Clock::time_point run_t0_;
-    double run_t0_wall_ = 0;  // telemetry_now() at run_t0_
+    double run_t0_wall_ = 0;                         // telemetry_now() at run_t0_
     std::map<std::pair<int, bool>, Batch> batches_;  // (micro, eval) -> batch of this step
     std::vector<std::pair<std::unique_ptr<CommRequest>, Tensor>> sends_;
     std::map<int, std::unique_ptr<CommRequest>> recvs_;  // posted receives by tag
@@ -253,20 +270,23 @@ const Batch& RankRunner::batch(int64_t step, int micro, bool eval) {
 // Chunk g receives activations from chunk g - 1 and gradients from chunk g + 1.
 void RankRunner::recv_post(Tensor& x, int dir, int g, int micro, bool eval) {
     const int peer = stage_of(dir == 0 ? g - 1 : g + 1), tag = p2p_tag(dir, g, micro, eval);
-    auto [it, fresh] = recvs_.emplace(tag, g_.pp->irecv(x.data(), x.numel(), act_dtype_, peer, tag));
+    auto [it, fresh] =
+        recvs_.emplace(tag, g_.pp->irecv(x.data(), x.numel(), act_dtype_, peer, tag));
     TS_CHECK(fresh, "recv_post: a receive with tag ", tag, " is already posted");
 }
 
 void RankRunner::recv_wait(int dir, int g, int micro, bool eval) {
     auto it = recvs_.find(p2p_tag(dir, g, micro, eval));
-    TS_CHECK(it != recvs_.end(), "recv_wait: no receive posted for chunk ", g, " micro-batch ", micro);
+    TS_CHECK(it != recvs_.end(), "recv_wait: no receive posted for chunk ", g, " micro-batch ",
+             micro);
     std::unique_ptr<CommRequest> req = std::move(it->second);
     recvs_.erase(it);
     req->wait();
 }
 
 void RankRunner::send(Tensor x, int dir, int g, int micro, bool eval) {
-    auto req = g_.pp->isend(x.data(), x.numel(), act_dtype_, stage_of(g), p2p_tag(dir, g, micro, eval));
+    auto req =
+        g_.pp->isend(x.data(), x.numel(), act_dtype_, stage_of(g), p2p_tag(dir, g, micro, eval));
     sends_.emplace_back(std::move(req), std::move(x));
 }
 
@@ -365,8 +385,8 @@ RankRunner::EvalSums RankRunner::evaluate(int64_t index) {
     float v[3] = {(float)ops_->sum_end(), (float)eval_targets_, (float)correct};
     if (g_.world) g_.world->all_reduce(v, 3);
     batches_.clear();
-    const int64_t global = (int64_t)cfg_.train.micro_batch * n_micro_ * cfg_.parallel.dp *
-                           model_.targets_per_sample();
+    const int64_t global =
+        (int64_t)cfg_.train.micro_batch * n_micro_ * cfg_.parallel.dp * model_.targets_per_sample();
     return {v[0], data_->eval_set_size() > 0 ? (int64_t)v[1] : global, (int64_t)v[2]};
 }
 
@@ -391,7 +411,8 @@ int64_t RankRunner::prepare(const TrainOptions& opts) {
     std::string resume = opts.resume_from;
     if (resume.empty() && opts.resume) {
         if (cfg_.checkpoint.dir.empty())
-            throw InputError(str_cat(cfg_.source_path, ": checkpoint.dir: --resume needs a checkpoint directory"));
+            throw InputError(str_cat(cfg_.source_path,
+                                     ": checkpoint.dir: --resume needs a checkpoint directory"));
         auto latest = checkpoint_latest(config_resolve_path(cfg_, cfg_.checkpoint.dir));
         if (latest) resume = *latest;
     }
@@ -401,7 +422,8 @@ int64_t RankRunner::prepare(const TrainOptions& opts) {
     return 0;
 }
 
-TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptions& opts, int64_t* steps_done) {
+TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptions& opts,
+                            int64_t* steps_done) {
     TrainResult res;
     sink_ = &sink;
     sink_->write(device_record());
@@ -413,23 +435,23 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
     if (leader) {
         out_ << "tessera: " << model_.describe() << "\n";
         if (g_.mesh.world() > 1)
-            out_ << "tessera: rank " << g_.rank << " of " << g_.mesh.world() << ": " << model_.n_blocks()
-                 << " blocks over " << pp_ * v_ << " chunks, dp " << dp << " x tp " << cfg_.parallel.tp
-                 << " x pp " << pp_ << ", zero " << cfg_.parallel.zero << ", schedule "
-                 << cfg_.parallel.schedule << "\n";
+            out_ << "tessera: rank " << g_.rank << " of " << g_.mesh.world() << ": "
+                 << model_.n_blocks() << " blocks over " << pp_ * v_ << " chunks, dp " << dp
+                 << " x tp " << cfg_.parallel.tp << " x pp " << pp_ << ", zero "
+                 << cfg_.parallel.zero << ", schedule " << cfg_.parallel.schedule << "\n";
         out_ << "tessera: data " << data_->describe() << "\n"
-             << "tessera: " << cfg_.train.steps << " steps of " << (int64_t)mb * n_micro_ * dp << " samples ("
-             << mb << " x " << n_micro_ << " accumulation x " << dp << " dp), " << targets << " targets per step"
-             << std::endl;
-        if (start > 0) out_ << "tessera: resumed from " << resumed_from_ << " at step " << start << std::endl;
+             << "tessera: " << cfg_.train.steps << " steps of " << (int64_t)mb * n_micro_ * dp
+             << " samples (" << mb << " x " << n_micro_ << " accumulation x " << dp << " dp), "
+             << targets << " targets per step" << std::endl;
+        if (start > 0)
+            out_ << "tessera: resumed from " << resumed_from_ << " at step " << start << std::endl;
     }
     const bool classifier = model_.family == ModelShape::Family::mlp;
     auto eval_and_log = [&](int64_t s1) {
         double total = 0;
         int64_t count = 0, correct = 0;
-        const int64_t n = data_->eval_set_size() > 0
-                              ? (test_batches() + dp - 1) / dp  // rounds
-                              : cfg_.train.eval_steps;
+        const int64_t n = data_->eval_set_size() > 0 ? (test_batches() + dp - 1) / dp  // rounds
+                                                     : cfg_.train.eval_steps;
         for (int64_t i = 0; i < n; ++i) {
             EvalSums e = evaluate(i);
             total += e.loss;
@@ -437,7 +459,8 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
             correct += e.correct;
         }
         res.last_val_loss = total / (double)std::max<int64_t>(1, count);
-        if (classifier) res.last_val_accuracy = (double)correct / (double)std::max<int64_t>(1, count);
+        if (classifier)
+            res.last_val_accuracy = (double)correct / (double)std::max<int64_t>(1, count);
         if (leader) {
             metric(s1, metric::val_loss, res.last_val_loss);
             if (classifier) metric(s1, metric::val_accuracy, res.last_val_accuracy);
@@ -463,7 +486,8 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
 #ifdef TESSERA_HAVE_CUDA
         if (dev_ == Device::cuda) step_event_ = cuda_event_record_now();
 #endif
-        runner_->run(schedule_, [&](int micro) -> const Batch& { return batch(step, micro, false); });
+        runner_->run(schedule_,
+                     [&](int micro) -> const Batch& { return batch(step, micro, false); });
         for (auto& s : sends_) s.first->wait();
         sends_.clear();
         // The optimizer's share, queued behind the backward with no host round trip: the
@@ -486,7 +510,8 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
         double norm = std::sqrt((double)red[0]);
         double lr = lr_at_step(oc_, step);
         if (comm_trace())
-            std::fprintf(stderr, "[step] rank %d step %lld: forward+backward %.3f ms, optimizer %.3f ms\n",
+            std::fprintf(stderr,
+                         "[step] rank %d step %lld: forward+backward %.3f ms, optimizer %.3f ms\n",
                          g_.rank, (long long)step, (opt.start_s - step_t0) * 1e3,
                          (opt.end_s - opt.start_s) * 1e3);
         sink_->write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", opt.start_s, opt.end_s});
@@ -515,19 +540,22 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
             metric(s1, metric::mem_total_bytes, (double)mt.total_peak_bytes());
             metric(s1, metric::mem_device_bytes, (double)mt.device_peak_bytes());
             double pipe_s = opt.start_s - step_t0;
-            if (pp_ > 1) metric(s1, metric::pipeline_bubble, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
+            if (pp_ > 1)
+                metric(s1, metric::pipeline_bubble, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
             if (leader) {
                 metric(s1, metric::train_loss, loss);
                 metric(s1, metric::train_lr, lr);
                 metric(s1, metric::train_grad_norm, norm);
-                metric(s1, metric::train_epoch,
-                       epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp, data_->train_set_size()));
+                metric(
+                    s1, metric::train_epoch,
+                    epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp, data_->train_set_size()));
                 metric(s1, metric::perf_step_ms, step_s * 1e3);
                 metric(s1, metric::perf_tok_per_s, targets / step_s);
                 metric(s1, metric::perf_gflops, targets / step_s * model_flops_per_token_ / 1e9);
                 if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token
-                    metric(s1, metric::perf_mfu, targets / step_s * model_flops_per_token_ /
-                                               (g_.mesh.world() * peak_flops_));
+                    metric(s1, metric::perf_mfu,
+                           targets / step_s * model_flops_per_token_ /
+                               (g_.mesh.world() * peak_flops_));
                 char line[256];
                 std::snprintf(line, sizeof line,
                               "step %6lld/%lld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | "
@@ -537,7 +565,8 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
                 out_ << line << std::endl;
             }
         }
-        if (cfg_.train.eval_every > 0 && (s1 % cfg_.train.eval_every == 0 || s1 == cfg_.train.steps))
+        if (cfg_.train.eval_every > 0 &&
+            (s1 % cfg_.train.eval_every == 0 || s1 == cfg_.train.steps))
             eval_and_log(s1);
         if (!cfg_.checkpoint.dir.empty() &&
             ((cfg_.checkpoint.every > 0 && s1 % cfg_.checkpoint.every == 0) ||
@@ -575,8 +604,10 @@ std::string RankRunner::save_checkpoint(int64_t steps_done) {
             const ParamShard& sh = h.layer->shards()[h.param];
             const int64_t n = h.end - h.begin;
             std::vector<float> hp(n), hm(n), hv(n);  // the slices may live on the GPU
-            if (h.params_on_host) std::memcpy(hp.data(), h.param_values, sizeof(float) * n);
-            else ops_->download(hp.data(), h.param_values, n);
+            if (h.params_on_host)
+                std::memcpy(hp.data(), h.param_values, sizeof(float) * n);
+            else
+                ops_->download(hp.data(), h.param_values, n);
             if (h.moments_on_host) {
                 std::memcpy(hm.data(), h.m, sizeof(float) * n);
                 std::memcpy(hv.data(), h.v, sizeof(float) * n);
@@ -626,8 +657,8 @@ int64_t RankRunner::load_checkpoint(const std::string& path) {
     const SafetensorsFile& of = checkpoint_file(ck, "optimizer");
     ParamTable global = model_.param_table();
     std::map<std::string, std::vector<float>> cache;
-    auto full = [&](const std::string& key, const SafetensorsFile& f, const std::string& name)
-        -> const std::vector<float>& {
+    auto full = [&](const std::string& key, const SafetensorsFile& f,
+                    const std::string& name) -> const std::vector<float>& {
         auto it = cache.find(key);
         if (it != cache.end()) return it->second;
         const ParamInfo& p = global.at(name);
@@ -656,16 +687,18 @@ void RankRunner::load_initial_weights() {
     if (cfg_.model.from_folder && model_.family == ModelShape::Family::llama) {
         llama_load_hf_weights(path, model_.llama, values.data());  // Hugging Face names
     } else if (model_.family == ModelShape::Family::gpt) {
-        SafetensorsFile f = SafetensorsFile::open(cfg_.model.from_folder ? hf_weights_file(path) : path);
+        SafetensorsFile f =
+            SafetensorsFile::open(cfg_.model.from_folder ? hf_weights_file(path) : path);
         GptModel full(model_.gpt);
         gpt_load_weights(full, f);
         std::memcpy(values.data(), full.params().f32(), sizeof(float) * values.size());
     } else {
         SafetensorsFile f = SafetensorsFile::open(path);
-        for (const ParamInfo& p : table.entries()) f.read_f32(p.name, p.shape, values.data() + p.offset);
+        for (const ParamInfo& p : table.entries())
+            f.read_f32(p.name, p.shape, values.data() + p.offset);
     }
-    store_->load([&](const std::string& name, int which, const ParamShard& sh, int64_t lo, int64_t hi,
-                     float* dst) {
+    store_->load([&](const std::string& name, int which, const ParamShard& sh, int64_t lo,
+                     int64_t hi, float* dst) {
         if (which != 0) {  // fresh AdamW moments
             std::fill(dst, dst + (hi - lo), 0.0f);
             return;
@@ -678,8 +711,8 @@ void RankRunner::load_initial_weights() {
 }  // namespace
 
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups,
-                                const std::function<TelemetrySink&()>& open_sink, const TrainOptions& opts,
-                                std::ostream& out, int64_t* steps_done) {
+                                const std::function<TelemetrySink&()>& open_sink,
+                                const TrainOptions& opts, std::ostream& out, int64_t* steps_done) {
     RankRunner r(cfg, groups, out);
     const int64_t start = r.prepare(opts);
     return r.run(open_sink(), start, opts, steps_done);

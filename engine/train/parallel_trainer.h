@@ -2,7 +2,8 @@
 // chunks of tensor-parallel GPT layers, runs the pipeline schedule over the step's micro-batches,
 // reduces gradients over data parallel (ZeRO 0-3), steps AdamW on its slices, and streams
 // telemetry (metrics, per-rank memory, timeline spans) to the launcher. Checkpoints hold gathered
-// full tensors under Tessera's names, so any plan can resume them. One rank (1x1x1) is this loop too.
+// full tensors under Tessera's names, so any plan can resume them. One rank (1x1x1) is this loop
+// too.
 #pragma once
 #include <functional>
 #include <iosfwd>
@@ -24,7 +25,8 @@ std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg);
 // (so a run that never started records nothing). *steps_done, where given, follows the steps
 // completed (resumed ones included) as they complete: how far a run got when it throws.
 TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups,
-                                const std::function<TelemetrySink&()>& open_sink, const TrainOptions& opts,
-                                std::ostream& out, int64_t* steps_done = nullptr);
+                                const std::function<TelemetrySink&()>& open_sink,
+                                const TrainOptions& opts, std::ostream& out,
+                                int64_t* steps_done = nullptr);
 
 }  // namespace tessera

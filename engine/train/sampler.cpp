@@ -19,11 +19,13 @@ int pick_token(const float* last, int V, const SampleOptions& o, int i) {
     std::vector<std::pair<float, int>> cand(V);
     for (int v = 0; v < V; ++v) cand[v] = {last[v] / (float)o.temperature, v};
     int k = (o.top_k > 0 && o.top_k < V) ? o.top_k : V;
-    std::partial_sort(cand.begin(), cand.begin() + k, cand.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    std::partial_sort(cand.begin(), cand.begin() + k, cand.end(),
+                      [](auto& a, auto& b) { return a.first > b.first; });
     double maxv = cand[0].first, sum = 0;
     std::vector<double> p(k);
     for (int j = 0; j < k; ++j) sum += p[j] = std::exp(cand[j].first - maxv);
-    double u = (splitmix64(o.seed * 0x9E3779B97F4A7C15ull + i) >> 11) * (1.0 / 9007199254740992.0) * sum;
+    double u =
+        (splitmix64(o.seed * 0x9E3779B97F4A7C15ull + i) >> 11) * (1.0 / 9007199254740992.0) * sum;
     int j = 0;
     for (double acc = p[0]; acc < u && j + 1 < k; acc += p[++j]) {
     }
@@ -56,20 +58,22 @@ LayerDecoder::LayerDecoder(const ModelShape& shape, LayerOps& ops, const std::ve
     : shape_(shape), ops_(ops) {
     TS_CHECK(shape.family == ModelShape::Family::llama, "cached decoding covers the Llama family");
     const ParamTable& table = shape.param_table();
-    TS_CHECK((int64_t)params.size() == table.total_numel(), "decoder: ", params.size(), " parameters, expected ",
-             table.total_numel());
+    TS_CHECK((int64_t)params.size() == table.total_numel(), "decoder: ", params.size(),
+             " parameters, expected ", table.total_numel());
     Tensor host = Tensor::empty({table.total_numel()}, MemCategory::params);
     std::memcpy(host.data(), params.data(), sizeof(float) * params.size());
-    params_ = ops.device() == Device::cpu ? std::move(host) : host.to(ops.device(), MemCategory::params);
-    layers_ = layers_create_bound(ShardSpec{shape, TpGroup{}, Recompute::none, &ops, 1.0f}, params_.f32(), nullptr);
+    params_ =
+        ops.device() == Device::cpu ? std::move(host) : host.to(ops.device(), MemCategory::params);
+    layers_ = layers_create_bound(ShardSpec{shape, TpGroup{}, Recompute::none, &ops, 1.0f},
+                                  params_.f32(), nullptr);
 }
 
 LayerDecoder::~LayerDecoder() = default;
 
 std::vector<float> LayerDecoder::feed(const std::vector<int32_t>& ids, int pos0, bool all_rows) {
     const int n = (int)ids.size(), V = vocab();
-    TS_CHECK(n > 0 && pos0 >= 0 && pos0 + n <= max_len(), "decoder: positions ", pos0, "..", pos0 + n,
-             " outside the context of ", max_len());
+    TS_CHECK(n > 0 && pos0 >= 0 && pos0 + n <= max_len(), "decoder: positions ", pos0, "..",
+             pos0 + n, " outside the context of ", max_len());
     Batch b;
     b.batch_size = 1, b.seq_len = n, b.inputs = ids;
     Tensor x = layers_.front()->forward(-1, Tensor(), b);
@@ -78,11 +82,13 @@ std::vector<float> LayerDecoder::feed(const std::vector<int32_t>& ids, int pos0,
     const int rows = all_rows ? n : 1, Vp = (int)(x.numel() / rows);
     std::vector<float> padded = ops_.read_f32(x.data(), x.numel()), logits((size_t)rows * V);
     for (int r = 0; r < rows; ++r)
-        std::copy(padded.begin() + (int64_t)r * Vp, padded.begin() + (int64_t)r * Vp + V, logits.begin() + (int64_t)r * V);
+        std::copy(padded.begin() + (int64_t)r * Vp, padded.begin() + (int64_t)r * Vp + V,
+                  logits.begin() + (int64_t)r * V);
     return logits;
 }
 
-std::vector<int> sample_tokens(LayerDecoder& d, const std::vector<int>& prompt, const SampleOptions& o) {
+std::vector<int> sample_tokens(LayerDecoder& d, const std::vector<int>& prompt,
+                               const SampleOptions& o) {
     std::vector<int32_t> ctx(prompt.begin(), prompt.end());
     if (ctx.empty()) ctx.push_back(o.stop_token >= 0 ? o.stop_token : 0);
     if ((int)ctx.size() > d.max_len()) ctx.erase(ctx.begin(), ctx.end() - d.max_len());

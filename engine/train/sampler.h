@@ -17,8 +17,8 @@ struct SampleOptions {
     double temperature = 0.8;  // 0 = greedy
     int top_k = 40;            // 0 = all tokens
     uint64_t seed = 1;
-    int stop_token = -1;       // stop when generated (e.g. GPT-2 <|endoftext|>)
-    int vocab_limit = 0;       // sample only ids below it (the tokenizer's vocabulary); 0 = all
+    int stop_token = -1;  // stop when generated (e.g. GPT-2 <|endoftext|>)
+    int vocab_limit = 0;  // sample only ids below it (the tokenizer's vocabulary); 0 = all
 };
 
 // Continues `prompt` (token ids; an empty prompt starts from token 0 or stop_token) and returns the
@@ -30,7 +30,7 @@ std::vector<int> sample_tokens(GptModel& model, const std::vector<int>& prompt,
 // shape.param_table(), fp32 on the host) copied there, decoding with a key/value cache of
 // shape's seq_len positions.
 class LayerDecoder {
-public:
+  public:
     LayerDecoder(const ModelShape& shape, LayerOps& ops, const std::vector<float>& params);
     ~LayerDecoder();
     // Feeds `ids` (one sequence) at positions pos0 .. pos0 + n: the logits (fp32, the model's
@@ -39,7 +39,7 @@ public:
     int vocab() const { return shape_.vocab(); }
     int max_len() const { return shape_.llama.seq_len; }
 
-private:
+  private:
     ModelShape shape_;
     LayerOps& ops_;
     Tensor params_;  // on the device
@@ -48,6 +48,7 @@ private:
 
 // sample_tokens through a LayerDecoder: the prompt in one pass, then one token per pass; stops
 // at the cache's length.
-std::vector<int> sample_tokens(LayerDecoder& decoder, const std::vector<int>& prompt, const SampleOptions& o);
+std::vector<int> sample_tokens(LayerDecoder& decoder, const std::vector<int>& prompt,
+                               const SampleOptions& o);
 
 }  // namespace tessera

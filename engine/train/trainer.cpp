@@ -8,7 +8,11 @@ namespace {
 std::atomic<bool> g_stop{false};
 }  // namespace
 
-void train_request_stop() { g_stop = true; }
-bool train_stop_requested() { return g_stop; }
+void train_request_stop() {
+    g_stop = true;
+}
+bool train_stop_requested() {
+    return g_stop;
+}
 
 }  // namespace tessera

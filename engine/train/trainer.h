@@ -8,21 +8,21 @@
 namespace tessera {
 
 struct TrainOptions {
-    std::string db_path;       // "" = the config's log.db
-    bool resume = false;       // continue from the newest checkpoint in checkpoint.dir
-    std::string resume_from;   // or from this checkpoint directory
+    std::string db_path;      // "" = the config's log.db
+    bool resume = false;      // continue from the newest checkpoint in checkpoint.dir
+    std::string resume_from;  // or from this checkpoint directory
     // This process samples its host's CPU and RAM (system_metrics.h): the first rank of each
     // host (TESSERA_LOCAL_RANK 0), so a host has one series; every GPU rank samples its GPU.
     bool host_metrics = true;
 };
 
 struct TrainResult {
-    int64_t steps_done = 0;       // steps completed (including resumed ones)
+    int64_t steps_done = 0;  // steps completed (including resumed ones)
     double last_train_loss = 0;
-    double last_val_loss = -1;    // -1 when never evaluated
+    double last_val_loss = -1;  // -1 when never evaluated
     double last_val_accuracy = -1;
-    std::string status;           // completed | stopped | failed
-    std::string checkpoint_dir;   // last checkpoint written ("" none)
+    std::string status;          // completed | stopped | failed
+    std::string checkpoint_dir;  // last checkpoint written ("" none)
 };
 
 // Asks the training loop in this process to stop after the current step (SIGINT/SIGTERM

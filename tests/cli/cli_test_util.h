@@ -2,6 +2,7 @@
 // stdout, stderr and the exit code; fresh temp dirs; small file utilities.
 #pragma once
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -18,14 +19,16 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 namespace tessera_cli_test {
 
 namespace fs = std::filesystem;
 
-inline std::string tessera_bin() { return std::string(TESSERA_BIN_DIR) + "/tessera"; }
-inline std::string projects_dir() { return std::string(TESSERA_TESTS_DIR) + "/../projects"; }
+inline std::string tessera_bin() {
+    return std::string(TESSERA_BIN_DIR) + "/tessera";
+}
+inline std::string projects_dir() {
+    return std::string(TESSERA_TESTS_DIR) + "/../projects";
+}
 
 struct ProcResult {
     int exit_code = -1;  // -1 when killed by a signal (see term_signal)
@@ -36,7 +39,7 @@ struct ProcResult {
 
 // A running `tessera` child with stdout and stderr on pipes.
 class Child {
-public:
+  public:
     explicit Child(const std::vector<std::string>& args, const std::string& cwd = "") {
         int o[2], e[2];
         if (pipe(o) != 0 || pipe(e) != 0) throw std::runtime_error("pipe failed");
@@ -46,7 +49,10 @@ public:
         if (pid_ == 0) {
             dup2(o[1], 1);
             dup2(e[1], 2);
-            close(o[0]); close(o[1]); close(e[0]); close(e[1]);
+            close(o[0]);
+            close(o[1]);
+            close(e[0]);
+            close(e[1]);
             if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
             std::vector<std::string> full{tessera_bin()};
             full.insert(full.end(), args.begin(), args.end());
@@ -84,7 +90,8 @@ public:
             if (done && done(out_)) return true;
             if (out_fd_ < 0 && err_fd_ < 0) return false;
             auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                deadline - std::chrono::steady_clock::now()).count();
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
             if (left <= 0) return false;
             pollfd p[2];
             int n = 0;
@@ -109,8 +116,8 @@ public:
 
     // Drains the pipes and waits for exit (SIGKILL after timeout_s).
     ProcResult finish(double timeout_s) {
-        bool closed = read_until([&](const std::string&) { return out_fd_ < 0 && err_fd_ < 0; },
-                                 timeout_s);
+        bool closed =
+            read_until([&](const std::string&) { return out_fd_ < 0 && err_fd_ < 0; }, timeout_s);
         if (!closed) kill(pid_, SIGKILL);
         int status = 0;
         waitpid(pid_, &status, 0);
@@ -125,7 +132,7 @@ public:
         return r;
     }
 
-private:
+  private:
     pid_t pid_ = -1;
     int out_fd_ = -1, err_fd_ = -1;
     bool reaped_ = false;
@@ -140,12 +147,13 @@ inline ProcResult run_tessera(const std::vector<std::string>& args, double timeo
     return c.finish(timeout_s);
 }
 
-// What a command did, for failure messages: exit code, signal, stdout (its last 8000 bytes), stderr.
+// What a command did, for failure messages: exit code, signal, stdout (its last 8000 bytes),
+// stderr.
 inline std::string show(const ProcResult& r) {
     const size_t keep = 8000;
-    return "exit " + std::to_string(r.exit_code) + " (signal " + std::to_string(r.term_signal) + ")\n--- stdout" +
-           (r.out.size() > keep ? " (tail)" : "") + " ---\n" + r.out.substr(r.out.size() > keep ? r.out.size() - keep : 0) +
-           "--- stderr ---\n" + r.err;
+    return "exit " + std::to_string(r.exit_code) + " (signal " + std::to_string(r.term_signal) +
+           ")\n--- stdout" + (r.out.size() > keep ? " (tail)" : "") + " ---\n" +
+           r.out.substr(r.out.size() > keep ? r.out.size() - keep : 0) + "--- stderr ---\n" + r.err;
 }
 
 // The command was refused as bad input (exit 2) and its message says `says`.
@@ -156,7 +164,7 @@ inline void expect_refused(const ProcResult& r, const std::string& says) {
 
 // A fresh directory under the system temp dir, removed when the object dies.
 class TempDir {
-public:
+  public:
     TempDir() {
         std::string tmpl = (fs::temp_directory_path() / "tessera_cli_XXXXXX").string();
         if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
@@ -169,7 +177,7 @@ public:
     const std::string& path() const { return path_; }
     std::string operator/(const std::string& name) const { return path_ + "/" + name; }
 
-private:
+  private:
     std::string path_;
 };
 
@@ -194,8 +202,10 @@ inline std::string shipped_project_yaml(const fs::path& dir, const TempDir& tmp)
     if (!fs::exists(dir / "prepare.sh")) return (dir / "project.yaml").string();
     const fs::path copy = fs::path(tmp.path()) / dir.filename();
     fs::copy(dir, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-    for (const char* made : {"texts", "data", "checkpoints", "runs.db"}) fs::remove_all(copy / made);
-    const std::string cmd = "TESSERA='" + tessera_bin() + "' bash '" + (copy / "prepare.sh").string() + "' > '" +
+    for (const char* made : {"texts", "data", "checkpoints", "runs.db"})
+        fs::remove_all(copy / made);
+    const std::string cmd = "TESSERA='" + tessera_bin() + "' bash '" +
+                            (copy / "prepare.sh").string() + "' > '" +
                             (copy / "prepare.log").string() + "' 2>&1";
     if (std::system(cmd.c_str()) != 0) {
         ADD_FAILURE() << cmd << " failed:\n" << read_file((copy / "prepare.log").string());

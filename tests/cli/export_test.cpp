@@ -16,9 +16,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "cli_test_util.h"
 #include "engine/config/config.h"
@@ -50,12 +49,13 @@ std::map<int64_t, double> metric(const std::string& db, std::string_view name) {
     return m;
 }
 
-std::string project(const std::string& name, const std::string& model, int steps, const std::string& db,
-                    const std::string& checkpoint = "") {
-    std::string y = "name: " + name + "\nmodel: " + model + "\ndata: {dataset: brown}\n" +
-                    "train: {steps: " + std::to_string(steps) +
-                    ", micro_batch: 4, warmup_steps: 1, lr: 0.01, eval_every: " + std::to_string(steps) +
-                    ", eval_steps: 2, seed: 5}\n" + "log: {db: " + db + "}\n";
+std::string project(const std::string& name, const std::string& model, int steps,
+                    const std::string& db, const std::string& checkpoint = "") {
+    std::string y =
+        "name: " + name + "\nmodel: " + model + "\ndata: {dataset: brown}\n" +
+        "train: {steps: " + std::to_string(steps) +
+        ", micro_batch: 4, warmup_steps: 1, lr: 0.01, eval_every: " + std::to_string(steps) +
+        ", eval_steps: 2, seed: 5}\n" + "log: {db: " + db + "}\n";
     if (!checkpoint.empty()) y += "checkpoint: {dir: " + checkpoint + "}\n";
     return y;
 }
@@ -65,7 +65,9 @@ std::string with(const std::string& model, const std::string& extra) {
     return model.substr(0, model.size() - 1) + ", " + extra + "}";
 }
 
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
+nlohmann::json read_json(const std::string& path) {
+    return nlohmann::json::parse(read_file(path));
+}
 
 struct Variant {
     std::string tag;
@@ -78,7 +80,9 @@ struct Variant {
     int vocab = 256;
     bool qk_norm = false;  // Qwen3: per-head q/k RMSNorm
 };
-void PrintTo(const Variant& v, std::ostream* os) { *os << v.tag; }
+void PrintTo(const Variant& v, std::ostream* os) {
+    *os << v.tag;
+}
 
 // The tensors a Hugging Face folder of this variant holds, with their shapes, written out here
 // independently of engine/model/hf_names.cpp.
@@ -125,13 +129,14 @@ std::map<std::string, Shape> expected_tensors(const Variant& v) {
 }
 
 // The bytes of HF tensor `hf` equal `count` floats of checkpoint tensor `ck` from `offset`.
-void expect_same_floats(const SafetensorsFile& out, const std::string& hf, const SafetensorsFile& ck,
-                        const std::string& name, int64_t offset) {
+void expect_same_floats(const SafetensorsFile& out, const std::string& hf,
+                        const SafetensorsFile& ck, const std::string& name, int64_t offset) {
     const auto* a = out.find(hf);
     const auto* b = ck.find(name);
     ASSERT_TRUE(a && b) << hf << " / " << name;
     ASSERT_LE(offset * 4 + (int64_t)a->nbytes, (int64_t)b->nbytes) << hf;
-    EXPECT_EQ(std::memcmp(a->data, b->data + offset * 4, a->nbytes), 0) << hf << " is not " << name << " from " << offset;
+    EXPECT_EQ(std::memcmp(a->data, b->data + offset * 4, a->nbytes), 0)
+        << hf << " is not " << name << " from " << offset;
 }
 
 // A fixed window: 2 rows of 33 tokens (32 inputs, the models' seq_len).
@@ -146,8 +151,8 @@ std::vector<std::vector<int>> token_rows(int vocab) {
 
 // Tessera's loss over `rows` with the folder's weights, read as model.init_from reads them.
 double folder_token_loss(const std::string& dir, const std::vector<std::vector<int>>& rows) {
-    const tessera::RunConfig cfg =
-        tessera::config_parse("model: {init_from: " + dir + "}\ndata: {dataset: brown}\n", "folder.yaml");
+    const tessera::RunConfig cfg = tessera::config_parse(
+        "model: {init_from: " + dir + "}\ndata: {dataset: brown}\n", "folder.yaml");
     const tessera::ModelShape shape =
         tessera::model_shape(cfg.model, tessera::config_tokenizer_vocab_size(cfg.model.vocab));
     std::vector<float> params(shape.param_table().total_numel());
@@ -168,7 +173,8 @@ double checkpoint_token_loss(const std::string& config, const SafetensorsFile& w
     const tessera::ModelShape shape =
         tessera::model_shape(cfg.model, tessera::config_tokenizer_vocab_size(cfg.model.vocab));
     std::vector<float> params(shape.param_table().total_numel());
-    for (const auto& p : shape.param_table().entries()) weights.read_f32(p.name, p.shape, params.data() + p.offset);
+    for (const auto& p : shape.param_table().entries())
+        weights.read_f32(p.name, p.shape, params.data() + p.offset);
     return tessera::test_support::model_token_loss(shape, params, rows);
 }
 
@@ -207,7 +213,8 @@ TEST_P(CliExport, FolderIsTheCheckpointsModel) {
         EXPECT_EQ(j["hidden_act"], "silu");
         EXPECT_EQ(j["rope_theta"], 10000.0);
         EXPECT_EQ(j["rope_parameters"]["rope_theta"], 10000.0);
-        EXPECT_EQ(j["rope_parameters"]["rope_type"], j["rope_scaling"].is_null() ? "default" : j["rope_scaling"]["rope_type"]);
+        EXPECT_EQ(j["rope_parameters"]["rope_type"],
+                  j["rope_scaling"].is_null() ? "default" : j["rope_scaling"]["rope_type"]);
     }
 
     // model.safetensors: exactly the expected names and shapes, fp32, the checkpoint's values
@@ -226,7 +233,7 @@ TEST_P(CliExport, FolderIsTheCheckpointsModel) {
         expect_same_floats(out, "transformer.h.1.attn.c_attn.bias", cw, "h.1.attn.c_attn.bias", 0);
         // Conv1D: HF [in, out] element (i, o) is Tessera's [out, in] element (o, i)
         const auto* hf = out.find("transformer.h.1.mlp.c_proj.weight");  // [256, 64]
-        const auto* ts = cw.find("h.1.mlp.c_proj.weight");                // [64, 256]
+        const auto* ts = cw.find("h.1.mlp.c_proj.weight");               // [64, 256]
         ASSERT_TRUE(hf && ts);
         const float* a = reinterpret_cast<const float*>(hf->data);
         const float* b = reinterpret_cast<const float*>(ts->data);
@@ -252,32 +259,42 @@ TEST_P(CliExport, FolderIsTheCheckpointsModel) {
         const fs::path dst = fs::path(keep) / v.tag;
         fs::remove_all(dst);
         fs::create_directories(dst);
-        for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(fs::path(t / "out") / f, dst / f);
+        for (const char* f : {"config.json", "model.safetensors"})
+            fs::copy_file(fs::path(t / "out") / f, dst / f);
         write_file((dst / "tokens.json").string(),
                    nlohmann::json{{"produced_by", "tests/cli/export_test.cpp (Tessera, CPU, fp32)"},
-                                  {"architecture", v.arch}, {"tokens", rows}, {"loss", window_loss}}.dump(1));
+                                  {"architecture", v.arch},
+                                  {"tokens", rows},
+                                  {"loss", window_loss}}
+                       .dump(1));
     }
 
     // the folder as a model to train from, beside the checkpoint's own model.safetensors
     write_file(t / "q.yaml", project("from-folder", "{init_from: out, seq_len: 32}", 1, "q.db"));
-    write_file(t / "r.yaml", project("from-checkpoint", with(v.model, "init_from: ck/step_00000003/model.safetensors"), 1, "r.db"));
+    write_file(t / "r.yaml",
+               project("from-checkpoint",
+                       with(v.model, "init_from: ck/step_00000003/model.safetensors"), 1, "r.db"));
     tessera_ok({"train", t / "q.yaml"});
     tessera_ok({"train", t / "r.yaml"});
     const auto trained = metric(t / "p.db", tessera::metric::val_loss);
     const auto folder = metric(t / "q.db", tessera::metric::val_loss);
     const auto checkpoint = metric(t / "r.db", tessera::metric::val_loss);
-    ASSERT_TRUE(trained.count(0) && trained.count(3) && folder.count(0) && folder.count(1) && checkpoint.count(1));
-    EXPECT_LT(trained.at(3), trained.at(0) - 0.1) << "the run did not train: the comparison below would be weak";
-    EXPECT_EQ(folder.at(0), trained.at(3)) << "the folder evaluates differently from the checkpoint";
+    ASSERT_TRUE(trained.count(0) && trained.count(3) && folder.count(0) && folder.count(1) &&
+                checkpoint.count(1));
+    EXPECT_LT(trained.at(3), trained.at(0) - 0.1)
+        << "the run did not train: the comparison below would be weak";
+    EXPECT_EQ(folder.at(0), trained.at(3))
+        << "the folder evaluates differently from the checkpoint";
     EXPECT_EQ(folder.at(1), checkpoint.at(1));
     const auto folder_loss = metric(t / "q.db", tessera::metric::train_loss);
     const auto checkpoint_loss = metric(t / "r.db", tessera::metric::train_loss);
     ASSERT_TRUE(folder_loss.count(1) && checkpoint_loss.count(1));
     EXPECT_EQ(folder_loss.at(1), checkpoint_loss.at(1));
-    std::printf("%-11s val loss: checkpoint %.9g, folder %.9g (%+.1e); step 1 loss %.9g vs %.9g (%+.1e); "
-                "window loss %.9g\n",
-                v.tag.c_str(), trained.at(3), folder.at(0), folder.at(0) - trained.at(3), folder_loss.at(1),
-                checkpoint_loss.at(1), folder_loss.at(1) - checkpoint_loss.at(1), window_loss);
+    std::printf(
+        "%-11s val loss: checkpoint %.9g, folder %.9g (%+.1e); step 1 loss %.9g vs %.9g (%+.1e); "
+        "window loss %.9g\n",
+        v.tag.c_str(), trained.at(3), folder.at(0), folder.at(0) - trained.at(3), folder_loss.at(1),
+        checkpoint_loss.at(1), folder_loss.at(1) - checkpoint_loss.at(1), window_loss);
 }
 
 const std::string kLlama = "{preset: llama-tiny, n_layer: 2, seq_len: 32}";
@@ -285,22 +302,27 @@ const std::string kLlama = "{preset: llama-tiny, n_layer: 2, seq_len: 32}";
 INSTANTIATE_TEST_SUITE_P(
     Models, CliExport,
     ::testing::Values(
-        Variant{"llama_gqa", with(kLlama, "n_kv_head: 2, tie_embeddings: false"), "LlamaForCausalLM", false, false, false, 2},
-        Variant{"qwen2_bias", with(kLlama, "n_kv_head: 2, qkv_bias: true, tie_embeddings: false"), "Qwen2ForCausalLM",
-                false, false, true, 2},
-        Variant{"qwen3_qk_norm", with(kLlama, "n_kv_head: 2, qk_norm: true, tie_embeddings: true"), "Qwen3ForCausalLM",
-                false, true, false, 2, 256, true},
-        Variant{"llama3_tied",
-                with(kLlama, "n_kv_head: 1, rope_scaling: {type: llama3, factor: 8.0, low_freq_factor: 1.0, "
-                             "high_freq_factor: 4.0, original_max_position_embeddings: 16}"),
-                "LlamaForCausalLM", false, true, false, 1},
-        Variant{"mistral", "{preset: mistral-7b, n_layer: 2, n_head: 4, d_model: 64, n_kv_head: 2, head_dim: 16, "
-                           "ffn: 128, vocab_size: 256, seq_len: 32}",
-                "MistralForCausalLM", false, false, false, 2},
-        Variant{"gpt_bytes", "{preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}", "GPT2LMHeadModel",
-                true},
-        Variant{"gpt2_vocab", "{preset: gpt2, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}", "GPT2LMHeadModel",
-                true, true, false, 0, 50257}),
+        Variant{"llama_gqa", with(kLlama, "n_kv_head: 2, tie_embeddings: false"),
+                "LlamaForCausalLM", false, false, false, 2},
+        Variant{"qwen2_bias", with(kLlama, "n_kv_head: 2, qkv_bias: true, tie_embeddings: false"),
+                "Qwen2ForCausalLM", false, false, true, 2},
+        Variant{"qwen3_qk_norm", with(kLlama, "n_kv_head: 2, qk_norm: true, tie_embeddings: true"),
+                "Qwen3ForCausalLM", false, true, false, 2, 256, true},
+        Variant{
+            "llama3_tied",
+            with(kLlama,
+                 "n_kv_head: 1, rope_scaling: {type: llama3, factor: 8.0, low_freq_factor: 1.0, "
+                 "high_freq_factor: 4.0, original_max_position_embeddings: 16}"),
+            "LlamaForCausalLM", false, true, false, 1},
+        Variant{
+            "mistral",
+            "{preset: mistral-7b, n_layer: 2, n_head: 4, d_model: 64, n_kv_head: 2, head_dim: 16, "
+            "ffn: 128, vocab_size: 256, seq_len: 32}",
+            "MistralForCausalLM", false, false, false, 2},
+        Variant{"gpt_bytes", "{preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}",
+                "GPT2LMHeadModel", true},
+        Variant{"gpt2_vocab", "{preset: gpt2, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}",
+                "GPT2LMHeadModel", true, true, false, 0, 50257}),
     [](const ::testing::TestParamInfo<Variant>& i) { return i.param.tag; });
 
 // A run that started from an exported Mistral folder exports as Mistral again: its config names
@@ -308,9 +330,11 @@ INSTANTIATE_TEST_SUITE_P(
 // while tessera runs elsewhere.
 TEST(CliExportChain, FolderTrainedRunKeepsItsArchitecture) {
     TempDir t;
-    write_file(t / "p.yaml", project("mistral", "{preset: mistral-7b, n_layer: 1, n_head: 4, d_model: 64, n_kv_head: 2, "
-                                                "head_dim: 16, ffn: 128, vocab_size: 256, seq_len: 32}",
-                                     2, "p.db", "ck"));
+    write_file(t / "p.yaml",
+               project("mistral",
+                       "{preset: mistral-7b, n_layer: 1, n_head: 4, d_model: 64, n_kv_head: 2, "
+                       "head_dim: 16, ffn: 128, vocab_size: 256, seq_len: 32}",
+                       2, "p.db", "ck"));
     tessera_ok({"train", t / "p.yaml"});
     tessera_ok({"export", "--hf", t / "ck", t / "first"});
     write_file(t / "q.yaml", project("again", "{init_from: first}", 2, "q.db", "runs/ck"));
@@ -326,7 +350,7 @@ TEST(CliExportChain, FolderTrainedRunKeepsItsArchitecture) {
 // refusals
 
 class CliExportErrors : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         dir_ = new TempDir();
         write_file(*dir_ / "p.yaml", project("tiny", kLlama, 1, "p.db", "ck"));
@@ -349,7 +373,8 @@ TEST_F(CliExportErrors, HelpAndMissingHf) {
 
 TEST_F(CliExportErrors, MissingCheckpoint) {
     TempDir t;
-    expect_refused(run_tessera({"export", "--hf", t / "nothing", t / "out"}), "no such file or directory");
+    expect_refused(run_tessera({"export", "--hf", t / "nothing", t / "out"}),
+                   "no such file or directory");
     EXPECT_FALSE(fs::exists(t / "out"));
 }
 
@@ -363,20 +388,24 @@ TEST_F(CliExportErrors, NonEmptyFolderNeedsForce) {
     EXPECT_FALSE(fs::exists(t / "out/model.safetensors"));
     ProcResult r = tessera_ok({"export", "--hf", ck(), t / "out", "--force"});
     EXPECT_EQ(read_json(t / "out/config.json")["architectures"][0], "LlamaForCausalLM");
-    EXPECT_FALSE(fs::exists(t / "out/model.safetensors.index.json")) << "a stale index would shadow the new weights";
+    EXPECT_FALSE(fs::exists(t / "out/model.safetensors.index.json"))
+        << "a stale index would shadow the new weights";
     EXPECT_NE(r.out.find("removed"), std::string::npos) << r.out;
     // an empty folder is fine without --force; a file is not a folder
     fs::create_directories(t / "empty");
     tessera_ok({"export", "--hf", ck(), t / "empty"});
     write_file(t / "file", "x");
-    expect_refused(run_tessera({"export", "--hf", ck(), t / "file", "--force"}), "expected a folder");
+    expect_refused(run_tessera({"export", "--hf", ck(), t / "file", "--force"}),
+                   "expected a folder");
 }
 
 TEST_F(CliExportErrors, MlpHasNoHuggingFaceArchitecture) {
     TempDir t;
     std::vector<float> w(8, 0.5f);
-    tessera::checkpoint_save(t / "ck", 1, {{"model", {{"fc.0.weight", tessera::DType::f32, {2, 4}, w.data()}}}},
-                             {{"config_text", "model: {preset: mlp, hidden: [4]}\ndata: {dataset: fashion-mnist}\n"}}, 1);
+    tessera::checkpoint_save(
+        t / "ck", 1, {{"model", {{"fc.0.weight", tessera::DType::f32, {2, 4}, w.data()}}}},
+        {{"config_text", "model: {preset: mlp, hidden: [4]}\ndata: {dataset: fashion-mnist}\n"}},
+        1);
     expect_refused(run_tessera({"export", "--hf", t / "ck", t / "out"}), "MLP");
     EXPECT_FALSE(fs::exists(t / "out"));
 }

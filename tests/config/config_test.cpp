@@ -1,17 +1,18 @@
 // Config loader tests: a rejection table (each bad config must give ONE InputError naming the
 // key path, line:col and what was expected), acceptance of presets / overrides / relative paths,
 // the canonical-YAML round-trip, and the `tessera check` subcommand.
+#include "engine/config/config.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "engine/cli/cli.h"
-#include "engine/config/config.h"
 #include "engine/core/error.h"
 
 namespace fs = std::filesystem;
@@ -21,11 +22,11 @@ namespace {
 
 // A fresh directory with train.bin / val.bin token shards (contents do not matter here).
 class ConfigTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         static int counter = 0;
-        dir_ = fs::temp_directory_path() /
-               ("tessera_config_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+        dir_ = fs::temp_directory_path() / ("tessera_config_test_" + std::to_string(getpid()) +
+                                            "_" + std::to_string(counter++));
         fs::remove_all(dir_);
         fs::create_directories(dir_);
         touch("train.bin");
@@ -85,12 +86,13 @@ std::vector<BadCase> bad_cases() {
         {"map for scalar", d + "train:\n  steps: {a: 1}\n", "3:10", "train.steps", "found a map"},
         {"quoted number", d + "train:\n  steps: \"5\"\n", "3:10", "train.steps",
          "found the quoted string \"5\""},
-        {"scalar for section", d + "model: 5\n", "2:8", "model", "expected a map of keys, found '5'"},
+        {"scalar for section", d + "model: 5\n", "2:8", "model",
+         "expected a map of keys, found '5'"},
         {"steps zero", d + "train:\n  steps: 0\n", "3:10", "train.steps", "found 0"},
         {"lr zero", d + "train:\n  lr: 0\n", "3:7", "train.lr", "expected a number > 0"},
         {"lr nan", d + "train:\n  lr: .nan\n", "3:7", "train.lr", "found '.nan'"},
-        {"negative weight decay", d + "train:\n  weight_decay: -0.1\n", "3:17", "train.weight_decay",
-         "expected a number >= 0"},
+        {"negative weight decay", d + "train:\n  weight_decay: -0.1\n", "3:17",
+         "train.weight_decay", "expected a number >= 0"},
         {"beta2 one", d + "train:\n  beta2: 1.0\n", "3:10", "train.beta2", "< 1, found 1.0"},
         {"micro_batch zero", d + "train:\n  micro_batch: 0\n", "3:16", "train.micro_batch",
          "expected an integer in [1, 1048576]"},
@@ -102,8 +104,10 @@ std::vector<BadCase> bad_cases() {
          "expected an integer in [0, 3], found 4"},
         {"device enum", d + "runtime:\n  device: gpu\n", "3:11", "runtime.device",
          "expected one of cpu|cuda, found 'gpu' (did you mean 'cpu'?)"},
-        {"preset enum", "model:\n  preset: gpt3\n" + d, "2:11", "model.preset", "did you mean 'gpt2'?"},
-        {"vocab enum", "model:\n  vocab: utf8\n" + d, "2:10", "model.vocab", "bytes or gpt2 for a GPT preset"},
+        {"preset enum", "model:\n  preset: gpt3\n" + d, "2:11", "model.preset",
+         "did you mean 'gpt2'?"},
+        {"vocab enum", "model:\n  vocab: utf8\n" + d, "2:10", "model.vocab",
+         "bytes or gpt2 for a GPT preset"},
         {"schedule enum", d + "parallel:\n  schedule: zigzag\n", "3:13", "parallel.schedule",
          "one of gpipe|1f1b|interleaved|zb-h1"},
         {"dataset enum", "data:\n  dataset: mnist\n", "2:12", "data.dataset",
@@ -128,7 +132,8 @@ std::vector<BadCase> bad_cases() {
          "4:19", "parallel.virtual_stages", "unless schedule is interleaved"},
         {"interleaved without virtual stages", d + "parallel:\n  pp: 2\n  schedule: interleaved\n",
          "4:13", "parallel.schedule", "virtual_stages >= 2"},
-        {"interleaved indivisible", "model: {n_layer: 6}\n" + d +
+        {"interleaved indivisible",
+         "model: {n_layer: 6}\n" + d +
              "parallel:\n  pp: 2\n  schedule: interleaved\n  virtual_stages: 2\n",
          "6:19", "parallel.virtual_stages", "divisible by pp x virtual_stages (4)"},
         {"recompute length", d + "parallel:\n  pp: 2\n  recompute: [none, full, full]\n", "4:14",
@@ -136,24 +141,29 @@ std::vector<BadCase> bad_cases() {
         {"recompute enum", d + "parallel:\n  recompute: [none, partial]\n", "3:21",
          "parallel.recompute[1]", "one of none|selective|full"},
         {"zero 3 with pp", d + "parallel:\n  pp: 2\n  zero: 3\n", "4:9", "parallel.zero", "ZeRO-3"},
-        {"zb-h1 with virtual stages", d + "parallel:\n  pp: 2\n  schedule: zb-h1\n  virtual_stages: 2\n",
-         "5:19", "parallel.virtual_stages", "virtual_stages 1 unless schedule is interleaved"},
-        {"zb-h1 with zero 3", d + "parallel:\n  schedule: zb-h1\n  zero: 3\n", "3:13", "parallel.schedule",
-         "zero <= 2 with schedule zb-h1, found zero 3"},
-        {"zb-h1 with offloaded activations", d + "parallel:\n  pp: 2\n  schedule: zb-h1\n  offload_activations: true\n",
-         "4:13", "parallel.schedule", "offload_activations false with schedule zb-h1"},
+        {"zb-h1 with virtual stages",
+         d + "parallel:\n  pp: 2\n  schedule: zb-h1\n  virtual_stages: 2\n", "5:19",
+         "parallel.virtual_stages", "virtual_stages 1 unless schedule is interleaved"},
+        {"zb-h1 with zero 3", d + "parallel:\n  schedule: zb-h1\n  zero: 3\n", "3:13",
+         "parallel.schedule", "zero <= 2 with schedule zb-h1, found zero 3"},
+        {"zb-h1 with offloaded activations",
+         d + "parallel:\n  pp: 2\n  schedule: zb-h1\n  offload_activations: true\n", "4:13",
+         "parallel.schedule", "offload_activations false with schedule zb-h1"},
         {"mlp with tp", "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\nparallel: {tp: 2}\n",
          "3:16", "parallel.tp", "tp 1 with preset mlp"},
-        {"mlp on cuda", "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\nruntime: {device: cuda}\n",
-         "3:19", "runtime.device", "device cpu with preset mlp"},
+        {"mlp on cuda",
+         "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\nruntime: {device: cuda}\n", "3:19",
+         "runtime.device", "device cpu with preset mlp"},
         {"mlp with recompute",
-         "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\nparallel: {dp: 2, recompute: [full]}\n",
+         "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\nparallel: {dp: 2, recompute: "
+         "[full]}\n",
          "3:30", "parallel.recompute", "recompute none with preset mlp"},
         {"mlp with n_layer", "model: {preset: mlp, n_layer: 4}\ndata: {dataset: fashion-mnist}\n",
          "1:31", "model.n_layer", "no n_layer with preset mlp"},
         {"hidden with gpt", "model: {hidden: [64]}\n" + d, "1:17", "model.hidden",
          "hidden is for preset mlp"},
-        {"data both", "data:\n  dataset: brown\n  train: train.bin\n", "3:10", "data.train", "not both"},
+        {"data both", "data:\n  dataset: brown\n  train: train.bin\n", "3:10", "data.train",
+         "not both"},
         {"data neither", "name: x\ndata: {}\n", "2:7", "data", "found neither"},
         {"no data section", "name: x\n", "1:1", "data", "expected a data section"},
         {"val without train", "data:\n  val: val.bin\n", "2:8", "data.val", "data.train alongside"},
@@ -177,8 +187,7 @@ std::vector<BadCase> bad_cases() {
         {"alias", "data: &d {dataset: brown}\nname: *d\n", "2:7", "(document)", "aliases"},
         {"two documents", d + "---\nname: b\n", "2:1", "(document)", "found a second one"},
         {"deep flow nesting", "name: " + std::string(10000, '[') + std::string(10000, ']'), "1:70",
-         "(document)",
-         "nesting at most 64 levels deep"},
+         "(document)", "nesting at most 64 levels deep"},
     };
 }
 
@@ -196,7 +205,8 @@ TEST_F(ConfigTest, RejectionTable) {
 
 TEST_F(ConfigTest, DeepUnclosedNestingRejected) {
     std::string err = error_of("name: " + std::string(10000, '['));
-    EXPECT_NE(err.find("(document): expected nesting at most 64 levels deep"), std::string::npos) << err;
+    EXPECT_NE(err.find("(document): expected nesting at most 64 levels deep"), std::string::npos)
+        << err;
     err = error_of(std::string(kData), {"name=" + std::string(10000, '{')});
     EXPECT_NE(err.find("--set name={{{"), std::string::npos) << err;
     EXPECT_NE(err.find("expected nesting at most 64 levels deep"), std::string::npos) << err;
@@ -223,7 +233,8 @@ TEST_F(ConfigTest, MissingFileAndDirectory) {
         config_load((dir_ / "absent.yaml").string());
         FAIL() << "loaded a missing file";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("absent.yaml: (file): expected a config file, found no such file"),
+        EXPECT_NE(std::string(e.what()).find(
+                      "absent.yaml: (file): expected a config file, found no such file"),
                   std::string::npos);
     }
     EXPECT_THROW(config_load(dir_.string()), InputError);
@@ -233,7 +244,8 @@ TEST_F(ConfigTest, MissingFileAndDirectory) {
 // overrides
 
 TEST_F(ConfigTest, OverridesApplyBeforeValidation) {
-    std::string path = write("project.yaml", std::string("name: base\n") + kData + "train:\n  steps: 100\n");
+    std::string path =
+        write("project.yaml", std::string("name: base\n") + kData + "train:\n  steps: 100\n");
     RunConfig c = config_load(path, {"train.steps=5", "parallel.pp=2", "parallel.stages=[1,3]",
                                      "name=foo", "runtime={device: cpu}"});
     EXPECT_EQ(c.train.steps, 5);
@@ -253,20 +265,27 @@ TEST_F(ConfigTest, OverrideErrorsNameTheOverride) {
     EXPECT_EQ(error_of(text, {"train.steps=abc"}),
               "--set train.steps=abc: train.steps: expected an integer >= 1, found 'abc'");
     std::string err = error_of(text, {"train.step=5"});
-    EXPECT_EQ(err.rfind("--set train.step=5: train.step: expected a known key of train (did you mean 'steps'?)", 0), 0u) << err;
+    EXPECT_EQ(
+        err.rfind(
+            "--set train.step=5: train.step: expected a known key of train (did you mean 'steps'?)",
+            0),
+        0u)
+        << err;
     err = error_of(text, {"parralel.tp=2"});
     EXPECT_NE(err.find("did you mean 'parallel'?"), std::string::npos) << err;
     err = error_of(text, {"parallel.tp=3"});  // cross-field rule blamed on the override
     EXPECT_EQ(err.rfind("--set parallel.tp=3: parallel.tp: expected tp dividing", 0), 0u) << err;
     err = error_of(text, {"parallel.stages=[2,"});
-    EXPECT_EQ(err.rfind("--set parallel.stages=[2,: parallel.stages: expected valid YAML", 0), 0u) << err;
+    EXPECT_EQ(err.rfind("--set parallel.stages=[2,: parallel.stages: expected valid YAML", 0), 0u)
+        << err;
     err = error_of(text, {"train.steps"});
     EXPECT_NE(err.find("expected key.path=value"), std::string::npos) << err;
     err = error_of(text, {"train.steps.x=1"});
     EXPECT_NE(err.find("at most two deep"), std::string::npos) << err;
     err = error_of(text + "train: 5\n", {"train.steps=1"});
     EXPECT_NE(err.find(":2:8: train: expected a map of keys (to apply --set train.steps=1)"),
-              std::string::npos) << err;
+              std::string::npos)
+        << err;
 }
 
 // ----------------------------------------------------------------------------
@@ -296,24 +315,33 @@ TEST_F(ConfigTest, DefaultsAndTinyPreset) {
 }
 
 TEST_F(ConfigTest, PresetsResolveAndExplicitKeysWin) {
-    struct P { const char* preset; int n_layer, n_head, d_model, seq_len; const char* vocab; };
-    for (P p : {P{"gpt2", 12, 12, 768, 1024, "gpt2"}, P{"gpt2-medium", 24, 16, 1024, 1024, "gpt2"},
-                P{"gpt2-large", 36, 20, 1280, 1024, "gpt2"}, P{"gpt2-xl", 48, 25, 1600, 1024, "gpt2"}}) {
+    struct P {
+        const char* preset;
+        int n_layer, n_head, d_model, seq_len;
+        const char* vocab;
+    };
+    for (P p :
+         {P{"gpt2", 12, 12, 768, 1024, "gpt2"}, P{"gpt2-medium", 24, 16, 1024, 1024, "gpt2"},
+          P{"gpt2-large", 36, 20, 1280, 1024, "gpt2"}, P{"gpt2-xl", 48, 25, 1600, 1024, "gpt2"}}) {
         SCOPED_TRACE(p.preset);
-        RunConfig c = config_load(write("p.yaml", std::string("model: {preset: ") + p.preset + "}\n" + kData));
+        RunConfig c = config_load(
+            write("p.yaml", std::string("model: {preset: ") + p.preset + "}\n" + kData));
         EXPECT_EQ(c.model.n_layer, p.n_layer);
         EXPECT_EQ(c.model.n_head, p.n_head);
         EXPECT_EQ(c.model.d_model, p.d_model);
         EXPECT_EQ(c.model.seq_len, p.seq_len);
         EXPECT_EQ(c.model.vocab, p.vocab);
     }
-    RunConfig c = config_load(write("p.yaml", std::string("model: {preset: gpt2, n_layer: 2, seq_len: 64, vocab: bytes}\n") + kData));
+    RunConfig c = config_load(write(
+        "p.yaml",
+        std::string("model: {preset: gpt2, n_layer: 2, seq_len: 64, vocab: bytes}\n") + kData));
     EXPECT_EQ(c.model.n_layer, 2);
     EXPECT_EQ(c.model.seq_len, 64);
     EXPECT_EQ(c.model.n_head, 12);
     EXPECT_EQ(c.model.vocab, "bytes");
 
-    RunConfig m = config_load(write("m.yaml", "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\n"));
+    RunConfig m =
+        config_load(write("m.yaml", "model: {preset: mlp}\ndata: {dataset: fashion-mnist}\n"));
     EXPECT_EQ(m.model.hidden, (std::vector<int>{256}));
     EXPECT_EQ(m.model.n_layer, 0);
 }
@@ -326,13 +354,14 @@ TEST_F(ConfigTest, EveryPresetBelongsToOneSeriesInTableOrder) {
         EXPECT_FALSE(s.empty()) << p;
         if (std::find(series.begin(), series.end(), s) == series.end()) series.push_back(s);
     }
-    EXPECT_EQ(series, (std::vector<std::string>{"GPT-2", "Llama 3", "SmolLM", "Qwen2.5", "Qwen3", "TinyLlama",
-                                                "Mistral", "MLP"}));
+    EXPECT_EQ(series, (std::vector<std::string>{"GPT-2", "Llama 3", "SmolLM", "Qwen2.5", "Qwen3",
+                                                "TinyLlama", "Mistral", "MLP"}));
     EXPECT_EQ(config_preset_series("gpt2-xl"), "GPT-2");
     EXPECT_EQ(config_preset_series("smollm2-360m"), "SmolLM");
     EXPECT_EQ(config_preset_series("qwen2.5-7b"), "Qwen2.5");
     EXPECT_EQ(config_preset_series("llama-3.1-8b"), "Llama 3");
-    EXPECT_EQ(model_family("mistral-7b"), "llama");  // the series names the line, not the architecture
+    EXPECT_EQ(model_family("mistral-7b"),
+              "llama");  // the series names the line, not the architecture
 }
 
 TEST_F(ConfigTest, ParallelLayouts) {
@@ -351,11 +380,14 @@ TEST_F(ConfigTest, ParallelLayouts) {
 
 TEST_F(ConfigTest, RelativePathsResolveAgainstConfigDir) {
     write("sub/shards/a.bin", "x");
-    std::string path = write("sub/project.yaml", "data: {train: shards/a.bin}\ncheckpoint: {dir: ckpt}\n");
+    std::string path =
+        write("sub/project.yaml", "data: {train: shards/a.bin}\ncheckpoint: {dir: ckpt}\n");
     RunConfig c = config_load(path);
     EXPECT_EQ(c.data.train, "shards/a.bin");  // kept as written
-    EXPECT_EQ(config_resolve_path(c, c.data.train), (dir_ / "sub/shards/a.bin").lexically_normal().string());
-    EXPECT_EQ(config_resolve_path(c, c.checkpoint.dir), (dir_ / "sub/ckpt").lexically_normal().string());
+    EXPECT_EQ(config_resolve_path(c, c.data.train),
+              (dir_ / "sub/shards/a.bin").lexically_normal().string());
+    EXPECT_EQ(config_resolve_path(c, c.checkpoint.dir),
+              (dir_ / "sub/ckpt").lexically_normal().string());
     EXPECT_EQ(config_resolve_path(c, "/abs/x.db"), "/abs/x.db");
     EXPECT_EQ(config_resolve_path(c, ""), "");
     // The shard is looked up next to the config, not in the working directory.
@@ -397,12 +429,14 @@ TEST_F(ConfigTest, CheckCommand) {
     int rc = cli_check({path});
     std::string out = testing::internal::GetCapturedStdout();
     EXPECT_EQ(rc, 0);
-    EXPECT_EQ(out, "ok: " + path + " (model gpt-tiny: 4 layers, d_model 128; world 1 = dp1 x tp1 x pp1)\n");
+    EXPECT_EQ(out, "ok: " + path +
+                       " (model gpt-tiny: 4 layers, d_model 128; world 1 = dp1 x tp1 x pp1)\n");
 
     testing::internal::CaptureStdout();
     rc = cli_check({path, "--set", "parallel.dp=2", "--set=model.preset=gpt2"});
     out = testing::internal::GetCapturedStdout();
-    EXPECT_EQ(out, "ok: " + path + " (model gpt2: 12 layers, d_model 768; world 2 = dp2 x tp1 x pp1)\n");
+    EXPECT_EQ(out,
+              "ok: " + path + " (model gpt2: 12 layers, d_model 768; world 2 = dp2 x tp1 x pp1)\n");
 
     try {
         cli_check({path, "--set", "train.steps=abc"});
@@ -417,7 +451,8 @@ TEST_F(ConfigTest, CheckCommand) {
 
     testing::internal::CaptureStdout();
     EXPECT_EQ(cli_check({"--help"}), 0);
-    EXPECT_NE(testing::internal::GetCapturedStdout().find("usage: tessera check CONFIG"), std::string::npos);
+    EXPECT_NE(testing::internal::GetCapturedStdout().find("usage: tessera check CONFIG"),
+              std::string::npos);
 }
 
 }  // namespace
@@ -426,31 +461,38 @@ TEST_F(ConfigTest, CheckCommand) {
 // model.vocab: built-in tokenizers, a tokenizer.json, a Hugging Face folder's own
 TEST_F(ConfigTest, TokenizerJsonPathsResolveAndAreChecked) {
     write("tok/tokenizer.json", "{}");
-    RunConfig c = config_load(write("p.yaml", std::string("model: {preset: llama-tiny, vocab: tok}\n") + kData));
+    RunConfig c = config_load(
+        write("p.yaml", std::string("model: {preset: llama-tiny, vocab: tok}\n") + kData));
     EXPECT_EQ(c.model.vocab, "tok");  // kept as written
     EXPECT_EQ(config_tokenizer(c), (dir_ / "tok").lexically_normal().string());
-    c = config_load(write("q.yaml", std::string("model: {preset: llama-tiny, vocab: tok/tokenizer.json}\n") + kData));
+    c = config_load(write(
+        "q.yaml", std::string("model: {preset: llama-tiny, vocab: tok/tokenizer.json}\n") + kData));
     EXPECT_EQ(config_tokenizer(c), (dir_ / "tok/tokenizer.json").lexically_normal().string());
-    EXPECT_EQ(config_tokenizer(config_load(write("r.yaml", std::string("model: {preset: llama-tiny}\n") + kData))),
+    EXPECT_EQ(config_tokenizer(config_load(
+                  write("r.yaml", std::string("model: {preset: llama-tiny}\n") + kData))),
               "bytes");
 
-    std::string err = error_of(std::string("model: {preset: llama-tiny, vocab: nowhere.json}\n") + kData);
+    std::string err =
+        error_of(std::string("model: {preset: llama-tiny, vocab: nowhere.json}\n") + kData);
     EXPECT_NE(err.find("model.vocab"), std::string::npos) << err;
     EXPECT_NE(err.find("no file at " + (dir_ / "nowhere.json").string()), std::string::npos) << err;
     write("empty/readme.txt", "x");
     err = error_of(std::string("model: {preset: llama-tiny, vocab: empty}\n") + kData);
-    EXPECT_NE(err.find("no tokenizer.json in " + (dir_ / "empty").string()), std::string::npos) << err;
+    EXPECT_NE(err.find("no tokenizer.json in " + (dir_ / "empty").string()), std::string::npos)
+        << err;
     err = error_of(std::string("model: {preset: gpt-tiny, vocab: tok}\n") + kData);
     EXPECT_NE(err.find("bytes or gpt2 for a GPT preset"), std::string::npos) << err;
     // names of the data cache's tokenizers stay names
-    c = config_load(write("s.yaml", std::string("model: {preset: llama-tiny, vocab: qwen3}\n") + kData));
+    c = config_load(
+        write("s.yaml", std::string("model: {preset: llama-tiny, vocab: qwen3}\n") + kData));
     EXPECT_EQ(config_tokenizer(c), "qwen3");
     err = error_of(std::string("model: {preset: gpt-tiny, vocab: llama3}\n") + kData);
     EXPECT_NE(err.find("bytes or gpt2 for a GPT preset"), std::string::npos) << err;
 }
 
 TEST_F(ConfigTest, HuggingFaceFolderUsesItsOwnTokenizer) {
-    const std::string src = std::string(TESSERA_TESTS_DIR) + "/model/data/hf/qwen3_qknorm/config.json";
+    const std::string src =
+        std::string(TESSERA_TESTS_DIR) + "/model/data/hf/qwen3_qknorm/config.json";
     fs::create_directories(dir_ / "qwen");
     fs::copy_file(src, dir_ / "qwen/config.json");
     // no tokenizer in the folder: bytes, as before
@@ -461,6 +503,7 @@ TEST_F(ConfigTest, HuggingFaceFolderUsesItsOwnTokenizer) {
     EXPECT_EQ(c.model.vocab, "qwen");
     EXPECT_EQ(config_tokenizer(c), (dir_ / "qwen").lexically_normal().string());
     // an explicit tokenizer wins
-    c = config_load(write("p.yaml", std::string("model: {init_from: qwen, vocab: bytes}\n") + kData));
+    c = config_load(
+        write("p.yaml", std::string("model: {init_from: qwen, vocab: bytes}\n") + kData));
     EXPECT_EQ(c.model.vocab, "bytes");
 }

@@ -37,7 +37,8 @@ bool cuda_device_present() {
     if (!cuda_device_present()) GTEST_SKIP() << "no CUDA device"
 
 void check_cuda(cudaError_t err, const char* what) {
-    if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+    if (err != cudaSuccess)
+        throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
 struct DeviceFree {
@@ -79,7 +80,8 @@ DeviceBuf upload(const std::vector<float>& x) {
     if constexpr (std::is_same_v<T, bf16>) {
         std::vector<uint16_t> bits(x.size());
         for (size_t i = 0; i < x.size(); ++i) bits[i] = bf16_bits(x[i]);
-        check_cuda(cudaMemcpy(d.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), "upload");
+        check_cuda(cudaMemcpy(d.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice),
+                   "upload");
     } else {
         check_cuda(cudaMemcpy(d.get(), x.data(), x.size() * 4, cudaMemcpyHostToDevice), "upload");
     }
@@ -119,7 +121,8 @@ void expect_close(const char* what, const std::vector<float>& got, const std::ve
     size_t bad = 0, worst = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
         if (!std::isfinite(got[i])) {
-            if (bad++ == 0) ADD_FAILURE() << what << ": element " << i << " is " << got[i] << " (unwritten?)";
+            if (bad++ == 0)
+                ADD_FAILURE() << what << ": element " << i << " is " << got[i] << " (unwritten?)";
             continue;
         }
         max_ref = std::max(max_ref, (double)std::fabs(ref[i]));
@@ -128,13 +131,14 @@ void expect_close(const char* what, const std::vector<float>& got, const std::ve
     }
     EXPECT_EQ(bad, 0u) << what << ": non-finite elements";
     std::printf("  %-4s max|diff|/max|ref| = %.3g\n", what, max_diff / max_ref);
-    EXPECT_LE(max_diff / max_ref, tol) << what << ": max|diff| " << max_diff << " at " << worst
-                                       << " (got " << got[worst] << ", ref " << ref[worst]
-                                       << "), max|ref| " << max_ref;
+    EXPECT_LE(max_diff / max_ref, tol)
+        << what << ": max|diff| " << max_diff << " at " << worst << " (got " << got[worst]
+        << ", ref " << ref[worst] << "), max|ref| " << max_ref;
 }
 
 // lse (B, NH, T) of the scaled causal scores, in double; qkv rows [q (C) | k (KV·hs) | v].
-std::vector<float> reference_lse(const std::vector<float>& qkv, int B, int T, int C, int NH, int KV) {
+std::vector<float> reference_lse(const std::vector<float>& qkv, int B, int T, int C, int NH,
+                                 int KV) {
     const int hs = C / NH;
     const size_t W = C + 2 * KV * hs;
     const double scale = 1.0 / std::sqrt((double)hs);
@@ -200,8 +204,8 @@ void check_against_cpu(const Shape& sh, double tol, uint32_t seed) {
     poison(d_out, n_out * sizeof(T));
     poison(d_lse, n_lse * 4);
     poison(d_dqkv, n_qkv * sizeof(T));
-    attention_forward_cuda<T>((T*)d_out.get(), (float*)d_lse.get(), (const T*)d_qkv.get(), B, T_,
-                              C, NH, KV, nullptr);
+    attention_forward_cuda<T>((T*)d_out.get(), (float*)d_lse.get(), (const T*)d_qkv.get(), B, T_, C,
+                              NH, KV, nullptr);
     attention_backward_cuda<T>((T*)d_dqkv.get(), (const T*)d_dout.get(), (const T*)d_qkv.get(),
                                (const T*)d_out.get(), (const float*)d_lse.get(), B, T_, C, NH, KV,
                                nullptr);
@@ -217,23 +221,24 @@ void check_against_cpu(const Shape& sh, double tol, uint32_t seed) {
     double max_dqkv = 0;
     for (float v : dqkv_ref) max_dqkv = std::max(max_dqkv, (double)std::fabs(v));
     const char* parts[3] = {"dq", "dk", "dv"};
-    const size_t c0[3] = {0, (size_t)C, (size_t)C + (size_t)KV * hs}, n[3] = {(size_t)C, (size_t)KV * hs, (size_t)KV * hs};
+    const size_t c0[3] = {0, (size_t)C, (size_t)C + (size_t)KV * hs},
+                 n[3] = {(size_t)C, (size_t)KV * hs, (size_t)KV * hs};
     for (int p = 0; p < 3; ++p)
         expect_close(parts[p], columns(dqkv, B * T_, W, c0[p], n[p]),
                      columns(dqkv_ref, B * T_, W, c0[p], n[p]), tol, 0.1 * max_dqkv);
 }
 
 const Shape kShapes[] = {
-    {2, 1, 64, 2},     // T = 1
-    {2, 37, 64, 2},    // T not a multiple of any tile
-    {1, 128, 128, 4},  // hs 32
-    {2, 200, 256, 2},  // hs 128, partial last tile
-    {2, 256, 768, 12}, // GPT-2 heads (hs 64), several tiles
+    {2, 1, 64, 2},      // T = 1
+    {2, 37, 64, 2},     // T not a multiple of any tile
+    {1, 128, 128, 4},   // hs 32
+    {2, 200, 256, 2},   // hs 128, partial last tile
+    {2, 256, 768, 12},  // GPT-2 heads (hs 64), several tiles
     // many tiles with a partial last one: the double-buffered (cp.async) tile loops of the bf16
     // kernels run through both stages several times, per head size
-    {1, 1000, 256, 4}, // hs 64
-    {1, 333, 256, 2},  // hs 128 (the backward's 32-row steps)
-    {2, 520, 128, 4},  // hs 32
+    {1, 1000, 256, 4},  // hs 64
+    {1, 333, 256, 2},   // hs 128 (the backward's 32-row steps)
+    {2, 520, 128, 4},   // hs 32
     // grouped-query attention: several query heads per key/value head (SmolLM: 9 on 3, hs 64;
     // Llama 3.2: 32 on 8; Qwen3-like hs 128 on 1 kv head), partial tiles
     {2, 200, 576, 9, 3},
@@ -258,7 +263,9 @@ TEST_P(CudaAttention, Bf16MatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention, ::testing::ValuesIn(kShapes),
-                         [](const ::testing::TestParamInfo<Shape>& i) { return shape_name(i.param); });
+                         [](const ::testing::TestParamInfo<Shape>& i) {
+                             return shape_name(i.param);
+                         });
 
 // Changing the key and value at position t0 leaves outputs before t0 unchanged and changes the
 // ones from t0 on.
@@ -268,7 +275,8 @@ void check_causal() {
     const size_t n_qkv = (size_t)B * T_ * 3 * C, n_out = (size_t)B * T_ * C;
     std::mt19937 rng(7);
     std::vector<float> qkv = round_to<T>(random_vector(n_qkv, -1.5f, 1.5f, rng));
-    DeviceBuf d_out = device_alloc(n_out * sizeof(T)), d_lse = device_alloc((size_t)B * NH * T_ * 4);
+    DeviceBuf d_out = device_alloc(n_out * sizeof(T)),
+              d_lse = device_alloc((size_t)B * NH * T_ * 4);
     auto run = [&](const std::vector<float>& x) {
         DeviceBuf d_qkv = upload<T>(x);
         poison(d_out, n_out * sizeof(T));
@@ -278,14 +286,16 @@ void check_causal() {
         return download<T>(d_out, n_out);
     };
     const std::vector<float> before = run(qkv);
-    for (int c = C; c < 3 * C; ++c) qkv[(size_t)t0 * 3 * C + c] = round_to<T>({(float)(c % 7) - 3.0f})[0];
+    for (int c = C; c < 3 * C; ++c)
+        qkv[(size_t)t0 * 3 * C + c] = round_to<T>({(float)(c % 7) - 3.0f})[0];
     const std::vector<float> after = run(qkv);
     double max_abs = 0;
     for (float v : before) max_abs = std::max(max_abs, (double)std::fabs(v));
     double past_diff = 0, future_diff = 0;
     for (int t = 0; t < T_; ++t)
         for (int c = 0; c < C; ++c) {
-            const double d = std::fabs((double)after[(size_t)t * C + c] - before[(size_t)t * C + c]);
+            const double d =
+                std::fabs((double)after[(size_t)t * C + c] - before[(size_t)t * C + c]);
             double& worst = t < t0 ? past_diff : future_diff;
             worst = std::max(worst, d);
         }
@@ -313,8 +323,8 @@ TEST(CudaAttentionDeterminism, Bf16BackwardIsBitIdentical) {
     DeviceBuf d_dout = upload<bf16>(round_to<bf16>(random_vector(n_out, -1.0f, 1.0f, rng)));
     DeviceBuf d_out = device_alloc(n_out * 2), d_lse = device_alloc((size_t)B * NH * T_ * 4),
               d_dqkv = device_alloc(n_qkv * 2);
-    attention_forward_cuda<bf16>((bf16*)d_out.get(), (float*)d_lse.get(),
-                                 (const bf16*)d_qkv.get(), B, T_, C, NH, NH, nullptr);
+    attention_forward_cuda<bf16>((bf16*)d_out.get(), (float*)d_lse.get(), (const bf16*)d_qkv.get(),
+                                 B, T_, C, NH, NH, nullptr);
     std::vector<uint16_t> first(n_qkv), second(n_qkv);
     for (std::vector<uint16_t>* dst : {&first, &second}) {
         poison(d_dqkv, n_qkv * 2);
@@ -342,14 +352,15 @@ TEST(CudaAttentionChecks, RejectsUnsupportedShapes) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("head size C/NH=48"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(fwd(1, 4, 64, 3), Error);   // C % NH != 0
+    EXPECT_THROW(fwd(1, 4, 64, 3), Error);  // C % NH != 0
     EXPECT_THROW(attention_forward_cuda<float>(fake, fake, fake, 1, 4, 256, 4, 3, nullptr),
-                 Error);  // 4 query heads do not share 3 kv heads
+                 Error);                     // 4 query heads do not share 3 kv heads
     EXPECT_THROW(fwd(1, 0, 64, 2), Error);   // T = 0
     EXPECT_THROW(fwd(1, 4, 512, 2), Error);  // hs 256
     EXPECT_THROW(bwd(1, 4, 48, 1), Error);
     EXPECT_THROW(bwd(1, 4, 64, 3), Error);
-    EXPECT_THROW(attention_forward_cuda<float>(nullptr, fake, fake, 1, 4, 64, 2, 2, nullptr), Error);
+    EXPECT_THROW(attention_forward_cuda<float>(nullptr, fake, fake, 1, 4, 64, 2, 2, nullptr),
+                 Error);
     EXPECT_THROW(
         attention_backward_cuda<float>(fake, fake, nullptr, fake, fake, 1, 4, 64, 2, 2, nullptr),
         Error);

@@ -1,11 +1,12 @@
 // Vocab-parallel fused cross-entropy against the CPU softmax + cross-entropy: one shard, and the
 // vocabulary split in shards whose statistics are combined as TP's all-reduces combine them;
 // rows padded like the GPU head's (padding ignored, its gradient zeroed).
+#include "engine/kernels/cpu/cross_entropy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "engine/kernels/cpu/cross_entropy.h"
 #include "engine/kernels/cuda/cross_entropy.cuh"
 #include "tests/cuda_ops/cuda_test_util.h"
 
@@ -19,7 +20,8 @@ TYPED_TEST_SUITE(CrossEntropyCuda, ActTypes);
 
 struct CeCase {
     int N, V, shards;
-    bool pad = false;  // rows padded to a multiple of 128 columns (16-byte accesses), as the head does
+    bool pad =
+        false;  // rows padded to a multiple of 128 columns (16-byte accesses), as the head does
 };
 
 template <typename T>
@@ -60,8 +62,8 @@ static void check_ce(const CeCase& cs) {
         v0s.push_back(v0);
         DevBuf<float> d_max(N), d_sum(N), d_term(N);
         vss.push_back(Vs);
-        ce_row_stats_cuda<T>(d_max.p, d_sum.p, d_term.p, shard_logits.back()->p, d_tgt.p, v0, N,
-                             Vs, 0, ld);
+        ce_row_stats_cuda<T>(d_max.p, d_sum.p, d_term.p, shard_logits.back()->p, d_tgt.p, v0, N, Vs,
+                             0, ld);
         smax.push_back(d_max.get());
         ssum.push_back(d_sum.get());
         sterm.push_back(d_term.get());
@@ -103,9 +105,11 @@ static void check_ce(const CeCase& cs) {
         EXPECT_REL(d_loss.get(), losses, tol<T>(), what + " loss shard " + std::to_string(s));
         auto g = shard_logits[s]->get();
         for (int n = 0; n < N; ++n) {
-            for (int i = 0; i < Vs; ++i) dlogits[(size_t)n * V + v0s[s] + i] = g[(size_t)n * ld + i];
+            for (int i = 0; i < Vs; ++i)
+                dlogits[(size_t)n * V + v0s[s] + i] = g[(size_t)n * ld + i];
             for (int i = Vs; i < ld; ++i)
-                ASSERT_EQ(g[(size_t)n * ld + i], 0.0f) << what << " padding not zeroed at row " << n;
+                ASSERT_EQ(g[(size_t)n * ld + i], 0.0f)
+                    << what << " padding not zeroed at row " << n;
         }
     }
     EXPECT_REL(dlogits, probs, tol<T>(), what + " dlogits");

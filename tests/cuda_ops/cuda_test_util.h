@@ -18,7 +18,8 @@ namespace tessera::test {
 using bf16 = __nv_bfloat16;
 
 inline void ck(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+    if (e != cudaSuccess)
+        throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
 inline bool cuda_available() {
@@ -28,7 +29,7 @@ inline bool cuda_available() {
 
 // Fixture: every test skips cleanly without a GPU.
 class CudaTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         if (!cuda_available())
             GTEST_SKIP() << "no CUDA device (cudaGetDeviceCount failed or returned 0)";
@@ -36,17 +37,23 @@ protected:
 };
 
 template <typename T>
-constexpr double tol() { return std::is_same_v<T, float> ? 1e-5 : 1e-2; }
+constexpr double tol() {
+    return std::is_same_v<T, float> ? 1e-5 : 1e-2;
+}
 
 template <typename T>
 inline T from_f(float x) {
-    if constexpr (std::is_same_v<T, float>) return x;
-    else return __float2bfloat16(x);
+    if constexpr (std::is_same_v<T, float>)
+        return x;
+    else
+        return __float2bfloat16(x);
 }
 template <typename T>
 inline float to_f(T x) {
-    if constexpr (std::is_same_v<T, float>) return x;
-    else return __bfloat162float(x);
+    if constexpr (std::is_same_v<T, float>)
+        return x;
+    else
+        return __bfloat162float(x);
 }
 
 // Uniform [lo, hi) values, already rounded to T (so the CPU reference sees the GPU's inputs).
@@ -111,10 +118,10 @@ inline double rel_err(const std::vector<float>& got, const std::vector<float>& r
     return maxref > 0 ? maxdiff / maxref : maxdiff;
 }
 
-#define EXPECT_REL(got, ref, tolerance, what)                                                \
-    do {                                                                                     \
-        double e_ = ::tessera::test::rel_err((got), (ref));                                  \
-        EXPECT_LE(e_, (tolerance)) << (what) << ": relative error " << e_;                  \
+#define EXPECT_REL(got, ref, tolerance, what)                              \
+    do {                                                                   \
+        double e_ = ::tessera::test::rel_err((got), (ref));                \
+        EXPECT_LE(e_, (tolerance)) << (what) << ": relative error " << e_; \
     } while (0)
 
 }  // namespace tessera::test

@@ -1,5 +1,6 @@
 // LayerNorm forward, fused residual + layernorm, and backward against the CPU layernorm.
 #include "engine/kernels/cpu/layernorm.h"
+
 #include "engine/kernels/cuda/layernorm.cuh"
 #include "tests/cuda_ops/cuda_test_util.h"
 

@@ -38,9 +38,11 @@ TYPED_TEST(LlamaOpsCuda, RmsnormForwardAndBackwardMatchCpu) {
         std::vector<float> out((size_t)N * C), rstd(N);
         rmsnorm_forward(out.data(), rstd.data(), inp.data(), w.data(), N, C, eps);
         std::vector<float> dinp = dinp0, dw = dw0;
-        rmsnorm_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), rstd.data(), N, C);
+        rmsnorm_backward(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), rstd.data(), N,
+                         C);
 
-        DevBuf<T> d_inp(inp.size()), d_w(C), d_out(out.size()), d_dout(dout.size()), d_dinp(dinp.size());
+        DevBuf<T> d_inp(inp.size()), d_w(C), d_out(out.size()), d_dout(dout.size()),
+            d_dinp(dinp.size());
         DevBuf<float> d_rstd(N), d_dw(C);
         d_inp.set(inp);
         d_w.set(w);
@@ -68,9 +70,9 @@ TYPED_TEST(LlamaOpsCuda, RopeMatchesCpuAndInverts) {
         float theta;
     };
     const Case cases[] = {
-        {2, 37, 3, 64, 3 * 64 + 2 * 64, {}, 1e4f},                                // GQA row, default
+        {2, 37, 3, 64, 3 * 64 + 2 * 64, {}, 1e4f},  // GQA row, default
         {1, 300, 12, 64, 12 * 64 + 8 * 64, {"llama3", 32.0, 1.0, 4.0, 8192}, 5e5f},  // Llama 3.2
-        {2, 5, 2, 128, 2 * 128, {"linear", 4.0, 1.0, 4.0, 8192}, 1e6f},            // linear, hd 128
+        {2, 5, 2, 128, 2 * 128, {"linear", 4.0, 1.0, 4.0, 8192}, 1e6f},  // linear, hd 128
     };
     for (const Case& c : cases) {
         const std::vector<float> inv = rope_inv_freq(c.hd, c.theta, c.scaling);
@@ -83,7 +85,8 @@ TYPED_TEST(LlamaOpsCuda, RopeMatchesCpuAndInverts) {
         d_x.set(x);
         d_inv.set(inv);
         rope_cuda<T>(d_x.p, c.B, c.T, c.heads, c.hd, c.stride, d_inv.p, false, 0);
-        const std::string what = "T=" + std::to_string(c.T) + " hd=" + std::to_string(c.hd) + " " + c.scaling.type;
+        const std::string what =
+            "T=" + std::to_string(c.T) + " hd=" + std::to_string(c.hd) + " " + c.scaling.type;
         EXPECT_REL(d_x.get(), ref, tol<T>(), what + " rotated");
         rope_cuda<T>(d_x.p, c.B, c.T, c.heads, c.hd, c.stride, d_inv.p, true, 0);
         EXPECT_REL(d_x.get(), x, 2 * tol<T>(), what + " rotated back");
@@ -95,7 +98,8 @@ TYPED_TEST(LlamaOpsCuda, SwigluForwardAndBackwardMatchCpu) {
     for (const NC& sh : {NC{37, 97}, NC{64, 1536}, NC{3, 8}}) {
         const int N = sh.N, F = sh.C;
         std::mt19937 rng(N * 13 + F);
-        auto gu = rand_vec<T>((size_t)N * 2 * F, rng, -4.0f, 4.0f), dout = rand_vec<T>((size_t)N * F, rng);
+        auto gu = rand_vec<T>((size_t)N * 2 * F, rng, -4.0f, 4.0f),
+             dout = rand_vec<T>((size_t)N * F, rng);
         std::vector<float> out((size_t)N * F), dgu((size_t)N * 2 * F);
         swiglu_forward(out.data(), gu.data(), N, F);
         swiglu_backward(dgu.data(), dout.data(), gu.data(), N, F);
@@ -117,11 +121,14 @@ TYPED_TEST(LlamaOpsCuda, HeadRmsnormMatchesCpuInPlace) {
     const int N = 70, heads = 3, hd = 128;
     const long stride = heads * hd + 2 * hd;  // q heads, then k and v of one kv head
     std::mt19937 rng(5);
-    auto inp = rand_vec<T>((size_t)N * stride, rng, -2.0f, 2.0f), dout = rand_vec<T>((size_t)N * stride, rng);
+    auto inp = rand_vec<T>((size_t)N * stride, rng, -2.0f, 2.0f),
+         dout = rand_vec<T>((size_t)N * stride, rng);
     auto w = rand_vec<T>(hd, rng, 0.5f, 1.5f), dw0 = rand_vec<float>(hd, rng);
     std::vector<float> out = inp, rstd((size_t)N * heads), dinp = dout, dw = dw0;
-    rmsnorm_heads_forward(out.data(), rstd.data(), inp.data(), w.data(), N, heads, hd, stride, 1e-6f);
-    rmsnorm_heads_backward(dinp.data(), dw.data(), dinp.data(), inp.data(), w.data(), rstd.data(), N, heads, hd, stride);
+    rmsnorm_heads_forward(out.data(), rstd.data(), inp.data(), w.data(), N, heads, hd, stride,
+                          1e-6f);
+    rmsnorm_heads_backward(dinp.data(), dw.data(), dinp.data(), inp.data(), w.data(), rstd.data(),
+                           N, heads, hd, stride);
     DevBuf<T> d_inp(inp.size()), d_out(inp.size()), d_w(hd), d_g(dout.size());
     DevBuf<float> d_rstd(rstd.size()), d_dw(hd);
     d_inp.set(inp);
@@ -129,10 +136,12 @@ TYPED_TEST(LlamaOpsCuda, HeadRmsnormMatchesCpuInPlace) {
     d_w.set(w);
     d_g.set(dout);
     d_dw.set(dw0);
-    rmsnorm_heads_forward_cuda<T>(d_out.p, d_rstd.p, d_inp.p, d_w.p, N, heads, hd, stride, 1e-6f, 0);
+    rmsnorm_heads_forward_cuda<T>(d_out.p, d_rstd.p, d_inp.p, d_w.p, N, heads, hd, stride, 1e-6f,
+                                  0);
     EXPECT_REL(d_out.get(), out, tol<T>(), "heads forward");
     EXPECT_REL(d_rstd.get(), rstd, 1e-5, "heads rstd");
-    rmsnorm_heads_backward_cuda<T>(d_g.p, d_dw.p, d_g.p, d_inp.p, d_w.p, d_rstd.p, N, heads, hd, stride, 0);
+    rmsnorm_heads_backward_cuda<T>(d_g.p, d_dw.p, d_g.p, d_inp.p, d_w.p, d_rstd.p, N, heads, hd,
+                                   stride, 0);
     EXPECT_REL(d_g.get(), dinp, tol<T>(), "heads backward in place");
     EXPECT_REL(d_dw.get(), dw, tol<T>(), "heads dweight (+=)");
 }

@@ -1,10 +1,11 @@
 // cuBLASLt matmul forward (bias, gelu epilogues and their fallbacks) and backward against the
 // CPU matmul, fp32 and bf16.
+#include "engine/kernels/cpu/matmul.h"
+
 #include <cmath>
 
 #include "engine/core/error.h"
 #include "engine/kernels/cpu/gelu.h"
-#include "engine/kernels/cpu/matmul.h"
 #include "engine/kernels/cuda/matmul.cuh"
 #include "tests/cuda_ops/cuda_test_util.h"
 
@@ -20,7 +21,8 @@ struct MmShape {
     int N, C, OC;
 };
 // (600, 32, 96): several row chunks of the bias gradient with 16-byte loads
-static const MmShape kShapes[] = {{37, 96, 200}, {37, 96, 203}, {5, 17, 9}, {256, 768, 2304}, {600, 32, 96}};
+static const MmShape kShapes[] = {
+    {37, 96, 200}, {37, 96, 203}, {5, 17, 9}, {256, 768, 2304}, {600, 32, 96}};
 
 template <typename T>
 static void check_forward(const MmShape& sh, bool with_bias, bool gelu, bool with_pre) {
@@ -111,8 +113,10 @@ TYPED_TEST(MatmulCuda, DbiasIsDeterministic) {
         d_db.set(std::vector<float>(OC, 0.0f));
         matmul_backward_cuda<T>(nullptr, nullptr, d_db.p, d_dout.p, nullptr, nullptr, N, C, OC, 0);
         auto got = d_db.get();
-        if (rep == 0) first = got;
-        else EXPECT_EQ(got, first) << "dbias differs between identical runs";
+        if (rep == 0)
+            first = got;
+        else
+            EXPECT_EQ(got, first) << "dbias differs between identical runs";
     }
 }
 

@@ -1,5 +1,5 @@
-// GELU, ReLU, embedding, AdamW and the small elementwise ops against the CPU kernels (or a host loop
-// where the CPU has no twin).
+// GELU, ReLU, embedding, AdamW and the small elementwise ops against the CPU kernels (or a host
+// loop where the CPU has no twin).
 #include <cmath>
 
 #include "engine/kernels/cpu/adamw.h"
@@ -74,7 +74,8 @@ TYPED_TEST(PointwiseCuda, EmbeddingMatchesCpu) {
         auto dout = rand_vec<T>((size_t)B * Tq * C, rng);
         std::vector<float> out((size_t)B * Tq * C);
         embedding_forward(out.data(), tok.data(), wte.data(), wpe.data(), B, Tq, C);
-        auto dwte0 = rand_vec<float>((size_t)V * C, rng), dwpe0 = rand_vec<float>((size_t)Tq * C, rng);
+        auto dwte0 = rand_vec<float>((size_t)V * C, rng),
+             dwpe0 = rand_vec<float>((size_t)Tq * C, rng);
         std::vector<float> dwte = dwte0, dwpe = dwpe0;
         embedding_backward(dwte.data(), dwpe.data(), dout.data(), tok.data(), B, Tq, C);
 
@@ -96,7 +97,8 @@ TYPED_TEST(PointwiseCuda, EmbeddingMatchesCpu) {
                 const int t = tok[r];
                 const bool mine = t >= v0 && t < v1;
                 float e = mine ? wte[(size_t)t * C + i] : 0.0f;
-                out_shard[(size_t)r * C + i] = to_f<T>(from_f<T>(e + wpe[(size_t)(r % Tq) * C + i]));
+                out_shard[(size_t)r * C + i] =
+                    to_f<T>(from_f<T>(e + wpe[(size_t)(r % Tq) * C + i]));
             }
         d_out.poison();
         embedding_forward_cuda<T>(d_out.p, d_tok.p, d_wte.p + v0 * C, d_wpe.p, v0, v1, B, Tq, C, 0);
@@ -120,7 +122,8 @@ TYPED_TEST(PointwiseCuda, EmbeddingMatchesCpu) {
         for (int r = 0; r < B * Tq; ++r)
             if (tok[r] >= v0 && tok[r] < v1)
                 for (int i = 0; i < C; ++i)
-                    dwte_shard[(size_t)(tok[r] - v0) * C + i] += to_f<T>(from_f<T>(dout[(size_t)r * C + i]));
+                    dwte_shard[(size_t)(tok[r] - v0) * C + i] +=
+                        to_f<T>(from_f<T>(dout[(size_t)r * C + i]));
         DevBuf<float> d_shard(dwte_shard.size());
         d_shard.set(std::vector<float>(dwte0.begin() + v0 * C, dwte0.begin() + v1 * C));
         embedding_backward_cuda<T>(d_shard.p, nullptr, d_dout.p, d_tok.p, v0, v1, B, Tq, C, 0);
@@ -211,8 +214,8 @@ TEST_F(ElementwiseCuda, SumSquaresAccumulatesInDouble) {
 TEST_F(ElementwiseCuda, AdamWMatchesCpu) {
     const long n = 10007;
     std::mt19937 rng(9);
-    auto p = rand_vec<float>(n, rng), g = rand_vec<float>(n, rng), m = rand_vec<float>(n, rng, -0.1f, 0.1f),
-         v = rand_vec<float>(n, rng, 0.0f, 0.01f);
+    auto p = rand_vec<float>(n, rng), g = rand_vec<float>(n, rng),
+         m = rand_vec<float>(n, rng, -0.1f, 0.1f), v = rand_vec<float>(n, rng, 0.0f, 0.01f);
     DevBuf<float> d_p(n), d_g(n), d_m(n), d_v(n);
     d_p.set(p);
     d_g.set(g);
@@ -240,7 +243,8 @@ TEST_F(ElementwiseCuda, AdamWMultiRangeEqualsPerRange) {
     for (long n : lens) total += n + 3;  // gaps between ranges stay untouched
     auto p = rand_vec<float>(total, rng), g = rand_vec<float>(total, rng),
          m = rand_vec<float>(total, rng, -0.1f, 0.1f), v = rand_vec<float>(total, rng, 0.0f, 0.01f);
-    DevBuf<float> a_p(total), a_m(total), a_v(total), b_p(total), b_m(total), b_v(total), d_g(total);
+    DevBuf<float> a_p(total), a_m(total), a_v(total), b_p(total), b_m(total), b_v(total),
+        d_g(total);
     for (auto* b : {&a_p, &b_p}) b->set(p);
     for (auto* b : {&a_m, &b_m}) b->set(m);
     for (auto* b : {&a_v, &b_v}) b->set(v);
@@ -275,12 +279,14 @@ TEST_F(ElementwiseCuda, VectorisedPathsHandleOffsetsAndTails) {
         auto got = d_a.get();
         for (long i = 0; i < n + 1; ++i) {
             const bool in = i >= start && i < start + n;
-            ASSERT_EQ(got[i], in ? a[i] + b[i] : a[i]) << "accumulate start " << start << " at " << i;
+            ASSERT_EQ(got[i], in ? a[i] + b[i] : a[i])
+                << "accumulate start " << start << " at " << i;
         }
         DevBuf<bf16> d_h(n + 1);
         cast_f32_to_bf16_cuda(d_h.p + start, d_b.p + start, n, 0);
         auto h = d_h.get_raw();
         for (long i = start; i < start + n; ++i)
-            ASSERT_EQ(to_f<bf16>(h[i]), to_f<bf16>(__float2bfloat16(b[i]))) << "cast start " << start << " at " << i;
+            ASSERT_EQ(to_f<bf16>(h[i]), to_f<bf16>(__float2bfloat16(b[i])))
+                << "cast start " << start << " at " << i;
     }
 }

@@ -1,6 +1,7 @@
 // Brown corpus: de-tagging rules, plain text shape, and the prepared bytes shards.
-#include "engine/core/error.h"
 #include "engine/data/brown.h"
+
+#include "engine/core/error.h"
 #include "engine/data/shard.h"
 #include "engine/data/tokenizer.h"
 #include "tests/data/data_test_util.h"
@@ -21,10 +22,11 @@ TEST(Brown, TextSampleIsPlainSentences) {
     std::string s = brown_text_sample(20000);
     ASSERT_LE(s.size(), 20000u);
     ASSERT_GT(s.size(), 15000u);
-    EXPECT_EQ(s.rfind("The Fulton County Grand Jury said Friday an investigation of Atlanta's recent "
-                      "primary election produced \"no evidence\" that any irregularities took place.\n",
-                      0),
-              0u)
+    EXPECT_EQ(
+        s.rfind("The Fulton County Grand Jury said Friday an investigation of Atlanta's recent "
+                "primary election produced \"no evidence\" that any irregularities took place.\n",
+                0),
+        0u)
         << s.substr(0, 300);
     EXPECT_EQ(s.find("/at"), std::string::npos);  // tags are gone
     EXPECT_EQ(s.find(" ,"), std::string::npos);

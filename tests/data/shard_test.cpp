@@ -1,11 +1,12 @@
 // Token shards (write/read round-trip and each rejection) and the deterministic token sampler.
+#include "engine/data/shard.h"
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <set>
 
 #include "engine/core/error.h"
-#include "engine/data/shard.h"
 #include "engine/data/token_sampler.h"
 #include "tests/data/data_test_util.h"
 
@@ -53,7 +54,8 @@ TEST(Shard, WriteReadRoundTrip) {
     EXPECT_EQ(header[2], 5000);
     // No temp file is left behind.
     int files = 0;
-    for (auto& e : std::filesystem::directory_iterator(tmp.path / "sub/dir")) files += e.is_regular_file();
+    for (auto& e : std::filesystem::directory_iterator(tmp.path / "sub/dir"))
+        files += e.is_regular_file();
     EXPECT_EQ(files, 1);
     // Empty shard and overwrite.
     shard_write(path, {});
@@ -89,19 +91,24 @@ TEST(Shard, ReadRangeOfBothVersions) {
         std::string p = tmp.file("r.bin");
         tessera::shard_write(p, ids);
         EXPECT_EQ(tessera::shard_read_range(p, 0, 500), ids);
-        EXPECT_EQ(tessera::shard_read_range(p, 123, 45), std::vector<uint32_t>(ids.begin() + 123, ids.begin() + 168));
+        EXPECT_EQ(tessera::shard_read_range(p, 123, 45),
+                  std::vector<uint32_t>(ids.begin() + 123, ids.begin() + 168));
         EXPECT_TRUE(tessera::shard_read_range(p, 500, 0).empty());
         try {
             tessera::shard_read_range(p, 490, 11);
             ADD_FAILURE() << "expected an InputError";
         } catch (const tessera::InputError& e) {
-            EXPECT_NE(std::string(e.what()).find(p + ": tokens [490, 501) requested, the shard holds 500"),
-                      std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(
+                          p + ": tokens [490, 501) requested, the shard holds 500"),
+                      std::string::npos)
+                << e.what();
         }
     }
 }
 
-TEST(Shard, RejectsMissingFile) { expect_read_error("/nonexistent/x.bin", {"not found"}); }
+TEST(Shard, RejectsMissingFile) {
+    expect_read_error("/nonexistent/x.bin", {"not found"});
+}
 
 TEST(Shard, RejectsBadMagic) {
     TempDir tmp;
@@ -160,7 +167,8 @@ TEST(TokenSampler, WindowsAreShiftedTargets) {
 
 TEST(TokenSampler, DependsOnlyOnSeedStepAndGlobalIndex) {
     std::vector<uint32_t> tokens(50000);
-    for (size_t i = 0; i < tokens.size(); i++) tokens[i] = (uint32_t)(uint16_t)((i * 2654435761u) >> 7);
+    for (size_t i = 0; i < tokens.size(); i++)
+        tokens[i] = (uint32_t)(uint16_t)((i * 2654435761u) >> 7);
     const int n = 24, T = 64;
     std::vector<int32_t> whole_in(n * T), whole_tg(n * T);
     sample_token_batch(tokens, 42, 7, 0, n, T, whole_in.data(), whole_tg.data());
@@ -169,7 +177,8 @@ TEST(TokenSampler, DependsOnlyOnSeedStepAndGlobalIndex) {
     int splits[] = {1, 5, 8, 10};
     int first = 0;
     for (int s : splits) {
-        sample_token_batch(tokens, 42, 7, first, s, T, in.data() + first * T, tg.data() + first * T);
+        sample_token_batch(tokens, 42, 7, first, s, T, in.data() + first * T,
+                           tg.data() + first * T);
         first += s;
     }
     EXPECT_EQ(in, whole_in);

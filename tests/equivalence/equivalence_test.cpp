@@ -53,36 +53,43 @@ log: {db: runs.db, every: 1}
 )";
 
 struct Outcome {
-    std::vector<double> losses;                  // train/loss of steps 1..10
-    std::vector<double> epochs;                  // train/epoch of steps 1..10
-    std::vector<double> val_loss, val_accuracy;  // evaluations (the MLP)
+    std::vector<double> losses;                        // train/loss of steps 1..10
+    std::vector<double> epochs;                        // train/epoch of steps 1..10
+    std::vector<double> val_loss, val_accuracy;        // evaluations (the MLP)
     std::map<std::string, std::vector<float>> params;  // final, gathered
     std::string output;
     int exit_code = -1;
 };
 
 fs::path work_root() {
-    static fs::path root = fs::temp_directory_path() / ("tessera_equiv_" + std::to_string(::getpid()));
+    static fs::path root =
+        fs::temp_directory_path() / ("tessera_equiv_" + std::to_string(::getpid()));
     return root;
 }
 
-Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets, const char* base = kBase) {
+Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets,
+                 const char* base = kBase) {
     fs::path dir = work_root() / tag;
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << base;
     Outcome o;
-    test_support::CommandResult r = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
+    test_support::CommandResult r =
+        test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
     o.exit_code = r.exit_code;
     o.output = std::move(r.output);
     if (o.exit_code != 0) return o;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto runs = store.runs_list();
     if (runs.empty()) return o;
-    for (const auto& m : store.metrics(runs.back().id, metric::train_loss)) o.losses.push_back(m.value);
-    for (const auto& m : store.metrics(runs.back().id, metric::train_epoch)) o.epochs.push_back(m.value);
-    for (const auto& m : store.metrics(runs.back().id, metric::val_loss)) o.val_loss.push_back(m.value);
-    for (const auto& m : store.metrics(runs.back().id, metric::val_accuracy)) o.val_accuracy.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::train_loss))
+        o.losses.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::train_epoch))
+        o.epochs.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::val_loss))
+        o.val_loss.push_back(m.value);
+    for (const auto& m : store.metrics(runs.back().id, metric::val_accuracy))
+        o.val_accuracy.push_back(m.value);
     Checkpoint ck = checkpoint_load((dir / "ck").string());
     const SafetensorsFile& f = ck.files.at("model");
     for (const auto& e : f.entries()) {
@@ -94,7 +101,8 @@ Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets, c
 }
 
 // The reference trainer's outcome for `base` with --set style overrides (in this process).
-Outcome reference_run(const std::string& tag, const std::vector<std::string>& sets, const char* base) {
+Outcome reference_run(const std::string& tag, const std::vector<std::string>& sets,
+                      const char* base) {
     fs::path dir = work_root() / tag;
     fs::remove_all(dir);
     fs::create_directories(dir);
@@ -124,7 +132,8 @@ const Outcome& reference(int accum, const std::vector<std::string>& extra = {}) 
     if (it != cache.end()) return it->second;
     std::vector<std::string> sets{"train.grad_accum=" + std::to_string(accum)};
     sets.insert(sets.end(), extra.begin(), extra.end());
-    return cache.emplace(key, reference_run("ref_" + std::to_string(cache.size()), sets, kBase)).first->second;
+    return cache.emplace(key, reference_run("ref_" + std::to_string(cache.size()), sets, kBase))
+        .first->second;
 }
 
 void expect_same_trajectory(const Outcome& ref, const Outcome& got, const std::string& plan) {
@@ -151,7 +160,8 @@ void expect_same_trajectory(const Outcome& ref, const Outcome& got, const std::s
     EXPECT_LE(worst, 1e-5) << plan << ": parameters differ by " << worst << " in " << worst_name;
     ASSERT_EQ(got.val_loss.size(), ref.val_loss.size()) << plan;
     for (size_t i = 0; i < ref.val_loss.size(); ++i)
-        EXPECT_NEAR(got.val_loss[i], ref.val_loss[i], 1e-5 * ref.val_loss[i]) << plan << " evaluation " << i;
+        EXPECT_NEAR(got.val_loss[i], ref.val_loss[i], 1e-5 * ref.val_loss[i])
+            << plan << " evaluation " << i;
     EXPECT_EQ(got.val_accuracy, ref.val_accuracy) << plan;
 }
 
@@ -161,7 +171,9 @@ struct Plan {
     int dp = 1, accum = 2;
 };
 // gtest prints the parameter in test listings (and CTest's names): the plan's tag, not its bytes
-void PrintTo(const Plan& p, std::ostream* os) { *os << p.tag; }
+void PrintTo(const Plan& p, std::ostream* os) {
+    *os << p.tag;
+}
 
 class Equivalence : public ::testing::TestWithParam<Plan> {};
 
@@ -202,28 +214,33 @@ std::vector<Plan> plans() {
         P("gpipe_pp4", {"parallel.pp=4", "parallel.schedule=gpipe"}, 1, 4),
         P("1f1b_pp2", {"parallel.pp=2", "parallel.schedule=1f1b"}, 1, 4),
         P("1f1b_pp4", {"parallel.pp=4", "parallel.schedule=1f1b"}, 1, 8),
-        P("interleaved_pp2", {"parallel.pp=2", "parallel.schedule=interleaved",
-                              "parallel.virtual_stages=2"}, 1, 4),
-        P("interleaved_pp4", {"parallel.pp=4", "parallel.schedule=interleaved",
-                              "parallel.virtual_stages=2"}, 1, 4),
+        P("interleaved_pp2",
+          {"parallel.pp=2", "parallel.schedule=interleaved", "parallel.virtual_stages=2"}, 1, 4),
+        P("interleaved_pp4",
+          {"parallel.pp=4", "parallel.schedule=interleaved", "parallel.virtual_stages=2"}, 1, 4),
         // zb-h1: each backward split into B and W; m >= pp, m < pp, with DP (ZeRO 0-2) and TP
         P("zb_h1_pp2", {"parallel.pp=2", "parallel.schedule=zb-h1"}, 1, 4),
         P("zb_h1_pp4", {"parallel.pp=4", "parallel.schedule=zb-h1"}, 1, 8),
         P("zb_h1_pp4_accum2", {"parallel.pp=4", "parallel.schedule=zb-h1"}, 1, 2),
         P("zb_h1_dp2_pp2", {"parallel.dp=2", "parallel.pp=2", "parallel.schedule=zb-h1"}, 2, 4),
         P("zb_h1_tp2_pp2", {"parallel.tp=2", "parallel.pp=2", "parallel.schedule=zb-h1"}, 1, 4),
-        P("zb_h1_dp2_tp2_pp2", {"parallel.dp=2", "parallel.tp=2", "parallel.pp=2", "parallel.schedule=zb-h1"}, 2),
-        P("zb_h1_zero1_dp2_pp2", {"parallel.dp=2", "parallel.zero=1", "parallel.pp=2", "parallel.schedule=zb-h1"}, 2, 4),
-        P("zb_h1_zero2_dp2_pp2", {"parallel.dp=2", "parallel.zero=2", "parallel.pp=2", "parallel.schedule=zb-h1"}, 2, 4),
-        P("zb_h1_recompute_selective", {"parallel.pp=2", "parallel.schedule=zb-h1", "parallel.recompute=selective"}, 1),
-        P("zb_h1_recompute_full", {"parallel.pp=2", "parallel.schedule=zb-h1", "parallel.recompute=full"}, 1),
+        P("zb_h1_dp2_tp2_pp2",
+          {"parallel.dp=2", "parallel.tp=2", "parallel.pp=2", "parallel.schedule=zb-h1"}, 2),
+        P("zb_h1_zero1_dp2_pp2",
+          {"parallel.dp=2", "parallel.zero=1", "parallel.pp=2", "parallel.schedule=zb-h1"}, 2, 4),
+        P("zb_h1_zero2_dp2_pp2",
+          {"parallel.dp=2", "parallel.zero=2", "parallel.pp=2", "parallel.schedule=zb-h1"}, 2, 4),
+        P("zb_h1_recompute_selective",
+          {"parallel.pp=2", "parallel.schedule=zb-h1", "parallel.recompute=selective"}, 1),
+        P("zb_h1_recompute_full",
+          {"parallel.pp=2", "parallel.schedule=zb-h1", "parallel.recompute=full"}, 1),
         P("zb_h1_dp2_pp1", {"parallel.dp=2", "parallel.schedule=zb-h1"}, 2),
         P("recompute_none", {"parallel.dp=2", "parallel.recompute=none"}, 2),
         P("recompute_selective", {"parallel.pp=2", "parallel.recompute=selective"}, 1),
         P("recompute_full", {"parallel.tp=2", "parallel.recompute=full"}, 1),
         P("offload_activations", {"parallel.pp=2", "parallel.offload_activations=true"}, 1),
-        P("offload_optimizer", {"parallel.dp=2", "parallel.zero=1",
-                                "parallel.offload_optimizer=true"}, 2),
+        P("offload_optimizer",
+          {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true"}, 2),
         P("dp2_accum1", {"parallel.dp=2"}, 2, 1),
         P("dp2_accum4", {"parallel.dp=2"}, 2, 4),
         // epoch order: the windows of a step split over ranks and micro-batches as the
@@ -251,7 +268,8 @@ TEST_P(MlpEquivalence, MatchesSingleRank) {
         if (s.rfind("data.", 0) == 0) ref_sets.push_back(s);
     std::string key;
     for (const auto& s : ref_sets) key += s + ";";
-    if (!refs.count(key)) refs[key] = reference_run("mlp_ref_" + std::to_string(refs.size()), ref_sets, kMlpBase);
+    if (!refs.count(key))
+        refs[key] = reference_run("mlp_ref_" + std::to_string(refs.size()), ref_sets, kMlpBase);
     const Outcome& ref = refs[key];
     ASSERT_EQ(ref.val_accuracy.size(), 3u) << ref.output;  // steps 0, 5 and 10
     std::vector<std::string> sets = p.sets;
@@ -262,15 +280,19 @@ TEST_P(MlpEquivalence, MatchesSingleRank) {
 
 INSTANTIATE_TEST_SUITE_P(
     Plans, MlpEquivalence,
-    ::testing::Values(Plan{"mlp_world1", {}, 1, 4},  // `tessera train` on one rank
-                      Plan{"mlp_dp2", {"parallel.dp=2"}, 2, 2},
-                      Plan{"mlp_dp4_accum1", {"parallel.dp=4"}, 4, 1},
-                      Plan{"mlp_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, 2},
-                      Plan{"mlp_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},
-                      Plan{"mlp_zero3_dp2", {"parallel.dp=2", "parallel.zero=3"}, 2, 2},
-                      Plan{"mlp_offload", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
-                                           "parallel.offload_activations=true"}, 2, 2},
-                      Plan{"mlp_epoch_zero2_dp2", {"data.order=epoch", "parallel.dp=2", "parallel.zero=2"}, 2, 2}),
+    ::testing::Values(
+        Plan{"mlp_world1", {}, 1, 4},  // `tessera train` on one rank
+        Plan{"mlp_dp2", {"parallel.dp=2"}, 2, 2}, Plan{"mlp_dp4_accum1", {"parallel.dp=4"}, 4, 1},
+        Plan{"mlp_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, 2},
+        Plan{"mlp_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},
+        Plan{"mlp_zero3_dp2", {"parallel.dp=2", "parallel.zero=3"}, 2, 2},
+        Plan{"mlp_offload",
+             {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
+              "parallel.offload_activations=true"},
+             2,
+             2},
+        Plan{
+            "mlp_epoch_zero2_dp2", {"data.order=epoch", "parallel.dp=2", "parallel.zero=2"}, 2, 2}),
     [](const auto& info) { return info.param.tag; });
 
 // The Llama family (llama-tiny with 4 query heads over 2 key/value heads, untied head, Llama 3's
@@ -298,7 +320,8 @@ TEST_P(LlamaEquivalence, MatchesSingleRank) {
         if (s.rfind("model.", 0) == 0 || s.rfind("data.", 0) == 0) ref_sets.push_back(s);
     std::string key;
     for (const auto& s : ref_sets) key += s + ";";
-    if (!refs.count(key)) refs[key] = run_plan("llama_ref_" + std::to_string(refs.size()), ref_sets, kLlamaBase);
+    if (!refs.count(key))
+        refs[key] = run_plan("llama_ref_" + std::to_string(refs.size()), ref_sets, kLlamaBase);
     std::vector<std::string> sets = p.sets;
     sets.push_back("train.grad_accum=" + std::to_string(p.accum));
     Outcome got = run_plan(p.tag, sets, kLlamaBase);
@@ -307,39 +330,55 @@ TEST_P(LlamaEquivalence, MatchesSingleRank) {
 
 INSTANTIATE_TEST_SUITE_P(
     Plans, LlamaEquivalence,
-    ::testing::Values(Plan{"llama_dp2", {"parallel.dp=2"}, 2, 2},
-                      Plan{"llama_tp2", {"parallel.tp=2"}, 1, 2},
-                      Plan{"llama_pp2", {"parallel.pp=2"}, 1, 4},
-                      Plan{"llama_pp2_tied", {"parallel.pp=2", "model.tie_embeddings=true"}, 1, 4},
-                      Plan{"llama_zb_h1_pp2_tied", {"parallel.pp=2", "parallel.schedule=zb-h1",
-                                                    "model.tie_embeddings=true"}, 1, 4},
-                      Plan{"llama_zb_h1_tp2_pp2", {"parallel.tp=2", "parallel.pp=2", "parallel.schedule=zb-h1"}, 1, 4},
-                      Plan{"llama_interleaved", {"parallel.pp=2", "parallel.schedule=interleaved",
-                                                 "parallel.virtual_stages=2"}, 1, 4},
-                      Plan{"llama_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, 2},
-                      Plan{"llama_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},
-                      Plan{"llama_zero3_dp2", {"parallel.dp=2", "parallel.zero=3"}, 2, 2},
-                      Plan{"llama_dp2_tp2", {"parallel.dp=2", "parallel.tp=2"}, 2, 2},
-                      Plan{"llama_recompute_full", {"parallel.tp=2", "parallel.recompute=full"}, 1, 2},
-                      Plan{"llama_recompute_selective", {"parallel.pp=2", "parallel.recompute=selective"}, 1, 2},
-                      Plan{"llama_offload", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
-                                             "parallel.offload_activations=true"}, 2, 2},
-                      // Qwen3's q/k norm: its weights' gradients summed over the TP group
-                      Plan{"qwen3_tp2", {"model.qk_norm=true", "parallel.tp=2"}, 1, 2},
-                      Plan{"qwen3_zero3_dp2_recompute", {"model.qk_norm=true", "parallel.dp=2", "parallel.zero=3",
-                                                         "parallel.recompute=full"}, 2, 2},
-                      Plan{"llama_epoch_dp2", {"data.order=epoch", "parallel.dp=2"}, 2, 2},
-                      Plan{"llama_epoch_zero3_dp2", {"data.order=epoch", "parallel.dp=2", "parallel.zero=3"}, 2, 2},
-                      Plan{"llama_epoch_tp2", {"data.order=epoch", "parallel.tp=2"}, 1, 2},
-                      Plan{"llama_epoch_1f1b_pp2", {"data.order=epoch", "parallel.pp=2"}, 1, 4}),
+    ::testing::Values(
+        Plan{"llama_dp2", {"parallel.dp=2"}, 2, 2}, Plan{"llama_tp2", {"parallel.tp=2"}, 1, 2},
+        Plan{"llama_pp2", {"parallel.pp=2"}, 1, 4},
+        Plan{"llama_pp2_tied", {"parallel.pp=2", "model.tie_embeddings=true"}, 1, 4},
+        Plan{"llama_zb_h1_pp2_tied",
+             {"parallel.pp=2", "parallel.schedule=zb-h1", "model.tie_embeddings=true"},
+             1,
+             4},
+        Plan{"llama_zb_h1_tp2_pp2",
+             {"parallel.tp=2", "parallel.pp=2", "parallel.schedule=zb-h1"},
+             1,
+             4},
+        Plan{"llama_interleaved",
+             {"parallel.pp=2", "parallel.schedule=interleaved", "parallel.virtual_stages=2"},
+             1,
+             4},
+        Plan{"llama_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, 2},
+        Plan{"llama_zero2_dp2", {"parallel.dp=2", "parallel.zero=2"}, 2, 2},
+        Plan{"llama_zero3_dp2", {"parallel.dp=2", "parallel.zero=3"}, 2, 2},
+        Plan{"llama_dp2_tp2", {"parallel.dp=2", "parallel.tp=2"}, 2, 2},
+        Plan{"llama_recompute_full", {"parallel.tp=2", "parallel.recompute=full"}, 1, 2},
+        Plan{"llama_recompute_selective", {"parallel.pp=2", "parallel.recompute=selective"}, 1, 2},
+        Plan{"llama_offload",
+             {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true",
+              "parallel.offload_activations=true"},
+             2,
+             2},
+        // Qwen3's q/k norm: its weights' gradients summed over the TP group
+        Plan{"qwen3_tp2", {"model.qk_norm=true", "parallel.tp=2"}, 1, 2},
+        Plan{"qwen3_zero3_dp2_recompute",
+             {"model.qk_norm=true", "parallel.dp=2", "parallel.zero=3", "parallel.recompute=full"},
+             2,
+             2},
+        Plan{"llama_epoch_dp2", {"data.order=epoch", "parallel.dp=2"}, 2, 2},
+        Plan{"llama_epoch_zero3_dp2",
+             {"data.order=epoch", "parallel.dp=2", "parallel.zero=3"},
+             2,
+             2},
+        Plan{"llama_epoch_tp2", {"data.order=epoch", "parallel.tp=2"}, 1, 2},
+        Plan{"llama_epoch_1f1b_pp2", {"data.order=epoch", "parallel.pp=2"}, 1, 4}),
     [](const auto& info) { return info.param.tag; });
 
 // A checkpoint written under one plan resumes under another on the same loss curve:
 // 5 steps as dp4 (zero 3), then 5 more as tp2 x pp2, against 10 single-rank steps.
 TEST(Resharding, Dp4Zero3ToTp2Pp2ContinuesTheCurve) {
     const Outcome& ref = reference(4);
-    Outcome first = run_plan("reshard", {"parallel.dp=4", "parallel.zero=3", "train.grad_accum=1",
-                                         "train.steps=10", "checkpoint.every=5", "checkpoint.keep=2"});
+    Outcome first =
+        run_plan("reshard", {"parallel.dp=4", "parallel.zero=3", "train.grad_accum=1",
+                             "train.steps=10", "checkpoint.every=5", "checkpoint.keep=2"});
     ASSERT_EQ(first.exit_code, 0) << first.output;
     // resume from step 5 (drop the step-10 checkpoint) under another plan
     fs::path ck = work_root() / "reshard" / "ck";
@@ -347,7 +386,8 @@ TEST(Resharding, Dp4Zero3ToTp2Pp2ContinuesTheCurve) {
     fs::remove(ck / "latest");
     auto [rc, out] = test_support::run_command(test_support::train_command(
         work_root() / "reshard" / "project.yaml",
-        {"parallel.tp=2", "parallel.pp=2", "train.grad_accum=4", "checkpoint.every=5"}, "--resume"));
+        {"parallel.tp=2", "parallel.pp=2", "train.grad_accum=4", "checkpoint.every=5"},
+        "--resume"));
     ASSERT_EQ(rc, 0) << out;
     RunStore store = RunStore::open((work_root() / "reshard" / "runs.db").string(), true);
     auto runs = store.runs_list();
@@ -356,7 +396,8 @@ TEST(Resharding, Dp4Zero3ToTp2Pp2ContinuesTheCurve) {
     ASSERT_EQ(resumed.size(), 5u) << out;
     for (size_t i = 0; i < resumed.size(); ++i) {
         EXPECT_EQ(resumed[i].step, (int64_t)(6 + i));
-        EXPECT_NEAR(resumed[i].value, ref.losses[5 + i], 1e-5 * ref.losses[5 + i]) << "step " << 6 + i;
+        EXPECT_NEAR(resumed[i].value, ref.losses[5 + i], 1e-5 * ref.losses[5 + i])
+            << "step " << 6 + i;
     }
 }
 

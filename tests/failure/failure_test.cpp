@@ -1,21 +1,21 @@
 // What a user sees when a parallel job goes wrong, through the real `tessera train` launcher:
 // a rank killed with SIGKILL, a rank that stalls before a collective (the watchdog), Ctrl-C, a
 // crash with `restarts`, and memory that ZeRO divides by the DP degree.
+#include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
-#include <dirent.h>
 #include <filesystem>
 #include <fstream>
-#include <thread>
-#include <algorithm>
-#include <cmath>
-#include <fcntl.h>
 #include <map>
+#include <thread>
 
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
@@ -27,7 +27,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 fs::path make_project(const std::string& tag, const std::string& extra) {
-    fs::path dir = fs::temp_directory_path() / ("tessera_fail_" + tag + "_" + std::to_string(::getpid()));
+    fs::path dir =
+        fs::temp_directory_path() / ("tessera_fail_" + tag + "_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << "name: " << tag << R"(
@@ -132,8 +133,10 @@ RunRow last_run(const fs::path& dir) {
 }  // namespace
 
 TEST(Failure, KilledRankEndsTheJobWithinTenSecondsAndKeepsRows) {
-    fs::path dir = make_project("kill", "train: {steps: 100000, micro_batch: 2, grad_accum: 2, eval_every: 0}\n"
-                                        "parallel: {dp: 2, pp: 2}\n");
+    fs::path dir =
+        make_project("kill",
+                     "train: {steps: 100000, micro_batch: 2, grad_accum: 2, eval_every: 0}\n"
+                     "parallel: {dp: 2, pp: 2}\n");
     Proc p = start(dir, {});
     ASSERT_TRUE(wait_for_output(p, "step      3/", 60)) << p.output;
     auto pids = rank_pids((dir / "project.yaml").string());
@@ -159,8 +162,9 @@ TEST(Failure, KilledRankEndsTheJobWithinTenSecondsAndKeepsRows) {
 }
 
 TEST(Failure, WatchdogNamesTheStalledCollective) {
-    fs::path dir = make_project("stall", "train: {steps: 50, micro_batch: 2, grad_accum: 1, eval_every: 0}\n"
-                                         "parallel: {dp: 2}\n");
+    fs::path dir = make_project("stall",
+                                "train: {steps: 50, micro_batch: 2, grad_accum: 1, eval_every: 0}\n"
+                                "parallel: {dp: 2}\n");
     auto t0 = Clock::now();
     Proc p = start(dir, {"TESSERA_FAULT_STALL=1:2", "TESSERA_COMM_TIMEOUT_MS=2000"});
     int code = wait_exit(p, 60);
@@ -181,8 +185,10 @@ TEST(Failure, WatchdogNamesTheStalledCollective) {
 }
 
 TEST(Failure, CtrlCStopsEveryRankAfterTheSameStep) {
-    fs::path dir = make_project("stop", "train: {steps: 100000, micro_batch: 2, grad_accum: 2, eval_every: 0}\n"
-                                        "parallel: {tp: 2, pp: 2}\n");
+    fs::path dir =
+        make_project("stop",
+                     "train: {steps: 100000, micro_batch: 2, grad_accum: 2, eval_every: 0}\n"
+                     "parallel: {tp: 2, pp: 2}\n");
     Proc p = start(dir, {});
     ASSERT_TRUE(wait_for_output(p, "step      2/", 60)) << p.output;
     ::kill(p.pid, SIGINT);
@@ -194,8 +200,10 @@ TEST(Failure, CtrlCStopsEveryRankAfterTheSameStep) {
 }
 
 TEST(Failure, RestartResumesFromTheLastCheckpoint) {
-    fs::path dir = make_project("restart", "train: {steps: 8, micro_batch: 2, grad_accum: 2, eval_every: 0, restarts: 1}\n"
-                                           "parallel: {dp: 2, pp: 2}\n");
+    fs::path dir = make_project(
+        "restart",
+        "train: {steps: 8, micro_batch: 2, grad_accum: 2, eval_every: 0, restarts: 1}\n"
+        "parallel: {dp: 2, pp: 2}\n");
     Proc p = start(dir, {"TESSERA_FAULT_CRASH=1:5"});
     int code = wait_exit(p, 120);
     EXPECT_EQ(code, 0) << p.output;
@@ -229,9 +237,11 @@ TEST(Failure, RestartResumesFromTheLastCheckpoint) {
 TEST(ZeroMemory, MeasuredCategoriesDivideByDp) {
     std::map<int, std::map<std::string, double>> peak;  // zero -> category -> rank-0 bytes
     for (int zero = 0; zero <= 3; ++zero) {
-        fs::path dir = make_project("mem" + std::to_string(zero),
-                                    "train: {steps: 2, micro_batch: 2, grad_accum: 2, eval_every: 0}\n"
-                                    "parallel: {dp: 2, zero: " + std::to_string(zero) + "}\n");
+        fs::path dir =
+            make_project("mem" + std::to_string(zero),
+                         "train: {steps: 2, micro_batch: 2, grad_accum: 2, eval_every: 0}\n"
+                         "parallel: {dp: 2, zero: " +
+                             std::to_string(zero) + "}\n");
         Proc p = start(dir, {"TESSERA_EXTRA_SETS="});
         ASSERT_EQ(wait_exit(p, 60), 0) << p.output;
         RunStore store = RunStore::open((dir / "runs.db").string(), true);

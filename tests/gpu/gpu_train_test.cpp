@@ -57,7 +57,8 @@ std::vector<double> losses_in(const fs::path& dir, bool every_run = false) {
 std::vector<double> train_losses(const std::string& tag, const std::string& yaml,
                                  const std::vector<std::string>& sets, std::string* out = nullptr) {
     fs::path dir = project_dir(tag, yaml);
-    auto [rc, text] = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
+    auto [rc, text] =
+        test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
     if (out) *out = text;
     EXPECT_EQ(rc, 0) << tag << ":\n" << text;
     return losses_in(dir);
@@ -66,23 +67,27 @@ std::vector<double> train_losses(const std::string& tag, const std::string& yaml
 // GPT-2 124M on the Brown corpus (GPT-2 BPE shards from the data cache)
 std::string gpt2_yaml(int steps) {
     return "name: gpu\nmodel: {preset: gpt2}\ndata: {dataset: brown}\n"
-           "train: {steps: " + std::to_string(steps) + ", micro_batch: 4, grad_accum: 1, lr: 3.0e-4, "
+           "train: {steps: " +
+           std::to_string(steps) +
+           ", micro_batch: 4, grad_accum: 1, lr: 3.0e-4, "
            "min_lr: 3.0e-5, warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
            "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
 }
 
-#define REQUIRE_GPUS(n)                                                               \
-    do {                                                                              \
-        int have = cuda_device_count();                                               \
+#define REQUIRE_GPUS(n)                                                                    \
+    do {                                                                                   \
+        int have = cuda_device_count();                                                    \
         if (have < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), found " << have; \
     } while (0)
 
 // bf16 within 0.05 of fp32 at each of `steps` steps, and the fp32 run learned
-void expect_bf16_tracks_fp32(const std::vector<double>& fp32, const std::vector<double>& bf16, size_t steps) {
+void expect_bf16_tracks_fp32(const std::vector<double>& fp32, const std::vector<double>& bf16,
+                             size_t steps) {
     ASSERT_EQ(fp32.size(), steps);
     ASSERT_EQ(bf16.size(), steps);
     for (size_t i = 0; i < fp32.size(); ++i) {
-        std::printf("step %2zu fp32 %.5f bf16 %.5f diff %+.5f\n", i + 1, fp32[i], bf16[i], bf16[i] - fp32[i]);
+        std::printf("step %2zu fp32 %.5f bf16 %.5f diff %+.5f\n", i + 1, fp32[i], bf16[i],
+                    bf16[i] - fp32[i]);
         EXPECT_NEAR(bf16[i], fp32[i], 0.05) << "step " << i + 1;
     }
     EXPECT_LT(fp32.back(), fp32.front() - 1.0) << "the model did not learn";
@@ -92,7 +97,8 @@ void expect_bf16_tracks_fp32(const std::vector<double>& fp32, const std::vector<
 // never values: the curve is the plain run's exactly. Recompute reruns the same kernels: within
 // 1e-2. Runs tagged prefix + plain|offload|selective|full.
 void expect_offload_and_recompute_keep_the_curve(const std::string& prefix, const std::string& yaml,
-                                                 const std::vector<std::string>& base, size_t steps) {
+                                                 const std::vector<std::string>& base,
+                                                 size_t steps) {
     auto plain = train_losses(prefix + "plain", yaml, base);
     ASSERT_EQ(plain.size(), steps);
     for (auto [tag, set] : {std::pair{"offload", "parallel.offload_activations=true"},
@@ -103,8 +109,10 @@ void expect_offload_and_recompute_keep_the_curve(const std::string& prefix, cons
         auto got = train_losses(prefix + tag, yaml, sets);
         ASSERT_EQ(got.size(), steps) << tag;
         for (size_t i = 0; i < got.size(); ++i) {
-            if (std::string(tag) == "offload") EXPECT_EQ(got[i], plain[i]) << tag << " step " << i + 1;
-            else EXPECT_NEAR(got[i], plain[i], 1e-2) << tag << " step " << i + 1;
+            if (std::string(tag) == "offload")
+                EXPECT_EQ(got[i], plain[i]) << tag << " step " << i + 1;
+            else
+                EXPECT_NEAR(got[i], plain[i], 1e-2) << tag << " step " << i + 1;
         }
     }
 }
@@ -119,7 +127,8 @@ void expect_fp8_tracks_bf16(const std::string& tag, const std::string& yaml, siz
     ASSERT_EQ(fp8.size(), steps);
     bool differs = false;
     for (size_t i = 0; i < steps; ++i) {
-        std::printf("step %2zu bf16 %.5f fp8 %.5f diff %+.5f\n", i + 1, bf16[i], fp8[i], fp8[i] - bf16[i]);
+        std::printf("step %2zu bf16 %.5f fp8 %.5f diff %+.5f\n", i + 1, bf16[i], fp8[i],
+                    fp8[i] - bf16[i]);
         EXPECT_NEAR(fp8[i], bf16[i], 0.1) << "step " << i + 1;
         differs |= fp8[i] != bf16[i];
     }
@@ -133,10 +142,11 @@ void expect_fp8_tracks_bf16(const std::string& tag, const std::string& yaml, siz
 // Llama-3.2-1B's (two layers of each, to stay quick).
 TEST(GpuTrain, Fp8TracksBf16OnGpt2Large) {
     REQUIRE_GPUS(1);
-    const std::string yaml = "name: gpu\nmodel: {preset: gpt2-large, n_layer: 4}\ndata: {dataset: brown}\n"
-                             "train: {steps: 20, micro_batch: 16, grad_accum: 1, lr: 3.0e-4, min_lr: 3.0e-5, "
-                             "warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
-                             "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
+    const std::string yaml =
+        "name: gpu\nmodel: {preset: gpt2-large, n_layer: 4}\ndata: {dataset: brown}\n"
+        "train: {steps: 20, micro_batch: 16, grad_accum: 1, lr: 3.0e-4, min_lr: 3.0e-5, "
+        "warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
+        "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
     expect_fp8_tracks_bf16("gpt2l", yaml, 20);
 }
 
@@ -157,9 +167,11 @@ TEST(GpuTrain, TransformersCheckpointLossMatches) {
     double ref = 0;
     std::ifstream(dir / "loss.txt") >> ref;
     std::string yaml = "name: hf\nmodel: {preset: gpt2, n_layer: 2, init_from: " +
-                       (dir / "model.safetensors").string() + "}\ndata: {train: " +
-                       (dir / "tokens.bin").string() + "}\n"
-                       "train: {steps: 1, micro_batch: 1, eval_every: 0, lr: 1.0e-9, min_lr: 1.0e-9, warmup_steps: 0}\n"
+                       (dir / "model.safetensors").string() +
+                       "}\ndata: {train: " + (dir / "tokens.bin").string() +
+                       "}\n"
+                       "train: {steps: 1, micro_batch: 1, eval_every: 0, lr: 1.0e-9, min_lr: "
+                       "1.0e-9, warmup_steps: 0}\n"
                        "runtime: {device: cuda, precision: fp32}\nlog: {db: runs.db, every: 1}\n";
     auto losses = train_losses("hf_run", yaml, {});
     ASSERT_EQ(losses.size(), 1u);
@@ -170,12 +182,15 @@ TEST(GpuTrain, TransformersCheckpointLossMatches) {
 // A small Llama-family model the CUDA kernels support (head_dim 32): 4 query heads over 2
 // key/value heads, Qwen2's q/k/v biases, an untied head, Llama 3's rotary scaling.
 std::string llama_small_yaml(int steps) {
-    return "name: gpu-llama\nmodel: {preset: llama-tiny, d_model: 128, n_head: 4, n_kv_head: 2, ffn: 352, "
+    return "name: gpu-llama\nmodel: {preset: llama-tiny, d_model: 128, n_head: 4, n_kv_head: 2, "
+           "ffn: 352, "
            "head_dim: 32, n_layer: 3, seq_len: 64, qkv_bias: true, tie_embeddings: false,\n"
            "  rope_scaling: {type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4, "
            "original_max_position_embeddings: 16}}\n"
            "data: {dataset: brown}\n"
-           "train: {steps: " + std::to_string(steps) + ", micro_batch: 4, grad_accum: 2, lr: 1.0e-3, "
+           "train: {steps: " +
+           std::to_string(steps) +
+           ", micro_batch: 4, grad_accum: 2, lr: 1.0e-3, "
            "min_lr: 1.0e-4, warmup_steps: 2, eval_every: 0, grad_clip: 1.0}\n"
            "runtime: {device: cuda, precision: fp32}\nlog: {db: runs.db, every: 1}\n";
 }
@@ -199,10 +214,12 @@ TEST_P(GpuTrainLlamaFamily, Fp32CudaMatchesCpuRanks) {
         auto devices = store.devices(store.runs_list().back().id);
         ASSERT_EQ(devices.size(), 1u) << tag;
         std::printf("%s ran on %s\n", tag.c_str(), devices[0].name.c_str());
-        EXPECT_EQ(devices[0].name.find("NVIDIA") != std::string::npos, want_gpu) << tag << ": " << devices[0].name;
+        EXPECT_EQ(devices[0].name.find("NVIDIA") != std::string::npos, want_gpu)
+            << tag << ": " << devices[0].name;
     }
     for (size_t i = 0; i < cpu.size(); ++i) {
-        std::printf("step %2zu cpu %.6f cuda %.6f diff %+.2e\n", i + 1, cpu[i], gpu[i], gpu[i] - cpu[i]);
+        std::printf("step %2zu cpu %.6f cuda %.6f diff %+.2e\n", i + 1, cpu[i], gpu[i],
+                    gpu[i] - cpu[i]);
         EXPECT_NEAR(gpu[i], cpu[i], 1e-4) << "step " << i + 1;
     }
     EXPECT_LT(cpu.back(), cpu.front() - 0.5) << "the model did not learn";
@@ -220,8 +237,9 @@ TEST(GpuTrainLlama, SampleOnCudaWritesTheCpuText) {
     ASSERT_EQ(losses.size(), 20u);
     const std::string ck = (work() / "llama_sample" / "ck").string();
     auto sample = [&](const std::string& args) {
-        auto [rc, text] = test_support::run_command(test_support::bin_dir() + "/tessera sample --checkpoint " + ck +
-                                                    " --prompt 'The ' --tokens 40 " + args);
+        auto [rc, text] =
+            test_support::run_command(test_support::bin_dir() + "/tessera sample --checkpoint " +
+                                      ck + " --prompt 'The ' --tokens 40 " + args);
         EXPECT_EQ(rc, 0) << text;
         return text;
     };
@@ -237,17 +255,19 @@ TEST(GpuTrainLlama, SampleOnCudaWritesTheCpuText) {
 // Offload moves bytes, recompute reruns the same kernels: the plain run's curve.
 TEST(GpuTrainLlama, OffloadAndRecomputeKeepTheCurve) {
     REQUIRE_GPUS(1);
-    expect_offload_and_recompute_keep_the_curve("llama_", llama_small_yaml(6), {"runtime.precision=bf16"}, 6);
+    expect_offload_and_recompute_keep_the_curve("llama_", llama_small_yaml(6),
+                                                {"runtime.precision=bf16"}, 6);
 }
 
 // The bar: SmolLM-135M (the public config: 9 query heads over 3 key/value heads, tied
 // embeddings) in bf16 stays within 0.05 of fp32 over 20 steps.
 TEST(GpuTrainLlama, Bf16StaysWithin005OfFp32OnSmolLM135M) {
     REQUIRE_GPUS(1);
-    const std::string yaml = "name: gpu-smollm\nmodel: {preset: smollm-135m, seq_len: 512}\ndata: {dataset: brown}\n"
-                             "train: {steps: 20, micro_batch: 4, grad_accum: 1, lr: 6.0e-4, min_lr: 6.0e-5, "
-                             "warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
-                             "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
+    const std::string yaml =
+        "name: gpu-smollm\nmodel: {preset: smollm-135m, seq_len: 512}\ndata: {dataset: brown}\n"
+        "train: {steps: 20, micro_batch: 4, grad_accum: 1, lr: 6.0e-4, min_lr: 6.0e-5, "
+        "warmup_steps: 5, eval_every: 0, grad_clip: 1.0}\n"
+        "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
     auto fp32 = train_losses("smollm_fp32", yaml, {"runtime.precision=fp32"});
     auto bf16 = train_losses("smollm_bf16", yaml, {});
     expect_bf16_tracks_fp32(fp32, bf16, 20);
@@ -258,11 +278,12 @@ TEST(GpuTrainLlama, Bf16StaysWithin005OfFp32OnSmolLM135M) {
 // FP8's error. lr 3e-4 over a 10-step warm-up learns without spikes.
 TEST(GpuTrainLlama, Fp8TracksBf16OnLlama32) {
     REQUIRE_GPUS(1);
-    const std::string yaml = "name: gpu-llama\nmodel: {preset: llama-3.2-1b, n_layer: 2, seq_len: 1024}\n"
-                             "data: {dataset: brown}\n"
-                             "train: {steps: 20, micro_batch: 8, grad_accum: 1, lr: 3.0e-4, min_lr: 3.0e-5, "
-                             "warmup_steps: 10, eval_every: 0, grad_clip: 1.0}\n"
-                             "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
+    const std::string yaml =
+        "name: gpu-llama\nmodel: {preset: llama-3.2-1b, n_layer: 2, seq_len: 1024}\n"
+        "data: {dataset: brown}\n"
+        "train: {steps: 20, micro_batch: 8, grad_accum: 1, lr: 3.0e-4, min_lr: 3.0e-5, "
+        "warmup_steps: 10, eval_every: 0, grad_clip: 1.0}\n"
+        "runtime: {device: cuda, precision: bf16}\nlog: {db: runs.db, every: 1}\n";
     expect_fp8_tracks_bf16("llama", yaml, 20);
 }
 
@@ -275,7 +296,8 @@ TEST(GpuTrain, OptimizerOffloadKeepsTheCurve) {
     REQUIRE_GPUS(1);
     const std::string yaml = gpt2_yaml(8);
     for (const char* prec : {"fp32", "bf16"}) {
-        const std::vector<std::string> base{"model.seq_len=256", "train.grad_accum=2", "model.n_layer=4",
+        const std::vector<std::string> base{"model.seq_len=256", "train.grad_accum=2",
+                                            "model.n_layer=4",
                                             std::string("runtime.precision=") + prec};
         std::vector<double> plain;
         for (const char* zero : {"0", "1", "3"}) {
@@ -288,27 +310,30 @@ TEST(GpuTrain, OptimizerOffloadKeepsTheCurve) {
             auto off = train_losses(tag, yaml, sets);
             ASSERT_EQ(on_device.size(), 8u) << tag;
             ASSERT_EQ(off.size(), 8u) << tag;
-            for (size_t i = 0; i < off.size(); ++i) EXPECT_EQ(off[i], on_device[i]) << tag << " step " << i + 1;
+            for (size_t i = 0; i < off.size(); ++i)
+                EXPECT_EQ(off[i], on_device[i]) << tag << " step " << i + 1;
         }
         auto sets = base;
         sets.push_back("parallel.offload_optimizer=true");
         sets.push_back("checkpoint.dir=ckpt");
         fs::path dir = project_dir(std::string("optoff_resume_") + prec, yaml);
         for (const char* args : {"--steps 4", "--resume"}) {
-            auto [rc, text] = test_support::run_command(test_support::train_command(dir / "project.yaml", sets, args));
+            auto [rc, text] = test_support::run_command(
+                test_support::train_command(dir / "project.yaml", sets, args));
             ASSERT_EQ(rc, 0) << args << ":\n" << text;
         }
         std::vector<double> resumed = losses_in(dir, true);
         ASSERT_EQ(resumed.size(), 8u);
-        for (size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i], plain[i]) << prec << " resumed, step " << i + 1;
+        for (size_t i = 0; i < resumed.size(); ++i)
+            EXPECT_EQ(resumed[i], plain[i]) << prec << " resumed, step " << i + 1;
     }
 }
 
 // The Monitor page's system metrics on a real GPU: a CUDA run writes the driver's view (NVML)
 // under gpu/ at its first and last step and every 2 s between, and the host's (/proc) under
-// host/ (its CPU share is a rate: from the second reading on). Each reading must be one a running H200-class GPU can give: busy at the last step,
-// memory used at least the engine's own device peak (NVML also counts the context), power,
-// temperature and SM clock in physical ranges.
+// host/ (its CPU share is a rate: from the second reading on). Each reading must be one a running
+// H200-class GPU can give: busy at the last step, memory used at least the engine's own device peak
+// (NVML also counts the context), power, temperature and SM clock in physical ranges.
 TEST(GpuTrain, SystemMetricsComeFromTheDriver) {
     REQUIRE_GPUS(1);
     fs::path dir = project_dir("system_metrics", gpt2_yaml(40));
@@ -319,8 +344,9 @@ TEST(GpuTrain, SystemMetricsComeFromTheDriver) {
     const int64_t run = store.runs_list().back().id;
     auto series = [&](std::string_view name, size_t at_least = 2) {
         auto rows = store.metrics(run, name);
-        for (const auto& r : rows) std::printf("%-22s step %3lld rank %d %.6g\n", std::string(name).c_str(),
-                                               static_cast<long long>(r.step), r.rank, r.value);
+        for (const auto& r : rows)
+            std::printf("%-22s step %3lld rank %d %.6g\n", std::string(name).c_str(),
+                        static_cast<long long>(r.step), r.rank, r.value);
         EXPECT_GE(rows.size(), at_least) << name << ": the first and the last step at least";
         return rows;
     };
@@ -332,10 +358,14 @@ TEST(GpuTrain, SystemMetricsComeFromTheDriver) {
     }
     auto engine_peak = store.metric_last(run, metric::mem_device_bytes);
     ASSERT_TRUE(engine_peak.has_value());
-    for (const auto& r : series(metric::gpu_memory_used_bytes)) EXPECT_GE(r.value, engine_peak->value);
-    for (const auto& r : series(metric::gpu_power_watts)) EXPECT_TRUE(r.value > 20 && r.value < 1500) << r.value;
-    for (const auto& r : series(metric::gpu_temperature_c)) EXPECT_TRUE(r.value > 5 && r.value < 105) << r.value;
-    for (const auto& r : series(metric::gpu_sm_clock_mhz)) EXPECT_TRUE(r.value > 100 && r.value < 4000) << r.value;
+    for (const auto& r : series(metric::gpu_memory_used_bytes))
+        EXPECT_GE(r.value, engine_peak->value);
+    for (const auto& r : series(metric::gpu_power_watts))
+        EXPECT_TRUE(r.value > 20 && r.value < 1500) << r.value;
+    for (const auto& r : series(metric::gpu_temperature_c))
+        EXPECT_TRUE(r.value > 5 && r.value < 105) << r.value;
+    for (const auto& r : series(metric::gpu_sm_clock_mhz))
+        EXPECT_TRUE(r.value > 100 && r.value < 4000) << r.value;
     auto cpu = series(metric::host_cpu_percent, 1);  // a rate: none at the first reading
     for (const auto& r : cpu) EXPECT_TRUE(r.value >= 0 && r.value <= 100) << r.value;
     for (const auto& r : series(metric::host_memory_used_bytes)) EXPECT_GT(r.value, 0);
@@ -344,7 +374,8 @@ TEST(GpuTrain, SystemMetricsComeFromTheDriver) {
 // GPT-2 124M at sequence 256: offload and recompute keep the curve (see the helper).
 TEST(GpuTrain, OffloadAndRecomputeKeepTheCurve) {
     REQUIRE_GPUS(1);
-    expect_offload_and_recompute_keep_the_curve("", gpt2_yaml(10), {"model.seq_len=256", "train.grad_accum=2"}, 10);
+    expect_offload_and_recompute_keep_the_curve("", gpt2_yaml(10),
+                                                {"model.seq_len=256", "train.grad_accum=2"}, 10);
 }
 
 // ZeRO-1 reduce-scatters the gradients and all-gathers the parameters in the background instead
@@ -367,13 +398,14 @@ TEST(GpuTrain, ZeroOneIsDataParallelBitForBit) {
     fs::path dir = project_dir("dp2_zero1_resume", yaml);
     sets.push_back("checkpoint.dir=ckpt");
     for (const char* args : {"--steps 4", "--resume"}) {
-        auto [rc, text] =
-            test_support::run_command(test_support::train_command(dir / "project.yaml", sets, args));
+        auto [rc, text] = test_support::run_command(
+            test_support::train_command(dir / "project.yaml", sets, args));
         ASSERT_EQ(rc, 0) << args << ":\n" << text;
     }
     std::vector<double> resumed = losses_in(dir, true);
     ASSERT_EQ(resumed.size(), 8u);
-    for (size_t i = 0; i < dp.size(); ++i) EXPECT_EQ(resumed[i], dp[i]) << "resumed, step " << i + 1;
+    for (size_t i = 0; i < dp.size(); ++i)
+        EXPECT_EQ(resumed[i], dp[i]) << "resumed, step " << i + 1;
 }
 
 // fp32 on two GPUs: the gradient exchanges (copy-engine all-to-all and add for zero 0, NCCL
@@ -386,16 +418,19 @@ TEST(GpuTrain, Fp32DataParallelMatchesOneGpu) {
                                   "train.micro_batch=2", "train.grad_accum=4"};
     auto one = train_losses("fp32_one", yaml, base);
     ASSERT_EQ(one.size(), 6u);
-    for (auto [tag, zero] : {std::pair{"fp32_dp2", "parallel.zero=0"}, std::pair{"fp32_zero1", "parallel.zero=1"}}) {
+    for (auto [tag, zero] :
+         {std::pair{"fp32_dp2", "parallel.zero=0"}, std::pair{"fp32_zero1", "parallel.zero=1"}}) {
         auto sets = base;
         sets.insert(sets.end(), {"parallel.dp=2", "train.grad_accum=2", zero});
         auto got = train_losses(tag, yaml, sets);
         ASSERT_EQ(got.size(), 6u) << tag;
-        for (size_t i = 0; i < one.size(); ++i) EXPECT_NEAR(got[i], one[i], 1e-4) << tag << " step " << i + 1;
+        for (size_t i = 0; i < one.size(); ++i)
+            EXPECT_NEAR(got[i], one[i], 1e-4) << tag << " step " << i + 1;
     }
 }
 
-class TwoGpus : public ::testing::TestWithParam<std::pair<std::string, std::vector<std::string>>> {};
+class TwoGpus : public ::testing::TestWithParam<std::pair<std::string, std::vector<std::string>>> {
+};
 
 TEST_P(TwoGpus, ReproducesOneGpuCurve) {
     REQUIRE_GPUS(2);
@@ -415,13 +450,18 @@ TEST_P(TwoGpus, ReproducesOneGpuCurve) {
 INSTANTIATE_TEST_SUITE_P(
     Plans, TwoGpus,
     ::testing::Values(
-        std::make_pair(std::string("dp2"), std::vector<std::string>{"parallel.dp=2", "train.grad_accum=4"}),
+        std::make_pair(std::string("dp2"),
+                       std::vector<std::string>{"parallel.dp=2", "train.grad_accum=4"}),
         std::make_pair(std::string("tp2"), std::vector<std::string>{"parallel.tp=2"}),
-        std::make_pair(std::string("pp2_1f1b"), std::vector<std::string>{"parallel.pp=2", "parallel.schedule=1f1b"}),
-        std::make_pair(std::string("zero1"), std::vector<std::string>{"parallel.dp=2", "parallel.zero=1",
-                                                                      "train.grad_accum=4"}),
-        std::make_pair(std::string("zero2"), std::vector<std::string>{"parallel.dp=2", "parallel.zero=2",
-                                                                      "train.grad_accum=4"}),
-        std::make_pair(std::string("zero3"), std::vector<std::string>{"parallel.dp=2", "parallel.zero=3",
-                                                                      "train.grad_accum=4"})),
+        std::make_pair(std::string("pp2_1f1b"),
+                       std::vector<std::string>{"parallel.pp=2", "parallel.schedule=1f1b"}),
+        std::make_pair(std::string("zero1"),
+                       std::vector<std::string>{"parallel.dp=2", "parallel.zero=1",
+                                                "train.grad_accum=4"}),
+        std::make_pair(std::string("zero2"),
+                       std::vector<std::string>{"parallel.dp=2", "parallel.zero=2",
+                                                "train.grad_accum=4"}),
+        std::make_pair(std::string("zero3"),
+                       std::vector<std::string>{"parallel.dp=2", "parallel.zero=3",
+                                                "train.grad_accum=4"})),
     [](const auto& info) { return info.param.first; });

@@ -26,14 +26,17 @@ struct FakeTrainState {
         for (size_t i = 0; i < m.size(); ++i) m[i] = 0.01f * i + seed, v[i] = 1e-4f * i;
     }
     std::vector<CheckpointFile> files() const {
-        return {{"model", {{"wte", DType::f32, {4, 3}, wte.data()}, {"ln.w", DType::f32, {3}, ln.data()}}},
+        return {{"model",
+                 {{"wte", DType::f32, {4, 3}, wte.data()}, {"ln.w", DType::f32, {3}, ln.data()}}},
                 {"optim", {{"m", DType::f32, {15}, m.data()}, {"v", DType::f32, {15}, v.data()}}}};
     }
 };
 
 static nlohmann::json state_at(int64_t step) {
-    return {{"step", step}, {"data", {{"shard", 2}, {"offset", 4096 * step}}},
-            {"rng", {1, 2, 3, 4}}, {"config", "model:\n  d: 64\n"}};
+    return {{"step", step},
+            {"data", {{"shard", 2}, {"offset", 4096 * step}}},
+            {"rng", {1, 2, 3, 4}},
+            {"config", "model:\n  d: 64\n"}};
 }
 
 static std::vector<std::string> list_dir(const std::string& dir) {
@@ -49,7 +52,8 @@ TEST(Checkpoint, SaveLoadRoundTrip) {
     std::string dir = checkpoint_save(root.str(), 1200, s.files(), state_at(1200), 3);
     EXPECT_EQ(dir, root / "step_00001200");
     EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00001200"}));
-    EXPECT_EQ(list_dir(dir), (std::vector<std::string>{"manifest.json", "model.safetensors", "optim.safetensors"}));
+    EXPECT_EQ(list_dir(dir), (std::vector<std::string>{"manifest.json", "model.safetensors",
+                                                       "optim.safetensors"}));
     EXPECT_EQ(read_bytes(root / "latest"), "step_00001200\n");
 
     nlohmann::json m = nlohmann::json::parse(read_bytes(dir + "/manifest.json"));
@@ -60,7 +64,8 @@ TEST(Checkpoint, SaveLoadRoundTrip) {
     EXPECT_EQ(m["files"][0]["name"], "model.safetensors");
     EXPECT_EQ(m["files"][0]["bytes"].get<uint64_t>(), fs::file_size(dir + "/model.safetensors"));
     std::string model_bytes = read_bytes(dir + "/model.safetensors");
-    EXPECT_EQ(m["files"][0]["crc32"].get<uint32_t>(), io_crc32(model_bytes.data(), model_bytes.size()));
+    EXPECT_EQ(m["files"][0]["crc32"].get<uint32_t>(),
+              io_crc32(model_bytes.data(), model_bytes.size()));
 
     for (const std::string& path : {root.str(), dir}) {  // from ROOT and from the step dir
         Checkpoint ck = checkpoint_load(path);
@@ -85,16 +90,19 @@ TEST(Checkpoint, LatestIsNoneForEmptyOrMissingRoot) {
     ScratchDir root;
     EXPECT_FALSE(checkpoint_latest(root.str()).has_value());
     EXPECT_FALSE(checkpoint_latest(root / "nope").has_value());
-    expect_input_error([&] { checkpoint_load(root.str()); }, {"checkpoint " + root.str(), "no complete checkpoint"});
-    expect_input_error([&] { checkpoint_load(root / "nope"); }, {root / "nope", "no such file or directory"});
+    expect_input_error([&] { checkpoint_load(root.str()); },
+                       {"checkpoint " + root.str(), "no complete checkpoint"});
+    expect_input_error([&] { checkpoint_load(root / "nope"); },
+                       {root / "nope", "no such file or directory"});
 }
 
 TEST(Checkpoint, RotationKeepsExactlyKeepNewest) {
     ScratchDir root;
     FakeTrainState s(2.f);
-    for (int64_t step = 100; step <= 700; step += 100) checkpoint_save(root.str(), step, s.files(), state_at(step), 3);
-    EXPECT_EQ(list_dir(root.str()),
-              (std::vector<std::string>{"latest", "step_00000500", "step_00000600", "step_00000700"}));
+    for (int64_t step = 100; step <= 700; step += 100)
+        checkpoint_save(root.str(), step, s.files(), state_at(step), 3);
+    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00000500",
+                                                              "step_00000600", "step_00000700"}));
     EXPECT_EQ(checkpoint_latest(root.str()), root / "step_00000700");
     EXPECT_EQ(checkpoint_load(root.str()).step, 700);
 
@@ -103,7 +111,8 @@ TEST(Checkpoint, RotationKeepsExactlyKeepNewest) {
 
     // keep <= 0 keeps everything
     checkpoint_save(root.str(), 900, s.files(), state_at(900), 0);
-    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00000800", "step_00000900"}));
+    EXPECT_EQ(list_dir(root.str()),
+              (std::vector<std::string>{"latest", "step_00000800", "step_00000900"}));
 }
 
 TEST(Checkpoint, ResavingAStepReplacesIt) {
@@ -125,9 +134,10 @@ TEST(Checkpoint, TruncatedFileIsRefusedWithExpectedAndFoundSize) {
     std::string path = dir + "/model.safetensors";
     std::string bytes = read_bytes(path);
     write_bytes(path, bytes.substr(0, bytes.size() - 10));
-    expect_input_error([&] { checkpoint_load(root.str()); },
-                       {"checkpoint " + dir, "file model.safetensors: expected " + std::to_string(bytes.size()) +
-                                                 " bytes, found " + std::to_string(bytes.size() - 10)});
+    expect_input_error(
+        [&] { checkpoint_load(root.str()); },
+        {"checkpoint " + dir, "file model.safetensors: expected " + std::to_string(bytes.size()) +
+                                  " bytes, found " + std::to_string(bytes.size() - 10)});
 }
 
 TEST(Checkpoint, FlippedByteIsRefusedWithExpectedAndFoundCrc) {
@@ -140,8 +150,8 @@ TEST(Checkpoint, FlippedByteIsRefusedWithExpectedAndFoundCrc) {
     uint32_t bad = io_crc32(bytes.data(), bytes.size());
     write_bytes(path, bytes);
     expect_input_error([&] { checkpoint_load(dir); },
-                       {"checkpoint " + dir, "file optim.safetensors: crc32 expected " + io_hex32(good) +
-                                                 ", found " + io_hex32(bad)});
+                       {"checkpoint " + dir, "file optim.safetensors: crc32 expected " +
+                                                 io_hex32(good) + ", found " + io_hex32(bad)});
     // a flipped byte in the header is also caught by the crc, before any parsing
     std::string mpath = dir + "/model.safetensors";
     std::string mb = read_bytes(mpath);
@@ -154,15 +164,20 @@ TEST(Checkpoint, MissingFileAndBadManifestAreRefused) {
     ScratchDir root;
     std::string dir = checkpoint_save(root.str(), 1, FakeTrainState(1.f).files(), state_at(1), 2);
     fs::remove(dir + "/optim.safetensors");
-    expect_input_error([&] { checkpoint_load(dir); }, {"checkpoint " + dir, "file optim.safetensors", "found no file"});
+    expect_input_error([&] { checkpoint_load(dir); },
+                       {"checkpoint " + dir, "file optim.safetensors", "found no file"});
 
     write_bytes(dir + "/manifest.json", "{\"format\": \"tessera-checkpoint\", \"version\": 2}");
-    expect_input_error([&] { checkpoint_load(dir); }, {"manifest.json: key \"version\": expected 1, found 2"});
+    expect_input_error([&] { checkpoint_load(dir); },
+                       {"manifest.json: key \"version\": expected 1, found 2"});
     write_bytes(dir + "/manifest.json", "{\"format\": ");
-    expect_input_error([&] { checkpoint_load(dir); }, {"checkpoint " + dir, "manifest.json is not valid JSON"});
-    write_bytes(dir + "/manifest.json",
-                R"({"format":"tessera-checkpoint","version":1,"step":1,"files":[{"name":"../x.safetensors","bytes":1,"crc32":1}]})");
-    expect_input_error([&] { checkpoint_load(dir); }, {"expected a plain NAME.safetensors, found \"../x.safetensors\""});
+    expect_input_error([&] { checkpoint_load(dir); },
+                       {"checkpoint " + dir, "manifest.json is not valid JSON"});
+    write_bytes(
+        dir + "/manifest.json",
+        R"({"format":"tessera-checkpoint","version":1,"step":1,"files":[{"name":"../x.safetensors","bytes":1,"crc32":1}]})");
+    expect_input_error([&] { checkpoint_load(dir); },
+                       {"expected a plain NAME.safetensors, found \"../x.safetensors\""});
 }
 
 TEST(Checkpoint, LeftoverTempDirIsIgnoredThenCleanedOnNextSave) {
@@ -190,8 +205,8 @@ TEST(Checkpoint, LeftoverTempDirIsIgnoredThenCleanedOnNextSave) {
     checkpoint_save(root.str(), 20, s.files(), state_at(20), 5);
     EXPECT_FALSE(fs::exists(tmp));
     EXPECT_FALSE(fs::exists(root / "latest.tmp.4242"));
-    EXPECT_EQ(list_dir(root.str()),
-              (std::vector<std::string>{"latest", "step_00000010", "step_00000020", "step_00000030"}));
+    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00000010",
+                                                              "step_00000020", "step_00000030"}));
     Checkpoint ck = checkpoint_load(root.str());
     EXPECT_EQ(ck.step, 20);
     EXPECT_EQ(ck.state, state_at(20));

@@ -14,7 +14,7 @@ namespace tessera::test {
 
 // A fresh directory under /tmp for the current test, removed afterwards.
 class ScratchDir {
-public:
+  public:
     ScratchDir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
         path_ = std::filesystem::temp_directory_path() /
@@ -27,7 +27,7 @@ public:
     std::string operator/(const std::string& name) const { return (path_ / name).string(); }
     std::string str() const { return path_.string(); }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 

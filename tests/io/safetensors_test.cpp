@@ -26,7 +26,8 @@ static std::string raw_file(const std::string& header, const std::string& data) 
 
 static uint64_t header_len(const std::string& bytes) {
     uint64_t n = 0;
-    for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
+    for (int i = 0; i < 8; ++i)
+        n |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
     return n;
 }
 
@@ -35,19 +36,16 @@ static uint64_t header_len(const std::string& bytes) {
 
 TEST(Safetensors, RoundTripSeveralDtypesMetadataAndEmptyTensor) {
     ScratchDir dir;
-    std::vector<float> a = {1.f, -2.f, 3.5f, 0.f, 1e-8f, 6.f};  // (2, 3)
+    std::vector<float> a = {1.f, -2.f, 3.5f, 0.f, 1e-8f, 6.f};   // (2, 3)
     std::vector<uint16_t> b = {0x3f80, 0xc000, 0x7f80, 0x0001};  // bf16 (4)
-    std::vector<int32_t> c = {7, -7, 2147483647};                 // (3)
-    std::vector<uint8_t> d = {1, 2, 3, 4, 5};                     // (5): odd size
-    std::vector<int64_t> e = {-1, int64_t(1) << 40};              // (2)
-    float scalar = 42.f;                                          // shape ()
+    std::vector<int32_t> c = {7, -7, 2147483647};                // (3)
+    std::vector<uint8_t> d = {1, 2, 3, 4, 5};                    // (5): odd size
+    std::vector<int64_t> e = {-1, int64_t(1) << 40};             // (2)
+    float scalar = 42.f;                                         // shape ()
     std::vector<TensorView> views = {
-        {"layer.0.w", DType::f32, {2, 3}, a.data()},
-        {"b", DType::bf16, {4}, b.data()},
-        {"ints", DType::i32, {3}, c.data()},
-        {"bytes", DType::u8, {5}, d.data()},
-        {"empty", DType::f32, {0, 4}, nullptr},
-        {"big", DType::i64, {2}, e.data()},
+        {"layer.0.w", DType::f32, {2, 3}, a.data()}, {"b", DType::bf16, {4}, b.data()},
+        {"ints", DType::i32, {3}, c.data()},         {"bytes", DType::u8, {5}, d.data()},
+        {"empty", DType::f32, {0, 4}, nullptr},      {"big", DType::i64, {2}, e.data()},
         {"scalar", DType::f32, {}, &scalar},
     };
     std::map<std::string, std::string> meta = {{"format", "pt"}, {"note", "ünïcode \"quoted\""}};
@@ -111,8 +109,9 @@ TEST(Safetensors, ReadF32ConvertsBf16AndF16) {
     ScratchDir dir;
     std::vector<float> f32 = {0.25f, -3.f};
     std::vector<uint16_t> bf16 = {0x3fc0 /*1.5*/, 0xc000 /*-2*/, 0x7f80 /*inf*/};
-    std::vector<uint16_t> f16 = {0x3e00 /*1.5*/, 0xc000 /*-2*/, 0x7bff /*65504*/,
-                                 0x0001 /*2^-24*/, 0x8000 /*-0*/, 0x0200 /*2^-15*/, 0x7e00 /*nan*/};
+    std::vector<uint16_t> f16 = {
+        0x3e00 /*1.5*/,   0xc000 /*-2*/, 0x7bff /*65504*/, 0x0001 /*2^-24*/, 0x8000 /*-0*/,
+        0x0200 /*2^-15*/, 0x7e00 /*nan*/};
     std::string path = dir / "c.safetensors";
     safetensors_write(path, {{"a", DType::f32, {2}, f32.data()},
                              {"b", DType::bf16, {3}, bf16.data()},
@@ -141,13 +140,20 @@ TEST(Safetensors, ReadF32RejectsMissingWrongShapeAndWrongDtype) {
     std::vector<float> w(6, 1.f);
     std::vector<int32_t> ids = {1, 2};
     std::string path = dir / "m.safetensors";
-    safetensors_write(path, {{"w", DType::f32, {2, 3}, w.data()}, {"ids", DType::i32, {2}, ids.data()}});
+    safetensors_write(path,
+                      {{"w", DType::f32, {2, 3}, w.data()}, {"ids", DType::i32, {2}, ids.data()}});
     SafetensorsFile f = SafetensorsFile::open(path);
     float out[6];
-    expect_input_error([&] { f.read_f32("w", {3, 2}, out); },
-                       {path, "tensor \"w\"", "expected shape (3, 2), found (2, 3)"});
-    expect_input_error([&] { f.read_f32("lm_head", {2, 3}, out); },
-                       {path, "tensor \"lm_head\"", "missing", "w"});
+    expect_input_error(
+        [&] {
+            f.read_f32("w", {3, 2}, out);
+        },
+        {path, "tensor \"w\"", "expected shape (3, 2), found (2, 3)"});
+    expect_input_error(
+        [&] {
+            f.read_f32("lm_head", {2, 3}, out);
+        },
+        {path, "tensor \"lm_head\"", "missing", "w"});
     expect_input_error([&] { f.read_f32("ids", {2}, out); },
                        {path, "tensor \"ids\"", "expected dtype F32, BF16 or F16, found I32"});
 }
@@ -237,7 +243,7 @@ assert max(w["data_offsets"][1], h["data_offsets"][1]) == len(data)
 // Rejections: one InputError naming the file and the defect
 
 class SafetensorsReject : public ::testing::Test {
-protected:
+  protected:
     void expect_rejected(const std::string& bytes, std::initializer_list<std::string> fragments) {
         std::string path = dir_ / "bad.safetensors";
         write_bytes(path, bytes);
@@ -271,8 +277,9 @@ TEST_F(SafetensorsReject, UnknownDtype) {
 }
 
 TEST_F(SafetensorsReject, NegativeOrNonIntegerShape) {
-    expect_rejected(raw_file(R"({"w":{"dtype":"U8","shape":[2,-1],"data_offsets":[0,0]}})", ""),
-                    {"tensor \"w\"", "shape: expected a list of non-negative integers, found [2,-1]"});
+    expect_rejected(
+        raw_file(R"({"w":{"dtype":"U8","shape":[2,-1],"data_offsets":[0,0]}})", ""),
+        {"tensor \"w\"", "shape: expected a list of non-negative integers, found [2,-1]"});
     expect_rejected(raw_file(R"({"w":{"dtype":"U8","shape":"2","data_offsets":[0,2]}})", "ab"),
                     {"shape: expected a list of non-negative integers, found \"2\""});
     expect_rejected(raw_file(R"({"w":{"dtype":"U8","shape":[1.5],"data_offsets":[0,2]}})", "ab"),

@@ -1,8 +1,10 @@
 // launch_job() with /bin/sh scripts as ranks: they print lines and write telemetry JSON to
 // $TESSERA_TELEMETRY_FD. Checks prefixes, metrics in runs.db, teardown within seconds when a rank
 // dies (no survivors), failure messages, restarts with resume arguments, and stop.
-#include <gtest/gtest.h>
+#include "engine/launch/launcher.h"
+
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,7 +15,6 @@
 #include <thread>
 
 #include "engine/core/error.h"
-#include "engine/launch/launcher.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 
@@ -86,8 +87,8 @@ TEST(Launcher, PrefixesOutputAndStoresTelemetry) {
     std::string db = t.path + "/runs.db";
     std::string script =
         "echo \"hello from $TESSERA_RANK of $TESSERA_WORLD_SIZE attempt $TESSERA_ATTEMPT\"; "
-        "echo \"to stderr\" >&2; " + metric_printf("train/loss", 1, 2.5) +
-        metric_printf("train/loss", 2, 2.0) +
+        "echo \"to stderr\" >&2; " +
+        metric_printf("train/loss", 1, 2.5) + metric_printf("train/loss", 2, 2.0) +
         "echo 'not json {' >&$TESSERA_TELEMETRY_FD; "
         "echo \"fds: $(ls /proc/$$/fd | tr '\\n' ' ')\"; "
         "printf 'no newline at end'";
@@ -128,11 +129,11 @@ TEST(Launcher, KilledRankTearsDownTheJob) {
     TempDir t;
     std::string db = t.path + "/runs.db";
     // Every rank records its shell pid and its sleep's pid; rank 3 dies by SIGKILL at step 5.
-    std::string script =
-        metric_printf("train/loss", 1, 3.0) +
-        "if [ $TESSERA_RANK = 3 ]; then " + metric_printf("train/loss", 5, 1.5) +
-        "sleep 0.3; kill -9 $$; fi; "
-        "sleep 30 & echo $$ $! > " + t.path + "/pid$TESSERA_RANK; wait";
+    std::string script = metric_printf("train/loss", 1, 3.0) + "if [ $TESSERA_RANK = 3 ]; then " +
+                         metric_printf("train/loss", 5, 1.5) +
+                         "sleep 0.3; kill -9 $$; fi; "
+                         "sleep 30 & echo $$ $! > " +
+                         t.path + "/pid$TESSERA_RANK; wait";
     auto t0 = std::chrono::steady_clock::now();
     std::ostringstream out;
     LaunchResult r = launch_job(spec_for({2, 2, 1}, script, db), out);
@@ -152,7 +153,8 @@ TEST(Launcher, KilledRankTearsDownTheJob) {
     ASSERT_TRUE(run);
     EXPECT_EQ(run->status, run_status::failed);
     EXPECT_EQ(run->message, r.message);
-    EXPECT_EQ(store.metrics(r.run_id, metric::train_loss).size(), 5u);  // 4 x step 1 + rank 3's step 5
+    EXPECT_EQ(store.metrics(r.run_id, metric::train_loss).size(),
+              5u);  // 4 x step 1 + rank 3's step 5
     auto errors = store.errors(r.run_id);
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_EQ(errors[0].rank, 3);
@@ -169,8 +171,9 @@ TEST(Launcher, RanksIgnoringSigtermAreKilledAfterGrace) {
                             t.path + "/runs.db");
     s.kill_grace = std::chrono::milliseconds(700);
     LaunchResult r = launch_job(s, out);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::steady_clock::now() - t0).count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 0");
     EXPECT_GE(ms, 700 + 200);  // waited out the grace period
@@ -180,10 +183,10 @@ TEST(Launcher, RanksIgnoringSigtermAreKilledAfterGrace) {
 TEST(Launcher, ExitCodeIsNamed) {
     TempDir t;
     std::ostringstream out;
-    LaunchResult r = launch_job(
-        spec_for({2, 1, 1}, "if [ $TESSERA_RANK = 1 ]; then exit 3; fi; sleep 30",
-                 t.path + "/runs.db"),
-        out);
+    LaunchResult r =
+        launch_job(spec_for({2, 1, 1}, "if [ $TESSERA_RANK = 1 ]; then exit 3; fi; sleep 30",
+                            t.path + "/runs.db"),
+                   out);
     EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 1 (dp1.tp0.pp0) exited with code 3 at step 0");
 }
@@ -239,8 +242,9 @@ TEST(Launcher, RestartsExhaustedFails) {
 
 TEST(Launcher, StopForwardsSigint) {
     TempDir t;
-    std::string script = "trap 'echo stopping; exit 0' INT; i=0; while [ $i -lt 300 ]; do "
-                         "sleep 0.1; i=$((i+1)); done; exit 5";
+    std::string script =
+        "trap 'echo stopping; exit 0' INT; i=0; while [ $i -lt 300 ]; do "
+        "sleep 0.1; i=$((i+1)); done; exit 5";
     std::thread stopper([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
         launch_request_stop();

@@ -4,6 +4,8 @@
 // config.json's keys; and the importers reading every value back bit for bit. The CLI round
 // trip through training is tests/cli/export_test.cpp; the comparison with folders transformers
 // wrote is tests/model/hf_fixture_test.cpp.
+#include "engine/model/hf_export.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -14,7 +16,6 @@
 #include "engine/config/hf_config.h"
 #include "engine/core/error.h"
 #include "engine/model/gpt_import.h"
-#include "engine/model/hf_export.h"
 #include "engine/model/hf_import.h"
 #include "engine/parallel/tp_layers.h"
 
@@ -24,7 +25,8 @@ using namespace tessera;
 namespace {
 
 fs::path scratch(const std::string& tag) {
-    fs::path d = fs::temp_directory_path() / ("tessera_hf_export_" + tag + "_" + std::to_string(::getpid()));
+    fs::path d =
+        fs::temp_directory_path() / ("tessera_hf_export_" + tag + "_" + std::to_string(::getpid()));
     fs::remove_all(d);
     fs::create_directories(d);
     return d;
@@ -42,8 +44,8 @@ std::vector<float> filled(const ParamTable& t) {
     return v;
 }
 
-void write_folder(const fs::path& dir, const ModelConfig& m, const ParamTable& t, const std::vector<float>& v,
-                  const HfTensorsOf& of) {
+void write_folder(const fs::path& dir, const ModelConfig& m, const ParamTable& t,
+                  const std::vector<float>& v, const HfTensorsOf& of) {
     hf_export_weights(t, v.data(), of, (dir / "model.safetensors").string());
     std::ofstream(dir / "config.json") << hf_config_json(m, hf_export_architecture(m)).dump(2);
 }
@@ -59,7 +61,8 @@ nlohmann::json read_json(const fs::path& p) {
 // parameter, and the folder opens as the same model with the same values.
 TEST(HfExport, LlamaFamilyFolderReadsBackBitForBit) {
     const RunConfig cfg = parse_model(
-        "{preset: llama-tiny, n_layer: 2, n_kv_head: 2, qkv_bias: true, tie_embeddings: false, seq_len: 32, "
+        "{preset: llama-tiny, n_layer: 2, n_kv_head: 2, qkv_bias: true, tie_embeddings: false, "
+        "seq_len: 32, "
         "rope_scaling: {type: llama3, factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, "
         "original_max_position_embeddings: 16}}");
     const ModelShape shape = model_shape(cfg.model, 0);
@@ -67,7 +70,8 @@ TEST(HfExport, LlamaFamilyFolderReadsBackBitForBit) {
     const ParamTable& table = shape.param_table();
     const std::vector<float> v = filled(table);
     fs::path dir = scratch("llama");
-    write_folder(dir, cfg.model, table, v, [&](const ParamInfo& p) { return llama_hf_tensors(p, d); });
+    write_folder(dir, cfg.model, table, v,
+                 [&](const ParamInfo& p) { return llama_hf_tensors(p, d); });
 
     SafetensorsFile f = SafetensorsFile::open((dir / "model.safetensors").string());
     EXPECT_EQ(f.metadata().at("format"), "pt");
@@ -76,7 +80,8 @@ TEST(HfExport, LlamaFamilyFolderReadsBackBitForBit) {
     EXPECT_EQ(K, 32);
     // 1 embedding + 2 x (2 norms, q/k/v weights and biases, o, gate, up, down) + norm + lm_head
     EXPECT_EQ(f.entries().size(), 1u + 2u * 12u + 1u + 1u);
-    auto expect_rows = [&](const std::string& hf, const Shape& shape, const std::string& fused, int64_t offset) {
+    auto expect_rows = [&](const std::string& hf, const Shape& shape, const std::string& fused,
+                           int64_t offset) {
         const auto* e = f.find(hf);
         ASSERT_NE(e, nullptr) << hf;
         EXPECT_EQ(e->shape, shape) << hf;
@@ -135,7 +140,8 @@ TEST(HfExport, UnfusedParameterKeepsItsNameAndQkNormIsQwen3) {
     fs::path dir = scratch("qwen3");
     write_folder(dir, cfg.model, t, v, [&](const ParamInfo& p) { return llama_hf_tensors(p, d); });
     SafetensorsFile f = SafetensorsFile::open((dir / "model.safetensors").string());
-    for (const char* n : {"model.layers.0.self_attn.q_norm.weight", "model.layers.0.self_attn.k_norm.weight"}) {
+    for (const char* n :
+         {"model.layers.0.self_attn.q_norm.weight", "model.layers.0.self_attn.k_norm.weight"}) {
         const auto* e = f.find(n);
         ASSERT_NE(e, nullptr) << n;
         EXPECT_EQ(e->shape, Shape{d.head_dim});
@@ -166,12 +172,14 @@ TEST(HfExport, TensorsMustCoverTheirParameter) {
 
 // GPT-2: "transformer." names, Conv1D weights stored [in, out]; the importer reads them back.
 TEST(HfExport, GptFolderTransposesConv1dAndReadsBack) {
-    const RunConfig cfg = parse_model("{preset: gpt-tiny, n_layer: 2, d_model: 32, n_head: 2, seq_len: 16}");
+    const RunConfig cfg =
+        parse_model("{preset: gpt-tiny, n_layer: 2, d_model: 32, n_head: 2, seq_len: 16}");
     const ModelShape shape = model_shape(cfg.model, config_tokenizer_vocab_size(cfg.model.vocab));
     const ParamTable& table = shape.param_table();
     const std::vector<float> v = filled(table);
     fs::path dir = scratch("gpt");
-    write_folder(dir, cfg.model, table, v, [](const ParamInfo& p) { return std::vector<HfTensor>{gpt_hf_tensor(p)}; });
+    write_folder(dir, cfg.model, table, v,
+                 [](const ParamInfo& p) { return std::vector<HfTensor>{gpt_hf_tensor(p)}; });
     SafetensorsFile f = SafetensorsFile::open((dir / "model.safetensors").string());
     EXPECT_EQ(f.entries().size(), table.entries().size());  // no lm_head: tied
     const int64_t C = 32;
@@ -179,9 +187,10 @@ TEST(HfExport, GptFolderTransposesConv1dAndReadsBack) {
     ASSERT_NE(fc, nullptr);
     EXPECT_EQ(fc->shape, (Shape{C, 4 * C}));
     const float* tessera = v.data() + table.at("h.1.mlp.c_fc.weight").offset;  // [4C, C]
-    const float* hf = reinterpret_cast<const float*>(fc->data);              // [C, 4C]
+    const float* hf = reinterpret_cast<const float*>(fc->data);                // [C, 4C]
     for (int64_t i : {0, 5, 31})
-        for (int64_t o : {0, 7, 127}) EXPECT_EQ(hf[i * 4 * C + o], tessera[o * C + i]) << i << "," << o;
+        for (int64_t o : {0, 7, 127})
+            EXPECT_EQ(hf[i * 4 * C + o], tessera[o * C + i]) << i << "," << o;
     const auto* bias = f.find("transformer.h.1.mlp.c_fc.bias");
     ASSERT_NE(bias, nullptr);
     EXPECT_EQ(bias->shape, Shape{4 * C});
@@ -209,7 +218,9 @@ TEST(HfExport, GptFolderTransposesConv1dAndReadsBack) {
 // Which class each model exports as, and the keys that keep transformers from adding what
 // Tessera's model has not (an o_proj bias, a sliding window).
 TEST(HfExport, ArchitecturePerModel) {
-    auto arch = [](const std::string& model) { return hf_export_architecture(parse_model(model).model); };
+    auto arch = [](const std::string& model) {
+        return hf_export_architecture(parse_model(model).model);
+    };
     EXPECT_EQ(arch("{preset: llama-tiny}"), "LlamaForCausalLM");
     EXPECT_EQ(arch("{preset: llama-3.2-1b}"), "LlamaForCausalLM");
     EXPECT_EQ(arch("{preset: mistral-7b}"), "MistralForCausalLM");
@@ -224,13 +235,15 @@ TEST(HfExport, ArchitecturePerModel) {
     EXPECT_TRUE(j["sliding_window"].is_null());
     EXPECT_EQ(j["attention_bias"], false);
     EXPECT_TRUE(j["rope_scaling"].is_null());
-    EXPECT_EQ(j["rope_parameters"], (nlohmann::json{{"rope_type", "default"}, {"rope_theta", 10000.0}}));
+    EXPECT_EQ(j["rope_parameters"],
+              (nlohmann::json{{"rope_type", "default"}, {"rope_theta", 10000.0}}));
     EXPECT_EQ(j["num_key_value_heads"], 8);
     EXPECT_EQ(j["head_dim"], 128);
     EXPECT_EQ(j["tie_word_embeddings"], false);
     EXPECT_EQ(j["dtype"], "float32");
 
-    const nlohmann::json g = hf_config_json(parse_model("{preset: gpt2, n_layer: 2}").model, "GPT2LMHeadModel");
+    const nlohmann::json g =
+        hf_config_json(parse_model("{preset: gpt2, n_layer: 2}").model, "GPT2LMHeadModel");
     EXPECT_EQ(g["vocab_size"], 50257);
     EXPECT_EQ(g["eos_token_id"], 50256);
     EXPECT_EQ(g["n_layer"], 2);

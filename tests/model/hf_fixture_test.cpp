@@ -60,12 +60,14 @@ TEST_P(HfFixture, LossMatchesTransformers) {
     EXPECT_TRUE(cfg.model.from_folder);
     EXPECT_EQ(model_family(cfg.model.preset), "llama");
     const double loss = tessera_loss(cfg, rows), ref = fx.at("loss").get<double>();
-    std::printf("%-16s tessera %.7f transformers %.7f (%+.1e)\n", GetParam().c_str(), loss, ref, loss - ref);
+    std::printf("%-16s tessera %.7f transformers %.7f (%+.1e)\n", GetParam().c_str(), loss, ref,
+                loss - ref);
     EXPECT_NEAR(loss, ref, 1e-4) << GetParam() << " (" << fx.at("architecture") << ")";
 }
 
 fs::path scratch(const std::string& tag) {
-    fs::path d = fs::temp_directory_path() / ("tessera_hf_" + tag + "_" + std::to_string(::getpid()));
+    fs::path d =
+        fs::temp_directory_path() / ("tessera_hf_" + tag + "_" + std::to_string(::getpid()));
     fs::remove_all(d);
     fs::create_directories(d);
     return d;
@@ -81,7 +83,8 @@ std::vector<SafetensorsFile> folder_files(const std::string& dir) {
     std::ifstream f(dir + "/model.safetensors.index.json");
     std::set<std::string> shards;
     const nlohmann::json index = nlohmann::json::parse(f);
-    for (const auto& [name, file] : index.at("weight_map").items()) shards.insert(file.get<std::string>());
+    for (const auto& [name, file] : index.at("weight_map").items())
+        shards.insert(file.get<std::string>());
     for (const auto& s : shards) files.push_back(SafetensorsFile::open(dir + "/" + s));
     return files;
 }
@@ -94,13 +97,16 @@ TEST_P(HfFixture, ExportWritesWhatTransformersWrote) {
     std::ifstream fx_file(dir + "/fixture.json");
     const nlohmann::json fx = nlohmann::json::parse(fx_file);
     const auto rows = fx.at("tokens").get<std::vector<std::vector<int>>>();
-    const RunConfig cfg = config_parse("model: {init_from: " + dir + "}\ndata: {dataset: brown}\n", "hf.yaml");
+    const RunConfig cfg =
+        config_parse("model: {init_from: " + dir + "}\ndata: {dataset: brown}\n", "hf.yaml");
     const ModelShape shape = model_shape(cfg.model, cfg.model.vocab_size);
     std::vector<float> params(shape.param_table().total_numel());
     llama_load_hf_weights(dir, shape.llama, params.data());
     const fs::path out = scratch("export_" + GetParam());
-    hf_export_weights(shape.param_table(), params.data(), [&](const ParamInfo& p) { return llama_hf_tensors(p, shape.llama); },
-                      (out / "model.safetensors").string());
+    hf_export_weights(
+        shape.param_table(), params.data(),
+        [&](const ParamInfo& p) { return llama_hf_tensors(p, shape.llama); },
+        (out / "model.safetensors").string());
     const nlohmann::json written = hf_config_json(cfg.model, hf_export_architecture(cfg.model));
     std::ofstream(out / "config.json") << written.dump(2);
 
@@ -120,11 +126,13 @@ TEST_P(HfFixture, ExportWritesWhatTransformersWrote) {
 
     std::ifstream orig_file(dir + "/config.json");
     const nlohmann::json orig = nlohmann::json::parse(orig_file);
-    for (const char* key : {"architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
-                            "num_attention_heads", "num_key_value_heads", "rms_norm_eps", "vocab_size",
-                            "max_position_embeddings", "tie_word_embeddings", "rope_parameters", "hidden_act"})
+    for (const char* key :
+         {"architectures", "model_type", "hidden_size", "intermediate_size", "num_hidden_layers",
+          "num_attention_heads", "num_key_value_heads", "rms_norm_eps", "vocab_size",
+          "max_position_embeddings", "tie_word_embeddings", "rope_parameters", "hidden_act"})
         EXPECT_EQ(written.at(key), orig.at(key)) << key;
-    for (const char* key : {"head_dim", "attention_bias", "mlp_bias", "sliding_window", "use_sliding_window"})
+    for (const char* key :
+         {"head_dim", "attention_bias", "mlp_bias", "sliding_window", "use_sliding_window"})
         if (orig.contains(key)) EXPECT_EQ(written.at(key), orig.at(key)) << key;
 
     const RunConfig back = open_folder(out.string(), (int)rows[0].size() - 1);
@@ -134,12 +142,15 @@ TEST_P(HfFixture, ExportWritesWhatTransformersWrote) {
     fs::remove_all(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Folders, HfFixture, ::testing::Values("llama3_tied", "mistral_sharded", "qwen2_bias", "qwen3_qknorm"));
+INSTANTIATE_TEST_SUITE_P(Folders, HfFixture,
+                         ::testing::Values("llama3_tied", "mistral_sharded", "qwen2_bias",
+                                           "qwen3_qknorm"));
 
 // transformers 4.x writes rope_theta and rope_scaling at the top level
 TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
     fs::path d = scratch("v4");
-    std::ofstream(d / "config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+    std::ofstream(d / "config.json")
+        << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": 300, "rms_norm_eps": 1e-6, "max_position_embeddings": 4096, "rope_theta": 500000.0,
         "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -162,12 +173,16 @@ TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
         open_folder(d.string(), 8192);
         FAIL() << "seq_len beyond max_position_embeddings accepted";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("max_position_embeddings 4096"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("max_position_embeddings 4096"), std::string::npos)
+            << e.what();
     }
-    EXPECT_THROW(config_parse("model: {init_from: " + d.string() + ", n_layer: 3}\ndata: {dataset: brown}\n", "x.yaml"),
-                 InputError);
+    EXPECT_THROW(
+        config_parse("model: {init_from: " + d.string() + ", n_layer: 3}\ndata: {dataset: brown}\n",
+                     "x.yaml"),
+        InputError);
     // tie_word_embeddings absent: untied, as transformers' Qwen2Config defaults it
-    std::ofstream(d / "config.json") << R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+    std::ofstream(d / "config.json")
+        << R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300,
         "rms_norm_eps": 1e-6, "max_position_embeddings": 4096})";
     RunConfig q = open_folder(d.string(), 128);
@@ -175,14 +190,17 @@ TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
     EXPECT_TRUE(q.model.qkv_bias);
     EXPECT_EQ(q.model.n_kv_head, 4);
     // Llama's attention_bias also biases o_proj, which the block lacks: refused, not dropped
-    std::ofstream(d / "config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+    std::ofstream(d / "config.json")
+        << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300,
         "rms_norm_eps": 1e-6, "max_position_embeddings": 4096, "attention_bias": true})";
     try {
         open_folder(d.string(), 16);
         FAIL() << "attention_bias accepted for LlamaForCausalLM";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("attention_bias: true is not supported"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("attention_bias: true is not supported"),
+                  std::string::npos)
+            << e.what();
     }
     std::ofstream(d / "config.json") << R"({"architectures": ["GemmaForCausalLM"]})";
     try {
@@ -191,7 +209,9 @@ TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
     } catch (const InputError& e) {
         const std::string w = e.what();
         EXPECT_NE(w.find("GemmaForCausalLM"), std::string::npos) << w;
-        EXPECT_NE(w.find("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"), std::string::npos) << w;
+        EXPECT_NE(w.find("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"),
+                  std::string::npos)
+            << w;
     }
     fs::remove_all(d);
 }
@@ -199,7 +219,8 @@ TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
 // a tensor of the wrong shape is named with what was expected and found
 TEST(HfConfig, MisshapenTensorIsNamed) {
     fs::path d = scratch("shape");
-    for (const auto& e : fs::directory_iterator(kData + "llama3_tied")) fs::copy(e.path(), d / e.path().filename());
+    for (const auto& e : fs::directory_iterator(kData + "llama3_tied"))
+        fs::copy(e.path(), d / e.path().filename());
     RunConfig c = open_folder(d.string(), 16);
     ModelShape shape = model_shape(c.model, c.model.vocab_size);
     shape.llama.ffn = 40;  // the folder holds 48

@@ -37,13 +37,16 @@ struct Io {
 };
 
 SafetensorsFile reference(Io& io) {
-    const fs::path dir = fs::temp_directory_path() / ("tessera_llama_ops_" + std::to_string(::getpid()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("tessera_llama_ops_" + std::to_string(::getpid()));
     fs::create_directories(dir);
     std::vector<TensorView> views;
     for (auto& [name, t] : io.in) views.push_back({name, DType::f32, t.first, t.second.data()});
-    const std::string in = (dir / "in.safetensors").string(), out = (dir / "out.safetensors").string();
+    const std::string in = (dir / "in.safetensors").string(),
+                      out = (dir / "out.safetensors").string();
     safetensors_write(in, views, {{"cases", io.cases.dump()}});
-    const std::string cmd = "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_llama_ops.py " + in + " " + out;
+    const std::string cmd =
+        "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_llama_ops.py " + in + " " + out;
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("reference failed: " + cmd);
     return SafetensorsFile::open(out);
 }
@@ -56,14 +59,16 @@ std::vector<float> get(const SafetensorsFile& f, const std::string& name) {
     return v;
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& ref, const std::string& what) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& ref,
+                  const std::string& what) {
     ASSERT_EQ(got.size(), ref.size()) << what;
     double md = 0, mb = 0;
     for (size_t i = 0; i < ref.size(); ++i) {
         md = std::max(md, (double)std::fabs(got[i] - ref[i]));
         mb = std::max(mb, (double)std::fabs(ref[i]));
     }
-    EXPECT_LE(md, 1e-5 * mb) << what << ": largest difference " << md << " (largest value " << mb << ")";
+    EXPECT_LE(md, 1e-5 * mb) << what << ": largest difference " << md << " (largest value " << mb
+                             << ")";
 }
 
 TEST(LlamaOps, MatchPyTorch) {
@@ -87,19 +92,23 @@ TEST(LlamaOps, MatchPyTorch) {
         {"rope_linear", {"linear", 4.0f}},
         {"rope_llama3", {"llama3", 32.0f, 1.0f, 4.0f, 8}}};
     for (const auto& [name, s] : ropes) {
-        nlohmann::json sc = s.type.empty() ? nlohmann::json::object()
-                                           : nlohmann::json{{"type", s.type}, {"factor", s.factor},
-                                                            {"low_freq_factor", s.low_freq_factor},
-                                                            {"high_freq_factor", s.high_freq_factor},
-                                                            {"original_max_position_embeddings",
-                                                             s.original_max_position_embeddings}};
-        io.cases[name] = {{"kind", "rope"}, {"hd", hd}, {"theta", 10000.0}, {"T", T}, {"scaling", sc}};
+        nlohmann::json sc = s.type.empty()
+                                ? nlohmann::json::object()
+                                : nlohmann::json{{"type", s.type},
+                                                 {"factor", s.factor},
+                                                 {"low_freq_factor", s.low_freq_factor},
+                                                 {"high_freq_factor", s.high_freq_factor},
+                                                 {"original_max_position_embeddings",
+                                                  s.original_max_position_embeddings}};
+        io.cases[name] = {
+            {"kind", "rope"}, {"hd", hd}, {"theta", 10000.0}, {"T", T}, {"scaling", sc}};
         io.add(name + ".x", {B, T, H, hd});
         io.add(name + ".dout", {B, T, H, hd});
     }
     // grouped-query attention: 6 query heads over 2 kv heads
     const int NH = 6, KV = 2, ahd = 8;
-    io.cases["gqa"] = {{"kind", "attention"}, {"B", B}, {"T", T}, {"NH", NH}, {"KV", KV}, {"hd", ahd}};
+    io.cases["gqa"] = {
+        {"kind", "attention"}, {"B", B}, {"T", T}, {"NH", NH}, {"KV", KV}, {"hd", ahd}};
     auto& q = io.add("gqa.q", {B, T, NH, ahd});
     auto& k = io.add("gqa.k", {B, T, KV, ahd});
     auto& v = io.add("gqa.v", {B, T, KV, ahd});
@@ -117,12 +126,16 @@ TEST(LlamaOps, MatchPyTorch) {
     {
         std::vector<float> gu((size_t)N * 2 * F), out((size_t)N * F), dgu((size_t)N * 2 * F);
         for (int n = 0; n < N; ++n)
-            for (int i = 0; i < F; ++i) gu[(size_t)n * 2 * F + i] = sg[(size_t)n * F + i], gu[(size_t)n * 2 * F + F + i] = su[(size_t)n * F + i];
+            for (int i = 0; i < F; ++i)
+                gu[(size_t)n * 2 * F + i] = sg[(size_t)n * F + i],
+                                       gu[(size_t)n * 2 * F + F + i] = su[(size_t)n * F + i];
         swiglu_forward(out.data(), gu.data(), N, F);
         swiglu_backward(dgu.data(), sd.data(), gu.data(), N, F);
         std::vector<float> dg((size_t)N * F), du((size_t)N * F);
         for (int n = 0; n < N; ++n)
-            for (int i = 0; i < F; ++i) dg[(size_t)n * F + i] = dgu[(size_t)n * 2 * F + i], du[(size_t)n * F + i] = dgu[(size_t)n * 2 * F + F + i];
+            for (int i = 0; i < F; ++i)
+                dg[(size_t)n * F + i] = dgu[(size_t)n * 2 * F + i],
+                                   du[(size_t)n * F + i] = dgu[(size_t)n * 2 * F + F + i];
         expect_close(out, get(ref, "swiglu.out"), "swiglu forward");
         expect_close(dg, get(ref, "swiglu.dgate"), "swiglu d gate");
         expect_close(du, get(ref, "swiglu.dup"), "swiglu d up");
@@ -138,11 +151,13 @@ TEST(LlamaOps, MatchPyTorch) {
     }
     {
         const int CQ = NH * ahd, CK = KV * ahd, S = CQ + 2 * CK;
-        std::vector<float> qkv((size_t)B * T * S), out((size_t)B * T * CQ), att((size_t)B * NH * T * T);
+        std::vector<float> qkv((size_t)B * T * S), out((size_t)B * T * CQ),
+            att((size_t)B * NH * T * T);
         for (int r = 0; r < B * T; ++r)
             for (int i = 0; i < S; ++i)
-                qkv[(size_t)r * S + i] = i < CQ ? q[(size_t)r * CQ + i] : i < CQ + CK ? k[(size_t)r * CK + i - CQ]
-                                                                                  : v[(size_t)r * CK + i - CQ - CK];
+                qkv[(size_t)r * S + i] = i < CQ        ? q[(size_t)r * CQ + i]
+                                         : i < CQ + CK ? k[(size_t)r * CK + i - CQ]
+                                                       : v[(size_t)r * CK + i - CQ - CK];
         attention_forward(out.data(), att.data(), qkv.data(), B, T, CQ, NH, KV);
         std::vector<float> dqkv(qkv.size(), 0.0f);
         attention_backward(dqkv.data(), ad.data(), qkv.data(), att.data(), B, T, CQ, NH, KV);
@@ -150,9 +165,12 @@ TEST(LlamaOps, MatchPyTorch) {
         for (int r = 0; r < B * T; ++r)
             for (int i = 0; i < S; ++i) {
                 const float g = dqkv[(size_t)r * S + i];
-                if (i < CQ) dq[(size_t)r * CQ + i] = g;
-                else if (i < CQ + CK) dk[(size_t)r * CK + i - CQ] = g;
-                else dv[(size_t)r * CK + i - CQ - CK] = g;
+                if (i < CQ)
+                    dq[(size_t)r * CQ + i] = g;
+                else if (i < CQ + CK)
+                    dk[(size_t)r * CK + i - CQ] = g;
+                else
+                    dv[(size_t)r * CK + i - CQ - CK] = g;
             }
         expect_close(out, get(ref, "gqa.out"), "attention forward");
         expect_close(dq, get(ref, "gqa.dq"), "attention d q");

@@ -28,7 +28,9 @@ struct Variant {
     std::string tag;
     LlamaDims d;
 };
-void PrintTo(const Variant& v, std::ostream* os) { *os << v.tag; }
+void PrintTo(const Variant& v, std::ostream* os) {
+    *os << v.tag;
+}
 
 LlamaDims dims(int heads, int kv, bool bias, bool tied, RopeScaling rs) {
     LlamaDims d;
@@ -55,7 +57,8 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
     for (const auto& p : table.entries()) {
         const bool bias = p.name.find("bias") != std::string::npos;
         if (bias || p.name.find("_norm.weight") != std::string::npos)
-            for (int64_t i = 0; i < p.numel; ++i) params[p.offset + i] = (bias ? 0.0f : 1.0f) + nd(rng);
+            for (int64_t i = 0; i < p.numel; ++i)
+                params[p.offset + i] = (bias ? 0.0f : 1.0f) + nd(rng);
     }
 
     const int B = 3, T = d.seq_len, N = B * T;
@@ -66,7 +69,8 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
 
     // the layers of one rank holding the whole model, their parameters in the flat buffers
     ShardSpec spec{shape, TpGroup{}, Recompute::none, &layer_ops_cpu(), 1.0f / N};
-    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, params.data(), grads.data());
+    std::vector<std::unique_ptr<Layer>> layers =
+        layers_create_bound(spec, params.data(), grads.data());
     Tensor x;
     for (auto& l : layers) x = l->forward(0, std::move(x), batch);
     double loss = 0;
@@ -76,24 +80,38 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
     for (size_t i = layers.size(); i-- > 0;) dx = layers[i]->backward(0, std::move(dx), batch);
 
     // the reference
-    const fs::path dir = fs::temp_directory_path() / ("tessera_llama_" + GetParam().tag + "_" + std::to_string(::getpid()));
+    const fs::path dir = fs::temp_directory_path() /
+                         ("tessera_llama_" + GetParam().tag + "_" + std::to_string(::getpid()));
     fs::create_directories(dir);
     std::vector<TensorView> views;
-    for (const auto& p : table.entries()) views.push_back({p.name, DType::f32, p.shape, params.data() + p.offset});
+    for (const auto& p : table.entries())
+        views.push_back({p.name, DType::f32, p.shape, params.data() + p.offset});
     views.push_back({"inputs", DType::i32, {B, T}, batch.inputs.data()});
     views.push_back({"targets", DType::i32, {B, T}, batch.targets.data()});
     nlohmann::json rs = nlohmann::json::object();
     if (!d.rope_scaling.type.empty())
-        rs = {{"type", d.rope_scaling.type}, {"factor", d.rope_scaling.factor},
-              {"low_freq_factor", d.rope_scaling.low_freq_factor}, {"high_freq_factor", d.rope_scaling.high_freq_factor},
-              {"original_max_position_embeddings", d.rope_scaling.original_max_position_embeddings}};
-    nlohmann::json cfg = {{"n_layer", d.n_layer}, {"n_head", d.n_head}, {"n_kv_head", d.n_kv_head},
-                          {"head_dim", d.head_dim}, {"ffn", d.ffn}, {"norm_eps", d.norm_eps},
-                          {"rope_theta", d.rope_theta}, {"rope_scaling", rs}, {"qkv_bias", d.qkv_bias}, {"qk_norm", d.qk_norm},
+        rs = {
+            {"type", d.rope_scaling.type},
+            {"factor", d.rope_scaling.factor},
+            {"low_freq_factor", d.rope_scaling.low_freq_factor},
+            {"high_freq_factor", d.rope_scaling.high_freq_factor},
+            {"original_max_position_embeddings", d.rope_scaling.original_max_position_embeddings}};
+    nlohmann::json cfg = {{"n_layer", d.n_layer},
+                          {"n_head", d.n_head},
+                          {"n_kv_head", d.n_kv_head},
+                          {"head_dim", d.head_dim},
+                          {"ffn", d.ffn},
+                          {"norm_eps", d.norm_eps},
+                          {"rope_theta", d.rope_theta},
+                          {"rope_scaling", rs},
+                          {"qkv_bias", d.qkv_bias},
+                          {"qk_norm", d.qk_norm},
                           {"tie_embeddings", d.tie_embeddings}};
-    const std::string in = (dir / "in.safetensors").string(), out = (dir / "out.safetensors").string();
+    const std::string in = (dir / "in.safetensors").string(),
+                      out = (dir / "out.safetensors").string();
     safetensors_write(in, views, {{"config", cfg.dump()}});
-    const std::string cmd = "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_llama_ref.py " + in + " " + out;
+    const std::string cmd =
+        "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_llama_ref.py " + in + " " + out;
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     SafetensorsFile ref = SafetensorsFile::open(out);
     auto get = [&](const std::string& name, Shape shape) {
@@ -110,7 +128,8 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
             md = std::max(md, (double)std::fabs(grads[p.offset + i] - g[i]));
             mb = std::max(mb, (double)std::fabs(g[i]));
         }
-        EXPECT_LE(md, std::max(1e-5 * mb, 1e-5)) << p.name << ": largest difference " << md << " (largest " << mb << ")";
+        EXPECT_LE(md, std::max(1e-5 * mb, 1e-5))
+            << p.name << ": largest difference " << md << " (largest " << mb << ")";
         EXPECT_GT(mb, 0) << p.name << ": a zero reference gradient tests nothing";
     }
     fs::remove_all(dir);
@@ -131,7 +150,8 @@ TEST_P(LlamaTorch, CachedDecodingMatchesTheForward) {
     std::mt19937 rng(3);
     std::normal_distribution<float> nd(0.0f, 0.1f);
     for (const auto& p : table.entries())
-        if (p.name.find("bias") != std::string::npos || p.name.find("_norm.weight") != std::string::npos)
+        if (p.name.find("bias") != std::string::npos ||
+            p.name.find("_norm.weight") != std::string::npos)
             for (int64_t i = 0; i < p.numel; ++i) params[p.offset + i] += nd(rng);
     const int T = d.seq_len, V = d.vocab;
     Batch batch;
@@ -142,7 +162,8 @@ TEST_P(LlamaTorch, CachedDecodingMatchesTheForward) {
     // the training forward's per-token losses (evaluation: nothing kept)
     std::vector<float> grads(table.total_numel(), 0.0f);
     ShardSpec spec{shape, TpGroup{}, Recompute::none, &layer_ops_cpu(), 1.0f};
-    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, params.data(), grads.data());
+    std::vector<std::unique_ptr<Layer>> layers =
+        layers_create_bound(spec, params.data(), grads.data());
     Tensor x;
     for (auto& l : layers) x = l->forward(-1, std::move(x), batch);
     const std::vector<float> losses(x.f32(), x.f32() + T);
@@ -169,7 +190,8 @@ TEST_P(LlamaTorch, CachedDecodingMatchesTheForward) {
     for (float v : all) max_abs = std::max(max_abs, (double)std::fabs(v));
     for (int t = P - 1; t < T; ++t) {
         for (int v = 0; v < V; ++v)
-            ASSERT_NEAR(step[v], all[(size_t)t * V + v], 1e-5 * max_abs) << "position " << t << " id " << v;
+            ASSERT_NEAR(step[v], all[(size_t)t * V + v], 1e-5 * max_abs)
+                << "position " << t << " id " << v;
         if (t + 1 < T) step = dec.feed({batch.inputs[t + 1]}, t + 1);
     }
     EXPECT_THROW(dec.feed({1}, T), Error);  // past the cache
@@ -179,9 +201,11 @@ INSTANTIATE_TEST_SUITE_P(
     Variants, LlamaTorch,
     ::testing::Values(Variant{"tied_gqa", dims(4, 2, false, true, {})},
                       Variant{"qwen2_bias", dims(4, 1, true, true, {})},
-                      Variant{"untied_llama3", dims(4, 2, false, false, {"llama3", 8.0, 1.0, 4.0, 6})},
+                      Variant{"untied_llama3",
+                              dims(4, 2, false, false, {"llama3", 8.0, 1.0, 4.0, 6})},
                       Variant{"linear_mha", dims(2, 2, false, true, {"linear", 2.0})},
-                      Variant{"qwen3_qk_norm", [] {
+                      Variant{"qwen3_qk_norm",
+                              [] {
                                   LlamaDims d = dims(4, 2, false, true, {});
                                   d.qk_norm = true;
                                   return d;

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "engine/io/safetensors.h"
 #include "engine/core/error.h"
+#include "engine/io/safetensors.h"
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_import.h"
 #include "engine/model/mlp.h"
@@ -46,9 +46,9 @@ OptimizerConfig opt_config(const nlohmann::json& h) {
 }
 
 nlohmann::json base_hyper() {
-    return {{"lr", 3e-3},   {"min_lr", 3e-4},     {"warmup_steps", 3}, {"steps", 10},
-            {"beta1", 0.9}, {"beta2", 0.95},      {"eps", 1e-8},       {"weight_decay", 0.1},
-            {"grad_clip", 1.0}};
+    return {{"lr", 3e-3},  {"min_lr", 3e-4},      {"warmup_steps", 3},
+            {"steps", 10}, {"beta1", 0.9},        {"beta2", 0.95},
+            {"eps", 1e-8}, {"weight_decay", 0.1}, {"grad_clip", 1.0}};
 }
 
 // Runs torch_ref.py on the case; returns the reference outputs.
@@ -63,22 +63,27 @@ SafetensorsFile run_reference(Case& c, const fs::path& dir) {
     for (size_t k = 0; k < c.batches.size(); ++k) {
         const Batch& b = c.batches[k];
         if (c.kind != "mlp") {
-            views.push_back({"inputs." + std::to_string(k), DType::i32,
-                             {b.batch_size, b.seq_len}, b.inputs.data()});
-            views.push_back({"targets." + std::to_string(k), DType::i32,
-                             {b.batch_size, b.seq_len}, b.targets.data()});
+            views.push_back({"inputs." + std::to_string(k),
+                             DType::i32,
+                             {b.batch_size, b.seq_len},
+                             b.inputs.data()});
+            views.push_back({"targets." + std::to_string(k),
+                             DType::i32,
+                             {b.batch_size, b.seq_len},
+                             b.targets.data()});
         } else {
-            views.push_back({"features." + std::to_string(k), DType::f32,
+            views.push_back({"features." + std::to_string(k),
+                             DType::f32,
                              {b.batch_size, (int64_t)(b.features.size() / b.batch_size)},
                              b.features.data()});
-            views.push_back({"targets." + std::to_string(k), DType::i32, {b.batch_size},
-                             b.targets.data()});
+            views.push_back(
+                {"targets." + std::to_string(k), DType::i32, {b.batch_size}, b.targets.data()});
         }
     }
     fs::create_directories(dir);
     std::string in = (dir / "in.safetensors").string(), out = (dir / "out.safetensors").string();
-    safetensors_write(in, views,
-                      {{"hyper", c.hyper.dump()}, {"params", names.dump()}, {"decay", decay.dump()}});
+    safetensors_write(
+        in, views, {{"hyper", c.hyper.dump()}, {"params", names.dump()}, {"decay", decay.dump()}});
     std::string cmd = "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_ref.py " + c.kind + " " +
                       in + " " + out;
     int rc = std::system(cmd.c_str());
@@ -122,8 +127,8 @@ double rel_max_err(const float* a, const std::vector<float>& b) {
 }
 
 void check_against_torch(Case& c, const std::string& tag) {
-    fs::path dir = fs::temp_directory_path() / ("tessera_torch_" + tag + "_" +
-                                                std::to_string(::getpid()));
+    fs::path dir =
+        fs::temp_directory_path() / ("tessera_torch_" + tag + "_" + std::to_string(::getpid()));
     SafetensorsFile ref = run_reference(c, dir);
     Model& m = *c.model;
     const auto& table = m.param_table();
@@ -189,14 +194,14 @@ TEST(TorchReference, GptLossGradientsAndTenAdamWSteps) {
 // The Llama family's layers (engine/parallel/llama_layers.cpp) on one CPU rank as a Model: the
 // runtime's own forward and backward over the whole model.
 class LlamaLayers final : public Model {
-public:
+  public:
     explicit LlamaLayers(const LlamaDims& d) {
         shape_.family = ModelShape::Family::llama;
         shape_.llama = d;
         allocate(shape_.param_table());
     }
     StepResult forward_backward(const Batch& b, float loss_scale) override {
-        if (loss_scale != scale_) build(loss_scale);  // the head makes d(loss_scale · Σ losses)
+        if (loss_scale != scale_) build(loss_scale);   // the head makes d(loss_scale · Σ losses)
         for (auto& l : layers_) ++l->weights_version;  // the optimizer moved the weights
         Tensor x;
         for (auto& l : layers_) x = l->forward(0, std::move(x), b);
@@ -213,12 +218,13 @@ public:
     double train_flops_per_target() const override { return 0.0; }
     std::string describe() const override { return "llama layers"; }
 
-private:
+  private:
     void build(float loss_scale) {
         scale_ = loss_scale;
         layers_.clear();
-        layers_ = layers_create_bound(ShardSpec{shape_, TpGroup{}, Recompute::none, &layer_ops_cpu(), loss_scale},
-                                      params_.f32(), grads_.f32());
+        layers_ = layers_create_bound(
+            ShardSpec{shape_, TpGroup{}, Recompute::none, &layer_ops_cpu(), loss_scale},
+            params_.f32(), grads_.f32());
     }
     ModelShape shape_;
     float scale_ = 0.0f;
@@ -237,12 +243,22 @@ TEST(TorchReference, LlamaLossGradientsAndTenAdamWSteps) {
     c.model = std::make_unique<LlamaLayers>(d);
     c.model->init_params(5);
     c.hyper = base_hyper();
-    c.hyper.update({{"n_layer", d.n_layer}, {"n_head", d.n_head}, {"n_kv_head", d.n_kv_head},
-                    {"head_dim", d.head_dim}, {"ffn", d.ffn}, {"norm_eps", d.norm_eps},
-                    {"rope_theta", d.rope_theta}, {"qkv_bias", false}, {"qk_norm", true},
+    c.hyper.update({{"n_layer", d.n_layer},
+                    {"n_head", d.n_head},
+                    {"n_kv_head", d.n_kv_head},
+                    {"head_dim", d.head_dim},
+                    {"ffn", d.ffn},
+                    {"norm_eps", d.norm_eps},
+                    {"rope_theta", d.rope_theta},
+                    {"qkv_bias", false},
+                    {"qk_norm", true},
                     {"tie_embeddings", false},
-                    {"rope_scaling", {{"type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                                      {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8}}}});
+                    {"rope_scaling",
+                     {{"type", "llama3"},
+                      {"factor", 8.0},
+                      {"low_freq_factor", 1.0},
+                      {"high_freq_factor", 4.0},
+                      {"original_max_position_embeddings", 8}}}});
     c.batches = random_token_batches(d.seq_len, d.vocab, 13);
     check_against_torch(c, "llama");
 }

@@ -4,7 +4,6 @@
 // example project, three steps of the quickstart, tessera-studio --version (offscreen), and
 // lintian on the .deb, which must report no error (E:).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -20,14 +19,16 @@ using tessera::test_support::run_command;
 
 namespace {
 
-std::string quote(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string quote(const fs::path& p) {
+    return "'" + p.string() + "'";
+}
 
 bool on_path(const char* program) {
     return run_command(std::string("command -v ") + program + " >/dev/null").exit_code == 0;
 }
 
 class PackageTest : public ::testing::Test {
-protected:
+  protected:
     static inline fs::path tmp_;   // temp folder for this suite
     static inline fs::path deb_;   // the .deb that cpack wrote
     static inline fs::path root_;  // dpkg -x of it
@@ -42,8 +43,9 @@ protected:
         tmp_ = tmpl;
         root_ = tmp_ / "root";
         const fs::path build = TESSERA_BUILD_DIR;
-        CommandResult pack = run_command(str_cmd({CPACK_COMMAND, "-G", "DEB", "-B", quote(tmp_ / "pkg"),
-                                                  "--config", quote(build / "CPackConfig.cmake")}));
+        CommandResult pack =
+            run_command(str_cmd({CPACK_COMMAND, "-G", "DEB", "-B", quote(tmp_ / "pkg"), "--config",
+                                 quote(build / "CPackConfig.cmake")}));
         if (pack.exit_code != 0) {
             setup_error_ = "cpack failed:\n" + pack.output;
             return;
@@ -51,7 +53,8 @@ protected:
         for (const auto& e : fs::directory_iterator(tmp_ / "pkg"))
             if (e.path().extension() == ".deb") deb_ = e.path();
         if (deb_.empty()) {
-            setup_error_ = "cpack wrote no .deb into " + (tmp_ / "pkg").string() + ":\n" + pack.output;
+            setup_error_ =
+                "cpack wrote no .deb into " + (tmp_ / "pkg").string() + ":\n" + pack.output;
             return;
         }
         CommandResult x = run_command("dpkg -x " + quote(deb_) + " " + quote(root_));
@@ -76,9 +79,10 @@ protected:
 };
 
 TEST_F(PackageTest, InstallsProgramsDocsAndDesktopFiles) {
-    for (const char* f : {"usr/bin/tessera", "usr/bin/tessera-fetch-data", "usr/share/man/man1/tessera.1.gz",
-                          "usr/share/doc/tessera/copyright", "usr/share/doc/tessera/changelog.gz",
-                          "usr/share/tessera/projects/quickstart/project.yaml"})
+    for (const char* f :
+         {"usr/bin/tessera", "usr/bin/tessera-fetch-data", "usr/share/man/man1/tessera.1.gz",
+          "usr/share/doc/tessera/copyright", "usr/share/doc/tessera/changelog.gz",
+          "usr/share/tessera/projects/quickstart/project.yaml"})
         EXPECT_TRUE(fs::exists(root_ / f)) << f << " is not in " << deb_;
     if (fs::exists(bin("tessera-studio"))) {
         for (const char* f : {"usr/share/applications/tessera-studio.desktop",
@@ -91,7 +95,8 @@ TEST_F(PackageTest, InstallsProgramsDocsAndDesktopFiles) {
     // example projects ship without the source tree's runs and checkpoints
     for (const auto& e : fs::recursive_directory_iterator(projects())) {
         const std::string name = e.path().filename().string();
-        EXPECT_TRUE(name.rfind("runs.db", 0) != 0 && name != "checkpoints") << e.path() << " was packaged";
+        EXPECT_TRUE(name.rfind("runs.db", 0) != 0 && name != "checkpoints")
+            << e.path() << " was packaged";
     }
 }
 
@@ -106,10 +111,12 @@ TEST_F(PackageTest, CheckEveryInstalledExampleProject) {
     for (const auto& e : fs::directory_iterator(projects())) {
         fs::path yaml = e.path() / "project.yaml";
         if (!fs::exists(yaml)) continue;
-        if (fs::exists(e.path() / "prepare.sh")) {  // its data is made from text: prepared in a copy first
+        if (fs::exists(e.path() /
+                       "prepare.sh")) {  // its data is made from text: prepared in a copy first
             const fs::path copy = fs::path(tmp_) / e.path().filename();
-            CommandResult p = run_command("cp -r " + quote(e.path()) + " " + quote(copy) + " && TESSERA=" +
-                                          quote(bin("tessera")) + " bash " + quote(copy / "prepare.sh"));
+            CommandResult p = run_command("cp -r " + quote(e.path()) + " " + quote(copy) +
+                                          " && TESSERA=" + quote(bin("tessera")) + " bash " +
+                                          quote(copy / "prepare.sh"));
             ASSERT_EQ(p.exit_code, 0) << p.output;
             yaml = copy / "project.yaml";
         }
@@ -134,26 +141,30 @@ TEST_F(PackageTest, QuickstartRunsThreeStepsHeadless) {
 TEST_F(PackageTest, MissingDataErrorSaysWhereTheCacheIsAndHowToFillIt) {
     const fs::path empty_cache = tmp_ / "empty-cache";
     fs::create_directories(empty_cache);
-    CommandResult r = run_command("TESSERA_DATA_DIR=" + quote(empty_cache) + " " + quote(bin("tessera")) +
-                                  " data prepare brown");
+    CommandResult r = run_command("TESSERA_DATA_DIR=" + quote(empty_cache) + " " +
+                                  quote(bin("tessera")) + " data prepare brown");
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find("the data cache is " + empty_cache.string()), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("the data cache is " + empty_cache.string()), std::string::npos)
+        << r.output;
     EXPECT_NE(r.output.find("tessera-fetch-data"), std::string::npos) << r.output;
     // and `tessera data where` names the same folder
-    r = run_command("TESSERA_DATA_DIR=" + quote(empty_cache) + " " + quote(bin("tessera")) + " data where");
+    r = run_command("TESSERA_DATA_DIR=" + quote(empty_cache) + " " + quote(bin("tessera")) +
+                    " data where");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("data cache: " + empty_cache.string()), std::string::npos) << r.output;
 }
 
 TEST_F(PackageTest, StudioVersionOffscreen) {
     if (!fs::exists(bin("tessera-studio"))) GTEST_SKIP() << "this build has no tessera-studio";
-    CommandResult r = run_command("QT_QPA_PLATFORM=offscreen " + quote(bin("tessera-studio")) + " --version");
+    CommandResult r =
+        run_command("QT_QPA_PLATFORM=offscreen " + quote(bin("tessera-studio")) + " --version");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("tessera-studio " TESSERA_VERSION), std::string::npos) << r.output;
 }
 
 TEST_F(PackageTest, LintianReportsNoErrors) {
-    if (!on_path("lintian")) GTEST_SKIP() << "lintian is not installed (scripts/setup.sh installs it)";
+    if (!on_path("lintian"))
+        GTEST_SKIP() << "lintian is not installed (scripts/setup.sh installs it)";
     CommandResult r = run_command("lintian " + quote(deb_));
     std::string errors;
     size_t pos = 0;

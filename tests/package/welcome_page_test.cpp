@@ -1,6 +1,8 @@
 // The Welcome page (offscreen): where it finds the example projects, creating a new project from
 // the quickstart template (named after its folder; refused with a reason when the folder already
 // holds a project or the template is missing), and the page listing the source tree's examples.
+#include "ui/welcome/welcome_page.h"
+
 #include <gtest/gtest.h>
 
 #include <QApplication>
@@ -11,7 +13,6 @@
 
 #include "ui/common/project_document.h"
 #include "ui/shell/main_window.h"
-#include "ui/welcome/welcome_page.h"
 
 using namespace tessera::studio;
 
@@ -20,7 +21,7 @@ namespace {
 const QString kSourceProjects = QDir::cleanPath(QStringLiteral(TESSERA_TESTS_DIR) + "/../projects");
 
 class WelcomeTest : public ::testing::Test {
-protected:
+  protected:
     static void SetUpTestSuite() {
         static int argc = 1;
         static char arg0[] = "welcome_page_test";
@@ -34,7 +35,8 @@ protected:
 TEST_F(WelcomeTest, FindsTheSourceTreesExamplesAboveTheBinary) {
     qunsetenv("TESSERA_PROJECTS_DIR");
     // <source>/build*/bin -> walks up to the source tree's projects/
-    EXPECT_EQ(welcome_find_examples_dir(QStringLiteral(TESSERA_TESTS_DIR) + "/../build-x/bin"), kSourceProjects);
+    EXPECT_EQ(welcome_find_examples_dir(QStringLiteral(TESSERA_TESTS_DIR) + "/../build-x/bin"),
+              kSourceProjects);
     EXPECT_EQ(welcome_find_examples_dir(QStringLiteral(TESSERA_BIN_DIR)), kSourceProjects);
     QTemporaryDir nowhere;
     EXPECT_TRUE(welcome_find_examples_dir(nowhere.path()).isEmpty());
@@ -42,7 +44,8 @@ TEST_F(WelcomeTest, FindsTheSourceTreesExamplesAboveTheBinary) {
     QTemporaryDir prefix;
     QDir().mkpath(prefix.filePath("share/tessera/projects"));
     QDir().mkpath(prefix.filePath("bin"));
-    EXPECT_EQ(welcome_find_examples_dir(prefix.filePath("bin")), prefix.filePath("share/tessera/projects"));
+    EXPECT_EQ(welcome_find_examples_dir(prefix.filePath("bin")),
+              prefix.filePath("share/tessera/projects"));
 }
 
 TEST_F(WelcomeTest, CreatesAProjectFromTheQuickstartTemplate) {
@@ -71,7 +74,8 @@ TEST_F(WelcomeTest, PageListsExamplesAndTheDataCache) {
     auto* page = new WelcomePage(&win, &doc, &win);
     win.addPage("Welcome", page);
     const QStringList examples = page->exampleProjects();
-    EXPECT_TRUE(examples.contains(kSourceProjects + "/quickstart")) << examples.join(", ").toStdString();
+    EXPECT_TRUE(examples.contains(kSourceProjects + "/quickstart"))
+        << examples.join(", ").toStdString();
     EXPECT_EQ(welcome_data_cache_dir(), "/tmp/tessera-welcome-cache");
     qunsetenv("TESSERA_PROJECTS_DIR");
     qunsetenv("TESSERA_DATA_DIR");

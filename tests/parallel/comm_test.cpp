@@ -2,6 +2,8 @@
 // store served by the test process, runs collectives and point-to-point transfers, and checks
 // every result; the watchdog test checks the timeout message names collective, sequence, group
 // and the missing rank.
+#include "engine/parallel/comm.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,7 +17,6 @@
 #include <thread>
 
 #include "engine/core/error.h"
-#include "engine/parallel/comm.h"
 #include "engine/parallel/tcp_store.h"
 
 using namespace tessera;
@@ -26,8 +27,8 @@ namespace {
 // Harness: run body(groups) in `world` forked ranks; each rank writes "ok" or its failure to
 // <dir>/rank<R>.txt. Returns the per-rank texts.
 
-#define RANK_CHECK(cond, ...)                                                     \
-    do {                                                                          \
+#define RANK_CHECK(cond, ...)                                                         \
+    do {                                                                              \
         if (!(cond)) throw Error(str_cat(__LINE__, ": `", #cond, "` ", __VA_ARGS__)); \
     } while (0)
 
@@ -77,7 +78,8 @@ std::vector<std::string> run_ranks(const MeshShape& mesh, std::chrono::milliseco
         waitpid(p, &st, 0);
     }
     std::vector<std::string> out;
-    for (int r = 0; r < mesh.world(); ++r) out.push_back(read_text(str_cat(dir, "/rank", r, ".txt")));
+    for (int r = 0; r < mesh.world(); ++r)
+        out.push_back(read_text(str_cat(dir, "/rank", r, ".txt")));
     std::system(str_cat("rm -rf ", dir).c_str());
     return out;
 }
@@ -235,7 +237,8 @@ TEST(CommGloo, WatchdogNamesCollectiveSequenceGroupAndMissingRank) {
             c->all_reduce(&x, 1);  // #2: rank 2 never joins
         } catch (const Error& e) {
             auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now() - t0).count();
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
             // the next call must refuse at once
             try {
                 c->barrier();
@@ -257,8 +260,9 @@ TEST(CommGloo, WatchdogNamesCollectiveSequenceGroupAndMissingRank) {
         long ms = std::stol(t.substr(11));
         EXPECT_GE(ms, 900);
         EXPECT_LT(ms, 1000 + 1500);
-        EXPECT_NE(t.find(str_cat("rank ", r, " (dp", r, ".tp0.pp0): all_reduce #2 on group "
-                                             "world[0,1,2] did not complete within 1000 ms (")),
+        EXPECT_NE(t.find(str_cat("rank ", r, " (dp", r,
+                                 ".tp0.pp0): all_reduce #2 on group "
+                                 "world[0,1,2] did not complete within 1000 ms (")),
                   std::string::npos);
         EXPECT_NE(t.find("rank 2 (dp2.tp0.pp0) has only reached #1"), std::string::npos);
     }

@@ -44,9 +44,13 @@ TEST(RankEnv, Single) {
 }
 
 TEST(RankEnv, Tessera) {
-    env_reset({{"TESSERA_RANK", "3"}, {"TESSERA_WORLD_SIZE", "4"}, {"TESSERA_LOCAL_RANK", "1"},
-               {"TESSERA_MASTER_ADDR", "10.0.0.5"}, {"TESSERA_MASTER_PORT", "4242"},
-               {"RANK", "0"}, {"WORLD_SIZE", "2"}});  // tessera's own take precedence
+    env_reset({{"TESSERA_RANK", "3"},
+               {"TESSERA_WORLD_SIZE", "4"},
+               {"TESSERA_LOCAL_RANK", "1"},
+               {"TESSERA_MASTER_ADDR", "10.0.0.5"},
+               {"TESSERA_MASTER_PORT", "4242"},
+               {"RANK", "0"},
+               {"WORLD_SIZE", "2"}});  // tessera's own take precedence
     RankEnv e = rank_env_from_environment();
     EXPECT_EQ(e.source, "tessera");
     EXPECT_EQ(e.rank, 3);
@@ -57,7 +61,10 @@ TEST(RankEnv, Tessera) {
 }
 
 TEST(RankEnv, Torchrun) {
-    env_reset({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"MASTER_ADDR", "node0"},
+    env_reset({{"RANK", "1"},
+               {"WORLD_SIZE", "2"},
+               {"LOCAL_RANK", "1"},
+               {"MASTER_ADDR", "node0"},
                {"MASTER_PORT", "29500"}});
     RankEnv e = rank_env_from_environment();
     EXPECT_EQ(e.source, "torchrun");
@@ -69,8 +76,11 @@ TEST(RankEnv, Torchrun) {
 }
 
 TEST(RankEnv, OpenMpi) {
-    env_reset({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"MASTER_ADDR", "h1"}, {"MASTER_PORT", "1234"}});
+    env_reset({{"OMPI_COMM_WORLD_RANK", "5"},
+               {"OMPI_COMM_WORLD_SIZE", "8"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+               {"MASTER_ADDR", "h1"},
+               {"MASTER_PORT", "1234"}});
     RankEnv e = rank_env_from_environment();
     EXPECT_EQ(e.source, "mpirun");
     EXPECT_EQ(e.rank, 5);
@@ -88,8 +98,11 @@ TEST(RankEnv, OpenMpiWithoutMasterTellsWhatToSet) {
 }
 
 TEST(RankEnv, Slurm) {
-    env_reset({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
-               {"MASTER_ADDR", "n7"}, {"MASTER_PORT", "3000"}});
+    env_reset({{"SLURM_PROCID", "2"},
+               {"SLURM_NTASKS", "4"},
+               {"SLURM_LOCALID", "0"},
+               {"MASTER_ADDR", "n7"},
+               {"MASTER_PORT", "3000"}});
     RankEnv e = rank_env_from_environment();
     EXPECT_EQ(e.source, "srun");
     EXPECT_EQ(e.rank, 2);
@@ -99,15 +112,15 @@ TEST(RankEnv, Slurm) {
 }
 
 TEST(RankEnv, BadValuesNameTheVariable) {
-    std::string m = input_error({{"RANK", "x1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"},
-                                 {"MASTER_PORT", "1"}});
+    std::string m = input_error(
+        {{"RANK", "x1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}});
     EXPECT_NE(m.find("RANK='x1' is not an integer"), std::string::npos) << m;
-    m = input_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"},
-                     {"MASTER_PORT", "70000"}});
+    m = input_error(
+        {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "70000"}});
     EXPECT_NE(m.find("MASTER_PORT='70000' is not an integer in [1, 65535]"), std::string::npos)
         << m;
-    m = input_error({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}, {"MASTER_ADDR", "a"},
-                     {"MASTER_PORT", "1"}});
+    m = input_error(
+        {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "1"}});
     EXPECT_NE(m.find("SLURM_PROCID=4 is not below the world size 4"), std::string::npos) << m;
     m = input_error({{"TESSERA_RANK", "0"}, {"TESSERA_WORLD_SIZE", "2"}});
     EXPECT_NE(m.find("TESSERA_MASTER_ADDR is not set"), std::string::npos) << m;

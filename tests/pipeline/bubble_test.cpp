@@ -38,8 +38,10 @@ struct Bubble {
 };
 
 // kind, v: the schedule the sets choose (pp 4, 8 micro-batches)
-Bubble measured_bubble(const std::string& tag, const std::vector<std::string>& sets, ScheduleKind kind, int v) {
-    fs::path dir = fs::temp_directory_path() / ("tessera_bubble_" + tag + std::to_string(::getpid()));
+Bubble measured_bubble(const std::string& tag, const std::vector<std::string>& sets,
+                       ScheduleKind kind, int v) {
+    fs::path dir =
+        fs::temp_directory_path() / ("tessera_bubble_" + tag + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << R"(name: bubble
@@ -78,12 +80,14 @@ TEST(PipelineBubble, SchedulesKeepTheirShapeOnCpuRanks) {
     const double f1b_theory = 3.0 / 11.0, zb_theory = 3.0 / 27.0;
     Bubble f1b = measured_bubble("1f1b", {"parallel.schedule=1f1b"}, ScheduleKind::one_f_one_b, 1);
     Bubble zb = measured_bubble("zbh1", {"parallel.schedule=zb-h1"}, ScheduleKind::zb_h1, 1);
-    Bubble inter = measured_bubble("inter", {"parallel.schedule=interleaved", "parallel.virtual_stages=2"},
-                                   ScheduleKind::interleaved, 2);
-    std::printf("pp4 m8 bubble, measured / simulated at the measured stage times / unit theory:\n"
-                "  1f1b %.3f / %.3f / %.3f\n  zb-h1 %.3f / %.3f / %.3f\n  interleaved v2 %.3f / %.3f\n",
-                f1b.measured, f1b.simulated, f1b_theory, zb.measured, zb.simulated, zb_theory, inter.measured,
-                inter.simulated);
+    Bubble inter =
+        measured_bubble("inter", {"parallel.schedule=interleaved", "parallel.virtual_stages=2"},
+                        ScheduleKind::interleaved, 2);
+    std::printf(
+        "pp4 m8 bubble, measured / simulated at the measured stage times / unit theory:\n"
+        "  1f1b %.3f / %.3f / %.3f\n  zb-h1 %.3f / %.3f / %.3f\n  interleaved v2 %.3f / %.3f\n",
+        f1b.measured, f1b.simulated, f1b_theory, zb.measured, zb.simulated, zb_theory,
+        inter.measured, inter.simulated);
     EXPECT_NEAR(f1b.measured, f1b.simulated, 0.03);
     EXPECT_NEAR(zb.measured, zb.simulated, 0.03);
     EXPECT_LT(zb.measured, f1b.measured - 0.05) << "zb-h1 should idle well below 1f1b";

@@ -45,7 +45,8 @@ Grads run(const ModelShape& shape, Recompute rc, bool split) {
     for (size_t i = 0; i < weights.size(); ++i)
         weights[i] = 0.05f * std::sin(0.37f * (float)i) + 0.01f;
     ShardSpec spec{shape, TpGroup{}, rc, &layer_ops_cpu(), 1.0f / 16};
-    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, weights.data(), grads.data());
+    std::vector<std::unique_ptr<Layer>> layers =
+        layers_create_bound(spec, weights.data(), grads.data());
     std::vector<Batch> batches(2);
     for (int m = 0; m < 2; ++m) {
         batches[m].batch_size = 2;

@@ -27,8 +27,8 @@ using namespace tessera;
 
 namespace {
 
-// bench/gpu_memory_dump.py's project.yaml; the estimator reads no data, so a named dataset stands in
-// for its random shard (preset gpt2 sets the vocabulary either way)
+// bench/gpu_memory_dump.py's project.yaml; the estimator reads no data, so a named dataset stands
+// in for its random shard (preset gpt2 sets the vocabulary either way)
 const char* kConfig = R"(name: gpu_memory
 model: {preset: gpt2}
 data: {dataset: brown}
@@ -44,7 +44,9 @@ nlohmann::json measured_json(const char* file = "h200_gpt2_memory.json") {
     return nlohmann::json::parse(f);
 }
 
-double gib(double b) { return b / (1024.0 * 1024.0 * 1024.0); }
+double gib(double b) {
+    return b / (1024.0 * 1024.0 * 1024.0);
+}
 
 template <typename... A>
 std::string str_format(const char* fmt, A... a) {
@@ -84,7 +86,8 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
     int checked = 0, device_checked = 0;
     for (const auto& [tag, plan] : all.items()) {
         ASSERT_TRUE(plan.contains("measured")) << tag << ": no measurement in the dump";
-        ASSERT_TRUE(plan.contains("produced_by")) << tag << ": the fixture must say what produced it";
+        ASSERT_TRUE(plan.contains("produced_by"))
+            << tag << ": the fixture must say what produced it";
         std::vector<std::string> sets = plan.at("sets").get<std::vector<std::string>>();
         RunConfig cfg = config_parse(kConfig, tag + ".yaml", sets);
         PlanEstimate est = estimate_plan(cfg, device_spec("H200"));
@@ -100,19 +103,23 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
             if (plan.contains("device_measured")) {
                 const double dev_m = plan.at("device_measured").at(rank_s).get<double>();
                 const double err = (e.device_peak_bytes - dev_m) / dev_m;
-                dev_col = str_format("%7.3f/%7.3f (%+5.1f%%)", gib(e.device_peak_bytes), gib(dev_m), 100 * err);
+                dev_col = str_format("%7.3f/%7.3f (%+5.1f%%)", gib(e.device_peak_bytes), gib(dev_m),
+                                     100 * err);
                 const double tol = tag == "full" ? 0.06 : 0.05;
-                EXPECT_NEAR(err, 0.0, tol) << tag << " rank " << rank << ": device peak predicted "
-                                           << e.device_peak_bytes << " bytes, NVML " << (int64_t)dev_m;
+                EXPECT_NEAR(err, 0.0, tol)
+                    << tag << " rank " << rank << ": device peak predicted " << e.device_peak_bytes
+                    << " bytes, NVML " << (int64_t)dev_m;
                 ++device_checked;
             }
-            std::string row = str_format("%-11s %4d  %s %7.3f/%7.3f (%+5.1f%%) ", tag.c_str(), rank, dev_col.c_str(),
-                                         gib(eng_p), gib(eng_m), 100.0 * (eng_p - eng_m) / eng_m);
+            std::string row = str_format("%-11s %4d  %s %7.3f/%7.3f (%+5.1f%%) ", tag.c_str(), rank,
+                                         dev_col.c_str(), gib(eng_p), gib(eng_m),
+                                         100.0 * (eng_p - eng_m) / eng_m);
             for (const Figure& f : fig) {
                 if (f.name == "device") continue;
                 const double m = meas.at(f.name + "_bytes").get<double>();
-                row += " " + f.name + (m > 0 ? str_format(" %+.1f%%", 100.0 * (f.pred - m) / m)
-                                             : str_format(" %s", f.pred == 0 ? "0=0" : "0!=0"));
+                row += " " + f.name +
+                       (m > 0 ? str_format(" %+.1f%%", 100.0 * (f.pred - m) / m)
+                              : str_format(" %s", f.pred == 0 ? "0=0" : "0!=0"));
             }
             std::printf("%s\n", row.c_str());
             for (const Figure& f : fig) {
@@ -124,7 +131,7 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
             }
         }
     }
-    EXPECT_GE(checked, 13 * 9);   // every plan of the dump, every figure
+    EXPECT_GE(checked, 13 * 9);    // every plan of the dump, every figure
     EXPECT_GE(device_checked, 7);  // the one-GPU plans, gpt2-large and gpt2-xl
 }
 
@@ -146,7 +153,8 @@ TEST(EstimatorGpu, H200Gpt2StepTimeWithinTenPercentOfWallClock) {
         const double meas = plan.at("measured_tok_per_s").get<double>();
         std::printf("%-22s %10.0f %10.0f %+7.1f%%\n", tag.c_str(), meas, est.tokens_per_s,
                     100.0 * (est.tokens_per_s - meas) / meas);
-        EXPECT_NEAR(est.tokens_per_s, meas, 0.10 * meas) << tag << ": predicted " << est.tokens_per_s << " tokens/s";
+        EXPECT_NEAR(est.tokens_per_s, meas, 0.10 * meas)
+            << tag << ": predicted " << est.tokens_per_s << " tokens/s";
         ++checked;
     }
     EXPECT_GE(checked, 11);
@@ -165,21 +173,23 @@ data: {dataset: brown}
 train: {steps: 30, micro_batch: 8, grad_accum: 1, eval_every: 0}
 runtime: {device: cuda, precision: bf16}
 )";
-    std::printf("%-20s %10s %10s %8s %9s %9s %8s\n", "plan", "measured", "predicted", "error", "dev GiB", "pred GiB",
-                "error");
+    std::printf("%-20s %10s %10s %8s %9s %9s %8s\n", "plan", "measured", "predicted", "error",
+                "dev GiB", "pred GiB", "error");
     int checked = 0;
     for (const auto& [tag, plan] : data.at("plans").items()) {
-        RunConfig cfg = config_parse(base, "llama_step.yaml", plan.at("sets").get<std::vector<std::string>>());
+        RunConfig cfg =
+            config_parse(base, "llama_step.yaml", plan.at("sets").get<std::vector<std::string>>());
         const PlanEstimate est = estimate_plan(cfg, device_spec("H200"));
         EXPECT_EQ(est.step_model, "ops") << tag;
         const double meas = plan.at("measured_tok_per_s").get<double>();
         const double dev = plan.at("measured_device_gib").get<double>() * (1 << 30);
         double pred_dev = 0;
         for (const auto& r : est.ranks) pred_dev = std::max(pred_dev, (double)r.device_peak_bytes);
-        std::printf("%-20s %10.0f %10.0f %+7.1f%% %9.2f %9.2f %+7.1f%%\n", tag.c_str(), meas, est.tokens_per_s,
-                    100.0 * (est.tokens_per_s - meas) / meas, dev / (1 << 30), pred_dev / (1 << 30),
-                    100.0 * (pred_dev - dev) / dev);
-        EXPECT_NEAR(est.tokens_per_s, meas, 0.10 * meas) << tag << ": predicted " << est.tokens_per_s << " tokens/s";
+        std::printf("%-20s %10.0f %10.0f %+7.1f%% %9.2f %9.2f %+7.1f%%\n", tag.c_str(), meas,
+                    est.tokens_per_s, 100.0 * (est.tokens_per_s - meas) / meas, dev / (1 << 30),
+                    pred_dev / (1 << 30), 100.0 * (pred_dev - dev) / dev);
+        EXPECT_NEAR(est.tokens_per_s, meas, 0.10 * meas)
+            << tag << ": predicted " << est.tokens_per_s << " tokens/s";
         EXPECT_NEAR(pred_dev, dev, 0.05 * dev) << tag;
         ++checked;
     }
@@ -198,7 +208,8 @@ TEST(EstimatorGpu, TwoH200sGpt2WithinFifteenPercentOfOlderMedians) {
         RunConfig cfg = config_parse(kConfig, tag + ".yaml", sets);
         const double pred = estimate_plan(cfg, device_spec("H200")).tokens_per_s;
         const double meas = plan.at("tok_s").get<double>();
-        std::printf("%-10s %10.0f %10.0f %+7.1f%%\n", tag.c_str(), meas, pred, 100.0 * (pred - meas) / meas);
+        std::printf("%-10s %10.0f %10.0f %+7.1f%%\n", tag.c_str(), meas, pred,
+                    100.0 * (pred - meas) / meas);
         EXPECT_NEAR(pred, meas, 0.15 * meas) << tag << ": predicted " << pred << " tokens/s";
         ++checked;
     }
@@ -211,7 +222,8 @@ TEST(EstimatorGpu, Bf16HalvesActivationsAndNoAttentionScores) {
     const std::vector<std::string> base;
     RunConfig bf16 = config_parse(kConfig, "bf16.yaml", base);
     RunConfig fp32 = config_parse(kConfig, "fp32.yaml", {"runtime.precision=fp32"});
-    RunConfig cpu = config_parse(kConfig, "cpu.yaml", {"runtime.device=cpu", "runtime.precision=fp32"});
+    RunConfig cpu =
+        config_parse(kConfig, "cpu.yaml", {"runtime.device=cpu", "runtime.precision=fp32"});
     const DeviceSpec h200 = device_spec("H200");
     auto act = [&](const RunConfig& c) {
         return (double)estimate_plan(c, h200).ranks[0].peak_bytes[(int)MemCategory::activations];

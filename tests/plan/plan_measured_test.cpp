@@ -40,7 +40,8 @@ train: {steps: 3, micro_batch: 32, grad_accum: 2, lr: 5.0e-4, min_lr: 5.0e-5, wa
 log: {db: runs.db, every: 1}
 )";
 
-// The Llama family (llama-tiny: 4 query heads over 2 key/value heads; the runtime even on one rank).
+// The Llama family (llama-tiny: 4 query heads over 2 key/value heads; the runtime even on one
+// rank).
 const char* kLlamaBase = R"(name: plan_measured_llama
 model: {preset: llama-tiny, seq_len: 16, tie_embeddings: false}
 data: {dataset: brown}
@@ -56,7 +57,9 @@ struct Plan {
     const char* base = kBase;
 };
 // gtest prints the parameter in test listings (and CTest's names): the plan's tag, not its bytes
-void PrintTo(const Plan& p, std::ostream* os) { *os << p.tag; }
+void PrintTo(const Plan& p, std::ostream* os) {
+    *os << p.tag;
+}
 
 std::vector<Plan> plans() {
     return {
@@ -82,33 +85,43 @@ std::vector<Plan> plans() {
         {"1f1b_pp2", {"parallel.pp=2", "parallel.schedule=1f1b"}, 4},
         {"1f1b_pp4", {"parallel.pp=4", "parallel.schedule=1f1b"}, 8},
         {"interleaved_pp2",
-         {"parallel.pp=2", "parallel.schedule=interleaved", "parallel.virtual_stages=2"}, 4},
+         {"parallel.pp=2", "parallel.schedule=interleaved", "parallel.virtual_stages=2"},
+         4},
         {"interleaved_pp4",
-         {"parallel.pp=4", "parallel.schedule=interleaved", "parallel.virtual_stages=2"}, 4},
+         {"parallel.pp=4", "parallel.schedule=interleaved", "parallel.virtual_stages=2"},
+         4},
         {"recompute_none", {"parallel.dp=2", "parallel.recompute=none"}},
         {"recompute_selective", {"parallel.pp=2", "parallel.recompute=selective"}},
         {"recompute_full", {"parallel.tp=2", "parallel.recompute=full"}},
         {"offload_activations", {"parallel.pp=2", "parallel.offload_activations=true"}},
-        {"offload_optimizer", {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true"}},
+        {"offload_optimizer",
+         {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true"}},
         {"dp2_accum1", {"parallel.dp=2"}, 1},
         {"dp2_accum4", {"parallel.dp=2"}, 4},
         {"llama_single", {}, 2, kLlamaBase},
         {"llama_dp2_zero1", {"parallel.dp=2", "parallel.zero=1"}, 2, kLlamaBase},
         {"llama_tp2", {"parallel.tp=2"}, 2, kLlamaBase},
         {"llama_pp2_tied", {"parallel.pp=2", "model.tie_embeddings=true"}, 4, kLlamaBase},
-        {"llama_zero3_dp2_selective", {"parallel.dp=2", "parallel.zero=3", "parallel.recompute=selective"}, 2, kLlamaBase},
+        {"llama_zero3_dp2_selective",
+         {"parallel.dp=2", "parallel.zero=3", "parallel.recompute=selective"},
+         2,
+         kLlamaBase},
         {"llama_offload", {"parallel.pp=2", "parallel.offload_activations=true"}, 2, kLlamaBase},
         {"mlp_single", {}, 2, kMlpBase},
         {"mlp_dp2", {"parallel.dp=2"}, 2, kMlpBase},
         {"mlp_zero1_dp2", {"parallel.dp=2", "parallel.zero=1"}, 2, kMlpBase},
         {"mlp_zero3_dp4", {"parallel.dp=4", "parallel.zero=3"}, 2, kMlpBase},
-        {"mlp_offload", {"parallel.dp=2", "parallel.zero=2", "parallel.offload_optimizer=true",
-                         "parallel.offload_activations=true"}, 2, kMlpBase},
+        {"mlp_offload",
+         {"parallel.dp=2", "parallel.zero=2", "parallel.offload_optimizer=true",
+          "parallel.offload_activations=true"},
+         2,
+         kMlpBase},
     };
 }
 
 fs::path work_root() {
-    static fs::path root = fs::temp_directory_path() / ("tessera_plan_" + std::to_string(::getpid()));
+    static fs::path root =
+        fs::temp_directory_path() / ("tessera_plan_" + std::to_string(::getpid()));
     return root;
 }
 
@@ -126,7 +139,8 @@ TEST_P(Measured, PeakMemoryWithinTenPercent) {
     RunConfig cfg = config_load((dir / "project.yaml").string(), sets);
     PlanEstimate est = estimate_plan(cfg, device_spec("H100"));
 
-    auto [rc, out] = test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
+    auto [rc, out] =
+        test_support::run_command(test_support::train_command(dir / "project.yaml", sets));
     ASSERT_EQ(rc, 0) << out;
 
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
@@ -151,7 +165,8 @@ TEST_P(Measured, PeakMemoryWithinTenPercent) {
                            std::to_string((int64_t)total[r]) + " pred " +
                            std::to_string(e.total_peak_bytes);
         char pct[32];
-        std::snprintf(pct, sizeof pct, " (%+.1f%%)", 100.0 * (e.total_peak_bytes - total[r]) / total[r]);
+        std::snprintf(pct, sizeof pct, " (%+.1f%%)",
+                      100.0 * (e.total_peak_bytes - total[r]) / total[r]);
         line += pct;
         for (int c = 0; c < kMemCategoryCount; ++c)
             line += " | " + std::string(mem_category_name((MemCategory)c)) + " " +

@@ -1,10 +1,11 @@
 // plan_suggest (fits, sorted, global batch kept, reasons from the numbers) and plan_validate
 // (one issue per broken rule, on the key of the control that caused it).
+#include "engine/plan/plan_search.h"
+
 #include <gtest/gtest.h>
 
 #include "engine/core/error.h"
 #include "engine/plan/estimator.h"
-#include "engine/plan/plan_search.h"
 #include "engine/plan/plan_validate.h"
 
 using namespace tessera;
@@ -29,7 +30,8 @@ bool has_issue(const std::vector<PlanIssue>& v, const std::string& key, const st
 }  // namespace
 
 TEST(PlanSuggest, FitsSortedKeepsGlobalBatchAndExplains) {
-    RunConfig base = gpt_config("gpt2-large", {"parallel.dp=16", "train.micro_batch=8", "train.grad_accum=2"});
+    RunConfig base =
+        gpt_config("gpt2-large", {"parallel.dp=16", "train.micro_batch=8", "train.grad_accum=2"});
     DeviceSpec dev = device_spec("H200");
     PlanSearchStats st;
     auto s = plan_suggest(base, dev, 16, 5, &st);
@@ -52,7 +54,8 @@ TEST(PlanSuggest, FitsSortedKeepsGlobalBatchAndExplains) {
 
 TEST(PlanSuggest, TightMemoryNeedsSaversAndSaysSo) {
     // gpt2-xl with micro-batch 16 does not fit a 40 GB A100 as plain data parallel
-    RunConfig base = gpt_config("gpt2-xl", {"parallel.dp=8", "train.micro_batch=16", "train.grad_accum=1"});
+    RunConfig base =
+        gpt_config("gpt2-xl", {"parallel.dp=8", "train.micro_batch=16", "train.grad_accum=1"});
     DeviceSpec dev = device_spec("A100-40GB");
     RunConfig plain = base;
     EXPECT_FALSE(estimate_plan(plain, dev).fits);
@@ -66,7 +69,8 @@ TEST(PlanSuggest, TightMemoryNeedsSaversAndSaysSo) {
     // every suggestion that uses a memory saver names it in its reason
     for (const auto& x : s) {
         const auto& p = x.config.parallel;
-        if (p.recompute[0] != "none") EXPECT_NE(x.reason.find("recompute"), std::string::npos) << x.reason;
+        if (p.recompute[0] != "none")
+            EXPECT_NE(x.reason.find("recompute"), std::string::npos) << x.reason;
         if (p.zero > 0) EXPECT_NE(x.reason.find("ZeRO-"), std::string::npos) << x.reason;
         if (p.offload_optimizer || p.offload_activations)
             EXPECT_NE(x.reason.find("offload"), std::string::npos) << x.reason;
@@ -100,7 +104,7 @@ TEST(PlanValidate, EachRuleOnItsKey) {
     RunConfig c = gpt_config("gpt2");  // 12 layers, 12 heads, d_model 768
     c.parallel.tp = 5;
     auto v = plan_validate(c, 5);
-    EXPECT_TRUE(has_issue(v, "parallel.tp", "does not divide the 12 attention heads")) ;
+    EXPECT_TRUE(has_issue(v, "parallel.tp", "does not divide the 12 attention heads"));
     EXPECT_TRUE(has_issue(v, "parallel.tp", "does not divide d_model 768"));
 
     c = gpt_config("gpt2");
@@ -108,24 +112,29 @@ TEST(PlanValidate, EachRuleOnItsKey) {
     v = plan_validate(c, 8);
     ASSERT_EQ(v.size(), 1u);
     EXPECT_EQ(v[0].key, "parallel.dp");
-    EXPECT_NE(v[0].message.find("= 2 GPUs, but 8 are available"), std::string::npos) << v[0].message;
+    EXPECT_NE(v[0].message.find("= 2 GPUs, but 8 are available"), std::string::npos)
+        << v[0].message;
 
     c = gpt_config("gpt2");
     c.parallel.pp = 13;
-    EXPECT_TRUE(has_issue(plan_validate(c, 13), "parallel.pp", "more stages than the model's 12 layers"));
+    EXPECT_TRUE(
+        has_issue(plan_validate(c, 13), "parallel.pp", "more stages than the model's 12 layers"));
 
     c = gpt_config("gpt2", {"parallel.pp=3"});
     c.parallel.stages = {6, 0, 6};
     v = plan_validate(c, 3);
     EXPECT_TRUE(has_issue(v, "parallel.stages", "stage 1 has no layers"));
     c.parallel.stages = {6, 3, 4};
-    EXPECT_TRUE(has_issue(plan_validate(c, 3), "parallel.stages", "sum to 13 layers, the model has 12"));
+    EXPECT_TRUE(
+        has_issue(plan_validate(c, 3), "parallel.stages", "sum to 13 layers, the model has 12"));
     c.parallel.stages = {6, 6};
-    EXPECT_TRUE(has_issue(plan_validate(c, 3), "parallel.stages", "expected pp x virtual_stages = 3 entries"));
+    EXPECT_TRUE(has_issue(plan_validate(c, 3), "parallel.stages",
+                          "expected pp x virtual_stages = 3 entries"));
 
     c = gpt_config("gpt2", {"parallel.pp=2"});
     c.parallel.virtual_stages = 2;  // schedule still 1f1b
-    EXPECT_TRUE(has_issue(plan_validate(c, 2), "parallel.virtual_stages", "needs schedule interleaved"));
+    EXPECT_TRUE(
+        has_issue(plan_validate(c, 2), "parallel.virtual_stages", "needs schedule interleaved"));
     c.parallel.schedule = "interleaved";
     c.train.grad_accum = 3;
     EXPECT_TRUE(has_issue(plan_validate(c, 2), "train.grad_accum", "divisible by pp (2)"));

@@ -15,9 +15,13 @@ using namespace tessera;
 
 namespace {
 
-RunConfig tiny(const std::vector<std::string>& sets = {}) { return test::tiny_plan(sets); }
+RunConfig tiny(const std::vector<std::string>& sets = {}) {
+    return test::tiny_plan(sets);
+}
 
-int64_t cat(const RankEstimate& r, MemCategory c) { return r.peak_bytes[(int)c]; }
+int64_t cat(const RankEstimate& r, MemCategory c) {
+    return r.peak_bytes[(int)c];
+}
 
 const GptDims kDims{8, 4, 32, 16, 256};
 
@@ -49,7 +53,8 @@ TEST(Estimator, ZeroShardsOptimizerGradsAndParamsOverDp) {
     }
     auto z = [&](int stage) {
         return estimate_plan(tiny({"parallel.dp=4", "parallel.zero=" + std::to_string(stage)}),
-                             device_spec("H100")).ranks[0];
+                             device_spec("H100"))
+            .ranks[0];
     };
     RankEstimate z0 = z(0), z1 = z(1), z2 = z(2), z3 = z(3);
     // zero 0: everything replicated; units padded to a multiple of dp (moments are not)
@@ -75,7 +80,8 @@ TEST(Estimator, ZeroShardsOptimizerGradsAndParamsOverDp) {
 TEST(Estimator, TensorParallelShardsBlockMatricesAndVocab) {
     // tp 2 (with dp 2 so both take the parallel runtime path) against dp 2 alone
     RankEstimate t1 = estimate_plan(tiny({"parallel.dp=2"}), device_spec("H100")).ranks[0];
-    RankEstimate t2 = estimate_plan(tiny({"parallel.dp=2", "parallel.tp=2"}), device_spec("H100")).ranks[0];
+    RankEstimate t2 =
+        estimate_plan(tiny({"parallel.dp=2", "parallel.tp=2"}), device_spec("H100")).ranks[0];
     const int64_t C = 32, Cl = 16, T = 16, V = 256;
     auto padded = [](int64_t len) { return (len + 1) / 2 * 2; };
     int64_t want = padded(V / 2 * C) + padded(T * C) + 8 * padded(12 * Cl * C + 7 * Cl + 6 * C) +
@@ -86,8 +92,10 @@ TEST(Estimator, TensorParallelShardsBlockMatricesAndVocab) {
 
 TEST(Estimator, RecomputeOrdersActivations) {
     auto act = [](const std::string& rc) {
-        return cat(estimate_plan(tiny({"parallel.pp=2", "parallel.recompute=" + rc}),
-                                 device_spec("H100")).ranks[0], MemCategory::activations);
+        return cat(
+            estimate_plan(tiny({"parallel.pp=2", "parallel.recompute=" + rc}), device_spec("H100"))
+                .ranks[0],
+            MemCategory::activations);
     };
     int64_t none = act("none"), sel = act("selective"), full = act("full");
     EXPECT_LT(full, sel);
@@ -96,7 +104,8 @@ TEST(Estimator, RecomputeOrdersActivations) {
 
 TEST(Estimator, OffloadMovesActivationsToHost) {
     RankEstimate on = estimate_plan(tiny({"parallel.pp=2", "parallel.offload_activations=true"}),
-                                    device_spec("H100")).ranks[0];
+                                    device_spec("H100"))
+                          .ranks[0];
     RankEstimate off = estimate_plan(tiny({"parallel.pp=2"}), device_spec("H100")).ranks[0];
     EXPECT_EQ(cat(off, MemCategory::host), 0);
     EXPECT_GT(cat(on, MemCategory::host), 0);
@@ -106,12 +115,14 @@ TEST(Estimator, OffloadMovesActivationsToHost) {
 
 TEST(Estimator, ScheduleInFlightAndBubble) {
     // 1F1B with pp 4 and 8 micro-batches: stage s holds pp - s in flight; bubble 3 / 11
-    PlanEstimate e = estimate_plan(tiny({"parallel.pp=4", "train.grad_accum=8"}), device_spec("H100"));
+    PlanEstimate e =
+        estimate_plan(tiny({"parallel.pp=4", "train.grad_accum=8"}), device_spec("H100"));
     ASSERT_EQ(e.world, 4);
     for (int s = 0; s < 4; ++s) EXPECT_EQ(e.ranks[s].max_in_flight, 4 - s) << "stage " << s;
     EXPECT_NEAR(e.bubble_fraction, 3.0 / 11.0, 1e-9);
-    PlanEstimate g = estimate_plan(tiny({"parallel.pp=4", "train.grad_accum=8",
-                                         "parallel.schedule=gpipe"}), device_spec("H100"));
+    PlanEstimate g =
+        estimate_plan(tiny({"parallel.pp=4", "train.grad_accum=8", "parallel.schedule=gpipe"}),
+                      device_spec("H100"));
     EXPECT_EQ(g.ranks[3].max_in_flight, 8);
     EXPECT_GT(cat(g.ranks[3], MemCategory::activations), cat(e.ranks[3], MemCategory::activations));
 }
@@ -131,7 +142,8 @@ TEST(Estimator, ZbH1HoldsActivationsUntilWAndLowersTheBubble) {
     EXPECT_NEAR(f1b.bubble_fraction, 3.0 / 11.0, 1e-9);
     EXPECT_LT(zb.step_s, f1b.step_s);
     for (int s = 1; s < 4; ++s)
-        EXPECT_GT(cat(zb.ranks[s], MemCategory::activations), cat(f1b.ranks[s], MemCategory::activations))
+        EXPECT_GT(cat(zb.ranks[s], MemCategory::activations),
+                  cat(f1b.ranks[s], MemCategory::activations))
             << "stage " << s;
     // the same work: FLOPs per step unchanged
     for (int s = 0; s < 4; ++s) EXPECT_EQ(zb.ranks[s].flops_per_step, f1b.ranks[s].flops_per_step);
@@ -153,7 +165,8 @@ TEST(Estimator, FlopsCommAndTime) {
 
 TEST(Estimator, BadInputIsAnInputError) {
     EXPECT_THROW(device_spec("TPUv9"), InputError);
-    EXPECT_THROW(estimate_plan(tiny({"parallel.tp=3", "parallel.dp=1"}), device_spec("H100")), InputError);
+    EXPECT_THROW(estimate_plan(tiny({"parallel.tp=3", "parallel.dp=1"}), device_spec("H100")),
+                 InputError);
 }
 
 // The per-op costs: at a grid point the measured time itself, between grid points between
@@ -166,20 +179,27 @@ TEST(OpCosts, InterpolatesTheMeasuredGrid) {
         return c->op_s(OpCall{k, N, C, OC, 0, 0, 0, DType::bf16});
     };
     auto idx = [&](double n, double ch, double oc) {
-        auto at = [](const std::vector<double>& g, double x) { return (size_t)(std::find(g.begin(), g.end(), x) - g.begin()); };
-        return (at(c->gemm_N, n) * c->gemm_C.size() + at(c->gemm_C, ch)) * c->gemm_OC.size() + at(c->gemm_OC, oc);
+        auto at = [](const std::vector<double>& g, double x) {
+            return (size_t)(std::find(g.begin(), g.end(), x) - g.begin());
+        };
+        return (at(c->gemm_N, n) * c->gemm_C.size() + at(c->gemm_C, ch)) * c->gemm_OC.size() +
+               at(c->gemm_OC, oc);
     };
     const size_t i = idx(16384, 768, 2304), j = idx(16384, 768, 3072);
-    EXPECT_NEAR(gemm(OpKind::matmul_forward, 16384, 768, 2304), c->gemm_forward_s[i], 1e-9 * c->gemm_forward_s[i]);
-    EXPECT_NEAR(gemm(OpKind::matmul_backward, 16384, 768, 3072), c->gemm_backward_s[j], 1e-9 * c->gemm_backward_s[j]);
+    EXPECT_NEAR(gemm(OpKind::matmul_forward, 16384, 768, 2304), c->gemm_forward_s[i],
+                1e-9 * c->gemm_forward_s[i]);
+    EXPECT_NEAR(gemm(OpKind::matmul_backward, 16384, 768, 3072), c->gemm_backward_s[j],
+                1e-9 * c->gemm_backward_s[j]);
     const double mid = gemm(OpKind::matmul_forward, 16384, 768, 2600);
     EXPECT_GT(mid, std::min(c->gemm_forward_s[i], c->gemm_forward_s[j]));
     EXPECT_LT(mid, std::max(c->gemm_forward_s[i], c->gemm_forward_s[j]));
     const double big = gemm(OpKind::matmul_forward, 65536, 768, 2304);  // N beyond the grid's 32768
     EXPECT_NEAR(big, 2 * gemm(OpKind::matmul_forward, 32768, 768, 2304), 1e-9);
     // attention grows with T² at a fixed number of heads; a memory-bound op is fixed + per unit
-    const double a1 = c->op_s(OpCall{OpKind::attention_forward, 8 * 1024, 768, 0, 8, 1024, 12, DType::bf16});
-    const double a2 = c->op_s(OpCall{OpKind::attention_forward, 8 * 2048, 768, 0, 8, 2048, 12, DType::bf16});
+    const double a1 =
+        c->op_s(OpCall{OpKind::attention_forward, 8 * 1024, 768, 0, 8, 1024, 12, DType::bf16});
+    const double a2 =
+        c->op_s(OpCall{OpKind::attention_forward, 8 * 2048, 768, 0, 8, 2048, 12, DType::bf16});
     EXPECT_GT(a2, 2 * a1);
     const OpCall ln{OpKind::layernorm_forward, 1000, 768, 0, 0, 0, 0, DType::bf16};
     const auto& lin = c->linear[(size_t)OpKind::layernorm_forward];
@@ -192,8 +212,8 @@ TEST(OpCosts, InterpolatesTheMeasuredGrid) {
 // time (here the cross-entropy, taken out of a copy of the H200's costs), the first stage is
 // priced from FLOPs too, not from its ops, and the step says "efficiency".
 TEST(Estimator, OneStepModelForEveryStage) {
-    const std::vector<std::string> pp2{"runtime.device=cuda", "runtime.precision=bf16", "parallel.pp=2",
-                                       "train.grad_accum=4"};
+    const std::vector<std::string> pp2{"runtime.device=cuda", "runtime.precision=bf16",
+                                       "parallel.pp=2", "train.grad_accum=4"};
     const DeviceSpec h200 = device_spec("H200");
     const OpCosts* measured = op_costs_for("H200");
     ASSERT_NE(measured, nullptr);
@@ -229,8 +249,10 @@ TEST(Estimator, StepTimeFromOpsWhereMeasured) {
     EXPECT_GT(r.optimizer_s, 0);
     EXPECT_GE(r.compute_s, r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s - 1e-12);
     EXPECT_EQ(estimate_plan(tiny(gpu), device_spec("A100-80GB")).step_model, "efficiency");
-    EXPECT_EQ(estimate_plan(tiny({"runtime.device=cuda", "runtime.precision=fp32"}), device_spec("H200")).step_model,
-              "efficiency");
+    EXPECT_EQ(
+        estimate_plan(tiny({"runtime.device=cuda", "runtime.precision=fp32"}), device_spec("H200"))
+            .step_model,
+        "efficiency");
     EXPECT_EQ(estimate_plan(tiny(), device_spec("H200")).step_model, "efficiency");
     // full recompute runs the blocks' forward twice: more GEMM time, same optimizer
     std::vector<std::string> full = gpu;
@@ -244,8 +266,9 @@ TEST(Estimator, StepTimeFromOpsWhereMeasured) {
 // rows (here a copy of the H200's bf16 times at half), the head's and the small ones from the bf16
 // rows; a device whose sweep has no FP8 rows leaves the step to the efficiency model.
 TEST(Estimator, Fp8GemmsArePricedFromTheirOwnRows) {
-    const std::vector<std::string> base{"runtime.device=cuda", "model.d_model=2048", "model.n_head=16",
-                                        "model.seq_len=1024", "train.micro_batch=16", "model.n_layer=2"};
+    const std::vector<std::string> base{"runtime.device=cuda",  "model.d_model=2048",
+                                        "model.n_head=16",      "model.seq_len=1024",
+                                        "train.micro_batch=16", "model.n_layer=2"};
     auto with = [&](const char* precision) {
         auto sets = base;
         sets.push_back(std::string("runtime.precision=") + precision);
@@ -257,7 +280,8 @@ TEST(Estimator, Fp8GemmsArePricedFromTheirOwnRows) {
     half.gemm_fp8_forward_s = h200->gemm_forward_s;
     half.gemm_fp8_forward_gelu_s = h200->gemm_forward_gelu_s;
     half.gemm_fp8_backward_s = h200->gemm_backward_s;
-    for (auto* v : {&half.gemm_fp8_forward_s, &half.gemm_fp8_forward_gelu_s, &half.gemm_fp8_backward_s})
+    for (auto* v :
+         {&half.gemm_fp8_forward_s, &half.gemm_fp8_forward_gelu_s, &half.gemm_fp8_backward_s})
         for (double& t : *v) t *= 0.5;
     half.fp8_measured = true;
     const PlanEstimate bf16 = estimate_plan(with("bf16"), device_spec("H200"), &half);
@@ -278,9 +302,10 @@ TEST(Estimator, Fp8WorkspaceRule) {
     EXPECT_FALSE(Fp8Workspace::eligible(16384, 768, 3072)) << "GPT-2 124M's MLP: too small to gain";
     EXPECT_FALSE(Fp8Workspace::eligible(16384, 2048, 2048)) << "under 1e11 multiply-adds";
     EXPECT_FALSE(Fp8Workspace::eligible(16384, 2056, 8192)) << "not a multiple of 16";
-    const Fp8Workspace f = Fp8Workspace::of(1024, 512, 2048, false), b = Fp8Workspace::of(1024, 512, 2048, true);
-    EXPECT_EQ(f.bytes, 256 + 1024 * 512 + 2048 * 512);                       // scales, inp, weight
-    EXPECT_EQ(b.bytes, 256 + 1024 * 512 + 2048 * 512 + 2 * 1024 * 2048);     // and dout twice
+    const Fp8Workspace f = Fp8Workspace::of(1024, 512, 2048, false),
+                       b = Fp8Workspace::of(1024, 512, 2048, true);
+    EXPECT_EQ(f.bytes, 256 + 1024 * 512 + 2048 * 512);                    // scales, inp, weight
+    EXPECT_EQ(b.bytes, 256 + 1024 * 512 + 2048 * 512 + 2 * 1024 * 2048);  // and dout twice
 }
 
 TEST(Balance, KnownOptimum) {
@@ -298,7 +323,8 @@ TEST(Balance, KnownOptimum) {
         balance_blocks(8, m);
         FAIL() << "expected no split to fit";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("no split of 8 blocks over 2 chunks"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("no split of 8 blocks over 2 chunks"),
+                  std::string::npos)
             << e.what();
     }
     m.fixed_s = {0, 0, 0};

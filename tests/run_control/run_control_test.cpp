@@ -1,5 +1,7 @@
 // RunController end to end: spawns `tessera train` on a tiny CPU config and checks console lines,
 // exit states and what runs.db says afterwards; plus the rank-prefix parser and the pid file.
+#include "engine/launch/run_control.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/launch/run_control.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 
@@ -23,14 +24,20 @@ namespace {
 struct TempDir {
     fs::path p;
     TempDir() {
-        p = fs::temp_directory_path() / ("tessera_rc_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+        p = fs::temp_directory_path() /
+            ("tessera_rc_" + std::to_string(::getpid()) + "_" +
+             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
         fs::create_directories(p);
     }
-    ~TempDir() { std::error_code ec; fs::remove_all(p, ec); }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(p, ec);
+    }
 };
 
-std::string bin() { return std::string(TESSERA_BIN_DIR) + "/tessera"; }
+std::string bin() {
+    return std::string(TESSERA_BIN_DIR) + "/tessera";
+}
 
 void write_project(const fs::path& dir, int steps) {
     std::ofstream(dir / "project.yaml")
@@ -42,7 +49,10 @@ void write_project(const fs::path& dir, int steps) {
 struct Lines {
     std::mutex mu;
     std::vector<ConsoleLine> v;
-    void add(const ConsoleLine& l) { std::lock_guard<std::mutex> lk(mu); v.push_back(l); }
+    void add(const ConsoleLine& l) {
+        std::lock_guard<std::mutex> lk(mu);
+        v.push_back(l);
+    }
     int count_containing(const std::string& s) {
         std::lock_guard<std::mutex> lk(mu);
         int n = 0;
@@ -155,7 +165,10 @@ TEST(RunControl, AttachMarksGoneProcessFailed) {
         ASSERT_TRUE(wait_for([&] { return lines.count_containing("step ") >= 2; }, 60));
         // what a crashed studio leaves: a pid file naming a dead process, the run still "running"
         std::string keep;
-        { std::ifstream f(t.p / kRunPidFileName); std::getline(f, keep); }
+        {
+            std::ifstream f(t.p / kRunPidFileName);
+            std::getline(f, keep);
+        }
         ::kill(child_pid, SIGKILL);
         ASSERT_TRUE(rc.wait(60));
         RunStore w = RunStore::open((t.p / "runs.db").string(), false);

@@ -54,7 +54,7 @@ inline bool port_open(const char* addr, int port) {
 }
 
 class LoopbackSshd {
-public:
+  public:
     std::filesystem::path dir;  // keys, config, log, known_hosts, work/
     int port = 0;
     std::string user_key, host_key;
@@ -63,7 +63,8 @@ public:
     std::string start(const std::string& tag) {
         namespace fs = std::filesystem;
         if (!fs::exists("/usr/sbin/sshd") || !fs::exists("/usr/bin/ssh"))
-            return "OpenSSH is missing: install openssh-server and openssh-client (scripts/setup.sh does)";
+            return "OpenSSH is missing: install openssh-server and openssh-client "
+                   "(scripts/setup.sh does)";
         dir = fs::temp_directory_path() / str_cat("tessera_", tag, "_", ::getpid());
         fs::remove_all(dir);
         fs::create_directories(dir / "work");
@@ -71,15 +72,16 @@ public:
         user_key = (dir / "user_key").string();
         for (const auto& k : {host_key, user_key})
             if (process_run({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", k},
-                            std::chrono::seconds(30)).exit_code != 0)
+                            std::chrono::seconds(30))
+                    .exit_code != 0)
                 return "ssh-keygen failed";
         fs::copy_file(user_key + ".pub", dir / "authorized_keys");
         fs::permissions(dir / "authorized_keys", fs::perms::owner_read | fs::perms::owner_write);
         port = free_port();
         std::ofstream(dir / "sshd_config")
             << "Port " << port << "\nListenAddress 127.0.0.1\nListenAddress 127.0.0.2\n"
-            << "HostKey " << host_key << "\nAuthorizedKeysFile " << (dir / "authorized_keys").string()
-            << "\nPidFile " << (dir / "sshd.pid").string()
+            << "HostKey " << host_key << "\nAuthorizedKeysFile "
+            << (dir / "authorized_keys").string() << "\nPidFile " << (dir / "sshd.pid").string()
             << "\nUsePAM no\nStrictModes no\nPasswordAuthentication no\n"
                "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
                "MaxStartups 100:30:200\nMaxSessions 100\n";
@@ -93,12 +95,14 @@ public:
                     (char*)nullptr);
             ::_exit(127);
         }
-        for (int i = 0; i < 100 && !(port_open("127.0.0.1", port) && port_open("127.0.0.2", port)); ++i)
+        for (int i = 0; i < 100 && !(port_open("127.0.0.1", port) && port_open("127.0.0.2", port));
+             ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
         if (!port_open("127.0.0.1", port)) {
             int st = 0;
             pid_t w = ::waitpid(pid_, &st, WNOHANG);
-            return str_cat("sshd did not start (", w == pid_ ? str_cat("exit status ", st) : "still running",
+            return str_cat("sshd did not start (",
+                           w == pid_ ? str_cat("exit status ", st) : "still running",
                            "): ", slurp(dir / "sshd.log"));
         }
         return "";
@@ -118,11 +122,13 @@ public:
     void trust_all() const {
         std::string keys;
         for (const char* h : {"127.0.0.1", "127.0.0.2"})
-            keys += process_run({"ssh-keyscan", "-p", std::to_string(port), h}, std::chrono::seconds(20)).out;
+            keys += process_run({"ssh-keyscan", "-p", std::to_string(port), h},
+                                std::chrono::seconds(20))
+                        .out;
         std::ofstream(known_hosts()) << keys;
     }
 
-private:
+  private:
     pid_t pid_ = -1;
 };
 

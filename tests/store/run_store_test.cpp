@@ -1,5 +1,7 @@
 // RunStore: records written through append/store_sink read back unchanged; schema versioning and
 // migrations; refusal of files that are not Tessera run databases; `tessera runs` output.
+#include "engine/store/run_store.h"
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -11,7 +13,6 @@
 #include "engine/cli/cli.h"
 #include "engine/core/error.h"
 #include "engine/store/run_report.h"
-#include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "store_test_util.h"
 
@@ -40,8 +41,8 @@ void raw_exec(const std::string& path, const std::string& sql) {
 
 // A finished run with two steps of metrics, spans, a checkpoint and an error.
 int64_t write_sample_run(RunStore& store, const std::string& name, double loss_at_end) {
-    int64_t id = store.run_begin(RunStartRecord{name, "model:\n  preset: gpt-tiny\n", "host-a", 2,
-                                                "{\"pp\":2}", 1000.0});
+    int64_t id = store.run_begin(
+        RunStartRecord{name, "model:\n  preset: gpt-tiny\n", "host-a", 2, "{\"pp\":2}", 1000.0});
     auto sink = store_sink(store, id, 3);
     for (int64_t step = 1; step <= 2; ++step) {
         sink->write(MetricRecord{step, 0, "train/loss", step == 2 ? loss_at_end : 4.0,
@@ -150,8 +151,8 @@ TEST(RunStore, DevicesRoundTripByRank) {
 TEST(RunStore, EveryRunStatusIsAccepted) {
     TempDir tmp;
     RunStore store = RunStore::open(tmp.file("runs.db"));
-    for (std::string_view st : {run_status::completed, run_status::failed, run_status::stopped,
-                                run_status::running}) {
+    for (std::string_view st :
+         {run_status::completed, run_status::failed, run_status::stopped, run_status::running}) {
         int64_t id = store.run_begin(RunStartRecord{"r"});
         EXPECT_EQ(store.run_get(id)->status, run_status::running);
         store.run_finish(id, st, "", 0);
@@ -209,9 +210,10 @@ TEST(RunStore, MetricSeriesInStepOrder) {
     TempDir tmp;
     RunStore store = RunStore::open(tmp.file("runs.db"));
     int64_t id = store.run_begin(RunStartRecord{"s"});
-    store.append(id, {MetricRecord{3, 0, "train/loss", 1.5, 13}, MetricRecord{1, 0, "train/loss", 2.5, 11},
-                      MetricRecord{2, 1, "train/loss", std::nan(""), 12}, MetricRecord{2, 0, "train/lr", 0.1, 12},
-                      MetricRecord{2, 0, "train/loss", 2.0, 12.5}});
+    store.append(
+        id, {MetricRecord{3, 0, "train/loss", 1.5, 13}, MetricRecord{1, 0, "train/loss", 2.5, 11},
+             MetricRecord{2, 1, "train/loss", std::nan(""), 12},
+             MetricRecord{2, 0, "train/lr", 0.1, 12}, MetricRecord{2, 0, "train/loss", 2.0, 12.5}});
     MetricSeries s = store.metric_series(id, "train/loss");
     EXPECT_EQ(s.step, (std::vector<int64_t>{1, 2, 2, 3}));
     EXPECT_EQ(s.rank, (std::vector<int>{0, 1, 0, 0}));  // a step's rows in insertion order
@@ -240,7 +242,10 @@ TEST(RunStore, ExportCsv) {
 TEST(RunStoreSchema, NewFileHasCurrentVersionAndApplicationId) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
-    { RunStore s = RunStore::open(path); EXPECT_EQ(s.schema_version(), kStoreSchemaVersion); }
+    {
+        RunStore s = RunStore::open(path);
+        EXPECT_EQ(s.schema_version(), kStoreSchemaVersion);
+    }
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     sqlite3_stmt* st = nullptr;
@@ -285,8 +290,9 @@ TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
     const int64_t id =
-        write_old_file(path, "DROP TABLE devices; DROP TABLE annotations; DROP TABLE run_results; "
-                             "PRAGMA user_version = 1;");
+        write_old_file(path,
+                       "DROP TABLE devices; DROP TABLE annotations; DROP TABLE run_results; "
+                       "PRAGMA user_version = 1;");
     {
         // readers (the studio, `tessera runs`) never migrate: they read a version-1 file as is
         RunStore ro = RunStore::open(path, true);
@@ -320,7 +326,8 @@ TEST(RunStore, AnnotationsRoundTrip) {
     int64_t a = write_sample_run(store, "a", 2.5);
     int64_t b = write_sample_run(store, "b", 2.4);
     EXPECT_TRUE(store.annotations().empty());
-    store.run_annotate(RunAnnotation{a, {"baseline", "seed-sweep", "baseline"}, "first try", false});
+    store.run_annotate(
+        RunAnnotation{a, {"baseline", "seed-sweep", "baseline"}, "first try", false});
     store.run_annotate(RunAnnotation{b, {}, "", true});
     auto got = RunStore::open(path, true).annotations();
     ASSERT_EQ(got.size(), 2u);
@@ -348,7 +355,8 @@ TEST(RunStore, AnnotationsRoundTrip) {
 TEST(RunStoreSchema, VersionTwoFileReadsWithoutAnnotationsAndMigrates) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
-    const int64_t id = write_old_file(path, "DROP TABLE annotations; DROP TABLE run_results; PRAGMA user_version = 2;");
+    const int64_t id = write_old_file(
+        path, "DROP TABLE annotations; DROP TABLE run_results; PRAGMA user_version = 2;");
     {
         RunStore ro = RunStore::open(path, true);
         EXPECT_EQ(ro.schema_version(), 2);
@@ -358,7 +366,8 @@ TEST(RunStoreSchema, VersionTwoFileReadsWithoutAnnotationsAndMigrates) {
     RunStore rw = RunStore::open(path);
     EXPECT_EQ(rw.schema_version(), kStoreSchemaVersion);
     rw.run_annotate(RunAnnotation{id, {"kept"}, "", false});
-    EXPECT_EQ(RunStore::open(path, true).annotations().at(0).tags, std::vector<std::string>{"kept"});
+    EXPECT_EQ(RunStore::open(path, true).annotations().at(0).tags,
+              std::vector<std::string>{"kept"});
     EXPECT_EQ(rw.metrics(id, metric::train_loss).size(), 2u);
 }
 
@@ -445,7 +454,8 @@ TEST(RunsCli, ListShowExport) {
     EXPECT_NE(show.find("train/loss  step 2  2.5"), std::string::npos) << show;
     EXPECT_NE(show.find("step 2  ckpt/step_2"), std::string::npos) << show;
     EXPECT_NE(show.find("devices:\n  rank 0  host-a  NVIDIA H200  140.4 GiB\n  rank 1  host-b"),
-              std::string::npos) << show;
+              std::string::npos)
+        << show;
     EXPECT_NE(show.find("  preset: gpt-tiny"), std::string::npos) << show;
 
     std::string csv = run_cli({"export", "--db", path, "--run", "1", "--csv"});

@@ -59,7 +59,8 @@ TEST(StoreProcess, ConcurrentReaderNeverBusyNeverPartial) {
             char c;
             if (!read_full(go[0], &c, 1)) _exit(3);
             RunStore w = RunStore::open(path);
-            for (int64_t step = 0; step < kSteps; ++step) w.append(run_id, step_records(step, kPerStep));
+            for (int64_t step = 0; step < kSteps; ++step)
+                w.append(run_id, step_records(step, kPerStep));
         } catch (...) {
             rc = 1;
         }

@@ -7,7 +7,8 @@
 struct TempDir {
     std::filesystem::path path;
     TempDir() {
-        std::string tmpl = (std::filesystem::temp_directory_path() / "tessera_store_XXXXXX").string();
+        std::string tmpl =
+            (std::filesystem::temp_directory_path() / "tessera_store_XXXXXX").string();
         if (!mkdtemp(tmpl.data())) std::abort();
         path = tmpl;
     }

@@ -1,5 +1,7 @@
 // Telemetry wire format: every record type survives encode -> decode, and bad lines are refused
 // with one InputError that says what was expected.
+#include "engine/telemetry/telemetry.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -8,7 +10,6 @@
 
 #include "engine/core/error.h"
 #include "engine/telemetry/metric_names.h"
-#include "engine/telemetry/telemetry.h"
 
 using namespace tessera;
 
@@ -70,10 +71,10 @@ TEST(TelemetryVocabulary, MemoryCategoryNamesRoundTrip) {
         ASSERT_TRUE(back) << mem_category_name(cat);
         EXPECT_EQ(*back, cat);
     }
-    for (std::string_view other : {metric::mem_total_bytes, metric::mem_device_bytes,
-                                   metric::train_loss, std::string_view("mem/"),
-                                   std::string_view("mem/_bytes"), std::string_view("mem/params"),
-                                   std::string_view("xmem/params_bytes")})
+    for (std::string_view other :
+         {metric::mem_total_bytes, metric::mem_device_bytes, metric::train_loss,
+          std::string_view("mem/"), std::string_view("mem/_bytes"), std::string_view("mem/params"),
+          std::string_view("xmem/params_bytes")})
         EXPECT_FALSE(metric::mem_category_of(other)) << other;
     EXPECT_TRUE(run_status::valid("stopped"));
     EXPECT_FALSE(run_status::valid("finished"));
@@ -88,8 +89,9 @@ TEST(Telemetry, EncodeStartsWithVersionAndType) {
 }
 
 TEST(Telemetry, RunStartRoundTrip) {
-    RunStartRecord in{"gpt-tiny \"quoted\"", "model:\n  preset: gpt-tiny\n", "node-0", 4,
-                      "{\"stages\":2}", 1700000000.123456};
+    RunStartRecord in{
+        "gpt-tiny \"quoted\"", "model:\n  preset: gpt-tiny\n", "node-0", 4, "{\"stages\":2}",
+        1700000000.123456};
     auto out = std::get<RunStartRecord>(round_trip(in));
     EXPECT_EQ(out.name, in.name);
     EXPECT_EQ(out.config_text, in.config_text);
@@ -106,8 +108,10 @@ TEST(Telemetry, MetricRoundTripIncludingNonFinite) {
         EXPECT_EQ(out.step, in.step);
         EXPECT_EQ(out.rank, 3);
         EXPECT_EQ(out.name, "train/loss");
-        if (std::isnan(v)) EXPECT_TRUE(std::isnan(out.value));
-        else EXPECT_EQ(out.value, v);
+        if (std::isnan(v))
+            EXPECT_TRUE(std::isnan(out.value));
+        else
+            EXPECT_EQ(out.value, v);
         EXPECT_EQ(out.wall_time, in.wall_time);
     }
 }
@@ -152,8 +156,9 @@ TEST(Telemetry, DeviceRoundTripAndMissingKey) {
     EXPECT_EQ(out.name, "NVIDIA H200");
     EXPECT_EQ(out.memory_bytes, in.memory_bytes);
     EXPECT_EQ(out.wall_time, in.wall_time);
-    std::string e = decode_error("{\"v\":1,\"type\":\"device\",\"rank\":0,\"host\":\"h\","
-                                 "\"name\":\"cpu\",\"wall_time\":1}");
+    std::string e = decode_error(
+        "{\"v\":1,\"type\":\"device\",\"rank\":0,\"host\":\"h\","
+        "\"name\":\"cpu\",\"wall_time\":1}");
     EXPECT_NE(e.find("missing key 'memory_bytes'"), std::string::npos) << e;
     EXPECT_GT(telemetry_host_memory_bytes(), 0);
 }
@@ -171,23 +176,27 @@ TEST(Telemetry, DecodeRejectsBadLines) {
               std::string::npos);
     EXPECT_NE(decode_error("[1,2]").find("expected a JSON object"), std::string::npos);
     EXPECT_NE(decode_error("{\"type\":\"metric\"}").find("missing key 'v'"), std::string::npos);
-    std::string v2 = decode_error(
-        "{\"v\":2,\"type\":\"checkpoint\",\"step\":3,\"path\":\"p\",\"wall_time\":1}");
+    std::string v2 =
+        decode_error("{\"v\":2,\"type\":\"checkpoint\",\"step\":3,\"path\":\"p\",\"wall_time\":1}");
     EXPECT_NE(v2.find("unsupported version 2"), std::string::npos) << v2;
     std::string unk = decode_error("{\"v\":1,\"type\":\"bogus\"}");
     EXPECT_NE(unk.find("found 'bogus'"), std::string::npos) << unk;
-    std::string missing = decode_error("{\"v\":1,\"type\":\"metric\",\"step\":1,\"rank\":0,"
-                                       "\"name\":\"x\",\"wall_time\":1}");
+    std::string missing = decode_error(
+        "{\"v\":1,\"type\":\"metric\",\"step\":1,\"rank\":0,"
+        "\"name\":\"x\",\"wall_time\":1}");
     EXPECT_NE(missing.find("missing key 'value'"), std::string::npos) << missing;
-    std::string typed = decode_error("{\"v\":1,\"type\":\"metric\",\"step\":\"one\",\"rank\":0,"
-                                     "\"name\":\"x\",\"value\":1,\"wall_time\":1}");
+    std::string typed = decode_error(
+        "{\"v\":1,\"type\":\"metric\",\"step\":\"one\",\"rank\":0,"
+        "\"name\":\"x\",\"value\":1,\"wall_time\":1}");
     EXPECT_NE(typed.find("key 'step': expected an integer, found string"), std::string::npos)
         << typed;
-    std::string big = decode_error("{\"v\":1,\"type\":\"error\",\"rank\":99999999999,\"step\":0,"
-                                   "\"message\":\"m\",\"wall_time\":1}");
+    std::string big = decode_error(
+        "{\"v\":1,\"type\":\"error\",\"rank\":99999999999,\"step\":0,"
+        "\"message\":\"m\",\"wall_time\":1}");
     EXPECT_NE(big.find("key 'rank'"), std::string::npos) << big;
-    std::string val = decode_error("{\"v\":1,\"type\":\"metric\",\"step\":1,\"rank\":0,"
-                                   "\"name\":\"x\",\"value\":\"NaN?\",\"wall_time\":1}");
+    std::string val = decode_error(
+        "{\"v\":1,\"type\":\"metric\",\"step\":1,\"rank\":0,"
+        "\"name\":\"x\",\"value\":\"NaN?\",\"wall_time\":1}");
     EXPECT_NE(val.find("key 'value'"), std::string::npos) << val;
 }
 

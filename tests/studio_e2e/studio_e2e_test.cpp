@@ -2,26 +2,26 @@
 // launched from the Monitor page, screenshots of Monitor, Timeline and Compare checked non-blank,
 // and a rank of a studio-launched 2-rank run killed with SIGKILL: the page reports the failure
 // with the rank and the signal, and every row written before it is intact.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
-
+#include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>
 #include <QFile>
 #include <QImage>
 #include <QTemporaryDir>
-#include <QAbstractItemModelTester>
 #include <QTest>
-#include <dirent.h>
+#include <cstdio>
 #include <fstream>
 #include <set>
 
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
+#include "tests/support/ui_paths.h"
 #include "ui/common/project_document.h"
 #include "ui/compare/compare_page.h"
 #include "ui/compare/run_table_model.h"
@@ -30,7 +30,6 @@
 #include "ui/plan/plan_page.h"
 #include "ui/shell/main_window.h"
 #include "ui/timeline/timeline_page.h"
-#include "tests/support/ui_paths.h"
 
 using namespace tessera;
 using namespace tessera::studio;
@@ -116,7 +115,8 @@ TEST(StudioEndToEnd, LaunchWatchStopAndScreenshotEveryPage) {
     ASSERT_TRUE(st.monitor->controller()->wait(60));
     st.monitor->pollNow();
     st.monitor->replotNow();
-    EXPECT_NE(st.monitor->statusText().indexOf("stopped"), -1) << st.monitor->statusText().toStdString();
+    EXPECT_NE(st.monitor->statusText().indexOf("stopped"), -1)
+        << st.monitor->statusText().toStdString();
     st.timeline->refresh();
     st.compare->refresh();
     RunStore store = RunStore::open(st.doc.dbPath().toStdString(), true);
@@ -178,7 +178,8 @@ log: {db: runs.db, every: 1}
     ASSERT_TRUE(st.win.openProject(dir, false));
     RunStore writer = RunStore::open(st.doc.dbPath().toStdString());
     st.compare->refresh();
-    QAbstractItemModelTester tester(st.compare->runModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester tester(st.compare->runModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::Fatal);
     for (int r = 0; r < 5; ++r) {
         RunStartRecord start;
         start.name = "run" + std::to_string(r);
@@ -191,10 +192,10 @@ log: {db: runs.db, every: 1}
         start.wall_time = telemetry_now();
         int64_t id = writer.run_begin(start);
         for (int step = 1; step <= 20; ++step) {
-            writer.append(id, {MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - 0.1 * step,
-                                            telemetry_now()},
-                               MetricRecord{step, 0, std::string(metric::perf_tok_per_s), 1000.0 + r,
-                                            telemetry_now()}});
+            writer.append(id, {MetricRecord{step, 0, std::string(metric::train_loss),
+                                            5.0 - 0.1 * step, telemetry_now()},
+                               MetricRecord{step, 0, std::string(metric::perf_tok_per_s),
+                                            1000.0 + r, telemetry_now()}});
             if (step % 5 == 0) st.compare->refresh();  // the page re-reads while runs grow
         }
         if (r % 2 == 0) writer.run_finish(id, run_status::completed, "", 20);
@@ -212,8 +213,8 @@ static pid_t start_xvfb() {
         pid_t pid = ::fork();
         if (pid == 0) {
             std::string disp = ":" + std::to_string(d);
-            ::execl("/usr/bin/Xvfb", "Xvfb", disp.c_str(), "-screen", "0", "1600x1000x24", "-nolisten",
-                    "tcp", (char*)nullptr);
+            ::execl("/usr/bin/Xvfb", "Xvfb", disp.c_str(), "-screen", "0", "1600x1000x24",
+                    "-nolisten", "tcp", (char*)nullptr);
             ::_exit(127);
         }
         for (int i = 0; i < 50; ++i) {  // wait for its socket

@@ -40,7 +40,8 @@ inline CommandResult run_command(const std::string& cmd) {
 
 // `tessera train PROJECT [ARGS] --set S...` as a shell command line.
 inline std::string train_command(const std::filesystem::path& project,
-                                 const std::vector<std::string>& sets, const std::string& args = "") {
+                                 const std::vector<std::string>& sets,
+                                 const std::string& args = "") {
     std::string cmd = bin_dir() + "/tessera train " + project.string();
     if (!args.empty()) cmd += " " + args;
     for (const auto& s : sets) cmd += " --set " + s;

@@ -21,10 +21,12 @@ inline double model_token_loss(const ModelShape& shape, const std::vector<float>
     b.batch_size = (int)rows.size();
     b.seq_len = (int)rows[0].size() - 1;
     for (const auto& r : rows)
-        for (size_t t = 0; t + 1 < r.size(); ++t) b.inputs.push_back(r[t]), b.targets.push_back(r[t + 1]);
+        for (size_t t = 0; t + 1 < r.size(); ++t)
+            b.inputs.push_back(r[t]), b.targets.push_back(r[t + 1]);
     const int N = b.batch_size * b.seq_len;
     ShardSpec spec{shape, TpGroup{}, Recompute::none, &layer_ops_cpu(), 1.0f / N};
-    std::vector<std::unique_ptr<Layer>> layers = layers_create_bound(spec, weights.data(), grads.data());
+    std::vector<std::unique_ptr<Layer>> layers =
+        layers_create_bound(spec, weights.data(), grads.data());
     Tensor x;
     for (auto& l : layers) x = l->forward(-1, std::move(x), b);
     double loss = 0;

@@ -5,8 +5,6 @@
 // build/screenshots/.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include <QAbstractItemModelTester>
 #include <QAbstractItemView>
 #include <QApplication>
@@ -19,16 +17,17 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
+#include <cstdlib>
 #include <vector>
 
 #include "engine/config/config.h"
 #include "engine/io/safetensors.h"
+#include "tests/support/ui_paths.h"
 #include "ui/common/project_document.h"
 #include "ui/model/layer_table_model.h"
 #include "ui/model/model_facts.h"
 #include "ui/model/model_page.h"
 #include "ui/shell/main_window.h"
-#include "tests/support/ui_paths.h"
 
 using namespace tessera::studio;
 
@@ -49,7 +48,9 @@ void ensure_app() {
     (void)app;
 }
 
-QString projects_dir() { return QString(TESSERA_TESTS_DIR) + "/../projects"; }
+QString projects_dir() {
+    return QString(TESSERA_TESTS_DIR) + "/../projects";
+}
 
 // The config without where it was read from: what must survive a save.
 tessera::RunConfig content(tessera::RunConfig c) {
@@ -79,7 +80,9 @@ QString copy_quickstart(const QTemporaryDir& tmp) {
     return dir;
 }
 
-QString hf_fixture(const char* name) { return QString(TESSERA_TESTS_DIR) + "/model/data/hf/" + name; }
+QString hf_fixture(const char* name) {
+    return QString(TESSERA_TESTS_DIR) + "/model/data/hf/" + name;
+}
 
 // Picks `text` in a combo box as a user does: open the popup, click the item.
 void choose(QComboBox* combo, const QString& text) {
@@ -101,10 +104,12 @@ QStringList items(const QComboBox* combo) {
 }
 
 // The layer table's text at (row, column).
-QString cell(const LayerTableModel* m, int row, int column) { return m->index(row, column).data().toString(); }
+QString cell(const LayerTableModel* m, int row, int column) {
+    return m->index(row, column).data().toString();
+}
 
 class StudioTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override { ensure_app(); }
 };
 
@@ -120,12 +125,17 @@ TEST_F(StudioTest, EveryExampleProjectRoundTripsThroughSave) {
         QString dir = projects_dir() + "/" + name;
         if (!QFile::exists(dir + "/project.yaml")) continue;
         SCOPED_TRACE(name.toStdString());
-        // a project whose data is made from text (prepare.sh) opens once prepared, as its README says
+        // a project whose data is made from text (prepare.sh) opens once prepared, as its README
+        // says
         QTemporaryDir prepared;
         if (QFile::exists(dir + "/prepare.sh")) {
             const QString copy = prepared.filePath(name);
-            ASSERT_EQ(std::system(("cp -r '" + dir + "' '" + copy + "' && TESSERA='" TESSERA_BIN_DIR "/tessera' bash '" +
-                                   copy + "/prepare.sh' > /dev/null 2>&1").toStdString().c_str()), 0);
+            ASSERT_EQ(std::system(("cp -r '" + dir + "' '" + copy +
+                                   "' && TESSERA='" TESSERA_BIN_DIR "/tessera' bash '" + copy +
+                                   "/prepare.sh' > /dev/null 2>&1")
+                                      .toStdString()
+                                      .c_str()),
+                      0);
             dir = copy;
         }
         const QString yaml = dir + "/project.yaml";
@@ -134,9 +144,13 @@ TEST_F(StudioTest, EveryExampleProjectRoundTripsThroughSave) {
         QString error;
         ASSERT_TRUE(doc.open(dir, &error)) << error.toStdString();
         QTemporaryDir tmp;
-        if (dir != projects_dir() + "/" + name)  // its prepared data goes along (relative data.train)
-            ASSERT_EQ(std::system(("mkdir -p '" + tmp.filePath(name) + "' && cp -r '" + dir + "/data' '" +
-                                   tmp.filePath(name) + "/data'").toStdString().c_str()), 0);
+        if (dir !=
+            projects_dir() + "/" + name)  // its prepared data goes along (relative data.train)
+            ASSERT_EQ(std::system(("mkdir -p '" + tmp.filePath(name) + "' && cp -r '" + dir +
+                                   "/data' '" + tmp.filePath(name) + "/data'")
+                                      .toStdString()
+                                      .c_str()),
+                      0);
         ASSERT_TRUE(doc.saveAs(tmp.filePath(name), &error)) << error.toStdString();
         EXPECT_FALSE(doc.isModified());
         const auto original = tessera::config_load(yaml.toStdString());
@@ -265,7 +279,8 @@ TEST_F(StudioTest, PresetSwitchKeepsATensorSplitTheKvHeadsAllow) {
     doc.edit("preset", [](tessera::RunConfig& c) { tessera::model_apply_preset(c, "mistral-7b"); });
     EXPECT_EQ(doc.config().parallel.tp, 8);
     EXPECT_EQ(tessera::model_check_config(doc.config()), "");
-    doc.edit("preset", [](tessera::RunConfig& c) { tessera::model_apply_preset(c, "smollm-135m"); });
+    doc.edit("preset",
+             [](tessera::RunConfig& c) { tessera::model_apply_preset(c, "smollm-135m"); });
     EXPECT_EQ(doc.config().parallel.tp, 1);  // 9 heads / 3 kv: no even split
     EXPECT_EQ(tessera::model_check_config(doc.config()), "");
 }
@@ -282,11 +297,13 @@ TEST_F(StudioTest, LayerTableModelPassesTheModelTesterAndTotalsGpt2) {
     const int n_specs = (int)model.specs().size();
     ASSERT_EQ(model.rowCount(), n_specs + 1);  // + totals
     int blocks = 0;
-    for (int r = 0; r < n_specs; ++r) blocks += model.index(r, LayerTableModel::Kind).data() == "block";
+    for (int r = 0; r < n_specs; ++r)
+        blocks += model.index(r, LayerTableModel::Kind).data() == "block";
     EXPECT_EQ(blocks, 12);
     const int total_row = model.rowCount() - 1;
     EXPECT_TRUE(model.isTotalsRow(total_row));
-    const qlonglong total = model.index(total_row, LayerTableModel::Params).data(Qt::UserRole).toLongLong();
+    const qlonglong total =
+        model.index(total_row, LayerTableModel::Params).data(Qt::UserRole).toLongLong();
     EXPECT_EQ(total, 124439808);  // GPT-2 small, tied head
     EXPECT_EQ(model.index(total_row, LayerTableModel::Params).data().toString(), "124.44 M");
     model.setSpecs({});
@@ -315,10 +332,11 @@ TEST_F(StudioTest, ImportSafetensorsSetsArchitectureAndReportsBadFiles) {
 
     std::vector<float> wte(256 * 64), wpe(32 * 64), ln(64);
     const std::string path = (dir + "/tiny.safetensors").toStdString();
-    tessera::safetensors_write(path, {{"wte.weight", tessera::DType::f32, {256, 64}, wte.data()},
-                                      {"wpe.weight", tessera::DType::f32, {32, 64}, wpe.data()},
-                                      {"h.0.ln_1.weight", tessera::DType::f32, {64}, ln.data()},
-                                      {"h.1.ln_1.weight", tessera::DType::f32, {64}, ln.data()}},
+    tessera::safetensors_write(path,
+                               {{"wte.weight", tessera::DType::f32, {256, 64}, wte.data()},
+                                {"wpe.weight", tessera::DType::f32, {32, 64}, wpe.data()},
+                                {"h.0.ln_1.weight", tessera::DType::f32, {64}, ln.data()},
+                                {"h.1.ln_1.weight", tessera::DType::f32, {64}, ln.data()}},
                                {{"n_head", "2"}});
     ASSERT_TRUE(page.importSafetensors(QString::fromStdString(path)));
     const auto& m = doc.config().model;
@@ -342,7 +360,8 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
     page.resize(1500, 920);
     page.show();
     QApplication::processEvents();
-    QAbstractItemModelTester tester(page.layerModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester tester(page.layerModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::Fatal);
     auto* family = page.findChild<QComboBox*>("family");
     auto* preset = page.findChild<QComboBox*>("preset");
     auto* kv = page.findChild<QSpinBox*>("n_kv_head");
@@ -351,9 +370,11 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
     using C = LayerTableModel;
 
     // the engine's table, grouped: the project's gpt-tiny is a GPT-2
-    EXPECT_EQ(items(family), (QStringList{"GPT-2", "Llama 3", "SmolLM", "Qwen2.5", "Qwen3", "TinyLlama", "Mistral", "MLP"}));
+    EXPECT_EQ(items(family), (QStringList{"GPT-2", "Llama 3", "SmolLM", "Qwen2.5", "Qwen3",
+                                          "TinyLlama", "Mistral", "MLP"}));
     EXPECT_EQ(family->currentText(), "GPT-2");
-    EXPECT_EQ(items(preset), (QStringList{"gpt-tiny", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"}));
+    EXPECT_EQ(items(preset),
+              (QStringList{"gpt-tiny", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"}));
     EXPECT_EQ(preset->currentText(), "gpt-tiny");
     EXPECT_FALSE(kv->isVisibleTo(&page));  // GPT-2 has no kv heads
 
@@ -367,21 +388,26 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
     EXPECT_EQ(doc.undoStack()->count(), 1);
     EXPECT_EQ(page.validationText(), "");
     ASSERT_EQ(table->rowCount(), 1 + 30 + 1 + 1);  // embedding, blocks, head, totals
-    EXPECT_EQ(cell(table, 0, C::Structure), "tokens 49152 × 576, tied to the head · positions: rotary θ 10000");
+    EXPECT_EQ(cell(table, 0, C::Structure),
+              "tokens 49152 × 576, tied to the head · positions: rotary θ 10000");
     EXPECT_EQ(cell(table, 1, C::Structure),
               "RMSNorm · attention 9 heads / 3 kv, head_dim 64 · RMSNorm · SwiGLU ffn 1536");
     EXPECT_EQ(cell(table, 31, C::Structure), "RMSNorm · tied to the embedding (49152 × 576)");
     const QString tip = table->index(1, C::Structure).data(Qt::ToolTipRole).toString();
-    EXPECT_TRUE(tip.contains("attention: q 576 × 576, k and v 192 × 576 each, o 576 × 576 = 884.7 K"))
+    EXPECT_TRUE(
+        tip.contains("attention: q 576 × 576, k and v 192 × 576 each, o 576 × 576 = 884.7 K"))
         << tip.toStdString();
-    EXPECT_TRUE(tip.contains("MLP (SwiGLU): gate and up 1536 × 576 each, down 576 × 1536 = 2.65 M"));
+    EXPECT_TRUE(
+        tip.contains("MLP (SwiGLU): gate and up 1536 × 576 each, down 576 × 1536 = 2.65 M"));
     EXPECT_TRUE(tip.contains("RMSNorm × 2: 1152"));
     EXPECT_EQ(table->index(1, C::Params).data(Qt::UserRole).toLongLong(), 3540096);
     EXPECT_GT(table->index(1, C::ActivationBytes).data(Qt::UserRole).toLongLong(), 0);
-    EXPECT_EQ(table->index(32, C::Params).data(Qt::UserRole).toLongLong(), 134515008);  // SmolLM-135M
+    EXPECT_EQ(table->index(32, C::Params).data(Qt::UserRole).toLongLong(),
+              134515008);  // SmolLM-135M
     EXPECT_EQ(cell(table, 32, C::Params), "134.52 M");
     QApplication::processEvents();  // the layout settles, as on screen
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_smollm_135m.png"));
+    EXPECT_TRUE(
+        page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_smollm_135m.png"));
 
     choose(preset, "smollm2-360m");
     EXPECT_EQ(doc.config().model.preset, "smollm2-360m");
@@ -392,24 +418,30 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
     // untied embeddings: the head has its own lm_head
     choose(family, "Mistral");
     EXPECT_EQ(doc.config().model.preset, "mistral-7b");
-    EXPECT_EQ(cell(table, 0, C::Structure), "tokens 32000 × 4096, untied (own lm_head) · positions: rotary θ 10000");
+    EXPECT_EQ(cell(table, 0, C::Structure),
+              "tokens 32000 × 4096, untied (own lm_head) · positions: rotary θ 10000");
     EXPECT_EQ(cell(table, 33, C::Structure), "RMSNorm · lm_head 32000 × 4096");
-    EXPECT_EQ(table->index(34, C::Params).data(Qt::UserRole).toLongLong(), 7241732096);  // Mistral-7B
+    EXPECT_EQ(table->index(34, C::Params).data(Qt::UserRole).toLongLong(),
+              7241732096);  // Mistral-7B
 
     // Qwen2.5: biases on q, k, v
     choose(family, "Qwen2.5");
     EXPECT_EQ(doc.config().model.preset, "qwen2.5-0.5b");
-    EXPECT_EQ(cell(table, 1, C::Structure),
-              "RMSNorm · attention 14 heads / 2 kv, head_dim 64, qkv bias · RMSNorm · SwiGLU ffn 4864");
-    EXPECT_EQ(table->index(table->rowCount() - 1, C::Params).data(Qt::UserRole).toLongLong(), 494032768);
+    EXPECT_EQ(
+        cell(table, 1, C::Structure),
+        "RMSNorm · attention 14 heads / 2 kv, head_dim 64, qkv bias · RMSNorm · SwiGLU ffn 4864");
+    EXPECT_EQ(table->index(table->rowCount() - 1, C::Params).data(Qt::UserRole).toLongLong(),
+              494032768);
 
     // Qwen3: q/k norm, head_dim 128 wider than hidden / heads (1024 / 16)
     choose(family, "Qwen3");
     EXPECT_EQ(doc.config().model.preset, "qwen3-0.6b");
-    EXPECT_EQ(cell(table, 1, C::Structure),
-              "RMSNorm · attention 16 heads / 8 kv, head_dim 128, q/k norm · RMSNorm · SwiGLU ffn 3072");
+    EXPECT_EQ(
+        cell(table, 1, C::Structure),
+        "RMSNorm · attention 16 heads / 8 kv, head_dim 128, q/k norm · RMSNorm · SwiGLU ffn 3072");
     // the published Qwen3-0.6B: 0.44B non-embedding parameters, 151936 × 1024 tied embedding
-    EXPECT_EQ(table->index(table->rowCount() - 1, C::Params).data(Qt::UserRole).toLongLong(), 596049920);
+    EXPECT_EQ(table->index(table->rowCount() - 1, C::Params).data(Qt::UserRole).toLongLong(),
+              596049920);
 
     // Llama 3.2: llama3 rotary scaling in the embedding row
     choose(family, "Llama 3");
@@ -423,7 +455,8 @@ TEST_F(StudioTest, FamilyAndPresetPickersSwitchModelsAndTheTableShowsTheirParts)
     choose(preset, "gpt2");
     EXPECT_EQ(doc.config().model.preset, "gpt2");
     EXPECT_FALSE(kv->isVisibleTo(&page));
-    EXPECT_EQ(cell(table, 1, C::Structure), "LayerNorm · attention 12 heads, head_dim 64 · LayerNorm · GELU MLP 3072");
+    EXPECT_EQ(cell(table, 1, C::Structure),
+              "LayerNorm · attention 12 heads, head_dim 64 · LayerNorm · GELU MLP 3072");
     EXPECT_EQ(cell(table, 0, C::Structure), "wte 50257 × 768, tied to the head · wpe 1024 × 768");
     EXPECT_EQ(cell(table, table->rowCount() - 1, C::Params), "124.44 M");
     EXPECT_EQ(tessera::model_check_config(doc.config()), "");
@@ -450,15 +483,22 @@ TEST_F(StudioTest, OpenModelFolderRefusesBadFoldersWithTheEngineMessageAndKeepsT
     const tessera::RunConfig before = doc.config();
     const QByteArray yaml = read_all(dir + "/project.yaml");
 
-    struct Bad { const char* name; QByteArray config; const char* says; };
+    struct Bad {
+        const char* name;
+        QByteArray config;
+        const char* says;
+    };
     const QByteArray llama = read_all(hf_fixture("llama3_tied") + "/config.json");
     QByteArray bert = llama;
     bert.replace("LlamaForCausalLM", "BertForMaskedLM");
-    for (const Bad& b : {Bad{"no_config", "", "config.json: model.init_from is a folder, expected its config.json"},
-                         Bad{"not_json", "{\"architectures\": [\"LlamaForCausalLM\",", "config.json: not JSON"},
-                         Bad{"bert", bert, "architectures: expected one of LlamaForCausalLM, MistralForCausalLM, "
-                                           "Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, found BertForMaskedLM"},
-                         Bad{"no_weights", llama, "expected model.safetensors in the model folder"}}) {
+    for (const Bad& b :
+         {Bad{"no_config", "",
+              "config.json: model.init_from is a folder, expected its config.json"},
+          Bad{"not_json", "{\"architectures\": [\"LlamaForCausalLM\",", "config.json: not JSON"},
+          Bad{"bert", bert,
+              "architectures: expected one of LlamaForCausalLM, MistralForCausalLM, "
+              "Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, found BertForMaskedLM"},
+          Bad{"no_weights", llama, "expected model.safetensors in the model folder"}}) {
         SCOPED_TRACE(b.name);
         const QString bad = tmp.filePath(b.name);
         QDir().mkpath(bad);
@@ -467,17 +507,20 @@ TEST_F(StudioTest, OpenModelFolderRefusesBadFoldersWithTheEngineMessageAndKeepsT
         ASSERT_FALSE(failed.isEmpty());
         const QString message = failed.takeLast().at(0).toString();
         EXPECT_TRUE(message.contains(b.says)) << message.toStdString();
-        EXPECT_TRUE(message.contains(bad)) << message.toStdString();  // names the folder or its file
+        EXPECT_TRUE(message.contains(bad))
+            << message.toStdString();  // names the folder or its file
         EXPECT_TRUE(page.validationText().contains(message)) << page.validationText().toStdString();
         EXPECT_TRUE(doc.config() == before);
         EXPECT_EQ(doc.undoStack()->count(), 1);
     }
     EXPECT_FALSE(page.openModelFolder(tmp.filePath("nowhere")));
-    EXPECT_TRUE(failed.takeLast().at(0).toString().contains("expected a Hugging Face model folder"));
+    EXPECT_TRUE(
+        failed.takeLast().at(0).toString().contains("expected a Hugging Face model folder"));
     // the unsupported architecture's message, as the page shows it
     EXPECT_FALSE(page.openModelFolder(tmp.filePath("bert")));
     QApplication::processEvents();  // the layout settles, as on screen
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_bad_folder.png"));
+    EXPECT_TRUE(
+        page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_bad_folder.png"));
     EXPECT_TRUE(doc.config() == before);
     EXPECT_TRUE(doc.isModified());  // the user's own edit, still there
     EXPECT_EQ(read_all(dir + "/project.yaml"), yaml);
@@ -497,7 +540,8 @@ TEST_F(StudioTest, OpenModelFolderShowsTheFolderModelAndSavesARelativeInitFrom) 
     ModelPage page(&doc);
     page.resize(1500, 920);
     page.show();
-    QAbstractItemModelTester tester(page.layerModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester tester(page.layerModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::Fatal);
     auto* family = page.findChild<QComboBox*>("family");
     auto* preset = page.findChild<QComboBox*>("preset");
     auto* layers = page.findChild<QSpinBox*>("n_layer");
@@ -527,13 +571,16 @@ TEST_F(StudioTest, OpenModelFolderShowsTheFolderModelAndSavesARelativeInitFrom) 
     EXPECT_FALSE(layers->isEnabled());  // config.json sets it
     EXPECT_TRUE(seq->isEnabled());
     ASSERT_EQ(table->rowCount(), 1 + 2 + 1 + 1);
-    EXPECT_EQ(cell(table, 0, C::Structure), "tokens 96 × 32, tied to the head · positions: rotary θ 500, llama3 ×8");
-    EXPECT_EQ(cell(table, 1, C::Structure), "RMSNorm · attention 4 heads / 2 kv, head_dim 8 · RMSNorm · SwiGLU ffn 48");
+    EXPECT_EQ(cell(table, 0, C::Structure),
+              "tokens 96 × 32, tied to the head · positions: rotary θ 500, llama3 ×8");
+    EXPECT_EQ(cell(table, 1, C::Structure),
+              "RMSNorm · attention 4 heads / 2 kv, head_dim 8 · RMSNorm · SwiGLU ffn 48");
     EXPECT_EQ(cell(table, 3, C::Structure), "RMSNorm · tied to the embedding (96 × 32)");
     // 96·32 embedding + 2 blocks of (2·32 + 64·32 + 32·32 + 3·48·32) + the final norm's 32
     EXPECT_EQ(table->index(4, C::Params).data(Qt::UserRole).toLongLong(), 3072 + 2 * 7744 + 32);
     QApplication::processEvents();  // the layout settles, as on screen
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/model_page_hf_llama3_tied.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
+                                 "/model_page_hf_llama3_tied.png"));
 
     // inside the project: relative to project.yaml, as the engine resolves it
     const QString qwen = dir + "/models/qwen2_bias";

@@ -6,8 +6,6 @@
 // bubble, hover text. Both pages are rendered to PNG (build dir: screenshots/).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QDir>
@@ -20,11 +18,12 @@
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include "ui/common/qcustomplot_qt.h"
+#include <algorithm>
 
 #include "engine/parallel/schedule.h"
-#include "ui/common/project_document.h"
 #include "tests/ui_compare/ui_compare_util.h"
+#include "ui/common/project_document.h"
+#include "ui/common/qcustomplot_qt.h"
 #include "ui/compare/compare_page.h"
 #include "ui/compare/config_diff.h"
 #include "ui/compare/run_table_model.h"
@@ -54,10 +53,9 @@ void train(const QString& dir, const QStringList& sets) {
     ASSERT_EQ(p.exitCode(), 0) << p.readAll().toStdString();
 }
 
-
 // A project folder with runs.db holding runs #1 base, #2 lr3e-3, #3 pp2.
 class PagesTest : public ::testing::Test {
-protected:
+  protected:
     QTemporaryDir tmp;
     ProjectDocument doc;
     void SetUp() override {
@@ -89,8 +87,10 @@ QStringList column(QAbstractItemModel* m, int col) {
 
 TEST_F(PagesTest, RunModelPassesTesterAndSorts) {
     ComparePage page(&doc);
-    QAbstractItemModelTester t1(page.runModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
-    QAbstractItemModelTester t2(page.proxyModel(), QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester t1(page.runModel(),
+                                QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QAbstractItemModelTester t2(page.proxyModel(),
+                                QAbstractItemModelTester::FailureReportingMode::Fatal);
     RunTableModel* m = page.runModel();
     ASSERT_EQ(m->rowCount(), 3);
     // the fixed columns, then the config keys that differ among the three runs (lr is one; pp has
@@ -122,7 +122,10 @@ TEST_F(PagesTest, RunModelPassesTesterAndSorts) {
     page.runView()->sortByColumn(RunTableModel::BestVal, Qt::AscendingOrder);
     double prev = -1;
     for (int r = 0; r < 3; ++r) {
-        const double v = page.proxyModel()->index(r, RunTableModel::BestVal).data(RunTableModel::kSortRole).toDouble();
+        const double v = page.proxyModel()
+                             ->index(r, RunTableModel::BestVal)
+                             .data(RunTableModel::kSortRole)
+                             .toDouble();
         EXPECT_GE(v, prev);
         prev = v;
     }
@@ -256,7 +259,8 @@ TEST_F(PagesTest, TimelineShowsPipelineSpansAndBubbles) {
     EXPECT_EQ(ideal.bars.size(), 16);
     EXPECT_GT(ideal.length_ms, 0);
     EXPECT_TRUE(page.simulatedFromMeasured());
-    EXPECT_TRUE(std::any_of(ideal.bars.begin(), ideal.bars.end(), [](const GanttBar& b) { return b.critical; }));
+    EXPECT_TRUE(std::any_of(ideal.bars.begin(), ideal.bars.end(),
+                            [](const GanttBar& b) { return b.critical; }));
     EXPECT_FALSE(ideal.gaps.isEmpty());
     EXPECT_GT(page.simulatedBubble(), 0.0);
 
@@ -317,7 +321,8 @@ TEST(TimelineZbH1, ShowsBAndWSpans) {
     ASSERT_TRUE(f.open(QIODevice::WriteOnly));
     f.write(kProject);
     f.close();
-    train(tmp.path(), {"name=zb", "parallel.pp=2", "train.grad_accum=4", "parallel.schedule=zb-h1"});
+    train(tmp.path(),
+          {"name=zb", "parallel.pp=2", "train.grad_accum=4", "parallel.schedule=zb-h1"});
     ProjectDocument doc;
     QString err;
     ASSERT_TRUE(doc.open(tmp.path(), &err)) << err.toStdString();
@@ -340,7 +345,8 @@ TEST(TimelineZbH1, ShowsBAndWSpans) {
     EXPECT_LT(page.predictedBubble(), tessera::schedule_bubble_fraction(f1b, 2, 1, 1, 1));
     EXPECT_GT(page.measuredBubble(), 0.0);
     // distinct colours, and the legend names both
-    const QColor bc = GanttView::kindColor("backward_input"), wc = GanttView::kindColor("backward_weight");
+    const QColor bc = GanttView::kindColor("backward_input"),
+                 wc = GanttView::kindColor("backward_weight");
     EXPECT_NE(bc, wc);
     EXPECT_NE(bc, GanttView::kindColor("backward"));
     EXPECT_NE(wc, GanttView::kindColor("forward"));

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QDir>
 #include <QStandardPaths>
+
 #include "tests/support/ui_paths.h"
 
 namespace ui_compare_test {

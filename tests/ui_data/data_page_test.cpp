@@ -51,9 +51,10 @@ struct Fixture {
     QWidget window;
     Fixture() {
         dir = tmp.path();
-        RunConfig cfg = config_parse("name: own-data\nmodel: {preset: llama-tiny, n_layer: 2, seq_len: 32}\n"
-                                     "data: {dataset: brown}\n",
-                                     "project.yaml");
+        RunConfig cfg = config_parse(
+            "name: own-data\nmodel: {preset: llama-tiny, n_layer: 2, seq_len: 32}\n"
+            "data: {dataset: brown}\n",
+            "project.yaml");
         doc.create(dir, cfg);
         QString err;
         EXPECT_TRUE(doc.save(&err)) << err.toStdString();
@@ -68,7 +69,9 @@ struct Fixture {
     QString out() const { return dir + "/data/prepared"; }
 };
 
-bool wait_for(QSignalSpy& spy, int ms = 60000) { return spy.count() > 0 || spy.wait(ms); }
+bool wait_for(QSignalSpy& spy, int ms = 60000) {
+    return spy.count() > 0 || spy.wait(ms);
+}
 
 // A second window (its own document and Data page) to open the fixture's project in.
 struct OtherWindow {
@@ -197,7 +200,8 @@ TEST(DataPage, AnotherTokenizerBecomesTheModels) {
 
 TEST(DataPage, BadLineIsShownWithFileAndLineAndChangesNothing) {
     Fixture f;
-    write_all(f.dir + "/bad.jsonl", "{\"text\": \"fine\"}\n{\"text\": \"also fine\"}\n{\"text\": 42}\n");
+    write_all(f.dir + "/bad.jsonl",
+              "{\"text\": \"fine\"}\n{\"text\": \"also fine\"}\n{\"text\": 42}\n");
     f.page->setInputs({"bad.jsonl"});
     QSignalSpy failed(f.page, &DataPage::prepareFailed);
     ASSERT_TRUE(f.page->prepare());
@@ -224,12 +228,14 @@ TEST(DataPage, CancelLeavesNoOutput) {
     Fixture f;
     // about 12 MB of JSONL through GPT-2's BPE: seconds of work, cancelled at the first progress
     QByteArray big;
-    const QByteArray line = "{\"text\": \"" + QByteArray(kDocA).trimmed() + " " + QByteArray(kDocB).trimmed() + "\"}\n";
+    const QByteArray line =
+        "{\"text\": \"" + QByteArray(kDocA).trimmed() + " " + QByteArray(kDocB).trimmed() + "\"}\n";
     while (big.size() < 12'000'000) big += line;
     write_all(f.dir + "/big.jsonl", big);
     f.page->setInputs({"big.jsonl"});
     f.page->setTokenizer("gpt2");
-    QSignalSpy cancelled(f.page, &DataPage::prepareCancelled), done(f.page, &DataPage::prepareFinished);
+    QSignalSpy cancelled(f.page, &DataPage::prepareCancelled),
+        done(f.page, &DataPage::prepareFinished);
     ASSERT_TRUE(f.page->prepare());
     f.page->cancel();
     ASSERT_TRUE(wait_for(cancelled)) << f.page->statusText().toStdString();
@@ -255,7 +261,8 @@ TEST_F(DataPageReopened, ShowsItsPreparedFolder) {
     ASSERT_TRUE(wait_for(shown));
     EXPECT_FALSE(page2.isLoadingSamples());
     EXPECT_EQ(page2.sampleTexts().size(), 3);
-    EXPECT_TRUE(samples->toPlainText().startsWith("first line document")) << samples->toPlainText().toStdString();
+    EXPECT_TRUE(samples->toPlainText().startsWith("first line document"))
+        << samples->toPlainText().toStdString();
     // ready to prepare again into the same folder from the same inputs (their common folder)
     EXPECT_EQ(page2.options().out, (f.dir + "/data/prepared").toStdString());
     ASSERT_EQ(page2.options().inputs.size(), 1u);
@@ -268,7 +275,9 @@ TEST_F(DataPageReopened, ShowsItsPreparedFolder) {
 TEST_F(DataPageReopened, SamplesOfAProjectReplacedWhileLoadingAreDropped) {
     ASSERT_TRUE(page2.isLoadingSamples());
     QTemporaryDir other;
-    o.doc.create(other.path(), config_parse("name: plain\nmodel: {preset: llama-tiny}\ndata: {dataset: brown}\n", "project.yaml"));
+    o.doc.create(other.path(),
+                 config_parse("name: plain\nmodel: {preset: llama-tiny}\ndata: {dataset: brown}\n",
+                              "project.yaml"));
     EXPECT_FALSE(page2.isLoadingSamples());
     EXPECT_FALSE(shown.wait(3000));  // the first project's samples (a few ms of work) never come
     EXPECT_TRUE(page2.sampleTexts().isEmpty());
@@ -280,7 +289,8 @@ TEST(DataPage, IncompleteFormSaysWhatIsMissing) {
     QSignalSpy failed(f.page, &DataPage::prepareFailed);
     EXPECT_FALSE(f.page->prepare());
     ASSERT_EQ(failed.count(), 1);
-    EXPECT_TRUE(failed.first().first().toString().contains("input")) << f.page->statusText().toStdString();
+    EXPECT_TRUE(failed.first().first().toString().contains("input"))
+        << f.page->statusText().toStdString();
     f.page->setInputs({"nowhere.txt"});
     QSignalSpy failedAgain(f.page, &DataPage::prepareFailed);
     ASSERT_TRUE(f.page->prepare());

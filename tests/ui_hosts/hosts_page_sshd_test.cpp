@@ -9,7 +9,6 @@
 #include <QDir>
 #include <QSignalSpy>
 #include <QTreeWidget>
-
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -28,8 +27,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTessera = std::string(std::getenv("TESSERA_BIN_DIR") ? std::getenv("TESSERA_BIN_DIR")
-                                                                        : TESSERA_BIN_DIR) + "/tessera";
+const std::string kTessera =
+    std::string(std::getenv("TESSERA_BIN_DIR") ? std::getenv("TESSERA_BIN_DIR") : TESSERA_BIN_DIR) +
+    "/tessera";
 
 // Waits for the page's current preflight (and the re-check a trust starts) to finish.
 bool wait_done(HostsPage& page, QSignalSpy& spy, int count) {
@@ -51,7 +51,8 @@ TEST(HostsPageRealSshd, TrustBothHostsThenPreflightPassesAndTheRunUsesBoth) {
     std::ofstream(sshd.known_hosts()) << "";  // a new cluster: nothing trusted yet
     fs::path proj = sshd.dir / "project";
     fs::create_directories(proj);
-    std::ofstream(proj / "project.yaml") << R"(name: two-hosts
+    std::ofstream(proj / "project.yaml")
+        << R"(name: two-hosts
 model: {preset: gpt-tiny, n_layer: 2, n_head: 2, d_model: 32, seq_len: 32}
 data: {dataset: brown}
 train: {steps: 6, micro_batch: 2, eval_every: 0, threads: 1}
@@ -59,11 +60,14 @@ parallel: {dp: 2}
 log: {db: runs.db, every: 1}
 cluster:
   hosts:
-    - {host: 127.0.0.1, port: )" << sshd.port << ", identity: " << sshd.user_key << R"(, slots: 1}
-    - {host: 127.0.0.2, port: )" << sshd.port << ", identity: " << sshd.user_key << R"(, slots: 1}
-  workdir: )" << (sshd.dir / "work").string() << "\n  tessera: " << kTessera
-                                     << "\n  known_hosts: " << sshd.known_hosts()
-                                     << "\n  rendezvous_port: " << test_support::free_port() << "\n";
+    - {host: 127.0.0.1, port: )"
+        << sshd.port << ", identity: " << sshd.user_key << R"(, slots: 1}
+    - {host: 127.0.0.2, port: )"
+        << sshd.port << ", identity: " << sshd.user_key << R"(, slots: 1}
+  workdir: )"
+        << (sshd.dir / "work").string() << "\n  tessera: " << kTessera
+        << "\n  known_hosts: " << sshd.known_hosts()
+        << "\n  rendezvous_port: " << test_support::free_port() << "\n";
     ProjectDocument doc;
     QString err;
     ASSERT_TRUE(doc.open(QString::fromStdString(proj.string()), &err)) << err.toStdString();
@@ -94,16 +98,19 @@ cluster:
     ASSERT_TRUE(wait_done(page, done, 3));
     EXPECT_EQ(asked, (QStringList{"127.0.0.1:" + p, "127.0.0.2:" + p}));
     EXPECT_TRUE(page.trustableHosts().isEmpty());
-    EXPECT_EQ(host_states(page), (QStringList{"ready", "ready"})) << page.preflightStatus().toStdString();
-    EXPECT_NE(test_support::slurp(sshd.known_hosts()).find("[127.0.0.2]:" + std::to_string(sshd.port)),
-              std::string::npos);
+    EXPECT_EQ(host_states(page), (QStringList{"ready", "ready"}))
+        << page.preflightStatus().toStdString();
+    EXPECT_NE(
+        test_support::slurp(sshd.known_hosts()).find("[127.0.0.2]:" + std::to_string(sshd.port)),
+        std::string::npos);
     page.grab().save(QString(TESSERA_BIN_DIR) + "/../hosts_page_real_sshd.png");
 
     // the run, started as the Monitor page starts it
     RunController rc;
     std::string db = (proj / "runs.db").string();
     rc.start(kTessera, (proj / "project.yaml").string(), db);
-    for (int i = 0; i < 600 && rc.state() != RunState::finished && rc.state() != RunState::failed; ++i)
+    for (int i = 0; i < 600 && rc.state() != RunState::finished && rc.state() != RunState::failed;
+         ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ASSERT_EQ(rc.state(), RunState::finished) << rc.exit_code();
     RunStore store = RunStore::open(db, true);

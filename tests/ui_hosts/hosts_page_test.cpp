@@ -24,9 +24,9 @@
 #include <QTreeWidget>
 #include <QUndoStack>
 
+#include "engine/config/cluster_rules.h"
 #include "engine/config/config.h"
 #include "ui/common/project_document.h"
-#include "engine/config/cluster_rules.h"
 #include "ui/hosts/cluster_tables.h"
 #include "ui/hosts/preflight_runner.h"
 #include "ui/plan/gpu_grid.h"
@@ -138,7 +138,8 @@ struct FakeTessera {
         ok.replace(R"J("ok": false, "checks")J", R"J("ok": true, "checks")J")
             .replace(R"J({"ok": false)J", R"J({"ok": true)J");
         write_all(dir + "/ok.json", ok);
-        write_all(dir + "/garbled.json", R"J({"ok": false, "hosts": [{"host": "h", "first_rank": 0, "ranks": 1,
+        write_all(dir + "/garbled.json",
+                  R"J({"ok": false, "hosts": [{"host": "h", "first_rank": 0, "ranks": 1,
                                          "checks": [{"name": "ssh", "status": 3, "detail": ""}]}]})J");
     }
     void setMode(const QByteArray& m) { write_all(dir + "/mode", m); }
@@ -229,40 +230,50 @@ TEST(HostsPage, RefusedEditsShowTheirReasonAndLeaveTheDocumentAlone) {
     EXPECT_FALSE(m->setData(cell(m, 0, HostColumn::host), "a;id"));
     unchanged();
     const QString issue = f.page->issueText("cluster.hosts");
-    EXPECT_TRUE(issue.contains("Not applied — cluster.hosts[0].host: expected a host name or address"))
+    EXPECT_TRUE(
+        issue.contains("Not applied — cluster.hosts[0].host: expected a host name or address"))
         << issue.toStdString();
     EXPECT_TRUE(issue.contains("found 'a;id', which contains ';'")) << issue.toStdString();
     EXPECT_EQ(cell(m, 0, HostColumn::host).data().toString(), "127.0.0.1");
     EXPECT_TRUE(f.page->findChild<QLabel*>("issue:cluster.hosts")->isVisible());
 
     EXPECT_FALSE(m->setData(cell(m, 0, HostColumn::host), ""));
-    EXPECT_TRUE(f.page->issueText("cluster.hosts").contains("cluster.hosts[0].host: expected a host name, found nothing"))
+    EXPECT_TRUE(f.page->issueText("cluster.hosts")
+                    .contains("cluster.hosts[0].host: expected a host name, found nothing"))
         << f.page->issueText("cluster.hosts").toStdString();
     EXPECT_FALSE(
         m->setData(cell(m, 1, HostColumn::host), "127.0.0.1"));  // same host and port as row 1
-    EXPECT_TRUE(f.page->issueText("cluster.hosts").contains("cluster.hosts[1].host: expected one row per machine"))
+    EXPECT_TRUE(f.page->issueText("cluster.hosts")
+                    .contains("cluster.hosts[1].host: expected one row per machine"))
         << f.page->issueText("cluster.hosts").toStdString();
     EXPECT_FALSE(m->setData(cell(m, 0, HostColumn::user), "root$(reboot)"));
     EXPECT_FALSE(m->setData(cell(m, 0, HostColumn::slots), 0));
-    EXPECT_TRUE(f.page->issueText("cluster.hosts").contains(
-        "cluster.hosts[0].slots: expected a positive integer up to 4096 (the ranks this host runs), found 0"))
+    EXPECT_TRUE(f.page->issueText("cluster.hosts")
+                    .contains("cluster.hosts[0].slots: expected a positive integer up to 4096 (the "
+                              "ranks this host runs), found 0"))
         << f.page->issueText("cluster.hosts").toStdString();
     EXPECT_FALSE(m->setData(cell(m, 0, HostColumn::port), "ssh"));
-    EXPECT_TRUE(f.page->issueText("cluster.hosts").contains("cluster.hosts[0].port: expected a whole number, found 'ssh'"))
+    EXPECT_TRUE(f.page->issueText("cluster.hosts")
+                    .contains("cluster.hosts[0].port: expected a whole number, found 'ssh'"))
         << f.page->issueText("cluster.hosts").toStdString();
     EXPECT_FALSE(m->removeHost(1));  // 1 slot left for dp 2
-    EXPECT_TRUE(f.page->issueText("cluster.hosts").contains(
-        "cluster.slots: expected at least dp x tp x pp = 2 x 1 x 1 = 2 slots (add slots, or lower the plan), found "
-        "1 slot on 1 host"))
+    EXPECT_TRUE(f.page->issueText("cluster.hosts")
+                    .contains("cluster.slots: expected at least dp x tp x pp = 2 x 1 x 1 = 2 slots "
+                              "(add slots, or lower the plan), found "
+                              "1 slot on 1 host"))
         << f.page->issueText("cluster.hosts").toStdString();
     EXPECT_FALSE(f.page->envModel()->setData(f.page->envModel()->index(0, 0), "1BAD"));
-    EXPECT_TRUE(f.page->issueText("cluster.env").contains("cluster.env[0]: expected an environment variable name"))
+    EXPECT_TRUE(f.page->issueText("cluster.env")
+                    .contains("cluster.env[0]: expected an environment variable name"))
         << f.page->issueText("cluster.env").toStdString();
     EXPECT_TRUE(f.page->issueText("cluster.env").contains("found '1BAD'"));
     auto* tessera = f.page->findChild<QLineEdit*>("tesseraPath");
     tessera->setText("  ");
     Q_EMIT tessera->editingFinished();
-    EXPECT_TRUE(f.page->issueText("cluster.tessera").contains("cluster.tessera: expected a path, or a name on the remote PATH, found nothing"))
+    EXPECT_TRUE(
+        f.page->issueText("cluster.tessera")
+            .contains(
+                "cluster.tessera: expected a path, or a name on the remote PATH, found nothing"))
         << f.page->issueText("cluster.tessera").toStdString();
     EXPECT_EQ(tessera->text(), "tessera");
     unchanged();
@@ -273,7 +284,9 @@ TEST(HostsPage, RefusedEditsShowTheirReasonAndLeaveTheDocumentAlone) {
 
     // a shortage made elsewhere (dp raised on the Plan page) shows, and does not block other edits
     f.doc.edit("Set dp", [](RunConfig& c) { c.parallel.dp = 4; });
-    EXPECT_TRUE(f.page->issueText("cluster.slots").contains("cluster.slots: expected at least dp x tp x pp = 4 x 1 x 1 = 4 slots"))
+    EXPECT_TRUE(
+        f.page->issueText("cluster.slots")
+            .contains("cluster.slots: expected at least dp x tp x pp = 4 x 1 x 1 = 4 slots"))
         << f.page->issueText("cluster.slots").toStdString();
     EXPECT_TRUE(m->setData(cell(m, 1, HostColumn::user), "bob"));
     EXPECT_TRUE(m->setData(cell(m, 1, HostColumn::slots), 3));  // enough again
@@ -315,7 +328,8 @@ TEST(HostsPage, ImportsAHostfileOrShowsWhyNot) {
     EXPECT_TRUE(f.page->bannerText().contains("slots=zero")) << f.page->bannerText().toStdString();
     write_all(bad, "gpu-a slots=1\n");  // parses, but 1 slot cannot run dp 2
     EXPECT_FALSE(f.page->importHostfile(bad));
-    EXPECT_TRUE(f.page->bannerText().contains("cluster.slots: expected at least dp x tp x pp = 2 x 1 x 1 = 2 slots"))
+    EXPECT_TRUE(f.page->bannerText().contains(
+        "cluster.slots: expected at least dp x tp x pp = 2 x 1 x 1 = 2 slots"))
         << f.page->bannerText().toStdString();
     write_all(bad, "# nothing\n");
     EXPECT_FALSE(f.page->importHostfile(bad));
@@ -536,7 +550,8 @@ TEST(HostsPage, AChangedKeyIsRefusedAndAConfigErrorIsShown) {
     fake.setMode("garbled");
     f.page->runPreflight();
     ASSERT_TRUE(wait_done(*f.page));
-    EXPECT_TRUE(f.page->bannerText().contains("hosts[0].checks[0].status: expected a string, found number 3"))
+    EXPECT_TRUE(f.page->bannerText().contains(
+        "hosts[0].checks[0].status: expected a string, found number 3"))
         << f.page->bannerText().toStdString();
 
     f.page->setTesseraBinary(fake.dir + "/no-such-tessera");

@@ -4,6 +4,8 @@
 // hand as GPU runs would write it: the prediction is for the device each run recorded (the default
 // only without a record, and the page says so), and the memory chart shows the driver's measured
 // use next to the engine's own device total.
+#include "ui/monitor/monitor_page.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,13 +17,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include "ui/common/qcustomplot_qt.h"
 
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "ui/common/project_document.h"
+#include "ui/common/qcustomplot_qt.h"
 #include "ui/monitor/monitor_device.h"
-#include "ui/monitor/monitor_page.h"
 #include "ui/monitor/monitor_series.h"
 
 namespace fs = std::filesystem;
@@ -41,8 +42,9 @@ void make_project() {
         << "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
            "data: {dataset: brown}\n"
            "train: {steps: 20, micro_batch: 4, eval_every: 10}\n";
-    std::string cmd = std::string(TESSERA_BIN_DIR) + "/tessera train '" + (g_project / "project.yaml").string() +
-                      "' --db '" + (g_project / "runs.db").string() + "' > /dev/null 2>&1";
+    std::string cmd = std::string(TESSERA_BIN_DIR) + "/tessera train '" +
+                      (g_project / "project.yaml").string() + "' --db '" +
+                      (g_project / "runs.db").string() + "' > /dev/null 2>&1";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
@@ -66,11 +68,16 @@ fs::path make_gpu_project() {
         std::vector<Record> recs;
         if (device) recs.push_back(DeviceRecord{0, "gpu-host", device, int64_t(140 * kGiB), 1000});
         for (int64_t step = 1; step <= 4; ++step) {
-            recs.push_back(MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
-            recs.push_back(MetricRecord{step, 0, metric::mem_category_bytes(MemCategory::params), 0.5 * kGiB, 1000.0 + step});
-            recs.push_back(MetricRecord{step, 0, metric::mem_category_bytes(MemCategory::context), 0.5 * kGiB, 1000.0 + step});
-            recs.push_back(MetricRecord{step, 0, std::string(metric::mem_device_bytes), 1.0 * kGiB, 1000.0 + step});
-            recs.push_back(MetricRecord{step, 0, std::string(metric::gpu_memory_used_bytes), 1.25 * kGiB, 1000.0 + step});
+            recs.push_back(
+                MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, metric::mem_category_bytes(MemCategory::params),
+                                        0.5 * kGiB, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, metric::mem_category_bytes(MemCategory::context),
+                                        0.5 * kGiB, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, std::string(metric::mem_device_bytes), 1.0 * kGiB,
+                                        1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, std::string(metric::gpu_memory_used_bytes),
+                                        1.25 * kGiB, 1000.0 + step});
         }
         recs.push_back(RunEndRecord{std::string(run_status::completed), "", 4, 1010});
         s.append(id, recs);
@@ -89,7 +96,8 @@ QCPAbstractPlottable* plottable_named(QCustomPlot* p, const QString& name) {
 
 std::vector<double> values_of(QCPGraph* g) {
     std::vector<double> v;
-    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) v.push_back(it->value);
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+        v.push_back(it->value);
     return v;
 }
 
@@ -186,18 +194,20 @@ TEST(MonitorPageTest, ShowsCurvesOfARealRun) {
 }
 
 TEST(MonitorDevice, RecordedDeviceElseTheDefault) {
-    tessera::RunConfig cuda = tessera::config_parse("model: {preset: gpt-tiny}\ndata: {dataset: brown}\nruntime: {device: cuda}\n", "t");
-    tessera::RunConfig cpu = tessera::config_parse("model: {preset: gpt-tiny}\ndata: {dataset: brown}\n", "t");
+    tessera::RunConfig cuda = tessera::config_parse(
+        "model: {preset: gpt-tiny}\ndata: {dataset: brown}\nruntime: {device: cuda}\n", "t");
+    tessera::RunConfig cpu =
+        tessera::config_parse("model: {preset: gpt-tiny}\ndata: {dataset: brown}\n", "t");
     auto h200 = monitor_prediction_device(cuda, {{0, "h", "NVIDIA H200", int64_t(140 * kGiB), 0}});
     EXPECT_TRUE(h200.recorded);
     EXPECT_EQ(h200.spec.name, "H200");
     EXPECT_NE(h200.text.find("NVIDIA H200 (140.0 GiB)"), std::string::npos) << h200.text;
-    auto h100 = monitor_prediction_device(cuda, {{0, "h", "NVIDIA H100 80GB HBM3", 1, 0},
-                                                 {1, "h", "NVIDIA H100 80GB HBM3", 1, 0}});
+    auto h100 = monitor_prediction_device(
+        cuda, {{0, "h", "NVIDIA H100 80GB HBM3", 1, 0}, {1, "h", "NVIDIA H100 80GB HBM3", 1, 0}});
     EXPECT_EQ(h100.spec.name, "H100");
     EXPECT_NE(h100.text.find("2 × NVIDIA H100"), std::string::npos) << h100.text;
-    auto mixed = monitor_prediction_device(cuda, {{0, "a", "NVIDIA A100-SXM4-40GB", 1, 0},
-                                                  {1, "b", "NVIDIA H200", 1, 0}});
+    auto mixed = monitor_prediction_device(
+        cuda, {{0, "a", "NVIDIA A100-SXM4-40GB", 1, 0}, {1, "b", "NVIDIA H200", 1, 0}});
     EXPECT_EQ(mixed.spec.name, "A100-40GB");  // rank 0's
     EXPECT_NE(mixed.text.find("the ranks differ"), std::string::npos) << mixed.text;
     auto on_cpu = monitor_prediction_device(cpu, {{0, "vm", "cpu", int64_t(16 * kGiB), 0}});
@@ -285,8 +295,10 @@ TEST(MonitorPageTest, StatusShowsTheEpochOfAnEpochOrderRun) {
         int64_t id = s.run_begin(RunStartRecord{"epochs", yaml, "host", 1, "", 1000});
         std::vector<Record> recs;
         for (int64_t step = 1; step <= 3; ++step) {
-            recs.push_back(MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
-            recs.push_back(MetricRecord{step, 0, std::string(metric::train_epoch), 0.625 * step, 1000.0 + step});
+            recs.push_back(
+                MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
+            recs.push_back(MetricRecord{step, 0, std::string(metric::train_epoch), 0.625 * step,
+                                        1000.0 + step});
         }
         s.append(id, recs);
     }
@@ -297,7 +309,8 @@ TEST(MonitorPageTest, StatusShowsTheEpochOfAnEpochOrderRun) {
     page.pollNow();
     ASSERT_TRUE(page.selectRun(1));
     page.pollNow();
-    EXPECT_NE(page.statusText().indexOf("step 3/4 · epoch 1.88"), -1) << page.statusText().toStdString();
+    EXPECT_NE(page.statusText().indexOf("step 3/4 · epoch 1.88"), -1)
+        << page.statusText().toStdString();
     std::error_code ec;
     fs::remove_all(dir, ec);
 }
@@ -332,7 +345,8 @@ TEST(MonitorPageTest, LaunchRunsTesseraAndFollowsTheNewRun) {
     QTest::qWait(300);  // the queued state change and a poll
     page.pollNow();
     page.replotNow();
-    EXPECT_EQ(page.controller()->state(), tessera::RunState::finished) << page.controller()->message();
+    EXPECT_EQ(page.controller()->state(), tessera::RunState::finished)
+        << page.controller()->message();
     EXPECT_GT(page.currentRun(), before);
     EXPECT_EQ(page.trainRawGraph()->data()->size(), 20);
     auto* console = page.findChild<QPlainTextEdit*>("monitorConsole");

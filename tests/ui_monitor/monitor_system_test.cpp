@@ -17,13 +17,13 @@
 
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
+#include "tests/support/ui_paths.h"
 #include "tests/ui_monitor/gpu_run_fixture.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
 #include "ui/monitor/monitor_device.h"
 #include "ui/monitor/monitor_page.h"
 #include "ui/monitor/system_charts.h"
-#include "tests/support/ui_paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera::studio;
@@ -134,11 +134,13 @@ TEST(MonitorSystem, ChartsAlertsAndMemoryLayout) {
     EXPECT_TRUE(ticker->ticks().value(2).contains("N1 S1"))
         << ticker->ticks().value(2).toStdString();
 
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_alerts.png"));
+    EXPECT_TRUE(
+        page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_alerts.png"));
     page.showSystemTab();
     QApplication::processEvents();
     page.replotNow();
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_charts.png"));
+    EXPECT_TRUE(
+        page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_charts.png"));
     std::error_code ec;
     fs::remove_all(dir, ec);
 }
@@ -197,7 +199,8 @@ TEST(MonitorSystem, NanMarkedWithTheFirstRankAndCpuRunShowsHostOnly) {
     EXPECT_FALSE(sys->chartVisible(std::string(metric::gpu_util_percent)));
     page.showSystemTab();
     QApplication::processEvents();
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_nan_cpu.png"));
+    EXPECT_TRUE(
+        page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_nan_cpu.png"));
     std::error_code ec;
     fs::remove_all(dir, ec);
 }

@@ -3,12 +3,14 @@
 // reason next to the control; a suggestion applies as an undoable edit. Also renders the page to
 // PNGs (build dir) for a look. The answers: what fits, the policy advice and the stage-imbalance
 // fix (one click, undoable), pinned candidates, suggestions for a global batch with reasons.
+#include "ui/plan/plan_page.h"
+
 #include <gtest/gtest.h>
 
+#include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QComboBox>
 #include <QLabel>
-#include <QAbstractItemModelTester>
 #include <QListWidget>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -22,14 +24,13 @@
 #include "engine/config/config.h"
 #include "engine/core/error.h"
 #include "engine/plan/estimator.h"
-#include "ui/common/project_document.h"
 #include "engine/plan/plan_advice.h"
+#include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
 #include "ui/plan/candidates_view.h"
 #include "ui/plan/gpu_grid.h"
 #include "ui/plan/memory_chart.h"
 #include "ui/plan/partition_editor.h"
-#include "ui/plan/plan_page.h"
 
 using namespace tessera;
 using namespace tessera::studio;
@@ -37,8 +38,9 @@ using namespace tessera::studio;
 namespace {
 
 RunConfig gpt_config(const std::string& model, const std::vector<std::string>& sets) {
-    return config_parse(str_cat("name: t\nmodel: {", model, "}\ndata: {dataset: brown}\nruntime: {device: cuda}\n"),
-                        "t.yaml", sets);
+    return config_parse(
+        str_cat("name: t\nmodel: {", model, "}\ndata: {dataset: brown}\nruntime: {device: cuda}\n"),
+        "t.yaml", sets);
 }
 
 struct Fixture {
@@ -63,8 +65,8 @@ void drag(QWidget* w, int x0, const std::vector<int>& xs, int y) {
 }  // namespace
 
 TEST(PlanPage, DragBoundaryIsOneUndoableEditAndMovesThePrediction) {
-    Fixture f(gpt_config("preset: gpt2, vocab: gpt2", {"parallel.pp=2", "parallel.stages=[6, 6]",
-                                                        "train.grad_accum=8"}));
+    Fixture f(gpt_config("preset: gpt2, vocab: gpt2",
+                         {"parallel.pp=2", "parallel.stages=[6, 6]", "train.grad_accum=8"}));
     PartitionEditor* ed = f.page->partitionEditor();
     ASSERT_EQ(ed->blocksPerChunk(), (std::vector<int>{6, 6}));
     const QString before = f.page->predictionText();
@@ -126,11 +128,12 @@ TEST(PlanPage, DragBlockOntoAnotherLaneMovesIt) {
 TEST(PlanPage, BalanceFindsTheKnownOptimumAsOneEdit) {
     // gpt2 with the GPT-2 vocabulary: the LM head costs ~4.5 blocks, so the balanced 2-stage
     // split puts 8 blocks before the head's stage: [8, 4] (stage times 8 vs 4 + 4.5 blocks)
-    Fixture f(gpt_config("preset: gpt2, vocab: gpt2", {"parallel.pp=2", "parallel.stages=[2, 10]",
-                                                        "train.grad_accum=8"}));
+    Fixture f(gpt_config("preset: gpt2, vocab: gpt2",
+                         {"parallel.pp=2", "parallel.stages=[2, 10]", "train.grad_accum=8"}));
     const int undo0 = f.doc.undoStack()->count();
     f.page->balanceStages();
-    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{8, 4})) << f.page->balanceMessage().toStdString();
+    EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{8, 4}))
+        << f.page->balanceMessage().toStdString();
     EXPECT_EQ(f.doc.undoStack()->count(), undo0 + 1);
     EXPECT_TRUE(f.page->balanceMessage().startsWith("balanced: 8, 4"));
     f.doc.undoStack()->undo();
@@ -143,7 +146,8 @@ TEST(PlanPage, BalanceSaysWhyNothingFits) {
     auto before = f.doc.config();
     f.page->balanceStages();
     EXPECT_EQ(f.doc.config(), before);
-    EXPECT_TRUE(f.page->balanceMessage().startsWith("no balanced partition: ")) << f.page->balanceMessage().toStdString();
+    EXPECT_TRUE(f.page->balanceMessage().startsWith("no balanced partition: "))
+        << f.page->balanceMessage().toStdString();
     EXPECT_NE(f.page->overCapacityText().indexOf("over capacity by"), -1);
     EXPECT_NE(f.page->overCapacityText().indexOf("dominates"), -1);
     EXPECT_FALSE(f.page->planValid());
@@ -154,7 +158,8 @@ TEST(PlanPage, InvalidTpShowsItsReasonNextToTheControl) {
     EXPECT_TRUE(f.page->planValid()) << f.page->validityText().toStdString();
     EXPECT_TRUE(f.page->issueText("parallel.tp").isEmpty());
     f.doc.edit("Set tp", [](RunConfig& c) { c.parallel.tp = 5; });
-    EXPECT_NE(f.page->issueText("parallel.tp").indexOf("does not divide the 12 attention heads"), -1)
+    EXPECT_NE(f.page->issueText("parallel.tp").indexOf("does not divide the 12 attention heads"),
+              -1)
         << f.page->issueText("parallel.tp").toStdString();
     auto* label = f.page->findChild<QLabel*>("issue:parallel.tp");
     ASSERT_NE(label, nullptr);
@@ -171,7 +176,8 @@ TEST(PlanPage, InvalidTpShowsItsReasonNextToTheControl) {
 }
 
 TEST(PlanPage, SuggestionAppliesAsOneUndoableEdit) {
-    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=16", "train.micro_batch=4", "train.grad_accum=2"}));
+    Fixture f(gpt_config("preset: gpt2-large",
+                         {"parallel.dp=16", "train.micro_batch=4", "train.grad_accum=2"}));
     f.page->suggestPlans();
     QListWidget* list = f.page->suggestionList();
     ASSERT_GE(list->count(), 1);
@@ -200,7 +206,8 @@ TEST(PlanPage, GridFollowsMeshOrder) {
 TEST(PlanPage, Llama8BOverEightGpusPartitionsAndPredicts) {
     ProjectDocument doc;
     QString err;
-    ASSERT_TRUE(doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/llama-3.1-8b-8xh200", &err)) << err.toStdString();
+    ASSERT_TRUE(doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/llama-3.1-8b-8xh200", &err))
+        << err.toStdString();
     PlanPage page(&doc);
     page.resize(1400, 980);
     page.setDeviceName("H200");
@@ -229,7 +236,8 @@ TEST(PlanPage, Llama8BOverEightGpusPartitionsAndPredicts) {
 // zb-h1 in the schedule combo: one undoable edit; the prediction's bubble falls below 1F1B's, and
 // the estimate holds more activations (a stage keeps up to pp micro-batches until their W).
 TEST(PlanPage, ZbH1ScheduleIsOneUndoableEditAndLowersTheBubble) {
-    Fixture f(gpt_config("preset: gpt2", {"runtime.precision=bf16", "parallel.pp=4", "train.grad_accum=8"}));
+    Fixture f(gpt_config("preset: gpt2",
+                         {"runtime.precision=bf16", "parallel.pp=4", "train.grad_accum=8"}));
     auto* combo = f.page->findChild<QComboBox*>("schedule");
     ASSERT_NE(combo, nullptr);
     EXPECT_EQ(combo->currentText(), "1f1b");
@@ -253,7 +261,8 @@ TEST(PlanPage, ZbH1ScheduleIsOneUndoableEditAndLowersTheBubble) {
 }
 
 TEST(PlanPage, PrecisionIsOneUndoableEditAndMovesThePrediction) {
-    Fixture f(gpt_config("preset: llama-3.2-1b, seq_len: 2048", {"runtime.precision=bf16", "train.micro_batch=8"}));
+    Fixture f(gpt_config("preset: llama-3.2-1b, seq_len: 2048",
+                         {"runtime.precision=bf16", "train.micro_batch=8"}));
     auto* combo = f.page->findChild<QComboBox*>("precision");
     ASSERT_NE(combo, nullptr);
     EXPECT_EQ(combo->currentText(), "bf16");
@@ -283,8 +292,10 @@ TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
     const FitLimits lim = plan_fit_limits(f.doc.config(), device_spec("H200"));
     ASSERT_GT(lim.micro_batch, 1);
     const QString t = f.page->fitsText();
-    EXPECT_NE(t.indexOf(QString("micro-batch up to <b>%1</b>").arg(lim.micro_batch)), -1) << t.toStdString();
-    EXPECT_NE(t.indexOf(QString("sequence up to <b>%1</b>").arg(lim.seq_len)), -1) << t.toStdString();
+    EXPECT_NE(t.indexOf(QString("micro-batch up to <b>%1</b>").arg(lim.micro_batch)), -1)
+        << t.toStdString();
+    EXPECT_NE(t.indexOf(QString("sequence up to <b>%1</b>").arg(lim.seq_len)), -1)
+        << t.toStdString();
     // the label's two lines are not clipped by the form
     QLabel* label = f.page->findChild<QLabel*>("whatFits");
     ASSERT_NE(label, nullptr);
@@ -303,8 +314,8 @@ TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
 
 // The cheapest policy that fits, applied with one click as one undoable edit.
 TEST(PlanPage, PolicyAdviceAppliesAndUndoes) {
-    Fixture f(gpt_config("preset: gpt2-xl", {"parallel.dp=8", "train.micro_batch=16", "parallel.zero=1",
-                                             "runtime.precision=bf16"}));
+    Fixture f(gpt_config("preset: gpt2-xl", {"parallel.dp=8", "train.micro_batch=16",
+                                             "parallel.zero=1", "runtime.precision=bf16"}));
     f.page->setDeviceName("A100-40GB");
     f.page->updateAnswers();
     ASSERT_FALSE(f.page->estimate().fits);
@@ -328,9 +339,9 @@ TEST(PlanPage, PolicyAdviceAppliesAndUndoes) {
 // A stage made the outlier by the head is named at the partition, and its fix is one click,
 // undoable.
 TEST(PlanPage, StageImbalanceFixIsOneUndoableClick) {
-    Fixture f(gpt_config("preset: llama-3.2-1b", {"parallel.pp=4", "parallel.stages=[4, 4, 4, 4]",
-                                                  "train.grad_accum=8", "train.micro_batch=2",
-                                                  "runtime.precision=bf16"}));
+    Fixture f(gpt_config("preset: llama-3.2-1b",
+                         {"parallel.pp=4", "parallel.stages=[4, 4, 4, 4]", "train.grad_accum=8",
+                          "train.micro_batch=2", "runtime.precision=bf16"}));
     f.page->updateAnswers();
     const StageImbalance& im = f.page->stageImbalance();
     ASSERT_TRUE(im.found) << f.page->imbalanceText().toStdString();
@@ -350,8 +361,8 @@ TEST(PlanPage, StageImbalanceFixIsOneUndoableClick) {
 
 // Pinned candidates: at most three, the oldest drops out, each drawn with its own estimate.
 TEST(PlanPage, PinnedCandidatesKeepThreeSideBySide) {
-    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=4", "parallel.pp=2", "train.grad_accum=8",
-                                                "runtime.precision=bf16"}));
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=4", "parallel.pp=2",
+                                                "train.grad_accum=8", "runtime.precision=bf16"}));
     auto* pin = f.page->findChild<QPushButton*>("pinPlan");
     ASSERT_NE(pin, nullptr);
     std::vector<double> steps;
@@ -368,7 +379,8 @@ TEST(PlanPage, PinnedCandidatesKeepThreeSideBySide) {
     for (int i = 0; i < 3; ++i) {
         EXPECT_DOUBLE_EQ(c[i].estimate.step_s, steps[i + 1]);
         EXPECT_NEAR(c[i].parts.step_s, steps[i + 1], 1e-9 * steps[i + 1]);
-        EXPECT_NE(c[i].title.indexOf(QString("mb %1 x").arg(1 << (i + 1))), -1) << c[i].title.toStdString();
+        EXPECT_NE(c[i].title.indexOf(QString("mb %1 x").arg(1 << (i + 1))), -1)
+            << c[i].title.toStdString();
     }
     QApplication::processEvents();
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_candidates.png"));
@@ -377,8 +389,8 @@ TEST(PlanPage, PinnedCandidatesKeepThreeSideBySide) {
 // The suggestions for a target global batch: the list's model under QAbstractItemModelTester,
 // each plan after the first saying why it is slower than the one above.
 TEST(PlanPage, SuggestionsForAGlobalBatchSayWhyEachLoses) {
-    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=16", "train.micro_batch=4", "train.grad_accum=2",
-                                                "runtime.precision=bf16"}));
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=16", "train.micro_batch=4",
+                                                "train.grad_accum=2", "runtime.precision=bf16"}));
     QAbstractItemModelTester tester(f.page->suggestionList()->model(),
                                     QAbstractItemModelTester::FailureReportingMode::Fatal);
     f.page->setGlobalBatch(256);
@@ -386,7 +398,8 @@ TEST(PlanPage, SuggestionsForAGlobalBatchSayWhyEachLoses) {
     QListWidget* list = f.page->suggestionList();
     ASSERT_GE(list->count(), 2);
     for (int i = 1; i < list->count(); ++i)
-        EXPECT_NE(list->item(i)->text().indexOf("slower than the one above: "), -1) << list->item(i)->text().toStdString();
+        EXPECT_NE(list->item(i)->text().indexOf("slower than the one above: "), -1)
+            << list->item(i)->text().toStdString();
     EXPECT_EQ(list->item(0)->text().indexOf("slower than"), -1);
     f.page->applySuggestion(0);
     const auto& c = f.doc.config();
@@ -396,23 +409,27 @@ TEST(PlanPage, SuggestionsForAGlobalBatchSayWhyEachLoses) {
 // Fixes from the screenshots: eight per-stage recompute combos were cut to "se"; the capacity
 // label sat on the bars.
 TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
-    Fixture f(gpt_config("preset: gpt2-large", {"parallel.pp=8", "train.grad_accum=16", "runtime.precision=bf16",
-                                                "parallel.recompute=[none, selective, full, none, selective, "
-                                                "full, none, selective]"}));
+    Fixture f(gpt_config("preset: gpt2-large",
+                         {"parallel.pp=8", "train.grad_accum=16", "runtime.precision=bf16",
+                          "parallel.recompute=[none, selective, full, none, selective, "
+                          "full, none, selective]"}));
     QApplication::processEvents();
     auto combos = f.page->findChildren<QComboBox*>(QRegularExpression("^recompute\\d+$"));
     ASSERT_EQ(combos.size(), 8);
     for (QComboBox* c : combos) {
         QStyleOptionComboBox opt;
         opt.initFrom(c);
-        const QRect text = c->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, c);
-        EXPECT_GE(text.width(), c->fontMetrics().horizontalAdvance("selective")) << c->objectName().toStdString();
+        const QRect text =
+            c->style()->subControlRect(QStyle::CC_ComboBox, &opt, QStyle::SC_ComboBoxEditField, c);
+        EXPECT_GE(text.width(), c->fontMetrics().horizontalAdvance("selective"))
+            << c->objectName().toStdString();
     }
     f.page->updateAnswers();
     QApplication::processEvents();
     auto* scroll = f.page->findChild<QScrollArea*>();
     ASSERT_NE(scroll, nullptr);
-    EXPECT_LE(scroll->widget()->minimumSizeHint().width(), scroll->viewport()->width()) << "the controls are cut";
+    EXPECT_LE(scroll->widget()->minimumSizeHint().width(), scroll->viewport()->width())
+        << "the controls are cut";
     // the capacity is named in the legend's row above the axis rect, not on the plot
     MemoryChart* chart = f.page->findChild<MemoryChart*>();
     ASSERT_NE(chart, nullptr);
@@ -420,12 +437,14 @@ TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
     plot->replot();
     QCPAbstractPlottable* cap = nullptr;
     for (int i = 0; i < plot->plottableCount(); ++i)
-        if (plot->plottable(i)->name().startsWith("H200 capacity 141 GiB")) cap = plot->plottable(i);
+        if (plot->plottable(i)->name().startsWith("H200 capacity 141 GiB"))
+            cap = plot->plottable(i);
     ASSERT_NE(cap, nullptr);
     EXPECT_TRUE(plot->legend->hasItemWithPlottable(cap));
     EXPECT_LE(plot->legend->outerRect().bottom(), plot->axisRect()->outerRect().top() + 1);
     for (int i = 0; i < plot->itemCount(); ++i)
-        EXPECT_EQ(qobject_cast<QCPItemText*>(plot->item(i)), nullptr) << "no text items over the bars";
+        EXPECT_EQ(qobject_cast<QCPItemText*>(plot->item(i)), nullptr)
+            << "no text items over the bars";
     f.page->updateAnswers();
     QApplication::processEvents();
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_pp8_recompute.png"));
@@ -436,7 +455,8 @@ TEST(PlanPage, RenderScreenshots) {
     {
         ProjectDocument doc;
         QString err;
-        ASSERT_TRUE(doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/quickstart", &err)) << err.toStdString();
+        ASSERT_TRUE(doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/quickstart", &err))
+            << err.toStdString();
         PlanPage page(&doc);
         page.resize(1400, 980);
         page.show();
@@ -447,18 +467,22 @@ TEST(PlanPage, RenderScreenshots) {
     }
     {
         Fixture f(gpt_config("preset: gpt2-large, vocab: gpt2",
-                             {"parallel.dp=4", "parallel.tp=2", "parallel.pp=2", "train.micro_batch=8",
-                              "train.grad_accum=8", "parallel.zero=1"}));
+                             {"parallel.dp=4", "parallel.tp=2", "parallel.pp=2",
+                              "train.micro_batch=8", "train.grad_accum=8", "parallel.zero=1"}));
         f.page->suggestPlans();
         f.page->updateAnswers();
         QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16.png"));
         // the same on a small GPU: over capacity in red
         f.page->setDeviceName("A100-40GB");
-        f.doc.edit("mb", [](RunConfig& c) { c.train.micro_batch = 32; c.train.grad_accum = 2; });
+        f.doc.edit("mb", [](RunConfig& c) {
+            c.train.micro_batch = 32;
+            c.train.grad_accum = 2;
+        });
         QApplication::processEvents();
         f.page->updateAnswers();
-        EXPECT_EQ(f.page->suggestionList()->count(), 0) << "the H200's suggestions dropped for the A100";
+        EXPECT_EQ(f.page->suggestionList()->count(), 0)
+            << "the H200's suggestions dropped for the A100";
         f.page->suggestPlans();
         QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16_over.png"));

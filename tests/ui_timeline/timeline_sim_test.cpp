@@ -14,18 +14,17 @@
 #include <fstream>
 
 #include "engine/parallel/schedule_sim.h"
+#include "tests/support/ui_paths.h"
 #include "tests/ui_monitor/gpu_run_fixture.h"
 #include "ui/common/project_document.h"
 #include "ui/timeline/gantt_view.h"
 #include "ui/timeline/timeline_data.h"
 #include "ui/timeline/timeline_page.h"
-#include "tests/support/ui_paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera::studio;
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 TEST(TimelineSim, MeasuredTimesPerStageTheSlowestRank) {
     tessera::RunConfig cfg = tessera::config_parse(tessera::fixture::gpu_run_yaml(), "fixture");
@@ -79,7 +78,8 @@ TEST(TimelineSim, PageSimulatesTheMeasuredStepWithCriticalPathAndBubbles) {
                              sim.bars.begin());
     EXPECT_TRUE(page.idealView()->barDescription(crit_bar).contains("critical path"));
     QApplication::processEvents();
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/timeline_simulated_measured.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
+                                 "/timeline_simulated_measured.png"));
     std::error_code ec;
     fs::remove_all(dir, ec);
 }
@@ -104,7 +104,8 @@ TEST(TimelineSim, BeforeAnyRunThePredictedTimesAndABrokenDbIsOneMessage) {
     EXPECT_GT(page.simulatedBubble(), 0.0);
     EXPECT_TRUE(page.statusText().contains("No runs yet")) << page.statusText().toStdString();
     QApplication::processEvents();
-    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() + "/timeline_simulated_predicted.png"));
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
+                                 "/timeline_simulated_predicted.png"));
 
     // a runs.db that is not a database: one message naming the problem, no crash
     std::ofstream(dir / "runs.db") << "this is not sqlite";

@@ -18,11 +18,14 @@ namespace tessera::studio {
 namespace {
 
 class EditCommand : public QUndoCommand {
-public:
+  public:
     EditCommand(ProjectDocument* doc, tessera::RunConfig before, tessera::RunConfig after,
                 const QString& text, int mergeId)
-        : QUndoCommand(text), m_doc(doc), m_before(std::move(before)),
-          m_after(std::move(after)), m_id(mergeId) {}
+        : QUndoCommand(text),
+          m_doc(doc),
+          m_before(std::move(before)),
+          m_after(std::move(after)),
+          m_id(mergeId) {}
 
     void undo() override { m_doc->setConfig(m_before); }
     void redo() override { m_doc->setConfig(m_after); }
@@ -34,7 +37,7 @@ public:
         return true;
     }
 
-private:
+  private:
     ProjectDocument* m_doc;
     tessera::RunConfig m_before, m_after;
     int m_id;
@@ -62,7 +65,8 @@ QString ProjectDocument::dbPath() const {
 }
 
 QString ProjectDocument::projectName() const {
-    if (!m_config.name.empty() && m_config.name != "run") return QString::fromStdString(m_config.name);
+    if (!m_config.name.empty() && m_config.name != "run")
+        return QString::fromStdString(m_config.name);
     return m_dir.isEmpty() ? QStringLiteral("untitled") : QFileInfo(m_dir).fileName();
 }
 
@@ -81,8 +85,9 @@ bool ProjectDocument::open(const QString& path, QString* error) {
     tessera::RunConfig cfg;
     try {
         if (!QFileInfo::exists(yaml))
-            throw tessera::InputError(yaml.toStdString() +
-                                      ": expected a Tessera project (project.yaml), found no such file");
+            throw tessera::InputError(
+                yaml.toStdString() +
+                ": expected a Tessera project (project.yaml), found no such file");
         cfg = tessera::config_load(QFileInfo(yaml).absoluteFilePath().toStdString());
     } catch (const std::exception& e) {
         const QString msg = QString::fromStdString(e.what());
@@ -120,7 +125,8 @@ bool ProjectDocument::save(QString* error) {
     };
     if (m_dir.isEmpty()) return fail(tr("No project is open."));
     const std::string text =
-        "# Tessera project (written by tessera-studio; every key is documented in docs/config.md)\n" +
+        "# Tessera project (written by tessera-studio; every key is documented in "
+        "docs/config.md)\n" +
         tessera::config_to_yaml(m_config);
     try {
         tessera::config_parse(text, yamlPath().toStdString());  // never write what train rejects

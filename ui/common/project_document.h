@@ -13,7 +13,7 @@ namespace tessera::studio {
 
 class ProjectDocument : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit ProjectDocument(QObject* parent = nullptr);
 
     // Opens a project folder (or a .yaml file). On a bad file nothing changes, the error text
@@ -21,7 +21,7 @@ public:
     bool open(const QString& path, QString* error);
     // A new project in `dir` from a template config (written on save).
     void create(const QString& dir, const tessera::RunConfig& cfg);
-    bool save(QString* error);                       // QSaveFile; clears the modified flag
+    bool save(QString* error);  // QSaveFile; clears the modified flag
     bool saveAs(const QString& dir, QString* error);
 
     const tessera::RunConfig& config() const { return m_config; }
@@ -40,13 +40,13 @@ public:
     // Replaces the whole config (used by undo/redo commands).
     void setConfig(const tessera::RunConfig& cfg);
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void configChanged();
     void modifiedChanged(bool modified);
     void opened(const QString& dir);
     void loadFailed(const QString& message);
 
-private:
+  private:
     tessera::RunConfig m_config;
     QString m_dir;
     QUndoStack m_undo;

@@ -8,6 +8,8 @@
 
 namespace tessera::studio {
 
-inline QString vocab(std::string_view s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+inline QString vocab(std::string_view s) {
+    return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
 
 }  // namespace tessera::studio

@@ -1,6 +1,5 @@
 // ComparePage: run table, overlaid curves with hover values, config diff, CSV/PNG/PDF export.
 #include "ui/compare/compare_page.h"
-#include "ui/common/plot_theme.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -15,19 +14,20 @@
 #include <QSet>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
-#include <QTableView>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <fstream>
-#include "ui/common/qcustomplot_qt.h"
+#include <utility>
 
 #include "engine/config/config.h"
+#include "ui/common/plot_theme.h"
 #include "ui/common/project_document.h"
+#include "ui/common/qcustomplot_qt.h"
 #include "ui/common/vocabulary.h"
 #include "ui/compare/config_diff.h"
 #include "ui/compare/curve_math.h"
@@ -38,8 +38,9 @@
 namespace tessera::studio {
 
 namespace {
-const QColor kRunColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xe1, 0x57, 0x59), QColor(0x59, 0xa1, 0x4f),
-                             QColor(0xf2, 0x8e, 0x2b), QColor(0xb0, 0x7a, 0xa1), QColor(0x76, 0xb7, 0xb2),
+const QColor kRunColors[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xe1, 0x57, 0x59),
+                             QColor(0x59, 0xa1, 0x4f), QColor(0xf2, 0x8e, 0x2b),
+                             QColor(0xb0, 0x7a, 0xa1), QColor(0x76, 0xb7, 0xb2),
                              QColor(0xed, 0xc9, 0x48), QColor(0x9c, 0x75, 0x5f)};
 const QStringList kHoverMetrics = {vocab(metric::train_loss), vocab(metric::val_loss),
                                    vocab(metric::perf_tok_per_s), vocab(metric::train_lr)};
@@ -62,7 +63,8 @@ QCPGraph* add_line(QCustomPlot* plot, const QString& object, const QString& name
     g->setName(name);
     g->setPen(pen);
     const Curve d = columns > 0 ? curve_downsample_minmax(c.x, c.y, columns) : c;
-    g->setData(QVector<double>(d.x.begin(), d.x.end()), QVector<double>(d.y.begin(), d.y.end()), true);
+    g->setData(QVector<double>(d.x.begin(), d.x.end()), QVector<double>(d.y.begin(), d.y.end()),
+               true);
     if (d.size() < 20) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
     return g;
 }
@@ -73,13 +75,24 @@ std::vector<double> smooth(const std::vector<double>& y, double beta) {
 }  // namespace
 
 ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
-    : QWidget(parent), m_doc(doc), m_model(new RunTableModel(this)), m_proxy(new RunFilterProxy(this)),
-      m_view(new QTableView(this)), m_metricBox(new QComboBox(this)), m_xBox(new QComboBox(this)),
-      m_groupBox(new QComboBox(this)), m_smoothBox(new QDoubleSpinBox(this)),
-      m_plot(new QCustomPlot(this)), m_hover(new QTableWidget(this)), m_diff(new ConfigDiffView(this)),
+    : QWidget(parent),
+      m_doc(doc),
+      m_model(new RunTableModel(this)),
+      m_proxy(new RunFilterProxy(this)),
+      m_view(new QTableView(this)),
+      m_metricBox(new QComboBox(this)),
+      m_xBox(new QComboBox(this)),
+      m_groupBox(new QComboBox(this)),
+      m_smoothBox(new QDoubleSpinBox(this)),
+      m_plot(new QCustomPlot(this)),
+      m_hover(new QTableWidget(this)),
+      m_diff(new ConfigDiffView(this)),
       m_parallel(new ParallelCoordsView(this)),
-      m_status(new QLabel(this)), m_filter(new QLineEdit(this)), m_showArchived(new QCheckBox(tr("Show archived"), this)),
-      m_tagsEdit(new QLineEdit(this)), m_noteEdit(new QLineEdit(this)),
+      m_status(new QLabel(this)),
+      m_filter(new QLineEdit(this)),
+      m_showArchived(new QCheckBox(tr("Show archived"), this)),
+      m_tagsEdit(new QLineEdit(this)),
+      m_noteEdit(new QLineEdit(this)),
       m_archiveButton(new QPushButton(tr("Archive"), this)) {
     setObjectName("comparePage");
     m_status->setObjectName("compareStatus");
@@ -101,7 +114,8 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->setMinimumHeight(120);
     m_filter->setObjectName("runFilter");
-    m_filter->setPlaceholderText(tr("Filter runs: name, tag, note, config value (tag:NAME for one tag)"));
+    m_filter->setPlaceholderText(
+        tr("Filter runs: name, tag, note, config value (tag:NAME for one tag)"));
     m_filter->setClearButtonEnabled(true);
     m_showArchived->setObjectName("showArchived");
     m_tagsEdit->setObjectName("runTags");
@@ -109,7 +123,8 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     m_noteEdit->setObjectName("runNote");
     m_noteEdit->setPlaceholderText(tr("note"));
     m_archiveButton->setObjectName("archiveRuns");
-    m_archiveButton->setToolTip(tr("Hide the selected runs from the table (Show archived brings them back)"));
+    m_archiveButton->setToolTip(
+        tr("Hide the selected runs from the table (Show archived brings them back)"));
 
     m_metricBox->setObjectName("compareMetric");
     m_metricBox->setEditable(false);
@@ -117,8 +132,9 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     m_xBox->setObjectName("compareX");
     m_xBox->addItems({tr("by step"), tr("by tokens"), tr("by wall time")});
     m_groupBox->setObjectName("compareGroup");
-    m_groupBox->setToolTip(tr("One line per value of this config key (the mean of its runs) with a "
-                              "min–max band"));
+    m_groupBox->setToolTip(
+        tr("One line per value of this config key (the mean of its runs) with a "
+           "min–max band"));
     m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     m_smoothBox->setObjectName("compareSmoothing");
     m_smoothBox->setRange(0, 0.999);
@@ -211,7 +227,8 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     lay->addWidget(split, 1);
     lay->addWidget(m_status);
 
-    connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] { selectionChanged(); });
+    connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+            [this] { selectionChanged(); });
     connect(m_metricBox, &QComboBox::currentTextChanged, this, [this] { replot(); });
     connect(m_xBox, &QComboBox::currentIndexChanged, this, [this] { replot(); });
     connect(m_groupBox, &QComboBox::currentIndexChanged, this, [this] { replot(); });
@@ -251,10 +268,12 @@ void ComparePage::refresh() {
     std::vector<RunSummary> rows;
     const QString db = m_doc ? m_doc->dbPath() : QString();
     if (db.isEmpty() || !QFileInfo::exists(db)) {
-        m_status->setText(db.isEmpty() ? tr("No project open.") : tr("No runs yet: %1 does not exist.").arg(db));
+        m_status->setText(db.isEmpty() ? tr("No project open.")
+                                       : tr("No runs yet: %1 does not exist.").arg(db));
     } else {
         try {
-            m_store = std::make_unique<tessera::RunStore>(tessera::RunStore::open(db.toStdString(), true));
+            m_store = std::make_unique<tessera::RunStore>(
+                tessera::RunStore::open(db.toStdString(), true));
             QMap<int64_t, tessera::RunAnnotation> notes;
             for (auto& a : m_store->annotations()) notes.insert(a.run_id, std::move(a));
             const std::vector<tessera::RunRow> list = m_store->runs_list();
@@ -307,7 +326,8 @@ const ComparePage::Series& ComparePage::series(int64_t run, const QString& metri
     if (m_store) {
         const tessera::MetricSeries rows = m_store->metric_series(run, metric.toStdString());
         // per-rank metrics: take the lowest rank that logged it
-        const int rank = rows.rank.empty() ? 0 : *std::min_element(rows.rank.begin(), rows.rank.end());
+        const int rank =
+            rows.rank.empty() ? 0 : *std::min_element(rows.rank.begin(), rows.rank.end());
         const RunSummary* sum = summary(run);
         const double t0 = sum ? sum->start_time : 0;
         s.step.reserve(rows.size());
@@ -336,20 +356,21 @@ double ComparePage::tokensPerStep(int64_t run) const {
 
 std::vector<double> ComparePage::xValues(int64_t run, const Series& s) const {
     switch (xAxis()) {
-    case XAxis::Step: return s.step;
-    case XAxis::Tokens: {
-        std::vector<double> x(s.step);
-        const double scale = tokensPerStep(run);
-        for (double& v : x) v *= scale;
-        return x;
-    }
-    case XAxis::WallTime: {
-        std::vector<double> x(s.wall);
-        for (double& v : x) v /= 60.0;
-        // wall times of a restarted run can step back: keep x ascending for the chart
-        for (size_t i = 1; i < x.size(); ++i) x[i] = std::max(x[i], x[i - 1]);
-        return x;
-    }
+        case XAxis::Step:
+            return s.step;
+        case XAxis::Tokens: {
+            std::vector<double> x(s.step);
+            const double scale = tokensPerStep(run);
+            for (double& v : x) v *= scale;
+            return x;
+        }
+        case XAxis::WallTime: {
+            std::vector<double> x(s.wall);
+            for (double& v : x) v /= 60.0;
+            // wall times of a restarted run can step back: keep x ascending for the chart
+            for (size_t i = 1; i < x.size(); ++i) x[i] = std::max(x[i], x[i - 1]);
+            return x;
+        }
     }
     return s.step;
 }
@@ -362,7 +383,8 @@ void ComparePage::fillGroupKeys() {
     m_groupBox->addItem(tr("tags"), QString(RunSummary::kGroupByTags));
     // the keys that differ among the runs first: they are what one groups by
     QStringList keys = m_model->configKeys();
-    for (const char* k : {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.zero", "train.micro_batch"})
+    for (const char* k :
+         {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.zero", "train.micro_batch"})
         if (!keys.contains(k)) keys << k;
     if (!m_model->runs().empty())
         for (const ConfigEntry& e : m_model->runs().front().config)
@@ -404,9 +426,15 @@ void ComparePage::setMetric(const QString& name) {
     m_metricBox->setCurrentText(name);
 }
 
-void ComparePage::setXByTokens(bool tokens) { setXAxis(tokens ? XAxis::Tokens : XAxis::Step); }
-void ComparePage::setXAxis(XAxis x) { m_xBox->setCurrentIndex(int(x)); }
-ComparePage::XAxis ComparePage::xAxis() const { return XAxis(std::clamp(m_xBox->currentIndex(), 0, 2)); }
+void ComparePage::setXByTokens(bool tokens) {
+    setXAxis(tokens ? XAxis::Tokens : XAxis::Step);
+}
+void ComparePage::setXAxis(XAxis x) {
+    m_xBox->setCurrentIndex(int(x));
+}
+ComparePage::XAxis ComparePage::xAxis() const {
+    return XAxis(std::clamp(m_xBox->currentIndex(), 0, 2));
+}
 
 void ComparePage::setGroupKey(const QString& key) {
     int i = m_groupBox->findData(key);
@@ -416,9 +444,15 @@ void ComparePage::setGroupKey(const QString& key) {
     }
     m_groupBox->setCurrentIndex(std::max(0, i));
 }
-QString ComparePage::groupKey() const { return m_groupBox->currentData().toString(); }
-void ComparePage::setSmoothing(double beta) { m_smoothBox->setValue(beta); }
-int ComparePage::displayColumns() const { return std::max(200, m_plot->axisRect()->width()); }
+QString ComparePage::groupKey() const {
+    return m_groupBox->currentData().toString();
+}
+void ComparePage::setSmoothing(double beta) {
+    m_smoothBox->setValue(beta);
+}
+int ComparePage::displayColumns() const {
+    return std::max(200, m_plot->axisRect()->width());
+}
 void ComparePage::setDisplayDownsampling(bool on) {
     m_downsample = on;
     replot();
@@ -437,7 +471,9 @@ void ComparePage::selectionChanged() {
     showAnnotation();
 }
 
-QSortFilterProxyModel* ComparePage::proxyModel() const { return m_proxy; }
+QSortFilterProxyModel* ComparePage::proxyModel() const {
+    return m_proxy;
+}
 
 void ComparePage::showCount() {
     if (m_loaded.isEmpty()) return;  // an error or "no runs yet" stays
@@ -470,7 +506,8 @@ void ComparePage::showAnnotation() {
 }
 
 bool ComparePage::annotate(const QVector<int64_t>& ids, const std::optional<QStringList>& tags,
-                           const std::optional<QString>& note, std::optional<bool> archived, QString* error) {
+                           const std::optional<QString>& note, std::optional<bool> archived,
+                           QString* error) {
     auto fail = [&](const QString& msg) {
         if (error) *error = msg;
         m_status->setText(msg);
@@ -484,7 +521,8 @@ bool ComparePage::annotate(const QVector<int64_t>& ids, const std::optional<QStr
         tessera::RunStore rw = tessera::RunStore::open(db.toStdString(), false);
         for (int64_t id : ids) {
             const RunSummary* r = summary(id);
-            tessera::RunAnnotation a{id, {}, r ? r->note.toStdString() : std::string(), r && r->archived};
+            tessera::RunAnnotation a{
+                id, {}, r ? r->note.toStdString() : std::string(), r && r->archived};
             for (const QString& t : tags ? *tags : (r ? r->tags : QStringList()))
                 if (!t.trimmed().isEmpty()) a.tags.push_back(t.trimmed().toStdString());
             if (note) a.note = note->toStdString();
@@ -499,8 +537,8 @@ bool ComparePage::annotate(const QVector<int64_t>& ids, const std::optional<QStr
 }
 
 void ComparePage::saveAnnotationClicked() {
-    annotate(selectedRunIds(), m_tagsEdit->text().split(',', Qt::SkipEmptyParts), m_noteEdit->text(),
-             std::nullopt, nullptr);
+    annotate(selectedRunIds(), m_tagsEdit->text().split(',', Qt::SkipEmptyParts),
+             m_noteEdit->text(), std::nullopt, nullptr);
 }
 
 void ComparePage::archiveClicked() {
@@ -519,10 +557,14 @@ void ComparePage::replot() {
     const QString metric = m_metricBox->currentText();
     const QVector<int64_t> ids = selectedRunIds();
     const double beta = m_smoothBox->value();
-    if (groupKey().isEmpty()) plotRuns(ids, metric, beta);
-    else plotGroups(ids, metric, beta);
+    if (groupKey().isEmpty())
+        plotRuns(ids, metric, beta);
+    else
+        plotGroups(ids, metric, beta);
     const XAxis xa = xAxis();
-    m_plot->xAxis->setLabel(xa == XAxis::Tokens ? tr("tokens") : xa == XAxis::WallTime ? tr("wall time (min)") : tr("step"));
+    m_plot->xAxis->setLabel(xa == XAxis::Tokens     ? tr("tokens")
+                            : xa == XAxis::WallTime ? tr("wall time (min)")
+                                                    : tr("step"));
     m_plot->yAxis->setLabel(metric);
     if (ids.isEmpty()) {
         auto* t = new QCPItemText(m_plot);
@@ -541,9 +583,12 @@ void ComparePage::replot() {
     if (!ids.isEmpty()) hoverAt(m_plot->xAxis->range().upper);
 }
 
-// Two-pixel lines for a few curves; one pixel past kThinLinesFrom, where thick lines would cover each
-// other (and drawing 20 anti-aliased two-pixel lines took 16 ms a redraw, one-pixel ones 5.5 ms).
-int ComparePage::lineWidth(qsizetype curves) { return curves >= kThinLinesFrom ? 1 : 2; }
+// Two-pixel lines for a few curves; one pixel past kThinLinesFrom, where thick lines would cover
+// each other (and drawing 20 anti-aliased two-pixel lines took 16 ms a redraw, one-pixel ones 5.5
+// ms).
+int ComparePage::lineWidth(qsizetype curves) {
+    return curves >= kThinLinesFrom ? 1 : 2;
+}
 
 // One line per run: the raw curve (faint under smoothing) and its EMA.
 void ComparePage::plotRuns(const QVector<int64_t>& ids, const QString& metric, double beta) {
@@ -556,7 +601,8 @@ void ComparePage::plotRuns(const QVector<int64_t>& ids, const QString& metric, d
         const QString name = r ? QString("#%1 %2").arg(r->id).arg(r->name) : QString("#%1").arg(id);
         Curve c{xValues(id, s), s.value};
         if (beta > 0) {
-            add_line(m_plot, "raw", name, c, QPen(faint(color, 60), 1), columns)->removeFromLegend();
+            add_line(m_plot, "raw", name, c, QPen(faint(color, 60), 1), columns)
+                ->removeFromLegend();
             c.y = smooth(s.value, beta);
         }
         add_line(m_plot, "run", name, c, QPen(color, lineWidth(ids.size())), columns);
@@ -583,8 +629,10 @@ void ComparePage::plotGroups(const QVector<int64_t>& ids, const QString& metric,
             raw.push_back({xValues(id, s), s.value});
             shown.push_back({raw.back().x, smooth(s.value, beta)});
         }
-        const QString label = QString("%1 = %2 (%3 run%4)").arg(key.section('.', -1), it.key())
-                                  .arg(it.value().size()).arg(it.value().size() == 1 ? "" : "s");
+        const QString label = QString("%1 = %2 (%3 run%4)")
+                                  .arg(key.section('.', -1), it.key())
+                                  .arg(it.value().size())
+                                  .arg(it.value().size() == 1 ? "" : "s");
         const CurveBand band = curve_group_band(shown);
         QCPGraph* lo = add_line(m_plot, "bandLow", label, {band.x, band.lo}, Qt::NoPen, columns);
         QCPGraph* hi = add_line(m_plot, "bandHigh", label, {band.x, band.hi}, Qt::NoPen, columns);
@@ -596,10 +644,12 @@ void ComparePage::plotGroups(const QVector<int64_t>& ids, const QString& metric,
         hi->setChannelFillGraph(lo);
         if (beta > 0) {
             const CurveBand rawBand = curve_group_band(raw);
-            add_line(m_plot, "raw", label, {rawBand.x, rawBand.mean}, QPen(faint(color, 70), 1), columns)
+            add_line(m_plot, "raw", label, {rawBand.x, rawBand.mean}, QPen(faint(color, 70), 1),
+                     columns)
                 ->removeFromLegend();
         }
-        add_line(m_plot, "mean", label, {band.x, band.mean}, QPen(color, lineWidth(groups.size())), columns);
+        add_line(m_plot, "mean", label, {band.x, band.mean}, QPen(color, lineWidth(groups.size())),
+                 columns);
     }
 }
 
@@ -626,10 +676,10 @@ void ComparePage::hoverAt(double x) {
             const Series& s = series(id, kHoverMetrics[m]);
             const int i = index_at(s.step, step);
             const int prec = kHoverMetrics[m] == vocab(metric::perf_tok_per_s) ? 0 : 4;
-            set(3 + m, i >= 0 && at >= 0
-                           ? (kHoverMetrics[m] == vocab(metric::train_lr) ? QString::number(s.value[i], 'e', 2)
-                                                                          : QString::number(s.value[i], 'f', prec))
-                           : QStringLiteral("–"));
+            set(3 + m, i >= 0 && at >= 0 ? (kHoverMetrics[m] == vocab(metric::train_lr)
+                                                ? QString::number(s.value[i], 'e', 2)
+                                                : QString::number(s.value[i], 'f', prec))
+                                         : QStringLiteral("–"));
         }
     }
     // the cursor line
@@ -653,7 +703,8 @@ void ComparePage::updateDiff() {
             auto run = m_store->run_get(id);
             if (!run) continue;
             try {
-                configs.push_back(tessera::config_parse(run->config_text, run->name + " (runs.db)"));
+                configs.push_back(
+                    tessera::config_parse(run->config_text, run->name + " (runs.db)"));
                 names << QString("#%1 %2").arg(id).arg(QString::fromStdString(run->name));
             } catch (const std::exception& e) {
                 m_status->setText(tr("run #%1: %2").arg(id).arg(QString::fromUtf8(e.what())));
@@ -691,10 +742,13 @@ bool ComparePage::exportCsv(const QString& path, QString* error) {
 bool ComparePage::exportChart(const QString& path, QString* error) {
     const QString suffix = QFileInfo(path).suffix().toLower();
     bool ok = false;
-    if (suffix == "pdf") ok = m_plot->savePdf(path, 800, 500);
-    else if (suffix == "png") ok = m_plot->savePng(path, 1000, 600, 1.0);
+    if (suffix == "pdf")
+        ok = m_plot->savePdf(path, 800, 500);
+    else if (suffix == "png")
+        ok = m_plot->savePng(path, 1000, 600, 1.0);
     else {
-        const QString msg = tr("%1: expected a .png or .pdf file name, found '.%2'").arg(path, suffix);
+        const QString msg =
+            tr("%1: expected a .png or .pdf file name, found '.%2'").arg(path, suffix);
         if (error) *error = msg;
         Q_EMIT exportFailed(msg);
         return false;
@@ -710,7 +764,8 @@ bool ComparePage::exportChart(const QString& path, QString* error) {
 }
 
 void ComparePage::exportCsvClicked() {
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export runs to CSV"), "runs.csv", tr("CSV (*.csv)"));
+    const QString path =
+        QFileDialog::getSaveFileName(this, tr("Export runs to CSV"), "runs.csv", tr("CSV (*.csv)"));
     QString err;
     if (!path.isEmpty() && !exportCsv(path, &err)) m_status->setText(err);
 }

@@ -4,10 +4,10 @@
 // curve; grouped by a config key: one mean line per group with a min–max band), downsampled for
 // display per pixel column (curve_math); a hover table of every selected run's values at the
 // cursor; their config diff (differences-only toggle); export of the selected runs' metrics to one
-// CSV and of the chart to PNG/PDF; parallel coordinates of the differing numeric config keys against
-// the final metrics, whose brushes filter the run table. Tags and notes on runs, and archiving (hiding) them, are the
-// page's one write to runs.db (RunStore::run_annotate); a filter box searches names, tags, notes
-// and config values. Everything else reads runs.db read-only.
+// CSV and of the chart to PNG/PDF; parallel coordinates of the differing numeric config keys
+// against the final metrics, whose brushes filter the run table. Tags and notes on runs, and
+// archiving (hiding) them, are the page's one write to runs.db (RunStore::run_annotate); a filter
+// box searches names, tags, notes and config values. Everything else reads runs.db read-only.
 #pragma once
 #include <QMap>
 #include <QVector>
@@ -40,7 +40,7 @@ class RunTableModel;
 
 class ComparePage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit ComparePage(ProjectDocument* doc, QWidget* parent = nullptr);
     ~ComparePage() override;
 
@@ -57,7 +57,7 @@ public:
     QVector<int64_t> selectedRunIds() const;     // by run id
     QVector<int64_t> newestRuns(int n) const;    // the n highest run ids
     void setSelectedRuns(const QVector<int64_t>& ids);
-    void setMetric(const QString& name);         // the curves' metric (train/loss by default)
+    void setMetric(const QString& name);          // the curves' metric (train/loss by default)
     enum class XAxis { Step, Tokens, WallTime };  // wall time: minutes since the run started
     void setXByTokens(bool tokens);
     void setXAxis(XAxis x);
@@ -69,8 +69,8 @@ public:
     int displayColumns() const;      // the downsampling's pixel columns (the plot's width)
     // Off: every point goes to QCustomPlot (its own adaptive sampling only): the bench's peer.
     void setDisplayDownsampling(bool on);
-    void replot();  // rebuilds the curves of the selected runs and redraws
-    void hoverAt(double x);                      // fills the hover table for chart x (step or tokens)
+    void replot();           // rebuilds the curves of the selected runs and redraws
+    void hoverAt(double x);  // fills the hover table for chart x (step or tokens)
 
     // Replaces the given parts of these runs' annotations in runs.db (a short read-write
     // connection; the rest of the page stays read-only), then reloads. false + error (also
@@ -85,13 +85,13 @@ public:
     bool exportChart(const QString& path, QString* error);  // .png or .pdf by suffix
     void setDarkTheme(bool dark);
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void loadFailed(const QString& message);
     void exportFailed(const QString& message);
     void annotateFailed(const QString& message);
 
-private:
-    struct Series {  // the lowest rank's rows in step order
+  private:
+    struct Series {                             // the lowest rank's rows in step order
         std::vector<double> step, value, wall;  // wall: seconds since the run started
     };
     ProjectDocument* m_doc;

@@ -11,9 +11,15 @@
 namespace tessera::studio {
 
 namespace {
-QString num(double v) { return QString::number(v, 'g', 6); }
-QString str(const std::string& s) { return s.empty() ? QStringLiteral("(none)") : QString::fromStdString(s); }
-QString yes_no(bool b) { return b ? QStringLiteral("yes") : QStringLiteral("no"); }
+QString num(double v) {
+    return QString::number(v, 'g', 6);
+}
+QString str(const std::string& s) {
+    return s.empty() ? QStringLiteral("(none)") : QString::fromStdString(s);
+}
+QString yes_no(bool b) {
+    return b ? QStringLiteral("yes") : QStringLiteral("no");
+}
 const QStringList kGroups = {"model", "data", "train", "parallel", "runtime"};
 }  // namespace
 
@@ -46,7 +52,8 @@ std::vector<ConfigEntry> compare_config_flatten(const tessera::RunConfig& c) {
     add("train", "steps", QString::number(t.steps));
     add("train", "micro_batch", QString::number(t.micro_batch));
     add("train", "grad_accum", QString::number(t.grad_accum));
-    add("train", "global_batch (derived)", QString::number(int64_t(t.micro_batch) * t.grad_accum * c.parallel.dp));
+    add("train", "global_batch (derived)",
+        QString::number(int64_t(t.micro_batch) * t.grad_accum * c.parallel.dp));
     add("train", "lr", num(t.lr));
     add("train", "min_lr", num(t.min_lr));
     add("train", "warmup_steps", QString::number(t.warmup_steps));
@@ -72,8 +79,10 @@ std::vector<ConfigEntry> compare_config_flatten(const tessera::RunConfig& c) {
     // recompute: one value per stage (a single value applies to every stage)
     for (int s = 0; s < std::max(1, p.pp); ++s) {
         QString v = "none";
-        if (p.recompute.size() == 1) v = QString::fromStdString(p.recompute[0]);
-        else if (s < int(p.recompute.size())) v = QString::fromStdString(p.recompute[s]);
+        if (p.recompute.size() == 1)
+            v = QString::fromStdString(p.recompute[0]);
+        else if (s < int(p.recompute.size()))
+            v = QString::fromStdString(p.recompute[s]);
         add("parallel", QString("recompute[stage %1]").arg(s), v);
     }
     add("parallel", "offload_activations", yes_no(p.offload_activations));
@@ -91,7 +100,8 @@ std::vector<ConfigDiffRow> compare_config_diff(const std::vector<tessera::RunCon
     return compare_config_diff_flat(flat);
 }
 
-std::vector<ConfigDiffRow> compare_config_diff_flat(const std::vector<std::vector<ConfigEntry>>& configs) {
+std::vector<ConfigDiffRow> compare_config_diff_flat(
+    const std::vector<std::vector<ConfigEntry>>& configs) {
     std::vector<ConfigDiffRow> rows;
     std::map<QString, size_t> at;  // key -> row
     for (size_t r = 0; r < configs.size(); ++r) {
@@ -121,7 +131,9 @@ std::vector<ConfigDiffRow> compare_config_diff_flat(const std::vector<std::vecto
 // view
 
 ConfigDiffView::ConfigDiffView(QWidget* parent)
-    : QWidget(parent), m_only(new QCheckBox(tr("Differences only"), this)), m_tree(new QTreeWidget(this)) {
+    : QWidget(parent),
+      m_only(new QCheckBox(tr("Differences only"), this)),
+      m_tree(new QTreeWidget(this)) {
     m_only->setObjectName("diffOnly");
     m_tree->setObjectName("configDiff");
     m_tree->setRootIsDecorated(true);
@@ -135,7 +147,8 @@ ConfigDiffView::ConfigDiffView(QWidget* parent)
     setRuns({}, {});
 }
 
-void ConfigDiffView::setRuns(const QStringList& names, const std::vector<tessera::RunConfig>& configs) {
+void ConfigDiffView::setRuns(const QStringList& names,
+                             const std::vector<tessera::RunConfig>& configs) {
     m_tree->clear();
     QStringList headers{tr("Key")};
     headers << names;
@@ -169,8 +182,12 @@ void ConfigDiffView::setRuns(const QStringList& names, const std::vector<tessera
     applyFilter();
 }
 
-void ConfigDiffView::setDifferencesOnly(bool on) { m_only->setChecked(on); }
-bool ConfigDiffView::differencesOnly() const { return m_only->isChecked(); }
+void ConfigDiffView::setDifferencesOnly(bool on) {
+    m_only->setChecked(on);
+}
+bool ConfigDiffView::differencesOnly() const {
+    return m_only->isChecked();
+}
 
 void ConfigDiffView::applyFilter() {
     const bool only = m_only->isChecked();
@@ -193,7 +210,8 @@ QStringList ConfigDiffView::visibleKeys() const {
         QTreeWidgetItem* group = m_tree->topLevelItem(g);
         if (group->isHidden()) continue;
         for (int i = 0; i < group->childCount(); ++i)
-            if (!group->child(i)->isHidden()) keys << group->child(i)->data(0, Qt::UserRole).toString();
+            if (!group->child(i)->isHidden())
+                keys << group->child(i)->data(0, Qt::UserRole).toString();
     }
     return keys;
 }

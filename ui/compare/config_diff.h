@@ -28,11 +28,12 @@ std::vector<ConfigEntry> compare_config_flatten(const tessera::RunConfig& cfg);
 std::vector<ConfigDiffRow> compare_config_diff(const std::vector<tessera::RunConfig>& configs);
 // The same comparison over configs already flattened (one entry list per run): the diff pane and
 // the run table's columns of differing keys both come from here.
-std::vector<ConfigDiffRow> compare_config_diff_flat(const std::vector<std::vector<ConfigEntry>>& flat);
+std::vector<ConfigDiffRow> compare_config_diff_flat(
+    const std::vector<std::vector<ConfigEntry>>& flat);
 
 class ConfigDiffView : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit ConfigDiffView(QWidget* parent = nullptr);
     void setRuns(const QStringList& runNames, const std::vector<tessera::RunConfig>& configs);
     void setDifferencesOnly(bool on);
@@ -40,7 +41,7 @@ public:
     QStringList visibleKeys() const;  // keys of the rows shown now, in order
     QTreeWidget* tree() const { return m_tree; }
 
-private:
+  private:
     QCheckBox* m_only;
     QTreeWidget* m_tree;
     void applyFilter();

@@ -28,9 +28,11 @@ Curve curve_downsample_minmax(std::span<const double> x, std::span<const double>
     while (i < n) {
         const int col = column(i);  // one bucket: [i, end); x ascends, so column() does too and
         // the bucket's end is a binary search away, not a column() per point
-        const size_t end = size_t(std::partition_point(x.begin() + std::ptrdiff_t(i) + 1, x.begin() + std::ptrdiff_t(n),
-                                                       [&](const double& xv) { return column(size_t(&xv - x.data())) == col; }) -
-                                  x.begin());
+        const size_t end =
+            size_t(std::partition_point(
+                       x.begin() + std::ptrdiff_t(i) + 1, x.begin() + std::ptrdiff_t(n),
+                       [&](const double& xv) { return column(size_t(&xv - x.data())) == col; }) -
+                   x.begin());
         size_t lo = n, hi = n, gap = n;
         double ylo = 0, yhi = 0;
         for (size_t k = i; k < end; ++k) {

@@ -61,7 +61,8 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
 }
 
 std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
-                                               const std::vector<tessera::RunRow>& runs, int threads) {
+                                               const std::vector<tessera::RunRow>& runs,
+                                               int threads) {
     std::unordered_map<int64_t, tessera::RunResults> stored;
     for (tessera::RunResults& r : store.stored_results()) stored.emplace(r.run_id, std::move(r));
     auto summarize = [&](const tessera::RunStore& st, size_t i) {
@@ -82,7 +83,8 @@ std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
             try {
                 // a connection per thread (connections are opened without SQLite's mutexes)
                 const tessera::RunStore own = tessera::RunStore::open(store.path(), true);
-                for (size_t i = size_t(t); i < runs.size(); i += size_t(threads)) out[i] = summarize(own, i);
+                for (size_t i = size_t(t); i < runs.size(); i += size_t(threads))
+                    out[i] = summarize(own, i);
             } catch (...) {
                 errors[size_t(t)] = std::current_exception();
             }
@@ -115,7 +117,8 @@ QString RunSummary::configValue(const QString& key) const {
 namespace {
 QString bytes_text(double b) {
     if (b < 0) return QStringLiteral("–");
-    if (b >= 1024.0 * 1024 * 1024) return QString::number(b / (1024.0 * 1024 * 1024), 'f', 2) + " GiB";
+    if (b >= 1024.0 * 1024 * 1024)
+        return QString::number(b / (1024.0 * 1024 * 1024), 'f', 2) + " GiB";
     return QString::number(b / (1024.0 * 1024), 'f', 1) + " MiB";
 }
 QString duration_text(double s) {
@@ -125,9 +128,13 @@ QString duration_text(double s) {
     if (s < 3600) return QString::number(s / 60, 'f', 1) + " min";
     return QString::number(s / 3600, 'f', 2) + " h";
 }
-QString opt_num(double v, int prec) { return v < 0 ? QStringLiteral("–") : QString::number(v, 'f', prec); }
+QString opt_num(double v, int prec) {
+    return v < 0 ? QStringLiteral("–") : QString::number(v, 'f', prec);
+}
 // missing values sort after every real value in ascending order
-QVariant sort_num(double v) { return v < 0 ? QVariant(std::numeric_limits<double>::max()) : QVariant(v); }
+QVariant sort_num(double v) {
+    return v < 0 ? QVariant(std::numeric_limits<double>::max()) : QVariant(v);
+}
 }  // namespace
 
 RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -135,9 +142,14 @@ RunTableModel::RunTableModel(QObject* parent) : QAbstractTableModel(parent) {}
 namespace {
 // keys a fixed column already shows (or that follow from them)
 bool shown_by_fixed_column(const QString& key) {
-    static const QStringList fixed = {"parallel.dp", "parallel.tp", "parallel.pp", "parallel.zero",
-                                      "parallel.world_size (derived)", "train.micro_batch",
-                                      "parallel.offload_activations", "parallel.offload_optimizer"};
+    static const QStringList fixed = {"parallel.dp",
+                                      "parallel.tp",
+                                      "parallel.pp",
+                                      "parallel.zero",
+                                      "parallel.world_size (derived)",
+                                      "train.micro_batch",
+                                      "parallel.offload_activations",
+                                      "parallel.offload_optimizer"};
     return fixed.contains(key) || key.startsWith("parallel.recompute[");
 }
 }  // namespace
@@ -189,7 +201,8 @@ int RunTableModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant RunTableModel::data(const QModelIndex& index, int role) const {
-    if (!index.isValid() || index.row() >= int(m_runs.size()) || index.column() >= columnCount()) return {};
+    if (!index.isValid() || index.row() >= int(m_runs.size()) || index.column() >= columnCount())
+        return {};
     const RunSummary& r = m_runs[index.row()];
     if (role == kRunIdRole) return QVariant::fromValue<qlonglong>(r.id);
     if (index.column() >= ColumnCount) {  // a differing config key
@@ -212,11 +225,14 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
                    : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
     if (role == Qt::ForegroundRole && index.column() == Status) {
         if (r.status == vocab(tessera::run_status::failed)) return QBrush(QColor(0xc0, 0x39, 0x2b));
-        if (r.status == vocab(tessera::run_status::running)) return QBrush(QColor(0x29, 0x80, 0xb9));
+        if (r.status == vocab(tessera::run_status::running))
+            return QBrush(QColor(0x29, 0x80, 0xb9));
         return {};
     }
     if (role == Qt::ToolTipRole && index.column() == Name)
-        return QString("run #%1, %2 steps%3%4").arg(r.id).arg(r.last_step)
+        return QString("run #%1, %2 steps%3%4")
+            .arg(r.id)
+            .arg(r.last_step)
             .arg(r.archived ? QStringLiteral(" (archived)") : QString())
             .arg(r.note.isEmpty() ? QString() : "\n" + r.note);
     if (role == Qt::ToolTipRole && index.column() == Note && !r.note.isEmpty()) return r.note;
@@ -225,23 +241,43 @@ QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     const bool sort = role == kSortRole;
     if (!display && !sort) return {};
     switch (index.column()) {
-    case Name: return display ? QVariant(QString("#%1 %2").arg(r.id).arg(r.name)) : QVariant(qlonglong(r.id));
-    case Status: return r.status;
-    case Tags: return r.tags.join(", ");
-    case Note: return display ? QVariant(r.note.section('\n', 0, 0)) : QVariant(r.note.toLower());
-    case DP: return r.dp;
-    case TP: return r.tp;
-    case PP: return r.pp;
-    case Zero: return r.zero;
-    case Recompute: return r.recompute;
-    case Offload: return r.offload;
-    case MicroBatch: return r.micro_batch;
-    case FinalVal: return display ? QVariant(opt_num(r.final_val_loss, 4)) : sort_num(r.final_val_loss);
-    case BestVal: return display ? QVariant(opt_num(r.best_val_loss, 4)) : sort_num(r.best_val_loss);
-    case TokPerS: return display ? QVariant(opt_num(r.median_tok_per_s, 0)) : sort_num(r.median_tok_per_s);
-    case PeakMem: return display ? QVariant(bytes_text(r.peak_bytes_per_gpu)) : sort_num(r.peak_bytes_per_gpu);
-    case Duration: return display ? QVariant(duration_text(r.duration_s)) : sort_num(r.duration_s);
-    default: return {};
+        case Name:
+            return display ? QVariant(QString("#%1 %2").arg(r.id).arg(r.name))
+                           : QVariant(qlonglong(r.id));
+        case Status:
+            return r.status;
+        case Tags:
+            return r.tags.join(", ");
+        case Note:
+            return display ? QVariant(r.note.section('\n', 0, 0)) : QVariant(r.note.toLower());
+        case DP:
+            return r.dp;
+        case TP:
+            return r.tp;
+        case PP:
+            return r.pp;
+        case Zero:
+            return r.zero;
+        case Recompute:
+            return r.recompute;
+        case Offload:
+            return r.offload;
+        case MicroBatch:
+            return r.micro_batch;
+        case FinalVal:
+            return display ? QVariant(opt_num(r.final_val_loss, 4)) : sort_num(r.final_val_loss);
+        case BestVal:
+            return display ? QVariant(opt_num(r.best_val_loss, 4)) : sort_num(r.best_val_loss);
+        case TokPerS:
+            return display ? QVariant(opt_num(r.median_tok_per_s, 0))
+                           : sort_num(r.median_tok_per_s);
+        case PeakMem:
+            return display ? QVariant(bytes_text(r.peak_bytes_per_gpu))
+                           : sort_num(r.peak_bytes_per_gpu);
+        case Duration:
+            return display ? QVariant(duration_text(r.duration_s)) : sort_num(r.duration_s);
+        default:
+            return {};
     }
 }
 
@@ -253,12 +289,26 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation o, int role) con
         if (role == Qt::ToolTipRole) return tr("%1: differs among the runs").arg(key);
         return {};
     }
-    static const char* names[] = {"Run", "Status", "Tags", "DP", "TP", "PP", "ZeRO", "Recompute",
-                                  "Offload", "Micro-batch", "Final val loss", "Best val loss",
-                                  "Tok/s (median)", "Peak mem/GPU", "Duration", "Note"};
+    static const char* names[] = {"Run",
+                                  "Status",
+                                  "Tags",
+                                  "DP",
+                                  "TP",
+                                  "PP",
+                                  "ZeRO",
+                                  "Recompute",
+                                  "Offload",
+                                  "Micro-batch",
+                                  "Final val loss",
+                                  "Best val loss",
+                                  "Tok/s (median)",
+                                  "Peak mem/GPU",
+                                  "Duration",
+                                  "Note"};
     static_assert(std::size(names) == ColumnCount);
     if (role == Qt::DisplayRole) return QString(names[section]);
-    if (role == Qt::ToolTipRole && section == PeakMem) return QString("max of mem/total_bytes over ranks and steps");
+    if (role == Qt::ToolTipRole && section == PeakMem)
+        return QString("max of mem/total_bytes over ranks and steps");
     return {};
 }
 
@@ -291,13 +341,15 @@ bool RunFilterProxy::filterAcceptsRow(int row, const QModelIndex& parent) const 
     for (const QString& w : m_words) {
         if (w.startsWith("tag:")) {
             const QString want = w.mid(4);
-            if (!std::any_of(r.tags.begin(), r.tags.end(), [&](const QString& t) { return t.toLower() == want; }))
+            if (!std::any_of(r.tags.begin(), r.tags.end(),
+                             [&](const QString& t) { return t.toLower() == want; }))
                 return false;
             continue;
         }
         bool hit = r.name.toLower().contains(w) || r.status.toLower().contains(w) ||
                    r.note.toLower().contains(w) ||
-                   std::any_of(r.tags.begin(), r.tags.end(), [&](const QString& t) { return t.toLower().contains(w); });
+                   std::any_of(r.tags.begin(), r.tags.end(),
+                               [&](const QString& t) { return t.toLower().contains(w); });
         for (int c = RunTableModel::ColumnCount; !hit && c < m->columnCount(); ++c)
             hit = m->index(row, c).data().toString().toLower().contains(w);
         if (!hit) return false;

@@ -1,8 +1,8 @@
-// Compare page's run table (the Run column sorts by run id): one RunSummary per run of runs.db (plan columns from the stored
-// config, results from the metrics) and a QAbstractTableModel over them: the fixed columns of
-// Column, then one column per config key whose value differs among the runs (the config diff's
-// comparison, compare_config_diff_flat). Sort through a QSortFilterProxyModel on kSortRole
-// (numbers sort as numbers, missing values last).
+// Compare page's run table (the Run column sorts by run id): one RunSummary per run of runs.db
+// (plan columns from the stored config, results from the metrics) and a QAbstractTableModel over
+// them: the fixed columns of Column, then one column per config key whose value differs among the
+// runs (the config diff's comparison, compare_config_diff_flat). Sort through a
+// QSortFilterProxyModel on kSortRole (numbers sort as numbers, missing values last).
 #pragma once
 #include <QAbstractTableModel>
 #include <QSet>
@@ -25,13 +25,13 @@ struct RunSummary {
     int micro_batch = 0, grad_accum = 1, seq_len = 0;
     double final_val_loss = -1, best_val_loss = -1;  // -1 = no val/loss logged (RunResults)
     double median_tok_per_s = -1;
-    double peak_bytes_per_gpu = -1;  // max over ranks and steps of mem/total_bytes
+    double peak_bytes_per_gpu = -1;         // max over ranks and steps of mem/total_bytes
     std::vector<std::string> metric_names;  // every metric the run logged, sorted
-    double duration_s = -1;          // -1 while running
+    double duration_s = -1;                 // -1 while running
     int64_t last_step = 0;
-    double start_time = 0;               // seconds since epoch
-    std::vector<ConfigEntry> config;     // the stored config flattened (empty if it did not parse)
-    QStringList tags;                    // annotations (runs.db schema 3)
+    double start_time = 0;            // seconds since epoch
+    std::vector<ConfigEntry> config;  // the stored config flattened (empty if it did not parse)
+    QStringList tags;                 // annotations (runs.db schema 3)
     QString note;
     bool archived = false;
     QString configValue(const QString& key) const;  // "" where the run has no such key
@@ -50,13 +50,31 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
 // many runs parse their configs in parallel.
 // Throws what a summary or a connection threw.
 std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
-                                               const std::vector<tessera::RunRow>& runs, int threads = 0);
+                                               const std::vector<tessera::RunRow>& runs,
+                                               int threads = 0);
 
 class RunTableModel : public QAbstractTableModel {
     Q_OBJECT
-public:
-    enum Column { Name, Status, Tags, DP, TP, PP, Zero, Recompute, Offload, MicroBatch, FinalVal,
-                  BestVal, TokPerS, PeakMem, Duration, Note, ColumnCount };
+  public:
+    enum Column {
+        Name,
+        Status,
+        Tags,
+        DP,
+        TP,
+        PP,
+        Zero,
+        Recompute,
+        Offload,
+        MicroBatch,
+        FinalVal,
+        BestVal,
+        TokPerS,
+        PeakMem,
+        Duration,
+        Note,
+        ColumnCount
+    };
     static constexpr int kSortRole = Qt::UserRole + 1;
     static constexpr int kRunIdRole = Qt::UserRole + 2;
 
@@ -66,7 +84,7 @@ public:
     // The keys shown as columns ColumnCount, ColumnCount + 1, ...: those whose value differs among
     // the runs whose config parsed, less the ones a fixed column already shows.
     const QStringList& configKeys() const { return m_configKeys; }
-    int configColumn(const QString& key) const;  // -1 when the key is not a column
+    int configColumn(const QString& key) const;      // -1 when the key is not a column
     static QString columnTitle(const QString& key);  // "lr" for train.lr (the tooltip has the key)
 
     int rowCount(const QModelIndex& parent = {}) const override;
@@ -74,10 +92,10 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
-private:
+  private:
     std::vector<RunSummary> m_runs;
     QStringList m_configKeys;
-    std::vector<bool> m_configNumeric;       // per config column: every value is a number
+    std::vector<bool> m_configNumeric;          // per config column: every value is a number
     std::vector<std::vector<QString>> m_cells;  // [row][config column]
 };
 
@@ -86,7 +104,7 @@ private:
 // key's value; "tag:x" asks for a tag equal to x.
 class RunFilterProxy : public QSortFilterProxyModel {
     Q_OBJECT
-public:
+  public:
     explicit RunFilterProxy(QObject* parent = nullptr);
     void setFilterWords(const QString& text);
     void setShowArchived(bool show);
@@ -94,10 +112,10 @@ public:
     // Only these runs (the parallel coordinates' brushes); std::nullopt: no such limit.
     void setAllowedRuns(const std::optional<QSet<int64_t>>& runs);
 
-protected:
+  protected:
     bool filterAcceptsRow(int row, const QModelIndex& parent) const override;
 
-private:
+  private:
     QStringList m_words;
     bool m_showArchived = false;
     std::optional<QSet<int64_t>> m_allowed;

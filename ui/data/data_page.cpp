@@ -34,27 +34,38 @@ namespace tessera::studio {
 
 namespace {
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
 
-QString count(double n) { return q(tessera::format_count(n)); }
+QString count(double n) {
+    return q(tessera::format_count(n));
+}
 
 QString duration(double s) {
     if (s < 0) return QStringLiteral("–");
     const int t = (int)std::lround(s);
-    return t >= 3600 ? QStringLiteral("%1:%2:%3").arg(t / 3600).arg(t / 60 % 60, 2, 10, QChar('0')).arg(t % 60, 2, 10, QChar('0'))
+    return t >= 3600 ? QStringLiteral("%1:%2:%3")
+                           .arg(t / 3600)
+                           .arg(t / 60 % 60, 2, 10, QChar('0'))
+                           .arg(t % 60, 2, 10, QChar('0'))
                      : QStringLiteral("%1:%2").arg(t / 60).arg(t % 60, 2, 10, QChar('0'));
 }
 
 }  // namespace
 
 DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
-    : QWidget(parent), m_doc(doc), m_runner(new PrepareRunner(this)), m_samplesLoader(new SamplesLoader(this)) {
+    : QWidget(parent),
+      m_doc(doc),
+      m_runner(new PrepareRunner(this)),
+      m_samplesLoader(new SamplesLoader(this)) {
     // ---- inputs and options (left) -------------------------------------------------------
     m_inputs = new QListWidget;
     m_inputs->setObjectName("inputs");
     m_inputs->setSelectionMode(QAbstractItemView::ExtendedSelection);
-    m_inputs->setToolTip(tr(".txt files (one document each), .jsonl and .jsonl.gz (one document per line), "
-                            "and folders holding them"));
+    m_inputs->setToolTip(
+        tr(".txt files (one document each), .jsonl and .jsonl.gz (one document per line), "
+           "and folders holding them"));
     m_addFiles = new QPushButton(tr("Add files…"));
     m_addFolder = new QPushButton(tr("Add folder…"));
     m_remove = new QPushButton(tr("Remove"));
@@ -89,7 +100,8 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
     m_skipBad->setObjectName("skipBad");
     m_outDir = new QLineEdit;
     m_outDir->setObjectName("outDir");
-    m_outDir->setToolTip(tr("The prepared folder: train.bin, val.bin, manifest.json (relative to the project)"));
+    m_outDir->setToolTip(
+        tr("The prepared folder: train.bin, val.bin, manifest.json (relative to the project)"));
     auto* chooseOut = new QPushButton(tr("…"));
     auto* outRow = new QHBoxLayout;
     outRow->addWidget(m_outDir, 1);
@@ -99,7 +111,8 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
     m_order->setObjectName("order");
     m_order->addItem(tr("random windows"), "random");
     m_order->addItem(tr("each window once per epoch, shuffled"), "epoch");
-    m_order->setToolTip(tr("data.order: how training reads the prepared tokens (docs/data.md, Reading order)"));
+    m_order->setToolTip(
+        tr("data.order: how training reads the prepared tokens (docs/data.md, Reading order)"));
 
     auto* form = new QFormLayout;
     form->addRow(tr("JSONL field"), m_field);
@@ -146,14 +159,17 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
     m_hist = new QCustomPlot;
     m_hist->setMinimumHeight(220);
     m_hist->plotLayout()->insertRow(0);
-    m_hist->plotLayout()->addElement(0, 0, new QCPTextElement(m_hist, tr("tokens per document"), QFont(font().family(), 10, QFont::Bold)));
+    m_hist->plotLayout()->addElement(0, 0,
+                                     new QCPTextElement(m_hist, tr("tokens per document"),
+                                                        QFont(font().family(), 10, QFont::Bold)));
     new QCPBars(m_hist->xAxis, m_hist->yAxis);
     m_hist->yAxis->setLabel(tr("documents"));
     m_hist->setVisible(false);  // until there is a prepared folder
     m_samplesView = new QPlainTextEdit;
     m_samplesView->setObjectName("samples");
     m_samplesView->setReadOnly(true);
-    m_samplesView->setPlaceholderText(tr("A few documents of the prepared train split, decoded with its tokenizer"));
+    m_samplesView->setPlaceholderText(
+        tr("A few documents of the prepared train split, decoded with its tokenizer"));
     auto* resultBox = new QGroupBox(tr("Prepared data"));
     auto* resultLayout = new QVBoxLayout(resultBox);
     resultLayout->addWidget(m_summary);
@@ -172,7 +188,8 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
     // ---- behaviour -------------------------------------------------------------------------
     connect(m_addFiles, &QPushButton::clicked, this, &DataPage::addFiles);
     connect(m_addFolder, &QPushButton::clicked, this, &DataPage::addFolder);
-    connect(m_remove, &QPushButton::clicked, this, [this] { qDeleteAll(m_inputs->selectedItems()); });
+    connect(m_remove, &QPushButton::clicked, this,
+            [this] { qDeleteAll(m_inputs->selectedItems()); });
     connect(chooseTok, &QPushButton::clicked, this, &DataPage::chooseTokenizerFile);
     connect(chooseOut, &QPushButton::clicked, this, &DataPage::chooseOutputDir);
     connect(m_prepare, &QPushButton::clicked, this, &DataPage::prepare);
@@ -185,17 +202,20 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
         showSet(set, true);
         // the project reads what was just prepared (one undoable edit)
         const std::string train = projectRelative(q(set.train_path)).toStdString();
-        const std::string val = set.val_tokens > 0 ? projectRelative(q(set.val_path)).toStdString() : std::string();
+        const std::string val =
+            set.val_tokens > 0 ? projectRelative(q(set.val_path)).toStdString() : std::string();
         const QString tok = m_tokenizerUsed;
         const bool newTokenizer = tok != modelTokenizer();
         const std::string vocab = tessera::tokenizer_is_named(tok.toStdString())
-                                      ? tok.toStdString() : projectRelative(tok).toStdString();
-        m_doc->edit(tr("Data from %1").arg(QDir(set.dir.c_str()).dirName()), [=](tessera::RunConfig& c) {
-            c.data.dataset.clear();
-            c.data.train = train;
-            c.data.val = val;
-            if (newTokenizer) c.model.vocab = vocab;
-        });
+                                      ? tok.toStdString()
+                                      : projectRelative(tok).toStdString();
+        m_doc->edit(tr("Data from %1").arg(QDir(set.dir.c_str()).dirName()),
+                    [=](tessera::RunConfig& c) {
+                        c.data.dataset.clear();
+                        c.data.train = train;
+                        c.data.val = val;
+                        if (newTokenizer) c.model.vocab = vocab;
+                    });
         Q_EMIT prepareFinished(q(set.dir));
     });
     connect(m_runner, &PrepareRunner::failed, this, [this](const QString& message) {
@@ -207,21 +227,23 @@ DataPage::DataPage(ProjectDocument* doc, QWidget* parent)
         setBusy(false);
         m_progress->setValue(0);
         m_progress->setFormat(QString());
-        m_statusText = tr("Cancelled: nothing was written (finished inputs are kept for the next run).");
+        m_statusText =
+            tr("Cancelled: nothing was written (finished inputs are kept for the next run).");
         m_status->setStyleSheet(QString());
         m_status->setText(m_statusText);
         Q_EMIT prepareCancelled();
     });
-    connect(m_samplesLoader, &SamplesLoader::loaded, this, [this](const QString& dir, const QStringList& samples) {
-        showSamples(dir, samples);
-    });
-    connect(m_samplesLoader, &SamplesLoader::failed, this, [this](const QString& dir, const QString& message) {
-        showSamples(dir, {tr("(no samples: %1)").arg(message)});
-    });
+    connect(m_samplesLoader, &SamplesLoader::loaded, this,
+            [this](const QString& dir, const QStringList& samples) { showSamples(dir, samples); });
+    connect(m_samplesLoader, &SamplesLoader::failed, this,
+            [this](const QString& dir, const QString& message) {
+                showSamples(dir, {tr("(no samples: %1)").arg(message)});
+            });
     connect(m_order, &QComboBox::activated, this, [this](int i) {
         const std::string order = m_order->itemData(i).toString().toStdString();
         if (order == m_doc->config().data.order) return;
-        m_doc->edit(tr("Reading order %1").arg(q(order)), [order](tessera::RunConfig& c) { c.data.order = order; });
+        m_doc->edit(tr("Reading order %1").arg(q(order)),
+                    [order](tessera::RunConfig& c) { c.data.order = order; });
     });
     connect(m_doc, &ProjectDocument::configChanged, this, &DataPage::refresh);
     connect(m_doc, &ProjectDocument::opened, this, [this] {
@@ -250,7 +272,8 @@ QString DataPage::resolved(const QString& path) const {
 }
 
 QString DataPage::modelTokenizer() const {
-    return m_doc->isOpen() ? q(tessera::config_tokenizer(m_doc->config())) : QStringLiteral("bytes");
+    return m_doc->isOpen() ? q(tessera::config_tokenizer(m_doc->config()))
+                           : QStringLiteral("bytes");
 }
 
 QString DataPage::tokenizerSpec() const {
@@ -261,7 +284,8 @@ QString DataPage::tokenizerSpec() const {
 tessera::PrepareOptions DataPage::options() const {
     tessera::PrepareOptions o;
     o.tokenizer = tokenizerSpec().toStdString();
-    for (int i = 0; i < m_inputs->count(); ++i) o.inputs.push_back(resolved(m_inputs->item(i)->text()).toStdString());
+    for (int i = 0; i < m_inputs->count(); ++i)
+        o.inputs.push_back(resolved(m_inputs->item(i)->text()).toStdString());
     o.field = m_field->text().trimmed().toStdString();
     o.out = resolved(m_outDir->text().trimmed()).toStdString();
     o.val_fraction = m_valFraction->value();
@@ -274,16 +298,23 @@ void DataPage::setInputs(const QStringList& paths) {
     m_inputs->clear();
     m_inputs->addItems(paths);
 }
-void DataPage::setField(const QString& field) { m_field->setText(field); }
-void DataPage::setValFraction(double f) { m_valFraction->setValue(f); }
-void DataPage::setOutputDir(const QString& dir) { m_outDir->setText(dir); }
+void DataPage::setField(const QString& field) {
+    m_field->setText(field);
+}
+void DataPage::setValFraction(double f) {
+    m_valFraction->setValue(f);
+}
+void DataPage::setOutputDir(const QString& dir) {
+    m_outDir->setText(dir);
+}
 
 void DataPage::setTokenizer(const QString& spec) {
     if (spec.isEmpty()) return m_tokenizer->setCurrentIndex(0);
     int i = m_tokenizer->findData(spec);
     if (i < 0) {
-        m_tokenizer->addItem(QFileInfo(spec).fileName() == "tokenizer.json" ? QFileInfo(spec).dir().dirName() + "/tokenizer.json"
-                                                                         : spec,
+        m_tokenizer->addItem(QFileInfo(spec).fileName() == "tokenizer.json"
+                                 ? QFileInfo(spec).dir().dirName() + "/tokenizer.json"
+                                 : spec,
                              spec);
         i = m_tokenizer->count() - 1;
     }
@@ -298,34 +329,45 @@ void DataPage::addFiles() {
 }
 
 void DataPage::addFolder() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a folder of .txt / .jsonl files"),
-                                                          m_doc->projectDir());
+    const QString dir = QFileDialog::getExistingDirectory(
+        this, tr("Add a folder of .txt / .jsonl files"), m_doc->projectDir());
     if (!dir.isEmpty()) m_inputs->addItem(projectRelative(dir));
 }
 
 void DataPage::chooseTokenizerFile() {
-    const QString f = QFileDialog::getOpenFileName(this, tr("A Hugging Face tokenizer.json"), m_doc->projectDir(),
-                                                   tr("tokenizer.json (tokenizer.json);;JSON (*.json)"));
+    const QString f =
+        QFileDialog::getOpenFileName(this, tr("A Hugging Face tokenizer.json"), m_doc->projectDir(),
+                                     tr("tokenizer.json (tokenizer.json);;JSON (*.json)"));
     if (!f.isEmpty()) setTokenizer(QFileInfo(f).absoluteFilePath());
 }
 
 void DataPage::chooseOutputDir() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("The prepared folder"), m_doc->projectDir());
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("The prepared folder"), m_doc->projectDir());
     if (!dir.isEmpty()) m_outDir->setText(projectRelative(dir));
 }
 
 // ---- running --------------------------------------------------------------------------------
 
-bool DataPage::isPreparing() const { return m_runner->isRunning(); }
-QString DataPage::statusText() const { return m_statusText; }
+bool DataPage::isPreparing() const {
+    return m_runner->isRunning();
+}
+QString DataPage::statusText() const {
+    return m_statusText;
+}
 
 bool DataPage::prepare() {
     QString problem;
-    if (!m_doc->isOpen()) problem = tr("Open or create a project first.");
-    else if (m_runner->isRunning()) problem = tr("A preparation is already running.");
-    else if (m_inputs->count() == 0) problem = tr("Add at least one input file or folder.");
-    else if (m_outDir->text().trimmed().isEmpty()) problem = tr("Choose an output folder.");
-    else if (m_field->text().trimmed().isEmpty()) problem = tr("Name the JSONL field holding the text.");
+    if (!m_doc->isOpen())
+        problem = tr("Open or create a project first.");
+    else if (m_runner->isRunning())
+        problem = tr("A preparation is already running.");
+    else if (m_inputs->count() == 0)
+        problem = tr("Add at least one input file or folder.");
+    else if (m_outDir->text().trimmed().isEmpty())
+        problem = tr("Choose an output folder.");
+    else if (m_field->text().trimmed().isEmpty())
+        problem = tr("Name the JSONL field holding the text.");
     if (!problem.isEmpty()) {
         showError(problem);
         Q_EMIT prepareFailed(problem);
@@ -348,9 +390,10 @@ void DataPage::cancel() {
 }
 
 void DataPage::setBusy(bool busy) {
-    for (QWidget* w : {(QWidget*)m_prepare, (QWidget*)m_addFiles, (QWidget*)m_addFolder, (QWidget*)m_remove,
-                       (QWidget*)m_field, (QWidget*)m_tokenizer, (QWidget*)m_valFraction, (QWidget*)m_outDir,
-                       (QWidget*)m_eos, (QWidget*)m_skipBad})
+    for (QWidget* w :
+         {(QWidget*)m_prepare, (QWidget*)m_addFiles, (QWidget*)m_addFolder, (QWidget*)m_remove,
+          (QWidget*)m_field, (QWidget*)m_tokenizer, (QWidget*)m_valFraction, (QWidget*)m_outDir,
+          (QWidget*)m_eos, (QWidget*)m_skipBad})
         w->setEnabled(!busy);
     m_cancel->setEnabled(busy);
 }
@@ -360,8 +403,10 @@ void DataPage::showProgress(const tessera::PrepareProgress& p) {
     m_progress->setValue((int)std::lround(frac * m_progress->maximum()));
     m_progress->setFormat(QStringLiteral("%1%").arg(frac * 100, 0, 'f', 0));
     m_statusText = tr("%1 of %2 · input %3 of %4 · %5 documents · %6 tokens · %7 MB/s · %8 left")
-                       .arg(q(tessera::format_bytes((double)p.bytes_done)), q(tessera::format_bytes((double)p.bytes_total)))
-                       .arg(p.inputs_done).arg(p.inputs_total)
+                       .arg(q(tessera::format_bytes((double)p.bytes_done)),
+                            q(tessera::format_bytes((double)p.bytes_total)))
+                       .arg(p.inputs_done)
+                       .arg(p.inputs_total)
                        .arg(count((double)p.documents), count((double)p.tokens))
                        .arg(p.mb_per_s(), 0, 'f', 1)
                        .arg(duration(p.eta_seconds()));
@@ -386,19 +431,22 @@ void DataPage::showSet(const tessera::PreparedSet& set, bool justPrepared) {
     m_samplesView->setPlainText(tr("loading samples…"));
     m_samplesView->setEnabled(false);
     m_samplesLoader->request(q(set.dir), q(set.tokenizer), 3, 120);
-    QString text = tr("<b>%1</b> documents (%2 train, %3 validation)<br>%4 train tokens · %5 validation tokens"
-                      "<br>tokenizer %6 (%7 ids) · from %8 of input")
-                       .arg(count((double)set.documents), count((double)set.train_documents),
-                            count((double)set.val_documents), count((double)set.train_tokens),
-                            count((double)set.val_tokens), q(set.tokenizer).toHtmlEscaped())
-                       .arg(set.vocab_size)
-                       .arg(q(tessera::format_bytes((double)set.input_bytes)));
+    QString text =
+        tr("<b>%1</b> documents (%2 train, %3 validation)<br>%4 train tokens · %5 validation tokens"
+           "<br>tokenizer %6 (%7 ids) · from %8 of input")
+            .arg(count((double)set.documents), count((double)set.train_documents),
+                 count((double)set.val_documents), count((double)set.train_tokens),
+                 count((double)set.val_tokens), q(set.tokenizer).toHtmlEscaped())
+            .arg(set.vocab_size)
+            .arg(q(tessera::format_bytes((double)set.input_bytes)));
     if (set.skipped_lines > 0) text += tr("<br>%1 malformed lines skipped").arg(set.skipped_lines);
     text += tr("<br><i>%1</i>").arg(q(set.dir).toHtmlEscaped());
     m_summary->setText(text);
     if (justPrepared) {
-        m_statusText = set.up_to_date ? tr("Up to date: the inputs and tokenizer are unchanged, nothing was rewritten.")
-                                      : tr("Prepared. The project trains on %1.").arg(projectRelative(q(set.train_path)));
+        m_statusText =
+            set.up_to_date
+                ? tr("Up to date: the inputs and tokenizer are unchanged, nothing was rewritten.")
+                : tr("Prepared. The project trains on %1.").arg(projectRelative(q(set.train_path)));
         m_status->setStyleSheet(QString());
         m_status->setText(m_statusText);
     }
@@ -415,8 +463,9 @@ void DataPage::showSet(const tessera::PreparedSet& set, bool justPrepared) {
         keys << k;
         values << (double)set.hist_counts[i];
         if (i + 1 < (int)set.hist_edges.size())
-            ticker->addTick(k, QStringLiteral("%1–%2").arg(q(tessera::format_count((double)set.hist_edges[i])),
-                                                          q(tessera::format_count((double)set.hist_edges[i + 1]))));
+            ticker->addTick(k, QStringLiteral("%1–%2").arg(
+                                   q(tessera::format_count((double)set.hist_edges[i])),
+                                   q(tessera::format_count((double)set.hist_edges[i + 1]))));
     }
     const int n = (int)keys.size();
     bars->setData(keys, values);
@@ -445,13 +494,16 @@ void DataPage::showSamples(const QString& dir, const QStringList& samples) {
     Q_EMIT samplesShown(dir);
 }
 
-bool DataPage::isLoadingSamples() const { return m_samplesLoader->isLoading(); }
+bool DataPage::isLoadingSamples() const {
+    return m_samplesLoader->isLoading();
+}
 
 void DataPage::refresh() {
     setEnabled(m_doc->isOpen());
     const QString own = modelTokenizer();
-    m_tokenizer->setItemText(0, tr("the model's: %1").arg(tessera::tokenizer_is_named(own.toStdString())
-                                                              ? own : projectRelative(own)));
+    m_tokenizer->setItemText(
+        0, tr("the model's: %1")
+               .arg(tessera::tokenizer_is_named(own.toStdString()) ? own : projectRelative(own)));
     {
         const QSignalBlocker block(m_order);
         m_order->setCurrentIndex(std::max(0, m_order->findData(q(m_doc->config().data.order))));
@@ -461,7 +513,8 @@ void DataPage::refresh() {
     // the project's data.train in a prepared folder: show that folder
     const tessera::RunConfig& cfg = m_doc->config();
     if (cfg.data.train.empty()) return;
-    const QString dir = QFileInfo(q(tessera::config_resolve_path(cfg, cfg.data.train))).absolutePath();
+    const QString dir =
+        QFileInfo(q(tessera::config_resolve_path(cfg, cfg.data.train))).absolutePath();
     if (dir == q(m_set.dir) || !QFileInfo::exists(dir + "/manifest.json")) return;
     try {
         m_set = tessera::prepared_read(dir.toStdString());
@@ -472,11 +525,13 @@ void DataPage::refresh() {
         if (m_inputs->count() == 0 && !m_set.input_files.empty()) {
             QString common = QFileInfo(q(m_set.input_files.front())).absolutePath();
             for (const std::string& f : m_set.input_files)
-                while (!common.isEmpty() && !QFileInfo(q(f)).absolutePath().startsWith(common)) common = QFileInfo(common).path();
+                while (!common.isEmpty() && !QFileInfo(q(f)).absolutePath().startsWith(common))
+                    common = QFileInfo(common).path();
             if (common.length() > 1) {
                 m_inputs->addItem(projectRelative(common));
             } else {
-                for (const std::string& f : m_set.input_files) m_inputs->addItem(projectRelative(q(f)));
+                for (const std::string& f : m_set.input_files)
+                    m_inputs->addItem(projectRelative(q(f)));
             }
         }
     } catch (const std::exception& e) {
@@ -488,7 +543,8 @@ void DataPage::setDarkTheme(bool dark) {
     m_dark = dark;
     plot_apply_theme(m_hist, dark);
     const QColor fg = dark ? QColor(0xdd, 0xdd, 0xdd) : QColor(0x28, 0x28, 0x28);
-    if (auto* title = qobject_cast<QCPTextElement*>(m_hist->plotLayout()->element(0, 0))) title->setTextColor(fg);
+    if (auto* title = qobject_cast<QCPTextElement*>(m_hist->plotLayout()->element(0, 0)))
+        title->setTextColor(fg);
     if (auto* bars = qobject_cast<QCPBars*>(m_hist->plottable(0))) {
         const QColor c = dark ? QColor(120, 190, 120) : QColor(50, 140, 80);
         bars->setPen(QPen(c.darker(120)));

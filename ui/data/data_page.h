@@ -3,11 +3,12 @@
 // validation fraction and the output folder; Prepare runs the engine's data_prepare off the GUI
 // thread with a progress bar and Cancel. When it ends the page shows documents, tokens, the
 // tokens-per-document histogram and a few decoded documents (decoded on a worker thread: the
-// tokenizer takes a second to load; "loading samples…" until then), and sets the project's data.train /
-// data.val (and model.vocab when another tokenizer was chosen) as one undoable edit. A bad input
-// is shown on the page with the engine's message (file:line), and nothing is half-written.
-// Opening a project whose data.train lies in a prepared folder shows that folder's summary. The
-// reading order (data.order: random windows, or each window once per epoch) is set here too.
+// tokenizer takes a second to load; "loading samples…" until then), and sets the project's
+// data.train / data.val (and model.vocab when another tokenizer was chosen) as one undoable edit. A
+// bad input is shown on the page with the engine's message (file:line), and nothing is
+// half-written. Opening a project whose data.train lies in a prepared folder shows that folder's
+// summary. The reading order (data.order: random windows, or each window once per epoch) is set
+// here too.
 #pragma once
 #include <QString>
 #include <QStringList>
@@ -34,7 +35,7 @@ class SamplesLoader;
 
 class DataPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit DataPage(ProjectDocument* doc, QWidget* parent = nullptr);
 
     // What the form holds, as the engine takes it (tokenizer spec and paths resolved).
@@ -52,19 +53,19 @@ public:
     QStringList sampleTexts() const { return m_samples; }  // empty while they load
     bool isLoadingSamples() const;
 
-public Q_SLOTS:
+  public Q_SLOTS:
     bool prepare();  // false (and prepareFailed) when the form is incomplete or a job runs
     void cancel();
     void setDarkTheme(bool dark);
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void prepareFinished(const QString& dir);
     void prepareFailed(const QString& message);
     void prepareCancelled();
     void samplesShown(const QString& dir);  // the decoded samples of the shown folder (or why none)
 
-private:
-    void refresh();                 // project -> defaults and the current prepared folder
+  private:
+    void refresh();  // project -> defaults and the current prepared folder
     void showSet(const tessera::PreparedSet& set, bool justPrepared);
     void showSamples(const QString& dir, const QStringList& samples);
     void showProgress(const tessera::PrepareProgress& p);

@@ -30,20 +30,34 @@ bool PrepareRunner::start(const tessera::PrepareOptions& options) {
     // Signals are queued to the GUI thread; `self` is null there if the runner is gone.
     auto post = [self](auto fn) {
         QMetaObject::invokeMethod(
-            QCoreApplication::instance(), [self, fn] { if (self) fn(self.data()); }, Qt::QueuedConnection);
+            QCoreApplication::instance(),
+            [self, fn] {
+                if (self) fn(self.data());
+            },
+            Qt::QueuedConnection);
     };
     m_worker = std::thread([options, stop, post] {
         try {
-            tessera::PreparedSet set = tessera::data_prepare(options, [&](const tessera::PrepareProgress& p) {
-                post([p](PrepareRunner* r) { Q_EMIT r->progressed(p); });
-                return !stop->load();
+            tessera::PreparedSet set =
+                tessera::data_prepare(options, [&](const tessera::PrepareProgress& p) {
+                    post([p](PrepareRunner* r) { Q_EMIT r->progressed(p); });
+                    return !stop->load();
+                });
+            post([set](PrepareRunner* r) {
+                r->m_running = false;
+                Q_EMIT r->finished(set);
             });
-            post([set](PrepareRunner* r) { r->m_running = false; Q_EMIT r->finished(set); });
         } catch (const tessera::PrepareCancelled&) {
-            post([](PrepareRunner* r) { r->m_running = false; Q_EMIT r->cancelled(); });
+            post([](PrepareRunner* r) {
+                r->m_running = false;
+                Q_EMIT r->cancelled();
+            });
         } catch (const std::exception& e) {
             const QString msg = QString::fromStdString(e.what());
-            post([msg](PrepareRunner* r) { r->m_running = false; Q_EMIT r->failed(msg); });
+            post([msg](PrepareRunner* r) {
+                r->m_running = false;
+                Q_EMIT r->failed(msg);
+            });
         }
     });
     return true;

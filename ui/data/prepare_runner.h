@@ -16,7 +16,7 @@ namespace tessera::studio {
 
 class PrepareRunner : public QObject {
     Q_OBJECT
-public:
+  public:
     explicit PrepareRunner(QObject* parent = nullptr);
     ~PrepareRunner() override;  // cancels and joins a running job
 
@@ -25,13 +25,13 @@ public:
     void cancel();
     bool isRunning() const { return m_running; }
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void progressed(const tessera::PrepareProgress& progress);
     void finished(const tessera::PreparedSet& set);
     void failed(const QString& message);
     void cancelled();
 
-private:
+  private:
     void join();
 
     std::thread m_worker;

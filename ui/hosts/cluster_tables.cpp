@@ -28,8 +28,8 @@ QString issue_of(const std::vector<tessera::ConfigProblem>& problems, const std:
 }  // namespace
 
 const char* cluster_host_column_name(HostColumn c) {
-    static const char* const kNames[kHostColumnCount] = {"Host",  "User",          "Port",   "Slots",
-                                                         "Ranks", "Identity file", "Address"};
+    static const char* const kNames[kHostColumnCount] = {
+        "Host", "User", "Port", "Slots", "Ranks", "Identity file", "Address"};
     return kNames[int(c)];
 }
 
@@ -266,8 +266,9 @@ QVariant EnvTableModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rowCount() || index.column() > 1) return {};
     const auto& [name, value] = m_env[size_t(index.row())];
     const QString issue =
-        index.column() == 0 ? issue_of(m_problems, "cluster.env[" + std::to_string(index.row()) + "]")
-                            : QString();
+        index.column() == 0
+            ? issue_of(m_problems, "cluster.env[" + std::to_string(index.row()) + "]")
+            : QString();
     if (role == Qt::BackgroundRole) return issue.isEmpty() ? QVariant() : QBrush(kIssueBackground);
     if (role == Qt::ToolTipRole) return issue.isEmpty() ? QVariant() : issue;
     if (role != Qt::DisplayRole && role != Qt::EditRole) return {};

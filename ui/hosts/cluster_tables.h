@@ -8,8 +8,8 @@
 #include <functional>
 #include <vector>
 
-#include "engine/config/config.h"
 #include "engine/config/cluster_rules.h"
+#include "engine/config/config.h"
 #include "engine/launch/cluster.h"
 
 namespace tessera::studio {
@@ -22,8 +22,9 @@ constexpr int kHostColumnCount = 7;
 const char* cluster_host_column_name(HostColumn c);
 
 // Applies `change` to a copy of the document's config and validates the copy's cluster
-// (the engine's rules: engine/config/cluster_rules.h). Returns "" and pushes one undoable edit named `text`, or returns the first
-// problem the change would add and leaves the document as it was.
+// (the engine's rules: engine/config/cluster_rules.h). Returns "" and pushes one undoable edit
+// named `text`, or returns the first problem the change would add and leaves the document as it
+// was.
 QString clusterTryEdit(ProjectDocument* doc, const QString& text,
                        const std::function<void(tessera::RunConfig&)>& change);
 

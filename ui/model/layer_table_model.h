@@ -13,7 +13,7 @@ namespace tessera::studio {
 
 class LayerTableModel : public QAbstractTableModel {
     Q_OBJECT
-public:
+  public:
     enum Column { Name, Kind, Structure, Params, ActivationBytes, Flops, ColumnCount };
 
     explicit LayerTableModel(QObject* parent = nullptr);
@@ -28,7 +28,7 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation o, int role = Qt::DisplayRole) const override;
 
-private:
+  private:
     std::vector<tessera::LayerSpec> m_specs;
     std::vector<tessera::LayerStructure> m_structure;
     tessera::LayerSpec m_totals;

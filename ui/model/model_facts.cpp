@@ -50,9 +50,13 @@ LayerTotals model_layer_totals(const std::vector<LayerSpec>& specs) {
 
 namespace {
 
-std::string dims(int64_t rows, int64_t cols) { return str_cat(rows, " × ", cols); }
+std::string dims(int64_t rows, int64_t cols) {
+    return str_cat(rows, " × ", cols);
+}
 
-std::string count(int64_t n) { return format_count((double)n); }
+std::string count(int64_t n) {
+    return format_count((double)n);
+}
 
 std::string rope_text(const ModelConfig& m) {
     std::string t = "rotary θ " + format_number(m.rope_theta);
@@ -70,8 +74,8 @@ LayerStructure llama_structure(const ModelConfig& m, const LayerSpec& s) {
         return {str_cat("tokens ", dims(V, C),
                         m.tie_embeddings ? ", tied to the head" : ", untied (own lm_head)",
                         " · positions: ", rope_text(m)),
-                str_cat("embed_tokens ", dims(V, C), " = ", count(V * C),
-                        "\npositions: no table, ", rope_text(m), " inside attention")};
+                str_cat("embed_tokens ", dims(V, C), " = ", count(V * C), "\npositions: no table, ",
+                        rope_text(m), " inside attention")};
     if (s.kind == "head") {
         const std::string norm = str_cat("RMSNorm (model.norm) ", C, " = ", count(C));
         if (m.tie_embeddings)
@@ -80,14 +84,15 @@ LayerStructure llama_structure(const ModelConfig& m, const LayerSpec& s) {
         return {str_cat("RMSNorm · lm_head ", dims(V, C)),
                 str_cat(norm, "\nlm_head ", dims(V, C), " = ", count(V * C))};
     }
-    const int64_t attn = (Q + 2 * K) * C + (m.qkv_bias ? Q + 2 * K : 0) + (m.qk_norm ? 2 * m.head_dim : 0) + Q * C,
+    const int64_t attn = (Q + 2 * K) * C + (m.qkv_bias ? Q + 2 * K : 0) +
+                         (m.qk_norm ? 2 * m.head_dim : 0) + Q * C,
                   mlp = 3 * F * C;
     return {str_cat("RMSNorm · attention ", m.n_head, " heads / ", m.n_kv_head, " kv, head_dim ",
                     m.head_dim, m.qkv_bias ? ", qkv bias" : "", m.qk_norm ? ", q/k norm" : "",
                     " · RMSNorm · SwiGLU ffn ", m.ffn),
             str_cat("attention: q ", dims(Q, C), ", k and v ", dims(K, C), " each, o ", dims(C, Q),
-                    m.qkv_bias ? ", q/k/v biases" : "", m.qk_norm ? str_cat(", q/k norm 2 × ", m.head_dim) : "",
-                    " = ", count(attn),
+                    m.qkv_bias ? ", q/k/v biases" : "",
+                    m.qk_norm ? str_cat(", q/k norm 2 × ", m.head_dim) : "", " = ", count(attn),
                     "\nMLP (SwiGLU): gate and up ", dims(F, C), " each, down ", dims(C, F), " = ",
                     count(mlp), "\nRMSNorm × 2: ", 2 * C)};
 }
@@ -105,9 +110,10 @@ LayerStructure gpt_structure(const ModelConfig& m, const LayerSpec& s) {
                         "\nlogits through wte: no parameters of its own")};
     return {str_cat("LayerNorm · attention ", m.n_head, " heads, head_dim ",
                     m.n_head ? m.d_model / m.n_head : 0, " · LayerNorm · GELU MLP ", 4 * C),
-            str_cat("attention: qkv ", dims(C, 3 * C), ", proj ", dims(C, C), " + biases = ",
-                    count(4 * C * C + 4 * C), "\nMLP (GELU): fc ", dims(C, 4 * C), ", proj ",
-                    dims(4 * C, C), " + biases = ", count(8 * C * C + 5 * C), "\nLayerNorm × 2: ", 4 * C)};
+            str_cat("attention: qkv ", dims(C, 3 * C), ", proj ", dims(C, C),
+                    " + biases = ", count(4 * C * C + 4 * C), "\nMLP (GELU): fc ", dims(C, 4 * C),
+                    ", proj ", dims(4 * C, C), " + biases = ", count(8 * C * C + 5 * C),
+                    "\nLayerNorm × 2: ", 4 * C)};
 }
 
 }  // namespace
@@ -169,13 +175,15 @@ namespace {
 void fit_to_model(RunConfig& cfg, bool was_mlp) {
     const ModelConfig& m = cfg.model;
     if (m.preset == "mlp") {
-        if (cfg.data.dataset == "brown" || !cfg.data.train.empty()) cfg.data.dataset = "fashion-mnist";
+        if (cfg.data.dataset == "brown" || !cfg.data.train.empty())
+            cfg.data.dataset = "fashion-mnist";
         cfg.data.train.clear();
         cfg.data.val.clear();
         cfg.parallel.tp = cfg.parallel.pp = 1;
         cfg.parallel.virtual_stages = 1;
         cfg.parallel.stages.clear();
-        cfg.parallel.recompute = {cfg.parallel.recompute.empty() ? "none" : cfg.parallel.recompute[0]};
+        cfg.parallel.recompute = {cfg.parallel.recompute.empty() ? "none"
+                                                                 : cfg.parallel.recompute[0]};
         return;
     }
     if (was_mlp && cfg.data.dataset == "fashion-mnist") cfg.data.dataset = "brown";
@@ -185,7 +193,8 @@ void fit_to_model(RunConfig& cfg, bool was_mlp) {
         cfg.parallel.virtual_stages = 1;
     }
     if (cfg.parallel.recompute.size() != 1 && (int)cfg.parallel.recompute.size() != cfg.parallel.pp)
-        cfg.parallel.recompute = {cfg.parallel.recompute.empty() ? "none" : cfg.parallel.recompute[0]};
+        cfg.parallel.recompute = {cfg.parallel.recompute.empty() ? "none"
+                                                                 : cfg.parallel.recompute[0]};
     cfg.parallel.stages.clear();
     const bool llama = model_family(m.preset) == "llama";
     auto splits = [&](int tp) {
@@ -199,8 +208,9 @@ void fit_to_model(RunConfig& cfg, bool was_mlp) {
 void model_apply_preset(RunConfig& cfg, const std::string& preset) {
     // The preset's resolved dims come from the engine's own table (config_parse fills them in).
     const std::string dataset = preset == "mlp" ? "fashion-mnist" : "brown";
-    const RunConfig p = config_parse("model:\n  preset: " + preset + "\ndata:\n  dataset: " + dataset + "\n",
-                                     "preset " + preset);
+    const RunConfig p =
+        config_parse("model:\n  preset: " + preset + "\ndata:\n  dataset: " + dataset + "\n",
+                     "preset " + preset);
     const bool was_mlp = cfg.model.preset == "mlp";
     cfg.model = p.model;
     fit_to_model(cfg, was_mlp);
@@ -230,8 +240,8 @@ namespace {
 std::string folder_architecture(const std::string& path) {
     const nlohmann::json j = hf_read_json((std::filesystem::path(path) / "config.json").string(),
                                           "expected the folder's config.json");
-    if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
-        j["architectures"][0].is_string())
+    if (j.contains("architectures") && j["architectures"].is_array() &&
+        !j["architectures"].empty() && j["architectures"][0].is_string())
         return j["architectures"][0].get<std::string>();
     return "";
 }
@@ -243,8 +253,10 @@ ModelFolder model_read_folder(const RunConfig& cfg, const std::string& dir) {
     const std::string path = config_resolve_path(cfg, dir);
     std::error_code ec;
     if (!fs::is_directory(path, ec))
-        throw InputError(str_cat(path, ": expected a Hugging Face model folder (config.json and "
-                                 "safetensors weights), found ", fs::exists(path, ec) ? "a file" : "nothing"));
+        throw InputError(str_cat(path,
+                                 ": expected a Hugging Face model folder (config.json and "
+                                 "safetensors weights), found ",
+                                 fs::exists(path, ec) ? "a file" : "nothing"));
     ModelFolder f;
     f.model.init_from = dir;
     hf_config_apply(path, f.model);  // seq_len 0: the folder's own, as the engine reads it

@@ -1,12 +1,11 @@
 // ModelPage: a form over ModelConfig, the layer table and the memory figures (see model_page.h).
 #include "ui/model/model_page.h"
-#include "ui/common/plot_theme.h"
 
 #include <QComboBox>
-#include <QFileDialog>
-#include <QFileInfo>
 #include <QDir>
 #include <QEvent>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -20,13 +19,14 @@
 #include <QTableView>
 #include <QVBoxLayout>
 #include <exception>
-#include "ui/common/qcustomplot_qt.h"
 
 #include "engine/core/error.h"
 #include "engine/io/safetensors.h"
 #include "engine/model/gpt_import.h"
 #include "engine/plan/estimator.h"
+#include "ui/common/plot_theme.h"
 #include "ui/common/project_document.h"
+#include "ui/common/qcustomplot_qt.h"
 #include "ui/model/layer_table_model.h"
 #include "ui/model/model_facts.h"
 
@@ -35,8 +35,16 @@ namespace tessera::studio {
 namespace {
 
 // merge ids: consecutive edits of one field are one undo step
-enum MergeId { kMergeLayers = 100, kMergeHeads, kMergeDModel, kMergeSeqLen, kMergeHidden, kMergeKvHeads,
-               kMergeHeadDim, kMergeFfn };
+enum MergeId {
+    kMergeLayers = 100,
+    kMergeHeads,
+    kMergeDModel,
+    kMergeSeqLen,
+    kMergeHidden,
+    kMergeKvHeads,
+    kMergeHeadDim,
+    kMergeFfn
+};
 
 QSpinBox* make_spin(const char* name, int lo, int hi, int step) {
     auto* s = new QSpinBox;
@@ -48,12 +56,16 @@ QSpinBox* make_spin(const char* name, int lo, int hi, int step) {
     return s;
 }
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s) {
+    return QString::fromStdString(s);
+}
 
 // A path or message a word-wrapping label may break after each '/' (a zero-width space there);
 // validationText() hands back the text without them.
 const QChar kBreak(0x200B);
-QString breakable(QString s) { return s.replace('/', QString('/') + kBreak); }
+QString breakable(QString s) {
+    return s.replace('/', QString('/') + kBreak);
+}
 
 }  // namespace
 
@@ -74,7 +86,8 @@ ModelPage::ModelPage(ProjectDocument* doc, QWidget* parent)
     m_nLayer = make_spin("n_layer", 1, 4096, 1);
     m_nHead = make_spin("n_head", 1, 4096, 1);
     m_nKvHead = make_spin("n_kv_head", 1, 4096, 1);
-    m_nKvHead->setProperty("help", tr("Key/value heads (grouped-query attention); must divide n_head"));
+    m_nKvHead->setProperty("help",
+                           tr("Key/value heads (grouped-query attention); must divide n_head"));
     m_dModel = make_spin("d_model", 1, 1 << 16, 64);
     m_headDim = make_spin("head_dim", 2, 4096, 2);
     m_ffn = make_spin("ffn", 1, 1 << 20, 64);
@@ -93,10 +106,12 @@ ModelPage::ModelPage(ProjectDocument* doc, QWidget* parent)
     m_initFrom->installEventFilter(this);
     m_openFolder = new QPushButton(tr("Open model folder…"));
     m_openFolder->setObjectName("open_folder");
-    m_openFolder->setToolTip(tr("Train from a Hugging Face folder (config.json and safetensors): "
-                                "its architecture, sizes and weights"));
+    m_openFolder->setToolTip(
+        tr("Train from a Hugging Face folder (config.json and safetensors): "
+           "its architecture, sizes and weights"));
     m_import = new QPushButton(tr("Import safetensors…"));
-    m_import->setToolTip(tr("Read n_layer, d_model, seq_len and vocab from a GPT-2 safetensors file"));
+    m_import->setToolTip(
+        tr("Read n_layer, d_model, seq_len and vocab from a GPT-2 safetensors file"));
     auto* buttons = new QWidget;
     auto* buttonsLayout = new QHBoxLayout(buttons);
     buttonsLayout->setContentsMargins(0, 0, 0, 0);
@@ -141,8 +156,9 @@ ModelPage::ModelPage(ProjectDocument* doc, QWidget* parent)
             grid->addWidget(m_memory[r][c], r + 2, c + 1);
         }
     }
-    auto* note = new QLabel(tr("bf16 training keeps fp32 master weights and AdamW moments: "
-                               "16 bytes per parameter either way, before activations."));
+    auto* note =
+        new QLabel(tr("bf16 training keeps fp32 master weights and AdamW moments: "
+                      "16 bytes per parameter either way, before activations."));
     note->setWordWrap(true);
     note->setStyleSheet("color: palette(mid);");
     note->setEnabled(false);
@@ -168,12 +184,14 @@ ModelPage::ModelPage(ProjectDocument* doc, QWidget* parent)
     m_table->setWordWrap(false);
     m_table->setTextElideMode(Qt::ElideRight);  // the Structure tooltip has the whole text
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->horizontalHeader()->setSectionResizeMode(LayerTableModel::Structure, QHeaderView::Stretch);
+    m_table->horizontalHeader()->setSectionResizeMode(LayerTableModel::Structure,
+                                                      QHeaderView::Stretch);
     m_plot = new QCustomPlot;
     m_plot->setMinimumHeight(200);
     m_plot->plotLayout()->insertRow(0);
-    m_plot->plotLayout()->addElement(0, 0, new QCPTextElement(m_plot, tr("Parameters per layer"),
-                                                              QFont(font().family(), 10, QFont::Bold)));
+    m_plot->plotLayout()->addElement(0, 0,
+                                     new QCPTextElement(m_plot, tr("Parameters per layer"),
+                                                        QFont(font().family(), 10, QFont::Bold)));
     m_plot->yAxis->setLabel(tr("parameters"));
     new QCPBars(m_plot->xAxis, m_plot->yAxis);
     auto* split = new QSplitter(Qt::Vertical);
@@ -200,18 +218,23 @@ ModelPage::ModelPage(ProjectDocument* doc, QWidget* parent)
         if (preset == m.preset && !m.from_folder) return;
         applyPreset(preset);
     });
-    connect(m_nLayer, &QSpinBox::valueChanged, this, [this](int v) { editDim("n_layer", kMergeLayers, v); });
-    connect(m_nHead, &QSpinBox::valueChanged, this, [this](int v) { editDim("n_head", kMergeHeads, v); });
+    connect(m_nLayer, &QSpinBox::valueChanged, this,
+            [this](int v) { editDim("n_layer", kMergeLayers, v); });
+    connect(m_nHead, &QSpinBox::valueChanged, this,
+            [this](int v) { editDim("n_head", kMergeHeads, v); });
     connect(m_nKvHead, &QSpinBox::valueChanged, this,
             [this](int v) { editDim("n_kv_head", kMergeKvHeads, v); });
-    connect(m_dModel, &QSpinBox::valueChanged, this, [this](int v) { editDim("d_model", kMergeDModel, v); });
+    connect(m_dModel, &QSpinBox::valueChanged, this,
+            [this](int v) { editDim("d_model", kMergeDModel, v); });
     connect(m_headDim, &QSpinBox::valueChanged, this,
             [this](int v) { editDim("head_dim", kMergeHeadDim, v); });
     connect(m_ffn, &QSpinBox::valueChanged, this, [this](int v) { editDim("ffn", kMergeFfn, v); });
-    connect(m_seqLen, &QSpinBox::valueChanged, this, [this](int v) { editDim("seq_len", kMergeSeqLen, v); });
+    connect(m_seqLen, &QSpinBox::valueChanged, this,
+            [this](int v) { editDim("seq_len", kMergeSeqLen, v); });
     connect(m_vocab, &QComboBox::activated, this, [this](int i) {
         const std::string v = m_vocab->itemData(i).toString().toStdString();
-        m_doc->edit(tr("Vocabulary %1").arg(q(v)), [v](tessera::RunConfig& c) { c.model.vocab = v; });
+        m_doc->edit(tr("Vocabulary %1").arg(q(v)),
+                    [v](tessera::RunConfig& c) { c.model.vocab = v; });
     });
     connect(m_hidden, &QLineEdit::editingFinished, this, [this] {
         std::vector<int> sizes;
@@ -221,18 +244,21 @@ ModelPage::ModelPage(ProjectDocument* doc, QWidget* parent)
             if (!ok || v < 1) {
                 m_validation->setVisible(true);
                 m_validation->setText(tr("Hidden sizes: expected positive integers like 512, 256; "
-                                         "found \"%1\"").arg(part.trimmed()));
+                                         "found \"%1\"")
+                                          .arg(part.trimmed()));
                 return;
             }
             sizes.push_back(v);
         }
         if (sizes.empty()) {
             m_validation->setVisible(true);
-            m_validation->setText(tr("Hidden sizes: expected at least one width like 256; found nothing"));
+            m_validation->setText(
+                tr("Hidden sizes: expected at least one width like 256; found nothing"));
             return;
         }
-        m_doc->edit(tr("Hidden sizes"), [sizes](tessera::RunConfig& c) { c.model.hidden = sizes; },
-                    kMergeHidden);
+        m_doc->edit(
+            tr("Hidden sizes"), [sizes](tessera::RunConfig& c) { c.model.hidden = sizes; },
+            kMergeHidden);
         refresh();
     });
     connect(m_import, &QPushButton::clicked, this, &ModelPage::chooseSafetensors);
@@ -254,15 +280,25 @@ void ModelPage::applyPreset(const std::string& preset) {
 
 void ModelPage::editDim(const char* what, int id, int value) {
     const QString name = QString::fromLatin1(what);
-    m_doc->edit(tr("Change %1").arg(name), [name, value](tessera::RunConfig& c) {
-        if (name == "n_layer") c.model.n_layer = value;
-        else if (name == "n_head") c.model.n_head = value;
-        else if (name == "n_kv_head") c.model.n_kv_head = value;
-        else if (name == "d_model") c.model.d_model = value;
-        else if (name == "head_dim") c.model.head_dim = value;
-        else if (name == "ffn") c.model.ffn = value;
-        else if (name == "seq_len") c.model.seq_len = value;
-    }, id);
+    m_doc->edit(
+        tr("Change %1").arg(name),
+        [name, value](tessera::RunConfig& c) {
+            if (name == "n_layer")
+                c.model.n_layer = value;
+            else if (name == "n_head")
+                c.model.n_head = value;
+            else if (name == "n_kv_head")
+                c.model.n_kv_head = value;
+            else if (name == "d_model")
+                c.model.d_model = value;
+            else if (name == "head_dim")
+                c.model.head_dim = value;
+            else if (name == "ffn")
+                c.model.ffn = value;
+            else if (name == "seq_len")
+                c.model.seq_len = value;
+        },
+        id);
 }
 
 // init_from relative to the project folder when the path lies inside it (the engine resolves
@@ -275,15 +311,16 @@ QString ModelPage::projectRelative(const QString& path) const {
 }
 
 void ModelPage::chooseSafetensors() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Import architecture from safetensors"),
-                                                      m_doc->projectDir(),
-                                                      tr("safetensors (*.safetensors);;All files (*)"));
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Import architecture from safetensors"), m_doc->projectDir(),
+        tr("safetensors (*.safetensors);;All files (*)"));
     if (!path.isEmpty()) importSafetensors(path);
 }
 
 void ModelPage::chooseModelFolder() {
     const QString dir = QFileDialog::getExistingDirectory(
-        this, tr("Open a Hugging Face model folder (config.json and safetensors)"), m_doc->projectDir());
+        this, tr("Open a Hugging Face model folder (config.json and safetensors)"),
+        m_doc->projectDir());
     if (!dir.isEmpty()) openModelFolder(dir);
 }
 
@@ -312,8 +349,10 @@ bool ModelPage::importSafetensors(const QString& path) {
         const tessera::SafetensorsFile f = tessera::SafetensorsFile::open(path.toStdString());
         d = tessera::gpt_dims_from_safetensors(f);
         if (d.vocab != 256 && d.vocab != 50257)
-            throw tessera::InputError(path.toStdString() + ": wte: expected a vocabulary of 256 "
-                                      "(bytes) or 50257 (gpt2) rows, found " + std::to_string(d.vocab));
+            throw tessera::InputError(path.toStdString() +
+                                      ": wte: expected a vocabulary of 256 "
+                                      "(bytes) or 50257 (gpt2) rows, found " +
+                                      std::to_string(d.vocab));
     } catch (const std::exception& e) {
         m_importError = QString::fromStdString(e.what());
         refresh();
@@ -324,7 +363,8 @@ bool ModelPage::importSafetensors(const QString& path) {
     const std::string from = projectRelative(path).toStdString();
     m_doc->edit(tr("Import %1").arg(QFileInfo(path).fileName()), [d, from](tessera::RunConfig& c) {
         if (c.model.preset == "mlp") tessera::model_apply_preset(c, "gpt2");
-        for (const auto& p : tessera::model_preset_names()) {  // a GPT preset with these dims, if any
+        for (const auto& p :
+             tessera::model_preset_names()) {  // a GPT preset with these dims, if any
             if (tessera::model_family(p) != "gpt") continue;
             tessera::RunConfig t;
             tessera::model_apply_preset(t, p);
@@ -346,7 +386,9 @@ bool ModelPage::importSafetensors(const QString& path) {
 // ----------------------------------------------------------------------------
 // config -> widgets
 
-QString ModelPage::validationText() const { return m_validation->text().remove(kBreak); }
+QString ModelPage::validationText() const {
+    return m_validation->text().remove(kBreak);
+}
 
 // family and preset pickers: the config's preset and its series; a folder's model is neither
 void ModelPage::refreshPickers() {
@@ -383,8 +425,8 @@ void ModelPage::refresh() {
     const bool llama = tessera::model_family(m.preset) == "llama";
     setEnabled(m_doc->isOpen());  // nothing to edit without a project (the window says so)
     refreshPickers();
-    const QSignalBlocker b1(m_nLayer), b2(m_nHead), b3(m_nKvHead), b4(m_dModel), b5(m_headDim), b6(m_ffn),
-        b7(m_seqLen), b8(m_vocab), b9(m_hidden);
+    const QSignalBlocker b1(m_nLayer), b2(m_nHead), b3(m_nKvHead), b4(m_dModel), b5(m_headDim),
+        b6(m_ffn), b7(m_seqLen), b8(m_vocab), b9(m_hidden);
     m_nLayer->setValue(m.n_layer);
     m_nHead->setValue(m.n_head);
     m_nKvHead->setValue(m.n_kv_head);
@@ -398,7 +440,8 @@ void ModelPage::refresh() {
     if (m.vocab == "bytes" || m.vocab == "gpt2") {
         m_vocab->setCurrentIndex(m.vocab == "gpt2" ? 1 : 0);
     } else {
-        m_vocab->addItem(tr("tokenizer %1").arg(QString::fromStdString(m.vocab)), QString::fromStdString(m.vocab));
+        m_vocab->addItem(tr("tokenizer %1").arg(QString::fromStdString(m.vocab)),
+                         QString::fromStdString(m.vocab));
         m_vocab->setCurrentIndex(2);
     }
     QStringList hidden;
@@ -422,10 +465,13 @@ void ModelPage::refresh() {
         s->setEnabled(!m.from_folder);
         s->setToolTip(m.from_folder ? fromFolder : s->property("help").toString());
     }
-    m_initFromText = m.init_from.empty() ? tr("random init (seed %1)").arg(cfg.train.seed) : q(m.init_from);
+    m_initFromText =
+        m.init_from.empty() ? tr("random init (seed %1)").arg(cfg.train.seed) : q(m.init_from);
     elideInitFrom();
-    QString where = m.init_from.empty() ? QString() : q(tessera::config_resolve_path(cfg, m.init_from));
-    if (m.from_folder) where += "\n" + tr("Hugging Face folder: config.json sets the architecture and sizes");
+    QString where =
+        m.init_from.empty() ? QString() : q(tessera::config_resolve_path(cfg, m.init_from));
+    if (m.from_folder)
+        where += "\n" + tr("Hugging Face folder: config.json sets the architecture and sizes");
     m_initFrom->setToolTip(where);
 
     // validation: the engine's own rules, plus the last refused file or folder
@@ -438,8 +484,8 @@ void ModelPage::refresh() {
     m_validation->setVisible(!problem.isEmpty());
 
     // table, totals, memory
-    std::vector<tessera::LayerSpec> specs = m_doc->isOpen() ? tessera::model_layer_specs(m)
-                                                             : std::vector<tessera::LayerSpec>{};
+    std::vector<tessera::LayerSpec> specs =
+        m_doc->isOpen() ? tessera::model_layer_specs(m) : std::vector<tessera::LayerSpec>{};
     const tessera::LayerTotals t = tessera::model_layer_totals(specs);
     m_layers->setSpecs(specs, tessera::model_layer_structure(m, specs));
     const tessera::ModelMemory mem = tessera::model_memory(t.params);
@@ -448,9 +494,12 @@ void ModelPage::refresh() {
                              {mem.fp32_training, mem.bf16_training}};
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 2; ++c)
-            m_memory[r][c]->setText(specs.empty() ? "–" : q(tessera::format_bytes((double)v[r][c])));
-    if (specs.empty()) m_summary->setText(tr("No model: fix the sizes above."));
-    else refreshSummary(t.params, t.flops_per_token, t.activation_bytes);
+            m_memory[r][c]->setText(specs.empty() ? "–"
+                                                  : q(tessera::format_bytes((double)v[r][c])));
+    if (specs.empty())
+        m_summary->setText(tr("No model: fix the sizes above."));
+    else
+        refreshSummary(t.params, t.flops_per_token, t.activation_bytes);
 
     // parameters per layer
     auto* bars = qobject_cast<QCPBars*>(m_plot->plottable(0));
@@ -461,8 +510,9 @@ void ModelPage::refresh() {
     double peak = 0;
     for (const auto& s : specs) peak = std::max(peak, (double)s.params);
     const double scale = peak >= 1e6 ? 1e6 : peak >= 1e3 ? 1e3 : 1;
-    m_plot->yAxis->setLabel(scale == 1e6 ? tr("parameters (millions)")
-                            : scale == 1e3 ? tr("parameters (thousands)") : tr("parameters"));
+    m_plot->yAxis->setLabel(scale == 1e6   ? tr("parameters (millions)")
+                            : scale == 1e3 ? tr("parameters (thousands)")
+                                           : tr("parameters"));
     for (int i = 0; i < n; ++i) {
         keys << i;
         values << (double)specs[i].params / scale;
@@ -473,7 +523,8 @@ void ModelPage::refresh() {
     m_plot->xAxis->setTicker(ticker);
     m_plot->xAxis->setTickLabelRotation(n > 8 ? 45 : 0);
     m_plot->xAxis->setRange(-0.7, std::max(n, 1) - 0.3);
-    m_plot->yAxis->setRange(0, values.isEmpty() ? 1 : *std::max_element(values.begin(), values.end()) * 1.1);
+    m_plot->yAxis->setRange(
+        0, values.isEmpty() ? 1 : *std::max_element(values.begin(), values.end()) * 1.1);
     setDarkTheme(m_dark);
 }
 
@@ -492,8 +543,9 @@ void ModelPage::refreshSummary(int64_t params, double flops_per_token, int64_t a
     } else if (tessera::model_family(m.preset) == "llama") {
         QString rope = tr("rotary θ %1").arg(q(tessera::format_number(m.rope_theta)));
         if (!m.rope_scaling.type.empty())
-            rope += tr(" (%1 ×%2)").arg(q(m.rope_scaling.type),
-                                        q(tessera::format_number(m.rope_scaling.factor)));
+            rope +=
+                tr(" (%1 ×%2)")
+                    .arg(q(m.rope_scaling.type), q(tessera::format_number(m.rope_scaling.factor)));
         const QString attention =
             tr("attention %1 heads / %2 kv of %3").arg(m.n_head).arg(m.n_kv_head).arg(m.head_dim) +
             (m.qkv_bias ? tr(", qkv bias") : QString());
@@ -502,12 +554,19 @@ void ModelPage::refreshSummary(int64_t params, double flops_per_token, int64_t a
                                   .arg(m.tie_embeddings ? tr("tied") : tr("untied"));
         m_summary->setText(tr("<b>%1</b> parameters · %2 layers × d_model %3<br>%4<br>"
                               "SwiGLU ffn %5 · RMSNorm<br>%6<br>%7<br>%8")
-                               .arg(count).arg(m.n_layer).arg(m.d_model).arg(attention).arg(m.ffn)
+                               .arg(count)
+                               .arg(m.n_layer)
+                               .arg(m.d_model)
+                               .arg(attention)
+                               .arg(m.ffn)
                                .arg(vocab, rope, cost));
     } else {
         m_summary->setText(tr("<b>%1</b> parameters · %2 layers × d_model %3<br>"
                               "%4 heads of %5 · GELU MLP · LayerNorm<br>%6")
-                               .arg(count).arg(m.n_layer).arg(m.d_model).arg(m.n_head)
+                               .arg(count)
+                               .arg(m.n_layer)
+                               .arg(m.d_model)
+                               .arg(m.n_head)
                                .arg(m.n_head ? m.d_model / m.n_head : 0)
                                .arg(cost));
     }
@@ -522,7 +581,8 @@ bool ModelPage::eventFilter(QObject* watched, QEvent* event) {
 // tooltip has the whole path)
 void ModelPage::elideInitFrom() {
     const int width = std::max(m_initFrom->contentsRect().width(), 120);
-    const QString text = m_initFrom->fontMetrics().elidedText(m_initFromText, Qt::ElideMiddle, width);
+    const QString text =
+        m_initFrom->fontMetrics().elidedText(m_initFromText, Qt::ElideMiddle, width);
     if (text != m_initFrom->text()) m_initFrom->setText(text);
 }
 

@@ -23,7 +23,7 @@ class LayerTableModel;
 
 class ModelPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit ModelPage(ProjectDocument* doc, QWidget* parent = nullptr);
 
     // Reads n_layer, d_model, vocab, seq_len (and n_head from metadata) from a safetensors file
@@ -32,7 +32,7 @@ public:
     LayerTableModel* layerModel() const { return m_layers; }
     QString validationText() const;
 
-public Q_SLOTS:
+  public Q_SLOTS:
     void setDarkTheme(bool dark);
     // Reads a Hugging Face folder (config.json + safetensors) with the engine's reader and sets
     // model.init_from to it (relative when inside the project) as one undoable edit. False +
@@ -40,11 +40,11 @@ public Q_SLOTS:
     // the engine refuses the folder.
     bool openModelFolder(const QString& dir);
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void importFailed(const QString& message);
     void modelFolderFailed(const QString& message);
 
-private:
+  private:
     void refresh();  // config -> widgets, table, memory, plot
     void refreshPickers();
     void refreshSummary(int64_t params, double flops_per_token, int64_t activation_bytes);

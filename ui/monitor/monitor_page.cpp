@@ -1,6 +1,5 @@
 // The Monitor page: live run charts from runs.db, Launch / Stop, console. See monitor_page.h.
 #include "ui/monitor/monitor_page.h"
-#include "ui/common/plot_theme.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -16,16 +15,16 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
-#include "ui/common/qcustomplot_qt.h"
-#include "ui/common/tessera_binary.h"
-
 #include <algorithm>
 #include <cmath>
 
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
 #include "engine/telemetry/metric_names.h"
+#include "ui/common/plot_theme.h"
 #include "ui/common/project_document.h"
+#include "ui/common/qcustomplot_qt.h"
+#include "ui/common/tessera_binary.h"
 #include "ui/monitor/monitor_device.h"
 #include "ui/monitor/system_charts.h"
 
@@ -113,7 +112,8 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_alertGraph->setName("alert (spike, NaN/Inf)");
     m_alertGraph->setLineStyle(QCPGraph::lsNone);
     m_alertGraph->setPen(QPen(QColor(0xd6, 0x27, 0x28), 1.5));
-    m_alertGraph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangle, QColor(0xd6, 0x27, 0x28), 9));
+    m_alertGraph->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssTriangle, QColor(0xd6, 0x27, 0x28), 9));
     m_alertGraph->removeFromLegend();
     m_lossPlot->legend->setVisible(true);
     m_lossPlot->legend->setFont(QFont(font().family(), 8));
@@ -215,11 +215,13 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     connect(m_stopBtn, &QPushButton::clicked, this, &MonitorPage::stop);
     connect(m_xCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setXAxis(i); });
     connect(m_logCheck, &QCheckBox::toggled, this, [this](bool on) { setLogY(on); });
-    connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+    connect(m_smoothSlider, &QSlider::valueChanged, this,
+            [this](int v) { setSmoothing(v / 100.0); });
     connect(m_runCombo, &QComboBox::activated, this, [this](int i) {
         if (i >= 0 && i < (int)m_runIds.size()) selectRun(m_runIds[(size_t)i]);
     });
-    connect(m_rankFilter, &QComboBox::currentIndexChanged, this, [this](int) { refilterConsole(); });
+    connect(m_rankFilter, &QComboBox::currentIndexChanged, this,
+            [this](int) { refilterConsole(); });
     m_pollTimer.setInterval(250);
     connect(&m_pollTimer, &QTimer::timeout, this, &MonitorPage::pollNow);
     m_replotTimer.setSingleShot(true);
@@ -228,10 +230,12 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
 
     // the controller's callbacks run on its reader thread: hop to the GUI thread
     m_ctl->set_line_callback([this](const tessera::ConsoleLine& l) {
-        QMetaObject::invokeMethod(this, [this, l] { appendConsole(l); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, l] { appendConsole(l); }, Qt::QueuedConnection);
     });
     m_ctl->set_state_callback([this](tessera::RunState s) {
-        QMetaObject::invokeMethod(this, [this, s] { onControllerState(s); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, s] { onControllerState(s); }, Qt::QueuedConnection);
     });
 
     if (m_doc) {
@@ -280,8 +284,10 @@ void MonitorPage::refreshRuns() {
         QSignalBlocker block(m_runCombo);
         m_runCombo->clear();
         for (auto& r : runs)
-            m_runCombo->addItem(QString("#%1 %2 — %3").arg(r.id).arg(QString::fromStdString(r.name),
-                                                                    QString::fromStdString(r.status)));
+            m_runCombo->addItem(
+                QString("#%1 %2 — %3")
+                    .arg(r.id)
+                    .arg(QString::fromStdString(r.name), QString::fromStdString(r.status)));
     }
     // follow the newest run: at first, and after Launch once its row appears
     int64_t newest = ids.empty() ? 0 : ids.back();
@@ -297,8 +303,10 @@ void MonitorPage::refreshRuns() {
             m_run.last_step = r.last_step;
             m_run.end_time = r.end_time;
             int idx = int(std::find(ids.begin(), ids.end(), r.id) - ids.begin());
-            m_runCombo->setItemText(idx, QString("#%1 %2 — %3").arg(r.id).arg(QString::fromStdString(r.name),
-                                                                             QString::fromStdString(r.status)));
+            m_runCombo->setItemText(
+                idx, QString("#%1 %2 — %3")
+                         .arg(r.id)
+                         .arg(QString::fromStdString(r.name), QString::fromStdString(r.status)));
         }
     }
 }
@@ -376,7 +384,8 @@ void MonitorPage::loadPrediction() {
     m_deviceRecorded = m_deviceSeen = false;
     m_deviceLabel->clear();
     try {
-        tessera::RunConfig cfg = tessera::config_parse(m_run.config_text, QString("run #%1").arg(m_runId).toStdString());
+        tessera::RunConfig cfg =
+            tessera::config_parse(m_run.config_text, QString("run #%1").arg(m_runId).toStdString());
         m_totalSteps = cfg.train.steps;
         m_epochOrder = cfg.data.order == "epoch";
         m_mesh = tessera::MeshShape{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};
@@ -401,14 +410,17 @@ void MonitorPage::loadPrediction() {
     } catch (const std::exception& e) {
         // an unparsable or unestimable config: charts without the band, and the reason
         m_predTotal.clear();
-        m_deviceLabel->setText(m_deviceLabel->text() + (m_deviceLabel->text().isEmpty() ? "" : " · ") +
+        m_deviceLabel->setText(m_deviceLabel->text() +
+                               (m_deviceLabel->text().isEmpty() ? "" : " · ") +
                                QString("no prediction: %1").arg(QString::fromUtf8(e.what())));
     }
     m_memDirty = m_dataDirty = true;
     scheduleReplot();
 }
 
-QString MonitorPage::deviceText() const { return m_deviceLabel->text(); }
+QString MonitorPage::deviceText() const {
+    return m_deviceLabel->text();
+}
 
 void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
     if (rows.empty()) return;
@@ -444,7 +456,8 @@ void MonitorPage::ingest(const std::vector<tessera::MetricRow>& rows) {
             if (std::isfinite(r.value)) m_nvmlUsed[r.rank] = std::max(m_nvmlUsed[r.rank], r.value);
             m_memDirty = true;
         } else if (n == metric::mem_device_bytes) {
-            if (std::isfinite(r.value)) m_engineDevice[r.rank] = std::max(m_engineDevice[r.rank], r.value);
+            if (std::isfinite(r.value))
+                m_engineDevice[r.rank] = std::max(m_engineDevice[r.rank], r.value);
             m_memDirty = true;
         } else if (std::optional<MemCategory> c = metric::mem_category_of(n)) {
             auto& arr = m_mem.try_emplace(r.rank).first->second;
@@ -466,9 +479,12 @@ void MonitorPage::scheduleReplot() {
 
 double MonitorPage::keyOf(const Series& s, size_t i) const {
     switch (m_xMode) {
-        case XWallTime: return s.wall[i] - (m_run.start_time > 0 ? m_run.start_time : s.wall.front());
-        case XTokens: return s.step[i] * (double)m_tokensPerStep;
-        default: return s.step[i];
+        case XWallTime:
+            return s.wall[i] - (m_run.start_time > 0 ? m_run.start_time : s.wall.front());
+        case XTokens:
+            return s.step[i] * (double)m_tokensPerStep;
+        default:
+            return s.step[i];
     }
 }
 
@@ -496,7 +512,8 @@ void MonitorPage::rebuildAll() {
 void MonitorPage::replotNow() {
     m_replotTimer.stop();
     if (m_fullRebuild) {
-        for (QCPGraph* g : {m_trainRaw, m_trainSmooth, m_val, m_speed, m_mfuGraph, m_utilGraph, m_alertGraph, m_predSpeed})
+        for (QCPGraph* g : {m_trainRaw, m_trainSmooth, m_val, m_speed, m_mfuGraph, m_utilGraph,
+                            m_alertGraph, m_predSpeed})
             g->data()->clear();
         m_trainLoss.plotted = m_valLoss.plotted = m_tokPerS.plotted = 0;
         m_mfu.plotted = m_gpuUtil.plotted = 0;
@@ -520,7 +537,9 @@ void MonitorPage::replotNow() {
                               std::pair{m_utilGraph, !m_gpuUtil.value.empty()}})
             any ? (void)g->addToLegend() : (void)g->removeFromLegend();
         m_speedPlot->legend->setVisible(pct);
-        const QString xl = m_xMode == XWallTime ? "wall time (s)" : m_xMode == XTokens ? "tokens" : "step";
+        const QString xl = m_xMode == XWallTime ? "wall time (s)"
+                           : m_xMode == XTokens ? "tokens"
+                                                : "step";
         m_lossPlot->xAxis->setLabel(xl);
         m_speedPlot->xAxis->setLabel(xl);
         m_lossPlot->rescaleAxes();
@@ -546,7 +565,7 @@ void MonitorPage::replotNow() {
 // dashed) and what the driver measured used on the GPU (gpu/memory_used_bytes, NVML, solid).
 // Items have no legend entries: an empty plottable drawn like each stands in for it in the legend.
 namespace {
-constexpr double kBarX = -0.19, kBarW = 0.34;    // the stacked bar: centre offset and width
+constexpr double kBarX = -0.19, kBarW = 0.34;     // the stacked bar: centre offset and width
 constexpr double kBandX0 = 0.02, kBandX1 = 0.36;  // the prediction band, right of the bar
 }  // namespace
 
@@ -554,7 +573,8 @@ void MonitorPage::rebuildMemory() {
     m_memPlot->clearPlottables();
     m_memPlot->clearItems();
     m_bands.clear();
-    int ranks = std::max<int>((int)m_predTotal.size(), m_mem.empty() ? 0 : m_mem.rbegin()->first + 1);
+    int ranks =
+        std::max<int>((int)m_predTotal.size(), m_mem.empty() ? 0 : m_mem.rbegin()->first + 1);
     if (ranks == 0) return;
     QCPBars* below = nullptr;
     double ymax = 0;
@@ -573,7 +593,8 @@ void MonitorPage::rebuildMemory() {
         }
         if (!any) continue;
         auto* bars = new QCPBars(m_memPlot->xAxis, m_memPlot->yAxis);
-        bars->setName(QString::fromUtf8(tessera::mem_category_name((tessera::MemCategory)c).data()));
+        bars->setName(
+            QString::fromUtf8(tessera::mem_category_name((tessera::MemCategory)c).data()));
         bars->setWidth(kBarW);
         bars->setPen(Qt::NoPen);
         bars->setBrush(mem_category_color(c));
@@ -634,8 +655,11 @@ void MonitorPage::rebuildMemory() {
         if (r < m_mesh.world()) {
             tessera::MeshCoord c = tessera::mesh_coord(m_mesh, r);
             auto node = m_nodeOf.find(r);  // the host the rank recorded (node 0 without a record)
-            label += QString("\nN%1 S%2 T%3 D%4").arg(node == m_nodeOf.end() ? 0 : node->second)
-                         .arg(c.pp).arg(c.tp).arg(c.dp);
+            label += QString("\nN%1 S%2 T%3 D%4")
+                         .arg(node == m_nodeOf.end() ? 0 : node->second)
+                         .arg(c.pp)
+                         .arg(c.tp)
+                         .arg(c.dp);
         }
         t->addTick(r, label);
     }
@@ -647,11 +671,15 @@ void MonitorPage::rebuildMemory() {
 double MonitorPage::keyAt(double step, double wall) const {
     switch (m_xMode) {
         case XWallTime: {
-            double t0 = m_run.start_time > 0 ? m_run.start_time : (m_trainLoss.wall.empty() ? wall : m_trainLoss.wall.front());
+            double t0 = m_run.start_time > 0
+                            ? m_run.start_time
+                            : (m_trainLoss.wall.empty() ? wall : m_trainLoss.wall.front());
             return wall - t0;
         }
-        case XTokens: return step * (double)m_tokensPerStep;
-        default: return step;
+        case XTokens:
+            return step * (double)m_tokensPerStep;
+        default:
+            return step;
     }
 }
 
@@ -678,7 +706,8 @@ void MonitorPage::rebuildAlerts() {
         label->position->setCoords(key, 0.02);
         // right of the line, or left of it in the chart's right half (never cut at the edge)
         const QCPRange xr = p->xAxis->range();
-        label->setPositionAlignment(Qt::AlignTop | (key > xr.center() ? Qt::AlignRight : Qt::AlignLeft));
+        label->setPositionAlignment(Qt::AlignTop |
+                                    (key > xr.center() ? Qt::AlignRight : Qt::AlignLeft));
         label->setPadding(QMargins(3, 0, 3, 0));
         label->setColor(red);
         label->setFont(QFont(font().family(), 8));
@@ -694,12 +723,14 @@ void MonitorPage::rebuildAlerts() {
         const double key = keyAt((double)a.step, wall);
         const bool bad = a.kind == tessera::LossAlert::Kind::non_finite;
         QString v = std::isnan(a.value) ? "NaN" : a.value > 0 ? "+Inf" : "-Inf";
-        mark(m_lossPlot, key, bad ? QString("%1 · r%2").arg(v).arg(a.rank) : QString("spike · r%1").arg(a.rank),
+        mark(m_lossPlot, key,
+             bad ? QString("%1 · r%2").arg(v).arg(a.rank) : QString("spike · r%1").arg(a.rank),
              QString("lossAlert%1").arg(i++));
         if (!bad) m_alertGraph->addData(key, a.value);
         // a NaN has no point for rescaleAxes to include: widen the axis to show its mark
         const QCPRange xr = m_lossPlot->xAxis->range();
-        if (key > xr.upper) m_lossPlot->xAxis->setRangeUpper(key + 0.02 * std::max(1.0, key - xr.lower));
+        if (key > xr.upper)
+            m_lossPlot->xAxis->setRangeUpper(key + 0.02 * std::max(1.0, key - xr.lower));
         if (key < xr.lower) m_lossPlot->xAxis->setRangeLower(key);
     }
     i = 0;
@@ -707,17 +738,21 @@ void MonitorPage::rebuildAlerts() {
         double wall = 0;
         for (const auto& r : m_speedRows)
             if (r.step == a.step) wall = r.wall_time;
-        mark(m_speedPlot, keyAt((double)a.step, wall), QString("below prediction from step %1").arg(a.step),
+        mark(m_speedPlot, keyAt((double)a.step, wall),
+             QString("below prediction from step %1").arg(a.step),
              QString("speedAlert%1").arg(i++));
     }
-    (m_lossAlerts.empty() ? (void)m_alertGraph->removeFromLegend() : (void)m_alertGraph->addToLegend());
+    (m_lossAlerts.empty() ? (void)m_alertGraph->removeFromLegend()
+                          : (void)m_alertGraph->addToLegend());
     // the prediction as a dashed level across the chart (its own y range included)
     if (m_predTokPerS > 0 && !m_tokPerS.step.empty()) {
         const double k0 = keyOf(m_tokPerS, 0), k1 = keyOf(m_tokPerS, m_tokPerS.step.size() - 1);
-        m_predSpeed->setData(QVector<double>{k0, k1}, QVector<double>{m_predTokPerS, m_predTokPerS});
+        m_predSpeed->setData(QVector<double>{k0, k1},
+                             QVector<double>{m_predTokPerS, m_predTokPerS});
         m_predSpeed->addToLegend();
         m_speedPlot->legend->setVisible(true);
-        m_speedPlot->yAxis->setRangeUpper(std::max(m_speedPlot->yAxis->range().upper, m_predTokPerS * 1.1));
+        m_speedPlot->yAxis->setRangeUpper(
+            std::max(m_speedPlot->yAxis->range().upper, m_predTokPerS * 1.1));
     } else {
         m_predSpeed->removeFromLegend();
     }
@@ -733,7 +768,9 @@ QStringList MonitorPage::alertLines() const {
     return out;
 }
 
-void MonitorPage::showSystemTab() { m_bottomTabs->setCurrentWidget(m_system); }
+void MonitorPage::showSystemTab() {
+    m_bottomTabs->setCurrentWidget(m_system);
+}
 
 void MonitorPage::setSmoothing(double beta) {
     beta = std::clamp(beta, 0.0, 0.99);
@@ -780,7 +817,8 @@ void MonitorPage::loadSynthetic(int n_train, int n_val, int n_speed) {
         }
         s.rank = 0;
     };
-    fill(m_trainLoss, n_train, [](int i) { return 4.0 * std::exp(-i * 1e-5) + 0.3 * std::sin(i * 0.37); });
+    fill(m_trainLoss, n_train,
+         [](int i) { return 4.0 * std::exp(-i * 1e-5) + 0.3 * std::sin(i * 0.37); });
     fill(m_valLoss, n_val, [](int i) { return 4.0 * std::exp(-i * 1e-5 * 10) + 0.1; });
     fill(m_tokPerS, n_speed, [](int i) { return 1.0e5 + 2.0e4 * std::sin(i * 0.011); });
     setSmoothing(m_beta);
@@ -789,7 +827,9 @@ void MonitorPage::loadSynthetic(int n_train, int n_val, int n_speed) {
 
 // ---- status, launch, console -------------------------------------------------------------------
 
-QString MonitorPage::statusText() const { return m_status->text(); }
+QString MonitorPage::statusText() const {
+    return m_status->text();
+}
 
 void MonitorPage::updateStatus() {
     QString s = QString("%1").arg(tessera::run_state_name(m_ctl->state()));
@@ -800,8 +840,10 @@ void MonitorPage::updateStatus() {
         if (m_totalSteps > 0) s += QString("/%1").arg(m_totalSteps);
         // train/epoch counts passes only in epoch order (in random order windows repeat)
         if (m_epochOrder && m_epoch >= 0) s += QString(" · epoch %1").arg(m_epoch, 0, 'f', 2);
-        if (!m_tokPerS.value.empty()) s += QString(" · %1 tok/s").arg(m_tokPerS.value.back(), 0, 'f', 0);
-        if (m_run.status == run_status::running && m_totalSteps > step && m_trainLoss.step.size() >= 2) {
+        if (!m_tokPerS.value.empty())
+            s += QString(" · %1 tok/s").arg(m_tokPerS.value.back(), 0, 'f', 0);
+        if (m_run.status == run_status::running && m_totalSteps > step &&
+            m_trainLoss.step.size() >= 2) {
             const auto& st = m_trainLoss.step;
             const auto& w = m_trainLoss.wall;
             size_t a = st.size() > 50 ? st.size() - 50 : 0, b = st.size() - 1;
@@ -819,7 +861,8 @@ void MonitorPage::updateStatus() {
 }
 
 void MonitorPage::onControllerState(tessera::RunState s) {
-    const bool active = s == RunState::running || s == RunState::starting || s == RunState::stopping;
+    const bool active =
+        s == RunState::running || s == RunState::starting || s == RunState::stopping;
     m_launchBtn->setEnabled(!active && m_doc && m_doc->isOpen());
     m_stopBtn->setEnabled(s == RunState::running);
     if (s == RunState::finished || s == RunState::failed) {
@@ -835,11 +878,13 @@ void MonitorPage::launch() {
     m_lines.clear();
     m_console->clear();
     if (m_doc->isModified())
-        appendConsole({"", -1, -1, -1, true, "studio: unsaved edits are not part of this run (save first)"});
+        appendConsole(
+            {"", -1, -1, -1, true, "studio: unsaved edits are not part of this run (save first)"});
     m_maxRunIdAtLaunch = m_runIds.empty() ? 0 : m_runIds.back();
     m_followNewRun = true;
     try {
-        m_ctl->start(m_bin.toStdString(), m_doc->yamlPath().toStdString(), m_doc->dbPath().toStdString());
+        m_ctl->start(m_bin.toStdString(), m_doc->yamlPath().toStdString(),
+                     m_doc->dbPath().toStdString());
     } catch (const std::exception& e) {
         m_followNewRun = false;
         appendConsole({"", -1, -1, -1, true, std::string("studio: ") + e.what()});
@@ -847,7 +892,9 @@ void MonitorPage::launch() {
     onControllerState(m_ctl->state());
 }
 
-void MonitorPage::stop() { m_ctl->stop(); }
+void MonitorPage::stop() {
+    m_ctl->stop();
+}
 
 bool MonitorPage::lineVisible(const tessera::ConsoleLine& l) const {
     int i = m_rankFilter->currentIndex();
@@ -868,7 +915,8 @@ void MonitorPage::appendConsole(const tessera::ConsoleLine& l) {
     }
     if (!lineVisible(l)) return;
     QString t = l.coord.empty() ? QString::fromStdString(l.text)
-                                : QString("[%1] %2").arg(QString::fromStdString(l.coord), QString::fromStdString(l.text));
+                                : QString("[%1] %2").arg(QString::fromStdString(l.coord),
+                                                         QString::fromStdString(l.text));
     m_console->appendPlainText(t);
 }
 
@@ -878,14 +926,17 @@ void MonitorPage::refilterConsole() {
     for (const auto& l : m_lines) {
         if (!lineVisible(l)) continue;
         out << (l.coord.empty() ? QString::fromStdString(l.text)
-                                : QString("[%1] %2").arg(QString::fromStdString(l.coord), QString::fromStdString(l.text)));
+                                : QString("[%1] %2").arg(QString::fromStdString(l.coord),
+                                                         QString::fromStdString(l.text)));
     }
     m_console->setPlainText(out.join('\n'));
 }
 
 // ---- theme -------------------------------------------------------------------------------------
 
-void MonitorPage::styleAxes(QCustomPlot* p) { plot_apply_theme(p, m_dark); }
+void MonitorPage::styleAxes(QCustomPlot* p) {
+    plot_apply_theme(p, m_dark);
+}
 
 void MonitorPage::setDarkTheme(bool dark) {
     m_dark = dark;

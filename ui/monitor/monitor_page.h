@@ -8,8 +8,6 @@
 #include <QPointer>
 #include <QTimer>
 #include <QWidget>
-
-#include "engine/parallel/mesh.h"
 #include <array>
 #include <deque>
 #include <map>
@@ -20,6 +18,7 @@
 
 #include "engine/core/memory.h"
 #include "engine/launch/run_control.h"
+#include "engine/parallel/mesh.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/run_alerts.h"
 #include "ui/monitor/monitor_series.h"
@@ -43,15 +42,15 @@ class SystemCharts;
 
 class MonitorPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     enum XAxis { XStep = 0, XWallTime = 1, XTokens = 2 };
 
     explicit MonitorPage(ProjectDocument* doc, QWidget* parent = nullptr);
     ~MonitorPage() override;
 
     // ---- hooks for tests and the bench (the timers call these) ----
-    void pollNow();    // one incremental read of runs.db
-    void replotNow();  // applies pending data to the graphs and replots
+    void pollNow();                  // one incremental read of runs.db
+    void replotNow();                // applies pending data to the graphs and replots
     void setSmoothing(double beta);  // 0 .. 0.99
     double smoothing() const { return m_beta; }
     void setXAxis(int mode);
@@ -86,15 +85,15 @@ public:
     // Replaces the selected run's data with synthetic series (bench): n points per loss series.
     void loadSynthetic(int n_train, int n_val, int n_speed);
 
-public Q_SLOTS:
+  public Q_SLOTS:
     void setDarkTheme(bool dark);
     void launch();
     void stop();
 
-private:
+  private:
     struct Series {
         std::vector<double> step, wall, value;
-        int rank = -1;     // the rank whose rows this series keeps (the first seen)
+        int rank = -1;       // the rank whose rows this series keeps (the first seen)
         size_t plotted = 0;  // points already handed to the graph
     };
 
@@ -138,7 +137,7 @@ private:
     std::map<int, double> m_engineDevice;  // rank -> largest mem/device_bytes (the engine)
     std::string m_predDevice;              // the device table entry the prediction is for
     bool m_deviceRecorded = false;         // ... is the run's own recorded device
-    bool m_deviceSeen = false;             // the run has a device record (known to the table or not)
+    bool m_deviceSeen = false;     // the run has a device record (known to the table or not)
     std::vector<double> m_smooth;  // debiased EMA of m_trainLoss.value (full resolution)
     EmaState m_ema;
     double m_beta = 0.6;

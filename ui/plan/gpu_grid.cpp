@@ -20,8 +20,10 @@ GpuGrid::GpuGrid(QWidget* parent) : QWidget(parent) {
     layoutRows();
 }
 
-void GpuGrid::setMesh(const tessera::MeshShape& mesh, int gpus, int gpusPerNode, const std::vector<bool>& over) {
-    m_mesh = mesh, m_nodeGpus = std::max(1, gpus), m_perNode = std::max(1, gpusPerNode), m_over = over;
+void GpuGrid::setMesh(const tessera::MeshShape& mesh, int gpus, int gpusPerNode,
+                      const std::vector<bool>& over) {
+    m_mesh = mesh, m_nodeGpus = std::max(1, gpus), m_perNode = std::max(1, gpusPerNode),
+    m_over = over;
     layoutRows();
     updateGeometry();
     update();
@@ -94,13 +96,21 @@ QRect GpuGrid::cellRect(int gpu) const {
 
 QString GpuGrid::cellToolTip(int gpu) const {
     const int row = rowOf(gpu), local = gpu - m_rowStart[size_t(row)];
-    const QString where = m_hostLabels.isEmpty() ? QString("node %1 GPU %2").arg(row).arg(local)
-                                                 : QString("host %1 slot %2").arg(m_hostLabels[row]).arg(local);
+    const QString where = m_hostLabels.isEmpty()
+                              ? QString("node %1 GPU %2").arg(row).arg(local)
+                              : QString("host %1 slot %2").arg(m_hostLabels[row]).arg(local);
     if (gpu >= m_mesh.world())
-        return QString("%1: idle (the plan uses %2 of %3 GPUs)").arg(where).arg(m_mesh.world()).arg(m_gpus);
+        return QString("%1: idle (the plan uses %2 of %3 GPUs)")
+            .arg(where)
+            .arg(m_mesh.world())
+            .arg(m_gpus);
     tessera::MeshCoord c = tessera::mesh_coord(m_mesh, gpu);
     QString s = QString("%1\nglobal rank %2\nstage (pp) %3, TP rank %4, DP rank %5\n[%6]")
-                    .arg(where).arg(gpu).arg(c.pp).arg(c.tp).arg(c.dp)
+                    .arg(where)
+                    .arg(gpu)
+                    .arg(c.pp)
+                    .arg(c.tp)
+                    .arg(c.dp)
                     .arg(QString::fromStdString(tessera::mesh_coord_str(c)));
     if (gpu < (int)m_over.size() && m_over[gpu]) s += "\nover memory capacity";
     return s;
@@ -135,8 +145,9 @@ void GpuGrid::paintEvent(QPaintEvent*) {
         p.setPen(over ? QPen(QColor(220, 20, 20), 3) : QPen(plan_stage_color(c.pp).darker(160), 1));
         p.drawRoundedRect(r.adjusted(1, 1, -1, -1), 4, 4);
         p.setPen(Qt::white);
-        QString label = r.width() >= 44 ? QString("r%1\nS%2 T%3 D%4").arg(g).arg(c.pp).arg(c.tp).arg(c.dp)
-                                        : QString("%1").arg(g);
+        QString label = r.width() >= 44
+                            ? QString("r%1\nS%2 T%3 D%4").arg(g).arg(c.pp).arg(c.tp).arg(c.dp)
+                            : QString("%1").arg(g);
         p.drawText(r, Qt::AlignCenter, label);
     }
 }

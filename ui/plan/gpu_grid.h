@@ -15,11 +15,12 @@ namespace tessera::studio {
 
 class GpuGrid : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit GpuGrid(QWidget* parent = nullptr);
 
     // gpus: devices shown; over[r]: rank r is over capacity (may be shorter than the world).
-    void setMesh(const tessera::MeshShape& mesh, int gpus, int gpusPerNode, const std::vector<bool>& over);
+    void setMesh(const tessera::MeshShape& mesh, int gpus, int gpusPerNode,
+                 const std::vector<bool>& over);
     // Rows are the cluster's hosts (label, slots each) instead of nodes of gpusPerNode; the GPUs
     // shown are then the hosts' slots. Empty lists go back to nodes.
     void setHosts(const QStringList& labels, const std::vector<int>& slots);
@@ -34,11 +35,11 @@ public:
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override { return {200, 60}; }
 
-protected:
+  protected:
     void paintEvent(QPaintEvent*) override;
     bool event(QEvent*) override;
 
-private:
+  private:
     void layoutRows();  // m_rowStart / m_gpus from the nodes or the hosts
     int cellW() const;
     int labelW() const;

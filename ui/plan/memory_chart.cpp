@@ -1,14 +1,14 @@
 // MemoryChart: stacked QCPBars per memory category, capacity line, over-capacity bands.
 #include "ui/plan/memory_chart.h"
-#include "ui/common/plot_theme.h"
 
 #include <QVBoxLayout>
+
+#include "ui/common/plot_theme.h"
 #include "ui/common/qcustomplot_qt.h"
 
 namespace tessera::studio {
 
-namespace {
-}
+namespace {}
 
 MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomPlot(this)) {
     setObjectName("memoryChart");
@@ -67,7 +67,8 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
         for (int r = 0; r < n; ++r) y[r] = e.ranks[r].peak_bytes[c] / kGiB, any |= y[r] > 0;
         if (!any) continue;
         auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
-        bars->setName(QString::fromUtf8(tessera::mem_category_name(tessera::MemCategory(c)).data()));
+        bars->setName(
+            QString::fromUtf8(tessera::mem_category_name(tessera::MemCategory(c)).data()));
         bars->setWidth(width);
         bars->setPen(Qt::NoPen);
         bars->setBrush(mem_category_color(c));
@@ -84,7 +85,8 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     for (int r = 0; r < n; ++r) {
         py[r] = e.ranks[r].device_peak_bytes / kGiB;
         double stacked = 0;
-        for (int c = 0; c < (int)tessera::MemCategory::host; ++c) stacked += e.ranks[r].peak_bytes[c] / kGiB;
+        for (int c = 0; c < (int)tessera::MemCategory::host; ++c)
+            stacked += e.ranks[r].peak_bytes[c] / kGiB;
         ymax = std::max({ymax, py[r], stacked});
         if (e.ranks[r].device_peak_bytes > capacity) {
             auto* band = new QCPItemRect(m_plot);
@@ -99,12 +101,15 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     // (a label on the plot sat on the bars whenever a GPU came near or past it)
     const double capGiB = capacity / double(1ll << 30);
     auto* cap = new QCPGraph(m_plot->xAxis, m_plot->yAxis);
-    cap->setName(QString("%1 capacity %2 GiB%3").arg(QString::fromStdString(e.device.name))
+    cap->setName(QString("%1 capacity %2 GiB%3")
+                     .arg(QString::fromStdString(e.device.name))
                      .arg(capGiB, 0, 'f', capGiB < 10 ? 1 : 0)
                      .arg(zoom ? QString(" (off scale: the fullest GPU uses %1%)")
-                                     .arg(100.0 * maxPeak / capacity, 0, 'f', 2) : QString()));
+                                     .arg(100.0 * maxPeak / capacity, 0, 'f', 2)
+                               : QString()));
     cap->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
-    cap->setData(QVector<double>{-1.0, double(n)}, QVector<double>{capacity / kGiB, capacity / kGiB}, true);
+    cap->setData(QVector<double>{-1.0, double(n)},
+                 QVector<double>{capacity / kGiB, capacity / kGiB}, true);
     m_plot->xAxis->setRange(-0.6, n - 0.4);
     m_plot->yAxis->setRange(0, ymax * 1.22);
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);

@@ -13,14 +13,14 @@ namespace tessera::studio {
 
 class MemoryChart : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit MemoryChart(QWidget* parent = nullptr);
     void setEstimate(const tessera::PlanEstimate& e, int64_t capacity_bytes);
     void clear(const QString& why);
     QCustomPlot* plot() const { return m_plot; }
     void setDarkTheme(bool dark);  // plot background, axes, grid and legend colours
 
-private:
+  private:
     QCustomPlot* m_plot;
 };
 

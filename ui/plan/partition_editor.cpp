@@ -62,18 +62,22 @@ void PartitionEditor::setConfig(const tessera::RunConfig& cfg) {
 }
 
 QRectF PartitionEditor::plotRect() const {
-    return QRectF(kLeft, kTop, std::max(10, width() - kLeft - kRight), std::max(10, height() - kTop - kBottom));
+    return QRectF(kLeft, kTop, std::max(10, width() - kLeft - kRight),
+                  std::max(10, height() - kTop - kBottom));
 }
 
 double PartitionEditor::layerX(int layer) const {
     QRectF r = plotRect();
     double total = std::accumulate(m_cost.begin(), m_cost.end(), 0.0);
     if (total <= 0) return r.left();
-    double before = std::accumulate(m_cost.begin(), m_cost.begin() + std::clamp(layer, 0, (int)m_cost.size()), 0.0);
+    double before = std::accumulate(m_cost.begin(),
+                                    m_cost.begin() + std::clamp(layer, 0, (int)m_cost.size()), 0.0);
     return r.left() + r.width() * before / total;
 }
 
-int PartitionEditor::blockEdgeX(int b) const { return int(std::lround(layerX(b + 1))); }
+int PartitionEditor::blockEdgeX(int b) const {
+    return int(std::lround(layerX(b + 1)));
+}
 
 int PartitionEditor::boundaryX(int k) const {
     int blocks = std::accumulate(m_chunks.begin(), m_chunks.begin() + k + 1, 0);
@@ -109,7 +113,9 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
     p.setRenderHint(QPainter::Antialiasing);
     p.fillRect(rect(), palette().base());
     if (m_cost.empty()) {
-        p.drawText(rect(), Qt::AlignCenter, "An MLP is not pipelined: nothing to partition (it runs data-parallel and ZeRO plans).");
+        p.drawText(rect(), Qt::AlignCenter,
+                   "An MLP is not pipelined: nothing to partition (it runs data-parallel and ZeRO "
+                   "plans).");
         return;
     }
     QRectF r = plotRect();
@@ -136,14 +142,16 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
         int first = (g == 0) ? 0 : layer;
         int last = layer + m_chunks[g] - 1 + ((g + 1 == (int)m_chunks.size()) ? 1 : 0);
         for (int i = first; i <= last && i <= L + 1; ++i) {
-            QRectF box(layerX(i) + 0.5, r.top() + s * laneH + 3, layerX(i + 1) - layerX(i) - 1, laneH - 6);
+            QRectF box(layerX(i) + 0.5, r.top() + s * laneH + 3, layerX(i + 1) - layerX(i) - 1,
+                       laneH - 6);
             bool isBlock = i >= 1 && i <= L;
             QColor c = plan_stage_color(s, isBlock ? 0 : 0.5);
             int shards = isBlock || i == L + 1 || i == 0 ? m_tp : 1;
             double sh = box.height() / shards;
             for (int t = 0; t < shards; ++t) {
                 QRectF part(box.left(), box.top() + t * sh, box.width(), sh);
-                p.fillRect(part, plan_stage_color(s, shards > 1 ? 0.35 * t / (shards - 1) : (isBlock ? 0 : 0.5)));
+                p.fillRect(part, plan_stage_color(s, shards > 1 ? 0.35 * t / (shards - 1)
+                                                                : (isBlock ? 0 : 0.5)));
                 if (t > 0) {
                     p.setPen(QPen(QColor(255, 255, 255, 160), 1));
                     p.drawLine(part.topLeft(), part.topRight());
@@ -154,12 +162,15 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
             p.drawRect(box);
             if (i == 0 || i == L + 1) {
                 QString t = i == 0 ? "emb" : "norm+head";
-                if (p.fontMetrics().horizontalAdvance(t) + 4 > box.width()) t = i == 0 ? "" : "head";
+                if (p.fontMetrics().horizontalAdvance(t) + 4 > box.width())
+                    t = i == 0 ? "" : "head";
                 p.setPen(Qt::white);
-                if (p.fontMetrics().horizontalAdvance(t) + 4 <= box.width()) p.drawText(box, Qt::AlignCenter, t);
+                if (p.fontMetrics().horizontalAdvance(t) + 4 <= box.width())
+                    p.drawText(box, Qt::AlignCenter, t);
             }
         }
-        if (g > 0 || m_chunks.size() == 1) {}
+        if (g > 0 || m_chunks.size() == 1) {
+        }
         // chunk label
         double x0 = layerX(first), x1 = layerX(last + 1);
         p.setPen(palette().text().color());
@@ -180,7 +191,8 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
     }
     // axis and replicas
     p.setPen(palette().text().color());
-    p.drawText(QRectF(r.left(), r.bottom() + 2, r.width(), kBottom - 2), Qt::AlignLeft | Qt::AlignVCenter,
+    p.drawText(QRectF(r.left(), r.bottom() + 2, r.width(), kBottom - 2),
+               Qt::AlignLeft | Qt::AlignVCenter,
                QString("embedding → %1 blocks (width = FLOPs) → final norm + head").arg(L));
     QRectF right(r.right() + 8, r.top(), kRight - 12, r.height());
     for (int k = std::min(m_dp, 3) - 1; k >= 0; --k) {
@@ -189,7 +201,8 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
         p.setPen(palette().mid().color());
         p.drawRect(card);
     }
-    p.drawText(QRectF(right.left(), right.top(), right.width(), right.height()), Qt::AlignBottom | Qt::AlignLeft,
+    p.drawText(QRectF(right.left(), right.top(), right.width(), right.height()),
+               Qt::AlignBottom | Qt::AlignLeft,
                QString("× %1 DP\nreplica%2\nTP %3").arg(m_dp).arg(m_dp == 1 ? "" : "s").arg(m_tp));
 }
 
@@ -278,14 +291,24 @@ bool PartitionEditor::event(QEvent* e) {
         int chunk = 0, acc = 0;
         for (int g = 0; g < (int)m_chunks.size(); ++g) {
             acc += m_chunks[g];
-            if (i <= acc || g + 1 == (int)m_chunks.size()) { chunk = g; break; }
+            if (i <= acc || g + 1 == (int)m_chunks.size()) {
+                chunk = g;
+                break;
+            }
         }
         if (i == 0) chunk = 0;
-        QString name = i == 0 ? "embedding" : i == L + 1 ? "final norm + head" : QString("block %1").arg(i - 1);
-        QToolTip::showText(he->globalPos(),
-                           QString("%1 — stage %2 (chunk %3)\n%4 MFLOP per token forward, split over TP %5")
-                               .arg(name).arg(chunk % m_pp).arg(chunk).arg(m_cost[i] / 1e6, 0, 'f', 1).arg(m_tp),
-                           this);
+        QString name = i == 0       ? "embedding"
+                       : i == L + 1 ? "final norm + head"
+                                    : QString("block %1").arg(i - 1);
+        QToolTip::showText(
+            he->globalPos(),
+            QString("%1 — stage %2 (chunk %3)\n%4 MFLOP per token forward, split over TP %5")
+                .arg(name)
+                .arg(chunk % m_pp)
+                .arg(chunk)
+                .arg(m_cost[i] / 1e6, 0, 'f', 1)
+                .arg(m_tp),
+            this);
         return true;
     }
     return QWidget::event(e);

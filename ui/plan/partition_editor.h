@@ -14,7 +14,7 @@ namespace tessera::studio {
 
 class PartitionEditor : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit PartitionEditor(QWidget* parent = nullptr);
 
     void setConfig(const tessera::RunConfig& cfg);
@@ -28,20 +28,20 @@ public:
     QSize sizeHint() const override { return {760, 200}; }
     QSize minimumSizeHint() const override { return {360, 140}; }
 
-Q_SIGNALS:
-    void dragStarted(int serial);                    // a new drag: one undo step per serial
+  Q_SIGNALS:
+    void dragStarted(int serial);                       // a new drag: one undo step per serial
     void stagesEdited(const std::vector<int>& stages);  // blocks per chunk after a move
 
-protected:
+  protected:
     void paintEvent(QPaintEvent*) override;
     void mousePressEvent(QMouseEvent*) override;
     void mouseMoveEvent(QMouseEvent*) override;
     void mouseReleaseEvent(QMouseEvent*) override;
     bool event(QEvent*) override;  // tooltips
 
-private:
-    double layerX(int layer) const;  // left edge of layer (0 = embedding .. L+1 = head), px
-    int hitBoundary(int x) const;  // boundary within a few px of x, or -1
+  private:
+    double layerX(int layer) const;       // left edge of layer (0 = embedding .. L+1 = head), px
+    int hitBoundary(int x) const;         // boundary within a few px of x, or -1
     bool dropBlock(int block, int lane);  // move a block (and its run to the boundary) to a lane
     QRectF plotRect() const;
     int layerAt(int x) const;
@@ -50,8 +50,8 @@ private:
     std::vector<double> m_cost;  // per layer: forward FLOPs per token (embedding .. head)
     std::vector<int> m_chunks;   // blocks per chunk
     int m_pp = 1, m_tp = 1, m_dp = 1, m_v = 1;
-    int m_drag = -1;             // boundary being dragged
-    int m_blockDrag = -1;        // transformer block picked up (dropped on a lane)
+    int m_drag = -1;       // boundary being dragged
+    int m_blockDrag = -1;  // transformer block picked up (dropped on a lane)
     int m_dragSerial = 0;
     int m_hover = -1;
 };

@@ -34,17 +34,26 @@ constexpr double kGiB = double(1ll << 30);
 // in parts.
 QString step_parts_text(const tessera::PlanEstimate& e) {
     if (e.step_model != "ops" || e.ranks.empty())
-        return QString("<br><span style='color:gray'>step time from FLOPs at %1% of peak (no measured op costs "
-                       "for %2 in this precision)</span>").arg(100 * e.device.efficiency, 0, 'f', 0)
+        return QString(
+                   "<br><span style='color:gray'>step time from FLOPs at %1% of peak (no measured "
+                   "op costs "
+                   "for %2 in this precision)</span>")
+            .arg(100 * e.device.efficiency, 0, 'f', 0)
             .arg(QString::fromStdString(e.device.name));
     const tessera::RankEstimate* slow = &e.ranks[0];
     for (const auto& r : e.ranks)
         if (r.compute_s > slow->compute_s) slow = &r;
     auto ms = [](double s) { return QString::number(s * 1e3, 'f', 1); };
-    return QString("<br><span style='color:gray'>compute per step from the %1's measured op costs: GEMMs %2 ms, "
-                   "attention %3 ms, other ops %4 ms, optimizer %5 ms (GPU %6)</span>")
-        .arg(QString::fromStdString(e.device.name)).arg(ms(slow->gemm_s)).arg(ms(slow->attention_s))
-        .arg(ms(slow->other_ops_s)).arg(ms(slow->optimizer_s)).arg(slow->rank);
+    return QString(
+               "<br><span style='color:gray'>compute per step from the %1's measured op costs: "
+               "GEMMs %2 ms, "
+               "attention %3 ms, other ops %4 ms, optimizer %5 ms (GPU %6)</span>")
+        .arg(QString::fromStdString(e.device.name))
+        .arg(ms(slow->gemm_s))
+        .arg(ms(slow->attention_s))
+        .arg(ms(slow->other_ops_s))
+        .arg(ms(slow->optimizer_s))
+        .arg(slow->rank);
 }
 
 QString tokens_str(double tok_per_s) {
@@ -59,7 +68,8 @@ QString bytes_str(double b) {
 }
 
 int64_t capacity_of(const tessera::PlanEstimate& e) {
-    return e.device.shared_host ? e.device.memory_bytes / std::max(1, e.world) : e.device.memory_bytes;
+    return e.device.shared_host ? e.device.memory_bytes / std::max(1, e.world)
+                                : e.device.memory_bytes;
 }
 
 }  // namespace
@@ -104,19 +114,24 @@ void PlanPage::buildUi() {
     m_pp = spin(1, 512), m_virtual = spin(1, 64), m_micro = spin(1, 4096), m_accum = spin(1, 65536);
     m_perNode->setValue(8);
     m_zero = new QComboBox(this);
-    m_zero->addItems({"0 — replicated", "1 — optimizer sharded", "2 — + gradients", "3 — + parameters"});
+    m_zero->addItems(
+        {"0 — replicated", "1 — optimizer sharded", "2 — + gradients", "3 — + parameters"});
     m_schedule = new QComboBox(this);
     m_schedule->setObjectName("schedule");
     m_schedule->addItems({"1f1b", "gpipe", "interleaved", "zb-h1"});
-    m_schedule->setItemData(3, "zero bubble (ZB-H1): each backward split into the input gradient and the "
-                               "weight gradients, the latter filling 1F1B's idle time",
-                            Qt::ToolTipRole);
+    m_schedule->setItemData(
+        3,
+        "zero bubble (ZB-H1): each backward split into the input gradient and the "
+        "weight gradients, the latter filling 1F1B's idle time",
+        Qt::ToolTipRole);
     m_precision = new QComboBox(this);
     m_precision->setObjectName("precision");
     m_precision->addItems({"fp32", "bf16", "fp8"});
-    m_precision->setItemData(1, "activations and weight copies in bf16, fp32 masters and AdamW", Qt::ToolTipRole);
-    m_precision->setItemData(2, "bf16, and the blocks' large GEMMs in FP8 (e4m3/e5m2, per-tensor scaling)",
+    m_precision->setItemData(1, "activations and weight copies in bf16, fp32 masters and AdamW",
                              Qt::ToolTipRole);
+    m_precision->setItemData(
+        2, "bf16, and the blocks' large GEMMs in FP8 (e4m3/e5m2, per-tensor scaling)",
+        Qt::ToolTipRole);
     m_offloadAct = new QCheckBox("activations", this);
     m_offloadOpt = new QCheckBox("optimizer", this);
     m_recomputeBox = new QWidget(this);
@@ -169,8 +184,9 @@ void PlanPage::buildUi() {
     m_fitsLabel->setObjectName("whatFits");
     m_fitsLabel->setWordWrap(false);  // two set lines: a wrapped label here was clipped by the form
     m_fitsLabel->setStyleSheet("font-size: 11px;");
-    m_fitsLabel->setToolTip("the largest micro-batch, and the longest sequence at this micro-batch, that fit this "
-                            "plan on the device (the estimator's answer)");
+    m_fitsLabel->setToolTip(
+        "the largest micro-batch, and the longest sequence at this micro-batch, that fit this "
+        "plan on the device (the estimator's answer)");
     form->addRow("What fits", m_fitsLabel);
 
     auto* controls = new QGroupBox("Plan", this);
@@ -182,7 +198,8 @@ void PlanPage::buildUi() {
     m_globalBatch->setObjectName("globalBatch");
     m_globalBatch->setRange(1, 1 << 24);
     m_globalBatch->setKeyboardTracking(false);
-    m_globalBatch->setToolTip("samples per optimizer step the suggested plans keep (micro-batch x micro-batches x dp)");
+    m_globalBatch->setToolTip(
+        "samples per optimizer step the suggested plans keep (micro-batch x micro-batches x dp)");
     auto* gbRow = new QHBoxLayout;
     gbRow->addWidget(new QLabel("Global batch", this));
     gbRow->addWidget(m_globalBatch, 1);
@@ -264,14 +281,16 @@ void PlanPage::buildUi() {
     m_pin = new QPushButton("Pin this plan", this);
     m_pin->setObjectName("pinPlan");
     m_clearPins = new QPushButton("Clear", this);
-    auto* cg = new QGroupBox("Candidates side by side (memory per GPU; step = compute + comm + bubble + offload)", this);
+    auto* cg = new QGroupBox(
+        "Candidates side by side (memory per GPU; step = compute + comm + bubble + offload)", this);
     auto* cgl = new QVBoxLayout(cg);
     auto* cb = new QHBoxLayout;
     for (QPushButton* b : {m_pin, m_clearPins}) {
         b->setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
         cb->addWidget(b);
     }
-    m_pinHint = new QLabel("pin up to three plans to compare their memory per GPU and step time here", this);
+    m_pinHint = new QLabel(
+        "pin up to three plans to compare their memory per GPU and step time here", this);
     m_pinHint->setStyleSheet("color: gray;");
     cb->addWidget(m_pinHint, 1);
     cb->addStretch(0);
@@ -300,7 +319,8 @@ void PlanPage::buildUi() {
     top->addLayout(right, 1);
 
     // wiring: each control is one undoable edit
-    auto intEdit = [this](QSpinBox* s, const QString& text, std::function<void(tessera::RunConfig&, int)> f) {
+    auto intEdit = [this](QSpinBox* s, const QString& text,
+                          std::function<void(tessera::RunConfig&, int)> f) {
         connect(s, &QSpinBox::valueChanged, this, [this, text, f](int v) {
             if (!m_updating) editParallel(text, [f, v](tessera::RunConfig& c) { f(c, v); });
         });
@@ -316,14 +336,18 @@ void PlanPage::buildUi() {
         c.parallel.virtual_stages = v;
         c.parallel.stages.clear();
     });
-    intEdit(m_micro, "Set micro-batch", [](tessera::RunConfig& c, int v) { c.train.micro_batch = v; });
-    intEdit(m_accum, "Set micro-batches", [](tessera::RunConfig& c, int v) { c.train.grad_accum = v; });
+    intEdit(m_micro, "Set micro-batch",
+            [](tessera::RunConfig& c, int v) { c.train.micro_batch = v; });
+    intEdit(m_accum, "Set micro-batches",
+            [](tessera::RunConfig& c, int v) { c.train.grad_accum = v; });
     connect(m_zero, &QComboBox::currentIndexChanged, this, [this](int z) {
-        if (!m_updating) editParallel("Set ZeRO", [z](tessera::RunConfig& c) { c.parallel.zero = z; });
+        if (!m_updating)
+            editParallel("Set ZeRO", [z](tessera::RunConfig& c) { c.parallel.zero = z; });
     });
     connect(m_precision, &QComboBox::currentTextChanged, this, [this](const QString& p) {
         if (!m_updating)
-            m_doc->edit("Set precision", [p](tessera::RunConfig& c) { c.runtime.precision = p.toStdString(); });
+            m_doc->edit("Set precision",
+                        [p](tessera::RunConfig& c) { c.runtime.precision = p.toStdString(); });
     });
     connect(m_schedule, &QComboBox::currentTextChanged, this, [this](const QString& s) {
         if (m_updating) return;
@@ -335,20 +359,29 @@ void PlanPage::buildUi() {
         });
     });
     connect(m_offloadAct, &QCheckBox::toggled, this, [this](bool on) {
-        if (!m_updating) editParallel("Offload activations", [on](tessera::RunConfig& c) { c.parallel.offload_activations = on; });
+        if (!m_updating)
+            editParallel("Offload activations",
+                         [on](tessera::RunConfig& c) { c.parallel.offload_activations = on; });
     });
     connect(m_offloadOpt, &QCheckBox::toggled, this, [this](bool on) {
-        if (!m_updating) editParallel("Offload optimizer", [on](tessera::RunConfig& c) { c.parallel.offload_optimizer = on; });
+        if (!m_updating)
+            editParallel("Offload optimizer",
+                         [on](tessera::RunConfig& c) { c.parallel.offload_optimizer = on; });
     });
-    connect(m_device, &QComboBox::currentTextChanged, this, [this] { if (!m_updating) refresh(); });
+    connect(m_device, &QComboBox::currentTextChanged, this, [this] {
+        if (!m_updating) refresh();
+    });
     connect(m_gpus, &QSpinBox::valueChanged, this, [this] {
         if (m_updating) return;
         m_gpusFollowWorld = false;
         refresh();
     });
-    connect(m_perNode, &QSpinBox::valueChanged, this, [this] { if (!m_updating) refresh(); });
+    connect(m_perNode, &QSpinBox::valueChanged, this, [this] {
+        if (!m_updating) refresh();
+    });
     connect(m_addStage, &QPushButton::clicked, this, [this] { m_pp->setValue(m_pp->value() + 1); });
-    connect(m_removeStage, &QPushButton::clicked, this, [this] { m_pp->setValue(std::max(1, m_pp->value() - 1)); });
+    connect(m_removeStage, &QPushButton::clicked, this,
+            [this] { m_pp->setValue(std::max(1, m_pp->value() - 1)); });
     connect(m_balance, &QPushButton::clicked, this, &PlanPage::balanceStages);
     connect(m_suggest, &QPushButton::clicked, this, &PlanPage::suggestPlans);
     connect(m_globalBatch, &QSpinBox::valueChanged, this, [this] {
@@ -364,9 +397,12 @@ void PlanPage::buildUi() {
     connect(&m_answersTimer, &QTimer::timeout, this, &PlanPage::updateAnswers);
     connect(m_suggestList, &QListWidget::itemClicked, this,
             [this](QListWidgetItem* it) { applySuggestion(m_suggestList->row(it)); });
-    connect(m_editor, &PartitionEditor::dragStarted, this, [this](int serial) { m_dragMergeId = m_dragMergeBase + serial; });
+    connect(m_editor, &PartitionEditor::dragStarted, this,
+            [this](int serial) { m_dragMergeId = m_dragMergeBase + serial; });
     connect(m_editor, &PartitionEditor::stagesEdited, this, [this](const std::vector<int>& st) {
-        m_doc->edit("Move stage boundary", [st](tessera::RunConfig& c) { c.parallel.stages = st; }, m_dragMergeId);
+        m_doc->edit(
+            "Move stage boundary", [st](tessera::RunConfig& c) { c.parallel.stages = st; },
+            m_dragMergeId);
     });
 }
 
@@ -378,28 +414,34 @@ void PlanPage::rebuildRecompute(int pp) {
             auto* c = new QComboBox(m_recomputeBox);
             c->addItems({"none", "selective", "full"});
             c->setObjectName(QString("recompute%1").arg(s));
-            c->setToolTip(QString("stage %1: none keeps every activation; selective recomputes attention "
-                                  "scores and GELU; full reruns the block forward").arg(s));
-            // two per row at most, each wide enough for "selective" (a row of eight was cut to "se")
+            c->setToolTip(
+                QString("stage %1: none keeps every activation; selective recomputes attention "
+                        "scores and GELU; full reruns the block forward")
+                    .arg(s));
+            // two per row at most, each wide enough for "selective" (a row of eight was cut to
+            // "se")
             c->setSizeAdjustPolicy(QComboBox::AdjustToContents);
             m_recomputeLayout->addWidget(c, s / 2, s % 2);
             m_recompute.push_back(c);
             connect(c, &QComboBox::currentTextChanged, this, [this, s](const QString& mode) {
                 if (m_updating) return;
-                editParallel(QString("Recompute stage %1").arg(s), [s, mode](tessera::RunConfig& c) {
-                    auto& r = c.parallel.recompute;
-                    std::vector<std::string> v(c.parallel.pp, r.empty() ? "none" : r[0]);
-                    if ((int)r.size() == c.parallel.pp) v = r;
-                    v[s] = mode.toStdString();
-                    bool same = std::all_of(v.begin(), v.end(), [&](const auto& x) { return x == v[0]; });
-                    r = same ? std::vector<std::string>{v[0]} : v;
-                });
+                editParallel(
+                    QString("Recompute stage %1").arg(s), [s, mode](tessera::RunConfig& c) {
+                        auto& r = c.parallel.recompute;
+                        std::vector<std::string> v(c.parallel.pp, r.empty() ? "none" : r[0]);
+                        if ((int)r.size() == c.parallel.pp) v = r;
+                        v[s] = mode.toStdString();
+                        bool same = std::all_of(v.begin(), v.end(),
+                                                [&](const auto& x) { return x == v[0]; });
+                        r = same ? std::vector<std::string>{v[0]} : v;
+                    });
             });
         }
     }
 }
 
-void PlanPage::editParallel(const QString& text, const std::function<void(tessera::RunConfig&)>& change) {
+void PlanPage::editParallel(const QString& text,
+                            const std::function<void(tessera::RunConfig&)>& change) {
     m_doc->edit(text, change);
 }
 
@@ -414,9 +456,13 @@ int PlanPage::gpuCount() const {
     return slots;
 }
 
-void PlanPage::setDeviceName(const QString& name) { m_device->setCurrentText(name); }
+void PlanPage::setDeviceName(const QString& name) {
+    m_device->setCurrentText(name);
+}
 
-void PlanPage::setDarkTheme(bool dark) { m_chart->setDarkTheme(dark); }
+void PlanPage::setDarkTheme(bool dark) {
+    m_chart->setDarkTheme(dark);
+}
 
 void PlanPage::setGpuCount(int gpus) {
     m_gpusFollowWorld = false;
@@ -430,8 +476,10 @@ void PlanPage::refresh() {
     int world = std::max(1, p.dp * p.tp * p.pp);
     const bool cluster = !cfg.cluster.hosts.empty();
     m_updating = true;
-    if (cluster) m_gpus->setValue(gpuCount());
-    else if (m_gpusFollowWorld) m_gpus->setValue(world);
+    if (cluster)
+        m_gpus->setValue(gpuCount());
+    else if (m_gpusFollowWorld)
+        m_gpus->setValue(world);
     for (QSpinBox* s : {m_gpus, m_perNode}) {  // the Hosts page sets them for a cluster
         s->setEnabled(!cluster);
         s->setToolTip(cluster ? "the cluster's hosts and their slots (Hosts page)" : QString());
@@ -451,8 +499,10 @@ void PlanPage::refresh() {
     m_offloadAct->setChecked(p.offload_activations), m_offloadOpt->setChecked(p.offload_optimizer);
     rebuildRecompute(std::max(1, p.pp));
     for (int s = 0; s < (int)m_recompute.size(); ++s) {
-        std::string mode = p.recompute.empty() ? "none" : p.recompute.size() == 1 ? p.recompute[0]
-                           : s < (int)p.recompute.size() ? p.recompute[s] : "none";
+        std::string mode = p.recompute.empty()           ? "none"
+                           : p.recompute.size() == 1     ? p.recompute[0]
+                           : s < (int)p.recompute.size() ? p.recompute[s]
+                                                         : "none";
         m_recompute[s]->setCurrentText(QString::fromStdString(mode));
     }
     const int64_t gb = int64_t(cfg.train.micro_batch) * cfg.train.grad_accum * std::max(1, p.dp);
@@ -465,7 +515,8 @@ void PlanPage::refresh() {
     // a cluster may have spare slots (hosts past the world stay unused): only too few is an issue
     auto issues = tessera::plan_validate(cfg, cluster ? std::min(world, gpuCount()) : gpuCount());
     for (auto it = m_issues.begin(); it != m_issues.end(); ++it) {
-        QString t = QString::fromStdString(tessera::plan_issues_for_key(issues, it.key().toStdString()));
+        QString t =
+            QString::fromStdString(tessera::plan_issues_for_key(issues, it.key().toStdString()));
         it.value()->setText(t);
         it.value()->setVisible(!t.isEmpty());
     }
@@ -477,7 +528,8 @@ void PlanPage::refresh() {
     m_hasEstimate = false;
     QString estimateError;
     try {
-        m_estimate = tessera::estimate_plan(cfg, tessera::device_spec(m_device->currentText().toStdString()));
+        m_estimate = tessera::estimate_plan(
+            cfg, tessera::device_spec(m_device->currentText().toStdString()));
         m_hasEstimate = true;
     } catch (const std::exception& e) {
         estimateError = QString::fromUtf8(e.what());
@@ -487,13 +539,17 @@ void PlanPage::refresh() {
         const auto& e = m_estimate;
         int64_t cap = capacity_of(e);
         double comm = 0;
-        for (const auto& r : e.ranks) comm += r.comm_dp_bytes + r.comm_tp_bytes + r.comm_pp_bytes + r.comm_embedding_bytes;
-        m_prediction->setText(QString("<b>step %1 s</b> &nbsp;|&nbsp; <b>%2</b> &nbsp;|&nbsp; MFU %3% &nbsp;|&nbsp; "
-                                      "bubble %4% &nbsp;|&nbsp; comm %5 per step (all GPUs)")
-                                  .arg(e.step_s, 0, 'f', e.step_s < 1 ? 3 : 2).arg(tokens_str(e.tokens_per_s))
-                                  .arg(100 * e.mfu, 0, 'f', 1).arg(100 * e.bubble_fraction, 0, 'f', 1)
-                                  .arg(bytes_str(comm)) +
-                              step_parts_text(e));
+        for (const auto& r : e.ranks)
+            comm += r.comm_dp_bytes + r.comm_tp_bytes + r.comm_pp_bytes + r.comm_embedding_bytes;
+        m_prediction->setText(
+            QString("<b>step %1 s</b> &nbsp;|&nbsp; <b>%2</b> &nbsp;|&nbsp; MFU %3% &nbsp;|&nbsp; "
+                    "bubble %4% &nbsp;|&nbsp; comm %5 per step (all GPUs)")
+                .arg(e.step_s, 0, 'f', e.step_s < 1 ? 3 : 2)
+                .arg(tokens_str(e.tokens_per_s))
+                .arg(100 * e.mfu, 0, 'f', 1)
+                .arg(100 * e.bubble_fraction, 0, 'f', 1)
+                .arg(bytes_str(comm)) +
+            step_parts_text(e));
         QStringList lines;
         for (const auto& r : e.ranks) {
             bool o = r.device_peak_bytes > cap;
@@ -503,13 +559,16 @@ void PlanPage::refresh() {
             for (int c = 1; c < (int)tessera::MemCategory::host; ++c)
                 if (r.peak_bytes[c] > r.peak_bytes[dom]) dom = c;
             lines << QString("GPU %1 (%2) is over capacity by %3; %4 dominates (%5)")
-                         .arg(r.rank).arg(QString::fromStdString(tessera::mesh_coord_str(r.coord)))
+                         .arg(r.rank)
+                         .arg(QString::fromStdString(tessera::mesh_coord_str(r.coord)))
                          .arg(bytes_str(double(r.device_peak_bytes - cap)))
-                         .arg(QString::fromUtf8(tessera::mem_category_name(tessera::MemCategory(dom)).data()))
+                         .arg(QString::fromUtf8(
+                             tessera::mem_category_name(tessera::MemCategory(dom)).data()))
                          .arg(bytes_str(double(r.peak_bytes[dom])));
         }
         int nOver = (int)std::count(over.begin(), over.end(), true);
-        if (nOver > (int)lines.size()) lines << QString("… %1 GPUs over capacity in all").arg(nOver);
+        if (nOver > (int)lines.size())
+            lines << QString("… %1 GPUs over capacity in all").arg(nOver);
         m_over->setText(lines.join("\n"));
         m_over->setVisible(!lines.isEmpty());
         m_chart->setEstimate(e, cap);
@@ -521,7 +580,8 @@ void PlanPage::refresh() {
     QStringList hostLabels;
     std::vector<int> hostSlots;
     for (const auto& h : cfg.cluster.hosts) {
-        hostLabels << QString::fromStdString(h.port == 22 ? h.host : h.host + ":" + std::to_string(h.port));
+        hostLabels << QString::fromStdString(h.port == 22 ? h.host
+                                                          : h.host + ":" + std::to_string(h.port));
         hostSlots.push_back(h.slots);
     }
     m_grid->setMesh({p.dp, p.tp, p.pp}, std::max(gpuCount(), 1), m_perNode->value(), over);
@@ -529,15 +589,21 @@ void PlanPage::refresh() {
 
     bool fits = m_hasEstimate && m_estimate.fits;
     if (!m_valid)
-        m_valid_label->setText(QString("<span style='color:#c62828'>✗ plan is invalid</span>: %1 issue%2, "
-                                       "shown next to the controls").arg(issues.size()).arg(issues.size() == 1 ? "" : "s"));
+        m_valid_label->setText(
+            QString("<span style='color:#c62828'>✗ plan is invalid</span>: %1 issue%2, "
+                    "shown next to the controls")
+                .arg(issues.size())
+                .arg(issues.size() == 1 ? "" : "s"));
     else if (!fits)
-        m_valid_label->setText("<span style='color:#c62828'>✗ plan is valid but does not fit</span>: " +
-                               QString::fromStdString(m_hasEstimate ? m_estimate.reason : "").toHtmlEscaped());
+        m_valid_label->setText(
+            "<span style='color:#c62828'>✗ plan is valid but does not fit</span>: " +
+            QString::fromStdString(m_hasEstimate ? m_estimate.reason : "").toHtmlEscaped());
     else
-        m_valid_label->setText(QString("<span style='color:#2e7d32'>✓ plan is valid</span> — %1 on %2 × %3")
-                                   .arg(QString::fromStdString(tessera::plan_summary(cfg)).toHtmlEscaped())
-                                   .arg(world).arg(m_device->currentText()));
+        m_valid_label->setText(
+            QString("<span style='color:#2e7d32'>✓ plan is valid</span> — %1 on %2 × %3")
+                .arg(QString::fromStdString(tessera::plan_summary(cfg)).toHtmlEscaped())
+                .arg(world)
+                .arg(m_device->currentText()));
     m_valid = m_valid && fits;
     dropStaleSuggestions();
     m_answersTimer.start();
@@ -573,17 +639,23 @@ void PlanPage::updateAnswers() {
         const QString dev_name = QString::fromStdString(dev.name);
         QString t = f.micro_batch == 0
                         ? QString("not even micro-batch 1 fits this plan on the %1").arg(dev_name)
-                        : QString("micro-batch up to <b>%1</b>%2").arg(f.micro_batch).arg(f.micro_batch_capped ? "+" : "");
+                        : QString("micro-batch up to <b>%1</b>%2")
+                              .arg(f.micro_batch)
+                              .arg(f.micro_batch_capped ? "+" : "");
         if (f.micro_batch > 0 && cfg.model.preset != "mlp")
             t += QString("<br>sequence up to <b>%1</b>%2<br>(at micro-batch %3)")
-                     .arg(f.seq_len).arg(f.seq_len_capped ? "+" : "").arg(cfg.train.micro_batch);
+                     .arg(f.seq_len)
+                     .arg(f.seq_len_capped ? "+" : "")
+                     .arg(cfg.train.micro_batch);
         m_fitsLabel->setText(t);
     } catch (const std::exception& e) {
-        m_fitsLabel->setText(QString("cannot search: ") + QString::fromUtf8(e.what()).toHtmlEscaped());
+        m_fitsLabel->setText(QString("cannot search: ") +
+                             QString::fromUtf8(e.what()).toHtmlEscaped());
     }
     const auto& par = cfg.parallel;
-    const bool plain = (par.recompute.empty() || (par.recompute.size() == 1 && par.recompute[0] == "none")) &&
-                       !par.offload_activations && !par.offload_optimizer;
+    const bool plain =
+        (par.recompute.empty() || (par.recompute.size() == 1 && par.recompute[0] == "none")) &&
+        !par.offload_activations && !par.offload_optimizer;
     if (m_estimate.fits && plain) {
         m_policyLabel->setText("fits without recompute or offload");
     } else {
@@ -591,22 +663,26 @@ void PlanPage::updateAnswers() {
             m_policy = tessera::plan_policy_advice(cfg, dev);
             // short beside the controls; the whole sentence in the tooltip
             if (!m_policy.found)
-                m_policyLabel->setText("<span style='color:#c62828'>nothing fits, even with full recompute and "
-                                       "both offloads</span>");
+                m_policyLabel->setText(
+                    "<span style='color:#c62828'>nothing fits, even with full recompute and "
+                    "both offloads</span>");
             else if (m_policy.policy.label == "none")
                 m_policyLabel->setText("fits without recompute or offload");
             else
-                m_policyLabel->setText(QString("<b>%1</b> fits: %2%3% step time (%4 vs %5 s)")
-                                           .arg(QString::fromStdString(m_policy.policy.label).toHtmlEscaped())
-                                           .arg(m_policy.slowdown >= 1.0005 ? "+" : "")
-                                           .arg(100 * (m_policy.slowdown - 1), 0, 'f', 0)
-                                           .arg(m_policy.step_s, 0, 'f', 3).arg(m_policy.plain_step_s, 0, 'f', 3));
+                m_policyLabel->setText(
+                    QString("<b>%1</b> fits: %2%3% step time (%4 vs %5 s)")
+                        .arg(QString::fromStdString(m_policy.policy.label).toHtmlEscaped())
+                        .arg(m_policy.slowdown >= 1.0005 ? "+" : "")
+                        .arg(100 * (m_policy.slowdown - 1), 0, 'f', 0)
+                        .arg(m_policy.step_s, 0, 'f', 3)
+                        .arg(m_policy.plain_step_s, 0, 'f', 3));
             m_policyLabel->setToolTip(QString::fromStdString(m_policy.text));
             const bool same = m_policy.text.find("the current plan") != std::string::npos;
             m_applyPolicy->setVisible(m_policy.found && !same);
-            m_applyPolicy->setText(m_policy.policy.label == "none"
-                                       ? QString("Apply: no recompute, no offload")
-                                       : QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
+            m_applyPolicy->setText(
+                m_policy.policy.label == "none"
+                    ? QString("Apply: no recompute, no offload")
+                    : QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
         } catch (const std::exception& e) {
             m_policyLabel->setText(QString("no advice: ") + QString::fromUtf8(e.what()));
         }
@@ -617,15 +693,18 @@ void PlanPage::updateAnswers() {
             if (m_imbalance.stage >= 0) {
                 m_imbalanceLabel->setText(QString::fromStdString(m_imbalance.text));
                 // a fix to apply in amber; an outlier with no move that helps in grey
-                m_imbalanceLabel->setStyleSheet(m_imbalance.found ? "color: #b26a00;" : "color: gray;");
+                m_imbalanceLabel->setStyleSheet(m_imbalance.found ? "color: #b26a00;"
+                                                                  : "color: gray;");
                 m_imbalanceLabel->show();
                 m_applyImbalance->setVisible(m_imbalance.found);
                 m_applyImbalance->setText(QString("Move %1 block%2 to stage %3")
-                                              .arg(m_imbalance.move_blocks).arg(m_imbalance.move_blocks == 1 ? "" : "s")
+                                              .arg(m_imbalance.move_blocks)
+                                              .arg(m_imbalance.move_blocks == 1 ? "" : "s")
                                               .arg(m_imbalance.to_stage));
             }
         } catch (const std::exception& e) {
-            m_imbalanceLabel->setText(QString("stage balance not assessed: ") + QString::fromUtf8(e.what()));
+            m_imbalanceLabel->setText(QString("stage balance not assessed: ") +
+                                      QString::fromUtf8(e.what()));
             m_imbalanceLabel->show();
         }
     }
@@ -642,7 +721,9 @@ void PlanPage::applyImbalanceFix() {
     if (!m_imbalance.found) return;
     const std::vector<int> st = m_imbalance.stages;
     m_doc->edit(QString("Move %1 blocks from stage %2 to stage %3")
-                    .arg(m_imbalance.move_blocks).arg(m_imbalance.stage).arg(m_imbalance.to_stage),
+                    .arg(m_imbalance.move_blocks)
+                    .arg(m_imbalance.stage)
+                    .arg(m_imbalance.to_stage),
                 [st](tessera::RunConfig& c) { c.parallel.stages = st; });
 }
 
@@ -668,9 +749,15 @@ void PlanPage::setGlobalBatch(int samples) {
     m_globalBatch->setValue(samples);
 }
 
-QString PlanPage::fitsText() const { return m_fitsLabel->text(); }
-QString PlanPage::policyText() const { return m_policyLabel->text(); }
-QString PlanPage::imbalanceText() const { return m_imbalanceLabel->isVisibleTo(this) ? m_imbalanceLabel->text() : QString(); }
+QString PlanPage::fitsText() const {
+    return m_fitsLabel->text();
+}
+QString PlanPage::policyText() const {
+    return m_policyLabel->text();
+}
+QString PlanPage::imbalanceText() const {
+    return m_imbalanceLabel->isVisibleTo(this) ? m_imbalanceLabel->text() : QString();
+}
 
 // ----------------------------------------------------------------------------
 // actions
@@ -678,7 +765,8 @@ QString PlanPage::imbalanceText() const { return m_imbalanceLabel->isVisibleTo(t
 void PlanPage::balanceStages() {
     const tessera::RunConfig& cfg = m_doc->config();
     try {
-        auto st = tessera::balance_stages(cfg, tessera::device_spec(m_device->currentText().toStdString()));
+        auto st = tessera::balance_stages(
+            cfg, tessera::device_spec(m_device->currentText().toStdString()));
         QStringList s;
         for (int n : st) s << QString::number(n);
         m_balanceMsg->setText(cfg.parallel.stages == st ? "already balanced: " + s.join(", ")
@@ -696,25 +784,30 @@ void PlanPage::suggestPlans() {
     m_suggestions.clear();
     m_suggestKey = QString("%1 x %2").arg(gpuCount()).arg(m_device->currentText());
     try {
-        m_suggestions = tessera::plan_rank_for_batch(m_doc->config(),
-                                                     tessera::device_spec(m_device->currentText().toStdString()),
-                                                     gpuCount(), m_globalBatch->value(), 5);
+        m_suggestions = tessera::plan_rank_for_batch(
+            m_doc->config(), tessera::device_spec(m_device->currentText().toStdString()),
+            gpuCount(), m_globalBatch->value(), 5);
     } catch (const std::exception& e) {
         m_suggestMsg->setText(QString("no suggestions: ") + e.what());
         return;
     }
-    m_suggestMsg->setText(m_suggestions.empty()
-                              ? QString("nothing fits %1 × %2 at global batch %3").arg(gpuCount()).arg(m_device->currentText())
-                                    .arg(m_globalBatch->value())
-                              : QString("%1 GPUs, global batch %2; fastest first").arg(gpuCount()).arg(m_globalBatch->value()));
+    m_suggestMsg->setText(m_suggestions.empty() ? QString("nothing fits %1 × %2 at global batch %3")
+                                                      .arg(gpuCount())
+                                                      .arg(m_device->currentText())
+                                                      .arg(m_globalBatch->value())
+                                                : QString("%1 GPUs, global batch %2; fastest first")
+                                                      .arg(gpuCount())
+                                                      .arg(m_globalBatch->value()));
     for (const auto& r : m_suggestions) {
         const auto& s = r.plan;
         QString text = QString("%1 · %2 headroom\n%3\n%4")
-                           .arg(tokens_str(s.tokens_per_s)).arg(bytes_str(double(s.headroom_bytes)))
+                           .arg(tokens_str(s.tokens_per_s))
+                           .arg(bytes_str(double(s.headroom_bytes)))
                            .arg(QString::fromStdString(s.summary))
                            .arg(QString::fromStdString(s.reason));
         if (!r.loses_because.empty())
-            text += QString("\nslower than the one above: %1").arg(QString::fromStdString(r.loses_because));
+            text += QString("\nslower than the one above: %1")
+                        .arg(QString::fromStdString(r.loses_because));
         auto* it = new QListWidgetItem(text);
         it->setToolTip(QString::fromStdString(s.reason));
         QFont bold = it->font();
@@ -740,8 +833,10 @@ void PlanPage::applySuggestion(int row) {
 QString PlanPage::predictionText() const {
     if (!m_hasEstimate) return m_prediction->text();
     return QString("step %1 s | %2 | MFU %3% | bubble %4%")
-        .arg(m_estimate.step_s, 0, 'f', 4).arg(tokens_str(m_estimate.tokens_per_s))
-        .arg(100 * m_estimate.mfu, 0, 'f', 2).arg(100 * m_estimate.bubble_fraction, 0, 'f', 2);
+        .arg(m_estimate.step_s, 0, 'f', 4)
+        .arg(tokens_str(m_estimate.tokens_per_s))
+        .arg(100 * m_estimate.mfu, 0, 'f', 2)
+        .arg(100 * m_estimate.bubble_fraction, 0, 'f', 2);
 }
 
 QString PlanPage::issueText(const QString& key) const {
@@ -749,8 +844,14 @@ QString PlanPage::issueText(const QString& key) const {
     return it == m_issues.end() ? QString() : it.value()->text();
 }
 
-QString PlanPage::validityText() const { return m_valid_label->text(); }
-QString PlanPage::balanceMessage() const { return m_balanceMsg->text(); }
-QString PlanPage::overCapacityText() const { return m_over->text(); }
+QString PlanPage::validityText() const {
+    return m_valid_label->text();
+}
+QString PlanPage::balanceMessage() const {
+    return m_balanceMsg->text();
+}
+QString PlanPage::overCapacityText() const {
+    return m_over->text();
+}
 
 }  // namespace tessera::studio

@@ -9,7 +9,8 @@
 // outlier by the embedding or head (one click moves the blocks); up to three pinned plans drawn
 // side by side (CandidatesView).
 // Every change is one ProjectDocument::edit (a drag is one undo step); the page redraws from
-// configChanged(). With cluster hosts (Hosts page) the GPUs are their slots, drawn host by host. The modelling is Qt-free (engine/plan); the widgets only draw it.
+// configChanged(). With cluster hosts (Hosts page) the GPUs are their slots, drawn host by host.
+// The modelling is Qt-free (engine/plan); the widgets only draw it.
 #pragma once
 #include <QMap>
 #include <QTimer>
@@ -39,7 +40,7 @@ class CandidatesView;
 
 class PlanPage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit PlanPage(ProjectDocument* doc, QWidget* parent = nullptr);
 
     PartitionEditor* partitionEditor() const { return m_editor; }
@@ -67,10 +68,10 @@ public:
     void setDeviceName(const QString& name);  // H100 | H200 | A100-80GB | A100-40GB | cpu
     void setGpuCount(int gpus);               // GPUs available (the grid; validation)
 
-public Q_SLOTS:
+  public Q_SLOTS:
     void setDarkTheme(bool dark);  // the shell calls it when the theme changes (plots follow)
-    void balanceStages();   // balance_stages -> one undoable edit, or the reason in the label
-    void suggestPlans();    // fills the list with plan_suggest's top 5
+    void balanceStages();  // balance_stages -> one undoable edit, or the reason in the label
+    void suggestPlans();   // fills the list with plan_suggest's top 5
     void applySuggestion(int row);
     void updateAnswers();      // what fits, policy advice, stage imbalance (the timer calls it)
     void applyPolicy();        // the advised recompute/offload policy, one undoable edit
@@ -78,7 +79,7 @@ public Q_SLOTS:
     void pinCurrentPlan();     // up to three; the oldest drops out
     void clearPins();
 
-private:
+  private:
     void buildUi();
     void refresh();  // config -> controls, issues, editor, grid, prediction
     void editParallel(const QString& text, const std::function<void(tessera::RunConfig&)>& change);

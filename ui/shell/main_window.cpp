@@ -68,12 +68,13 @@ MainWindow::MainWindow(ProjectDocument* doc, QWidget* parent) : QMainWindow(pare
     m_sidebar = new QListWidget;
     m_sidebar->setFixedWidth(150);
     m_sidebar->setFrameShape(QFrame::NoFrame);
-    m_sidebar->setStyleSheet("QListView { font-size: 11pt; padding-top: 8px; background: palette(base);"
-                             " border-right: 1px solid palette(mid); }"
-                             "QListView::item, QListView::item:!selected { padding: 8px 16px;"
-                             " border: none; }"
-                             "QListView::item:selected { padding: 8px 16px; border: none;"
-                             " background: palette(highlight); color: palette(highlighted-text); }");
+    m_sidebar->setStyleSheet(
+        "QListView { font-size: 11pt; padding-top: 8px; background: palette(base);"
+        " border-right: 1px solid palette(mid); }"
+        "QListView::item, QListView::item:!selected { padding: 8px 16px;"
+        " border: none; }"
+        "QListView::item:selected { padding: 8px 16px; border: none;"
+        " background: palette(highlight); color: palette(highlighted-text); }");
     m_sidebar->setFocusPolicy(Qt::NoFocus);
     m_header = new QLabel;
     m_header->setTextFormat(Qt::RichText);
@@ -83,8 +84,9 @@ MainWindow::MainWindow(ProjectDocument* doc, QWidget* parent) : QMainWindow(pare
     m_banner->setObjectName("errorBanner");
     m_banner->setWordWrap(true);
     m_banner->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_banner->setStyleSheet("QLabel#errorBanner { background: #fdecea; color: #8a1c1c; "
-                            "border: 1px solid #f5c2c0; border-radius: 4px; padding: 8px 10px; }");
+    m_banner->setStyleSheet(
+        "QLabel#errorBanner { background: #fdecea; color: #8a1c1c; "
+        "border: 1px solid #f5c2c0; border-radius: 4px; padding: 8px 10px; }");
     m_banner->hide();
 
     auto* right = new QWidget;
@@ -133,11 +135,21 @@ int MainWindow::addPage(const QString& title, QWidget* page) {
     return i;
 }
 
-int MainWindow::pageCount() const { return m_stack->count(); }
-QString MainWindow::pageTitle(int i) const { return m_sidebar->item(i) ? m_sidebar->item(i)->text() : QString(); }
-QWidget* MainWindow::page(int i) const { return m_stack->widget(i); }
-void MainWindow::setCurrentPage(int i) { m_sidebar->setCurrentRow(i); }
-int MainWindow::currentPage() const { return m_stack->currentIndex(); }
+int MainWindow::pageCount() const {
+    return m_stack->count();
+}
+QString MainWindow::pageTitle(int i) const {
+    return m_sidebar->item(i) ? m_sidebar->item(i)->text() : QString();
+}
+QWidget* MainWindow::page(int i) const {
+    return m_stack->widget(i);
+}
+void MainWindow::setCurrentPage(int i) {
+    m_sidebar->setCurrentRow(i);
+}
+int MainWindow::currentPage() const {
+    return m_stack->currentIndex();
+}
 
 // ----------------------------------------------------------------------------
 // menus
@@ -187,7 +199,8 @@ void MainWindow::buildMenus() {
 void MainWindow::rebuildRecentMenu() {
     m_recentMenu->clear();
     for (const QString& dir : m_recent)
-        m_recentMenu->addAction(QDir::toNativeSeparators(dir), this, [this, dir] { openProject(dir); });
+        m_recentMenu->addAction(QDir::toNativeSeparators(dir), this,
+                                [this, dir] { openProject(dir); });
     m_recentMenu->setEnabled(!m_recent.isEmpty());
 }
 
@@ -229,7 +242,9 @@ void MainWindow::clearError() {
     m_banner->hide();
 }
 
-QString MainWindow::errorText() const { return m_banner->isHidden() ? QString() : m_banner->text(); }
+QString MainWindow::errorText() const {
+    return m_banner->isHidden() ? QString() : m_banner->text();
+}
 
 void MainWindow::setDarkTheme(bool dark) {
     m_dark = dark;
@@ -249,8 +264,8 @@ bool MainWindow::openProject(const QString& path, bool ask) {
 }
 
 void MainWindow::openDialog() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Tessera project"),
-                                                          m_doc->projectDir());
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Open Tessera project"), m_doc->projectDir());
     if (!dir.isEmpty()) openProject(dir);
 }
 
@@ -282,8 +297,8 @@ bool MainWindow::save() {
 
 bool MainWindow::saveAs() {
     if (!m_doc->isOpen()) return false;
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Save project to folder"),
-                                                          m_doc->projectDir());
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Save project to folder"), m_doc->projectDir());
     if (dir.isEmpty()) return false;
     QString error;
     if (m_doc->saveAs(dir, &error)) return true;
@@ -316,12 +331,14 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 QStringList MainWindow::saveScreenshots(const QString& dir, const QString& name) {
     QDir().mkpath(dir);
     QStringList files;
-    const QString project = !name.isEmpty()      ? name
+    const QString project = !name.isEmpty()   ? name
                             : m_doc->isOpen() ? QFileInfo(m_doc->projectDir()).fileName()
                                               : QStringLiteral("none");
     // "System (GPU, host)" -> "system-gpu-host"
     auto slug = [](const QString& title) {
-        return title.toLower().replace(QRegularExpression("[^a-z0-9]+"), "-").remove(QRegularExpression("^-|-$"));
+        return title.toLower()
+            .replace(QRegularExpression("[^a-z0-9]+"), "-")
+            .remove(QRegularExpression("^-|-$"));
     };
     auto save = [&](const QString& name) {
         QApplication::processEvents();

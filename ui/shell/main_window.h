@@ -18,7 +18,7 @@ class ProjectDocument;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
-public:
+  public:
     explicit MainWindow(ProjectDocument* doc, QWidget* parent = nullptr);
 
     // Appends a page to the sidebar; the window takes ownership. Returns its index.
@@ -42,13 +42,13 @@ public:
     // returns the files written.
     QStringList saveScreenshots(const QString& dir, const QString& name = {});
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void themeChanged(bool dark);
 
-protected:
+  protected:
     void closeEvent(QCloseEvent* e) override;
 
-private:
+  private:
     void buildMenus();
     void showError(const QString& message);
     void clearError();

@@ -30,7 +30,8 @@ double nice_step(double span, int target) {
 GanttView::GanttView(QWidget* parent) : QWidget(parent) {
     setMouseTracking(true);
     setAttribute(Qt::WA_OpaquePaintEvent);
-    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);  // lanes never stretch thin bars tall
+    setSizePolicy(QSizePolicy::Expanding,
+                  QSizePolicy::Maximum);  // lanes never stretch thin bars tall
 }
 
 QColor GanttView::kindColor(const QString& kind) {
@@ -61,7 +62,9 @@ void GanttView::setEmptyText(const QString& text) {
     update();
 }
 
-void GanttView::resetZoom() { setTimeRange(0, std::max(m_data.length_ms, 1e-3)); }
+void GanttView::resetZoom() {
+    setTimeRange(0, std::max(m_data.length_ms, 1e-3));
+}
 
 void GanttView::setTimeRange(double t0, double t1) {
     if (!(t1 > t0)) return;
@@ -81,9 +84,12 @@ void GanttView::zoomAt(double factor, double anchor) {
 }
 
 QSize GanttView::sizeHint() const {
-    return {600, kTitleH + kAxisH + 8 + int(kLaneH * 1.6) * std::max<int>(2, m_data.rowLabels.size())};
+    return {600,
+            kTitleH + kAxisH + 8 + int(kLaneH * 1.6) * std::max<int>(2, m_data.rowLabels.size())};
 }
-QSize GanttView::minimumSizeHint() const { return {300, kTitleH + kAxisH + 8 + kLaneH * 2}; }
+QSize GanttView::minimumSizeHint() const {
+    return {300, kTitleH + kAxisH + 8 + kLaneH * 2};
+}
 
 QRect GanttView::plotRect() const {
     return QRect(kLabelW, kTitleH, std::max(10, width() - kLabelW - 12),
@@ -127,8 +133,12 @@ QString GanttView::barDescription(int i) const {
     const GanttBar& b = m_data.bars[i];
     QString micro = b.micro >= 0 ? QString::number(b.micro) : QStringLiteral("–");
     return QString("stage %1 (rank %2)\nmicro-batch %3\n%4\n%5 ms (at %6 ms)")
-        .arg(b.stage).arg(b.rank).arg(micro).arg(b.kind)
-        .arg(b.duration_ms(), 0, 'f', 3).arg(b.start_ms, 0, 'f', 3) +
+               .arg(b.stage)
+               .arg(b.rank)
+               .arg(micro)
+               .arg(b.kind)
+               .arg(b.duration_ms(), 0, 'f', 3)
+               .arg(b.start_ms, 0, 'f', 3) +
            (b.critical ? QStringLiteral("\non the critical path") : QString());
 }
 
@@ -176,8 +186,9 @@ void GanttView::paintEvent(QPaintEvent*) {
         p.setPen(fg);
         p.drawLine(QPointF(x, axisY), QPointF(x, axisY + 4));
         const int prec = step >= 1 ? 0 : int(std::ceil(-std::log10(step)));
-        p.drawText(QRectF(x - 40, axisY + 4, 80, 16), Qt::AlignHCenter | Qt::AlignTop,
-                   QString::number(t, 'f', prec) + (t == std::ceil(m_t0 / step) * step ? " ms" : ""));
+        p.drawText(
+            QRectF(x - 40, axisY + 4, 80, 16), Qt::AlignHCenter | Qt::AlignTop,
+            QString::number(t, 'f', prec) + (t == std::ceil(m_t0 / step) * step ? " ms" : ""));
     }
     // bars
     p.setClipRect(QRectF(r.left(), r.top(), r.width(), axisY - r.top()));
@@ -186,7 +197,8 @@ void GanttView::paintEvent(QPaintEvent*) {
     p.setFont(small);
     // bubbles (simulated schedules): the lane's idle intervals, hatched red
     for (const GanttGap& g : m_data.gaps) {
-        const QRectF gr(xOf(g.start_ms), r.top() + g.row * laneH + 3, xOf(g.end_ms) - xOf(g.start_ms), laneH - 6);
+        const QRectF gr(xOf(g.start_ms), r.top() + g.row * laneH + 3,
+                        xOf(g.end_ms) - xOf(g.start_ms), laneH - 6);
         p.fillRect(gr, QColor(0xe1, 0x57, 0x59, 40));
         p.fillRect(gr, QBrush(QColor(0xe1, 0x57, 0x59, 150), Qt::BDiagPattern));
     }
@@ -239,15 +251,21 @@ void GanttView::mouseMoveEvent(QMouseEvent* e) {
     setTimeRange(t0, t0 + span);
 }
 
-void GanttView::mouseReleaseEvent(QMouseEvent*) { m_dragging = false; }
-void GanttView::mouseDoubleClickEvent(QMouseEvent*) { resetZoom(); }
+void GanttView::mouseReleaseEvent(QMouseEvent*) {
+    m_dragging = false;
+}
+void GanttView::mouseDoubleClickEvent(QMouseEvent*) {
+    resetZoom();
+}
 
 bool GanttView::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip) {
         auto* he = static_cast<QHelpEvent*>(e);
         const int i = barAt(he->pos());
-        if (i >= 0) QToolTip::showText(he->globalPos(), barDescription(i), this);
-        else QToolTip::hideText();
+        if (i >= 0)
+            QToolTip::showText(he->globalPos(), barDescription(i), this);
+        else
+            QToolTip::hideText();
         return true;
     }
     return QWidget::event(e);

@@ -10,7 +10,7 @@ namespace tessera::studio {
 
 class GanttView : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit GanttView(QWidget* parent = nullptr);
 
     void setData(const GanttData& data, const QString& title);
@@ -19,17 +19,17 @@ public:
     void setTimeRange(double t0_ms, double t1_ms);  // shared zoom with a sibling view
     double viewStart() const { return m_t0; }
     double viewEnd() const { return m_t1; }
-    void zoomAt(double factor, double anchor_ms);   // factor < 1 zooms in
+    void zoomAt(double factor, double anchor_ms);  // factor < 1 zooms in
     void resetZoom();
-    int barAt(const QPoint& pos) const;             // index into data().bars, or -1
-    QPoint barCenter(int index) const;              // where bar `index` is drawn now
-    QString barDescription(int index) const;        // the hover text of a bar
+    int barAt(const QPoint& pos) const;       // index into data().bars, or -1
+    QPoint barCenter(int index) const;        // where bar `index` is drawn now
+    QString barDescription(int index) const;  // the hover text of a bar
     static QColor kindColor(const QString& kind);
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void timeRangeChanged(double t0_ms, double t1_ms);
 
-protected:
+  protected:
     void paintEvent(QPaintEvent*) override;
     void wheelEvent(QWheelEvent*) override;
     void mousePressEvent(QMouseEvent*) override;
@@ -40,7 +40,7 @@ protected:
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
 
-private:
+  private:
     GanttData m_data;
     QString m_title, m_empty;
     double m_t0 = 0, m_t1 = 1;  // visible time range, ms

@@ -12,7 +12,6 @@
 
 namespace tessera::studio {
 
-
 // ------------------------------------------------------------------------------------------------
 // measured
 
@@ -93,13 +92,14 @@ GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms) {
 // ------------------------------------------------------------------------------------------------
 // simulated
 
-std::optional<tessera::ScheduleTimes> timeline_measured_times(const tessera::RunConfig& cfg,
-                                                               const std::vector<tessera::SpanRecord>& spans) {
+std::optional<tessera::ScheduleTimes> timeline_measured_times(
+    const tessera::RunConfig& cfg, const std::vector<tessera::SpanRecord>& spans) {
     const IdealPlan p = ideal_plan(cfg);
     return tessera::schedule_times_measured(spans, p.pp, p.v);
 }
 
-tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg, const tessera::DeviceSpec& dev) {
+tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg,
+                                                const tessera::DeviceSpec& dev) {
     const IdealPlan p = ideal_plan(cfg);
     const tessera::PlanEstimate est = tessera::estimate_plan(cfg, dev);
     std::vector<double> per_action((size_t)p.pp, 0.0);
@@ -127,8 +127,8 @@ GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::
         GanttBar bar;
         bar.row = bar.stage = bar.rank = a.stage;
         bar.micro = a.micro;
-        bar.kind = a.kind == tessera::PipeAction::forward          ? "forward"
-                   : a.kind == tessera::PipeAction::backward_input ? "backward_input"
+        bar.kind = a.kind == tessera::PipeAction::forward           ? "forward"
+                   : a.kind == tessera::PipeAction::backward_input  ? "backward_input"
                    : a.kind == tessera::PipeAction::backward_weight ? "backward_weight"
                                                                     : "backward";
         bar.start_ms = a.start_s * 1e3;
@@ -136,7 +136,8 @@ GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::
         bar.critical = a.critical;
         g.bars.push_back(bar);
     }
-    for (const tessera::SimGap& gap : sim.bubbles) g.gaps.push_back({gap.stage, gap.start_s * 1e3, gap.end_s * 1e3});
+    for (const tessera::SimGap& gap : sim.bubbles)
+        g.gaps.push_back({gap.stage, gap.start_s * 1e3, gap.end_s * 1e3});
     g.length_ms = sim.makespan_s * 1e3;
     if (sim_out) *sim_out = std::move(sim);
     return g;

@@ -4,9 +4,8 @@
 #pragma once
 #include <QString>
 #include <QVector>
-#include <vector>
-
 #include <optional>
+#include <vector>
 
 #include "engine/config/config.h"
 #include "engine/parallel/schedule_sim.h"
@@ -17,11 +16,11 @@ namespace tessera::studio {
 
 // One bar of a Gantt chart. Times are milliseconds from the step's first span.
 struct GanttBar {
-    int row = 0;          // index into GanttData::rowLabels
+    int row = 0;  // index into GanttData::rowLabels
     int stage = 0;
     int rank = 0;
-    int micro = -1;       // -1 = not tied to a micro-batch (optimizer)
-    QString kind;         // forward|backward|recv|send|optimizer|forward_backward|...
+    int micro = -1;  // -1 = not tied to a micro-batch (optimizer)
+    QString kind;    // forward|backward|recv|send|optimizer|forward_backward|...
     double start_ms = 0, end_ms = 0;
     bool critical = false;  // on the simulated schedule's critical path
     double duration_ms() const { return end_ms - start_ms; }
@@ -36,8 +35,8 @@ struct GanttGap {
 struct GanttData {
     QVector<QString> rowLabels;  // "stage 0 · rank 0"
     QVector<GanttBar> bars;
-    QVector<GanttGap> gaps;      // bubbles (the simulated schedule's; empty for measured data)
-    double length_ms = 0;        // the last bar's end
+    QVector<GanttGap> gaps;  // bubbles (the simulated schedule's; empty for measured data)
+    double length_ms = 0;    // the last bar's end
 };
 
 // Measured: one row per (stage, rank), sorted by stage then rank.
@@ -57,13 +56,14 @@ GanttData timeline_ideal_bars(const tessera::RunConfig& cfg, double window_ms);
 // backward span (a single-rank forward_backward span split 1 : 2), the slowest rank's figure;
 // every chunk of a stage gets its stage's. Communication waits (recv) are not compute and are
 // left out: the simulation has free p2p. nullopt when a stage of the plan has no compute span.
-std::optional<tessera::ScheduleTimes> timeline_measured_times(const tessera::RunConfig& cfg,
-                                                               const std::vector<tessera::SpanRecord>& spans);
+std::optional<tessera::ScheduleTimes> timeline_measured_times(
+    const tessera::RunConfig& cfg, const std::vector<tessera::SpanRecord>& spans);
 // Predicted per-action times: the estimator's busy time of each rank without its optimizer
 // (RankEstimate::compute_s - optimizer_s) over its micro-batches and chunks, a third forward and
 // two thirds backward (the estimator's own split), the slowest rank of each stage. Throws
 // InputError when the estimator cannot estimate the plan.
-tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg, const tessera::DeviceSpec& dev);
+tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg,
+                                                const tessera::DeviceSpec& dev);
 // The plan's schedule simulated with `t`: one row per stage, bars marked critical, the bubbles
 // as gaps. `sim` (optional) receives the simulation itself.
 GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::ScheduleTimes& t,

@@ -12,28 +12,30 @@
 
 #include "engine/config/config.h"
 #include "engine/core/error.h"
-#include "engine/telemetry/pipeline_spans.h"
 #include "engine/telemetry/metric_names.h"
+#include "engine/telemetry/pipeline_spans.h"
 #include "ui/common/project_document.h"
-#include "ui/timeline/gantt_view.h"
 #include "ui/monitor/monitor_device.h"
+#include "ui/timeline/gantt_view.h"
 #include "ui/timeline/timeline_data.h"
 
 namespace tessera::studio {
 
 namespace {
-QString percent(double f) { return f < 0 ? QStringLiteral("–") : QString::number(100 * f, 'f', 1) + " %"; }
+QString percent(double f) {
+    return f < 0 ? QStringLiteral("–") : QString::number(100 * f, 'f', 1) + " %";
+}
 
 QWidget* legend_widget(QWidget* parent) {
     auto* w = new QWidget(parent);
     auto* lay = new QHBoxLayout(w);
     lay->setContentsMargins(0, 0, 0, 0);
-    for (const char* k : {"forward", "backward", "backward_input", "backward_weight", "recv", "optimizer",
-                          "forward_backward"}) {
+    for (const char* k : {"forward", "backward", "backward_input", "backward_weight", "recv",
+                          "optimizer", "forward_backward"}) {
         auto* swatch = new QLabel(w);
         swatch->setFixedSize(12, 12);
-        swatch->setStyleSheet(QString("background:%1; border:1px solid #555;")
-                                  .arg(GanttView::kindColor(k).name()));
+        swatch->setStyleSheet(
+            QString("background:%1; border:1px solid #555;").arg(GanttView::kindColor(k).name()));
         lay->addWidget(swatch);
         lay->addWidget(new QLabel(QString(k).replace('_', ' '), w));
         lay->addSpacing(8);
@@ -55,8 +57,13 @@ QWidget* legend_widget(QWidget* parent) {
 }  // namespace
 
 TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
-    : QWidget(parent), m_doc(doc), m_runBox(new QComboBox(this)), m_stepBox(new QSpinBox(this)),
-      m_summary(new QLabel(this)), m_status(new QLabel(this)), m_measured(new GanttView(this)),
+    : QWidget(parent),
+      m_doc(doc),
+      m_runBox(new QComboBox(this)),
+      m_stepBox(new QSpinBox(this)),
+      m_summary(new QLabel(this)),
+      m_status(new QLabel(this)),
+      m_measured(new GanttView(this)),
       m_ideal(new GanttView(this)) {
     setObjectName("timelinePage");
     m_runBox->setObjectName("timelineRun");
@@ -88,7 +95,8 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
     lay->addWidget(m_ideal);
     lay->addWidget(m_status);
     lay->addStretch(1);
-    auto* hint = new QLabel(tr("Wheel: zoom · drag: pan · double-click: whole step · hover a bar for details"), this);
+    auto* hint = new QLabel(
+        tr("Wheel: zoom · drag: pan · double-click: whole step · hover a bar for details"), this);
     hint->setStyleSheet("color: gray;");
     lay->addWidget(hint);
 
@@ -104,14 +112,18 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
 
 TimelinePage::~TimelinePage() = default;
 
-QString TimelinePage::statusText() const { return m_status->text(); }
+QString TimelinePage::statusText() const {
+    return m_status->text();
+}
 
 int64_t TimelinePage::currentRun() const {
     const int i = m_runBox->currentIndex();
     return i >= 0 && i < int(m_runs.size()) ? m_runs[i].id : -1;
 }
 
-int64_t TimelinePage::currentStep() const { return m_stepBox->value(); }
+int64_t TimelinePage::currentStep() const {
+    return m_stepBox->value();
+}
 
 void TimelinePage::refresh() {
     const int64_t keep = currentRun();
@@ -122,15 +134,19 @@ void TimelinePage::refresh() {
     const QString db = m_doc ? m_doc->dbPath() : QString();
     if (db.isEmpty() || !QFileInfo::exists(db)) {
         m_status->setText(db.isEmpty() ? tr("No project open.")
-                                       : tr("No runs yet: %1 does not exist. Train the project to see its measured timeline.").arg(db));
+                                       : tr("No runs yet: %1 does not exist. Train the project to "
+                                            "see its measured timeline.")
+                                             .arg(db));
         m_measured->setEmptyText(tr("no run"));
         m_ideal->setEmptyText(tr("no run"));
         m_summary->clear();
-        if (m_doc && m_doc->isOpen()) showPredicted(m_doc->config(), {}, tr("the project, before any run"));
+        if (m_doc && m_doc->isOpen())
+            showPredicted(m_doc->config(), {}, tr("the project, before any run"));
         return;
     }
     try {
-        m_store = std::make_unique<tessera::RunStore>(tessera::RunStore::open(db.toStdString(), true));
+        m_store =
+            std::make_unique<tessera::RunStore>(tessera::RunStore::open(db.toStdString(), true));
         m_runs = m_store->runs_list();
     } catch (const std::exception& e) {
         m_store.reset();
@@ -139,8 +155,11 @@ void TimelinePage::refresh() {
         return;
     }
     for (const auto& r : m_runs)
-        m_runBox->addItem(QString("#%1  %2  (%3, world %4)").arg(r.id).arg(QString::fromStdString(r.name))
-                              .arg(QString::fromStdString(r.status)).arg(r.world_size));
+        m_runBox->addItem(QString("#%1  %2  (%3, world %4)")
+                              .arg(r.id)
+                              .arg(QString::fromStdString(r.name))
+                              .arg(QString::fromStdString(r.status))
+                              .arg(r.world_size));
     int idx = int(m_runs.size()) - 1;
     for (size_t i = 0; i < m_runs.size(); ++i)
         if (m_runs[i].id == keep) idx = int(i);
@@ -157,7 +176,10 @@ bool TimelinePage::selectRun(int64_t id) {
     return false;
 }
 
-void TimelinePage::setStep(int64_t step) { m_stepBox->setValue(int(step)); showStep(); }
+void TimelinePage::setStep(int64_t step) {
+    m_stepBox->setValue(int(step));
+    showStep();
+}
 
 void TimelinePage::onRunChanged() {
     const int i = m_runBox->currentIndex();
@@ -198,7 +220,9 @@ void TimelinePage::showStep() {
     GanttData measured = timeline_measured_bars(spans);
     m_measuredBubble = tessera::pipeline_bubble_measured(spans);
     const double window_ms = timeline_pipeline_window_ms(spans);
-    m_measured->setData(measured, tr("Measured — run #%1, step %2 (%3 ms)").arg(run.id).arg(step)
+    m_measured->setData(measured, tr("Measured — run #%1, step %2 (%3 ms)")
+                                      .arg(run.id)
+                                      .arg(step)
                                       .arg(measured.length_ms, 0, 'f', 2));
     if (spans.empty()) m_measured->setEmptyText(tr("no spans recorded for step %1").arg(step));
 
@@ -206,8 +230,10 @@ void TimelinePage::showStep() {
     try {
         tessera::RunConfig cfg = tessera::config_parse(run.config_text, run.name + " (runs.db)");
         m_predictedBubble = timeline_predicted_bubble(cfg);
-        plan = QString("%1, pp %2, %3 micro-batches").arg(QString::fromStdString(cfg.parallel.schedule))
-                   .arg(cfg.parallel.pp).arg(cfg.train.grad_accum);
+        plan = QString("%1, pp %2, %3 micro-batches")
+                   .arg(QString::fromStdString(cfg.parallel.schedule))
+                   .arg(cfg.parallel.pp)
+                   .arg(cfg.train.grad_accum);
         // the plan simulated with this step's measured per-stage times; without spans, with the
         // estimator's predicted times for the device the run recorded
         if (std::optional<tessera::ScheduleTimes> t = timeline_measured_times(cfg, spans)) {
@@ -215,30 +241,38 @@ void TimelinePage::showStep() {
             GanttData g = timeline_simulated_bars(cfg, *t, &sim);
             m_simulatedBubble = sim.bubble_fraction;
             m_simulatedFromMeasured = true;
-            m_ideal->setData(g, tr("Simulated — %1, from the measured per-stage times of step %2 (free p2p): "
-                                   "%3 ms, bubble %4")
-                                    .arg(plan).arg(step).arg(g.length_ms, 0, 'f', 2).arg(percent(sim.bubble_fraction)));
+            m_ideal->setData(
+                g, tr("Simulated — %1, from the measured per-stage times of step %2 (free p2p): "
+                      "%3 ms, bubble %4")
+                       .arg(plan)
+                       .arg(step)
+                       .arg(g.length_ms, 0, 'f', 2)
+                       .arg(percent(sim.bubble_fraction)));
         } else {
             std::vector<tessera::DeviceRecord> devices = m_store->devices(run.id);
             showPredicted(cfg, devices, tr("run #%1 (no spans for step %2)").arg(run.id).arg(step));
         }
         m_status->setText(cfg.parallel.pp > 1 ? QString()
-                                              : tr("This run has no pipeline (pp = 1): the schedule is one stage without bubble."));
+                                              : tr("This run has no pipeline (pp = 1): the "
+                                                   "schedule is one stage without bubble."));
     } catch (const std::exception& e) {
         m_ideal->setEmptyText(tr("no simulated schedule: %1").arg(QString::fromUtf8(e.what())));
         m_status->setText(QString::fromUtf8(e.what()));
     }
     // the ideal view follows the measured one's time axis
-    if (!m_measured->data().bars.isEmpty()) m_ideal->setTimeRange(m_measured->viewStart(), m_measured->viewEnd());
-    m_summary->setText(tr("<b>Bubble</b> &nbsp; measured: <b>%1</b> (from spans; logged pipeline/bubble: %2) "
-                          "&nbsp;·&nbsp; simulated: <b>%3</b> &nbsp;·&nbsp; ideal f = 1, b = 2: <b>%4</b> (%5)")
-                           .arg(percent(m_measuredBubble), percent(m_loggedBubble), percent(m_simulatedBubble),
-                                percent(m_predictedBubble), plan));
+    if (!m_measured->data().bars.isEmpty())
+        m_ideal->setTimeRange(m_measured->viewStart(), m_measured->viewEnd());
+    m_summary->setText(
+        tr("<b>Bubble</b> &nbsp; measured: <b>%1</b> (from spans; logged pipeline/bubble: %2) "
+           "&nbsp;·&nbsp; simulated: <b>%3</b> &nbsp;·&nbsp; ideal f = 1, b = 2: <b>%4</b> (%5)")
+            .arg(percent(m_measuredBubble), percent(m_loggedBubble), percent(m_simulatedBubble),
+                 percent(m_predictedBubble), plan));
 }
 
 // The plan simulated with the estimator's predicted per-stage times (timeline_predicted_times) for
 // the recorded device, or the default device without a record.
-void TimelinePage::showPredicted(const tessera::RunConfig& cfg, const std::vector<tessera::DeviceRecord>& devices,
+void TimelinePage::showPredicted(const tessera::RunConfig& cfg,
+                                 const std::vector<tessera::DeviceRecord>& devices,
                                  const QString& what) {
     try {
         MonitorDevice md = monitor_prediction_device(cfg, devices);
@@ -247,9 +281,14 @@ void TimelinePage::showPredicted(const tessera::RunConfig& cfg, const std::vecto
         GanttData g = timeline_simulated_bars(cfg, t, &sim);
         m_simulatedBubble = sim.bubble_fraction;
         m_simulatedFromMeasured = false;
-        m_ideal->setData(g, tr("Simulated — %1, predicted times for %2 (pp %3, %4 micro-batches): %5 ms, bubble %6")
-                                .arg(what, QString::fromStdString(md.spec.name)).arg(cfg.parallel.pp)
-                                .arg(cfg.train.grad_accum).arg(g.length_ms, 0, 'f', 2).arg(percent(sim.bubble_fraction)));
+        m_ideal->setData(
+            g,
+            tr("Simulated — %1, predicted times for %2 (pp %3, %4 micro-batches): %5 ms, bubble %6")
+                .arg(what, QString::fromStdString(md.spec.name))
+                .arg(cfg.parallel.pp)
+                .arg(cfg.train.grad_accum)
+                .arg(g.length_ms, 0, 'f', 2)
+                .arg(percent(sim.bubble_fraction)));
         if (m_measured->data().bars.isEmpty()) m_ideal->resetZoom();
     } catch (const std::exception& e) {
         m_ideal->setEmptyText(tr("no simulated schedule: %1").arg(QString::fromUtf8(e.what())));

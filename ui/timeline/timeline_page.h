@@ -24,28 +24,30 @@ class ProjectDocument;
 
 class TimelinePage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit TimelinePage(ProjectDocument* doc, QWidget* parent = nullptr);
     ~TimelinePage() override;
 
-    void refresh();                     // re-reads the run list from the project's runs.db
-    bool selectRun(int64_t run_id);     // false if the run is not listed
-    void setStep(int64_t step);         // 1-based, as in the metrics and the console
-    int64_t currentRun() const;         // -1 = none
+    void refresh();                  // re-reads the run list from the project's runs.db
+    bool selectRun(int64_t run_id);  // false if the run is not listed
+    void setStep(int64_t step);      // 1-based, as in the metrics and the console
+    int64_t currentRun() const;      // -1 = none
     int64_t currentStep() const;
-    double measuredBubble() const { return m_measuredBubble; }   // -1 = unknown
-    double predictedBubble() const { return m_predictedBubble; } // -1 = unknown
-    double loggedBubble() const { return m_loggedBubble; }       // pipeline/bubble metric, -1 = none
-    double simulatedBubble() const { return m_simulatedBubble; } // the simulated chart's, -1 = none
+    double measuredBubble() const { return m_measuredBubble; }    // -1 = unknown
+    double predictedBubble() const { return m_predictedBubble; }  // -1 = unknown
+    double loggedBubble() const { return m_loggedBubble; }  // pipeline/bubble metric, -1 = none
+    double simulatedBubble() const {
+        return m_simulatedBubble;
+    }  // the simulated chart's, -1 = none
     bool simulatedFromMeasured() const { return m_simulatedFromMeasured; }  // else predicted times
     GanttView* measuredView() const { return m_measured; }
     GanttView* idealView() const { return m_ideal; }  // the simulated schedule (see above)
     QString statusText() const;
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void loadFailed(const QString& message);
 
-private:
+  private:
     ProjectDocument* m_doc;
     std::unique_ptr<tessera::RunStore> m_store;
     std::vector<tessera::RunRow> m_runs;
@@ -55,13 +57,14 @@ private:
     QLabel* m_status;
     GanttView* m_measured;
     GanttView* m_ideal;
-    double m_measuredBubble = -1, m_predictedBubble = -1, m_loggedBubble = -1, m_simulatedBubble = -1;
+    double m_measuredBubble = -1, m_predictedBubble = -1, m_loggedBubble = -1,
+           m_simulatedBubble = -1;
     bool m_simulatedFromMeasured = false;
 
     void onRunChanged();
     void showStep();
-    void showPredicted(const tessera::RunConfig& cfg, const std::vector<tessera::DeviceRecord>& devices,
-                       const QString& what);
+    void showPredicted(const tessera::RunConfig& cfg,
+                       const std::vector<tessera::DeviceRecord>& devices, const QString& what);
 };
 
 }  // namespace tessera::studio

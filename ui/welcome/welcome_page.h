@@ -36,7 +36,7 @@ QString welcome_create_project(const QString& template_dir, const QString& dest_
 
 class WelcomePage : public QWidget {
     Q_OBJECT
-public:
+  public:
     explicit WelcomePage(MainWindow* window, ProjectDocument* doc, QWidget* parent = nullptr);
 
     QStringList exampleProjects() const;  // folders listed under "Examples"
@@ -45,13 +45,13 @@ public:
     // Starts the fetch script (no-op while it runs); fetchFinished(ok) when it exits.
     void fetchData();
 
-Q_SIGNALS:
+  Q_SIGNALS:
     void fetchFinished(bool ok);
 
-protected:
+  protected:
     void showEvent(QShowEvent* e) override;
 
-private:
+  private:
     void refreshRecent();
     void openPath(const QString& dir);
     void createProject();

@@ -26,7 +26,8 @@ struct AdamWRange {
 #ifdef __CUDACC__
 __host__ __device__
 #endif
-inline float clip_scale(double grad_clip, double grad_norm) {
+    inline float
+    clip_scale(double grad_clip, double grad_norm) {
     if (grad_clip <= 0.0) return 1.0f;
     double coef = grad_clip / (grad_norm + 1e-6);
     return coef < 1.0 ? static_cast<float>(coef) : 1.0f;

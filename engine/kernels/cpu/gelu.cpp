@@ -25,7 +25,8 @@ static inline float gelu_local_grad(float x) {
     float cube = 0.044715f * x * x * x;
     float tanh_out = tanhf(kGeluScale * (x + cube));
     float sech2 = 1.0f - tanh_out * tanh_out;
-    return 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + tanh_out) +
+           x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
 TS_SIMD_CLONES void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t N) {

@@ -1,9 +1,9 @@
 #include "engine/kernels/cpu/layernorm.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <vector>
-
-#include <omp.h>
 
 namespace tessera {
 

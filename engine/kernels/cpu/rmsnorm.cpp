@@ -1,9 +1,9 @@
 #include "engine/kernels/cpu/rmsnorm.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <vector>
-
-#include <omp.h>
 
 namespace tessera {
 
@@ -18,7 +18,8 @@ struct RowLayout {
     long offset(long row) const { return (row / R) * stride + (row % R) * (long)C; }
 };
 
-void forward_rows(float* out, float* rstd, const float* inp, const float* weight, long rows, RowLayout L, float eps) {
+void forward_rows(float* out, float* rstd, const float* inp, const float* weight, long rows,
+                  RowLayout L, float eps) {
     const int C = L.C;
 #pragma omp parallel for
     for (long n = 0; n < rows; ++n) {
@@ -36,8 +37,9 @@ void forward_rows(float* out, float* rstd, const float* inp, const float* weight
 // or (accumulate false) written over it; dinp may then be dout (each element is read before it is
 // written). The weight gradient is summed per thread (rows split in order) and the partial sums
 // added in thread order.
-void backward_rows(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                   const float* rstd, long rows, RowLayout L, bool accumulate) {
+void backward_rows(float* dinp, float* dweight, const float* dout, const float* inp,
+                   const float* weight, const float* rstd, long rows, RowLayout L,
+                   bool accumulate) {
     const int C = L.C;
     const int nt = omp_get_max_threads();
     std::vector<float> part((size_t)nt * C, 0.0f);
@@ -72,7 +74,8 @@ void backward_rows(float* dinp, float* dweight, const float* dout, const float* 
 
 }  // namespace
 
-void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C, float eps) {
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                     float eps) {
     forward_rows(out, rstd, inp, weight, N, {1, C, C}, eps);
 }
 
@@ -81,14 +84,16 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
     backward_rows(dinp, dweight, dout, inp, weight, rstd, N, {1, C, C}, true);
 }
 
-void rmsnorm_heads_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int heads,
-                           int hd, long stride, float eps) {
+void rmsnorm_heads_forward(float* out, float* rstd, const float* inp, const float* weight, int N,
+                           int heads, int hd, long stride, float eps) {
     forward_rows(out, rstd, inp, weight, (long)N * heads, {heads, stride, hd}, eps);
 }
 
 void rmsnorm_heads_backward(float* dinp, float* dweight, const float* dout, const float* inp,
-                            const float* weight, const float* rstd, int N, int heads, int hd, long stride) {
-    backward_rows(dinp, dweight, dout, inp, weight, rstd, (long)N * heads, {heads, stride, hd}, false);
+                            const float* weight, const float* rstd, int N, int heads, int hd,
+                            long stride) {
+    backward_rows(dinp, dweight, dout, inp, weight, rstd, (long)N * heads, {heads, stride, hd},
+                  false);
 }
 
 }  // namespace tessera

@@ -12,7 +12,8 @@ std::vector<float> rope_inv_freq(int hd, float theta, const RopeScaling& s) {
     } else if (s.type == "llama3") {
         // keep the high frequencies, divide the low ones by factor, interpolate in between
         const float old_len = (float)s.original_max_position_embeddings;
-        const float lo = (float)s.low_freq_factor, hi = (float)s.high_freq_factor, factor = (float)s.factor;
+        const float lo = (float)s.low_freq_factor, hi = (float)s.high_freq_factor,
+                    factor = (float)s.factor;
         const float low_wavelen = old_len / lo, high_wavelen = old_len / hi;
         const float pi = 3.14159265358979323846f;
         for (float& f : inv) {
@@ -28,8 +29,8 @@ std::vector<float> rope_inv_freq(int hd, float theta, const RopeScaling& s) {
     return inv;
 }
 
-void rope_apply(float* x, int B, int T, int heads, int hd, long stride, const std::vector<float>& inv_freq,
-                bool inverse, int pos0) {
+void rope_apply(float* x, int B, int T, int heads, int hd, long stride,
+                const std::vector<float>& inv_freq, bool inverse, int pos0) {
     const int half = hd / 2;
 #pragma omp parallel for
     for (long row = 0; row < (long)B * T; ++row) {

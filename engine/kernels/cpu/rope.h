@@ -15,7 +15,7 @@ std::vector<float> rope_inv_freq(int hd, float theta, const RopeScaling& scaling
 // floats, the heads back to back from the row's start) by position t = pos0 + row % T (pos0:
 // where cached decoding's new tokens start); `inverse` rotates back (the backward: the gradient
 // rotates by the opposite angle).
-void rope_apply(float* x, int B, int T, int heads, int hd, long stride, const std::vector<float>& inv_freq,
-                bool inverse, int pos0 = 0);
+void rope_apply(float* x, int B, int T, int heads, int hd, long stride,
+                const std::vector<float>& inv_freq, bool inverse, int pos0 = 0);
 
 }  // namespace tessera

@@ -1,9 +1,8 @@
 // AdamW update: one elementwise kernel over one range, and a multi-range form that updates many
 // parameter tensors in one launch (a block per 2048 elements of one range).
-#include "engine/kernels/cuda/adamw.cuh"
-
 #include <cmath>
 
+#include "engine/kernels/cuda/adamw.cuh"
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 
@@ -19,7 +18,12 @@ struct AdamWConsts {
 AdamWConsts adamw_consts(float lr, float beta1, float beta2, float eps, long t, float grad_scale) {
     const double bc1 = 1.0 - std::pow((double)beta1, (double)t);
     const double bc2 = 1.0 - std::pow((double)beta2, (double)t);
-    return {lr, beta1, beta2, eps, static_cast<float>(lr / bc1), static_cast<float>(std::sqrt(bc2)),
+    return {lr,
+            beta1,
+            beta2,
+            eps,
+            static_cast<float>(lr / bc1),
+            static_cast<float>(std::sqrt(bc2)),
             grad_scale};
 }
 
@@ -30,7 +34,8 @@ __device__ inline void adamw_one(float* param, const float* grad, float* m, floa
                                  float weight_decay, const AdamWConsts& c) {
     const float g = __fmul_rn(grad[i], c.grad_scale);
     const float mi = __fadd_rn(m[i], __fmul_rn(__fsub_rn(1.0f, c.beta1), __fsub_rn(g, m[i])));
-    const float vi = __fadd_rn(__fmul_rn(c.beta2, v[i]), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, c.beta2), g), g));
+    const float vi =
+        __fadd_rn(__fmul_rn(c.beta2, v[i]), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, c.beta2), g), g));
     m[i] = mi;
     v[i] = vi;
     const float p = __fmul_rn(param[i], __fsub_rn(1.0f, __fmul_rn(c.lr, weight_decay)));

@@ -39,7 +39,9 @@ constexpr size_t ATT_MAX_SMEM = 227 * 1024;  // sm_90 opt-in limit per block
 // Query/key tile edge of the fp32 kernels (4-byte tiles: 32 keeps the backward in shared memory).
 constexpr int FP32_TILE = 32;
 
-__host__ __device__ constexpr size_t align128(size_t bytes) { return (bytes + 127) / 128 * 128; }
+__host__ __device__ constexpr size_t align128(size_t bytes) {
+    return (bytes + 127) / 128 * 128;
+}
 
 // Leading dimensions (elements). Padding keeps rows 16-byte aligned (vector loads) and spreads
 // them over the shared-memory banks.
@@ -116,7 +118,7 @@ struct DqSmem {
 template <typename T, int HS, int TILE>
 static __device__ void load_tile(T* dst, int ld, const T* src, long src_ld, int row0, int T_) {
     constexpr int VEC = (int)(16 / sizeof(T));  // elements per 16-byte access
-    constexpr int CHUNKS = HS / VEC;  // 16-byte chunks per row
+    constexpr int CHUNKS = HS / VEC;            // 16-byte chunks per row
     for (int i = threadIdx.x; i < TILE * CHUNKS; i += ATT_THREADS) {
         const int r = i / CHUNKS, c = (i % CHUNKS) * VEC;
         int4 x = make_int4(0, 0, 0, 0);
@@ -427,12 +429,13 @@ static void attention_check_shapes(const char* op, int B, int T_, int C, int NH,
 }
 
 template <typename T, int HS>
-static void attention_forward_launch(T* out, float* lse, const T* qkv, int B, int T_, int C,
-                                     int NH, int KV, cudaStream_t s) {
+static void attention_forward_launch(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH,
+                                     int KV, cudaStream_t s) {
     constexpr int TILE = FP32_TILE;
     constexpr size_t smem = FwdSmem<T, HS, TILE>::bytes;
     auto kernel = attention_forward_kernel<T, HS, TILE>;
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const dim3 grid(ceil_div(T_, TILE), NH, B);
     const float scale = 1.0f / sqrtf((float)HS);
     kernel<<<grid, ATT_THREADS, smem, s>>>(out, lse, qkv, T_, C, NH, KV, scale);
@@ -440,22 +443,34 @@ static void attention_forward_launch(T* out, float* lse, const T* qkv, int B, in
 }
 
 template <typename T>
-void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH,
-                            int KV, cudaStream_t s) {
+void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH, int KV,
+                            cudaStream_t s) {
     attention_check_shapes("attention_forward_cuda", B, T_, C, NH, KV);
     TS_CHECK(out && lse && qkv, "attention_forward_cuda: null pointer (out, lse or qkv)");
     TS_CHECK(aligned16(qkv), "attention_forward_cuda: qkv must be 16-byte aligned");
     if constexpr (std::is_same_v<T, bf16>) {
         switch (C / NH) {
-            case 32: att_mma::forward<32>(out, lse, qkv, B, T_, C, NH, KV, s); break;
-            case 64: att_mma::forward<64>(out, lse, qkv, B, T_, C, NH, KV, s); break;
-            default: att_mma::forward<128>(out, lse, qkv, B, T_, C, NH, KV, s); break;
+            case 32:
+                att_mma::forward<32>(out, lse, qkv, B, T_, C, NH, KV, s);
+                break;
+            case 64:
+                att_mma::forward<64>(out, lse, qkv, B, T_, C, NH, KV, s);
+                break;
+            default:
+                att_mma::forward<128>(out, lse, qkv, B, T_, C, NH, KV, s);
+                break;
         }
     } else {
         switch (C / NH) {
-            case 32: attention_forward_launch<T, 32>(out, lse, qkv, B, T_, C, NH, KV, s); break;
-            case 64: attention_forward_launch<T, 64>(out, lse, qkv, B, T_, C, NH, KV, s); break;
-            default: attention_forward_launch<T, 128>(out, lse, qkv, B, T_, C, NH, KV, s); break;
+            case 32:
+                attention_forward_launch<T, 32>(out, lse, qkv, B, T_, C, NH, KV, s);
+                break;
+            case 64:
+                attention_forward_launch<T, 64>(out, lse, qkv, B, T_, C, NH, KV, s);
+                break;
+            default:
+                attention_forward_launch<T, 128>(out, lse, qkv, B, T_, C, NH, KV, s);
+                break;
         }
     }
 }
@@ -470,7 +485,8 @@ static void attention_backward_launch(T* dqkv, const T* dout, const T* qkv, cons
 
     constexpr size_t smem_dkv = BwdSmem<T, HS, TILE>::bytes;
     auto dkv = attention_backward_dkv_kernel<T, HS, TILE>;
-    CUDA_CHECK(cudaFuncSetAttribute(dkv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkv));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(dkv, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkv));
     dkv<<<grid_kv, ATT_THREADS, smem_dkv, s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, KV, scale);
     CUDA_CHECK_LAUNCH("attention_backward_dkv_kernel");
 
@@ -495,14 +511,20 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
 
     if constexpr (std::is_same_v<T, bf16>) {
         switch (C / NH) {
-            case 32: att_mma::backward<32>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s); break;
-            case 64: att_mma::backward<64>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s); break;
-            default: att_mma::backward<128>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s); break;
+            case 32:
+                att_mma::backward<32>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
+                break;
+            case 64:
+                att_mma::backward<64>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
+                break;
+            default:
+                att_mma::backward<128>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
+                break;
         }
     } else {
         const int dd_block = 256;  // 8 rows per block
-        attention_dd_kernel<T><<<ceil_div(n_dd * 32, dd_block), dd_block, 0, s>>>(dd, dout, out, B,
-                                                                                  T_, C, NH);
+        attention_dd_kernel<T>
+            <<<ceil_div(n_dd * 32, dd_block), dd_block, 0, s>>>(dd, dout, out, B, T_, C, NH);
         CUDA_CHECK_LAUNCH("attention_dd_kernel");
         switch (C / NH) {
             case 32:
@@ -518,10 +540,10 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
     }
 }
 
-template void attention_forward_cuda<float>(float*, float*, const float*, int, int, int, int,
-                                            int, cudaStream_t);
-template void attention_forward_cuda<bf16>(bf16*, float*, const bf16*, int, int, int, int,
-                                           int, cudaStream_t);
+template void attention_forward_cuda<float>(float*, float*, const float*, int, int, int, int, int,
+                                            cudaStream_t);
+template void attention_forward_cuda<bf16>(bf16*, float*, const bf16*, int, int, int, int, int,
+                                           cudaStream_t);
 template void attention_backward_cuda<float>(float*, const float*, const float*, const float*,
                                              const float*, int, int, int, int, int, cudaStream_t);
 template void attention_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*,
@@ -532,9 +554,9 @@ template void attention_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, con
 
 // out (B·n, NH·hd); q (B·n rows, stride q_stride); kc, vc (B, Tmax, KV·hd); grid B·n·NH warps.
 template <typename T>
-static __global__ void attention_decode_kernel(T* out, const T* q, long q_stride, const T* kc, const T* vc, int n,
-                                               int pos0, int NH, int KV, int hd, int Tmax, float scale,
-                                               long warps) {
+static __global__ void attention_decode_kernel(T* out, const T* q, long q_stride, const T* kc,
+                                               const T* vc, int n, int pos0, int NH, int KV, int hd,
+                                               int Tmax, float scale, long warps) {
     const long w = ((long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     if (w >= warps) return;  // whole warps
     const int lane = threadIdx.x % 32;
@@ -564,20 +586,21 @@ static __global__ void attention_decode_kernel(T* out, const T* q, long q_stride
 }
 
 template <typename T>
-void attention_decode_cuda(T* out, const T* q, long q_stride, const T* kc, const T* vc, int B, int n, int pos0,
-                           int NH, int KV, int hd, int Tmax, cudaStream_t s) {
-    TS_CHECK(B > 0 && n > 0 && NH > 0 && KV > 0 && NH % KV == 0 && hd > 0 && hd <= 128 && pos0 + n <= Tmax,
-             "attention_decode_cuda: bad shape B=", B, " n=", n, " pos0=", pos0, " NH=", NH, " KV=", KV, " hd=", hd,
-             " Tmax=", Tmax);
+void attention_decode_cuda(T* out, const T* q, long q_stride, const T* kc, const T* vc, int B,
+                           int n, int pos0, int NH, int KV, int hd, int Tmax, cudaStream_t s) {
+    TS_CHECK(B > 0 && n > 0 && NH > 0 && KV > 0 && NH % KV == 0 && hd > 0 && hd <= 128 &&
+                 pos0 + n <= Tmax,
+             "attention_decode_cuda: bad shape B=", B, " n=", n, " pos0=", pos0, " NH=", NH,
+             " KV=", KV, " hd=", hd, " Tmax=", Tmax);
     const long warps = (long)B * n * NH;
-    attention_decode_kernel<T><<<ceil_div(warps * 32, 128), 128, 0, s>>>(out, q, q_stride, kc, vc, n, pos0, NH, KV,
-                                                                          hd, Tmax, 1.0f / sqrtf((float)hd), warps);
+    attention_decode_kernel<T><<<ceil_div(warps * 32, 128), 128, 0, s>>>(
+        out, q, q_stride, kc, vc, n, pos0, NH, KV, hd, Tmax, 1.0f / sqrtf((float)hd), warps);
     CUDA_CHECK_LAUNCH("attention_decode_kernel");
 }
 
-template void attention_decode_cuda<float>(float*, const float*, long, const float*, const float*, int, int, int,
-                                           int, int, int, int, cudaStream_t);
-template void attention_decode_cuda<bf16>(bf16*, const bf16*, long, const bf16*, const bf16*, int, int, int, int,
-                                          int, int, int, cudaStream_t);
+template void attention_decode_cuda<float>(float*, const float*, long, const float*, const float*,
+                                           int, int, int, int, int, int, int, cudaStream_t);
+template void attention_decode_cuda<bf16>(bf16*, const bf16*, long, const bf16*, const bf16*, int,
+                                          int, int, int, int, int, int, cudaStream_t);
 
 }  // namespace tessera

@@ -16,8 +16,8 @@ namespace tessera {
 // (B, T_, C + 2·KV·hs).
 // (T_ is the sequence length; T is the activation type.) qkv must be 16-byte aligned.
 template <typename T>
-void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH,
-                            int KV, cudaStream_t s);
+void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int C, int NH, int KV,
+                            cudaStream_t s);
 
 // dqkv (B, T_, C + 2·KV·hs) is OVERWRITTEN (unlike the CPU kernel, which accumulates); dout and
 // out are (B, T_, C), out and lse as written by attention_forward_cuda; qkv as dqkv. A kv head's
@@ -33,8 +33,8 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
 // b at position pos0 + i sees keys 0 .. pos0 + i. out (B·n, NH·hd). One warp per (row, head),
 // an online softmax over the keys; hd <= 128.
 template <typename T>
-void attention_decode_cuda(T* out, const T* q, long q_stride, const T* kc, const T* vc, int B, int n, int pos0,
-                           int NH, int KV, int hd, int Tmax, cudaStream_t s);
+void attention_decode_cuda(T* out, const T* q, long q_stride, const T* kc, const T* vc, int B,
+                           int n, int pos0, int NH, int KV, int hd, int Tmax, cudaStream_t s);
 
 extern template void attention_forward_cuda<float>(float*, float*, const float*, int, int, int, int,
                                                    int, cudaStream_t);

@@ -55,7 +55,9 @@ __device__ __forceinline__ void cp_async4(void* dst, const void* src, bool valid
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
                  "r"(valid ? 4 : 0));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -234,7 +236,9 @@ inline dim3 work_grid(int tiles, int NH, int B, bool heavy_first) {
 
 // Shared memory of the forward: the q tile (64*MT rows), then k and v tiles (BN rows) x 2 stages.
 template <int HS, int MT, int BN>
-constexpr size_t forward_smem() { return sizeof(bf16) * (HS + 8) * (64 * MT + 4 * BN); }
+constexpr size_t forward_smem() {
+    return sizeof(bf16) * (HS + 8) * (64 * MT + 4 * BN);
+}
 
 // out (B, T_, C), lse (B, NH, T_), qkv (B, T_, C + 2·KV·HS); grid work_grid(query tiles of 64*MT),
 // THREADS.
@@ -253,7 +257,7 @@ static __global__ void __launch_bounds__(THREADS)
     const BlockWork w = block_work(NH, heavy_first);
     const int h = w.h, b = w.b;
     const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = C + 2L * KV * HS;  // the row stride
+    const long C3 = C + 2L * KV * HS;        // the row stride
     const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
     const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
     const bf16* v_g = k_g + (long)KV * HS;
@@ -400,15 +404,15 @@ static __global__ void __launch_bounds__(THREADS)
 
     const BlockWork w = block_work(KV, heavy_first);
     const int hk = w.h, b = w.b, G = NH / KV;  // the kv head and its query heads' count
-    const int k0 = w.rank * RK;  // key tile 0 sees the most query tiles
-    const long C3 = C + 2L * KV * HS;  // the row stride
+    const int k0 = w.rank * RK;                // key tile 0 sees the most query tiles
+    const long C3 = C + 2L * KV * HS;          // the row stride
     const bf16* k_g = qkv + (long)b * T_ * C3 + C + hk * HS;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     const int qb0 = k0 / BQ, n_qb = (T_ + BQ - 1) / BQ;  // query tiles qb0 .. n_qb - 1
     const int nq = n_qb - qb0, n_steps = G * nq;  // step i: query head hk*G + i / nq, tile i % nq
-    const int wkey = k0 + warp * 16 * MT;  // this warp's first key; a thread's keys are
-                                           // wkey + 16*mt + g + 8*r
+    const int wkey = k0 + warp * 16 * MT;         // this warp's first key; a thread's keys are
+                                                  // wkey + 16*mt + g + 8*r
 
     auto load_q_stage = [&](int i) {
         const int st = i & 1, h = hk * G + i / nq, qb = qb0 + i % nq;
@@ -481,8 +485,7 @@ static __global__ void __launch_bounds__(THREADS)
                 for (int j = 0; j < BQ / 8; ++j)
 #pragma unroll
                     for (int e = 0; e < 4; ++e)
-                        dp[mt][j][e] =
-                            s[mt][j][e] * (dp[mt][j][e] - dd_c[8 * j + 2 * t + (e & 1)]);
+                        dp[mt][j][e] = s[mt][j][e] * (dp[mt][j][e] - dd_c[8 * j + 2 * t + (e & 1)]);
             uint32_t dsf[MT][BQ / 16][4];
             regs_to_a(dsf, dp);
             mma_ab(dk, dsf, qc, LD);  // dK += dS^T·Q (scale applied at the end)
@@ -512,7 +515,9 @@ static __global__ void __launch_bounds__(THREADS)
 
 // Shared memory: q and dout tiles (64*MT rows); k and v tiles (BK rows) x 2 stages.
 template <int HS, int MT, int BK>
-constexpr size_t backward_dq_smem() { return sizeof(bf16) * (HS + 8) * (2 * 64 * MT + 4 * BK); }
+constexpr size_t backward_dq_smem() {
+    return sizeof(bf16) * (HS + 8) * (2 * 64 * MT + 4 * BK);
+}
 
 // dqkv (B, T_, C + 2·KV·HS): q part written; dout (B, T_, C); qkv as dqkv; lse, dd (B, NH, T_);
 // grid work_grid(query tiles of 64*MT), THREADS. A warp owns 16*MT query rows; BK keys per step
@@ -536,15 +541,15 @@ static __global__ void __launch_bounds__(THREADS)
     const BlockWork w = block_work(NH, heavy_first);
     const int h = w.h, b = w.b;
     const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = C + 2L * KV * HS;  // the row stride
+    const long C3 = C + 2L * KV * HS;        // the row stride
     const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
     const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
     const bf16* v_g = k_g + (long)KV * HS;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     const int n_k = (min(q0 + RQ, T_) - 1) / BK + 1;  // key tiles 0 .. the last one needed
-    const int wrow = q0 + warp * 16 * MT;  // this warp's first row; a thread's rows are
-                                           // wrow + 16*mt + g + 8*r
+    const int wrow = q0 + warp * 16 * MT;             // this warp's first row; a thread's rows are
+                                                      // wrow + 16*mt + g + 8*r
 
     load_tile_async<HS, RQ>(qs, q_g, C3, q0, T_);
     load_tile_async<HS, RQ>(dos, dout + (long)b * T_ * C + h * HS, C, q0, T_);
@@ -601,8 +606,7 @@ static __global__ void __launch_bounds__(THREADS)
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
                         float p = fast_exp2(fmaf(s[mt][j][e], scale_log2, -lse2[mt][e / 2]));
-                        if (mask &&
-                            k0 + 8 * j + 2 * t + (e & 1) > wrow + 16 * mt + g + (e / 2) * 8)
+                        if (mask && k0 + 8 * j + 2 * t + (e & 1) > wrow + 16 * mt + g + (e / 2) * 8)
                             p = 0.0f;
                         dp[mt][j][e] = p * (dp[mt][j][e] - ddr[mt][e / 2]);
                     }
@@ -655,7 +659,8 @@ struct Tiles {
 template <typename Kernel, typename... Args>
 static void launch_tiles(const char* name, Kernel kernel, size_t smem, int tiles, int B, int NH,
                          bool heavy_first, cudaStream_t s, Args... args) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     kernel<<<work_grid(tiles, NH, B, heavy_first), THREADS, smem, s>>>(args..., heavy_first);
     CUDA_CHECK_LAUNCH(name);
 }
@@ -674,9 +679,8 @@ static void backward_dkv(bf16* dqkv, const bf16* dout, const bf16* qkv, const fl
                          const float* dd, int B, int T_, int C, int NH, int KV, cudaStream_t s,
                          bool heavy_first = Tiles<HS>::heavy_first) {
     launch_tiles("att_mma::backward_dkv_kernel", backward_dkv_kernel<HS, MT, BQ>,
-                 backward_dkv_smem<HS, MT, BQ>(),
-                 ceil_div(T_, 64 * MT), B, KV, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
-                 KV, 1.0f / sqrtf((float)HS));
+                 backward_dkv_smem<HS, MT, BQ>(), ceil_div(T_, 64 * MT), B, KV, heavy_first, s,
+                 dqkv, dout, qkv, lse, dd, T_, C, NH, KV, 1.0f / sqrtf((float)HS));
 }
 
 // dqkv's q part, as backward_dkv.
@@ -685,9 +689,8 @@ static void backward_dq(bf16* dqkv, const bf16* dout, const bf16* qkv, const flo
                         const float* dd, int B, int T_, int C, int NH, int KV, cudaStream_t s,
                         bool heavy_first = Tiles<HS>::heavy_first) {
     launch_tiles("att_mma::backward_dq_kernel", backward_dq_kernel<HS, MT, BK>,
-                 backward_dq_smem<HS, MT, BK>(),
-                 ceil_div(T_, 64 * MT), B, NH, heavy_first, s, dqkv, dout, qkv, lse, dd, T_, C, NH,
-                 KV, 1.0f / sqrtf((float)HS));
+                 backward_dq_smem<HS, MT, BK>(), ceil_div(T_, 64 * MT), B, NH, heavy_first, s, dqkv,
+                 dout, qkv, lse, dd, T_, C, NH, KV, 1.0f / sqrtf((float)HS));
 }
 
 // dd (B, NH, T_) = rowsum(dout ∘ out) per head; dout, out (B, T_, C) with C = NH*HS; rows =

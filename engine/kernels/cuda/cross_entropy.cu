@@ -2,7 +2,6 @@
 // together, 16-byte loads), then one pass that writes the loss and overwrites the logits with
 // their gradient.
 #include "engine/kernels/cuda/cross_entropy.cuh"
-
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 
@@ -14,8 +13,10 @@ static constexpr int kCeBlock = 256;
 // accurate one in fp32 mode (the fp32 ops are held to 1e-5 of the CPU kernels).
 template <typename T>
 __device__ inline float ce_exp(float x) {
-    if constexpr (std::is_same_v<T, float>) return expf(x);
-    else return __expf(x);
+    if constexpr (std::is_same_v<T, float>)
+        return expf(x);
+    else
+        return __expf(x);
 }
 
 // (m, s) <- the online-softmax merge of (m, s) and (m2, s2): max, and both sums rescaled to it.
@@ -23,7 +24,8 @@ template <typename T>
 __device__ inline void ce_merge(float& m, float& s, float m2, float s2) {
     const float mx = fmaxf(m, m2);
     if (mx == -INFINITY) return;  // both empty
-    s = (m == -INFINITY ? 0.0f : s * ce_exp<T>(m - mx)) + (m2 == -INFINITY ? 0.0f : s2 * ce_exp<T>(m2 - mx));
+    s = (m == -INFINITY ? 0.0f : s * ce_exp<T>(m - mx)) +
+        (m2 == -INFINITY ? 0.0f : s2 * ce_exp<T>(m2 - mx));
     m = mx;
 }
 
@@ -63,7 +65,8 @@ static __global__ void ce_row_stats_kernel(float* rowmax, float* sumexp, float* 
     // block merge: warps by shuffles, then the warps' results through shared memory (fixed order)
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o),
+                    s2 = __shfl_xor_sync(0xffffffffu, s, o);
         ce_merge<T>(m, s, m2, s2);
     }
     __shared__ float shm[32], shs[32];
@@ -154,11 +157,11 @@ void ce_row_stats_cuda(float* rowmax, float* sumexp, float* target_term, const T
     TS_CUDA_REQUIRE(rowmax && sumexp && target_term && logits && targets,
                     "ce_row_stats_cuda: null argument");
     if (ce_vectorizable(logits, ld))
-        ce_row_stats_kernel<T, vec16<T>()><<<N, kCeBlock, 0, s>>>(rowmax, sumexp, target_term,
-                                                                  logits, targets, v0, V, ld);
+        ce_row_stats_kernel<T, vec16<T>()>
+            <<<N, kCeBlock, 0, s>>>(rowmax, sumexp, target_term, logits, targets, v0, V, ld);
     else
-        ce_row_stats_kernel<T, 1><<<N, kCeBlock, 0, s>>>(rowmax, sumexp, target_term, logits,
-                                                         targets, v0, V, ld);
+        ce_row_stats_kernel<T, 1>
+            <<<N, kCeBlock, 0, s>>>(rowmax, sumexp, target_term, logits, targets, v0, V, ld);
     CUDA_CHECK_LAUNCH("ce_row_stats_kernel");
 }
 
@@ -176,8 +179,8 @@ void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const 
                            const float* target_term, const int* targets, long v0, float dloss,
                            int N, int V, cudaStream_t s, int ld) {
     if (ld == 0) ld = V;
-    TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0 && ld >= V, "ce_loss_and_grad_cuda: bad shape N=",
-                    N, " V=", V, " v0=", v0, " ld=", ld);
+    TS_CUDA_REQUIRE(N >= 0 && V > 0 && v0 >= 0 && ld >= V, "ce_loss_and_grad_cuda: bad shape N=", N,
+                    " V=", V, " v0=", v0, " ld=", ld);
     if (N == 0) return;
     TS_CUDA_REQUIRE(logits && rowmax && sumexp && target_term && targets,
                     "ce_loss_and_grad_cuda: null argument");
@@ -185,8 +188,8 @@ void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const 
         ce_loss_and_grad_kernel<T, vec16<T>()><<<N, kCeBlock, 0, s>>>(
             losses, logits, rowmax, sumexp, target_term, targets, v0, dloss, V, ld);
     else
-        ce_loss_and_grad_kernel<T, 1><<<N, kCeBlock, 0, s>>>(losses, logits, rowmax, sumexp,
-                                                             target_term, targets, v0, dloss, V, ld);
+        ce_loss_and_grad_kernel<T, 1><<<N, kCeBlock, 0, s>>>(
+            losses, logits, rowmax, sumexp, target_term, targets, v0, dloss, V, ld);
     CUDA_CHECK_LAUNCH("ce_loss_and_grad_kernel");
 }
 
@@ -200,9 +203,9 @@ void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_t
 }
 
 #define TS_INSTANTIATE_CE(T)                                                                     \
-    template void ce_row_stats_cuda<T>(float*, float*, float*, const T*, const int*, long, int,   \
-                                       int, cudaStream_t, int);                                   \
-    template void ce_loss_and_grad_cuda<T>(float*, T*, const float*, const float*, const float*,   \
+    template void ce_row_stats_cuda<T>(float*, float*, float*, const T*, const int*, long, int,  \
+                                       int, cudaStream_t, int);                                  \
+    template void ce_loss_and_grad_cuda<T>(float*, T*, const float*, const float*, const float*, \
                                            const int*, long, float, int, int, cudaStream_t, int);
 TS_INSTANTIATE_CE(float)
 TS_INSTANTIATE_CE(bf16)

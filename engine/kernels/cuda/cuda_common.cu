@@ -1,9 +1,8 @@
-#include "engine/kernels/cuda/cuda_common.cuh"
-
 #include <dlfcn.h>
 
 #include <mutex>
 
+#include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/cuda_handles.cuh"
 
 namespace tessera {
@@ -43,7 +42,8 @@ const CublasLtApi& lt_api() {
     std::call_once(once, [] {
         std::string tried;
         void* lib = open_cublaslt(tried);
-        if (!lib) throw Error(str_cat("cannot load cuBLASLt for the GPU matrix products; tried:", tried));
+        if (!lib)
+            throw Error(str_cat("cannot load cuBLASLt for the GPU matrix products; tried:", tried));
         bind(lib, api.Create, "cublasLtCreate");
         bind(lib, api.GetStatusString, "cublasLtGetStatusString");
         bind(lib, api.Matmul, "cublasLtMatmul");

@@ -39,30 +39,30 @@ const CublasLtApi& lt_api();
 
 }  // namespace tessera
 
-#define CUDA_CHECK(stmt)                                                                     \
-    do {                                                                                     \
-        cudaError_t err_ = (stmt);                                                           \
-        if (err_ != cudaSuccess)                                                             \
+#define CUDA_CHECK(stmt)                                                                       \
+    do {                                                                                       \
+        cudaError_t err_ = (stmt);                                                             \
+        if (err_ != cudaSuccess)                                                               \
             ::tessera::cuda_fail("CUDA", #stmt, __FILE__, __LINE__, cudaGetErrorString(err_)); \
     } while (0)
 
-#define CUBLAS_CHECK(stmt)                                                                   \
-    do {                                                                                     \
-        cublasStatus_t st_ = (stmt);                                                         \
-        if (st_ != CUBLAS_STATUS_SUCCESS)                                                    \
-            ::tessera::cuda_fail("cuBLAS", #stmt, __FILE__, __LINE__,                         \
-                                 ::tessera::lt_api().GetStatusString(st_));                     \
+#define CUBLAS_CHECK(stmt)                                                  \
+    do {                                                                    \
+        cublasStatus_t st_ = (stmt);                                        \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                   \
+            ::tessera::cuda_fail("cuBLAS", #stmt, __FILE__, __LINE__,       \
+                                 ::tessera::lt_api().GetStatusString(st_)); \
     } while (0)
 
 // After a kernel launch: launch-configuration errors surface here, with the kernel's name
 // ("CUDA error: `launch of layernorm_forward_kernel` failed at layernorm.cu:233: invalid
 // argument").
-#define CUDA_CHECK_LAUNCH(name)                                                                \
-    do {                                                                                       \
-        cudaError_t err_ = cudaGetLastError();                                                 \
-        if (err_ != cudaSuccess)                                                               \
-            ::tessera::cuda_fail("CUDA", ::tessera::str_cat("launch of ", name).c_str(),     \
-                                 __FILE__, __LINE__, cudaGetErrorString(err_));                \
+#define CUDA_CHECK_LAUNCH(name)                                                                    \
+    do {                                                                                           \
+        cudaError_t err_ = cudaGetLastError();                                                     \
+        if (err_ != cudaSuccess)                                                                   \
+            ::tessera::cuda_fail("CUDA", ::tessera::str_cat("launch of ", name).c_str(), __FILE__, \
+                                 __LINE__, cudaGetErrorString(err_));                              \
     } while (0)
 
 // Shape/dtype preconditions of a launcher.
@@ -75,17 +75,27 @@ using bf16 = __nv_bfloat16;
 template <typename T>
 __host__ __device__ inline float to_float(T x);
 template <>
-__host__ __device__ inline float to_float<float>(float x) { return x; }
+__host__ __device__ inline float to_float<float>(float x) {
+    return x;
+}
 template <>
-__host__ __device__ inline float to_float<bf16>(bf16 x) { return __bfloat162float(x); }
+__host__ __device__ inline float to_float<bf16>(bf16 x) {
+    return __bfloat162float(x);
+}
 
 template <typename T>
 __host__ __device__ inline T from_float(float x);
 template <>
-__host__ __device__ inline float from_float<float>(float x) { return x; }
+__host__ __device__ inline float from_float<float>(float x) {
+    return x;
+}
 template <>
-__host__ __device__ inline bf16 from_float<bf16>(float x) { return __float2bfloat16(x); }
+__host__ __device__ inline bf16 from_float<bf16>(float x) {
+    return __float2bfloat16(x);
+}
 
-inline int ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
+inline int ceil_div(long a, long b) {
+    return (int)((a + b - 1) / b);
+}
 
 }  // namespace tessera

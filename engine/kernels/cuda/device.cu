@@ -1,5 +1,3 @@
-#include "engine/kernels/cuda/device.cuh"
-
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -10,6 +8,7 @@
 #include "engine/core/tensor.h"
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/cuda_handles.cuh"
+#include "engine/kernels/cuda/device.cuh"
 
 namespace tessera {
 
@@ -91,8 +90,12 @@ bool event_done(void* ev) {
     CUDA_CHECK(e);
     return true;
 }
-void event_wait(void* ev) { CUDA_CHECK(cudaStreamWaitEvent(g_stream, (cudaEvent_t)ev, 0)); }
-void event_sync(void* ev) { CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)ev)); }
+void event_wait(void* ev) {
+    CUDA_CHECK(cudaStreamWaitEvent(g_stream, (cudaEvent_t)ev, 0));
+}
+void event_sync(void* ev) {
+    CUDA_CHECK(cudaEventSynchronize((cudaEvent_t)ev));
+}
 void event_release(void* ev) {
     std::lock_guard<std::mutex> g(g_event_mu);
     g_event_pool.push_back((cudaEvent_t)ev);
@@ -111,15 +114,20 @@ void* alloc_cuda(size_t bytes) {
     return p;
 }
 
-void free_cuda(void* p, size_t) { CUDA_CHECK(cudaFreeAsync(p, g_stream)); }
+void free_cuda(void* p, size_t) {
+    CUDA_CHECK(cudaFreeAsync(p, g_stream));
+}
 
-void zero_cuda(void* p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, g_stream)); }
+void zero_cuda(void* p, size_t bytes) {
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, g_stream));
+}
 
 void copy_cuda(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) {
     cudaMemcpyKind kind = dst_cuda ? (src_cuda ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                                    : cudaMemcpyDeviceToHost;
     CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, g_stream));
-    if (!dst_cuda || !src_cuda) CUDA_CHECK(cudaStreamSynchronize(g_stream));  // host memory involved
+    if (!dst_cuda || !src_cuda)
+        CUDA_CHECK(cudaStreamSynchronize(g_stream));  // host memory involved
 }
 
 // ---- NVML through dlopen (no build-time dependency on the driver's headers)
@@ -127,7 +135,7 @@ struct Nvml {
     bool loaded = false;
     int (*init)() = nullptr;
     int (*handle)(unsigned, void**) = nullptr;
-    int (*util)(void*, unsigned*) = nullptr;  // nvmlUtilization_t {gpu, memory}
+    int (*util)(void*, unsigned*) = nullptr;           // nvmlUtilization_t {gpu, memory}
     int (*mem)(void*, unsigned long long*) = nullptr;  // nvmlMemory_t {total, free, used}
     int (*by_pci)(const char*, void**) = nullptr;      // nvmlDeviceGetHandleByPciBusId_v2
     // optional readings (null when the driver lacks them): milliwatts; NVML_TEMPERATURE_GPU (0)
@@ -140,7 +148,8 @@ struct Nvml {
 Nvml& nvml() {
     static Nvml n = [] {
         Nvml x;
-        void* lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY);  // kept for the process: never dlclose'd
+        void* lib =
+            dlopen("libnvidia-ml.so.1", RTLD_LAZY);  // kept for the process: never dlclose'd
         if (!lib) return x;
         x.init = (int (*)())dlsym(lib, "nvmlInit_v2");
         x.handle = (int (*)(unsigned, void**))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
@@ -196,9 +205,13 @@ void cuda_device_init(int device) {
     device_register_cuda_allocator(a);
 }
 
-cudaStream_t cuda_stream() { return g_stream; }
+cudaStream_t cuda_stream() {
+    return g_stream;
+}
 
-void cuda_synchronize() { CUDA_CHECK(cudaStreamSynchronize(g_stream)); }
+void cuda_synchronize() {
+    CUDA_CHECK(cudaStreamSynchronize(g_stream));
+}
 
 std::string cuda_device_name() {
     cudaDeviceProp p;
@@ -225,7 +238,9 @@ float cuda_event_ms(void* from, void* to) {
     return ms;
 }
 
-void cuda_event_free(void* e) { CudaEventDeleter()((cudaEvent_t)e); }
+void cuda_event_free(void* e) {
+    CudaEventDeleter()((cudaEvent_t)e);
+}
 
 GpuReading cuda_nvml_read(int device) {
     GpuReading r;

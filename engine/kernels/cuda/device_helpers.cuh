@@ -71,9 +71,13 @@ __device__ inline void store_vec(T* p, const Vec<T, VEC>& x) {
 
 // Elements of T per 16-byte access.
 template <typename T>
-constexpr int vec16() { return (int)(16 / sizeof(T)); }
+constexpr int vec16() {
+    return (int)(16 / sizeof(T));
+}
 
-inline bool aligned16(const void* p) { return p == nullptr || ((uintptr_t)p % 16) == 0; }
+inline bool aligned16(const void* p) {
+    return p == nullptr || ((uintptr_t)p % 16) == 0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // GELU, tanh approximation (GPT-2), written exactly as the CPU kernel (engine/kernels/cpu/gelu.cpp)

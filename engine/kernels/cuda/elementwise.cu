@@ -1,17 +1,16 @@
 // Elementwise kernels (grid-stride loops, 16-byte accesses where aligned) and the two-pass
 // deterministic sum of squares.
-#include "engine/kernels/cuda/elementwise.cuh"
-
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/elementwise.cuh"
 
 namespace tessera {
 
 static constexpr int kEwBlock = 256;
 static constexpr int kSsqBlocks = 1024;  // partial sums of sum_squares (fixed: deterministic)
 
-#define TS_GRID_STRIDE(i, n)                                                                  \
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n);                      \
+#define TS_GRID_STRIDE(i, n)                                            \
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); \
          i += (long)gridDim.x * blockDim.x)
 
 // ---------------------------------------------------------------------------------------------
@@ -112,9 +111,9 @@ static __global__ void sum_squares_final_kernel(double* out, const double* parti
 // ---------------------------------------------------------------------------------------------
 // launchers
 
-#define TS_EW_REQUIRE(name, n, ...)                                                           \
-    TS_CUDA_REQUIRE((n) >= 0, name ": negative n=", (n));                                     \
-    if ((n) == 0) return;                                                                     \
+#define TS_EW_REQUIRE(name, n, ...)                       \
+    TS_CUDA_REQUIRE((n) >= 0, name ": negative n=", (n)); \
+    if ((n) == 0) return;                                 \
     TS_CUDA_REQUIRE(__VA_ARGS__, name ": null pointer argument")
 
 void accumulate_cuda(float* dst, const float* src, long n, cudaStream_t s) {
@@ -161,19 +160,19 @@ void add_bias_residual_cuda(T* y, const T* bias, const T* res, int N, int C, cud
     TS_CUDA_REQUIRE(y, "add_bias_residual_cuda: null y");
     constexpr int V = vec16<T>();
     if (C % V == 0 && aligned16(y) && aligned16(bias) && aligned16(res))
-        add_bias_residual_kernel<T, V><<<grid_for((long)N * C / V, kEwBlock), kEwBlock, 0, s>>>(
-            y, bias, res, N, C);
+        add_bias_residual_kernel<T, V>
+            <<<grid_for((long)N * C / V, kEwBlock), kEwBlock, 0, s>>>(y, bias, res, N, C);
     else
-        add_bias_residual_kernel<T, 1><<<grid_for((long)N * C, kEwBlock), kEwBlock, 0, s>>>(
-            y, bias, res, N, C);
+        add_bias_residual_kernel<T, 1>
+            <<<grid_for((long)N * C, kEwBlock), kEwBlock, 0, s>>>(y, bias, res, N, C);
     CUDA_CHECK_LAUNCH("add_bias_residual_kernel");
 }
 
 // *out += sum of x^2 (square) or of x: per-block partials into the scratch slot, then one block.
 static void reduce_into(double* out, const float* x, long n, bool square, cudaStream_t s) {
     const int blocks = std::min(kSsqBlocks, grid_for(n, kEwBlock));
-    double* partial = static_cast<double*>(
-        cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
+    double* partial =
+        static_cast<double*>(cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
     sum_squares_partial_kernel<<<blocks, kEwBlock, 0, s>>>(partial, x, n, square);
     CUDA_CHECK_LAUNCH("sum_squares_partial_kernel");
     sum_squares_final_kernel<<<1, kEwBlock, 0, s>>>(out, partial, blocks);
@@ -190,8 +189,8 @@ void sum_cuda(double* out, const float* x, long n, cudaStream_t s) {
     reduce_into(out, x, n, false, s);
 }
 
-static __global__ void pack_step_scalars_kernel(float* out, const double* sum_squares, const double* sum,
-                                                float stop) {
+static __global__ void pack_step_scalars_kernel(float* out, const double* sum_squares,
+                                                const double* sum, float stop) {
     out[0] = (float)*sum_squares;
     out[1] = (float)*sum;
     out[2] = stop;

@@ -1,8 +1,7 @@
 // Embedding forward (one block per token row) and backward (fp32 atomics into dwte/dwpe).
-#include "engine/kernels/cuda/embedding.cuh"
-
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/embedding.cuh"
 
 namespace tessera {
 
@@ -24,7 +23,8 @@ static __global__ void embedding_forward_kernel(T* out, const int* tokens, const
     }
 }
 
-// dwte (v1 - v0, C), dwpe (Tseq, C) or null, fp32; dout (B*Tseq, C); tokens (B*Tseq). Block per row.
+// dwte (v1 - v0, C), dwpe (Tseq, C) or null, fp32; dout (B*Tseq, C); tokens (B*Tseq). Block per
+// row.
 template <typename T>
 static __global__ void embedding_backward_kernel(float* dwte, float* dwpe, const T* dout,
                                                  const int* tokens, long v0, long v1, int Tseq,
@@ -41,7 +41,9 @@ static __global__ void embedding_backward_kernel(float* dwte, float* dwpe, const
     }
 }
 
-static int embedding_block(int C) { return C >= 256 ? 256 : ((C + 31) / 32) * 32; }
+static int embedding_block(int C) {
+    return C >= 256 ? 256 : ((C + 31) / 32) * 32;
+}
 
 template <typename T>
 void embedding_forward_cuda(T* out, const int* tokens, const T* wte, const T* wpe, long v0, long v1,
@@ -49,7 +51,8 @@ void embedding_forward_cuda(T* out, const int* tokens, const T* wte, const T* wp
     TS_CUDA_REQUIRE(B >= 0 && Tseq > 0 && C > 0 && v0 >= 0 && v1 >= v0,
                     "embedding_forward_cuda: bad shape B=", B, " T=", Tseq, " C=", C, " shard [",
                     v0, ", ", v1, ")");
-    TS_CUDA_REQUIRE(out && tokens && (wte || v1 == v0), "embedding_forward_cuda: null out/tokens/wte");
+    TS_CUDA_REQUIRE(out && tokens && (wte || v1 == v0),
+                    "embedding_forward_cuda: null out/tokens/wte");
     if (B == 0) return;
     embedding_forward_kernel<T><<<(unsigned)((long)B * Tseq), embedding_block(C), 0, s>>>(
         out, tokens, wte, wpe, v0, v1, Tseq, C);

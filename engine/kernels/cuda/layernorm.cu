@@ -1,10 +1,10 @@
 // LayerNorm and RMSNorm on the GPU: one warp per row for the forward and for dinp, a
-// column-tiled two-pass reduction for dweight/dbias (deterministic). Rows are read with 16-byte vector loads when C and
-// the pointers allow it (VEC = 4 floats or 8 bf16), else element by element (any C works).
-#include "engine/kernels/cuda/layernorm.cuh"
-
+// column-tiled two-pass reduction for dweight/dbias (deterministic). Rows are read with 16-byte
+// vector loads when C and the pointers allow it (VEC = 4 floats or 8 bf16), else element by element
+// (any C works).
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/layernorm.cuh"
 
 namespace tessera {
 
@@ -16,7 +16,9 @@ static constexpr int kLnWarps = 4;  // rows per block in the warp-per-row kernel
 struct RowLayout {
     int R;
     long stride;
-    __host__ __device__ long offset(long row, int C) const { return (row / R) * stride + (row % R) * (long)C; }
+    __host__ __device__ long offset(long row, int C) const {
+        return (row / R) * stride + (row % R) * (long)C;
+    }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -113,9 +115,10 @@ static __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, co
 }
 
 // dout, inp are (N, C); mean (null: 0, RMSNorm), rstd are (N); partial is (chunks, 2, C):
-// [c, 0, i] = sum of norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block of 8 warps over VEC * 32
-// columns: each lane sums VEC adjacent columns (16-byte loads when VEC > 1), warp w the chunk's
-// rows w, w + 8, ...; the warps' sums are added in warp order (fixed: deterministic).
+// [c, 0, i] = sum of norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block of 8
+// warps over VEC * 32 columns: each lane sums VEC adjacent columns (16-byte loads when VEC > 1),
+// warp w the chunk's rows w, w + 8, ...; the warps' sums are added in warp order (fixed:
+// deterministic).
 template <typename T, int VEC>
 static __global__ void layernorm_dparams_partial_kernel(float* partial, const T* dout, const T* inp,
                                                         const float* mean, const float* rstd, int N,
@@ -173,7 +176,8 @@ static __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp,
     const float r = 1.0f / sqrtf(warp_sum(ss) / C + eps);
     for (int i = lane * VEC; i < C; i += 32 * VEC) {
         Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vw = load_vec<VEC>(weight + i), o;
-        for (int k = 0; k < VEC; ++k) o.v[k] = from_float<T>((to_float(vx.v[k]) * r) * to_float(vw.v[k]));
+        for (int k = 0; k < VEC; ++k)
+            o.v[k] = from_float<T>((to_float(vx.v[k]) * r) * to_float(vw.v[k]));
         store_vec<VEC>(out + off + i, o);
     }
     if (lane == 0 && rstd) rstd[row] = r;
@@ -194,7 +198,8 @@ static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, cons
     for (int i = lane * VEC; i < C; i += 32 * VEC) {
         Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
                     vw = load_vec<VEC>(weight + i);
-        for (int k = 0; k < VEC; ++k) dot += to_float(vg.v[k]) * to_float(vw.v[k]) * (to_float(vx.v[k]) * r);
+        for (int k = 0; k < VEC; ++k)
+            dot += to_float(vg.v[k]) * to_float(vw.v[k]) * (to_float(vx.v[k]) * r);
     }
     dot = warp_sum(dot) / C;
     for (int i = lane * VEC; i < C; i += 32 * VEC) {
@@ -225,11 +230,11 @@ static void layernorm_forward_launch(T* out, T* resid_out, float* mean, float* r
                      aligned16(b) && aligned16(weight) && aligned16(bias);
     const int grid = ceil_div(N, kLnWarps);
     if (vec)
-        layernorm_forward_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(out, resid_out, mean, rstd, a,
-                                                                     b, weight, bias, N, C);
+        layernorm_forward_kernel<T, V>
+            <<<grid, 32 * kLnWarps, 0, s>>>(out, resid_out, mean, rstd, a, b, weight, bias, N, C);
     else
-        layernorm_forward_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(out, resid_out, mean, rstd, a,
-                                                                     b, weight, bias, N, C);
+        layernorm_forward_kernel<T, 1>
+            <<<grid, 32 * kLnWarps, 0, s>>>(out, resid_out, mean, rstd, a, b, weight, bias, N, C);
     CUDA_CHECK_LAUNCH("layernorm_forward_kernel");
 }
 
@@ -243,7 +248,8 @@ template <typename T>
 void fused_residual_layernorm_forward_cuda(T* residual_out, T* ln_out, float* mean, float* rstd,
                                            const T* a, const T* b, const T* weight, const T* bias,
                                            int N, int C, cudaStream_t s) {
-    TS_CUDA_REQUIRE(residual_out && b, "fused_residual_layernorm_forward_cuda: null residual_out/b");
+    TS_CUDA_REQUIRE(residual_out && b,
+                    "fused_residual_layernorm_forward_cuda: null residual_out/b");
     layernorm_forward_launch<T>(ln_out, residual_out, mean, rstd, a, b, weight, bias, N, C, s);
 }
 
@@ -257,20 +263,21 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
                              const T* weight, const float* mean, const float* rstd, int N, int C,
                              cudaStream_t s) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0, "layernorm_backward_cuda: bad shape N=", N, " C=", C);
-    TS_CUDA_REQUIRE(dout && inp && mean && rstd, "layernorm_backward_cuda: null dout/inp/mean/rstd");
+    TS_CUDA_REQUIRE(dout && inp && mean && rstd,
+                    "layernorm_backward_cuda: null dout/inp/mean/rstd");
     if (N == 0) return;
     if (dinp) {
         TS_CUDA_REQUIRE(weight, "layernorm_backward_cuda: dinp needs weight");
         constexpr int V = vec16<T>();
-        const bool vec = C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
-                         aligned16(weight);
+        const bool vec =
+            C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight);
         const int grid = ceil_div(N, kLnWarps);
         if (vec)
-            layernorm_backward_dinp_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(
-                dinp, dout, inp, weight, mean, rstd, N, C);
+            layernorm_backward_dinp_kernel<T, V>
+                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
         else
-            layernorm_backward_dinp_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(
-                dinp, dout, inp, weight, mean, rstd, N, C);
+            layernorm_backward_dinp_kernel<T, 1>
+                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
         CUDA_CHECK_LAUNCH("layernorm_backward_dinp_kernel");
     }
     layernorm_dparams(dweight, dbias, dout, inp, mean, rstd, N, C, s, RowLayout{1, C});
@@ -285,17 +292,17 @@ static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const
     if (dweight || dbias) {
         const int rows_per_chunk = std::max(256, ceil_div(N, 65535));
         const int chunks = ceil_div(N, rows_per_chunk);
-        float* partial = static_cast<float*>(cuda_scratch(
-            ScratchSlot::layernorm_dparams, sizeof(float) * 2 * (size_t)chunks * C));
+        float* partial = static_cast<float*>(
+            cuda_scratch(ScratchSlot::layernorm_dparams, sizeof(float) * 2 * (size_t)chunks * C));
         constexpr int V = vec16<T>();
         if (C % V == 0 && L.stride % V == 0 && aligned16(dout) && aligned16(inp)) {
             dim3 grid(ceil_div(C, 32 * V), chunks);
-            layernorm_dparams_partial_kernel<T, V><<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd,
-                                                                        N, C, rows_per_chunk, L);
+            layernorm_dparams_partial_kernel<T, V>
+                <<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd, N, C, rows_per_chunk, L);
         } else {
             dim3 grid(ceil_div(C, 32), chunks);
-            layernorm_dparams_partial_kernel<T, 1><<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd,
-                                                                        N, C, rows_per_chunk, L);
+            layernorm_dparams_partial_kernel<T, 1>
+                <<<grid, 256, 0, s>>>(partial, dout, inp, mean, rstd, N, C, rows_per_chunk, L);
         }
         CUDA_CHECK_LAUNCH("layernorm_dparams_partial_kernel");
         // dweight from rows [c, 0, :], dbias from rows [c, 1, :] (either may be null)
@@ -313,9 +320,11 @@ static void rmsnorm_forward_rows(T* out, float* rstd, const T* inp, const T* wei
     constexpr int V = vec16<T>();
     const int grid = ceil_div(N, kLnWarps);
     if (C % V == 0 && L.stride % V == 0 && aligned16(out) && aligned16(inp) && aligned16(weight))
-        rmsnorm_forward_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps, L);
+        rmsnorm_forward_kernel<T, V>
+            <<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps, L);
     else
-        rmsnorm_forward_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps, L);
+        rmsnorm_forward_kernel<T, 1>
+            <<<grid, 32 * kLnWarps, 0, s>>>(out, rstd, inp, weight, N, C, eps, L);
     CUDA_CHECK_LAUNCH("rmsnorm_forward_kernel");
 }
 
@@ -332,13 +341,13 @@ static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const 
         TS_CUDA_REQUIRE(weight, "rmsnorm_backward_cuda: dinp needs weight");
         constexpr int V = vec16<T>();
         const int grid = ceil_div(N, kLnWarps);
-        if (C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
-            aligned16(weight))
-            rmsnorm_backward_dinp_kernel<T, V><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C,
-                                                                              L, accumulate);
+        if (C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) &&
+            aligned16(inp) && aligned16(weight))
+            rmsnorm_backward_dinp_kernel<T, V>
+                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C, L, accumulate);
         else
-            rmsnorm_backward_dinp_kernel<T, 1><<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C,
-                                                                              L, accumulate);
+            rmsnorm_backward_dinp_kernel<T, 1>
+                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C, L, accumulate);
         CUDA_CHECK_LAUNCH("rmsnorm_backward_dinp_kernel");
     }
 }
@@ -352,40 +361,44 @@ void rmsnorm_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, in
 template <typename T>
 void rmsnorm_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
                            const float* rstd, int N, int C, cudaStream_t s) {
-    rmsnorm_backward_rows<T>(dinp, dweight, dout, inp, weight, rstd, N, C, RowLayout{1, C}, true, s);
+    rmsnorm_backward_rows<T>(dinp, dweight, dout, inp, weight, rstd, N, C, RowLayout{1, C}, true,
+                             s);
 }
 
 template <typename T>
-void rmsnorm_heads_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N, int heads,
-                                int hd, long stride, float eps, cudaStream_t s) {
-    TS_CUDA_REQUIRE(heads > 0 && stride >= (long)heads * hd, "rmsnorm_heads_forward_cuda: heads=", heads,
-                    " of ", hd, " do not fit rows of ", stride);
-    rmsnorm_forward_rows<T>(out, rstd, inp, weight, N * heads, hd, eps, RowLayout{heads, stride}, s);
+void rmsnorm_heads_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N,
+                                int heads, int hd, long stride, float eps, cudaStream_t s) {
+    TS_CUDA_REQUIRE(heads > 0 && stride >= (long)heads * hd,
+                    "rmsnorm_heads_forward_cuda: heads=", heads, " of ", hd, " do not fit rows of ",
+                    stride);
+    rmsnorm_forward_rows<T>(out, rstd, inp, weight, N * heads, hd, eps, RowLayout{heads, stride},
+                            s);
 }
 
 template <typename T>
-void rmsnorm_heads_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
-                                 const float* rstd, int N, int heads, int hd, long stride, cudaStream_t s) {
-    TS_CUDA_REQUIRE(heads > 0 && stride >= (long)heads * hd, "rmsnorm_heads_backward_cuda: heads=", heads,
-                    " of ", hd, " do not fit rows of ", stride);
-    rmsnorm_backward_rows<T>(dinp, dweight, dout, inp, weight, rstd, N * heads, hd, RowLayout{heads, stride},
-                             false, s);
+void rmsnorm_heads_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp,
+                                 const T* weight, const float* rstd, int N, int heads, int hd,
+                                 long stride, cudaStream_t s) {
+    TS_CUDA_REQUIRE(heads > 0 && stride >= (long)heads * hd,
+                    "rmsnorm_heads_backward_cuda: heads=", heads, " of ", hd,
+                    " do not fit rows of ", stride);
+    rmsnorm_backward_rows<T>(dinp, dweight, dout, inp, weight, rstd, N * heads, hd,
+                             RowLayout{heads, stride}, false, s);
 }
 
-#define TS_INSTANTIATE_LN(T)                                                                     \
+#define TS_INSTANTIATE_LN(T)                                                                       \
     template void layernorm_forward_cuda<T>(T*, float*, float*, const T*, const T*, const T*, int, \
-                                            int, cudaStream_t);                                   \
-    template void fused_residual_layernorm_forward_cuda<T>(T*, T*, float*, float*, const T*,       \
-                                                           const T*, const T*, const T*, int, int, \
-                                                           cudaStream_t);                         \
+                                            int, cudaStream_t);                                    \
+    template void fused_residual_layernorm_forward_cuda<T>(                                        \
+        T*, T*, float*, float*, const T*, const T*, const T*, const T*, int, int, cudaStream_t);   \
     template void layernorm_backward_cuda<T>(T*, float*, float*, const T*, const T*, const T*,     \
                                              const float*, const float*, int, int, cudaStream_t);  \
     template void rmsnorm_forward_cuda<T>(T*, float*, const T*, const T*, int, int, float,         \
-                                          cudaStream_t);                                          \
+                                          cudaStream_t);                                           \
     template void rmsnorm_backward_cuda<T>(T*, float*, const T*, const T*, const T*, const float*, \
-                                           int, int, cudaStream_t);                               \
-    template void rmsnorm_heads_forward_cuda<T>(T*, float*, const T*, const T*, int, int, int, long, \
-                                                float, cudaStream_t);                             \
+                                           int, int, cudaStream_t);                                \
+    template void rmsnorm_heads_forward_cuda<T>(T*, float*, const T*, const T*, int, int, int,     \
+                                                long, float, cudaStream_t);                        \
     template void rmsnorm_heads_backward_cuda<T>(T*, float*, const T*, const T*, const T*,         \
                                                  const float*, int, int, int, long, cudaStream_t);
 TS_INSTANTIATE_LN(float)

@@ -44,11 +44,12 @@ void rmsnorm_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp,
 // Per head (Qwen3's q/k norm): `heads` heads of hd at the start of each of N rows (row stride
 // `stride` elements) of out and inp; weight (hd); rstd (N·heads).
 template <typename T>
-void rmsnorm_heads_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N, int heads,
-                                int hd, long stride, float eps, cudaStream_t s);
+void rmsnorm_heads_forward_cuda(T* out, float* rstd, const T* inp, const T* weight, int N,
+                                int heads, int hd, long stride, float eps, cudaStream_t s);
 // dinp (laid out as inp) = the gradient, OVERWRITTEN (dinp may be dout); dweight (hd) +=.
 template <typename T>
-void rmsnorm_heads_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp, const T* weight,
-                                 const float* rstd, int N, int heads, int hd, long stride, cudaStream_t s);
+void rmsnorm_heads_backward_cuda(T* dinp, float* dweight, const T* dout, const T* inp,
+                                 const T* weight, const float* rstd, int N, int heads, int hd,
+                                 long stride, cudaStream_t s);
 
 }  // namespace tessera

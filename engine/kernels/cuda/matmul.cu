@@ -6,18 +6,17 @@
 //   dweight  D(C, OC) = inp(C x N) * op_T(dout: OC x N)       (fp32 C/D, beta = 1)
 // Plans (descriptors, layouts, the heuristic's algorithm) are cached per shape, dtype, epilogue
 // and pointer alignment in a per-thread map (the cuBLASLt handle is per thread too).
-#include "engine/kernels/cuda/matmul.cuh"
-
 #include <atomic>
 #include <map>
-#include <vector>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 #include "engine/kernels/cuda/fp8.cuh"
+#include "engine/kernels/cuda/matmul.cuh"
 #include "engine/kernels/fp8_workspace.h"
 
 namespace tessera {
@@ -102,7 +101,9 @@ struct GemmPlan {
     std::vector<cublasLtMatmulAlgo_t> spare;
 };
 
-bool is_fp8(cudaDataType_t t) { return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2; }
+bool is_fp8(cudaDataType_t t) {
+    return t == CUDA_R_8F_E4M3 || t == CUDA_R_8F_E5M2;
+}
 
 int ptr_align(const void* p) {
     int a = 256;
@@ -123,7 +124,8 @@ CublasLtLayout make_layout(cudaDataType_t type, long rows, long cols, long ld) {
 
 // FP8 plans are made with the operands' scale pointers set (the heuristic then offers only
 // algorithms that scale), any pair of device floats: gemm_run sets the call's own.
-GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr, const float* b_scale = nullptr) {
+GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr,
+                    const float* b_scale = nullptr) {
     thread_local std::map<GemmShape, GemmPlan> plans;
     auto it = plans.find(g);
     if (it != plans.end()) return it->second;
@@ -132,29 +134,34 @@ GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr, const fl
     CUBLAS_CHECK(lt_api().MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     if (is_fp8(g.a_type)) {
         TS_CUDA_REQUIRE(a_scale && b_scale, "gemm_plan: an FP8 plan needs its scale pointers");
-        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
-                                                    sizeof(a_scale)));
-        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
-                                                    sizeof(b_scale)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                     &a_scale, sizeof(a_scale)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                     &b_scale, sizeof(b_scale)));
     }
     p.desc.reset(desc);
     cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasOperation_t tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    CUBLAS_CHECK(
+        lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CUBLAS_CHECK(
+        lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
     CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue,
-                                                sizeof(g.epilogue)));
+                                                 sizeof(g.epilogue)));
     if (g.aux_ld > 0) {
         int64_t ld = g.aux_ld;
-        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld,
-                                                    sizeof(ld)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                     &ld, sizeof(ld)));
     }
     if (g.fast_accum) {
         const int8_t on = 1;
-        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on,
+                                                     sizeof(on)));
     }
-    p.a = g.trans_a ? make_layout(g.a_type, g.k, g.m, g.lda) : make_layout(g.a_type, g.m, g.k, g.lda);
-    p.b = g.trans_b ? make_layout(g.b_type, g.n, g.k, g.ldb) : make_layout(g.b_type, g.k, g.n, g.ldb);
+    p.a =
+        g.trans_a ? make_layout(g.a_type, g.k, g.m, g.lda) : make_layout(g.a_type, g.m, g.k, g.lda);
+    p.b =
+        g.trans_b ? make_layout(g.b_type, g.n, g.k, g.ldb) : make_layout(g.b_type, g.k, g.n, g.ldb);
     p.d = make_layout(g.d_type, g.m, g.n, g.ldd);
 
     CublasLt& lt = cublaslt();
@@ -175,9 +182,9 @@ GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr, const fl
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
     cublasLtMatmulHeuristicResult_t result[4]{};
     int found = 0;
-    cublasStatus_t st = lt_api().MatmulAlgoGetHeuristic(lt.handle, desc, p.a.get(), p.b.get(),
-                                                       p.d.get(), p.d.get(), pref_raw,
-                                                       is_fp8(g.a_type) ? 4 : 1, result, &found);
+    cublasStatus_t st =
+        lt_api().MatmulAlgoGetHeuristic(lt.handle, desc, p.a.get(), p.b.get(), p.d.get(), p.d.get(),
+                                        pref_raw, is_fp8(g.a_type) ? 4 : 1, result, &found);
     if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
         p.supported = true;
         p.algo = result[0].algo;
@@ -198,23 +205,23 @@ bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float b
     if (!p.supported) return false;
     cublasLtMatmulDesc_t desc = p.desc.get();
     if (a_scale)
-        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
-                                                    sizeof(a_scale)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                     &a_scale, sizeof(a_scale)));
     if (b_scale)
-        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
-                                                    sizeof(b_scale)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                     &b_scale, sizeof(b_scale)));
     if (bias)
         CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                    sizeof(bias)));
+                                                     sizeof(bias)));
     if (aux)
-        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
-                                                    &aux, sizeof(aux)));
+        CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(
+            desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
     const float alpha = 1.0f;
     CublasLt& lt = cublaslt();
     for (;;) {
-        const cublasStatus_t st = lt_api().Matmul(lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D,
-                                                  p.d.get(), D, p.d.get(), &p.algo, lt.workspace.get(),
-                                                  lt.workspace_bytes, s);
+        const cublasStatus_t st = lt_api().Matmul(
+            lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D, p.d.get(), D, p.d.get(),
+            &p.algo, lt.workspace.get(), lt.workspace_bytes, s);
         if (st == CUBLAS_STATUS_SUCCESS) return true;
         // The heuristic's choice may still be refused at run time for FP8 (NVIDIA's FP8 sample
         // says so): the next candidate, and when none is left the caller's fallback.
@@ -233,8 +240,8 @@ GemmShape gemm_shape(cudaDataType_t ab, cudaDataType_t d, bool ta, bool tb, int 
                      cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT, long aux_ld = 0) {
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
-    return GemmShape{dev, ab, ab, d, ta, tb, m, n, k, lda, ldb, ldd, epi, aux_ld,
-                     ptr_align(A), ptr_align(B), ptr_align(D)};
+    return GemmShape{dev, ab,  ab,  d,      ta,           tb,           m,           n, k, lda,
+                     ldb, ldd, epi, aux_ld, ptr_align(A), ptr_align(B), ptr_align(D)};
 }
 
 struct {
@@ -246,9 +253,12 @@ struct Fp8Slots {
     char* ws;
     float* amax(int k) const { return reinterpret_cast<float*>(ws + Fp8Workspace::kSlotBytes * k); }
     float* scale_inv(int k) const {
-        return reinterpret_cast<float*>(ws + Fp8Workspace::kScaleInvOffset + Fp8Workspace::kSlotBytes * k);
+        return reinterpret_cast<float*>(ws + Fp8Workspace::kScaleInvOffset +
+                                        Fp8Workspace::kSlotBytes * k);
     }
-    void clear_amax(cudaStream_t s) const { CUDA_CHECK(cudaMemsetAsync(ws, 0, Fp8Workspace::kScaleInvOffset, s)); }
+    void clear_amax(cudaStream_t s) const {
+        CUDA_CHECK(cudaMemsetAsync(ws, 0, Fp8Workspace::kScaleInvOffset, s));
+    }
 };
 
 // An FP8 GEMM's shape: A and B of their own formats, fast accumulation in the forward only (as
@@ -267,29 +277,34 @@ GemmShape gemm_shape_fp8(cudaDataType_t a, cudaDataType_t b, cudaDataType_t d, i
 // D(OC, N) = op_T(weight_q) · inp_q with the bias / GELU epilogue where cuBLASLt has one (else
 // the plain product, the epilogue left to the caller: returns bias_done / gelu_done false).
 // Returns false, with nothing written, where cuBLASLt has no FP8 algorithm for the shape.
-bool forward_fp8(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C, int OC,
-                 bool gelu, bf16* pre_gelu, void* workspace, cudaStream_t s, bool* epilogue_done) {
+bool forward_fp8(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias, int N, int C,
+                 int OC, bool gelu, bf16* pre_gelu, void* workspace, cudaStream_t s,
+                 bool* epilogue_done) {
     const Fp8Workspace L = Fp8Workspace::of(N, C, OC, false);
     char* ws = static_cast<char*>(workspace);
     const Fp8Slots sl{ws};  // slot 0: inp, 1: weight
     uint8_t* xq = reinterpret_cast<uint8_t*>(ws + L.x);
     uint8_t* wq = reinterpret_cast<uint8_t*>(ws + L.w);
     auto shape = [&](bool fast, cublasLtEpilogue_t epi) {
-        return gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, OC, N, C, C, C, OC, wq, xq, out, fast,
-                              epi, epi == CUBLASLT_EPILOGUE_GELU_AUX || epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? OC : 0);
+        return gemm_shape_fp8(
+            CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUDA_R_16BF, OC, N, C, C, C, OC, wq, xq, out, fast, epi,
+            epi == CUBLASLT_EPILOGUE_GELU_AUX || epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ? OC : 0);
     };
     const bool bias_ok = bias && ptr_align(bias) >= 16;
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-    if ((gelu || bias) && (!bias || bias_ok) && (!pre_gelu || (OC % 8 == 0 && ptr_align(pre_gelu) >= 16)))
-        epi = gelu ? (pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
-                               : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU))
-                   : CUBLASLT_EPILOGUE_BIAS;
+    if ((gelu || bias) && (!bias || bias_ok) &&
+        (!pre_gelu || (OC % 8 == 0 && ptr_align(pre_gelu) >= 16)))
+        epi =
+            gelu ? (pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                             : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU))
+                 : CUBLASLT_EPILOGUE_BIAS;
     // the first of: the epilogue with fast accumulation, the plain product with and without it
     struct Try {
         bool fast;
         cublasLtEpilogue_t epi;
     };
-    const Try tries[] = {{true, epi}, {true, CUBLASLT_EPILOGUE_DEFAULT}, {false, CUBLASLT_EPILOGUE_DEFAULT}};
+    const Try tries[] = {
+        {true, epi}, {true, CUBLASLT_EPILOGUE_DEFAULT}, {false, CUBLASLT_EPILOGUE_DEFAULT}};
     bool any = false;
     for (const Try& t : tries)
         any = any || gemm_plan(shape(t.fast, t.epi), sl.scale_inv(1), sl.scale_inv(0)).supported;
@@ -330,10 +345,11 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
     if (N == 0) return;
     if constexpr (std::is_same_v<T, bf16>) {
         bool epilogue_done = false;
-        if (fp8_workspace &&
-            forward_fp8(out, inp, weight, bias, N, C, OC, gelu, pre_gelu, fp8_workspace, s, &epilogue_done)) {
+        if (fp8_workspace && forward_fp8(out, inp, weight, bias, N, C, OC, gelu, pre_gelu,
+                                         fp8_workspace, s, &epilogue_done)) {
             if (!epilogue_done) {
-                bias_gelu_kernel<T><<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, bias, N, OC, gelu);
+                bias_gelu_kernel<T>
+                    <<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, bias, N, OC, gelu);
                 CUDA_CHECK_LAUNCH("bias_gelu_kernel");
             }
             return;
@@ -345,10 +361,9 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
     const bool bias_ok = bias && ptr_align(bias) >= 16;
     if (is_bf16 && gelu && (!bias || bias_ok) &&
         (!pre_gelu || (OC % 8 == 0 && ptr_align(pre_gelu) >= 16))) {
-        cublasLtEpilogue_t epi = pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
-                                                  : CUBLASLT_EPILOGUE_GELU_AUX)
-                                          : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS
-                                                  : CUBLASLT_EPILOGUE_GELU);
+        cublasLtEpilogue_t epi =
+            pre_gelu ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                     : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU);
         GemmShape g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, weight, inp, out, epi,
                                  pre_gelu ? OC : 0);
         if (gemm_run(g, weight, inp, out, 0.0f, bias, pre_gelu, s)) return;
@@ -366,15 +381,16 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
     }
     const T* kbias = bias_done ? nullptr : bias;
     if (gelu || kbias) {
-        bias_gelu_kernel<T><<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, kbias, N,
-                                                                       OC, gelu);
+        bias_gelu_kernel<T>
+            <<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, kbias, N, OC, gelu);
         CUDA_CHECK_LAUNCH("bias_gelu_kernel");
     }
 }
 
 template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
-                          const T* weight, int N, int C, int OC, cudaStream_t s, void* fp8_workspace) {
+                          const T* weight, int N, int C, int OC, cudaStream_t s,
+                          void* fp8_workspace) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_backward_cuda: bad shape N=", N, " C=", C,
                     " OC=", OC);
     TS_CUDA_REQUIRE(dout, "matmul_backward_cuda: null dout");
@@ -392,30 +408,39 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
             uint8_t* wt = reinterpret_cast<uint8_t*>(ws + L.w);
             uint8_t* g = reinterpret_cast<uint8_t*>(ws + L.g);
             uint8_t* gt = reinterpret_cast<uint8_t*>(ws + L.gt);
-            const GemmShape gi = gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_16BF, C, N, OC, OC, OC, C,
-                                                wt, g, dinp ? (const void*)dinp : ws, false);
-            const GemmShape gw = gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F, C, OC, N, N, N, C,
-                                                xt, gt, dweight ? (const void*)dweight : ws, false);
-            const bool dinp8 = dinp && weight && gemm_plan(gi, sl.scale_inv(3), sl.scale_inv(0)).supported;
-            const bool dw8 = dweight && inp && gemm_plan(gw, sl.scale_inv(2), sl.scale_inv(1)).supported;
+            const GemmShape gi =
+                gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_16BF, C, N, OC, OC, OC, C, wt,
+                               g, dinp ? (const void*)dinp : ws, false);
+            const GemmShape gw =
+                gemm_shape_fp8(CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F, C, OC, N, N, N, C, xt,
+                               gt, dweight ? (const void*)dweight : ws, false);
+            const bool dinp8 =
+                dinp && weight && gemm_plan(gi, sl.scale_inv(3), sl.scale_inv(0)).supported;
+            const bool dw8 =
+                dweight && inp && gemm_plan(gw, sl.scale_inv(2), sl.scale_inv(1)).supported;
             if (dinp8 || dw8) {
                 sl.clear_amax(s);
                 fp8_amax(sl.amax(0), dout, (long)N * OC, s);
             }
             if (dinp8) {
                 fp8_amax(sl.amax(2), weight, (long)OC * C, s);
-                fp8_quantize(g, sl.scale_inv(0), dout, sl.amax(0), N, OC, Fp8Format::e5m2, false, s);
-                fp8_quantize(wt, sl.scale_inv(3), weight, sl.amax(2), OC, C, Fp8Format::e4m3, true, s);
-                if (gemm_run(gi, wt, g, dinp, 0.0f, nullptr, nullptr, s, sl.scale_inv(3), sl.scale_inv(0))) {
+                fp8_quantize(g, sl.scale_inv(0), dout, sl.amax(0), N, OC, Fp8Format::e5m2, false,
+                             s);
+                fp8_quantize(wt, sl.scale_inv(3), weight, sl.amax(2), OC, C, Fp8Format::e4m3, true,
+                             s);
+                if (gemm_run(gi, wt, g, dinp, 0.0f, nullptr, nullptr, s, sl.scale_inv(3),
+                             sl.scale_inv(0))) {
                     fp8_counts_.dinp++;
                     dinp = nullptr;
                 }
             }
             if (dw8) {
                 fp8_amax(sl.amax(1), inp, (long)N * C, s);
-                fp8_quantize(gt, sl.scale_inv(1), dout, sl.amax(0), N, OC, Fp8Format::e5m2, true, s);
+                fp8_quantize(gt, sl.scale_inv(1), dout, sl.amax(0), N, OC, Fp8Format::e5m2, true,
+                             s);
                 fp8_quantize(xt, sl.scale_inv(2), inp, sl.amax(1), N, C, Fp8Format::e4m3, true, s);
-                if (gemm_run(gw, xt, gt, dweight, 1.0f, nullptr, nullptr, s, sl.scale_inv(2), sl.scale_inv(1))) {
+                if (gemm_run(gw, xt, gt, dweight, 1.0f, nullptr, nullptr, s, sl.scale_inv(2),
+                             sl.scale_inv(1))) {
                     fp8_counts_.dweight++;
                     dweight = nullptr;
                 }
@@ -426,12 +451,13 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
         TS_CUDA_REQUIRE(weight, "matmul_backward_cuda: dinp needs weight");
         GemmShape g = gemm_shape(t, t, false, false, C, N, OC, C, OC, C, weight, dout, dinp);
         TS_CUDA_REQUIRE(gemm_run(g, weight, dout, dinp, 0.0f, nullptr, nullptr, s),
-                        "matmul_backward_cuda: cuBLASLt has no dinp algorithm for N=", N,
-                        " C=", C, " OC=", OC);
+                        "matmul_backward_cuda: cuBLASLt has no dinp algorithm for N=", N, " C=", C,
+                        " OC=", OC);
     }
     if (dweight) {
         TS_CUDA_REQUIRE(inp, "matmul_backward_cuda: dweight needs inp");
-        GemmShape g = gemm_shape(t, CUDA_R_32F, false, true, C, OC, N, C, OC, C, inp, dout, dweight);
+        GemmShape g =
+            gemm_shape(t, CUDA_R_32F, false, true, C, OC, N, C, OC, C, inp, dout, dweight);
         TS_CUDA_REQUIRE(gemm_run(g, inp, dout, dweight, 1.0f, nullptr, nullptr, s),
                         "matmul_backward_cuda: cuBLASLt has no dweight algorithm for N=", N,
                         " C=", C, " OC=", OC);
@@ -444,10 +470,12 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
         constexpr int V = 16 / sizeof(T);
         if (OC % V == 0 && ptr_align(dout) >= 16) {
             dim3 grid(ceil_div(OC, 32 * V), chunks);
-            column_sum_partial_kernel<T, V><<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
+            column_sum_partial_kernel<T, V>
+                <<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
         } else {
             dim3 grid(ceil_div(OC, 32), chunks);
-            column_sum_partial_kernel<T, 1><<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
+            column_sum_partial_kernel<T, 1>
+                <<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
         }
         CUDA_CHECK_LAUNCH("column_sum_partial_kernel");
         chunk_column_sum(dbias, nullptr, partial, chunks, OC, OC, s);

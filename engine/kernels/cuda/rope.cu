@@ -1,10 +1,9 @@
 // Rotary embeddings: one thread per (row, frequency j) computes the angle's sine and cosine once
 // and rotates the pair (j, j + hd/2) of every head of the row; a warp's threads hold consecutive
 // j, so each head's two halves are read and written contiguously.
-#include "engine/kernels/cuda/rope.cuh"
-
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/rope.cuh"
 
 namespace tessera {
 
@@ -29,8 +28,9 @@ static __global__ void rope_kernel(T* x, long rows, int T_, int heads, int half,
 template <typename T>
 void rope_cuda(T* x, int B, int T_, int heads, int hd, long stride, const float* inv_freq,
                bool inverse, cudaStream_t s, int pos0) {
-    TS_CUDA_REQUIRE(B >= 0 && T_ > 0 && heads >= 0 && hd > 0 && hd % 2 == 0 && stride >= (long)heads * hd,
-                    "rope_cuda: bad shape B=", B, " T=", T_, " heads=", heads, " hd=", hd, " stride=", stride);
+    TS_CUDA_REQUIRE(
+        B >= 0 && T_ > 0 && heads >= 0 && hd > 0 && hd % 2 == 0 && stride >= (long)heads * hd,
+        "rope_cuda: bad shape B=", B, " T=", T_, " heads=", heads, " hd=", hd, " stride=", stride);
     const long rows = (long)B * T_, n = rows * (hd / 2);
     if (n == 0 || heads == 0) return;
     TS_CUDA_REQUIRE(x && inv_freq, "rope_cuda: null x/inv_freq");
@@ -39,7 +39,9 @@ void rope_cuda(T* x, int B, int T_, int heads, int hd, long stride, const float*
     CUDA_CHECK_LAUNCH("rope_kernel");
 }
 
-template void rope_cuda<float>(float*, int, int, int, int, long, const float*, bool, cudaStream_t, int);
-template void rope_cuda<bf16>(bf16*, int, int, int, int, long, const float*, bool, cudaStream_t, int);
+template void rope_cuda<float>(float*, int, int, int, int, long, const float*, bool, cudaStream_t,
+                               int);
+template void rope_cuda<bf16>(bf16*, int, int, int, int, long, const float*, bool, cudaStream_t,
+                              int);
 
 }  // namespace tessera

@@ -1,13 +1,14 @@
 // SwiGLU forward and backward: one thread per VEC adjacent columns of a row (16-byte accesses
 // when F and the pointers allow it, else VEC = 1).
-#include "engine/kernels/cuda/swiglu.cuh"
-
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/swiglu.cuh"
 
 namespace tessera {
 
-__device__ inline float sigmoidf_(float g) { return 1.0f / (1.0f + expf(-g)); }
+__device__ inline float sigmoidf_(float g) {
+    return 1.0f / (1.0f + expf(-g));
+}
 
 template <typename T, int VEC>
 static __global__ void swiglu_forward_kernel(T* out, const T* gu, long N, long F) {
@@ -31,7 +32,8 @@ static __global__ void swiglu_backward_kernel(T* dgu, const T* dout, const T* gu
     if (i >= N * F) return;
     const long n = i / F, c = i % F;
     const T* g = gu + n * 2 * F + c;
-    Vec<T, VEC> vg = load_vec<VEC>(g), vu = load_vec<VEC>(g + F), vd = load_vec<VEC>(dout + i), dg, du;
+    Vec<T, VEC> vg = load_vec<VEC>(g), vu = load_vec<VEC>(g + F), vd = load_vec<VEC>(dout + i), dg,
+                du;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
         const float x = to_float(vg.v[k]), u = to_float(vu.v[k]), d = to_float(vd.v[k]);
@@ -72,7 +74,8 @@ void swiglu_backward_cuda(T* dgu, const T* dout, const T* gu, long N, long F, cu
 
 template void swiglu_forward_cuda<float>(float*, const float*, long, long, cudaStream_t);
 template void swiglu_forward_cuda<bf16>(bf16*, const bf16*, long, long, cudaStream_t);
-template void swiglu_backward_cuda<float>(float*, const float*, const float*, long, long, cudaStream_t);
+template void swiglu_backward_cuda<float>(float*, const float*, const float*, long, long,
+                                          cudaStream_t);
 template void swiglu_backward_cuda<bf16>(bf16*, const bf16*, const bf16*, long, long, cudaStream_t);
 
 }  // namespace tessera
