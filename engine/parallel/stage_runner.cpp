@@ -62,18 +62,24 @@ StageRunner::StageRunner(const ModelShape& model, std::vector<StageChunk> chunks
 int StageRunner::run(const StageSchedule& sched,
                      const std::function<const Batch&(int micro)>& batch) {
     int in_flight = 0, max_in_flight = 0;
+    // recv_ahead: the receiving actions of each direction in schedule order, the first of them
+    // at or after the current action, and the next one not posted yet
+    std::vector<size_t> recv_at[2];
+    size_t first[2] = {0, 0}, unposted[2] = {0, 0};
+    if (o_.recv_ahead)
+        for (size_t k = 0; k < sched.size(); ++k)
+            if (const int dir = recv_dir(sched[k]); dir >= 0) recv_at[dir].push_back(k);
     for (size_t k = 0; k < sched.size(); ++k) {
         const PipeAction& a = sched[k];
         const Batch& b = batch(a.micro);
-        if (o_.recv_ahead)  // the next two receives of each direction, from this action on
-            for (int dir : {0, 1})
-                for (size_t j = k, n = 0; j < sched.size() && n < 2; ++j) {
-                    const PipeAction& later = sched[j];
-                    if (recv_dir(later) != dir) continue;
-                    ++n;
-                    if (!posted_.count(posted_key(dir, later.chunk, later.micro, false)))
-                        post(dir, later.chunk, later.micro, batch(later.micro), false);
-                }
+        for (int dir : {0, 1}) {  // each direction keeps the next two receives from here posted
+            const std::vector<size_t>& at = recv_at[dir];
+            while (first[dir] < at.size() && at[first[dir]] < k) ++first[dir];
+            for (; unposted[dir] < std::min(at.size(), first[dir] + 2); ++unposted[dir]) {
+                const PipeAction& later = sched[at[unposted[dir]]];
+                post(dir, later.chunk, later.micro, batch(later.micro), false);
+            }
+        }
         switch (a.kind) {
             case PipeAction::forward:
                 forward(a.micro, a.chunk, b, false);

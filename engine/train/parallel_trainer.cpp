@@ -25,6 +25,7 @@
 #include "engine/parallel/zero.h"
 #include "engine/plan/estimator.h"
 #include "engine/telemetry/metric_names.h"
+#include "engine/telemetry/pipeline_spans.h"
 #include "engine/telemetry/system_metrics.h"
 #include "engine/train/data_source.h"
 #ifdef TESSERA_HAVE_CUDA
@@ -339,11 +340,11 @@ void RankRunner::span_resolve(OpenSpan& sp) {
 #endif
 }
 
-// Emits the step's spans and adds their compute time (forward, backward) to busy_s_.
+// Emits the step's spans and adds their compute time (span_is_compute) to busy_s_.
 void RankRunner::spans_flush(int64_t step) {
     for (OpenSpan& sp : spans_) {
         span_resolve(sp);
-        if (std::string(sp.kind) != "recv") busy_s_ += sp.end_s - sp.start_s;
+        if (span_is_compute(sp.kind)) busy_s_ += sp.end_s - sp.start_s;
         sink_->write(SpanRecord{step, g_.rank, stage_, sp.micro, sp.kind, sp.start_s, sp.end_s});
     }
     spans_.clear();
