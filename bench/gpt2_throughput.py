@@ -87,7 +87,7 @@ for rnd in range(a.rounds):  # interleaved: every configuration once per round
 print()
 print("tok/s: wall clock (the headline); median: of the per-step figures. Memory: engine = Tessera's"
       " accounting, pred = the estimator, device = NVML per process (50 ms samples)")
-print(f"{'configuration':34} {'tok/s':>10} {'median':>10} {'per GPU':>10} {'MFU':>7} {'engine GiB':>10} {'pred GiB':>9} {'device GiB':>10} {'bubble':>7}")
+print(f"{'configuration':34} {'tok/s':>10} {'median':>10} {'per GPU':>10} {'MFU':>7} {'engine GiB':>10} {'pred GiB':>9} {'device GiB':>10} {'idle':>7}")
 for r in rows:
     if "error" in r:
         print(f"{r['name']:34} FAILED: {r['error'][-300:]}")
@@ -95,7 +95,7 @@ for r in rows:
     gpus = 1 if "1 GPU" in r["name"] else a.gpus
     med = f"{r['median_tok_s']:10,.0f}" if r.get("median_tok_s") else f"{'-':>10}"
     mfu = r["tok_s"] * FLOPS_PER_TOKEN / gpus / peak_flops if peak_flops else float("nan")
-    bub = f"{r['bubble']*100:.1f}%" if r.get("bubble") is not None else "-"
+    bub = f"{r['rank_idle']*100:.1f}%" if r.get("rank_idle") is not None else "-"
     pred = f"{r['pred_gib']:.1f}" if r.get("pred_gib") is not None else "-"  # anchors: none
     print(f"{r['name']:34} {r['tok_s']:10,.0f} {med} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:10.1f} "
           f"{pred:>9} {r.get('device_gib', 0):10.1f} {bub:>7}")

@@ -64,13 +64,13 @@ def tessera_run(tessera, work, tag, yaml, sets, tokens_per_step, warmup):
     wall = tokens_per_step * (last - warmup) / (ends[last] - ends[warmup])
     mem = max((v for s, v in series("mem/device_bytes")), default=0) or \
           max((v for s, v in series("mem/total_bytes")), default=0)
-    bubble = [v for s, v in series("pipeline/bubble") if s > warmup]
+    idle = [v for s, v in series("pipeline/rank_idle") if s > warmup]
     loss = series("train/loss")
     return {"tag": tag, "tok_s": wall, "median_tok_s": statistics.median(tps), "peak_gib": mem / 2**30,
             "pred_gib": pred, "pred_step_s": pred_step, "peak_flops": peak_flops,
             "step_s": tokens_per_step / wall,
             "device_gib": dev.peak_bytes / 2**30,
-            "bubble": statistics.mean(bubble) if bubble else None, "loss": loss[-1][1] if loss else None,
+            "rank_idle": statistics.mean(idle) if idle else None, "loss": loss[-1][1] if loss else None,
             "wall_s": time.time() - t0}
 
 

@@ -202,6 +202,14 @@ CREATE TABLE run_results (
   metric_names     TEXT NOT NULL DEFAULT ''
 );
 )sql",
+    // 4 -> 5: the per-rank pipeline idle figure is renamed "pipeline/rank_idle"; "pipeline/bubble"
+    // named it too, and that name belongs to the pipeline's bubble measured from every rank's
+    // spans (engine/telemetry/pipeline_spans.h). Rows and results keep their values.
+    R"sql(
+UPDATE metrics SET name = 'pipeline/rank_idle' WHERE name = 'pipeline/bubble';
+UPDATE run_results SET metric_names = replace(metric_names, 'pipeline/bubble', 'pipeline/rank_idle')
+  WHERE instr(metric_names, 'pipeline/bubble') > 0;
+)sql",
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion);
 

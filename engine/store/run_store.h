@@ -25,10 +25,11 @@ struct sqlite3_stmt;
 
 namespace tessera {
 
-inline constexpr int kStoreSchemaVersion = 4;
+inline constexpr int kStoreSchemaVersion = 5;
 // The oldest schema a read-only RunStore reads (a reader never migrates): what a later step added
 // is simply absent from an older file (devices() is empty before version 2, annotations() before
-// version 3, stored_results() before version 4).
+// version 3, stored_results() before version 4), and a file before version 5 holds the per-rank
+// pipeline idle figure under its old name, "pipeline/bubble", until a writer opens it.
 inline constexpr int kStoreOldestReadable = 1;
 inline constexpr int kStoreApplicationId = 0x54535352;  // "TSSR"
 

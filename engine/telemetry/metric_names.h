@@ -50,8 +50,11 @@ inline constexpr std::string_view host_cpu_percent = "host/cpu_percent";  // all
 inline constexpr std::string_view host_memory_used_bytes = "host/memory_used_bytes";
 
 // ---- pipeline and launcher ----
-inline constexpr std::string_view pipeline_bubble = "pipeline/bubble";  // idle fraction, 0..1
-inline constexpr std::string_view launch_attempt = "launch/attempt";    // rank -1: 1, 2, ...
+// This rank's idle share (0..1) of its own step's pipeline window. The pipeline's bubble is
+// measured from every rank's spans on one time base (engine/telemetry/pipeline_spans.h); files
+// before store schema 5 logged this figure as "pipeline/bubble".
+inline constexpr std::string_view pipeline_rank_idle = "pipeline/rank_idle";
+inline constexpr std::string_view launch_attempt = "launch/attempt";  // rank -1: 1, 2, ...
 
 // "mem/<category>_bytes": the peak of one MemoryTracker category.
 std::string mem_category_bytes(MemCategory c);

@@ -542,7 +542,7 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
             metric(s1, metric::mem_device_bytes, (double)mt.device_peak_bytes());
             double pipe_s = opt.start_s - step_t0;
             if (pp_ > 1)
-                metric(s1, metric::pipeline_bubble, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
+                metric(s1, metric::pipeline_rank_idle, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
             if (leader) {
                 metric(s1, metric::train_loss, loss);
                 metric(s1, metric::train_lr, lr);

@@ -548,3 +548,37 @@ TEST(RunStoreSchema, VersionThreeFileReadsWithoutResultsAndMigrates) {
     ASSERT_EQ(rw.stored_results().size(), 1u);
     EXPECT_EQ(rw.stored_results()[0].run_id, next);
 }
+
+// Schema 5 renames the per-rank "pipeline/bubble" metric "pipeline/rank_idle": a version-4 file
+// reads as written, and its writer's migration renames the rows and the stored results' names.
+TEST(RunStoreSchema, VersionFourFileRenamesThePerRankIdleMetric) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    int64_t id = 0;
+    {
+        RunStore s = RunStore::open(path);
+        id = s.run_begin(RunStartRecord{"pp2"});
+        s.append(id, {MetricRecord{1, 0, "pipeline/bubble", 0.25, 1},
+                      MetricRecord{1, 1, "pipeline/bubble", 0.5, 1},
+                      MetricRecord{1, 0, std::string(metric::train_loss), 3.0, 1}});
+        s.run_finish(id, run_status::completed, "", 1);
+    }
+    raw_exec(path, "PRAGMA user_version = 4;");
+    {
+        RunStore ro = RunStore::open(path, true);
+        EXPECT_EQ(ro.schema_version(), 4);
+        EXPECT_EQ(ro.metrics(id, "pipeline/bubble").size(), 2u);
+        EXPECT_TRUE(ro.metrics(id, metric::pipeline_rank_idle).empty());
+    }
+    RunStore rw = RunStore::open(path);
+    EXPECT_EQ(rw.schema_version(), kStoreSchemaVersion);
+    EXPECT_TRUE(rw.metrics(id, "pipeline/bubble").empty());
+    const std::vector<MetricRow> idle = rw.metrics(id, metric::pipeline_rank_idle);
+    ASSERT_EQ(idle.size(), 2u);
+    EXPECT_EQ(idle[0].value + idle[1].value, 0.75);
+    EXPECT_EQ(rw.metrics(id, metric::train_loss).size(), 1u);
+    const std::vector<RunResults> stored = rw.stored_results();
+    ASSERT_EQ(stored.size(), 1u);
+    EXPECT_EQ(stored[0].metric_names,
+              (std::vector<std::string>{"pipeline/rank_idle", std::string(metric::train_loss)}));
+}

@@ -54,7 +54,7 @@ TEST(TelemetryVocabulary, ValuesOnDiskNeverChange) {
     EXPECT_EQ(metric::gpu_sm_clock_mhz, "gpu/sm_clock_mhz");
     EXPECT_EQ(metric::host_cpu_percent, "host/cpu_percent");
     EXPECT_EQ(metric::host_memory_used_bytes, "host/memory_used_bytes");
-    EXPECT_EQ(metric::pipeline_bubble, "pipeline/bubble");
+    EXPECT_EQ(metric::pipeline_rank_idle, "pipeline/rank_idle");
     EXPECT_EQ(metric::launch_attempt, "launch/attempt");
     EXPECT_EQ(metric::mem_category_bytes(MemCategory::params), "mem/params_bytes");
     EXPECT_EQ(metric::mem_category_bytes(MemCategory::host), "mem/host_bytes");

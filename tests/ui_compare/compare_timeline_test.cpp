@@ -269,7 +269,7 @@ TEST_F(PagesTest, TimelineShowsPipelineSpansAndBubbles) {
     EXPECT_GT(page.predictedBubble(), 0.05);
     EXPECT_GT(page.measuredBubble(), 0.0);
     EXPECT_LT(page.measuredBubble(), 1.0);
-    EXPECT_GE(page.loggedBubble(), 0.0);  // the runtime's own pipeline/bubble metric
+    EXPECT_GE(page.loggedRankIdle(), 0.0);  // the runtime's own pipeline/rank_idle metric
 
     // hover: the centre of a forward bar names its stage, micro-batch, kind and duration
     page.resize(1200, 640);

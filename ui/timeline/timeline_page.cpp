@@ -195,7 +195,7 @@ void TimelinePage::onRunChanged() {
 }
 
 void TimelinePage::showStep() {
-    m_measuredBubble = m_predictedBubble = m_loggedBubble = m_simulatedBubble = -1;
+    m_measuredBubble = m_predictedBubble = m_loggedRankIdle = m_simulatedBubble = -1;
     const int i = m_runBox->currentIndex();
     if (!m_store || i < 0 || i >= int(m_runs.size())) {
         m_measured->setEmptyText(tr("no run"));
@@ -208,11 +208,11 @@ void TimelinePage::showStep() {
     std::vector<tessera::SpanRecord> spans;
     try {
         spans = m_store->spans(run.id, step - 1);
-        double sum = 0;  // pipeline/bubble is logged per rank: show the mean
+        double sum = 0;  // each rank logs its own idle share: show the mean
         int n = 0;
-        for (const auto& m : m_store->metrics(run.id, tessera::metric::pipeline_bubble))
+        for (const auto& m : m_store->metrics(run.id, tessera::metric::pipeline_rank_idle))
             if (m.step == step) sum += m.value, ++n;
-        if (n > 0) m_loggedBubble = sum / n;
+        if (n > 0) m_loggedRankIdle = sum / n;
     } catch (const std::exception& e) {
         m_status->setText(QString::fromUtf8(e.what()));
         return;
@@ -263,9 +263,10 @@ void TimelinePage::showStep() {
     if (!m_measured->data().bars.isEmpty())
         m_ideal->setTimeRange(m_measured->viewStart(), m_measured->viewEnd());
     m_summary->setText(
-        tr("<b>Bubble</b> &nbsp; measured: <b>%1</b> (from spans; logged pipeline/bubble: %2) "
+        tr("<b>Bubble</b> &nbsp; measured: <b>%1</b> (every rank's spans; the ranks' mean logged "
+           "idle: %2) "
            "&nbsp;·&nbsp; simulated: <b>%3</b> &nbsp;·&nbsp; ideal f = 1, b = 2: <b>%4</b> (%5)")
-            .arg(percent(m_measuredBubble), percent(m_loggedBubble), percent(m_simulatedBubble),
+            .arg(percent(m_measuredBubble), percent(m_loggedRankIdle), percent(m_simulatedBubble),
                  percent(m_predictedBubble), plan));
 }
 

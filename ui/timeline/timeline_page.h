@@ -35,7 +35,8 @@ class TimelinePage : public QWidget {
     int64_t currentStep() const;
     double measuredBubble() const { return m_measuredBubble; }    // -1 = unknown
     double predictedBubble() const { return m_predictedBubble; }  // -1 = unknown
-    double loggedBubble() const { return m_loggedBubble; }  // pipeline/bubble metric, -1 = none
+    // the ranks' mean pipeline/rank_idle metric, -1 = none
+    double loggedRankIdle() const { return m_loggedRankIdle; }
     double simulatedBubble() const {
         return m_simulatedBubble;
     }  // the simulated chart's, -1 = none
@@ -57,7 +58,7 @@ class TimelinePage : public QWidget {
     QLabel* m_status;
     GanttView* m_measured;
     GanttView* m_ideal;
-    double m_measuredBubble = -1, m_predictedBubble = -1, m_loggedBubble = -1,
+    double m_measuredBubble = -1, m_predictedBubble = -1, m_loggedRankIdle = -1,
            m_simulatedBubble = -1;
     bool m_simulatedFromMeasured = false;
 
