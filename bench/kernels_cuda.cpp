@@ -57,12 +57,54 @@ double time_ms(const std::function<void()>& f, int reps = 20) {
 
 }  // namespace
 
-int main() {
+// The fused attention at the head layouts of the models Tessera trains (causal, bf16): forward
+// and backward milliseconds and TFLOP/s (forward 4·B·NH·T²·hs/2 FLOPs, backward 2.5× that).
+void attention_shapes() {
+    struct Shape {
+        const char* name;
+        int B, T, NH, KV, hs;
+    };
+    const Shape shapes[] = {{"gpt2 (B16 T1024 12/12 hs64)", 16, 1024, 12, 12, 64},
+                            {"gpt2 (B4 T1024 12/12 hs64)", 4, 1024, 12, 12, 64},
+                            {"smollm-135m (B16 T2048 9/3 hs64)", 16, 2048, 9, 3, 64},
+                            {"smollm-135m (B4 T2048 9/3 hs64)", 4, 2048, 9, 3, 64},
+                            {"qwen2.5-0.5b (B8 T2048 14/2 hs64)", 8, 2048, 14, 2, 64},
+                            {"llama-3.2-1b (B8 T2048 32/8 hs64)", 8, 2048, 32, 8, 64},
+                            {"llama-3.2-1b (B2 T2048 32/8 hs64)", 2, 2048, 32, 8, 64},
+                            {"qwen2.5-0.5b (B16 T2048 14/2 hs64)", 16, 2048, 14, 2, 64},
+                            {"qwen3-0.6b (B8 T2048 16/8 hs128)", 8, 2048, 16, 8, 128}};
+    cudaStream_t s = cuda_stream();
+    std::printf("%-36s %9s %9s %9s %9s\n", "attention shape", "fwd ms", "TFLOP/s", "bwd ms",
+                "TFLOP/s");
+    for (const Shape& x : shapes) {
+        const long N = (long)x.B * x.T, C = (long)x.NH * x.hs, W = C + 2L * x.KV * x.hs;
+        DeviceBuffer<> qkv(dev(N * W * 2)), dqkv(dev(N * W * 2)), out(dev(N * C * 2)),
+            dout(dev(N * C * 2)), lse(dev((size_t)x.B * x.NH * x.T * 4));
+        const double flops = 4.0 * x.B * x.NH * (double)x.T * x.T * x.hs / 2;
+        const double f = time_ms([&] {
+            attention_forward_cuda<bf16>((bf16*)out.get(), (float*)lse.get(), (bf16*)qkv.get(), x.B,
+                                         x.T, (int)C, x.NH, x.KV, s);
+        });
+        const double b = time_ms([&] {
+            attention_backward_cuda<bf16>((bf16*)dqkv.get(), (bf16*)dout.get(), (bf16*)qkv.get(),
+                                          (bf16*)out.get(), (float*)lse.get(), x.B, x.T, (int)C,
+                                          x.NH, x.KV, s);
+        });
+        std::printf("%-36s %9.3f %9.1f %9.3f %9.1f\n", x.name, f, flops / (f * 1e-3) / 1e12, b,
+                    2.5 * flops / (b * 1e-3) / 1e12);
+    }
+}
+
+int main(int argc, char** argv) {
     if (cuda_device_count() == 0) {
         std::printf("kernels_cuda: no CUDA GPU visible; nothing measured\n");
         return 0;
     }
     cuda_device_init(0);
+    if (argc > 1 && std::strcmp(argv[1], "--attention") == 0) {  // only the attention table
+        attention_shapes();
+        return 0;
+    }
     cudaStream_t s = cuda_stream();
     const int B = 16, T = 1024, C = 768, NH = 12, V = 50257, Vp = 50304;  // Vp: the head's padding
     const long N = (long)B * T;
@@ -164,6 +206,8 @@ int main() {
                     r.bytes / (r.ms * 1e-3) / 1e9, r.flops / (r.ms * 1e-3) / 1e12,
                     100.0 * ideal / (r.ms * 1e-3), t_flop > t_mem ? "matmul" : "memory");
     }
+    std::printf("\n");
+    attention_shapes();
     return 0;
 }
 #else
