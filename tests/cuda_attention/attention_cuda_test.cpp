@@ -245,6 +245,10 @@ const Shape kShapes[] = {
     {1, 333, 512, 8, 2},
     {2, 130, 512, 4, 1},
     {1, 1000, 256, 4, 2},
+    // grids of more than 1.5 waves on an H200 (132 SMs, 2 dK/dV blocks each): the dK/dV pass on
+    // 128-key tiles; every smaller grid above takes its 64-key tiles (dkv_grid_is_small)
+    {10, 520, 768, 12},    // 5 key tiles x 12 heads x 10 = 600 blocks, a partial last tile
+    {20, 520, 512, 8, 4},  // 5 x 4 kv heads x 20 = 400 blocks
 };
 
 // ---------------------------------------------------------------------------------------------
