@@ -18,6 +18,7 @@
 #include "engine/io/safetensors.h"
 #include "engine/parallel/tp_layers.h"
 #include "engine/train/sampler.h"
+#include "tests/support/llama_ref_config.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -88,25 +89,7 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
         views.push_back({p.name, DType::f32, p.shape, params.data() + p.offset});
     views.push_back({"inputs", DType::i32, {B, T}, batch.inputs.data()});
     views.push_back({"targets", DType::i32, {B, T}, batch.targets.data()});
-    nlohmann::json rs = nlohmann::json::object();
-    if (!d.rope_scaling.type.empty())
-        rs = {
-            {"type", d.rope_scaling.type},
-            {"factor", d.rope_scaling.factor},
-            {"low_freq_factor", d.rope_scaling.low_freq_factor},
-            {"high_freq_factor", d.rope_scaling.high_freq_factor},
-            {"original_max_position_embeddings", d.rope_scaling.original_max_position_embeddings}};
-    nlohmann::json cfg = {{"n_layer", d.n_layer},
-                          {"n_head", d.n_head},
-                          {"n_kv_head", d.n_kv_head},
-                          {"head_dim", d.head_dim},
-                          {"ffn", d.ffn},
-                          {"norm_eps", d.norm_eps},
-                          {"rope_theta", d.rope_theta},
-                          {"rope_scaling", rs},
-                          {"qkv_bias", d.qkv_bias},
-                          {"qk_norm", d.qk_norm},
-                          {"tie_embeddings", d.tie_embeddings}};
+    const nlohmann::json cfg = test_support::llama_ref_config(d);
     const std::string in = (dir / "in.safetensors").string(),
                       out = (dir / "out.safetensors").string();
     safetensors_write(in, views, {{"config", cfg.dump()}});

@@ -18,6 +18,7 @@
 #include "engine/model/mlp.h"
 #include "engine/optim/optimizer.h"
 #include "engine/parallel/tp_layers.h"
+#include "tests/support/llama_ref_config.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -243,22 +244,7 @@ TEST(TorchReference, LlamaLossGradientsAndTenAdamWSteps) {
     c.model = std::make_unique<LlamaLayers>(d);
     c.model->init_params(5);
     c.hyper = base_hyper();
-    c.hyper.update({{"n_layer", d.n_layer},
-                    {"n_head", d.n_head},
-                    {"n_kv_head", d.n_kv_head},
-                    {"head_dim", d.head_dim},
-                    {"ffn", d.ffn},
-                    {"norm_eps", d.norm_eps},
-                    {"rope_theta", d.rope_theta},
-                    {"qkv_bias", false},
-                    {"qk_norm", true},
-                    {"tie_embeddings", false},
-                    {"rope_scaling",
-                     {{"type", "llama3"},
-                      {"factor", 8.0},
-                      {"low_freq_factor", 1.0},
-                      {"high_freq_factor", 4.0},
-                      {"original_max_position_embeddings", 8}}}});
+    c.hyper.update(test_support::llama_ref_config(d));
     c.batches = random_token_batches(d.seq_len, d.vocab, 13);
     check_against_torch(c, "llama");
 }
