@@ -9,6 +9,7 @@
 
 #include <QApplication>
 #include <QLabel>
+#include <QScrollArea>
 #include <QTabWidget>
 #include <chrono>
 #include <cmath>
@@ -201,6 +202,59 @@ TEST(MonitorSystem, NanMarkedWithTheFirstRankAndCpuRunShowsHostOnly) {
     QApplication::processEvents();
     EXPECT_TRUE(
         page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_nan_cpu.png"));
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
+// At the studio's default window size (1280 x 800: about 1280 x 720 for the page) the System tab
+// fits in the page and all seven charts keep their height: those below the tab's fold scroll
+// into view rather than being cut off at the window's edge.
+TEST(MonitorSystem, EveryChartIsWholeAtTheDefaultWindowSize) {
+    fs::path dir = tessera::test_support::unique_temp_dir("monsys_fit");
+    const int64_t id = tessera::fixture::write_gpu_run(dir, 1e5);
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(dir.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.resize(1280, 720);
+    page.show();
+    ASSERT_TRUE(page.selectRun(id));
+    page.showSystemTab();
+    page.replotNow();
+    QApplication::processEvents();
+    EXPECT_LE(page.height(), 720) << "the page's layout needs more height than the window gives";
+    SystemCharts* sys = page.systemCharts();
+    const QRect tab(sys->mapTo(&page, QPoint(0, 0)), sys->size());
+    EXPECT_TRUE(page.rect().contains(tab))
+        << "the System tab reaches past the page: " << tab.bottom() << " > " << page.height();
+    auto* scroll = sys->findChild<QScrollArea*>("monitorSystemScroll");
+    int visible = 0;
+    for (auto m : {metric::gpu_util_percent, metric::gpu_memory_used_bytes, metric::gpu_power_watts,
+                   metric::gpu_temperature_c, metric::gpu_sm_clock_mhz, metric::host_cpu_percent,
+                   metric::host_memory_used_bytes}) {
+        QCustomPlot* c = sys->chart(std::string(m));
+        ASSERT_NE(c, nullptr) << m;
+        if (!c->isVisible()) continue;
+        ++visible;
+        EXPECT_GE(c->height(), c->minimumHeight()) << m;
+        if (scroll) {
+            scroll->ensureWidgetVisible(c, 0, 0);
+            QApplication::processEvents();
+        }
+        // what the tab shows of the chart (scrolled to it where the tab scrolls)
+        const QRect shown(c->mapTo(sys, QPoint(0, 0)), c->size());
+        const QRect area =
+            scroll ? QRect(scroll->viewport()->mapTo(sys, QPoint(0, 0)), scroll->viewport()->size())
+                   : sys->rect();
+        EXPECT_TRUE(area.contains(shown)) << m << ": cut off at y " << area.bottom() << " (chart "
+                                          << shown.top() << ".." << shown.bottom() << ")";
+    }
+    EXPECT_EQ(visible, 7);
+    if (scroll)
+        scroll->ensureWidgetVisible(sys->chart(std::string(metric::gpu_util_percent)), 0, 0);
+    QApplication::processEvents();
+    EXPECT_TRUE(
+        page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_1280x720.png"));
     std::error_code ec;
     fs::remove_all(dir, ec);
 }

@@ -3,6 +3,7 @@
 
 #include <QGridLayout>
 #include <QLabel>
+#include <QScrollArea>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -42,7 +43,15 @@ QColor line_color(int i) {
 
 SystemCharts::SystemCharts(QWidget* parent) : QWidget(parent), m_empty(new QLabel(this)) {
     setObjectName("monitorSystem");
-    auto* grid = new QGridLayout;
+    // The charts (up to four rows of two, each at least 170 px) scroll when the tab is lower than
+    // they need: the tab itself stays as small as the page's splitter makes it, never clipped.
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName("monitorSystemScroll");
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* charts = new QWidget(scroll);
+    auto* grid = new QGridLayout(charts);
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(4);
     int i = 0;
@@ -51,9 +60,11 @@ SystemCharts::SystemCharts(QWidget* parent) : QWidget(parent), m_empty(new QLabe
         c.metric = std::string(s.metric);
         c.scale = s.scale;
         c.title = s.title;
-        c.plot = new QCustomPlot(this);
+        c.plot = new QCustomPlot(charts);
         c.plot->setObjectName(QString("system:%1").arg(QString::fromStdString(c.metric)));
-        c.plot->setMinimumHeight(120);
+        // room for a key of four ranks and a readable value axis; the tab scrolls below that
+        c.plot->setMinimumHeight(170);
+        c.plot->yAxis->ticker()->setTickCount(4);
         c.plot->plotLayout()->insertRow(0);
         auto* title = new QCPTextElement(c.plot, s.title, QFont(font().family(), 9, QFont::Bold));
         c.plot->plotLayout()->addElement(0, 0, title);
@@ -75,7 +86,8 @@ SystemCharts::SystemCharts(QWidget* parent) : QWidget(parent), m_empty(new QLabe
     auto* lay = new QVBoxLayout(this);
     lay->setContentsMargins(0, 0, 0, 0);
     lay->addWidget(m_empty);
-    lay->addLayout(grid, 1);
+    scroll->setWidget(charts);
+    lay->addWidget(scroll, 1);
     clear();
 }
 
