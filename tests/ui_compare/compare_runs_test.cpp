@@ -217,6 +217,48 @@ TEST_F(CompareRunsTest, LongCurvesAreDownsampledKeepingTheSpike) {
     EXPECT_EQ(g->data()->at(g->data()->size() - 1)->key, 50000.0);
 }
 
+// Zooming in downsamples the curve again over the view: 1/50 of a 50,000-step run shows its 1,000
+// steps one by one (the whole run's pixel buckets gave it ~4 points per 36 steps), and zooming
+// back out returns to the whole run's buckets, the spike still drawn.
+TEST_F(CompareRunsTest, ZoomingInShowsTheCurvesDetail) {
+    {
+        auto store = tessera::RunStore::open(doc.dbPath().toStdString());
+        const int64_t id = store.run_begin(
+            {"long", tessera::bench::synthetic_config({"long"}), "h", 1, "", 1.7e9});
+        std::vector<tessera::Record> rows;
+        for (int64_t s = 1; s <= 50000; ++s)
+            rows.push_back(tessera::MetricRecord{
+                s, 0, "train/loss", s == 31337 ? 40.0 : 3.0 + 0.1 * (s % 7), 1.7e9 + s});
+        store.append(id, rows);
+    }
+    ComparePage page(&doc);
+    page.resize(1400, 800);
+    page.show();
+    QApplication::processEvents();
+    page.setSelectedRuns({9});
+    auto in_view = [&] {
+        const QCPRange r = page.plot()->xAxis->range();
+        QCPGraph* g = graphs(page.plot(), "run").at(0);
+        int n = 0;
+        for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+            n += r.contains(it->key);
+        return n;
+    };
+    const int whole = in_view();
+    EXPECT_LE(whole, 5 * page.displayColumns());
+    page.plot()->xAxis->setRange(20001, 21000);
+    QApplication::processEvents();  // the view's downsampling runs on the next turn
+    EXPECT_EQ(in_view(), 1000) << "every step in view is drawn (fewer steps than pixel columns)";
+    page.plot()->xAxis->setRange(0, 50001);
+    QApplication::processEvents();
+    EXPECT_LE(in_view(), 5 * page.displayColumns());
+    QCPGraph* g = graphs(page.plot(), "run").at(0);
+    double top = 0;
+    for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+        top = std::max(top, it->value);
+    EXPECT_EQ(top, 40.0);
+}
+
 TEST_F(CompareRunsTest, TagsNotesFilterAndArchive) {
     ComparePage page(&doc);
     QString err;

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <span>
 #include <utility>
 
 #include "engine/config/config.h"
@@ -56,8 +57,10 @@ QColor faint(QColor c, int alpha) {
     return c;
 }
 
+// columns 0: every point; otherwise downsampled to that many pixel columns, the whole curve kept
+// in `full` for the view's own downsampling after a zoom or pan
 QCPGraph* add_line(QCustomPlot* plot, const QString& object, const QString& name, const Curve& c,
-                   const QPen& pen, int columns) {  // columns 0: every point
+                   const QPen& pen, int columns, std::vector<std::pair<QCPGraph*, Curve>>* full) {
     QCPGraph* g = plot->addGraph();
     g->setObjectName(object);
     g->setName(name);
@@ -66,6 +69,7 @@ QCPGraph* add_line(QCustomPlot* plot, const QString& object, const QString& name
     g->setData(QVector<double>(d.x.begin(), d.x.end()), QVector<double>(d.y.begin(), d.y.end()),
                true);
     if (d.size() < 20) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    if (columns > 0 && d.size() < c.size()) full->emplace_back(g, c);
     return g;
 }
 
@@ -251,6 +255,11 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     connect(png, &QPushButton::clicked, this, &ComparePage::exportChartClicked);
     connect(m_plot, &QCustomPlot::mouseMove, this,
             [this](QMouseEvent* e) { hoverAt(m_plot->xAxis->pixelToCoord(e->position().x())); });
+    connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
+        if (m_viewPending || m_fullCurves.empty()) return;
+        m_viewPending = true;
+        QTimer::singleShot(0, this, &ComparePage::redownsampleView);
+    });
     if (m_doc) connect(m_doc, &ProjectDocument::opened, this, &ComparePage::refresh);
     refresh();
 }
@@ -552,6 +561,7 @@ void ComparePage::archiveClicked() {
 
 void ComparePage::replot() {
     m_plotPending = false;
+    m_fullCurves.clear();
     m_plot->clearGraphs();
     m_plot->clearItems();
     const QString metric = m_metricBox->currentText();
@@ -578,9 +588,33 @@ void ComparePage::replot() {
         m_plot->xAxis->scaleRange(1.05, m_plot->xAxis->range().center());
         m_plot->yAxis->scaleRange(1.1, m_plot->yAxis->range().center());
     }
+    m_viewRange = m_plot->xAxis->range();
     m_plot->replot();
     m_hover->setRowCount(0);
     if (!ids.isEmpty()) hoverAt(m_plot->xAxis->range().upper);
+}
+
+// After a zoom or pan (the next turn of the event loop, once per burst of range changes): each
+// downsampled curve again from its points in view, one beyond each edge, at the chart's width, so
+// a zoomed-in curve shows its own detail rather than the whole run's pixel buckets.
+void ComparePage::redownsampleView() {
+    m_viewPending = false;
+    const QCPRange r = m_plot->xAxis->range();
+    if (m_fullCurves.empty() || r == m_viewRange) return;
+    m_viewRange = r;
+    const int columns = displayColumns();
+    for (const auto& [g, c] : m_fullCurves) {
+        auto lo = std::lower_bound(c.x.begin(), c.x.end(), r.lower) - c.x.begin();
+        auto hi = std::upper_bound(c.x.begin(), c.x.end(), r.upper) - c.x.begin();
+        lo = std::max<ptrdiff_t>(lo - 1, 0);
+        hi = std::min<ptrdiff_t>(hi + 1, (ptrdiff_t)c.x.size());
+        const Curve d =
+            curve_downsample_minmax(std::span<const double>(c.x).subspan(lo, hi - lo),
+                                    std::span<const double>(c.y).subspan(lo, hi - lo), columns);
+        g->setData(QVector<double>(d.x.begin(), d.x.end()), QVector<double>(d.y.begin(), d.y.end()),
+                   true);
+    }
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 // Two-pixel lines for a few curves; one pixel past kThinLinesFrom, where thick lines would cover
@@ -601,11 +635,12 @@ void ComparePage::plotRuns(const QVector<int64_t>& ids, const QString& metric, d
         const QString name = r ? QString("#%1 %2").arg(r->id).arg(r->name) : QString("#%1").arg(id);
         Curve c{xValues(id, s), s.value};
         if (beta > 0) {
-            add_line(m_plot, "raw", name, c, QPen(faint(color, 60), 1), columns)
+            add_line(m_plot, "raw", name, c, QPen(faint(color, 60), 1), columns, &m_fullCurves)
                 ->removeFromLegend();
             c.y = smooth(s.value, beta);
         }
-        add_line(m_plot, "run", name, c, QPen(color, lineWidth(ids.size())), columns);
+        add_line(m_plot, "run", name, c, QPen(color, lineWidth(ids.size())), columns,
+                 &m_fullCurves);
     }
 }
 
@@ -634,8 +669,10 @@ void ComparePage::plotGroups(const QVector<int64_t>& ids, const QString& metric,
                                   .arg(it.value().size())
                                   .arg(it.value().size() == 1 ? "" : "s");
         const CurveBand band = curve_group_band(shown);
-        QCPGraph* lo = add_line(m_plot, "bandLow", label, {band.x, band.lo}, Qt::NoPen, columns);
-        QCPGraph* hi = add_line(m_plot, "bandHigh", label, {band.x, band.hi}, Qt::NoPen, columns);
+        QCPGraph* lo = add_line(m_plot, "bandLow", label, {band.x, band.lo}, Qt::NoPen, columns,
+                                &m_fullCurves);
+        QCPGraph* hi = add_line(m_plot, "bandHigh", label, {band.x, band.hi}, Qt::NoPen, columns,
+                                &m_fullCurves);
         for (QCPGraph* g : {lo, hi}) {
             g->removeFromLegend();
             g->setScatterStyle(QCPScatterStyle());
@@ -645,11 +682,11 @@ void ComparePage::plotGroups(const QVector<int64_t>& ids, const QString& metric,
         if (beta > 0) {
             const CurveBand rawBand = curve_group_band(raw);
             add_line(m_plot, "raw", label, {rawBand.x, rawBand.mean}, QPen(faint(color, 70), 1),
-                     columns)
+                     columns, &m_fullCurves)
                 ->removeFromLegend();
         }
         add_line(m_plot, "mean", label, {band.x, band.mean}, QPen(color, lineWidth(groups.size())),
-                 columns);
+                 columns, &m_fullCurves);
     }
 }
 

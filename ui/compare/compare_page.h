@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "engine/store/run_store.h"
+#include "ui/common/qcustomplot_qt.h"
+#include "ui/compare/curve_math.h"
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -69,8 +71,9 @@ class ComparePage : public QWidget {
     int displayColumns() const;      // the downsampling's pixel columns (the plot's width)
     // Off: every point goes to QCustomPlot (its own adaptive sampling only): the bench's peer.
     void setDisplayDownsampling(bool on);
-    void replot();           // rebuilds the curves of the selected runs and redraws
-    void hoverAt(double x);  // fills the hover table for chart x (step or tokens)
+    void replot();            // rebuilds the curves of the selected runs and redraws
+    void redownsampleView();  // the downsampled curves again over the x range in view
+    void hoverAt(double x);   // fills the hover table for chart x (step or tokens)
 
     // Replaces the given parts of these runs' annotations in runs.db (a short read-write
     // connection; the rest of the page stays read-only), then reloads. false + error (also
@@ -115,6 +118,11 @@ class ComparePage : public QWidget {
     QPushButton* m_archiveButton;
     QMap<int64_t, QMap<QString, Series>> m_cache;  // run -> metric -> series
     bool m_downsample = true;
+    // every downsampled graph's whole curve (x ascending), drawn at the range m_viewRange: a zoom
+    // or pan redraws the view's part of them (redownsampleView)
+    std::vector<std::pair<QCPGraph*, Curve>> m_fullCurves;
+    QCPRange m_viewRange;
+    bool m_viewPending = false;
     // refresh() draws its default selection's curves after the table is shown (the next turn of
     // the event loop): opening 1,000 runs shows the table first, then reads the curves
     bool m_deferPlot = false, m_plotPending = false;
