@@ -57,19 +57,26 @@ QColor faint(QColor c, int alpha) {
     return c;
 }
 
-// columns 0: every point; otherwise downsampled to that many pixel columns, the whole curve kept
-// in `full` for the view's own downsampling after a zoom or pan
+// columns 0: every point; otherwise downsampled to that many pixel columns, over the points in
+// `view` and one beyond each edge where a view is given (after a zoom or pan), else over all
 QCPGraph* add_line(QCustomPlot* plot, const QString& object, const QString& name, const Curve& c,
-                   const QPen& pen, int columns, std::vector<std::pair<QCPGraph*, Curve>>* full) {
+                   const QPen& pen, int columns, const QCPRange* view) {
     QCPGraph* g = plot->addGraph();
     g->setObjectName(object);
     g->setName(name);
     g->setPen(pen);
-    const Curve d = columns > 0 ? curve_downsample_minmax(c.x, c.y, columns) : c;
+    std::span<const double> x(c.x), y(c.y);
+    if (view && columns > 0) {  // c.x ascending
+        auto lo = std::lower_bound(x.begin(), x.end(), view->lower) - x.begin();
+        auto hi = std::upper_bound(x.begin(), x.end(), view->upper) - x.begin();
+        lo = std::max<ptrdiff_t>(lo - 1, 0);
+        hi = std::min<ptrdiff_t>(hi + 1, (ptrdiff_t)x.size());
+        x = x.subspan(lo, hi - lo), y = y.subspan(lo, hi - lo);
+    }
+    const Curve d = columns > 0 ? curve_downsample_minmax(x, y, columns) : c;
     g->setData(QVector<double>(d.x.begin(), d.x.end()), QVector<double>(d.y.begin(), d.y.end()),
                true);
     if (d.size() < 20) g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
-    if (columns > 0 && d.size() < c.size()) full->emplace_back(g, c);
     return g;
 }
 
@@ -256,7 +263,7 @@ ComparePage::ComparePage(ProjectDocument* doc, QWidget* parent)
     connect(m_plot, &QCustomPlot::mouseMove, this,
             [this](QMouseEvent* e) { hoverAt(m_plot->xAxis->pixelToCoord(e->position().x())); });
     connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] {
-        if (m_viewPending || m_fullCurves.empty()) return;
+        if (m_viewPending || !m_downsample || m_plot->graphCount() == 0) return;
         m_viewPending = true;
         QTimer::singleShot(0, this, &ComparePage::redownsampleView);
     });
@@ -561,7 +568,6 @@ void ComparePage::archiveClicked() {
 
 void ComparePage::replot() {
     m_plotPending = false;
-    m_fullCurves.clear();
     m_plot->clearGraphs();
     m_plot->clearItems();
     const QString metric = m_metricBox->currentText();
@@ -594,26 +600,26 @@ void ComparePage::replot() {
     if (!ids.isEmpty()) hoverAt(m_plot->xAxis->range().upper);
 }
 
-// After a zoom or pan (the next turn of the event loop, once per burst of range changes): each
-// downsampled curve again from its points in view, one beyond each edge, at the chart's width, so
-// a zoomed-in curve shows its own detail rather than the whole run's pixel buckets.
+// After a zoom or pan (the next turn of the event loop, once per burst of range changes): the
+// curves built again with each one downsampled over its points in view, at the chart's width, so
+// a zoomed-in curve shows its own detail rather than the whole run's pixel buckets. Nothing of the
+// curves is kept between builds: a build reads them from the series cache.
 void ComparePage::redownsampleView() {
     m_viewPending = false;
-    const QCPRange r = m_plot->xAxis->range();
-    if (m_fullCurves.empty() || r == m_viewRange) return;
+    const QCPRange r = m_plot->xAxis->range(), yr = m_plot->yAxis->range();
+    if (!m_downsample || m_plot->graphCount() == 0 || r == m_viewRange) return;
     m_viewRange = r;
-    const int columns = displayColumns();
-    for (const auto& [g, c] : m_fullCurves) {
-        auto lo = std::lower_bound(c.x.begin(), c.x.end(), r.lower) - c.x.begin();
-        auto hi = std::upper_bound(c.x.begin(), c.x.end(), r.upper) - c.x.begin();
-        lo = std::max<ptrdiff_t>(lo - 1, 0);
-        hi = std::min<ptrdiff_t>(hi + 1, (ptrdiff_t)c.x.size());
-        const Curve d =
-            curve_downsample_minmax(std::span<const double>(c.x).subspan(lo, hi - lo),
-                                    std::span<const double>(c.y).subspan(lo, hi - lo), columns);
-        g->setData(QVector<double>(d.x.begin(), d.x.end()), QVector<double>(d.y.begin(), d.y.end()),
-                   true);
-    }
+    m_plot->clearGraphs();
+    const QString metric = m_metricBox->currentText();
+    const QVector<int64_t> ids = selectedRunIds();
+    m_buildView = &r;
+    if (groupKey().isEmpty())
+        plotRuns(ids, metric, m_smoothBox->value());
+    else
+        plotGroups(ids, metric, m_smoothBox->value());
+    m_buildView = nullptr;
+    m_plot->xAxis->setRange(r);
+    m_plot->yAxis->setRange(yr);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -635,12 +641,11 @@ void ComparePage::plotRuns(const QVector<int64_t>& ids, const QString& metric, d
         const QString name = r ? QString("#%1 %2").arg(r->id).arg(r->name) : QString("#%1").arg(id);
         Curve c{xValues(id, s), s.value};
         if (beta > 0) {
-            add_line(m_plot, "raw", name, c, QPen(faint(color, 60), 1), columns, &m_fullCurves)
+            add_line(m_plot, "raw", name, c, QPen(faint(color, 60), 1), columns, m_buildView)
                 ->removeFromLegend();
             c.y = smooth(s.value, beta);
         }
-        add_line(m_plot, "run", name, c, QPen(color, lineWidth(ids.size())), columns,
-                 &m_fullCurves);
+        add_line(m_plot, "run", name, c, QPen(color, lineWidth(ids.size())), columns, m_buildView);
     }
 }
 
@@ -669,10 +674,10 @@ void ComparePage::plotGroups(const QVector<int64_t>& ids, const QString& metric,
                                   .arg(it.value().size())
                                   .arg(it.value().size() == 1 ? "" : "s");
         const CurveBand band = curve_group_band(shown);
-        QCPGraph* lo = add_line(m_plot, "bandLow", label, {band.x, band.lo}, Qt::NoPen, columns,
-                                &m_fullCurves);
-        QCPGraph* hi = add_line(m_plot, "bandHigh", label, {band.x, band.hi}, Qt::NoPen, columns,
-                                &m_fullCurves);
+        QCPGraph* lo =
+            add_line(m_plot, "bandLow", label, {band.x, band.lo}, Qt::NoPen, columns, m_buildView);
+        QCPGraph* hi =
+            add_line(m_plot, "bandHigh", label, {band.x, band.hi}, Qt::NoPen, columns, m_buildView);
         for (QCPGraph* g : {lo, hi}) {
             g->removeFromLegend();
             g->setScatterStyle(QCPScatterStyle());
@@ -682,11 +687,11 @@ void ComparePage::plotGroups(const QVector<int64_t>& ids, const QString& metric,
         if (beta > 0) {
             const CurveBand rawBand = curve_group_band(raw);
             add_line(m_plot, "raw", label, {rawBand.x, rawBand.mean}, QPen(faint(color, 70), 1),
-                     columns, &m_fullCurves)
+                     columns, m_buildView)
                 ->removeFromLegend();
         }
         add_line(m_plot, "mean", label, {band.x, band.mean}, QPen(color, lineWidth(groups.size())),
-                 columns, &m_fullCurves);
+                 columns, m_buildView);
     }
 }
 

@@ -18,7 +18,6 @@
 
 #include "engine/store/run_store.h"
 #include "ui/common/qcustomplot_qt.h"
-#include "ui/compare/curve_math.h"
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -118,10 +117,10 @@ class ComparePage : public QWidget {
     QPushButton* m_archiveButton;
     QMap<int64_t, QMap<QString, Series>> m_cache;  // run -> metric -> series
     bool m_downsample = true;
-    // every downsampled graph's whole curve (x ascending), drawn at the range m_viewRange: a zoom
-    // or pan redraws the view's part of them (redownsampleView)
-    std::vector<std::pair<QCPGraph*, Curve>> m_fullCurves;
+    // the x range the curves were last downsampled for; during redownsampleView's build, the view
+    // each curve is downsampled over (null: the whole curve)
     QCPRange m_viewRange;
+    const QCPRange* m_buildView = nullptr;
     bool m_viewPending = false;
     // refresh() draws its default selection's curves after the table is shown (the next turn of
     // the event loop): opening 1,000 runs shows the table first, then reads the curves
