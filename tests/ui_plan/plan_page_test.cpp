@@ -450,6 +450,26 @@ TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_pp8_recompute.png"));
 }
 
+// Before any project is open (or when opening one failed) there is nothing to plan: the page says
+// so and is disabled, instead of validating the empty default config (it listed "pp 1 is more
+// stages than the model's 0 layers"), and its empty chart keeps the chart's width (an empty
+// legend sharing the axis rect's column held it to ~100 px).
+TEST(PlanPage, WithoutAProjectThePageSaysSoAndTheEmptyChartKeepsItsWidth) {
+    ProjectDocument doc;
+    PlanPage page(&doc);
+    page.resize(1100, 800);
+    page.show();
+    QApplication::processEvents();
+    EXPECT_FALSE(page.isEnabled());
+    EXPECT_TRUE(page.validityText().contains("No project is open"))
+        << page.validityText().toStdString();
+    EXPECT_TRUE(page.predictionText().isEmpty()) << page.predictionText().toStdString();
+    QCustomPlot* plot = page.findChild<MemoryChart*>()->plot();
+    plot->replot();
+    EXPECT_GT(plot->axisRect()->outerRect().width(), plot->width() / 2)
+        << "axis rect " << plot->axisRect()->outerRect().width() << " of " << plot->width();
+}
+
 TEST(PlanPage, RenderScreenshots) {
     const QString out = QString(TESSERA_BIN_DIR) + "/..";
     {

@@ -19,6 +19,9 @@ void plot_apply_theme(QCustomPlot* p, bool dark) {
     }
     p->legend->setBrush(bg);
     p->legend->setTextColor(fg);
+    // titles and other text elements of the layout (a chart's title row)
+    for (QCPLayoutElement* e : p->plotLayout()->elements(true))
+        if (auto* t = qobject_cast<QCPTextElement*>(e)) t->setTextColor(fg);
 }
 
 QColor mem_category_color(int c) {

@@ -11,7 +11,8 @@ namespace tessera::studio {
 // The colour of memory category c (tessera::MemCategory) in every memory chart.
 QColor mem_category_color(int c);
 
-// Styles p's axes (x, y, and y2 when visible), grid, background and legend; does not replot.
+// Styles p's axes (x, y, and y2 when visible), grid, background, legend and the text elements of
+// its layout (titles); does not replot.
 void plot_apply_theme(QCustomPlot* p, bool dark);
 
 }  // namespace tessera::studio

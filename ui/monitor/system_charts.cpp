@@ -3,7 +3,9 @@
 
 #include <QGridLayout>
 #include <QLabel>
+#include <QResizeEvent>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -15,6 +17,8 @@
 namespace tessera::studio {
 
 namespace {
+constexpr int kMinChartWidth = 250;   // a readable step axis and a key of four ranks
+constexpr int kMinChartHeight = 110;  // a title, three value ticks and the step axis
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct ChartSpec {
@@ -43,18 +47,20 @@ QColor line_color(int i) {
 
 SystemCharts::SystemCharts(QWidget* parent) : QWidget(parent), m_empty(new QLabel(this)) {
     setObjectName("monitorSystem");
-    // The charts (up to four rows of two, each at least 170 px) scroll when the tab is lower than
-    // they need: the tab itself stays as small as the page's splitter makes it, never clipped.
+    // The charts that have points, in as many columns as fit (each at least kMinChartWidth wide),
+    // the rows sharing the height (each at least kMinChartHeight): at the default window all seven
+    // show at once; a smaller tab scrolls rather than clipping them (relayout()).
     auto* scroll = new QScrollArea(this);
+    m_scroll = scroll;
     scroll->setObjectName("monitorSystemScroll");
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setWidgetResizable(true);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     auto* charts = new QWidget(scroll);
     auto* grid = new QGridLayout(charts);
+    m_grid = grid;
     grid->setContentsMargins(0, 0, 0, 0);
     grid->setSpacing(4);
-    int i = 0;
     for (const ChartSpec& s : kCharts) {
         Chart c;
         c.metric = std::string(s.metric);
@@ -63,8 +69,14 @@ SystemCharts::SystemCharts(QWidget* parent) : QWidget(parent), m_empty(new QLabe
         c.plot = new QCustomPlot(charts);
         c.plot->setObjectName(QString("system:%1").arg(QString::fromStdString(c.metric)));
         // room for a key of four ranks and a readable value axis; the tab scrolls below that
-        c.plot->setMinimumHeight(170);
-        c.plot->yAxis->ticker()->setTickCount(4);
+        c.plot->setMinimumHeight(kMinChartHeight);
+        c.plot->setMinimumWidth(kMinChartWidth);
+        c.plot->yAxis->ticker()->setTickCount(3);
+        if (s.metric == metric::gpu_util_percent || s.metric == metric::host_cpu_percent) {
+            QSharedPointer<QCPAxisTickerFixed> percent(new QCPAxisTickerFixed);
+            percent->setTickStep(50);  // 0, 50, 100: five labels crowd a short chart
+            c.plot->yAxis->setTicker(percent);
+        }
         c.plot->plotLayout()->insertRow(0);
         auto* title = new QCPTextElement(c.plot, s.title, QFont(font().family(), 9, QFont::Bold));
         c.plot->plotLayout()->addElement(0, 0, title);
@@ -76,9 +88,7 @@ SystemCharts::SystemCharts(QWidget* parent) : QWidget(parent), m_empty(new QLabe
         c.plot->plotLayout()->setColumnStretchFactor(1, 0.001);
         c.plot->setNoAntialiasingOnDrag(true);
         c.plot->hide();
-        grid->addWidget(c.plot, i / 2, i % 2);
         m_charts.push_back(std::move(c));
-        ++i;
     }
     m_empty->setObjectName("monitorSystemEmpty");
     m_empty->setAlignment(Qt::AlignCenter);
@@ -102,12 +112,40 @@ const SystemCharts::Chart* SystemCharts::find(const std::string& metric) const {
     return nullptr;
 }
 
+void SystemCharts::resizeEvent(QResizeEvent* e) {
+    QWidget::resizeEvent(e);
+    relayout();
+}
+
+// The shown charts in reading order, in as many columns as the tab's width holds.
+void SystemCharts::relayout() {
+    std::vector<QCustomPlot*> shown;
+    for (Chart& c : m_charts)
+        if (!c.lines.empty()) shown.push_back(c.plot);
+    const int n = (int)shown.size();
+    // this widget's width (the scroll area's viewport has none until the tab is first shown),
+    // less a vertical scroll bar's room
+    const int width = QWidget::width() - m_scroll->verticalScrollBar()->sizeHint().width();
+    const int cols =
+        std::clamp(width / (kMinChartWidth + m_grid->horizontalSpacing()), 1, std::max(1, n));
+    if (cols == m_cols && n == m_shown) return;
+    m_cols = cols;
+    m_shown = n;
+    for (Chart& c : m_charts) m_grid->removeWidget(c.plot);
+    for (int i = 0; i < n; ++i) m_grid->addWidget(shown[i], i / cols, i % cols);
+    // the grid keeps its old rows and columns: only the used ones stretch
+    for (int c = 0; c < m_grid->columnCount(); ++c) m_grid->setColumnStretch(c, c < cols ? 1 : 0);
+    const int rows = (n + cols - 1) / cols;
+    for (int r = 0; r < m_grid->rowCount(); ++r) m_grid->setRowStretch(r, r < rows ? 1 : 0);
+}
+
 void SystemCharts::clear() {
     for (Chart& c : m_charts) {
         c.plot->clearGraphs();
         c.lines.clear();
         c.plot->hide();
     }
+    relayout();
     m_rankLabel.clear();
     m_empty->setText(
         tr("No system metrics in this run (runs before they were sampled, or none yet)."));
@@ -155,12 +193,12 @@ void SystemCharts::replot() {
     for (Chart& c : m_charts) {
         if (c.lines.empty()) continue;
         any = true;
-        int idx = 0;
         for (auto& [rank, l] : c.lines) {
             if (!l.graph || m_rebuild) {
                 if (!l.graph) {
                     l.graph = c.plot->addGraph();
-                    l.graph->setPen(QPen(line_color(idx), 1.5));
+                    // by rank, so a rank has one colour on every chart
+                    l.graph->setPen(QPen(line_color(rank), 1.5));
                     l.graph->setAdaptiveSampling(true);
                 }
                 l.graph->data()->clear();
@@ -175,7 +213,6 @@ void SystemCharts::replot() {
             }
             l.graph->addData(k, v, true);
             l.plotted = l.value.size();
-            ++idx;
         }
         c.plot->xAxis->setLabel(xl);
         // one line (one rank) needs no key: its rank stands in the title and the axes get the room
@@ -189,8 +226,9 @@ void SystemCharts::replot() {
             grid->simplify();
         }
         c.plot->legend->setVisible(keyed);
-        if (auto* title = qobject_cast<QCPTextElement*>(c.plot->plotLayout()->element(0, 0)))
+        if (auto* title = qobject_cast<QCPTextElement*>(c.plot->plotLayout()->element(0, 0))) {
             title->setText(keyed ? c.title : c.title + "  ·  " + c.plot->graph(0)->name());
+        }
         c.plot->rescaleAxes();
         // percentages on their whole scale; the rest from zero with headroom
         if (c.metric == metric::gpu_util_percent || c.metric == metric::host_cpu_percent) {
@@ -204,6 +242,7 @@ void SystemCharts::replot() {
         c.plot->replot(QCustomPlot::rpQueuedReplot);
     }
     m_empty->setVisible(!any);
+    relayout();
     m_dirty = m_rebuild = false;
 }
 

@@ -14,7 +14,9 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QGridLayout;
 class QLabel;
+class QScrollArea;
 
 namespace tessera::studio {
 
@@ -39,6 +41,9 @@ class SystemCharts : public QWidget {
     bool chartVisible(const std::string& metric) const;
     QString emptyText() const;
 
+  protected:
+    void resizeEvent(QResizeEvent* e) override;
+
   private:
     struct Line {
         std::vector<double> step, wall, value;
@@ -55,6 +60,9 @@ class SystemCharts : public QWidget {
     std::vector<Chart> m_charts;
     std::map<int, QString> m_rankLabel;
     QLabel* m_empty;
+    QScrollArea* m_scroll = nullptr;
+    QGridLayout* m_grid = nullptr;
+    int m_cols = 0, m_shown = -1;  // the grid's current shape (relayout)
     int m_xMode = 0;
     double m_t0 = 0, m_tokens = 0;
     bool m_dirty = false, m_rebuild = false, m_dark = false;
@@ -62,6 +70,7 @@ class SystemCharts : public QWidget {
     Chart* find(const std::string& metric);
     const Chart* find(const std::string& metric) const;
     double keyOf(const Line& l, size_t i) const;
+    void relayout();
 };
 
 }  // namespace tessera::studio

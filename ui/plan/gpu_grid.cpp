@@ -13,7 +13,8 @@ namespace tessera::studio {
 
 namespace {
 constexpr int kLabelW = 56, kCellH = 40, kGap = 4;
-}
+constexpr int kMinCellH = 18;  // one line ("12"): rows shrink to this before any is cut off
+}  // namespace
 
 GpuGrid::GpuGrid(QWidget* parent) : QWidget(parent) {
     setObjectName("gpuGrid");
@@ -83,6 +84,16 @@ int GpuGrid::cellW() const {
     return std::clamp((width() - labelW() - 4) / cols - kGap, 22, 72);
 }
 
+// Rows share the height: each kCellH tall where there is room, down to kMinCellH.
+int GpuGrid::cellH() const {
+    const int rows = std::max(1, rowCount());
+    return std::clamp((height() - 4) / rows - kGap, kMinCellH, kCellH);
+}
+
+QSize GpuGrid::minimumSizeHint() const {
+    return {200, std::max(60, rowCount() * (kMinCellH + kGap) + 4)};
+}
+
 QSize GpuGrid::sizeHint() const {
     int cols = 1;
     for (int r = 0; r < rowCount(); ++r) cols = std::max(cols, rowLength(r));
@@ -91,7 +102,8 @@ QSize GpuGrid::sizeHint() const {
 
 QRect GpuGrid::cellRect(int gpu) const {
     const int row = rowOf(gpu), local = gpu - m_rowStart[size_t(row)], w = cellW();
-    return QRect(labelW() + local * (w + kGap), 2 + row * (kCellH + kGap), w, kCellH);
+    const int h = cellH();
+    return QRect(labelW() + local * (w + kGap), 2 + row * (h + kGap), w, h);
 }
 
 QString GpuGrid::cellToolTip(int gpu) const {
@@ -126,7 +138,7 @@ void GpuGrid::paintEvent(QPaintEvent*) {
     for (int row = 0; row < rowCount(); ++row) {
         QRect first = cellRect(m_rowStart[size_t(row)]);
         p.setPen(palette().text().color());
-        p.drawText(QRect(0, first.top(), lw - 6, kCellH), Qt::AlignVCenter | Qt::AlignRight,
+        p.drawText(QRect(0, first.top(), lw - 6, first.height()), Qt::AlignVCenter | Qt::AlignRight,
                    p.fontMetrics().elidedText(rowLabel(row), Qt::ElideMiddle, lw - 6));
     }
     for (int g = 0; g < m_gpus; ++g) {
@@ -145,7 +157,7 @@ void GpuGrid::paintEvent(QPaintEvent*) {
         p.setPen(over ? QPen(QColor(220, 20, 20), 3) : QPen(plan_stage_color(c.pp).darker(160), 1));
         p.drawRoundedRect(r.adjusted(1, 1, -1, -1), 4, 4);
         p.setPen(Qt::white);
-        QString label = r.width() >= 44
+        QString label = r.width() >= 44 && r.height() >= 30
                             ? QString("r%1\nS%2 T%3 D%4").arg(g).arg(c.pp).arg(c.tp).arg(c.dp)
                             : QString("%1").arg(g);
         p.drawText(r, Qt::AlignCenter, label);

@@ -33,7 +33,7 @@ class GpuGrid : public QWidget {
     QString cellToolTip(int gpu) const;
 
     QSize sizeHint() const override;
-    QSize minimumSizeHint() const override { return {200, 60}; }
+    QSize minimumSizeHint() const override;  // every row, at its smallest
 
   protected:
     void paintEvent(QPaintEvent*) override;
@@ -42,6 +42,7 @@ class GpuGrid : public QWidget {
   private:
     void layoutRows();  // m_rowStart / m_gpus from the nodes or the hosts
     int cellW() const;
+    int cellH() const;
     int labelW() const;
     int rowLength(int row) const;
     tessera::MeshShape m_mesh;

@@ -1,7 +1,10 @@
 // MemoryChart: stacked QCPBars per memory category, capacity line, over-capacity bands.
 #include "ui/plan/memory_chart.h"
 
+#include <QResizeEvent>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <vector>
 
 #include "ui/common/plot_theme.h"
 #include "ui/common/qcustomplot_qt.h"
@@ -15,19 +18,20 @@ MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent), m_plot(new QCustomP
     auto* lay = new QVBoxLayout(this);
     lay->setContentsMargins(0, 0, 0, 0);
     lay->addWidget(m_plot);
-    m_plot->setMinimumHeight(180);
-    m_plot->legend->setVisible(true);
+    m_plot->setMinimumHeight(150);
+    // the legend wraps to the width (fitLegend), so the plot's own minimum (the legend in one
+    // row, ~950 px) must not hold the window wide
+    m_plot->setMinimumWidth(320);
     m_plot->legend->setFont(QFont(font().family(), 8));
     m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_plot->legend->setWrap(7);  // one row above the bars
+    m_plot->legend->setWrap(7);  // one row above the bars where it fits: fitLegend()
     m_plot->legend->setBrush(QColor(255, 255, 255, 210));
     // the legend gets a row of its own above the plot, so it never covers the bars
     m_plot->axisRect()->insetLayout()->take(m_plot->legend);
-    m_plot->plotLayout()->insertRow(0);
-    m_plot->plotLayout()->addElement(0, 0, m_plot->legend);
-    m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
+    showLegend(true);
     m_plot->legend->setBorderPen(Qt::NoPen);
     m_plot->yAxis->setLabel("GiB per GPU");
+    m_plot->yAxis->ticker()->setTickCount(3);  // a short axis when the legend takes rows
     m_plot->xAxis->setLabel("global rank");
 }
 
@@ -36,9 +40,26 @@ void MemoryChart::setDarkTheme(bool dark) {
     m_plot->replot();
 }
 
+// The legend's row above the axis rect, or none: an empty legend's grid has no width to give, and
+// sharing its column it held the axis rect to ~100 px (a plan without a prediction).
+void MemoryChart::showLegend(bool show) {
+    QCPLayoutGrid* grid = m_plot->plotLayout();
+    const bool in = m_plot->legend->layout() == grid;
+    if (show && !in) {
+        grid->insertRow(0);
+        grid->addElement(0, 0, m_plot->legend);
+        grid->setRowStretchFactor(0, 0.001);
+    } else if (!show && in) {
+        grid->take(m_plot->legend);
+        grid->simplify();
+    }
+    m_plot->legend->setVisible(show);
+}
+
 void MemoryChart::clear(const QString& why) {
     m_plot->clearPlottables();
     m_plot->clearItems();
+    showLegend(false);
     auto* t = new QCPItemText(m_plot);
     t->position->setType(QCPItemPosition::ptAxisRectRatio);
     t->position->setCoords(0.5, 0.5);
@@ -49,6 +70,7 @@ void MemoryChart::clear(const QString& why) {
 void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) {
     m_plot->clearPlottables();
     m_plot->clearItems();
+    showLegend(true);
     int n = (int)e.ranks.size();
     int64_t maxPeak = 0;
     for (const auto& r : e.ranks) maxPeak = std::max(maxPeak, r.device_peak_bytes);
@@ -101,10 +123,11 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     // (a label on the plot sat on the bars whenever a GPU came near or past it)
     const double capGiB = capacity / double(1ll << 30);
     auto* cap = new QCPGraph(m_plot->xAxis, m_plot->yAxis);
+    // short: the legend's columns are as wide as their widest entry
     cap->setName(QString("%1 capacity %2 GiB%3")
                      .arg(QString::fromStdString(e.device.name))
                      .arg(capGiB, 0, 'f', capGiB < 10 ? 1 : 0)
-                     .arg(zoom ? QString(" (off scale: the fullest GPU uses %1%)")
+                     .arg(zoom ? QString(" (off scale; fullest %1%)")
                                      .arg(100.0 * maxPeak / capacity, 0, 'f', 2)
                                : QString()));
     cap->setPen(QPen(QColor(200, 30, 30), 1.5, Qt::DashLine));
@@ -115,7 +138,39 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     QSharedPointer<QCPAxisTickerFixed> ticker(new QCPAxisTickerFixed);
     ticker->setTickStep(n <= 16 ? 1 : n <= 64 ? 4 : 16);
     m_plot->xAxis->setTicker(ticker);
+    fitLegend(QWidget::width());
     m_plot->replot();
+}
+
+void MemoryChart::resizeEvent(QResizeEvent* e) {
+    QWidget::resizeEvent(e);
+    fitLegend(e->size().width());
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// As many legend columns as fit in `w` (columns as wide as their widest entry), at most 7.
+bool MemoryChart::fitLegend(int w) {
+    QCPLegend* lg = m_plot->legend;
+    std::vector<int> item;  // the entries' widths (the grid's cells include empty ones)
+    for (int i = 0; i < lg->itemCount(); ++i)
+        if (QCPAbstractLegendItem* it = lg->item(i))
+            item.push_back(it->minimumOuterSizeHint().width());
+    const int n = (int)item.size();
+    if (n == 0) return false;
+    int wrap = std::min(n, 7);
+    for (; wrap > 1; --wrap) {
+        int total = 0;
+        for (int c = 0; c < wrap; ++c) {
+            int col = 0;
+            for (int i = c; i < n; i += wrap) col = std::max(col, item[i]);
+            total += col + lg->columnSpacing();
+        }
+        if (total + 16 <= w) break;
+    }
+    if (wrap == lg->wrap()) return false;
+    lg->setWrap(wrap);
+    lg->setFillOrder(QCPLegend::foColumnsFirst, true);
+    return true;
 }
 
 }  // namespace tessera::studio

@@ -20,7 +20,12 @@ class MemoryChart : public QWidget {
     QCustomPlot* plot() const { return m_plot; }
     void setDarkTheme(bool dark);  // plot background, axes, grid and legend colours
 
+  protected:
+    void resizeEvent(QResizeEvent* e) override;
+
   private:
+    bool fitLegend(int width);  // true when the legend's columns changed
+    void showLegend(bool show);
     QCustomPlot* m_plot;
 };
 

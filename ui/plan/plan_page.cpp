@@ -227,7 +227,7 @@ void PlanPage::buildUi() {
     m_valid_label->setObjectName("validity");
     m_valid_label->setWordWrap(true);
     m_editor = new PartitionEditor(this);
-    m_editor->setMinimumHeight(170);
+    m_editor->setMinimumHeight(130);
     m_addStage = new QPushButton("+ stage", this);
     m_removeStage = new QPushButton("− stage", this);
     m_balance = new QPushButton("Balance stages", this);
@@ -266,6 +266,8 @@ void PlanPage::buildUi() {
     m_prediction->setObjectName("prediction");
     m_prediction->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_prediction->setStyleSheet("font-size: 13px;");
+    m_prediction->setWordWrap(
+        true);  // its parts line is long: unwrapped, it set the window's width
     m_over = new QLabel(this);
     m_over->setObjectName("overCapacity");
     m_over->setWordWrap(true);
@@ -281,8 +283,7 @@ void PlanPage::buildUi() {
     m_pin = new QPushButton("Pin this plan", this);
     m_pin->setObjectName("pinPlan");
     m_clearPins = new QPushButton("Clear", this);
-    auto* cg = new QGroupBox(
-        "Candidates side by side (memory per GPU; step = compute + comm + bubble + offload)", this);
+    auto* cg = new QGroupBox("Candidates side by side", this);
     auto* cgl = new QVBoxLayout(cg);
     auto* cb = new QHBoxLayout;
     for (QPushButton* b : {m_pin, m_clearPins}) {
@@ -290,8 +291,11 @@ void PlanPage::buildUi() {
         cb->addWidget(b);
     }
     m_pinHint = new QLabel(
-        "pin up to three plans to compare their memory per GPU and step time here", this);
+        "pin up to three plans to compare their memory per GPU and step time "
+        "(compute + comm + bubble + offload) here",
+        this);
     m_pinHint->setStyleSheet("color: gray;");
+    m_pinHint->setWordWrap(true);
     cb->addWidget(m_pinHint, 1);
     cb->addStretch(0);
     cgl->addLayout(cb);
@@ -471,6 +475,19 @@ void PlanPage::setGpuCount(int gpus) {
 }
 
 void PlanPage::refresh() {
+    // nothing to plan without a project (the window says so): no issues or prediction of the
+    // empty default config
+    setEnabled(m_doc->isOpen());
+    if (!m_doc->isOpen()) {
+        for (QLabel* l : m_issues) l->hide();
+        m_valid = false;
+        m_hasEstimate = false;
+        m_valid_label->setText(tr("No project is open: open one (File › Open) to plan it."));
+        m_prediction->clear();
+        m_over->hide();
+        m_chart->clear(tr("no project"));
+        return;
+    }
     const tessera::RunConfig& cfg = m_doc->config();
     const auto& p = cfg.parallel;
     int world = std::max(1, p.dp * p.tp * p.pp);

@@ -74,6 +74,7 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
     m_ideal->setObjectName("idealGantt");
     m_summary->setObjectName("bubbleSummary");
     m_summary->setTextFormat(Qt::RichText);
+    m_summary->setWordWrap(true);
     m_status->setWordWrap(true);
 
     auto* reload = new QPushButton(tr("Reload"), this);
