@@ -23,6 +23,7 @@ allowed=(
   engine/store/run_store.cpp            # SQLite connection and statement deleters (declared in run_store.h)
   engine/data/hf_tokenizer.cpp          # PCRE2 code and match-data deleters
   engine/data/fashion_mnist.cpp         # gzFile deleter
+  engine/parallel/shm_group.cpp         # the CPU groups' shared-memory segment: Mapping (munmap), SegmentName (shm_unlink)
 )
 
 calls='cudaStreamDestroy|cudaEventDestroy|cudaFree|cudaFreeHost|cudaFreeAsync|cudaFreeArray|'

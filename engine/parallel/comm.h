@@ -48,6 +48,9 @@ class Communicator {
     virtual std::unique_ptr<CommRequest> irecv(float* data, int64_t n, int peer, int tag) = 0;
     virtual void barrier() = 0;
     virtual int64_t sequence() const = 0;  // collectives issued so far
+    // How the collectives travel, for the start-up banner and tests: "shared memory", "gloo tcp",
+    // "nccl", "meta".
+    virtual std::string transport() const = 0;
 
     // A sum all-reduce that runs in the background: null where the backend has none (the caller
     // then reduces on its comm thread). NCCL: ordered after the work queued so far on the

@@ -26,6 +26,7 @@
 
 #include "engine/core/error.h"
 #include "engine/parallel/comm.h"
+#include "engine/parallel/shm_group.h"
 #include "engine/parallel/tcp_store.h"
 
 namespace tessera {
@@ -76,8 +77,10 @@ class GlooCommunicator final : public Communicator {
   public:
     GlooCommunicator(std::shared_ptr<gloo::rendezvous::Context> ctx, std::string name,
                      std::vector<int> members, const MeshShape& mesh, int global_rank,
-                     std::chrono::milliseconds timeout, std::unique_ptr<TcpStore> progress)
-        : ctx_(std::move(ctx)),
+                     std::chrono::milliseconds timeout, std::unique_ptr<TcpStore> progress,
+                     std::unique_ptr<ShmGroup> shm)
+        : shm_(std::move(shm)),
+          ctx_(std::move(ctx)),
           name_(std::move(name)),
           members_(std::move(members)),
           mesh_(mesh),
@@ -103,9 +106,11 @@ class GlooCommunicator final : public Communicator {
     int size() const override { return ctx_->size; }
     const std::string& name() const override { return name_; }
     int64_t sequence() const override { return seq_; }
+    std::string transport() const override { return shm_ ? "shared memory" : "gloo tcp"; }
 
     void all_reduce(float* data, int64_t n, ReduceOp op) override {
         run("all_reduce", [&](uint32_t tag) {
+            if (shm_) return shm_->all_reduce(data, n, op);
             gloo::AllreduceOptions opts(ctx_);
             opts.setOutput(data, size_t(n));
             opts.setReduceFunction(op == ReduceOp::sum ? ReduceFn(&gloo::sum<float>)
@@ -120,6 +125,7 @@ class GlooCommunicator final : public Communicator {
     // (no options/timeout API, allocates per call), so this is an all-reduce of a copy followed
     // by taking our chunk: twice the bytes of a true reduce-scatter, same result.
     void reduce_scatter(const float* in, float* out, int64_t n) override {
+        if (shm_) return run("reduce_scatter", [&](uint32_t) { shm_->reduce_scatter(in, out, n); });
         std::vector<float> tmp(in, in + n * size());
         run("reduce_scatter", [&](uint32_t tag) {
             gloo::AllreduceOptions opts(ctx_);
@@ -134,6 +140,7 @@ class GlooCommunicator final : public Communicator {
 
     void all_gather(const float* in, float* out, int64_t n) override {
         run("all_gather", [&](uint32_t tag) {
+            if (shm_) return shm_->all_gather(in, out, n);
             gloo::AllgatherOptions opts(ctx_);
             opts.setInput(const_cast<float*>(in), size_t(n));
             opts.setOutput(out, size_t(n) * size_t(size()));
@@ -146,6 +153,7 @@ class GlooCommunicator final : public Communicator {
     void broadcast(float* data, int64_t n, int root) override {
         TS_CHECK(root >= 0 && root < size(), "broadcast root ", root, " outside group ", name_);
         run("broadcast", [&](uint32_t tag) {
+            if (shm_) return shm_->broadcast(data, n, root);
             gloo::BroadcastOptions opts(ctx_);
             opts.setOutput(data, size_t(n));
             opts.setRoot(root);
@@ -157,6 +165,7 @@ class GlooCommunicator final : public Communicator {
 
     void barrier() override {
         run("barrier", [&](uint32_t tag) {
+            if (shm_) return shm_->barrier();
             gloo::BarrierOptions opts(ctx_);
             opts.setTag(tag);
             opts.setTimeout(timeout_);
@@ -307,6 +316,9 @@ class GlooCommunicator final : public Communicator {
         while (!pending_.empty()) wait_oldest_send(timeout);
     }
 
+    // collectives through shared memory where every member is on this host (shm_group.h);
+    // point-to-point messages always go through gloo
+    std::unique_ptr<ShmGroup> shm_;
     std::shared_ptr<gloo::rendezvous::Context> ctx_;
     std::string name_;
     std::vector<int> members_;  // global ranks, in group-rank order
@@ -438,18 +450,22 @@ ProcessGroups comm_create_groups(const RankEnv& env, const MeshShape& mesh, cons
         std::string name = group_name(s.name, members);
         int grank = int(std::find(members.begin(), members.end(), env.rank) - members.begin());
         auto ctx = std::make_shared<gloo::rendezvous::Context>(grank, int(members.size()));
+        std::unique_ptr<ShmGroup> shm;
         try {
             gloo::rendezvous::PrefixStore prefix(name, store);
             ctx->setTimeout(join_timeout);
             ctx->connectFullMesh(prefix, dev);
             ctx->setTimeout(o.timeout);
+            // the pipeline's group only sends and receives
+            if (s.kind != GroupKind::pp)
+                shm = ShmGroup::join(prefix, "collectives", grank, int(members.size()), o.timeout);
         } catch (const std::exception& e) {
             throw Error(str_cat(who, ": rendezvous of group ", name, " through ", store.address(),
                                 " failed (", e.what(), ")"));
         }
         auto progress = std::make_unique<TcpStore>(env.master_addr, env.master_port, join_timeout);
         *s.out = std::make_unique<GlooCommunicator>(std::move(ctx), name, members, mesh, env.rank,
-                                                    o.timeout, std::move(progress));
+                                                    o.timeout, std::move(progress), std::move(shm));
     }
     return g;
 }

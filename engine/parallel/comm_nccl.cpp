@@ -115,6 +115,7 @@ class NcclCommunicator final : public Communicator {
     int size() const override { return size_; }
     const std::string& name() const override { return name_; }
     int64_t sequence() const override { return seq_; }
+    std::string transport() const override { return "nccl"; }
 
     std::unique_ptr<CommRequest> iall_reduce(float* data, int64_t n, float* staging) override {
         return background("all_reduce", data, [&](cudaStream_t s) {

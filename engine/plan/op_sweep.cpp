@@ -321,14 +321,15 @@ double cpu_time_s(const std::function<void()>& f) {
     return best;
 }
 
-// Two ranks' collectives over Gloo on loopback TCP, as CPU ranks on one host exchange them: a
-// sum all-reduce of a few sizes between two threads of this process, rank 0's median of 15 (each
-// after a barrier). The median, not the fastest as for kernels: a Gloo collective is a chain of
-// thread hand-offs (caller, the TCP loop thread, the peer's), so its spread is its nature rather
-// than a disturbance (idle 2-core host: 1 MB median 0.94 ms, fastest 0.47, 90th percentile 2.6),
-// and a step pays the typical one. Fitted per byte a rank sends (a ring all-reduce of x bytes over
-// 2 sends x) plus a fixed time per call: what every collective and pipeline message of a CPU step
-// is priced with (the estimator: ring bytes, docs/parallelism.md).
+// Two ranks' collectives as CPU ranks on one host exchange them (comm_create_groups: through
+// shared memory, shm_group.h; over Gloo's loopback TCP with TESSERA_SHM=0): a sum all-reduce of a
+// few sizes between two threads of this process, rank 0's median of 15 (each after a barrier).
+// The median, not the fastest as for kernels: a collective waits for its peer, so its spread is
+// its nature rather than a disturbance (Gloo on the idle 2-core host: 1 MB median 0.94 ms,
+// fastest 0.47, 90th percentile 2.6), and a step pays the typical one. Fitted per byte a rank sends
+// (a ring all-reduce of x bytes over 2 sends x) plus a fixed time per call: what every collective
+// and pipeline message of a CPU step is priced with (the estimator: ring bytes,
+// docs/parallelism.md).
 json comm_sweep() {
     TcpStoreServer server("127.0.0.1", 0);
     const std::vector<int64_t> floats{256, 4096, 65536, 262144, 1048576};

@@ -440,6 +440,8 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
                  << model_.n_blocks() << " blocks over " << pp_ * v_ << " chunks, dp " << dp
                  << " x tp " << cfg_.parallel.tp << " x pp " << pp_ << ", zero "
                  << cfg_.parallel.zero << ", schedule " << cfg_.parallel.schedule << "\n";
+        // how the collectives travel (the world group spans every rank)
+        if (g_.world) out_ << "tessera: collectives through " << g_.world->transport() << "\n";
         out_ << "tessera: data " << data_->describe() << "\n"
              << "tessera: " << cfg_.train.steps << " steps of " << (int64_t)mb * n_micro_ * dp
              << " samples (" << mb << " x " << n_micro_ << " accumulation x " << dp << " dp), "

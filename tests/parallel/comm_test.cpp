@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "engine/core/error.h"
+#include "engine/parallel/shm_group.h"
 #include "engine/parallel/tcp_store.h"
 
 using namespace tessera;
@@ -140,6 +141,96 @@ TEST(CommGloo, CollectivesTwoRanks) {
 
 TEST(CommGloo, CollectivesFourRanks) {
     expect_all_ok(run_ranks({4, 1, 1}, std::chrono::milliseconds(20000), check_world_collectives));
+}
+
+// Ranks on one host reduce through shared memory (shm_group.h): three members, messages spanning
+// several of its 1 MiB slots (and ends that do not fill one), every collective against the sum
+// taken in rank order (the same bits on every member; for two members also Gloo's bits: one
+// addition), and TESSERA_SHM=0 keeping Gloo's TCP path (its ring adds three in another order:
+// equal within rounding).
+std::string check_large_collectives(ProcessGroups& g) {
+    Communicator* c = g.world.get();
+    const int n = c->size(), r = c->rank();
+    const int64_t big = 2 * ShmGroup::kSlotFloats + 12345;
+    // shared memory adds in rank order; Gloo's ring in its own order (the same within rounding)
+    const bool exact = c->transport() == "shared memory";
+    auto same = [exact](float got, float want) {
+        return exact ? got == want : std::fabs(got - want) <= 1e-6f * std::fabs(want);
+    };
+    auto value = [](int rank, int64_t i) {
+        return 0.1f * float(rank + 1) + 1e-7f * float(i % 977);
+    };
+    std::vector<float> a(static_cast<size_t>(big));
+    for (int64_t i = 0; i < big; ++i) a[size_t(i)] = value(r, i);
+    c->all_reduce(a.data(), big, ReduceOp::sum);
+    for (int64_t i = 0; i < big; ++i) {
+        float want = value(0, i);
+        for (int q = 1; q < n; ++q) want += value(q, i);
+        RANK_CHECK(same(a[size_t(i)], want), "sum[", i, "] = ", a[size_t(i)], " want ", want);
+    }
+    const int64_t part = ShmGroup::kSlotFloats / 2 + 7;  // several phases of size chunks
+    std::vector<float> in(static_cast<size_t>(n * part)), out(static_cast<size_t>(part));
+    for (int64_t j = 0; j < n * part; ++j) in[size_t(j)] = value(r, j);
+    c->reduce_scatter(in.data(), out.data(), part);
+    for (int64_t k = 0; k < part; ++k) {
+        float want = value(0, r * part + k);
+        for (int q = 1; q < n; ++q) want += value(q, r * part + k);
+        RANK_CHECK(same(out[size_t(k)], want), "rs[", k, "] = ", out[size_t(k)], " want ", want);
+    }
+    std::vector<float> mine(static_cast<size_t>(big / 2)), all(static_cast<size_t>(n * (big / 2)));
+    for (int64_t i = 0; i < big / 2; ++i) mine[size_t(i)] = value(r, i);
+    c->all_gather(mine.data(), all.data(), big / 2);
+    for (int q = 0; q < n; ++q)
+        for (int64_t i = 0; i < big / 2; i += 4099)
+            RANK_CHECK(all[size_t(q * (big / 2) + i)] == value(q, i), "gather ", q, " ", i);
+    std::vector<float> b(static_cast<size_t>(big), float(r));
+    c->broadcast(b.data(), big, 1);
+    for (int64_t i = 0; i < big; i += 1001) RANK_CHECK(b[size_t(i)] == 1.f, "bcast ", b[size_t(i)]);
+    return c->transport();
+}
+
+TEST(CommGloo, RanksOnOneHostReduceThroughSharedMemoryInRankOrder) {
+    for (const std::string& v : {"", "0"}) {
+        SCOPED_TRACE("TESSERA_SHM=" + v);
+        if (v.empty())
+            unsetenv("TESSERA_SHM");
+        else
+            setenv("TESSERA_SHM", v.c_str(), 1);
+        auto results =
+            run_ranks({3, 1, 1}, std::chrono::milliseconds(20000), check_large_collectives);
+        for (size_t r = 0; r < results.size(); ++r)
+            EXPECT_EQ(results[r], v.empty() ? "shared memory" : "gloo tcp") << "rank " << r;
+    }
+    unsetenv("TESSERA_SHM");
+}
+
+// A member that exits in the middle of a job fails its peers' next collective within moments,
+// naming it, as Gloo's closed socket did — not after the watchdog's timeout (20 s here).
+TEST(CommGloo, AMemberThatExitsFailsTheSharedMemoryCollectiveAtOnce) {
+    auto results = run_ranks({3, 1, 1}, std::chrono::milliseconds(20000), [](ProcessGroups& g) {
+        Communicator* c = g.world.get();
+        float x = 1;
+        c->all_reduce(&x, 1);
+        if (g.rank == 2) return std::string("exited");  // the process ends here
+        const auto t0 = std::chrono::steady_clock::now();
+        try {
+            c->all_reduce(&x, 1);
+        } catch (const Error& e) {
+            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::steady_clock::now() - t0)
+                                .count();
+            return str_cat(c->transport(), " ", ms < 5000 ? "fast" : "slow", "\n", e.what());
+        }
+        return std::string("all_reduce #2 did not throw");
+    });
+    EXPECT_EQ(results[2], "exited");
+    for (int r = 0; r < 2; ++r) {
+        SCOPED_TRACE(results[size_t(r)]);
+        EXPECT_EQ(results[size_t(r)].rfind("shared memory fast\n", 0), 0u);
+        EXPECT_NE(results[size_t(r)].find("all_reduce #2 on group world[0,1,2]"),
+                  std::string::npos);
+        EXPECT_NE(results[size_t(r)].find("group rank 2 (pid "), std::string::npos);
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
