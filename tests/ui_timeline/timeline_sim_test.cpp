@@ -77,6 +77,13 @@ TEST(TimelineSim, PageSimulatesTheMeasuredStepWithCriticalPathAndBubbles) {
                                           [](const GanttBar& b) { return b.critical; }) -
                              sim.bars.begin());
     EXPECT_TRUE(page.idealView()->barDescription(crit_bar).contains("critical path"));
+    // one time axis for both views, showing the whole of the longer one (the measured step,
+    // with its optimizer, is longer than the simulated schedule: its end was cut off)
+    const double whole = std::max(page.measuredView()->data().length_ms, sim.length_ms);
+    EXPECT_GT(page.measuredView()->data().length_ms, sim.length_ms);
+    EXPECT_NEAR(page.measuredView()->viewStart(), 0.0, 1e-9);
+    EXPECT_NEAR(page.measuredView()->viewEnd(), whole, 1e-9);
+    EXPECT_NEAR(page.idealView()->viewEnd(), whole, 1e-9);
     QApplication::processEvents();
     EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
                                  "/timeline_simulated_measured.png"));

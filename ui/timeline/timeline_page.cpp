@@ -260,9 +260,11 @@ void TimelinePage::showStep() {
         m_ideal->setEmptyText(tr("no simulated schedule: %1").arg(QString::fromUtf8(e.what())));
         m_status->setText(QString::fromUtf8(e.what()));
     }
-    // the ideal view follows the measured one's time axis
+    // one time axis for both, wide enough for the longer: setting the simulated view's data
+    // reset the linked axis to its own length, which cut the measured step's end off
     if (!m_measured->data().bars.isEmpty())
-        m_ideal->setTimeRange(m_measured->viewStart(), m_measured->viewEnd());
+        m_measured->setTimeRange(
+            0, std::max({m_measured->data().length_ms, m_ideal->data().length_ms, 1e-3}));
     m_summary->setText(
         tr("<b>Bubble</b> &nbsp; measured: <b>%1</b> (every rank's spans; the ranks' mean logged "
            "idle: %2) "
