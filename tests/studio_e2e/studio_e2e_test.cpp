@@ -24,6 +24,7 @@
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/ui_paths.h"
 #include "ui/common/project_document.h"
+#include "ui/common/qcustomplot_qt.h"
 #include "ui/compare/compare_page.h"
 #include "ui/compare/run_table_model.h"
 #include "ui/model/model_page.h"
@@ -161,6 +162,31 @@ TEST(StudioEndToEnd, EveryPageOfEveryExampleFitsTheDefaultWindow) {
         ++checked;
     }
     EXPECT_GE(checked, 8);
+}
+
+// The dark theme reaches every chart a page shows: the shell finds each page's setDarkTheme(bool)
+// slot by name, and the Compare page's, a plain method, was never called (its chart stayed white).
+TEST(StudioEndToEnd, EveryVisibleChartFollowsTheDarkTheme) {
+    QTemporaryDir tmp;
+    const QString dir = tmp.path() + "/quickstart";
+    QDir().mkpath(dir);
+    ASSERT_TRUE(QFile::copy(QString(TESSERA_TESTS_DIR) + "/../projects/quickstart/project.yaml",
+                            dir + "/project.yaml"));
+    Studio st;
+    ASSERT_TRUE(st.win.openProject(dir, false)) << st.win.errorText().toStdString();
+    st.win.setDarkTheme(true);
+    int checked = 0;
+    for (int i = 0; i < st.win.pageCount(); ++i) {
+        st.win.setCurrentPage(i);
+        QApplication::processEvents();
+        for (QCustomPlot* p : st.win.findChildren<QCustomPlot*>()) {
+            if (!p->isVisible()) continue;
+            EXPECT_EQ(p->xAxis->tickLabelColor(), QColor(0xdd, 0xdd, 0xdd))
+                << st.win.pageTitle(i).toStdString() << ": " << p->objectName().toStdString();
+            ++checked;
+        }
+    }
+    EXPECT_GE(checked, 4);  // Plan's memory chart, the Monitor's three, Compare's
 }
 
 TEST(StudioEndToEnd, KilledRankShowsTheFailureAndKeepsTheRows) {

@@ -85,6 +85,9 @@ class ComparePage : public QWidget {
     // Writes the selected runs' metrics as CSV (run,step,rank,name,value,wall_time).
     bool exportCsv(const QString& path, QString* error);
     bool exportChart(const QString& path, QString* error);  // .png or .pdf by suffix
+
+  public Q_SLOTS:
+    // the shell finds it by name (MainWindow::addPage): as a plain method the chart stayed light
     void setDarkTheme(bool dark);
 
   Q_SIGNALS:
