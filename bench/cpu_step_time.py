@@ -2,7 +2,8 @@
 # usage: bench/cpu_step_time.py TESSERA [--steps N] [--warmup W] [--plans a,b,...] [--no-calibrate]
 # The estimator's CPU step time against `tessera train`, plan by plan, on this host. First
 # `tessera plan --calibrate --threads N` times this CPU's kernels at every thread count the plans'
-# ranks get (the host's cores over the ranks) and stores them in the user's cache
+# ranks get (the host's cores over the ranks, less one for the comm thread from four a rank) and
+# stores them in the user's cache
 # (docs/parallelism.md, "Step time"); then each plan trains the shipped CPU projects' models
 # (projects/quickstart: gpt-tiny; projects/llama-tiny-cpu) for N steps in a scratch folder, and
 # its wall-clock tokens/s is the tokens of the steps after the first W over the time between their
@@ -49,15 +50,15 @@ def plan_json(cfg, sets):
 
 
 work = tempfile.mkdtemp(prefix="cpu_step_time_")
-cores = os.cpu_count()
 for tag, (proj, sets) in plans.items():
     d = os.path.join(work, tag.replace(" ", "_"))
     os.makedirs(d)
     shutil.copy(os.path.join(REPO, proj), os.path.join(d, "project.yaml"))
 
-# ---- calibrate every thread count the plans' ranks run (plan_cpu_threads: cores / world)
-threads = sorted({max(1, cores // (plan_json(os.path.join(work, t.replace(" ", "_"), "project.yaml"),
-                                             s + common)["world"])) for t, (_, s) in plans.items()})
+# ---- calibrate every thread count the plans' ranks run (tessera plan's threads_per_rank: the
+# rule tessera train sets them by, default_threads_per_rank)
+threads = sorted({plan_json(os.path.join(work, t.replace(" ", "_"), "project.yaml"),
+                            s + common)["threads_per_rank"] for t, (_, s) in plans.items()})
 if "--no-calibrate" not in sys.argv:
     for n in threads:
         t0 = time.time()

@@ -328,6 +328,7 @@ int cli_plan(const CliArgs& args) {
                        {"memory_bytes", cap},
                        {"efficiency", dev.efficiency}};
         j["world"] = e.world;
+        if (dev.shared_host) j["threads_per_rank"] = plan_cpu_threads(cfg);
         j["tokens_per_step"] = e.tokens_per_step;
         j["flops_per_step"] = e.flops_per_step;
         j["model_flops_per_step"] = e.model_flops_per_step;

@@ -71,7 +71,7 @@ struct TrainConfig {
     uint64_t seed = 1337;
     int64_t eval_every = 50;  // 0 = never
     int eval_steps = 10;
-    int threads = 0;   // CPU threads per rank; 0 = all cores / ranks on this host
+    int threads = 0;   // CPU threads per rank; 0 = default_threads_per_rank (threads.h)
     int restarts = 0;  // relaunches after a failure (parallel runtime)
 
     bool operator==(const TrainConfig&) const = default;

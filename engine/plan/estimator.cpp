@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/core/str_join.h"
 #include "engine/core/tensor.h"
+#include "engine/kernels/cpu/threads.h"
 #include "engine/model/gpt.h"
 #include "engine/parallel/layer_ops.h"
 #include "engine/parallel/schedule.h"
@@ -316,7 +317,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
 int plan_cpu_threads(const RunConfig& cfg) {
     if (cfg.train.threads > 0) return cfg.train.threads;
     const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
-    return std::max(1, cpu_host().cores / std::max(1, world));
+    return default_threads_per_rank(cpu_host().cores, world);  // as tessera train sets them
 }
 
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const OpCosts* measured) {

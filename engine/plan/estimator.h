@@ -105,7 +105,7 @@ struct OpCosts;
 PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const OpCosts* measured);
 
 // The OpenMP threads each CPU rank of the plan runs (threads_configure, as `tessera train` calls
-// it with every rank on this host): train.threads, or this host's cores over the ranks (>= 1).
+// it with every rank on this host): train.threads, or default_threads_per_rank (threads.h).
 // A CPU step is priced with the calibration at this thread count (op_costs_for_cpu).
 int plan_cpu_threads(const RunConfig& cfg);
 

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/kernels/cpu/threads.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
 #include "tests/plan/tiny_plan.h"
@@ -109,10 +110,20 @@ TEST_F(CpuCalibration, PricesTheTraceWithTheHostsCosts) {
     EXPECT_NEAR(estimate_plan(cfg, device_spec("cpu"), &twice).step_s, e.step_s + r.gemm_s, 1e-9);
 }
 
+// A rank's OpenMP threads: its share of the host's cores, less one for its comm thread from four.
+TEST(CpuThreads, ARankLeavesACoreForItsCommThreadFromFourCores) {
+    EXPECT_EQ(default_threads_per_rank(16, 1), 16);  // one rank: no comm thread beside it
+    EXPECT_EQ(default_threads_per_rank(16, 2), 7);
+    EXPECT_EQ(default_threads_per_rank(16, 4), 3);
+    EXPECT_EQ(default_threads_per_rank(6, 2), 3);  // three cores a rank: all of them
+    EXPECT_EQ(default_threads_per_rank(2, 2), 1);
+    EXPECT_EQ(default_threads_per_rank(2, 4), 1);  // oversubscribed: still one
+}
+
 TEST_F(CpuCalibration, RanksSharingTheHostUseTheirThreadCount) {
     const RunConfig dp2 = tiny({"parallel.dp=2"});
     const int threads = plan_cpu_threads(dp2);
-    EXPECT_EQ(threads, std::max(1, cpu_host().cores / 2));
+    EXPECT_EQ(threads, default_threads_per_rank(cpu_host().cores, 2));  // tessera train's rule
     EXPECT_EQ(plan_cpu_threads(tiny({"parallel.dp=2", "train.threads=3"})), 3);
     write(threads, synthetic_costs(threads, cpu_host().model));
     const PlanEstimate e = estimate_plan(dp2, device_spec("cpu"));

@@ -8,12 +8,17 @@
 
 namespace tessera {
 
+int default_threads_per_rank(int cores, int ranks_on_host) {
+    const int ranks = std::max(1, ranks_on_host);
+    const int share = std::max(1, cores / ranks);
+    return ranks > 1 && share >= 4 ? share - 1 : share;
+}
+
 int threads_configure(int threads, int ranks_on_host) {
     int n = threads;
-    if (n <= 0) {
-        long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-        n = (int)std::max(1L, cores / std::max(1, ranks_on_host));
-    }
+    if (n <= 0)
+        n = default_threads_per_rank((int)std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)),
+                                     ranks_on_host);
     omp_set_num_threads(n);
     openblas_set_num_threads(1);
     return n;
