@@ -246,6 +246,19 @@ void ShmGroup::wait_finished(uint64_t phase) const {
     wait_all(true, phase);
 }
 
+// out[0, count) := the members' slots of buffer b at [at, at + count), combined in rank order:
+// every member that combines an element does it in the same order, so all get the same bits.
+void ShmGroup::reduce_slots(float* out, int b, int64_t at, int64_t count, ReduceOp op) const {
+    std::memcpy(out, slot(b, 0) + at, sizeof(float) * size_t(count));
+    for (int r = 1; r < size_; ++r) {
+        const float* in = slot(b, r) + at;
+        if (op == ReduceOp::sum)
+            for (int64_t i = 0; i < count; ++i) out[i] += in[i];
+        else
+            for (int64_t i = 0; i < count; ++i) out[i] = std::max(out[i], in[i]);
+    }
+}
+
 void ShmGroup::all_reduce(float* data, int64_t n, ReduceOp op) {
     for (int64_t off = 0; off < n; off += kSlotFloats) {
         const int64_t len = std::min(kSlotFloats, n - off);
@@ -254,17 +267,10 @@ void ShmGroup::all_reduce(float* data, int64_t n, ReduceOp op) {
         std::memcpy(slot(b, rank_), data + off, sizeof(float) * size_t(len));
         arrive(ph);
         wait_arrived(ph);
-        // this member's share of the elements, summed in rank order (the same bits everywhere)
+        // this member's share of the elements
         const int64_t lo = len * rank_ / size_, hi = len * (rank_ + 1) / size_;
         float* out = result(b);
-        std::memcpy(out + lo, slot(b, 0) + lo, sizeof(float) * size_t(hi - lo));
-        for (int r = 1; r < size_; ++r) {
-            const float* in = slot(b, r);
-            if (op == ReduceOp::sum)
-                for (int64_t i = lo; i < hi; ++i) out[i] += in[i];
-            else
-                for (int64_t i = lo; i < hi; ++i) out[i] = std::max(out[i], in[i]);
-        }
+        reduce_slots(out + lo, b, lo, hi - lo, op);
         finish(ph);
         wait_finished(ph);
         std::memcpy(data + off, out, sizeof(float) * size_t(len));
@@ -284,12 +290,7 @@ void ShmGroup::reduce_scatter(const float* in, float* out, int64_t n) {
             std::memcpy(mine + d * len, in + int64_t(d) * n + off, sizeof(float) * size_t(len));
         arrive(ph);
         wait_arrived(ph);
-        float* o = out + off;
-        std::memcpy(o, slot(b, 0) + int64_t(rank_) * len, sizeof(float) * size_t(len));
-        for (int r = 1; r < size_; ++r) {
-            const float* src = slot(b, r) + int64_t(rank_) * len;
-            for (int64_t i = 0; i < len; ++i) o[i] += src[i];
-        }
+        reduce_slots(out + off, b, int64_t(rank_) * len, len, ReduceOp::sum);
     }
     if (n == 0) barrier();
 }

@@ -54,6 +54,7 @@ class ShmGroup {
     ShmGroup(void* base, size_t bytes, int rank, int size, std::chrono::milliseconds timeout);
     float* slot(int buffer, int member) const;
     float* result(int buffer) const;
+    void reduce_slots(float* out, int buffer, int64_t at, int64_t count, ReduceOp op) const;
     uint64_t begin_phase();
     void arrive(uint64_t phase);
     void finish(uint64_t phase);

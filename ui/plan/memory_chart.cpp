@@ -149,14 +149,14 @@ void MemoryChart::resizeEvent(QResizeEvent* e) {
 }
 
 // As many legend columns as fit in `w` (columns as wide as their widest entry), at most 7.
-bool MemoryChart::fitLegend(int w) {
+void MemoryChart::fitLegend(int w) {
     QCPLegend* lg = m_plot->legend;
     std::vector<int> item;  // the entries' widths (the grid's cells include empty ones)
     for (int i = 0; i < lg->itemCount(); ++i)
         if (QCPAbstractLegendItem* it = lg->item(i))
             item.push_back(it->minimumOuterSizeHint().width());
     const int n = (int)item.size();
-    if (n == 0) return false;
+    if (n == 0) return;
     int wrap = std::min(n, 7);
     for (; wrap > 1; --wrap) {
         int total = 0;
@@ -167,10 +167,9 @@ bool MemoryChart::fitLegend(int w) {
         }
         if (total + 16 <= w) break;
     }
-    if (wrap == lg->wrap()) return false;
+    if (wrap == lg->wrap()) return;
     lg->setWrap(wrap);
     lg->setFillOrder(QCPLegend::foColumnsFirst, true);
-    return true;
 }
 
 }  // namespace tessera::studio

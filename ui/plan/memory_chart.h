@@ -24,7 +24,7 @@ class MemoryChart : public QWidget {
     void resizeEvent(QResizeEvent* e) override;
 
   private:
-    bool fitLegend(int width);  // true when the legend's columns changed
+    void fitLegend(int width);  // the legend's columns for this width
     void showLegend(bool show);
     QCustomPlot* m_plot;
 };
