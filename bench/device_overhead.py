@@ -5,12 +5,13 @@ usage: bench/device_overhead.py TESSERA  (on the GPU machine; prints one JSON ob
 
 context:   a bare CUDA context (the CUDA runtime's cudaFree(0) in a process of its own), NVML's
            per-process used memory (bench/device_memory.py).
-libraries: what a real Tessera run on one GPU holds beyond that and beyond its own accounted
-           device peak: cuBLASLt's handle and workspace, the kernel modules loaded by the first
-           launches, the scratch buffers of the reductions, the allocator pool's slack. Measured
+libraries: what a real Tessera run on one GPU holds beyond that and beyond its own pool's
+           segments (its mem/device_bytes less the context and libraries it adds from the device
+           table): cuBLASLt's handle and workspace, the kernel modules loaded by the first
+           launches, the scratch buffers of the reductions and of attention's backward. Measured
            on a tiny GPT (4 layers, d_model 128), so it is independent of the plans the estimator
            is tested on (tests/plan/data/h200_gpt2_memory.json).
-The estimator adds both to every GPU rank's predicted device peak (engine/plan/devices.cpp holds
+The estimator adds both to every GPU rank's predicted device peak (engine/plan/estimator.cpp holds
 the figures with the versions they were measured on)."""
 import ctypes, json, os, sqlite3, subprocess, sys, tempfile, time
 
@@ -38,7 +39,10 @@ with DeviceMemorySampler() as run:
 if r.returncode:
     sys.exit(r.stdout + r.stderr)
 db = sqlite3.connect(os.path.join(work, "runs.db"))
-engine = db.execute("select max(value) from metrics where name='mem/device_bytes'").fetchone()[0]
+def peak(name):
+    return db.execute("select max(value) from metrics where name=?", (name,)).fetchone()[0] or 0
+# the runtime's device figure includes the device table's context and libraries: taken out
+engine = peak("mem/device_bytes") - peak("mem/context_bytes") - peak("mem/libraries_bytes")
 versions = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                           capture_output=True, text=True).stdout.strip()
 import glob

@@ -397,9 +397,9 @@ int cli_plan(const CliArgs& args) {
                 si(dev.peak_flops, "FLOP/s").c_str(), mib(cap).c_str(), dev.efficiency);
     std::printf("%-14s", "ranks");
     for (const char* h :
-         {"params", "grads", "optim", "activ", "work", "comm", "context", "libs", "host"})
+         {"params", "grads", "optim", "activ", "work", "comm", "context", "libs", "cached", "host"})
         std::printf(" %8s", h);
-    static_assert(kMemCategoryCount == 9, "a column per memory category");
+    static_assert(kMemCategoryCount == 10, "a column per memory category");
     std::printf(" %8s %8s %4s %10s %9s %9s %9s\n", "total", "device", "infl", "FLOP/step",
                 "dp comm", "tp comm", "pp comm");
     for (const auto& cls : classes) {

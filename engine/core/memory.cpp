@@ -20,6 +20,8 @@ std::string_view mem_category_name(MemCategory c) {
             return "context";
         case MemCategory::libraries:
             return "libraries";
+        case MemCategory::cached:
+            return "cached";
         case MemCategory::host:
             return "host";
         default:
@@ -35,11 +37,18 @@ static void atomic_max(std::atomic<int64_t>& a, int64_t v) {
 
 void MemoryTracker::add(MemCategory c, int64_t bytes) {
     int64_t now = current_[idx(c)].fetch_add(bytes) + bytes;
-    atomic_max(peak_[idx(c)], now);
+    if (c != MemCategory::cached) atomic_max(peak_[idx(c)], now);
     int64_t tot = total_.fetch_add(bytes) + bytes;
     atomic_max(total_peak_, tot);
-    if (c != MemCategory::host)
-        atomic_max(device_peak_, tot - current_[idx(MemCategory::host)].load());
+    if (c == MemCategory::host) return;
+    const int64_t device = tot - current_[idx(MemCategory::host)].load();
+    if (device > device_peak_.load()) {  // rare: a new peak
+        std::lock_guard<std::mutex> lock(device_peak_mu_);
+        if (device > device_peak_.load()) {
+            device_peak_ = device;
+            peak_[idx(MemCategory::cached)] = current_[idx(MemCategory::cached)].load();
+        }
+    }
 }
 
 void MemoryTracker::sub(MemCategory c, int64_t bytes) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string_view>
 
 namespace tessera {
@@ -12,6 +13,10 @@ namespace tessera {
 // context, libraries: what a GPU process holds outside the allocator (the CUDA context; cuBLASLt,
 // kernel modules, scratch), measured on the device once per library version and carried as data
 // (engine/plan: DeviceSpec), so that the device total is what the driver reports.
+// cached: a GPU's pool slack, bytes its DevicePool holds in segments but no tensor uses
+// (engine/core/device_pool.h; the estimator runs the same pool). Its peak is its value when the
+// device total peaked, not its own largest value (reached when a step's activations go back to
+// the pool): the slack inside the device's peak, so that a peak's categories add up to it.
 // host: offloaded activations and optimizer states (pinned host memory on GPUs; on CPU ranks the
 // same bytes, accounted apart so the offload mechanics are visible).
 enum class MemCategory : int {
@@ -23,6 +28,7 @@ enum class MemCategory : int {
     comm,
     context,
     libraries,
+    cached,
     host,
     count
 };
@@ -45,6 +51,7 @@ class MemoryTracker {
 
   private:
     static int idx(MemCategory c) { return static_cast<int>(c); }
+    std::mutex device_peak_mu_;  // a new device peak and the slack within it, together
     std::array<std::atomic<int64_t>, kMemCategoryCount> current_{};
     std::array<std::atomic<int64_t>, kMemCategoryCount> peak_{};
     std::atomic<int64_t> total_{0}, total_peak_{0}, device_peak_{0};

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "engine/core/device_pool.h"
 #include "engine/core/error.h"
 
 namespace tessera {
@@ -89,6 +90,31 @@ std::string shape_str(const Shape& s) {
 
 static DeviceAllocator g_cuda_alloc;
 
+// ---- the CUDA pool: core's DevicePool over the backend's segments, for the process's one GPU.
+// Created at registration and never destroyed (its segments outlive the CUDA runtime's teardown
+// at exit otherwise).
+namespace {
+DevicePool* g_cuda_pool = nullptr;
+uintptr_t cuda_reserve(void*, size_t bytes) {
+    return reinterpret_cast<uintptr_t>(g_cuda_alloc.reserve(bytes));
+}
+void cuda_release(void*, uintptr_t base, size_t bytes) {
+    g_cuda_alloc.release(reinterpret_cast<void*>(base), bytes);
+}
+// The pool's slack is the `cached` category: a cached block reused is counted out before the
+// tensor's bytes are counted in, so the device total never overshoots.
+void count_cached(int64_t delta) {
+    if (delta) memory_tracker().add(MemCategory::cached, delta);
+}
+}  // namespace
+
+int64_t device_cuda_release_cached() {
+    if (!g_cuda_pool) return 0;
+    const int64_t released = g_cuda_pool->release_cached();
+    count_cached(-released);
+    return released;
+}
+
 // ---- the meta device
 namespace {
 thread_local MetaMemory* t_meta = nullptr;
@@ -110,11 +136,23 @@ MetaMemory* meta_memory_install(MetaMemory* m) {
     return old;
 }
 
+void memory_count_outside_pool(MemCategory c, int64_t bytes) {
+    if (t_meta)
+        bytes >= 0 ? t_meta->alloc(c, bytes) : t_meta->free(c, -bytes);
+    else if (bytes >= 0)
+        memory_tracker().add(c, bytes);
+    else
+        memory_tracker().sub(c, -bytes);
+}
+
 void device_register_cuda_allocator(const DeviceAllocator& a) {
+    TS_CHECK(!g_cuda_pool || g_cuda_pool->reserved_bytes() == 0,
+             "the CUDA allocator was registered again while its pool holds memory");
     g_cuda_alloc = a;
+    if (!g_cuda_pool) g_cuda_pool = new DevicePool({cuda_reserve, cuda_release, nullptr});
 }
 bool device_cuda_available() {
-    return g_cuda_alloc.alloc != nullptr;
+    return g_cuda_alloc.reserve != nullptr;
 }
 
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
@@ -189,15 +227,26 @@ Tensor Tensor::empty(Shape shape, MemCategory cat, DType dtype, Device device) {
     t.cat_ = cat;
     size_t bytes = static_cast<size_t>(t.nbytes());
     if (device == Device::meta) {
-        t.data_ = kMetaData;
-        if (t_meta) t_meta->alloc(cat, static_cast<int64_t>(bytes));
+        void* at = t_meta ? t_meta->tensor_alloc(cat, static_cast<int64_t>(bytes)) : nullptr;
+        t.data_ = at ? at : kMetaData;
         return t;
     }
     if (device == Device::cuda) {
         TS_CHECK(device_cuda_available(),
                  "a CUDA tensor was requested but this process has no "
                  "CUDA backend (runtime.device: cuda needs a CUDA build)");
-        t.data_ = g_cuda_alloc.alloc(bytes == 0 ? 16 : bytes);
+        int64_t cached = 0;
+        t.data_ = reinterpret_cast<void*>(g_cuda_pool->alloc(bytes, &cached));
+        count_cached(cached);
+        if (!t.data_) {
+            size_t free_b = 0, total_b = 0;
+            if (g_cuda_alloc.mem_info) g_cuda_alloc.mem_info(&free_b, &total_b);
+            throw Error(str_cat("out of GPU memory: allocating ", bytes, " bytes of ",
+                                mem_category_name(cat), " failed (this process holds ",
+                                g_cuda_pool->reserved_bytes(), " bytes in its pool, ",
+                                g_cuda_pool->cached_bytes(), " of them free; the GPU has ", free_b,
+                                " of ", total_b, " bytes free)"));
+        }
     } else if (cat == MemCategory::host && g_cuda_alloc.host_alloc) {
         // offloaded state: pinned, so copies to and from the GPU run asynchronously at full speed
         t.data_ = g_cuda_alloc.host_alloc(bytes == 0 ? 64 : bytes);
@@ -241,13 +290,15 @@ Tensor Tensor::to(Device device, MemCategory cat) const {
 
 void Tensor::release() {
     if (data_ && device_ == Device::meta) {
-        if (t_meta) t_meta->free(cat_, nbytes());
+        if (t_meta) t_meta->tensor_free(cat_, nbytes(), data_ == kMetaData ? nullptr : data_);
         data_ = nullptr;
     } else if (data_) {
         memory_tracker().sub(cat_, nbytes());
-        if (device_ == Device::cuda)
-            g_cuda_alloc.free(data_, static_cast<size_t>(nbytes()));
-        else if (pinned_)
+        if (device_ == Device::cuda) {
+            int64_t cached = 0;
+            g_cuda_pool->free(reinterpret_cast<uintptr_t>(data_), &cached);
+            count_cached(cached);
+        } else if (pinned_)
             g_cuda_alloc.host_free(data_, static_cast<size_t>(nbytes()));
         else
             std::free(data_);

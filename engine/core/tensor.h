@@ -18,9 +18,10 @@ const char* dtype_name(DType t);  // "F32", "BF16", ... (safetensors spelling)
 
 using Shape = std::vector<int64_t>;
 
-// Where a tensor's bytes live. CUDA memory comes from the allocator the CUDA backend registers
-// (engine/kernels/cuda/device.cu: stream-ordered, caching); core itself has no CUDA dependency.
-// The meta device holds no bytes: see MetaMemory.
+// Where a tensor's bytes live. CUDA memory is placed by core's DevicePool
+// (engine/core/device_pool.h) in segments the CUDA backend reserves
+// (engine/kernels/cuda/device.cu); core itself has no CUDA dependency. The meta device holds no
+// bytes: see MetaMemory.
 enum class Device : int { cpu, cuda, meta };
 
 // The meta device: a tensor on it has a shape, a dtype and a category but no storage (its data
@@ -30,20 +31,36 @@ enum class Device : int { cpu, cuda, meta };
 // Offload copies between meta tensors are synchronous, or with async_copies queued like a copy
 // engine's: such a copy is done once a compute has been issued after it (`computes`, advanced
 // by the replay per layer), or once waited for.
+// A meta tensor's bytes go through tensor_alloc and tensor_free, which place them as the device
+// would (a GPU rank's replay runs them through a DevicePool of its own: the tensor's address is
+// its place there); alloc and free count bytes the device holds outside its pool.
 class MetaMemory {
   public:
     virtual ~MetaMemory() = default;
     virtual void alloc(MemCategory c, int64_t bytes) = 0;
     virtual void free(MemCategory c, int64_t bytes) = 0;
+    // Returns the tensor's placeholder address (nullptr: any), which tensor_free receives.
+    virtual void* tensor_alloc(MemCategory c, int64_t bytes) {
+        alloc(c, bytes);
+        return nullptr;
+    }
+    virtual void tensor_free(MemCategory c, int64_t bytes, void* /*addr*/) { free(c, bytes); }
     bool async_copies = false;
     int64_t computes = 0;
 };
 // Installs m for the calling thread (nullptr: none); returns the one it replaces.
 MetaMemory* meta_memory_install(MetaMemory* m);
+// Bytes the device holds outside its allocator (NCCL's symmetric windows), counted where memory
+// goes on this thread: the installed MetaMemory's alloc or free (bytes < 0), or, with none, the
+// process's MemoryTracker.
+void memory_count_outside_pool(MemCategory c, int64_t bytes);
 
 struct DeviceAllocator {
-    void* (*alloc)(size_t bytes) = nullptr;
-    void (*free)(void* p, size_t bytes) = nullptr;
+    // a segment of device memory for the pool (nullptr when the device has no room), and its
+    // return; the device's free and total bytes, for the out-of-memory message
+    void* (*reserve)(size_t bytes) = nullptr;
+    void (*release)(void* p, size_t bytes) = nullptr;
+    void (*mem_info)(size_t* free_bytes, size_t* total_bytes) = nullptr;
     void (*zero)(void* p, size_t bytes) = nullptr;
     void (*copy)(void* dst, const void* src, size_t bytes, bool dst_cuda, bool src_cuda) = nullptr;
     // Activation offload: pinned host memory (cached), and copies on a separate copy stream that
@@ -59,6 +76,9 @@ struct DeviceAllocator {
 };
 void device_register_cuda_allocator(const DeviceAllocator& a);
 bool device_cuda_available();  // a CUDA allocator is registered
+// The CUDA pool's segments that hold no tensor go back to the device (a run starts from an
+// empty pool, as in a process of its own); returns the bytes released.
+int64_t device_cuda_release_cached();
 // Copies bytes between any two places (host or CUDA), through the registered allocator.
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 // An asynchronous copy between tensors of the same size (activation offload). With CUDA on

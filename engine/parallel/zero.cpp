@@ -261,17 +261,11 @@ ParamStore::~ParamStore() {
     count_symmetric(MemCategory::comm, -(gather16_bytes_ + stage_bytes_));
 }
 
-// The symmetric buffers come from the communicator, outside Tensor: counted here in the
-// process's MemoryTracker, or on the meta device as meta tensors of their size (whose bytes go
-// where meta tensors report).
+// The symmetric buffers come from the communicator (NCCL's own memory), outside Tensor and the
+// device's pool: counted where memory goes (the process's MemoryTracker, or the estimator's
+// MetaMemory).
 void ParamStore::count_symmetric(MemCategory cat, int64_t bytes) {
-    if (dev_ == Device::meta) {
-        if (bytes > 0) meta_symmetric_.push_back(Tensor::empty({bytes / 4}, cat, DType::f32, dev_));
-    } else if (bytes >= 0) {
-        memory_tracker().add(cat, bytes);
-    } else {
-        memory_tracker().sub(cat, -bytes);
-    }
+    memory_count_outside_pool(cat, bytes);
 }
 
 ParamStore::Unit* ParamStore::unit_of(Layer* l, int param) {

@@ -157,7 +157,6 @@ class ParamStore {
     // the symmetric buffers' sizes (0: none): zero 0/1's gradients and their staging, ZeRO-1/2's
     // bf16 images
     int64_t gsym_bytes_ = 0, stage_bytes_ = 0, gather16_bytes_ = 0;
-    std::vector<Tensor> meta_symmetric_;  // the meta device: their bytes, as meta tensors
     DeviceOps* ops_;
     Device dev_;
     bool host_master_ = false;  // optimizer offload on a GPU (or on the meta device for one)

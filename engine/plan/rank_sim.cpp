@@ -15,18 +15,85 @@ namespace tessera::plan_sim {
 // Timeline
 
 void Timeline::alloc(MemCategory c, int64_t bytes) {
-    int i = (int)c;
     if (c == MemCategory::host) host_allocated += bytes;
-    cur[i] += bytes;
-    peak[i] = std::max(peak[i], cur[i]);
-    total += bytes;
-    total_peak = std::max(total_peak, total);
-    device_peak = std::max(device_peak, total - cur[(int)MemCategory::host]);
+    mem.add(c, bytes);
 }
 
 void Timeline::free(MemCategory c, int64_t bytes) {
-    cur[(int)c] -= bytes;
-    total -= bytes;
+    mem.sub(c, bytes);
+}
+
+void Timeline::use_pool() {
+    DevicePool::Backing b;
+    b.ctx = this;
+    b.reserve = [](void* ctx, size_t bytes) {
+        auto* t = static_cast<Timeline*>(ctx);
+        const uintptr_t at = t->next_segment_;
+        t->next_segment_ += bytes;
+        return at;
+    };
+    b.release = [](void*, uintptr_t, size_t) {};
+    pool_ = std::make_unique<DevicePool>(b);
+}
+
+// As the runtime counts it (engine/core/tensor.cpp): the pool's slack changes first when a cached
+// block is reused, so the total never overshoots. Host-category tensors (offloaded state) stand
+// for host memory: outside the device's pool.
+void* Timeline::tensor_alloc(MemCategory c, int64_t bytes) {
+    if (!pool_ || c == MemCategory::host) return MetaMemory::tensor_alloc(c, bytes);
+    int64_t cached = 0;
+    const uintptr_t at = pool_->alloc((size_t)bytes, &cached);
+    if (cached) alloc(MemCategory::cached, cached);
+    alloc(c, bytes);
+    if (recording_) {
+        live_event_[at] = (int64_t)events_.size();
+        events_.push_back({true, c, bytes, -1});
+    }
+    return reinterpret_cast<void*>(at);
+}
+
+void Timeline::tensor_free(MemCategory c, int64_t bytes, void* addr) {
+    free(c, bytes);
+    if (!pool_ || !addr) return;  // no address: placed outside the pool
+    const auto at = reinterpret_cast<uintptr_t>(addr);
+    int64_t cached = 0;
+    pool_->free(at, &cached);
+    if (cached) alloc(MemCategory::cached, cached);
+    if (recording_) {
+        auto it = live_event_.find(at);
+        events_.push_back({false, c, bytes, it == live_event_.end() ? -1 : it->second});
+        if (it != live_event_.end()) live_event_.erase(it);
+    }
+}
+
+void Timeline::record(bool on) {
+    if (on) events_.clear(), live_event_.clear();
+    recording_ = on;
+}
+
+// The step again: what the recorded step allocated and freed again (its transient tensors), in
+// its order; what it kept (the optimizer's state, caches) stays as it is, as in the run's later
+// steps.
+void Timeline::repeat_step() {
+    if (!pool_ || events_.empty()) return;
+    std::vector<bool> transient(events_.size(), false);
+    for (const Event& e : events_)
+        if (!e.alloc && e.of >= 0) transient[(size_t)e.of] = true;
+    for (int round = 0; round < 8; ++round) {
+        const int64_t reserved0 = pool_->reserved_bytes();
+        std::unordered_map<int64_t, void*> placed;  // alloc event -> its address this round
+        for (size_t i = 0; i < events_.size(); ++i) {
+            const Event& e = events_[i];
+            if (e.alloc && transient[i]) {
+                placed[(int64_t)i] = tensor_alloc(e.cat, e.bytes);
+            } else if (!e.alloc && e.of >= 0) {
+                auto it = placed.find(e.of);
+                tensor_free(e.cat, e.bytes, it->second);
+                placed.erase(it);
+            }
+        }
+        if (pool_->reserved_bytes() == reserved0) return;
+    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -49,6 +116,7 @@ RankSim::~RankSim() {
 void RankSim::build(const ModelShape& model, const std::vector<int>& blocks_per_chunk, int tp,
                     int tp_size, Recompute rc) {
     tl.async_copies = device.async_copies;
+    if (gpu()) tl.use_pool();
     model_ = model;
     batch_.batch_size = (int)B;
     batch_.seq_len = (int)T;
@@ -104,6 +172,7 @@ void RankSim::store_init() {
 int RankSim::run_step(const StageSchedule& sched) {
     TS_CHECK(runner_, "RankSim::run_step before store_init");
     const int64_t host0 = tl.host_allocated;
+    tl.record(true);
     store_->zero_grads();
     runner_->step_begin();
     OpTrace* outer_trace = op_trace_install(&trace);
@@ -114,6 +183,8 @@ int RankSim::run_step(const StageSchedule& sched) {
     store_->finish_gradients(nullptr);  // the tied copies' all-reduce moves nothing here
     DeviceOps& ops = device_ops_meta();
     store_->optimizer_step(OptimizerConfig{}, 0, ops.step_scalars(0.0f));
+    tl.record(false);
+    tl.repeat_step();  // the pool's layout in the run's later steps
     return max_in_flight;
 }
 

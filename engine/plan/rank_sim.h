@@ -14,8 +14,10 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
+#include "engine/core/device_pool.h"
 #include "engine/core/memory.h"
 #include "engine/core/tensor.h"
 #include "engine/parallel/schedule.h"
@@ -25,14 +27,37 @@
 
 namespace tessera::plan_sim {
 
-// Current and peak bytes per category, as MemoryTracker keeps them; the meta device reports to it.
+// Current and peak bytes per category: a MemoryTracker of the rank's own, which the meta device
+// reports to. A GPU rank's tensors are placed by a DevicePool of its own over address ranges that
+// hold nothing (use_pool): the same placement as the runtime's, so its slack (`cached`) and the
+// device's total are the real run's. The pool's layout settles over a few steps, as the run's
+// does: repeat_step replays the recorded step's transient tensors until its segments stop growing.
 struct Timeline final : MetaMemory {
-    std::array<int64_t, kMemCategoryCount> cur{}, peak{};
-    int64_t total = 0, total_peak = 0;
-    int64_t device_peak = 0;     // peak of the total without the host category
+    MemoryTracker mem;
     int64_t host_allocated = 0;  // host-category bytes allocated so far
+    void use_pool();
     void alloc(MemCategory c, int64_t bytes) override;
     void free(MemCategory c, int64_t bytes) override;
+    void* tensor_alloc(MemCategory c, int64_t bytes) override;
+    void tensor_free(MemCategory c, int64_t bytes, void* addr) override;
+    // Records the pool's tensors from here (on) or stops; repeat_step then replays what was
+    // recorded and freed again within it, in order, until the pool reserves nothing more (a few
+    // times at most).
+    void record(bool on);
+    void repeat_step();
+
+  private:
+    struct Event {
+        bool alloc;
+        MemCategory cat;
+        int64_t bytes;
+        int64_t of;  // a free: the index of its tensor's alloc event (-1: made before recording)
+    };
+    std::unique_ptr<DevicePool> pool_;
+    uintptr_t next_segment_ = uintptr_t(1) << 45;  // the meta segments' addresses
+    bool recording_ = false;
+    std::vector<Event> events_;
+    std::unordered_map<uintptr_t, int64_t> live_event_;  // address -> its alloc event
 };
 
 enum class LayerKind { embedding, block, head };

@@ -126,6 +126,8 @@ class RankRunner final : private StageEdges {
                 "-row vocabulary; tokenize the data with the model's own tokenizer"));
         TpGroup tp{groups.tp.get(), groups.coord.tp, par.tp};
         dev_ = cfg.runtime.device == "cuda" ? Device::cuda : Device::cpu;
+        // a run starts from an empty pool, as in a process of its own (what the estimator runs)
+        if (dev_ == Device::cuda) device_cuda_release_cached();
         act_dtype_ = cfg.runtime.bf16_activations() ? DType::bf16 : DType::f32;
         ops_ = &device_ops_for(dev_);
         const int64_t targets = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * par.dp *

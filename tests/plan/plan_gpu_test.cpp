@@ -62,12 +62,15 @@ struct Figure {
 
 // The engine's own figures: the allocator's categories, and its total and device peaks (the
 // device table's context and libraries, which the runtime adds from the same table, taken out).
-std::vector<Figure> figures(const RankEstimate& r) {
+// A measurement from before the runtime placed tensors in its own pool (no `cached` figure: the
+// two-GPU plans, 2026-11-30) is compared without the pool's slack.
+std::vector<Figure> figures(const RankEstimate& r, bool with_cached) {
     std::vector<Figure> f;
     int64_t outside = 0;
     for (int c = 0; c < kMemCategoryCount; ++c) {
         const auto cat = (MemCategory)c;
-        if (cat == MemCategory::context || cat == MemCategory::libraries) {
+        if (cat == MemCategory::context || cat == MemCategory::libraries ||
+            (cat == MemCategory::cached && !with_cached)) {
             outside += r.peak_bytes[c];
             continue;
         }
@@ -96,8 +99,17 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
         for (const auto& [rank_s, meas] : ranks.items()) {
             const int rank = std::stoi(rank_s);
             const RankEstimate& e = est.ranks.at(rank);
-            const std::vector<Figure> fig = figures(e);
-            const double eng_m = meas.at("device_bytes").get<double>();
+            const std::vector<Figure> fig = figures(e, meas.contains("cached_bytes"));
+            // the run's own figure for a category; its device and total peaks without the
+            // device table's context and libraries, which a run since 2026-12-02 counts in them
+            auto measured = [&](const std::string& name) {
+                double m = meas.at(name + "_bytes").get<double>();
+                if (name == "device" || name == "total")
+                    for (const char* k : {"context_bytes", "libraries_bytes"})
+                        m -= meas.value(k, 0.0);
+                return m;
+            };
+            const double eng_m = measured("device");
             const double eng_p = (double)fig[fig.size() - 2].pred;
             std::string dev_col = "          -          ";
             if (plan.contains("device_measured")) {
@@ -105,8 +117,7 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
                 const double err = (e.device_peak_bytes - dev_m) / dev_m;
                 dev_col = str_format("%7.3f/%7.3f (%+5.1f%%)", gib(e.device_peak_bytes), gib(dev_m),
                                      100 * err);
-                const double tol = tag == "full" ? 0.06 : 0.05;
-                EXPECT_NEAR(err, 0.0, tol)
+                EXPECT_NEAR(err, 0.0, 0.05)
                     << tag << " rank " << rank << ": device peak predicted " << e.device_peak_bytes
                     << " bytes, NVML " << (int64_t)dev_m;
                 ++device_checked;
@@ -116,22 +127,32 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
                                          100.0 * (eng_p - eng_m) / eng_m);
             for (const Figure& f : fig) {
                 if (f.name == "device") continue;
-                const double m = meas.at(f.name + "_bytes").get<double>();
+                const double m = measured(f.name);
                 row += " " + f.name +
                        (m > 0 ? str_format(" %+.1f%%", 100.0 * (f.pred - m) / m)
                               : str_format(" %s", f.pred == 0 ? "0=0" : "0!=0"));
             }
             std::printf("%s\n", row.c_str());
             for (const Figure& f : fig) {
-                const double m = meas.at(f.name + "_bytes").get<double>();
-                EXPECT_NEAR((double)f.pred, m, 0.10 * m)
+                const double m = measured(f.name);
+                // under activation offload the pool's slack at the device's peak follows the
+                // copy engine's timing (when a copied buffer is freed): not compared; the
+                // device and total peaks it is part of are
+                if (f.name == "cached" && tag == "offload") continue;
+                // the pool's segments, where the run placed its tensors in Tessera's own pool
+                // (a cached figure) without offload: the estimator runs the same pool over the
+                // same allocations, step after step, so the device peak holds to 0.5%
+                const bool pooled = meas.contains("cached_bytes") && tag != "offload";
+                const double tol =
+                    pooled && (f.name == "device" || f.name == "cached") ? 0.005 : 0.10;
+                EXPECT_NEAR((double)f.pred, m, tol * m)
                     << tag << " rank " << rank << " " << f.name << ": predicted " << f.pred
                     << " bytes, measured " << (int64_t)m;
                 ++checked;
             }
         }
     }
-    EXPECT_GE(checked, 13 * 9);    // every plan of the dump, every figure
+    EXPECT_GE(checked, 13 * 9);    // every plan of the dump, every figure (but one)
     EXPECT_GE(device_checked, 7);  // the one-GPU plans, gpt2-large and gpt2-xl
 }
 

@@ -101,21 +101,24 @@ void event_release(void* ev) {
     g_event_pool.push_back((cudaEvent_t)ev);
 }
 
-void* alloc_cuda(size_t bytes) {
+// The pool's segments (engine/core/device_pool.h places tensors in them): cudaMalloc'd, so the
+// device holds exactly the segments. cudaMalloc waits for nothing queued; cudaFree synchronises
+// the device, so a segment is never returned while a kernel still uses it.
+void* reserve_cuda(size_t bytes) {
     void* p = nullptr;
-    cudaError_t e = cudaMallocAsync(&p, bytes, g_stream);
-    if (e != cudaSuccess) {
-        size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        throw Error(str_cat("out of GPU memory: allocating ", bytes, " bytes on GPU ", g_device,
-                            " failed (", cudaGetErrorString(e), "; ", free_b, " of ", total_b,
-                            " bytes free)"));
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        cudaGetLastError();  // clear the error: the pool releases what it caches and retries
+        return nullptr;
     }
     return p;
 }
 
-void free_cuda(void* p, size_t) {
-    CUDA_CHECK(cudaFreeAsync(p, g_stream));
+void release_cuda(void* p, size_t) {
+    CUDA_CHECK(cudaFree(p));
+}
+
+void mem_info_cuda(size_t* free_b, size_t* total_b) {
+    if (cudaMemGetInfo(free_b, total_b) != cudaSuccess) *free_b = *total_b = 0;
 }
 
 void zero_cuda(void* p, size_t bytes) {
@@ -185,14 +188,17 @@ void cuda_device_init(int device) {
     CUDA_CHECK(cudaSetDevice(device));
     g_stream = cuda_stream_create(cudaStreamNonBlocking).release();  // process lifetime
     g_copy_stream = cuda_stream_create(cudaStreamNonBlocking).release();
+    // the kernels' own stream-ordered scratch (attention backward's row sums, cudaMallocAsync)
+    // stays cached in the driver's pool instead of being unmapped at every synchronisation
     cudaMemPool_t pool;
     CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-    uint64_t keep = UINT64_MAX;  // cache freed blocks: a stream-ordered caching allocator
+    uint64_t keep = UINT64_MAX;
     CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     g_device = device;
     DeviceAllocator a;
-    a.alloc = alloc_cuda;
-    a.free = free_cuda;
+    a.reserve = reserve_cuda;
+    a.release = release_cuda;
+    a.mem_info = mem_info_cuda;
     a.zero = zero_cuda;
     a.copy = copy_cuda;
     a.host_alloc = pinned_alloc;
