@@ -464,10 +464,25 @@ TEST(PlanPage, WithoutAProjectThePageSaysSoAndTheEmptyChartKeepsItsWidth) {
     EXPECT_TRUE(page.validityText().contains("No project is open"))
         << page.validityText().toStdString();
     EXPECT_TRUE(page.predictionText().isEmpty()) << page.predictionText().toStdString();
+    // the partition editor does not speak of an MLP the user never chose
+    const QString editor = page.findChild<PartitionEditor*>()->emptyMessage();
+    EXPECT_EQ(editor, "No model to partition.") << editor.toStdString();
     QCustomPlot* plot = page.findChild<MemoryChart*>()->plot();
     plot->replot();
     EXPECT_GT(plot->axisRect()->outerRect().width(), plot->width() / 2)
         << "axis rect " << plot->axisRect()->outerRect().width() << " of " << plot->width();
+}
+
+TEST(PlanPage, AnMlpsPartitionEditorSaysItIsNotPipelined) {
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/mlp-fashion-mnist", &err))
+        << err.toStdString();
+    PlanPage page(&doc);
+    page.show();
+    QApplication::processEvents();
+    EXPECT_TRUE(page.partitionEditor()->emptyMessage().startsWith("An MLP is not pipelined"))
+        << page.partitionEditor()->emptyMessage().toStdString();
 }
 
 TEST(PlanPage, RenderScreenshots) {

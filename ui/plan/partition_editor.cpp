@@ -99,6 +99,13 @@ int PartitionEditor::hitBoundary(int x) const {
     return best;
 }
 
+QString PartitionEditor::emptyMessage() const {
+    if (!m_cost.empty()) return {};
+    return m_cfg.model.preset == "mlp" ? tr("An MLP is not pipelined: nothing to partition (it "
+                                            "runs data-parallel and ZeRO plans).")
+                                       : tr("No model to partition.");  // no project open
+}
+
 int PartitionEditor::layerAt(int x) const {
     for (int i = 0; i < (int)m_cost.size(); ++i)
         if (x < layerX(i + 1)) return i;
@@ -113,9 +120,7 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
     p.setRenderHint(QPainter::Antialiasing);
     p.fillRect(rect(), palette().base());
     if (m_cost.empty()) {
-        p.drawText(rect(), Qt::AlignCenter,
-                   "An MLP is not pipelined: nothing to partition (it runs data-parallel and ZeRO "
-                   "plans).");
+        p.drawText(rect(), Qt::AlignCenter, emptyMessage());
         return;
     }
     QRectF r = plotRect();

@@ -19,6 +19,9 @@ class PartitionEditor : public QWidget {
 
     void setConfig(const tessera::RunConfig& cfg);
     const std::vector<int>& blocksPerChunk() const { return m_chunks; }
+    // What the editor says instead of lanes when there are no layers (an MLP, or no model);
+    // empty otherwise.
+    QString emptyMessage() const;
     // Widget x of the boundary after chunk k (k in 0 .. chunks-2): where a drag starts.
     int boundaryX(int k) const;
     // Widget x of the right edge of block b (1-based block index; 0 = the embedding).
