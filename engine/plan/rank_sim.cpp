@@ -88,6 +88,7 @@ void Timeline::repeat_step() {
                 placed[(int64_t)i] = tensor_alloc(e.cat, e.bytes);
             } else if (!e.alloc && e.of >= 0) {
                 auto it = placed.find(e.of);
+                TS_CHECK(it != placed.end(), "Timeline::repeat_step: a free before its alloc");
                 tensor_free(e.cat, e.bytes, it->second);
                 placed.erase(it);
             }
