@@ -161,6 +161,14 @@ TEST_F(CompareRunsTest, GroupsDrawOneMeanLineWithAMinMaxBand) {
     // grouping by seed: four groups of two
     page.setGroupKey("train.seed");
     EXPECT_EQ(graphs(p, "mean").size(), 4);
+    // grouping by the plan: runs 1-4 ran dp 1, runs 5-8 dp 2 (tp, pp and ZeRO left at defaults)
+    page.setGroupKey(RunSummary::kGroupByPlan);
+    const auto plans = graphs(p, "mean");
+    ASSERT_EQ(plans.size(), 2);
+    EXPECT_EQ(plans[0]->name(), QString("plan = dp1 × tp1 × pp1 (4 runs)"));
+    EXPECT_EQ(plans[1]->name(), QString("plan = dp2 × tp1 × pp1 (4 runs)"));
+    QApplication::processEvents();
+    EXPECT_TRUE(page.grab().save(screenshot_dir() + "/compare_groups_plan.png"));
     page.setGroupKey("train.lr");
     page.setSmoothing(0.9);  // smoothed mean over the faint raw mean
     const auto raw = graphs(p, "raw");
@@ -365,4 +373,17 @@ TEST_F(CompareRunsTest, ParallelCoordinatesBrushFiltersTheTable) {
     const int val = int(names.indexOf("final val loss"));
     pc->setBrush(val, c.axes[size_t(val)].lo, c.axes[size_t(val)].lo + 1e-12);
     EXPECT_EQ(page.proxyModel()->rowCount(), 1);
+}
+
+// The plan a run groups under: its dp × tp × pp from the stored config (a key left out is 1), and
+// its ZeRO stage when on.
+TEST(RunSummaryPlan, GroupsByDpTpPpAndZero) {
+    RunSummary r;
+    EXPECT_EQ(r.groupValue(RunSummary::kGroupByPlan), QString("dp1 × tp1 × pp1"));
+    r.config = {{"parallel", "parallel.dp", "4"},
+                {"parallel", "parallel.pp", "2"},
+                {"parallel", "parallel.zero", "3"}};
+    EXPECT_EQ(r.groupValue(RunSummary::kGroupByPlan), QString("dp4 × tp1 × pp2, ZeRO-3"));
+    r.config[2].value = "0";
+    EXPECT_EQ(r.groupValue(RunSummary::kGroupByPlan), QString("dp4 × tp1 × pp2"));
 }

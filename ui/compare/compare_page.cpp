@@ -397,6 +397,7 @@ void ComparePage::fillGroupKeys() {
     m_groupBox->clear();
     m_groupBox->addItem(tr("(each run)"), QString());
     m_groupBox->addItem(tr("tags"), QString(RunSummary::kGroupByTags));
+    m_groupBox->addItem(tr("plan (dp × tp × pp, ZeRO)"), QString(RunSummary::kGroupByPlan));
     // the keys that differ among the runs first: they are what one groups by
     QStringList keys = m_model->configKeys();
     for (const char* k :

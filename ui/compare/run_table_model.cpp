@@ -102,6 +102,17 @@ std::vector<RunSummary> compare_summarize_runs(const tessera::RunStore& store,
 
 QString RunSummary::groupValue(const QString& key) const {
     if (key == kGroupByTags) return tags.isEmpty() ? QString() : tags.join(", ");
+    if (key == kGroupByPlan) {  // a key a stored config leaves out has its default
+        auto value = [&](const char* k, const char* d) {
+            const QString v = configValue(k);
+            return v.isEmpty() ? QString(d) : v;
+        };
+        QString plan = QString("dp%1 × tp%2 × pp%3")
+                           .arg(value("parallel.dp", "1"), value("parallel.tp", "1"),
+                                value("parallel.pp", "1"));
+        const QString zero = value("parallel.zero", "0");
+        return zero == "0" ? plan : plan + QString(", ZeRO-%1").arg(zero);
+    }
     return configValue(key);
 }
 

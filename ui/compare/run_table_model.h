@@ -35,9 +35,11 @@ struct RunSummary {
     QString note;
     bool archived = false;
     QString configValue(const QString& key) const;  // "" where the run has no such key
-    // What a run groups under for `key`: a config key's value, or for kGroupByTags its tags.
+    // What a run groups under for `key`: a config key's value, for kGroupByTags its tags, for
+    // kGroupByPlan its parallel plan ("dp2 × tp1 × pp1", with its ZeRO stage when on).
     QString groupValue(const QString& key) const;
     static constexpr const char* kGroupByTags = "tags";
+    static constexpr const char* kGroupByPlan = "plan";
     double tokens_per_step() const { return double(micro_batch) * grad_accum * dp * seq_len; }
 };
 
