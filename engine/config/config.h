@@ -99,6 +99,12 @@ struct ParallelConfig {
     std::vector<std::string> recompute;  // one per stage or a single value: none|selective|full
     bool offload_activations = false;
     bool offload_optimizer = false;
+    // Stage s's recompute policy: recompute[s], the single value every stage shares, or "none".
+    std::string recompute_of(int stage) const {
+        return recompute.empty()       ? "none"
+               : recompute.size() == 1 ? recompute[0]
+                                       : recompute.at((size_t)stage);
+    }
 
     bool operator==(const ParallelConfig&) const = default;
 };

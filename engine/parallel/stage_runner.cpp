@@ -19,9 +19,19 @@ std::vector<StageChunk> StageLayers::views() const {
     std::vector<StageChunk> v(chunks.size());
     for (size_t c = 0; c < chunks.size(); ++c) {
         v[c].global = global[c];
+        v[c].first_layer = lo[c];
         for (const auto& l : chunks[c]) v[c].layers.push_back(l.get());
     }
     return v;
+}
+
+std::pair<int, int> chunk_layer_range(const std::vector<int>& blocks_per_chunk, int g,
+                                      int n_layers) {
+    const int G = (int)blocks_per_chunk.size();
+    TS_CHECK(g >= 0 && g < G, "chunk_layer_range: chunk ", g, " of ", G);
+    int first = 1;  // the layer chunk g's blocks start at (layer 0 is the embedding)
+    for (int k = 0; k < g; ++k) first += blocks_per_chunk[(size_t)k];
+    return {g == 0 ? 0 : first, g == G - 1 ? n_layers : first + blocks_per_chunk[(size_t)g]};
 }
 
 StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk,
@@ -29,12 +39,10 @@ StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& bl
     const int G = (int)blocks_per_chunk.size(), n_layers = spec.model.n_layers();
     TS_CHECK(pp >= 1 && G % pp == 0 && stage >= 0 && stage < pp, "stage_layers_build: ", G,
              " chunks over pp ", pp, ", stage ", stage);
-    std::vector<int> first(G + 1, 1);  // the global layer index each chunk's blocks start at
-    for (int g = 0; g < G; ++g) first[g + 1] = first[g] + blocks_per_chunk[g];
     StageLayers st;
     Layer* embedding = nullptr;
     for (int g = stage; g < G; g += pp) {
-        const int lo = g == 0 ? 0 : first[g], hi = g == G - 1 ? n_layers : first[g + 1];
+        const auto [lo, hi] = chunk_layer_range(blocks_per_chunk, g, n_layers);
         st.global.push_back(g);
         st.lo.push_back(lo);
         st.hi.push_back(hi);
@@ -141,7 +149,7 @@ void StageRunner::forward(int micro, int c, const Batch& b, bool eval) {
         Layer* l = ch.layers[i];
         store_.before_forward(l, i + 1 < ch.layers.size() ? ch.layers[i + 1] : nullptr);
         x = l->forward(eval ? -1 - micro : micro, std::move(x), b);
-        edges_.layer_issued();
+        edges_.layer_issued(ch.first_layer + int(i));
         store_.after_forward(l);
         if (offload) l->offload(micro);  // overlaps the next layer's forward on GPUs
     }
@@ -162,17 +170,18 @@ Tensor StageRunner::recv_grad(int micro, int c, const Batch& b) {
 
 // A layer's whole backward between the store's hooks; `prev` is the layer whose backward comes
 // next (the store prefetches its parameters).
-Tensor StageRunner::backward_layer(Layer* l, Layer* prev, int micro, Tensor dout, const Batch& b) {
+Tensor StageRunner::backward_layer(Layer* l, int layer, Layer* prev, int micro, Tensor dout,
+                                   const Batch& b) {
     store_.before_backward(l, prev);
     dout = l->backward(micro, std::move(dout), b);
-    backward_done(l);
+    backward_done(l, layer);
     return dout;
 }
 
 // A layer's weight gradients of this micro-batch are in: the last micro-batch's fire its
 // gradient hooks (reductions).
-void StageRunner::backward_done(Layer* l) {
-    edges_.layer_issued();
+void StageRunner::backward_done(Layer* l, int layer) {
+    edges_.layer_issued(layer);
     store_.after_backward(l, ++backward_count_[l] == o_.n_micro);
 }
 
@@ -189,7 +198,8 @@ void StageRunner::backward(int micro, int c, const Batch& b) {
             if (i > 0) ch.layers[i - 1]->fetch_begin(micro);
             l->fetch_wait(micro);
         }
-        dout = backward_layer(l, i > 0 ? ch.layers[i - 1] : nullptr, micro, std::move(dout), b);
+        dout = backward_layer(l, ch.first_layer + int(i), i > 0 ? ch.layers[i - 1] : nullptr, micro,
+                              std::move(dout), b);
     }
     edges_.span_end(false);
     if (ch.global > 0) edges_.send(std::move(dout), 1, ch.global - 1, micro, false);
@@ -205,10 +215,10 @@ void StageRunner::backward_input(int micro, int c, const Batch& b) {
         if (l->splits_backward()) {  // B reads the parameters: bound as for a forward
             store_.before_forward(l, prev);
             dout = l->backward_input(micro, std::move(dout), b);
-            edges_.layer_issued();
+            edges_.layer_issued(ch.first_layer + int(i));
             store_.after_forward(l);
         } else {
-            dout = backward_layer(l, prev, micro, std::move(dout), b);
+            dout = backward_layer(l, ch.first_layer + int(i), prev, micro, std::move(dout), b);
         }
     }
     edges_.span_end(false);
@@ -232,7 +242,7 @@ void StageRunner::backward_weight(int micro, int c, const Batch& b) {
             }
         store_.before_backward(l, next);
         l->backward_weight(micro, b);
-        backward_done(l);
+        backward_done(l, ch.first_layer + int(i));
     }
     edges_.span_end(false);
 }

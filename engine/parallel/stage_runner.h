@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/core/tensor.h"
@@ -20,9 +21,10 @@
 namespace tessera {
 
 // A model chunk of this stage: global index chunk · pp + stage, its layers in forward order
-// (owned by the caller).
+// (owned by the caller); layers[i] is the model's layer first_layer + i (0 the embedding).
 struct StageChunk {
     int global = 0;
+    int first_layer = 0;
     std::vector<Layer*> layers;
 };
 
@@ -39,6 +41,11 @@ struct StageLayers {
 };
 StageLayers stage_layers_build(const ShardSpec& spec, const std::vector<int>& blocks_per_chunk,
                                int pp, int stage);
+// The model's layers [first, second) global chunk g holds when blocks_per_chunk splits a model of
+// n_layers layers (the embedding, the blocks, the head): chunk 0 also holds the embedding, the
+// last chunk the head.
+std::pair<int, int> chunk_layer_range(const std::vector<int>& blocks_per_chunk, int g,
+                                      int n_layers);
 
 // A stage's edges. dir 0: activations (to the next stage), 1: gradients (to the previous).
 class StageEdges {
@@ -57,8 +64,10 @@ class StageEdges {
     // or split: "backward_input", "backward_weight").
     virtual void span_begin(const char* kind, int micro) { (void)kind, (void)micro; }
     virtual void span_end(bool eval) { (void)eval; }
-    // A layer's forward or backward was issued (the meta device's clock for copies in flight).
-    virtual void layer_issued() {}
+    // The model's layer `layer` (StageChunk::first_layer + i) was issued: its forward, its
+    // backward, or under zb-h1 its B or W part, in the action of the span begun last. The meta
+    // device's clock for copies in flight; the ranks' per-layer times (LayerTimeRecord).
+    virtual void layer_issued(int layer) { (void)layer; }
 };
 
 // Whether a stage posts its receives ahead of the actions that need them: each direction keeps
@@ -102,8 +111,8 @@ class StageRunner {
 
   private:
     Tensor recv_grad(int micro, int c, const Batch& b);
-    Tensor backward_layer(Layer* l, Layer* prev, int micro, Tensor dout, const Batch& b);
-    void backward_done(Layer* l);
+    Tensor backward_layer(Layer* l, int layer, Layer* prev, int micro, Tensor dout, const Batch& b);
+    void backward_done(Layer* l, int layer);
     // The receive action `a` needs: 0 activations, 1 gradients, -1 none.
     int recv_dir(const PipeAction& a) const;
     // The hidden state of chunk c's receive in direction dir, posted ahead or now, once it is in.

@@ -424,10 +424,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         std::vector<double> small_batch(cls.size(), 1.0);
         const OpCosts* gemm_curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr;
         for (int s = 0; s < par.pp; ++s) {
-            std::string rcs = par.recompute.empty()       ? "none"
-                              : par.recompute.size() == 1 ? par.recompute[0]
-                                                          : par.recompute[s];
-            Recompute rc = recompute_parse(rcs);
+            Recompute rc = recompute_parse(par.recompute_of(s));
             for (int t = 0; t < par.tp; ++t) {
                 auto [v0, v1] =
                     mlp ? std::pair<int64_t, int64_t>{0, 0} : vocab_shard(shape.vocab(), t, par.tp);

@@ -117,7 +117,7 @@ struct RankSim final : private StageEdges {
     void recv_wait(int, int, int, bool) override {}
     void send(Tensor x, int, int, int, bool) override { sends_.push_back(std::move(x)); }
     void losses(const Tensor&, bool) override {}
-    void layer_issued() override { ++tl.computes; }
+    void layer_issued(int) override { ++tl.computes; }
 
     ModelShape model_;
     Batch batch_;                            // a micro-batch of token ids (zeros)

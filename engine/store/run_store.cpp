@@ -210,6 +210,19 @@ UPDATE metrics SET name = 'pipeline/rank_idle' WHERE name = 'pipeline/bubble';
 UPDATE run_results SET metric_names = replace(metric_names, 'pipeline/bubble', 'pipeline/rank_idle')
   WHERE instr(metric_names, 'pipeline/bubble') > 0;
 )sql",
+    // 5 -> 6: each layer's measured forward and backward time on logged steps (LayerTimeRecord).
+    R"sql(
+CREATE TABLE layer_times (
+  run_id     INTEGER NOT NULL REFERENCES runs(id),
+  step       INTEGER NOT NULL,          -- 0-based, as spans
+  rank       INTEGER NOT NULL,
+  stage      INTEGER NOT NULL,
+  layer      INTEGER NOT NULL,          -- forward order: 0 embedding, 1..L blocks, L + 1 head
+  forward_s  REAL NOT NULL,             -- mean over the step's micro-batches
+  backward_s REAL NOT NULL
+);
+CREATE INDEX layer_times_run_step ON layer_times(run_id, step);
+)sql",
 };
 static_assert(std::size(kMigrations) == kStoreSchemaVersion);
 
@@ -326,6 +339,7 @@ enum Slot {
     kInsDevice,
     kEnded,
     kInsResults,
+    kInsLayerTime,
     kNumSlots
 };
 
@@ -454,6 +468,18 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_bind_int64(st, 5, d->memory_bytes);
             sqlite3_bind_double(st, 6, d->wall_time);
             run_step(st, "insert device");
+        } else if (auto* l = std::get_if<LayerTimeRecord>(&rec)) {
+            sqlite3_stmt* st = cached(kInsLayerTime,
+                                      "INSERT INTO layer_times (run_id, step, rank, stage, layer, "
+                                      "forward_s, backward_s) VALUES (?, ?, ?, ?, ?, ?, ?)");
+            sqlite3_bind_int64(st, 1, run_id);
+            sqlite3_bind_int64(st, 2, l->step);
+            sqlite3_bind_int(st, 3, l->rank);
+            sqlite3_bind_int(st, 4, l->stage);
+            sqlite3_bind_int(st, 5, l->layer);
+            sqlite3_bind_double(st, 6, l->forward_s);
+            sqlite3_bind_double(st, 7, l->backward_s);
+            run_step(st, "insert layer time");
         } else {
             throw Error(str_cat(path_, ": append: a run_start record cannot be appended to run ",
                                 run_id, " (use run_begin)"));
@@ -634,6 +660,30 @@ std::vector<SpanRecord> RunStore::spans(int64_t run_id, std::optional<int64_t> s
         out.push_back(SpanRecord{q.i64(0), int(q.i64(1)), int(q.i64(2)), int(q.i64(3)), q.str(4),
                                  q.f64(5), q.f64(6)});
     return out;
+}
+
+std::vector<LayerTimeRecord> RunStore::layer_times(int64_t run_id, int64_t step) const {
+    if (schema_version() < 6) return {};  // a reader of an older file: no layer_times table
+    Query q(db_.get(), path_,
+            "SELECT step, rank, stage, layer, forward_s, backward_s FROM layer_times "
+            "WHERE run_id = ? AND step = ? ORDER BY layer, rank");
+    q.bind(1, run_id).bind(2, step);
+    std::vector<LayerTimeRecord> out;
+    while (q.step())
+        out.push_back(LayerTimeRecord{q.i64(0), int(q.i64(1)), int(q.i64(2)), int(q.i64(3)),
+                                      q.f64(4), q.f64(5)});
+    return out;
+}
+
+std::optional<int64_t> RunStore::layer_time_step(int64_t run_id, int64_t step) const {
+    if (schema_version() < 6) return std::nullopt;
+    // the latest at or before `step`, else the first after it
+    Query q(db_.get(), path_,
+            "SELECT step FROM layer_times WHERE run_id = ?1 "
+            "ORDER BY (step > ?2), abs(step - ?2) LIMIT 1");
+    q.bind(1, run_id).bind(2, step);
+    if (!q.step()) return std::nullopt;
+    return q.i64(0);
 }
 
 std::vector<CheckpointRow> RunStore::checkpoints(int64_t run_id) const {

@@ -25,7 +25,7 @@ struct sqlite3_stmt;
 
 namespace tessera {
 
-inline constexpr int kStoreSchemaVersion = 5;
+inline constexpr int kStoreSchemaVersion = 6;
 // The oldest schema a read-only RunStore reads (a reader never migrates): what a later step added
 // is simply absent from an older file (devices() is empty before version 2, annotations() before
 // version 3, stored_results() before version 4), and a file before version 5 holds the per-rank
@@ -154,6 +154,11 @@ class RunStore {
     std::optional<MetricRow> metric_last(int64_t run_id, std::string_view name) const;
     std::vector<MetricRow> metrics_latest(int64_t run_id) const;  // last row of each name
     std::vector<SpanRecord> spans(int64_t run_id, std::optional<int64_t> step = {}) const;
+    // Each layer's measured times on one step (LayerTimeRecord), by layer then rank: empty for a
+    // step without them (they are written on logged steps) and for a file older than version 6.
+    std::vector<LayerTimeRecord> layer_times(int64_t run_id, int64_t step) const;
+    // The step with layer times nearest `step`: the latest at or before it, else the first after.
+    std::optional<int64_t> layer_time_step(int64_t run_id, int64_t step) const;
     std::vector<CheckpointRow> checkpoints(int64_t run_id) const;
     std::vector<ErrorRow> errors(int64_t run_id) const;
     // The device each rank recorded as it started (DeviceRecord), by rank: empty for a run none

@@ -82,13 +82,21 @@ struct Encoder {
         j["memory_bytes"] = r.memory_bytes;
         j["wall_time"] = encode_double(r.wall_time);
     }
+    void operator()(const LayerTimeRecord& r) {
+        j["step"] = r.step;
+        j["rank"] = r.rank;
+        j["stage"] = r.stage;
+        j["layer"] = r.layer;
+        j["forward_s"] = encode_double(r.forward_s);
+        j["backward_s"] = encode_double(r.backward_s);
+    }
 };
 
 }  // namespace
 
 const char* telemetry_type_name(const Record& r) {
-    static const char* kNames[] = {"run_start",  "metric",  "span",  "error",
-                                   "checkpoint", "run_end", "device"};
+    static const char* kNames[] = {"run_start",  "metric",  "span",   "error",
+                                   "checkpoint", "run_end", "device", "layer_time"};
     static_assert(std::variant_size_v<Record> == std::size(kNames));
     return kNames[r.index()];
 }
@@ -204,9 +212,12 @@ Record telemetry_decode(std::string_view line) {
     if (t == "device")
         return DeviceRecord{f.i32("rank"), f.str("host"), f.str("name"), f.i64("memory_bytes"),
                             f.f64("wall_time")};
+    if (t == "layer_time")
+        return LayerTimeRecord{f.i64("step"),  f.i32("rank"),      f.i32("stage"),
+                               f.i32("layer"), f.f64("forward_s"), f.f64("backward_s")};
     throw InputError(
         str_cat("telemetry record: key 'type': expected one of run_start, metric, "
-                "span, error, checkpoint, run_end, device, found '",
+                "span, error, checkpoint, run_end, device, layer_time, found '",
                 t, "'"));
 }
 

@@ -81,12 +81,25 @@ struct DeviceRecord {
     double wall_time = 0;
 };
 
+// One model layer's compute time on one rank in one step: its forward and its whole backward
+// (split under zb-h1: B + W), each the mean over the step's micro-batches, in seconds. Layers count
+// in forward order over the whole model (0 the embedding, 1..L the blocks, L + 1 the head), so a
+// plan with another partition can be simulated from them (the Timeline page). Written on logged
+// steps (train: log.every) only.
+struct LayerTimeRecord {
+    int64_t step = 0;  // 0-based, as spans
+    int rank = 0;
+    int stage = 0;
+    int layer = 0;
+    double forward_s = 0, backward_s = 0;
+};
+
 using Record = std::variant<RunStartRecord, MetricRecord, SpanRecord, ErrorRecord, CheckpointRecord,
-                            RunEndRecord, DeviceRecord>;
+                            RunEndRecord, DeviceRecord, LayerTimeRecord>;
 
 // ------------------------------------------------------------------------------------------------
 // Encoding: one JSON object, no newline: {"v":1,"type":"metric",...}. Types are run_start, metric,
-// span, error, checkpoint, run_end, device.
+// span, error, checkpoint, run_end, device, layer_time.
 
 std::string telemetry_encode(const Record& r);
 // Throws InputError (naming the byte offset / key, expected vs found) on malformed JSON, a

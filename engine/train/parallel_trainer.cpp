@@ -132,9 +132,7 @@ class RankRunner final : private StageEdges {
         ops_ = &device_ops_for(dev_);
         const int64_t targets = (int64_t)cfg.train.micro_batch * cfg.train.grad_accum * par.dp *
                                 model_.targets_per_sample();
-        const std::string rc =
-            par.recompute.size() == 1 ? par.recompute[0] : par.recompute.at(stage_);
-        ShardSpec spec{model_, tp, recompute_parse(rc),
+        ShardSpec spec{model_, tp, recompute_parse(par.recompute_of(stage_)),
                        &layer_ops_for(dev_, act_dtype_, cfg.runtime.fp8_gemms()),
                        1.0f / (float)targets};
         layers_ = stage_layers_build(spec, pipeline_blocks_per_chunk(cfg), pp_, stage_);
@@ -196,6 +194,7 @@ class RankRunner final : private StageEdges {
     void losses(const Tensor& x, bool eval) override;
     void span_begin(const char* kind, int micro) override;
     void span_end(bool eval) override;
+    void layer_issued(int layer) override;
     void fault_stall(int64_t step) {
         fault_stall_check(g_.rank, step);
     }
@@ -229,12 +228,20 @@ class RankRunner final : private StageEdges {
     DeviceOps* ops_ = nullptr;
     // timeline spans; on GPUs the times come from events on the compute stream, resolved at the
     // end of the step (kernel launches return long before the work is done)
+    // On logged steps a span also marks each layer's end (layer_issued): a layer's time runs
+    // from the previous mark (or the span's start) to its own.
+    struct LayerMark {
+        int layer;
+        double t_s;
+        void* ev = nullptr;
+    };
     struct OpenSpan {
         const char* kind;
         int micro;
         double start_s, end_s;
         void* ev0 = nullptr;
         void* ev1 = nullptr;
+        std::vector<LayerMark> marks;
     };
     std::vector<OpenSpan> spans_;
     void* step_event_ = nullptr;
@@ -243,6 +250,8 @@ class RankRunner final : private StageEdges {
     void span_end(OpenSpan& sp);
     void span_resolve(OpenSpan& sp);
     void spans_flush(int64_t step);
+    bool layer_marks_ = false;                             // this step records per-layer times
+    std::map<int, std::pair<double, double>> layer_sums_;  // layer -> forward, backward seconds
     int pp_ = 1, v_ = 1, stage_ = 0, n_micro_ = 1;
     StageLayers layers_;
     std::vector<Layer*> all_layers_;
@@ -300,13 +309,38 @@ void RankRunner::losses(const Tensor& x, bool eval) {
 }
 
 void RankRunner::span_begin(const char* kind, int micro) {
-    open_span_ = OpenSpan{kind, micro, 0, 0};
+    open_span_ = OpenSpan{kind, micro, 0, 0, nullptr, nullptr, {}};
     span_begin(open_span_);
 }
 
 void RankRunner::span_end(bool eval) {
     span_end(open_span_);
-    if (!eval) spans_.push_back(open_span_);
+    if (!eval) {
+        spans_.push_back(std::move(open_span_));
+        return;
+    }
+#ifdef TESSERA_HAVE_CUDA
+    // an evaluation's span is not kept: give its events back
+    for (void* e : {open_span_.ev0, open_span_.ev1})
+        if (e) cuda_event_free(e);
+    for (const LayerMark& m : open_span_.marks)
+        if (m.ev) cuda_event_free(m.ev);
+#endif
+    open_span_.marks.clear();
+}
+
+void RankRunner::layer_issued(int layer) {
+    if (!layer_marks_) return;
+    LayerMark m{layer, 0};
+#ifdef TESSERA_HAVE_CUDA
+    if (dev_ == Device::cuda) {
+        m.ev = cuda_event_record_now();
+        open_span_.marks.push_back(m);
+        return;
+    }
+#endif
+    m.t_s = now_s();
+    open_span_.marks.push_back(m);
 }
 
 void RankRunner::span_begin(OpenSpan& sp) {
@@ -339,6 +373,12 @@ void RankRunner::span_resolve(OpenSpan& sp) {
         cuda_event_free(sp.ev1);
         sp.ev0 = sp.ev1 = nullptr;
     }
+    for (LayerMark& m : sp.marks)
+        if (m.ev) {
+            m.t_s = step_start_s_ + cuda_event_ms(step_event_, m.ev) / 1e3;
+            cuda_event_free(m.ev);
+            m.ev = nullptr;
+        }
 #endif
 }
 
@@ -348,8 +388,19 @@ void RankRunner::spans_flush(int64_t step) {
         span_resolve(sp);
         if (span_is_compute(sp.kind)) busy_s_ += sp.end_s - sp.start_s;
         sink_->write(SpanRecord{step, g_.rank, stage_, sp.micro, sp.kind, sp.start_s, sp.end_s});
+        const bool forward = std::string_view(sp.kind) == "forward";
+        double t = sp.start_s;
+        for (const LayerMark& m : sp.marks) {
+            auto& sums = layer_sums_[m.layer];
+            (forward ? sums.first : sums.second) += m.t_s - t;
+            t = m.t_s;
+        }
     }
     spans_.clear();
+    for (const auto& [layer, sums] : layer_sums_)
+        sink_->write(LayerTimeRecord{step, g_.rank, stage_, layer, sums.first / n_micro_,
+                                     sums.second / n_micro_});
+    layer_sums_.clear();
 #ifdef TESSERA_HAVE_CUDA
     if (step_event_) cuda_event_free(step_event_);
     step_event_ = nullptr;
@@ -487,6 +538,7 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
         ops_->sum_begin();
         busy_s_ = 0;
         spans_.clear();
+        layer_marks_ = (step + 1) % cfg_.log.every == 0 || step + 1 == cfg_.train.steps;
         step_start_s_ = step_t0;
 #ifdef TESSERA_HAVE_CUDA
         if (dev_ == Device::cuda) step_event_ = cuda_event_record_now();
@@ -499,7 +551,7 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
         // squared gradient norm, the loss and the stop votes summed over the world in one
         // all-reduce (one rank leaving after a Ctrl-C takes every rank with it, after the same
         // step), the clipping scale computed by the AdamW kernel from the summed norm.
-        OpenSpan opt{"optimizer", -1, 0, 0};
+        OpenSpan opt{"optimizer", -1, 0, 0, nullptr, nullptr, {}};
         span_begin(opt);
         // the tied copies of the vocabulary table on the first and last stage (none untied)
         store_->finish_gradients(model_.tied() ? g_.embedding.get() : nullptr);

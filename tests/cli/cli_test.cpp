@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -405,6 +406,44 @@ TEST(CliRuns, ShowPrintsAPipelinesMeasuredBubble) {
     EXPECT_NEAR(std::stod(m[1].str()), sum / 3, 6e-4) << show(sh);
     EXPECT_GT(sum / 3, 0.0);
     EXPECT_LT(sum / 3, 1.0);
+}
+
+// Each rank records its layers' times on logged steps (LayerTimeRecord): every layer of the
+// model once per logged step, on the stage that holds it, and a stage's layers add up to its
+// spans (B + W under zb-h1) — the times the Timeline page simulates another partition from.
+TEST(CliRuns, LayerTimesOnLoggedStepsAddUpToTheSpans) {
+    TempDir t;
+    write_file(t / "p.yaml", tiny_gpt_yaml(4, 0, 2));
+    train_ok({t / "p.yaml", "--set", "parallel.pp=2", "--set", "train.grad_accum=4", "--set",
+              "parallel.schedule=zb-h1", "--set", "log.every=2"});
+    tessera::RunStore store = tessera::RunStore::open(t / "runs.db", true);
+    EXPECT_TRUE(store.layer_times(1, 0).empty()) << "step 1 is not logged";
+    EXPECT_TRUE(store.layer_times(1, 2).empty());
+    for (int64_t step : {1, 3}) {
+        const auto layers = store.layer_times(1, step);
+        ASSERT_EQ(layers.size(), 4u) << "embedding, 2 blocks, head; step " << step;
+        std::map<int, double> fwd, bwd;  // rank -> sum over its layers, per micro-batch
+        for (size_t i = 0; i < layers.size(); ++i) {
+            EXPECT_EQ(layers[i].layer, int(i));
+            EXPECT_EQ(layers[i].stage, i < 2 ? 0 : 1) << "blocks 1 + 1: layers 0-1 on stage 0";
+            EXPECT_EQ(layers[i].rank, layers[i].stage);
+            EXPECT_GT(layers[i].forward_s, 0.0);
+            EXPECT_GT(layers[i].backward_s, 0.0);
+            fwd[layers[i].rank] += layers[i].forward_s;
+            bwd[layers[i].rank] += layers[i].backward_s;
+        }
+        std::map<int, double> span_fwd, span_bwd;
+        for (const auto& sp : store.spans(1, step)) {
+            if (sp.kind == "forward") span_fwd[sp.rank] += (sp.end_s - sp.start_s) / 4;
+            if (sp.kind == "backward_input" || sp.kind == "backward_weight")
+                span_bwd[sp.rank] += (sp.end_s - sp.start_s) / 4;
+        }
+        for (int r : {0, 1}) {
+            EXPECT_NEAR(fwd[r], span_fwd[r], 0.02 * span_fwd[r] + 1e-4) << "rank " << r;
+            EXPECT_NEAR(bwd[r], span_bwd[r], 0.02 * span_bwd[r] + 1e-4) << "rank " << r;
+            EXPECT_LE(fwd[r], span_fwd[r] + 1e-9) << "the marks lie inside the spans";
+        }
+    }
 }
 
 // 5. ---------------------------------------------------------------------------------------

@@ -292,6 +292,7 @@ TEST(RunStoreSchema, VersionOneFileStaysReadableAndMigrates) {
     const int64_t id =
         write_old_file(path,
                        "DROP TABLE devices; DROP TABLE annotations; DROP TABLE run_results; "
+                       "DROP TABLE layer_times; "
                        "PRAGMA user_version = 1;");
     {
         // readers (the studio, `tessera runs`) never migrate: they read a version-1 file as is
@@ -355,8 +356,10 @@ TEST(RunStore, AnnotationsRoundTrip) {
 TEST(RunStoreSchema, VersionTwoFileReadsWithoutAnnotationsAndMigrates) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
-    const int64_t id = write_old_file(
-        path, "DROP TABLE annotations; DROP TABLE run_results; PRAGMA user_version = 2;");
+    const int64_t id =
+        write_old_file(path,
+                       "DROP TABLE annotations; DROP TABLE run_results; DROP TABLE layer_times; "
+                       "PRAGMA user_version = 2;");
     {
         RunStore ro = RunStore::open(path, true);
         EXPECT_EQ(ro.schema_version(), 2);
@@ -533,7 +536,8 @@ TEST(RunStore, ResultsStoredAtTheEndEqualTheMetrics) {
 TEST(RunStoreSchema, VersionThreeFileReadsWithoutResultsAndMigrates) {
     TempDir tmp;
     std::string path = tmp.file("runs.db");
-    const int64_t id = write_old_file(path, "DROP TABLE run_results; PRAGMA user_version = 3;");
+    const int64_t id = write_old_file(
+        path, "DROP TABLE run_results; DROP TABLE layer_times; PRAGMA user_version = 3;");
     {
         RunStore ro = RunStore::open(path, true);
         EXPECT_EQ(ro.schema_version(), 3);
@@ -563,7 +567,7 @@ TEST(RunStoreSchema, VersionFourFileRenamesThePerRankIdleMetric) {
                       MetricRecord{1, 0, std::string(metric::train_loss), 3.0, 1}});
         s.run_finish(id, run_status::completed, "", 1);
     }
-    raw_exec(path, "PRAGMA user_version = 4;");
+    raw_exec(path, "DROP TABLE layer_times; PRAGMA user_version = 4;");
     {
         RunStore ro = RunStore::open(path, true);
         EXPECT_EQ(ro.schema_version(), 4);
@@ -581,4 +585,46 @@ TEST(RunStoreSchema, VersionFourFileRenamesThePerRankIdleMetric) {
     ASSERT_EQ(stored.size(), 1u);
     EXPECT_EQ(stored[0].metric_names,
               (std::vector<std::string>{"pipeline/rank_idle", std::string(metric::train_loss)}));
+}
+
+// Schema 6 adds each layer's measured times (LayerTimeRecord): written and read back by step, the
+// step nearest a given one found; a version-5 file reads without them and migrates.
+TEST(RunStoreSchema, LayerTimesRoundTripAndAVersionFiveFileMigrates) {
+    TempDir tmp;
+    std::string path = tmp.file("runs.db");
+    int64_t id = 0;
+    {
+        RunStore s = RunStore::open(path);
+        id = s.run_begin(RunStartRecord{"pp2"});
+        s.append(id, {LayerTimeRecord{9, 0, 0, 0, 0.001, 0.002},
+                      LayerTimeRecord{9, 1, 1, 2, 0.004, 0.008},
+                      LayerTimeRecord{9, 0, 0, 1, 0.003, 0.006},
+                      LayerTimeRecord{19, 0, 0, 0, 0.0011, 0.0021}});
+        const std::vector<LayerTimeRecord> at9 = s.layer_times(id, 9);
+        ASSERT_EQ(at9.size(), 3u);
+        EXPECT_EQ(at9[0].layer, 0);  // by layer
+        EXPECT_EQ(at9[1].layer, 1);
+        EXPECT_EQ(at9[1].forward_s, 0.003);
+        EXPECT_EQ(at9[2].rank, 1);
+        EXPECT_EQ(at9[2].stage, 1);
+        EXPECT_EQ(at9[2].backward_s, 0.008);
+        EXPECT_TRUE(s.layer_times(id, 10).empty());
+        EXPECT_EQ(s.layer_time_step(id, 15), 9);  // the latest at or before
+        EXPECT_EQ(s.layer_time_step(id, 19), 19);
+        EXPECT_EQ(s.layer_time_step(id, 3), 9);  // none before: the first after
+        EXPECT_EQ(s.layer_time_step(id, 400), 19);
+        EXPECT_FALSE(s.layer_time_step(id + 1, 5).has_value());
+        s.run_finish(id, run_status::completed, "", 20);
+    }
+    raw_exec(path, "DROP TABLE layer_times; PRAGMA user_version = 5;");
+    {
+        RunStore ro = RunStore::open(path, true);
+        EXPECT_EQ(ro.schema_version(), 5);
+        EXPECT_TRUE(ro.layer_times(id, 9).empty());
+        EXPECT_FALSE(ro.layer_time_step(id, 9).has_value());
+    }
+    RunStore rw = RunStore::open(path);
+    EXPECT_EQ(rw.schema_version(), kStoreSchemaVersion);
+    rw.append(id, {LayerTimeRecord{29, 0, 0, 0, 0.5, 1.0}});
+    EXPECT_EQ(rw.layer_times(id, 29).size(), 1u);
 }

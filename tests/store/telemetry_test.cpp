@@ -163,6 +163,23 @@ TEST(Telemetry, DeviceRoundTripAndMissingKey) {
     EXPECT_GT(telemetry_host_memory_bytes(), 0);
 }
 
+TEST(Telemetry, LayerTimeRoundTripAndMissingKey) {
+    LayerTimeRecord in{41, 2, 1, 7, 0.00125, 0.0031};
+    std::string line = telemetry_encode(in);
+    EXPECT_EQ(line.rfind("{\"v\":1,\"type\":\"layer_time\",", 0), 0u) << line;
+    auto out = std::get<LayerTimeRecord>(telemetry_decode(line));
+    EXPECT_EQ(out.step, 41);
+    EXPECT_EQ(out.rank, 2);
+    EXPECT_EQ(out.stage, 1);
+    EXPECT_EQ(out.layer, 7);
+    EXPECT_EQ(out.forward_s, in.forward_s);
+    EXPECT_EQ(out.backward_s, in.backward_s);
+    std::string e = decode_error(
+        "{\"v\":1,\"type\":\"layer_time\",\"step\":0,\"rank\":0,\"stage\":0,"
+        "\"forward_s\":1,\"backward_s\":2}");
+    EXPECT_NE(e.find("missing key 'layer'"), std::string::npos) << e;
+}
+
 TEST(Telemetry, DecodeIgnoresUnknownKeysAndTrailingNewline) {
     Record r = telemetry_decode(
         "{\"v\":1,\"type\":\"checkpoint\",\"step\":3,\"path\":\"p\",\"wall_time\":1,"

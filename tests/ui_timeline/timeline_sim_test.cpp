@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QSignalSpy>
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/parallel/schedule.h"
 #include "engine/parallel/schedule_sim.h"
 #include "tests/support/ui_paths.h"
 #include "tests/ui_monitor/gpu_run_fixture.h"
@@ -87,6 +89,119 @@ TEST(TimelineSim, PageSimulatesTheMeasuredStepWithCriticalPathAndBubbles) {
     QApplication::processEvents();
     EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
                                  "/timeline_simulated_measured.png"));
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
+// The fixture's last step again, with each layer's measured times (LayerTimeRecord, step 199 as
+// spans count): stage 0 holds the embedding (f 0.1, b 0.2 ms) and blocks 1-2, stage 1 blocks
+// 3-4 and the head (f 0.6, b 1.2 ms); a block takes f 0.45, b 0.9 ms. Per stage that is the
+// fixture's spans: f 1 / b 2 and f 1.5 / b 3 ms.
+static void add_layer_times(const fs::path& dir, int64_t id) {
+    tessera::RunStore s = tessera::RunStore::open((dir / "runs.db").string());
+    std::vector<tessera::Record> recs;
+    const double f[6] = {0.1, 0.45, 0.45, 0.45, 0.45, 0.6};
+    for (int dp = 0; dp < 2; ++dp)
+        for (int l = 0; l < 6; ++l) {
+            const int stage = l < 3 ? 0 : 1;
+            const double slow = dp == 1 ? 1.0 : 0.9;  // the second DP replica is the slower
+            recs.push_back(tessera::LayerTimeRecord{199, stage * 2 + dp, stage, l,
+                                                    slow * f[l] * 1e-3, slow * 2 * f[l] * 1e-3});
+        }
+    s.append(id, recs);
+}
+
+TEST(TimelineSim, LayerTimesSumOverAnotherPartitionsChunks) {
+    tessera::RunConfig cfg = tessera::config_parse(tessera::fixture::gpu_run_yaml(), "fixture");
+    cfg.parallel.stages = {3, 1};
+    std::vector<tessera::LayerTimeRecord> layers;
+    for (int l = 0; l < 6; ++l)
+        for (int r : {0, 1})  // two ranks hold each layer: the slower counts
+            layers.push_back({199, r, 0, l, (l + 1) * (r + 1) * 1e-3, 2e-3});
+    auto t = timeline_layer_schedule_times(cfg, layers);
+    ASSERT_TRUE(t.has_value());
+    ASSERT_EQ(t->forward_s.size(), 2u);
+    EXPECT_NEAR(t->forward_s[0], 2 * (1 + 2 + 3 + 4) * 1e-3, 1e-12);  // embedding + 3 blocks
+    EXPECT_NEAR(t->forward_s[1], 2 * (5 + 6) * 1e-3, 1e-12);          // 1 block + head
+    EXPECT_NEAR(t->backward_s[0], 8e-3, 1e-12);
+    EXPECT_NEAR(t->backward_s[1], 4e-3, 1e-12);
+    layers.erase(layers.begin() + 4, layers.begin() + 6);  // layer 2 unmeasured
+    EXPECT_FALSE(timeline_layer_schedule_times(cfg, layers).has_value());
+
+    // what may differ (the partition, pp, dp, ZeRO, the schedule) and what may not
+    tessera::RunConfig run = tessera::config_parse(tessera::fixture::gpu_run_yaml(), "fixture");
+    EXPECT_TRUE(timeline_layer_times_mismatch(run, cfg).isEmpty());
+    tessera::RunConfig other = cfg;
+    other.parallel.pp = 3, other.parallel.stages = {}, other.parallel.dp = 1;
+    other.parallel.zero = 3, other.parallel.schedule = "zb-h1";
+    EXPECT_TRUE(timeline_layer_times_mismatch(run, other).isEmpty());
+    other = cfg;
+    other.train.micro_batch = 8;
+    EXPECT_EQ(timeline_layer_times_mismatch(run, other),
+              "train.micro_batch is 8 in the plan but 4 in the run");
+    other = cfg;
+    other.parallel.tp = 2;
+    EXPECT_EQ(timeline_layer_times_mismatch(run, other),
+              "parallel.tp is 2 in the plan but 1 in the run");
+    other = cfg;
+    other.parallel.recompute = {"none", "full"};
+    EXPECT_EQ(timeline_layer_times_mismatch(run, other),
+              "layer 4's recompute is full in the plan but none in the run");
+    other = cfg;
+    other.model.n_layer = 6, other.parallel.stages = {};
+    EXPECT_EQ(timeline_layer_times_mismatch(run, other), "the model differs from the run's");
+}
+
+// With per-layer times the page simulates, when picked, the project's plan as edited after the
+// run (here: blocks 3 + 1 instead of the run's 2 + 2) and says when it cannot (another
+// micro-batch); the edit re-simulates at once.
+TEST(TimelineSim, PageSimulatesTheEditedPlanFromTheRunsLayerTimes) {
+    fs::path dir = tessera::test_support::unique_temp_dir("tlsim_layers");
+    const int64_t id = tessera::fixture::write_gpu_run(dir, 50000);
+    add_layer_times(dir, id);
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(dir.string()), &err)) << err.toStdString();
+    TimelinePage page(&doc);
+    page.resize(1300, 700);
+    page.show();
+    ASSERT_TRUE(page.selectRun(id));
+    page.setStep(200);
+    // the project is the run's plan: its own partition from the layer times, the same 21 ms
+    // as from the per-stage spans (the slower DP replica's times equal the spans)
+    EXPECT_TRUE(page.simulatedFromLayers());
+    EXPECT_FALSE(page.simulatesProject());
+    EXPECT_NEAR(page.idealView()->data().length_ms, 21.0, 1e-6);
+
+    doc.edit("partition", [](tessera::RunConfig& c) { c.parallel.stages = {3, 1}; });
+    EXPECT_FALSE(page.simulatesProject()) << "the run's plan until the project's is picked";
+    EXPECT_NEAR(page.idealView()->data().length_ms, 21.0, 1e-6);
+    auto* pick = page.findChild<QComboBox*>("timelineSimPlan");
+    ASSERT_NE(pick, nullptr);
+    pick->setCurrentIndex(1);  // as a user picks "the project's plan"
+    EXPECT_TRUE(page.simulatesProject()) << page.statusText().toStdString();
+    // stage 0: f 0.1 + 3 × 0.45 = 1.45, b 2.9; stage 1: f 0.45 + 0.6 = 1.05, b 2.1 ms
+    tessera::ScheduleTimes t;
+    t.forward_s = {1.45e-3, 1.05e-3};
+    t.backward_s = {2.9e-3, 2.1e-3};
+    tessera::ScheduleSim want = tessera::schedule_simulate(
+        tessera::schedule_build(tessera::ScheduleKind::one_f_one_b, 2, 4, 1), 2, t);
+    EXPECT_NEAR(page.idealView()->data().length_ms, want.makespan_s * 1e3, 1e-6);
+    EXPECT_LT(page.idealView()->data().length_ms, 21.0) << "the heavier stage got lighter";
+    EXPECT_NEAR(page.simulatedBubble(), want.bubble_fraction, 1e-9);
+    EXPECT_TRUE(page.idealView()->title().contains("the project's plan"))
+        << page.idealView()->title().toStdString();
+    QApplication::processEvents();
+    EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
+                                 "/timeline_simulated_project_plan.png"));
+
+    doc.edit("micro-batch", [](tessera::RunConfig& c) { c.train.micro_batch = 8; });
+    EXPECT_FALSE(page.simulatesProject());
+    EXPECT_TRUE(page.simulatedFromLayers());
+    EXPECT_NEAR(page.idealView()->data().length_ms, 21.0, 1e-6) << "the run's own plan";
+    EXPECT_TRUE(page.statusText().contains(
+        "the project's plan is not simulated: train.micro_batch is 8 in the plan but 4 in the run"))
+        << page.statusText().toStdString();
     std::error_code ec;
     fs::remove_all(dir, ec);
 }

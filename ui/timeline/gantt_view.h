@@ -24,6 +24,7 @@ class GanttView : public QWidget {
     int barAt(const QPoint& pos) const;       // index into data().bars, or -1
     QPoint barCenter(int index) const;        // where bar `index` is drawn now
     QString barDescription(int index) const;  // the hover text of a bar
+    QString title() const { return m_title; }
     static QColor kindColor(const QString& kind);
 
   Q_SIGNALS:

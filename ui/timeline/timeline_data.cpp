@@ -1,6 +1,7 @@
 // Timeline data: measured spans -> bars, the ideal schedule simulated -> bars, bubble fractions.
 #include "ui/timeline/timeline_data.h"
 
+#include <QObject>
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "engine/core/error.h"
 #include "engine/parallel/schedule.h"
+#include "engine/parallel/stage_runner.h"
 #include "engine/telemetry/pipeline_spans.h"
 
 namespace tessera::studio {
@@ -96,6 +98,85 @@ std::optional<tessera::ScheduleTimes> timeline_measured_times(
     const tessera::RunConfig& cfg, const std::vector<tessera::SpanRecord>& spans) {
     const IdealPlan p = ideal_plan(cfg);
     return tessera::schedule_times_measured(spans, p.pp, p.v);
+}
+
+namespace {
+QString shown(int v) {
+    return QString::number(v);
+}
+QString shown(bool v) {
+    return v ? QStringLiteral("true") : QStringLiteral("false");
+}
+QString shown(const std::string& v) {
+    return QString::fromStdString(v);
+}
+
+// Every layer's recompute policy under cfg's partition (layer i: its chunk's stage's policy).
+std::vector<std::string> layer_recompute(const tessera::RunConfig& cfg) {
+    const std::vector<int> blocks = tessera::plan_blocks_per_chunk(cfg);
+    const int n_layers = cfg.model.n_layer + 2, pp = std::max(1, cfg.parallel.pp);
+    std::vector<std::string> out((size_t)n_layers);
+    for (int g = 0; g < (int)blocks.size(); ++g) {
+        const auto [lo, hi] = tessera::chunk_layer_range(blocks, g, n_layers);
+        for (int l = lo; l < hi; ++l) out[(size_t)l] = cfg.parallel.recompute_of(g % pp);
+    }
+    return out;
+}
+}  // namespace
+
+QString timeline_layer_times_mismatch(const tessera::RunConfig& run,
+                                      const tessera::RunConfig& plan) {
+    if (!(run.model == plan.model)) return QObject::tr("the model differs from the run's");
+    auto differs = [](const char* what, auto a, auto b) {
+        return QObject::tr("%1 is %2 in the plan but %3 in the run")
+            .arg(QString::fromLatin1(what), shown(b), shown(a));
+    };
+    if (run.train.micro_batch != plan.train.micro_batch)
+        return differs("train.micro_batch", run.train.micro_batch, plan.train.micro_batch);
+    if (run.parallel.tp != plan.parallel.tp)
+        return differs("parallel.tp", run.parallel.tp, plan.parallel.tp);
+    if (run.runtime.device != plan.runtime.device)
+        return differs("runtime.device", run.runtime.device, plan.runtime.device);
+    if (run.runtime.precision != plan.runtime.precision)
+        return differs("runtime.precision", run.runtime.precision, plan.runtime.precision);
+    if (run.parallel.offload_activations != plan.parallel.offload_activations)
+        return differs("parallel.offload_activations", run.parallel.offload_activations,
+                       plan.parallel.offload_activations);
+    try {
+        const std::vector<std::string> a = layer_recompute(run), b = layer_recompute(plan);
+        for (size_t l = 0; l < a.size(); ++l)
+            if (a[l] != b[l])
+                return QObject::tr("layer %1's recompute is %2 in the plan but %3 in the run")
+                    .arg(l)
+                    .arg(QString::fromStdString(b[l]), QString::fromStdString(a[l]));
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return {};
+}
+
+std::optional<tessera::ScheduleTimes> timeline_layer_schedule_times(
+    const tessera::RunConfig& plan, const std::vector<tessera::LayerTimeRecord>& layers) {
+    const int n_layers = plan.model.n_layer + 2;
+    std::vector<double> f((size_t)n_layers, -1), b((size_t)n_layers, -1);
+    for (const tessera::LayerTimeRecord& r : layers) {  // the slowest rank holding each layer
+        if (r.layer < 0 || r.layer >= n_layers) return std::nullopt;
+        f[(size_t)r.layer] = std::max(f[(size_t)r.layer], r.forward_s);
+        b[(size_t)r.layer] = std::max(b[(size_t)r.layer], r.backward_s);
+    }
+    for (int l = 0; l < n_layers; ++l)
+        if (f[(size_t)l] < 0 || b[(size_t)l] < 0) return std::nullopt;
+    const IdealPlan p = ideal_plan(plan);
+    const std::vector<int> blocks = tessera::plan_blocks_per_chunk(plan);
+    tessera::ScheduleTimes t;
+    for (int g = 0; g < p.pp * p.v; ++g) {
+        const auto [lo, hi] = tessera::chunk_layer_range(blocks, g, n_layers);
+        double fs = 0, bs = 0;
+        for (int l = lo; l < hi; ++l) fs += f[(size_t)l], bs += b[(size_t)l];
+        t.forward_s.push_back(fs);
+        t.backward_s.push_back(bs);
+    }
+    return t;
 }
 
 tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg,

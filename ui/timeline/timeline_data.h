@@ -64,6 +64,17 @@ std::optional<tessera::ScheduleTimes> timeline_measured_times(
 // InputError when the estimator cannot estimate the plan.
 tessera::ScheduleTimes timeline_predicted_times(const tessera::RunConfig& cfg,
                                                 const tessera::DeviceSpec& dev);
+// Why a run's per-layer times (LayerTimeRecord) cannot stand for `plan`'s layers, or "" when
+// they can: the model, micro-batch, tensor parallelism, device, precision, each layer's recompute
+// policy and activation offload must be the run's. dp, ZeRO, pp, the schedule and the partition
+// may differ: those are what the simulation answers.
+QString timeline_layer_times_mismatch(const tessera::RunConfig& run,
+                                      const tessera::RunConfig& plan);
+// The per-action times of `plan`'s schedule from measured per-layer times: each layer's slowest
+// rank, summed over the layers of each of the plan's chunks (chunk_layer_range). nullopt when a
+// layer of the model has no time.
+std::optional<tessera::ScheduleTimes> timeline_layer_schedule_times(
+    const tessera::RunConfig& plan, const std::vector<tessera::LayerTimeRecord>& layers);
 // The plan's schedule simulated with `t`: one row per stage, bars marked critical, the bubbles
 // as gaps. `sim` (optional) receives the simulation itself.
 GanttData timeline_simulated_bars(const tessera::RunConfig& cfg, const tessera::ScheduleTimes& t,

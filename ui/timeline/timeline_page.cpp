@@ -12,6 +12,7 @@
 
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/plan/estimator.h"
 #include "engine/telemetry/metric_names.h"
 #include "engine/telemetry/pipeline_spans.h"
 #include "ui/common/project_document.h"
@@ -24,6 +25,23 @@ namespace tessera::studio {
 namespace {
 QString percent(double f) {
     return f < 0 ? QStringLiteral("–") : QString::number(100 * f, 'f', 1) + " %";
+}
+
+// "1f1b, pp 2, 4 micro-batches, blocks 3 + 1"
+QString plan_description(const tessera::RunConfig& cfg) {
+    QString d = QString("%1, pp %2, %3 micro-batches")
+                    .arg(QString::fromStdString(cfg.parallel.schedule))
+                    .arg(cfg.parallel.pp)
+                    .arg(cfg.train.grad_accum);
+    if (cfg.parallel.pp > 1) {
+        try {
+            QStringList blocks;
+            for (int b : tessera::plan_blocks_per_chunk(cfg)) blocks << QString::number(b);
+            d += QObject::tr(", blocks %1").arg(blocks.join(" + "));
+        } catch (const std::exception&) {
+        }
+    }
+    return d;
 }
 
 QWidget* legend_widget(QWidget* parent) {
@@ -63,6 +81,7 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
       m_stepBox(new QSpinBox(this)),
       m_summary(new QLabel(this)),
       m_status(new QLabel(this)),
+      m_simPlanBox(new QComboBox(this)),
       m_measured(new GanttView(this)),
       m_ideal(new GanttView(this)) {
     setObjectName("timelinePage");
@@ -77,6 +96,15 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
     m_summary->setWordWrap(true);
     m_status->setWordWrap(true);
 
+    // what the lower chart simulates: the run's own plan, or the project's as it is now (edited
+    // on the Plan page) from the run's per-layer times
+    m_simPlanBox->setObjectName("timelineSimPlan");
+    m_simPlanBox->addItem(tr("the run's plan"));
+    m_simPlanBox->addItem(tr("the project's plan"));
+    m_simPlanBox->setToolTip(
+        tr("The simulated schedule below: the selected run's plan, or the project's plan as "
+           "edited since (another partition, pp, schedule or micro-batch count) from the run's "
+           "measured per-layer times"));
     auto* reload = new QPushButton(tr("Reload"), this);
     auto* top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Run"), this));
@@ -85,6 +113,9 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
     top->addWidget(new QLabel(tr("Step"), this));
     top->addWidget(m_stepBox);
     top->addWidget(reload);
+    top->addSpacing(12);
+    top->addWidget(new QLabel(tr("Simulate"), this));
+    top->addWidget(m_simPlanBox);
     top->addStretch(1);
 
     auto* lay = new QVBoxLayout(this);
@@ -106,8 +137,20 @@ TimelinePage::TimelinePage(ProjectDocument* doc, QWidget* parent)
     connect(m_ideal, &GanttView::timeRangeChanged, m_measured, &GanttView::setTimeRange);
     connect(m_runBox, &QComboBox::currentIndexChanged, this, [this] { onRunChanged(); });
     connect(m_stepBox, &QSpinBox::valueChanged, this, [this] { showStep(); });
+    connect(m_simPlanBox, &QComboBox::currentIndexChanged, this, [this] {
+        if (m_store) showStep();
+    });
     connect(reload, &QPushButton::clicked, this, &TimelinePage::refresh);
-    if (m_doc) connect(m_doc, &ProjectDocument::opened, this, &TimelinePage::refresh);
+    if (m_doc) {
+        connect(m_doc, &ProjectDocument::opened, this, &TimelinePage::refresh);
+        // an edited plan (the Plan page's partition) is simulated again from the same times
+        connect(m_doc, &ProjectDocument::configChanged, this, [this] {
+            if (m_store)
+                showStep();
+            else
+                refresh();
+        });
+    }
     refresh();
 }
 
@@ -177,6 +220,10 @@ bool TimelinePage::selectRun(int64_t id) {
     return false;
 }
 
+void TimelinePage::setSimulateProject(bool project) {
+    m_simPlanBox->setCurrentIndex(project ? 1 : 0);
+}
+
 void TimelinePage::setStep(int64_t step) {
     m_stepBox->setValue(int(step));
     showStep();
@@ -197,6 +244,7 @@ void TimelinePage::onRunChanged() {
 
 void TimelinePage::showStep() {
     m_measuredBubble = m_predictedBubble = m_loggedRankIdle = m_simulatedBubble = -1;
+    m_simulatedFromMeasured = m_simulatedFromLayers = m_simulatesProject = false;
     const int i = m_runBox->currentIndex();
     if (!m_store || i < 0 || i >= int(m_runs.size())) {
         m_measured->setEmptyText(tr("no run"));
@@ -231,13 +279,52 @@ void TimelinePage::showStep() {
     try {
         tessera::RunConfig cfg = tessera::config_parse(run.config_text, run.name + " (runs.db)");
         m_predictedBubble = timeline_predicted_bubble(cfg);
-        plan = QString("%1, pp %2, %3 micro-batches")
-                   .arg(QString::fromStdString(cfg.parallel.schedule))
-                   .arg(cfg.parallel.pp)
-                   .arg(cfg.train.grad_accum);
-        // the plan simulated with this step's measured per-stage times; without spans, with the
-        // estimator's predicted times for the device the run recorded
-        if (std::optional<tessera::ScheduleTimes> t = timeline_measured_times(cfg, spans)) {
+        plan = plan_description(cfg);
+        // The plan simulated with the measured per-layer times of the logged step nearest this
+        // one: the project's plan where it differs from the run's and the times carry over to
+        // it (timeline_layer_times_mismatch), else the run's. Without layer times (a run stored
+        // before they were recorded), the run's plan with this step's per-stage times; without
+        // spans, with the estimator's predicted times for the device the run recorded.
+        std::vector<tessera::LayerTimeRecord> layer_times;
+        const std::optional<int64_t> layer_step = m_store->layer_time_step(run.id, step - 1);
+        if (layer_step) layer_times = m_store->layer_times(run.id, *layer_step);
+        bool use_project = false;
+        QString not_project;
+        if (m_doc && m_doc->isOpen() && m_simPlanBox->currentIndex() == 1) {
+            const tessera::RunConfig& project = m_doc->config();
+            if (!(project.parallel == cfg.parallel) ||
+                project.train.grad_accum != cfg.train.grad_accum) {
+                const QString why = timeline_layer_times_mismatch(cfg, project);
+                if (layer_times.empty())
+                    not_project = tr("the project's plan is not simulated: run #%1 recorded no "
+                                     "per-layer times")
+                                      .arg(run.id);
+                else if (!why.isEmpty())
+                    not_project = tr("the project's plan is not simulated: %1").arg(why);
+                else
+                    use_project = true;
+            }
+        }
+        const tessera::RunConfig& sim_cfg = use_project ? m_doc->config() : cfg;
+        std::optional<tessera::ScheduleTimes> lt;
+        if (!layer_times.empty()) lt = timeline_layer_schedule_times(sim_cfg, layer_times);
+        m_simulatesProject = use_project && lt;
+        if (lt) {
+            tessera::ScheduleSim sim;
+            GanttData g = timeline_simulated_bars(sim_cfg, *lt, &sim);
+            m_simulatedBubble = sim.bubble_fraction;
+            m_simulatedFromMeasured = m_simulatedFromLayers = true;
+            m_ideal->setData(
+                g, tr("Simulated — %1 (%2), from the measured per-layer times of run #%3, step %4 "
+                      "(free p2p): %5 ms, bubble %6")
+                       .arg(m_simulatesProject ? tr("the project's plan")
+                                               : tr("run #%1's plan").arg(run.id),
+                            plan_description(sim_cfg))
+                       .arg(run.id)
+                       .arg(*layer_step + 1)
+                       .arg(g.length_ms, 0, 'f', 2)
+                       .arg(percent(sim.bubble_fraction)));
+        } else if (std::optional<tessera::ScheduleTimes> t = timeline_measured_times(cfg, spans)) {
             tessera::ScheduleSim sim;
             GanttData g = timeline_simulated_bars(cfg, *t, &sim);
             m_simulatedBubble = sim.bubble_fraction;
@@ -253,9 +340,13 @@ void TimelinePage::showStep() {
             std::vector<tessera::DeviceRecord> devices = m_store->devices(run.id);
             showPredicted(cfg, devices, tr("run #%1 (no spans for step %2)").arg(run.id).arg(step));
         }
-        m_status->setText(cfg.parallel.pp > 1 ? QString()
-                                              : tr("This run has no pipeline (pp = 1): the "
-                                                   "schedule is one stage without bubble."));
+        QStringList status;
+        if ((lt ? sim_cfg : cfg).parallel.pp <= 1)
+            status << tr(
+                "This plan has no pipeline (pp = 1): the schedule is one stage without "
+                "bubble.");
+        if (!not_project.isEmpty()) status << not_project + ".";
+        m_status->setText(status.join(' '));
     } catch (const std::exception& e) {
         m_ideal->setEmptyText(tr("no simulated schedule: %1").arg(QString::fromUtf8(e.what())));
         m_status->setText(QString::fromUtf8(e.what()));
