@@ -349,11 +349,24 @@ TEST(PlanPage, StageImbalanceFixIsOneUndoableClick) {
     auto* apply = f.page->findChild<QPushButton*>("applyImbalance");
     ASSERT_NE(apply, nullptr);
     ASSERT_TRUE(apply->isVisible());
+    // marked at that stage: its lane in the partition editor carries the tag
+    PartitionEditor* editor = f.page->partitionEditor();
+    EXPECT_EQ(editor->outlierStage(), im.stage);
+    EXPECT_TRUE(editor->outlierTag().startsWith(QString::fromStdString(im.metric) + " +"))
+        << editor->outlierTag().toStdString();
+    EXPECT_TRUE(editor->outlierTag().contains(QString::fromStdString(im.cause)));
+    QApplication::processEvents();
+    EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_imbalance.png"));
     const std::vector<int> fixed = im.stages;
+    const int outlier = im.stage;  // im is the page's: it changes with the plan
     apply->click();
     QApplication::processEvents();
     EXPECT_EQ(f.doc.config().parallel.stages, fixed);
     EXPECT_EQ(f.page->partitionEditor()->blocksPerChunk(), fixed);
+    f.page->updateAnswers();
+    EXPECT_EQ(editor->outlierStage(), f.page->stageImbalance().stage)
+        << "the lane follows the advice (-1: balanced)";
+    EXPECT_NE(editor->outlierStage(), outlier) << f.page->imbalanceText().toStdString();
     f.doc.undoStack()->undo();
     QApplication::processEvents();
     EXPECT_EQ(f.doc.config().parallel.stages, (std::vector<int>{4, 4, 4, 4}));

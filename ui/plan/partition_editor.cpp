@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "engine/model/gpt.h"
+#include "engine/parallel/stage_runner.h"
 #include "engine/plan/estimator.h"
 #include "ui/plan/plan_colors.h"
 
@@ -185,6 +186,35 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
                                : QString("%1 blocks").arg(m_chunks[g]));
         layer += m_chunks[g];
     }
+    // the outlier stage: its lane outlined, the tag at its right end over a backing
+    if (m_outlier >= 0 && m_outlier < m_pp) {
+        const QColor c = m_outlierFixable ? QColor(0xb2, 0x6a, 0x00) : QColor(0x80, 0x80, 0x80);
+        QRectF lane(r.left() + 1, r.top() + m_outlier * laneH + 1, r.width() - 2, laneH - 2);
+        p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(c, 2.5, Qt::DashLine));
+        p.drawRect(lane);
+        const QString tag = QString::fromUtf8("\u26a0 ") + m_outlierTag;
+        const QFontMetricsF fm(p.font());
+        const double w = fm.horizontalAdvance(tag) + 10, h = fm.height() + 4;
+        // in the lane's wider empty stretch beside the stage's own layers (one chunk per stage),
+        // else at its top right
+        double x = lane.right() - w - 3;
+        if (m_v == 1 && m_outlier < (int)m_chunks.size()) {
+            const auto [lo, hi] = tessera::chunk_layer_range(m_chunks, m_outlier, L + 2);
+            const double left = layerX(lo) - lane.left(), right = lane.right() - layerX(hi);
+            if (left >= right && left >= w + 6)
+                x = lane.left() + (left - w) / 2;
+            else if (right >= w + 6)
+                x = layerX(hi) + (right - w) / 2;
+        }
+        QRectF box(x, lane.center().y() - h / 2, w, h);
+        m_outlierBox = box;
+        p.setPen(QPen(c, 1));
+        p.setBrush(QColor(255, 248, 230, 235));
+        p.drawRoundedRect(box, 3, 3);
+        p.setPen(c.darker(120));
+        p.drawText(box, Qt::AlignCenter, tag);
+    }
     // boundaries (draggable)
     for (int k = 0; k + 1 < (int)m_chunks.size(); ++k) {
         int x = boundaryX(k);
@@ -289,9 +319,22 @@ void PartitionEditor::mouseReleaseEvent(QMouseEvent* e) {
     update();
 }
 
+void PartitionEditor::setOutlier(int stage, const QString& tag, const QString& tip, bool fixable) {
+    m_outlier = stage;
+    m_outlierTag = stage >= 0 ? tag : QString();
+    m_outlierTip = stage >= 0 ? tip : QString();
+    m_outlierFixable = fixable;
+    m_outlierBox = {};
+    update();
+}
+
 bool PartitionEditor::event(QEvent* e) {
     if (e->type() == QEvent::ToolTip && !m_cost.empty()) {
         auto* he = static_cast<QHelpEvent*>(e);
+        if (m_outlier >= 0 && m_outlierBox.contains(he->pos())) {  // the tag: the advice
+            QToolTip::showText(he->globalPos(), m_outlierTip, this);
+            return true;
+        }
         int i = layerAt(he->pos().x()), L = (int)m_cost.size() - 2;
         int chunk = 0, acc = 0;
         for (int g = 0; g < (int)m_chunks.size(); ++g) {

@@ -5,6 +5,7 @@
 // Dragging a chunk boundary emits stagesEdited with the new parallel.stages (the page turns a
 // whole drag into one undoable edit via dragStarted's serial number).
 #pragma once
+#include <QRectF>
 #include <QWidget>
 #include <vector>
 
@@ -27,6 +28,12 @@ class PartitionEditor : public QWidget {
     // Widget x of the right edge of block b (1-based block index; 0 = the embedding).
     int blockEdgeX(int b) const;
     int laneCenterY(int stage) const;
+    // Marks a stage's lane as the plan's memory or time outlier (plan_stage_imbalance): an amber
+    // outline (grey when no move helps) and `tag` in the lane beside the stage's layers; `tip` is
+    // the tag's tooltip (the advice). stage -1 clears it.
+    void setOutlier(int stage, const QString& tag, const QString& tip, bool fixable);
+    int outlierStage() const { return m_outlier; }
+    QString outlierTag() const { return m_outlierTag; }
 
     QSize sizeHint() const override { return {760, 200}; }
     QSize minimumSizeHint() const override { return {360, 140}; }
@@ -57,6 +64,10 @@ class PartitionEditor : public QWidget {
     int m_blockDrag = -1;  // transformer block picked up (dropped on a lane)
     int m_dragSerial = 0;
     int m_hover = -1;
+    int m_outlier = -1;
+    QString m_outlierTag, m_outlierTip;
+    QRectF m_outlierBox;  // where the tag was drawn
+    bool m_outlierFixable = false;
 };
 
 }  // namespace tessera::studio

@@ -645,6 +645,7 @@ void PlanPage::updateAnswers() {
     m_applyPolicy->hide();
     m_applyImbalance->hide();
     m_imbalanceLabel->hide();
+    m_editor->setOutlier(-1, {}, {}, false);
     if (!m_hasEstimate) {
         m_fitsLabel->setText("no prediction for this plan");
         m_policyLabel->setText("");
@@ -714,6 +715,15 @@ void PlanPage::updateAnswers() {
                                                                   : "color: gray;");
                 m_imbalanceLabel->show();
                 m_applyImbalance->setVisible(m_imbalance.found);
+                // at that stage too: its lane in the partition editor, "memory +38% (embedding)"
+                const double over =
+                    m_imbalance.others > 0 ? m_imbalance.value / m_imbalance.others - 1 : 0;
+                m_editor->setOutlier(m_imbalance.stage,
+                                     QString("%1 +%2% (%3)")
+                                         .arg(QString::fromStdString(m_imbalance.metric))
+                                         .arg(100 * over, 0, 'f', 0)
+                                         .arg(QString::fromStdString(m_imbalance.cause)),
+                                     QString::fromStdString(m_imbalance.text), m_imbalance.found);
                 m_applyImbalance->setText(QString("Move %1 block%2 to stage %3")
                                               .arg(m_imbalance.move_blocks)
                                               .arg(m_imbalance.move_blocks == 1 ? "" : "s")
