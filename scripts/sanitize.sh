@@ -19,9 +19,14 @@
 #   ci, TSan:       build  79 s of CPU (~0.7 min on 2 cores), tests 41 s wall (31 tests)
 #   io (tests/io) under ASan+UBSan would add 136 s of CPU (its three files pull in
 #   nlohmann::json; its 30 tests passed clean), so CI leaves it to the full run.
-#   full asan: ~160 files with sanitizers (~20 min of CPU, ~10-12 min on 2 cores by the per-file
-#   cost above) plus the unit and multirank labels under the sanitizers; not yet timed end to end
-#   (the shared machine was too loaded when this was written): time it before moving it into CI
+#   full, timed end to end from empty build folders on the quiet 2-core machine (2026-12-03,
+#   `time scripts/sanitize.sh all`: 25.6 min wall, 42.6 min of user CPU):
+#     asan: build 835 s (222 steps), the unit and multirank labels 467 s: 489 tests, all pass
+#     tsan: build ~225 s (153 steps), tests/launch, tests/parallel and tests/store 12 s: 92 tests,
+#           all pass (tests/parallel's ranks are forked while the test process is single-threaded:
+#           its TCP store serves from a process of its own, comm_test.cpp's StoreProcess)
+#   Next to CI's other stages (~17 min on CI, ~22 min here) that is 40+ minutes: over CI's 30, so
+#   CI runs `ci` and the full set is this script's.
 # Only the test folders those labels and tests live in are configured (TESSERA_TEST_DIRS), which
 # keeps Qt page tests and GPU tests out of the build. Any report fails the test that caused it
 # (halt_on_error / -fno-sanitize-recover), so the exit status is ctest's.

@@ -1,10 +1,11 @@
 // Gloo communicators across real processes: the test forks N ranks that rendezvous through a TCP
-// store served by the test process, runs collectives and point-to-point transfers, and checks
+// store, runs collectives and point-to-point transfers, and checks
 // every result; the watchdog test checks the timeout message names collective, sequence, group
-// and the missing rank.
+// and the missing rank. The store runs in a process of its own (StoreProcess).
 #include "engine/parallel/comm.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,9 +46,41 @@ std::string read_text(const std::string& path) {
     return ss.str();
 }
 
+// The TCP store in a process of its own, killed when the ranks are done: the ranks are forked from
+// this process while it is still single-threaded, so none inherits another thread's state
+// (ThreadSanitizer refuses a child of a multi-threaded fork that starts threads, as every rank's
+// communicator does).
+struct StoreProcess {
+    pid_t pid = -1;
+    int port = 0;
+    StoreProcess() {
+        int fds[2];
+        if (pipe(fds) != 0) throw Error("pipe failed");
+        pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            TcpStoreServer server("127.0.0.1", 0);
+            const int p = server.port();
+            if (write(fds[1], &p, sizeof p) != (ssize_t)sizeof p) _exit(1);
+            close(fds[1]);
+            for (;;) pause();  // serves until killed
+        }
+        close(fds[1]);
+        const ssize_t n = read(fds[0], &port, sizeof port);
+        close(fds[0]);
+        if (pid < 0 || n != (ssize_t)sizeof port) throw Error("the store process did not start");
+    }
+    ~StoreProcess() {
+        if (pid <= 0) return;
+        kill(pid, SIGKILL);
+        int st = 0;
+        waitpid(pid, &st, 0);
+    }
+};
+
 std::vector<std::string> run_ranks(const MeshShape& mesh, std::chrono::milliseconds timeout,
                                    const std::function<std::string(ProcessGroups&)>& body) {
-    TcpStoreServer server("127.0.0.1", 0);
+    StoreProcess server;
     std::string dir = temp_dir();
     std::vector<pid_t> pids;
     for (int r = 0; r < mesh.world(); ++r) {
@@ -59,7 +92,7 @@ std::vector<std::string> run_ranks(const MeshShape& mesh, std::chrono::milliseco
                 env.rank = r;
                 env.world_size = mesh.world();
                 env.master_addr = "127.0.0.1";
-                env.master_port = server.port();
+                env.master_port = server.port;
                 env.source = "tessera";
                 CommOptions o;
                 o.timeout = timeout;
