@@ -178,6 +178,7 @@ TEST(TimelineSim, PageSimulatesTheEditedPlanFromTheRunsLayerTimes) {
     EXPECT_NEAR(page.idealView()->data().length_ms, 21.0, 1e-6);
     auto* pick = page.findChild<QComboBox*>("timelineSimPlan");
     ASSERT_NE(pick, nullptr);
+    EXPECT_TRUE(pick->isEnabled());
     pick->setCurrentIndex(1);  // as a user picks "the project's plan"
     EXPECT_TRUE(page.simulatesProject()) << page.statusText().toStdString();
     // stage 0: f 0.1 + 3 × 0.45 = 1.45, b 2.9; stage 1: f 0.45 + 0.6 = 1.05, b 2.1 ms
@@ -225,6 +226,12 @@ TEST(TimelineSim, BeforeAnyRunThePredictedTimesAndABrokenDbIsOneMessage) {
                             [](const GanttBar& b) { return b.critical; }));
     EXPECT_GT(page.simulatedBubble(), 0.0);
     EXPECT_TRUE(page.statusText().contains("No runs yet")) << page.statusText().toStdString();
+    {
+        TimelinePage bare(nullptr);  // no project: only a run's own plan can be simulated
+        auto* pick = bare.findChild<QComboBox*>("timelineSimPlan");
+        ASSERT_NE(pick, nullptr);
+        EXPECT_FALSE(pick->isEnabled());
+    }
     QApplication::processEvents();
     EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
                                  "/timeline_simulated_predicted.png"));

@@ -173,6 +173,7 @@ void TimelinePage::refresh() {
     const int64_t keep = currentRun();
     m_store.reset();
     m_runs.clear();
+    m_simPlanBox->setEnabled(m_doc && m_doc->isOpen());  // no project: only the run's plan
     QSignalBlocker block(m_runBox);
     m_runBox->clear();
     const QString db = m_doc ? m_doc->dbPath() : QString();
