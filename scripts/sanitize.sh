@@ -30,7 +30,7 @@
 #   (2026-12-04, quiet 2-core machine); the unit and multirank labels then ran in 653 s (489
 #   tests, all pass; the slowest: PlanRanked.FastestFirstGlobalBatchKeptEachWithAReason 114 s,
 #   CliPlan.FitsAnswersEndToEnd 58 s, PlanSmallBatch.TopSuggestionIsNotMicroBatchOneWhenALarger
-#   IsFaster 55 s: the planner's searches run uninstrumented ~20x faster).
+#   IsFaster 55 s: the planner's searches).
 #   Next to CI's other stages (~17 min on CI, ~22 min here) the full set is still ~20 minutes
 #   more: over CI's 30, so CI runs `ci` and the full set is this script's.
 # Only the test folders those labels and tests live in are configured (TESSERA_TEST_DIRS), which

@@ -7,8 +7,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-# Debian packages: toolchain (lld links the sanitizer builds), engine libraries, test reference, data, studio, packaging (lintian,
-# dpkg-dev: scripts/package.sh and tests/package).
+# Debian packages: toolchain (lld links the sanitizer builds), engine libraries, test reference,
+# data, studio, packaging (lintian, dpkg-dev: scripts/package.sh and tests/package).
 packages=(
   build-essential cmake ninja-build ccache pkg-config git lld
   libyaml-cpp-dev libsqlite3-dev sqlite3 libopenblas-dev zlib1g-dev nlohmann-json3-dev libgloo-dev
