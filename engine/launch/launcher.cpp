@@ -265,10 +265,14 @@ class Attempt {
             c.in_fd.reset();
             bool clean = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
             if (c.node >= 0) {
-                if (!clean && !(stop_forwarded_ && c.reported_done)) {
-                    // drain what the node still said (its "x" line names the rank that died)
+                if (!clean) {
+                    // Drain what the node still said before judging its exit: its "d" line (a
+                    // stop it obeyed, exit 130) or its "x" line (the rank that died). The exit can
+                    // be reaped before those lines are read; judging first made a stopped run fail.
                     while (c.tel_fd) read_fd(c, true);
                     while (c.out_fd) read_fd(c, false);
+                }
+                if (!clean && !(stop_forwarded_ && c.reported_done)) {
                     if (!cause_.failed()) {
                         fail(-1, node_exit_message(c), true);
                     } else if (cause_.node_is_cause(c.reported_done, Clock::now())) {

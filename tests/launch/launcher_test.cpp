@@ -259,6 +259,32 @@ TEST(Launcher, StopForwardsSigint) {
     EXPECT_NE(out.str().find("[dp1.tp0.pp0] stopping"), std::string::npos);
 }
 
+// Two fake node launchers (the multi-host job launcher's children): each waits for the "stop"
+// line, exits 130 at once and says "d stopped" only afterwards, through a grandchild in its own
+// session, so the exit is always reaped before the line is read. The run must end stopped, not
+// failed: the launcher reads what a node still said before judging its exit (a race that failed
+// SshTest.CtrlCStopsEveryHostAfterTheSameStep about once in eight runs).
+TEST(Launcher, ANodeThatSaysDoneAfterItsExitIsReapedStillStoppedTheRun) {
+    TempDir t;
+    LaunchSpec spec = spec_for({2, 1, 1}, "true", t.path + "/runs.db");
+    spec.nodes = {{"node-a", 0, 1}, {"node-b", 1, 1}};
+    spec.node_argv = [](int, int, int64_t) {
+        return std::vector<std::string>{"/bin/sh", "-c",
+                                        "read line; [ \"$line\" = stop ] || exit 9; "
+                                        "setsid sh -c 'sleep 0.3; echo \"d stopped\"' & exit 130"};
+    };
+    std::thread stopper([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        launch_request_stop();
+    });
+    std::ostringstream out;
+    LaunchResult r = launch_job(spec, out);
+    stopper.join();
+    SCOPED_TRACE(out.str());
+    EXPECT_EQ(r.status, run_status::stopped);
+    EXPECT_EQ(out.str().find("exited with code 130"), std::string::npos);
+}
+
 TEST(Launcher, MissingExecutable) {
     TempDir t;
     LaunchSpec s;
