@@ -4,13 +4,15 @@
 #   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer (CMake preset
 #                              asan-ubsan, build-asan-ubsan/): CTest labels unit and multirank
 #   scripts/sanitize.sh tsan   ThreadSanitizer (preset tsan, build-tsan/): every test in
-#                              tests/launch, tests/parallel and tests/store (the launcher, the
-#                              communicator, the run store and telemetry)
+#                              tests/core, tests/launch, tests/parallel and tests/store (the
+#                              thread pool, the launcher, the communicator, the run store and
+#                              telemetry)
 #   scripts/sanitize.sh        both
 #   scripts/sanitize.sh ci     the subset .ci/run runs (it fits CI's 30 minutes; the full set
 #                              does not): ASan+UBSan over the unit tests of core, telemetry, store
 #                              and config (tests/core, tests/store, tests/config), TSan over
-#                              tests/store. Builds only those four libraries and their tests.
+#                              tests/store and the thread pool's test (parallel_for). Builds only
+#                              those four libraries and their tests.
 # Measured on the shared 2-core machine (CPU seconds carry over; its wall clock ran 3-5x longer):
 #   ci, ASan+UBSan: build 159 s of CPU for core, telemetry, store and their tests, ~95 s more
 #                   for config and its tests (~2.3 min on 2 cores); tests 64 s wall for core and
@@ -64,7 +66,7 @@ run_asan() {
 
 run_tsan() {
   local t0=$SECONDS
-  cmake --preset tsan "-DTESSERA_TEST_DIRS=launch;parallel;store" >/dev/null
+  cmake --preset tsan "-DTESSERA_TEST_DIRS=core;launch;parallel;store" >/dev/null
   cmake --build build-tsan -j "$jobs"
   local t1=$SECONDS
   # OpenMP's and OpenBLAS's own threads are not instrumented (libgomp, libopenblas): one thread
@@ -76,10 +78,11 @@ run_tsan() {
 
 # ci: the libraries below the model stack, whose tests build without the engine's kernels,
 # model, parallel runtime or CLI (so the build is ~20 files, not ~160)
-ci_asan_targets=(core_sha256_test core_unique_fd_test core_atomic_file_test telemetry_test
-                 run_store_test store_process_test sqlite_handles_test config_test
+ci_asan_targets=(core_sha256_test core_unique_fd_test core_atomic_file_test core_parallel_for_test
+                 telemetry_test run_store_test store_process_test sqlite_handles_test config_test
                  cluster_rules_test)
-ci_tsan_targets=(telemetry_test run_store_test store_process_test sqlite_handles_test)
+ci_tsan_targets=(core_parallel_for_test telemetry_test run_store_test store_process_test
+                 sqlite_handles_test)
 run_ci() {
   local t0=$SECONDS
   cmake --preset asan-ubsan "-DTESSERA_TEST_DIRS=core;store;config" >/dev/null
@@ -87,7 +90,7 @@ run_ci() {
   local t1=$SECONDS
   (cd build-asan-ubsan && ctest --output-on-failure -j "$jobs" --timeout 900 -L unit)
   local t2=$SECONDS
-  cmake --preset tsan "-DTESSERA_TEST_DIRS=store" >/dev/null
+  cmake --preset tsan "-DTESSERA_TEST_DIRS=core;store" >/dev/null
   cmake --build build-tsan -j "$jobs" --target "${ci_tsan_targets[@]}"
   local t3=$SECONDS
   (cd build-tsan && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/core/parallel_for.h"
 #include "engine/core/str_join.h"
 #include "engine/core/tensor.h"
 #include "engine/kernels/cpu/threads.h"
@@ -423,7 +424,10 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         // the efficiency model's small-batch GEMM factor per class (small_batch_gemm_factor)
         std::vector<double> small_batch(cls.size(), 1.0);
         const OpCosts* gemm_curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr;
-        for (int s = 0; s < par.pp; ++s) {
+        // the stages are simulated side by side (each its own RankSim, its own slots)
+        std::vector<char> stage_priced((size_t)par.pp, 1);
+        parallel_for((size_t)par.pp, [&](size_t stage_index) {
+            const int s = (int)stage_index;
             Recompute rc = recompute_parse(par.recompute_of(s));
             for (int t = 0; t < par.tp; ++t) {
                 auto [v0, v1] =
@@ -488,7 +492,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                     small_batch[(size_t)s * par.tp + t] = small_batch_gemm_factor(*gemm_curve, sim);
                 if (!costs) r.compute_s *= small_batch[(size_t)s * par.tp + t];
                 if (costs && !price_ops(*costs, sim, par.zero, dev.host_link_bytes_per_s, r))
-                    all_priced = false;
+                    stage_priced[(size_t)s] = 0;
                 if (costs && oversubscribed > 1) {
                     for (double* x :
                          {&r.compute_s, &r.gemm_s, &r.attention_s, &r.other_ops_s, &r.optimizer_s})
@@ -541,7 +545,8 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 r.offload_bytes = (double)sim.offloaded_bytes;
                 cls[(size_t)s * par.tp + t] = r;
             }
-        }
+        });
+        for (char priced : stage_priced) all_priced = all_priced && priced;
         // one model prices every rank: when a class's trace holds an op the device's sweep did
         // not time, all classes take the efficiency model (a step mixing both would compare
         // stages priced two ways)

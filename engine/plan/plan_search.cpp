@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "engine/core/error.h"
+#include "engine/core/parallel_for.h"
 
 namespace tessera {
 
@@ -160,78 +162,94 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
                                          int top, PlanSearchStats* stats) {
     if (gpus < 1) throw InputError(str_cat("plan search: expected at least 1 GPU, found ", gpus));
     const bool mlp = base.model.preset == "mlp";  // data-parallel and ZeRO plans only
-    PlanSearchStats st;
     const ModelConfig& m = base.model;
     const int64_t global_batch =
         int64_t(base.train.micro_batch) * base.train.grad_accum * std::max(1, base.parallel.dp);
-    std::vector<Candidate> best_per_layout;
-
+    struct Layout {
+        int dp, tp, pp;
+        std::string sched;
+        int v;
+    };
+    std::vector<Layout> layouts;
     for (int tp : {1, 2, 4, 8}) {
         if (gpus % tp || (mlp && tp > 1) || (!mlp && (m.n_head % tp || m.d_model % tp))) continue;
         for (int pp = 1; pp <= gpus / tp; ++pp) {
             if ((gpus / tp) % pp || (mlp ? pp > 1 : pp > m.n_layer)) continue;
             int dp = gpus / (tp * pp);
             if (global_batch % dp) continue;
-            std::vector<std::pair<std::string, int>> schedules = {{"1f1b", 1}};
-            if (pp > 1 && m.n_layer % (2 * pp) == 0) schedules.push_back({"interleaved", 2});
-            for (const auto& [sched, v] : schedules) {
-                std::vector<int> zeros = {0};
-                if (dp > 1)
-                    zeros = pp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1, 2, 3};
-                Candidate best;
-                bool have = false;
-                std::string layout_blocked;
-                // smallest first: memory grows with the micro-batch, so once nothing fits at one,
-                // no larger one fits either
-                for (int mb : plan_micro_batches(base.train.micro_batch, global_batch / dp)) {
-                    int accum = int(global_batch / dp / mb);
-                    layout_blocked.clear();  // why the plain variant fails at this micro-batch
-                    if (sched == "interleaved" && accum % pp) continue;
-                    bool level_fit = false;
-                    for (const char* rc : {"none", "selective", "full"}) {
-                        if (mlp && std::string(rc) != "none") break;  // nothing to recompute
-                        for (int off = 0; off < 4 && !level_fit; ++off) {
-                            std::string zero0_blocked;
-                            for (int z : zeros) {
-                                Candidate c;
-                                c.cfg = base;
-                                ParallelConfig& p = c.cfg.parallel;
-                                p.dp = dp, p.tp = tp, p.pp = pp, p.zero = z;
-                                p.schedule = sched, p.virtual_stages = v;
-                                p.stages.clear();
-                                p.recompute = {rc};
-                                p.offload_optimizer = off & 1;
-                                p.offload_activations = off & 2;
-                                c.cfg.train.micro_batch = mb;
-                                c.cfg.train.grad_accum = accum;
-                                ++st.candidates;
-                                try {
-                                    c.est = estimate_plan(c.cfg, dev);
-                                } catch (const std::exception&) {
-                                    continue;  // a plan the runtime cannot build
-                                }
-                                ++st.estimated;
-                                if (!c.est.fits) {
-                                    if (z == 0) zero0_blocked = c.est.reason;
-                                    if (off == 0 && std::string(rc) == "none" &&
-                                        layout_blocked.empty())
-                                        layout_blocked = c.est.reason;
-                                    continue;
-                                }
-                                ++st.fitting;
-                                level_fit = true;
-                                c.zero0_blocked = z > 0 ? zero0_blocked : "";
-                                c.blocked = layout_blocked;
-                                if (!have || better(c, best)) best = std::move(c), have = true;
-                            }
-                        }
-                        if (level_fit) break;
-                    }
-                    if (!level_fit) break;
-                }
-                if (have) best_per_layout.push_back(std::move(best));
-            }
+            layouts.push_back({dp, tp, pp, "1f1b", 1});
+            if (pp > 1 && m.n_layer % (2 * pp) == 0)
+                layouts.push_back({dp, tp, pp, "interleaved", 2});
         }
+    }
+    // the layouts are searched side by side, each into its own slot (same answer at any thread
+    // count): the best plan of each, and its counts
+    std::vector<std::optional<Candidate>> best_of(layouts.size());
+    std::vector<PlanSearchStats> stats_of(layouts.size());
+    parallel_for(layouts.size(), [&](size_t li) {
+        const auto& [dp, tp, pp, sched, v] = layouts[li];
+        PlanSearchStats& st = stats_of[li];
+        Candidate best;
+        bool have = false;
+        std::string layout_blocked;
+        // smallest first: memory grows with the micro-batch, so once nothing fits at one,
+        // no larger one fits either
+        std::vector<int> zeros = {0};
+        if (dp > 1) zeros = pp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1, 2, 3};
+        for (int mb : plan_micro_batches(base.train.micro_batch, global_batch / dp)) {
+            int accum = int(global_batch / dp / mb);
+            layout_blocked.clear();  // why the plain variant fails at this micro-batch
+            if (sched == "interleaved" && accum % pp) continue;
+            bool level_fit = false;
+            for (const char* rc : {"none", "selective", "full"}) {
+                if (mlp && std::string(rc) != "none") break;  // nothing to recompute
+                for (int off = 0; off < 4 && !level_fit; ++off) {
+                    std::string zero0_blocked;
+                    for (int z : zeros) {
+                        Candidate c;
+                        c.cfg = base;
+                        ParallelConfig& p = c.cfg.parallel;
+                        p.dp = dp, p.tp = tp, p.pp = pp, p.zero = z;
+                        p.schedule = sched, p.virtual_stages = v;
+                        p.stages.clear();
+                        p.recompute = {rc};
+                        p.offload_optimizer = off & 1;
+                        p.offload_activations = off & 2;
+                        c.cfg.train.micro_batch = mb;
+                        c.cfg.train.grad_accum = accum;
+                        ++st.candidates;
+                        try {
+                            c.est = estimate_plan(c.cfg, dev);
+                        } catch (const std::exception&) {
+                            continue;  // a plan the runtime cannot build
+                        }
+                        ++st.estimated;
+                        if (!c.est.fits) {
+                            if (z == 0) zero0_blocked = c.est.reason;
+                            if (off == 0 && std::string(rc) == "none" && layout_blocked.empty())
+                                layout_blocked = c.est.reason;
+                            continue;
+                        }
+                        ++st.fitting;
+                        level_fit = true;
+                        c.zero0_blocked = z > 0 ? zero0_blocked : "";
+                        c.blocked = layout_blocked;
+                        if (!have || better(c, best)) best = std::move(c), have = true;
+                    }
+                }
+                if (level_fit) break;
+            }
+            if (!level_fit) break;
+        }
+        if (have) best_of[li] = std::move(best);
+    });
+    PlanSearchStats st;
+    std::vector<Candidate> best_per_layout;
+    for (size_t li = 0; li < layouts.size(); ++li) {
+        st.candidates += stats_of[li].candidates;
+        st.estimated += stats_of[li].estimated;
+        st.fitting += stats_of[li].fitting;
+        if (best_of[li]) best_per_layout.push_back(std::move(*best_of[li]));
     }
     std::sort(best_per_layout.begin(), best_per_layout.end(), better);
     if ((int)best_per_layout.size() > top) best_per_layout.resize(std::max(0, top));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/core/error.h"
+#include "engine/core/parallel_for.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/plan_validate.h"
 
@@ -49,6 +50,42 @@ TEST(PlanSuggest, FitsSortedKeepsGlobalBatchAndExplains) {
         // the estimate stored is the estimate of the stored config
         EXPECT_DOUBLE_EQ(estimate_plan(x.config, dev).tokens_per_s, x.tokens_per_s);
         if (i > 0) EXPECT_GE(s[i - 1].tokens_per_s, x.tokens_per_s);
+    }
+}
+
+// The search and the estimator run their layouts and stages side by side (parallel_for); the
+// answer is the one a single thread gives, bit for bit. Inside a one-piece parallel_for every
+// nested call runs on the calling thread, in order: the sequential reference.
+TEST(PlanSuggest, SideBySideSearchEqualsTheSequentialOne) {
+    RunConfig base =
+        gpt_config("gpt2", {"parallel.dp=8", "train.micro_batch=4", "train.grad_accum=2",
+                            "runtime.device=cuda", "runtime.precision=bf16"});
+    DeviceSpec dev = device_spec("H200");
+    PlanSearchStats par_st, seq_st;
+    auto par = plan_suggest(base, dev, 8, 8, &par_st);
+    std::vector<PlanSuggestion> seq;
+    parallel_for(1, [&](size_t) { seq = plan_suggest(base, dev, 8, 8, &seq_st); });
+    ASSERT_GE(par.size(), 3u);
+    ASSERT_EQ(par.size(), seq.size());
+    EXPECT_EQ(par_st.candidates, seq_st.candidates);
+    EXPECT_EQ(par_st.estimated, seq_st.estimated);
+    EXPECT_EQ(par_st.fitting, seq_st.fitting);
+    for (size_t i = 0; i < par.size(); ++i) {
+        EXPECT_EQ(par[i].summary, seq[i].summary);
+        EXPECT_EQ(par[i].tokens_per_s, seq[i].tokens_per_s) << par[i].summary;
+        EXPECT_EQ(par[i].headroom_bytes, seq[i].headroom_bytes) << par[i].summary;
+        EXPECT_EQ(par[i].reason, seq[i].reason);
+    }
+    // one pipeline plan's stages, simulated side by side and in order
+    RunConfig pp4 = base;
+    pp4.parallel.dp = 2, pp4.parallel.pp = 4, pp4.train.grad_accum = 8;
+    PlanEstimate a = estimate_plan(pp4, dev), b;
+    parallel_for(1, [&](size_t) { b = estimate_plan(pp4, dev); });
+    ASSERT_EQ(a.ranks.size(), b.ranks.size());
+    EXPECT_EQ(a.step_s, b.step_s);
+    for (size_t r = 0; r < a.ranks.size(); ++r) {
+        EXPECT_EQ(a.ranks[r].device_peak_bytes, b.ranks[r].device_peak_bytes) << "rank " << r;
+        EXPECT_EQ(a.ranks[r].compute_s, b.ranks[r].compute_s) << "rank " << r;
     }
 }
 

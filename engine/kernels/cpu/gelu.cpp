@@ -9,7 +9,13 @@ static constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
 // This file is compiled with -ffast-math so that GCC calls glibc's vectorised tanhf (libmvec),
 // and each function is cloned for AVX-512 / AVX2 / baseline and picked at load time. The math
 // has no reductions, so fast-math only changes rounding within a few ulp.
+// Not under ThreadSanitizer: the loader calls the clones' resolvers before TSan's runtime is up,
+// and the instrumented resolver crashes the program at load (scripts/sanitize.sh).
+#ifdef __SANITIZE_THREAD__
+#define TS_SIMD_CLONES
+#else
 #define TS_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 TS_SIMD_CLONES void gelu_forward(float* out, const float* inp, int64_t N) {
 #pragma omp parallel for simd

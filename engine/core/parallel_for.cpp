@@ -1,0 +1,143 @@
+// parallel_for (see parallel_for.h): a pool of worker threads started on first use and kept for
+// the life of the process (never joined: a search may run while the process exits, and a worker's
+// thread-local state, such as a meta device's offload queue, stays reachable), fed one call at a
+// time; the calling thread works too.
+#include "engine/core/parallel_for.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tessera {
+
+namespace {
+
+thread_local bool t_inside = false;  // this thread is running a piece (or is a worker)
+
+struct Call {
+    size_t n = 0;
+    const std::function<void(size_t)>* fn = nullptr;
+    std::atomic<size_t> next{0};
+    std::vector<std::exception_ptr> errors;  // by piece
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t done = 0;  // pieces finished (under mu)
+
+    // Takes pieces until none is left.
+    void work() {
+        for (size_t i; (i = next.fetch_add(1)) < n;) {
+            try {
+                (*fn)(i);
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+            std::lock_guard<std::mutex> lock(mu);
+            if (++done == n) cv.notify_all();
+        }
+    }
+};
+
+class Pool {
+  public:
+    explicit Pool(int workers) {
+        for (int w = 0; w < workers; ++w) std::thread([this] { loop(); }).detach();
+    }
+
+    // One call at a time: a second caller waits for the first's pieces to be handed out.
+    void run(Call& c) {
+        std::unique_lock<std::mutex> turn(turn_mu_);
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            call_ = &c;
+            ++generation_;
+        }
+        cv_.notify_all();
+        c.work();
+        {
+            std::unique_lock<std::mutex> lock(c.mu);
+            c.cv.wait(lock, [&] { return c.done == c.n; });
+        }
+        std::unique_lock<std::mutex> lock(mu_);
+        call_ = nullptr;
+        idle_cv_.wait(lock, [&] { return busy_ == 0; });  // no worker still holds &c
+    }
+
+  private:
+    void loop() {
+        t_inside = true;
+        uint64_t seen = 0;
+        for (;;) {
+            Call* c = nullptr;
+            {
+                std::unique_lock<std::mutex> lock(mu_);
+                cv_.wait(lock, [&] { return generation_ != seen && call_; });
+                seen = generation_;
+                c = call_;
+                ++busy_;
+            }
+            c->work();
+            std::lock_guard<std::mutex> lock(mu_);
+            if (--busy_ == 0) idle_cv_.notify_all();
+        }
+    }
+
+    std::mutex turn_mu_;
+    std::mutex mu_;
+    std::condition_variable cv_, idle_cv_;
+    Call* call_ = nullptr;
+    uint64_t generation_ = 0;
+    int busy_ = 0;
+};
+
+Pool& pool() {
+    static Pool* p = new Pool(parallel_threads() - 1);  // kept: see the file's comment
+    return *p;
+}
+
+}  // namespace
+
+int parallel_threads() {
+    static const int n = [] {
+        if (const char* e = std::getenv("TESSERA_PLAN_THREADS")) {
+            const int v = std::atoi(e);
+            if (v >= 1) return v;
+        }
+        return std::max(1, (int)std::thread::hardware_concurrency());
+    }();
+    return n;
+}
+
+void parallel_for(size_t n, const std::function<void(size_t)>& fn) {
+    if (n == 0) return;
+    if (n == 1 || t_inside || parallel_threads() == 1) {
+        const bool outer = t_inside;
+        t_inside = true;
+        std::exception_ptr first;
+        for (size_t i = 0; i < n; ++i) {
+            try {
+                fn(i);
+            } catch (...) {
+                if (!first) first = std::current_exception();
+            }
+        }
+        t_inside = outer;
+        if (first) std::rethrow_exception(first);
+        return;
+    }
+    Call c;
+    c.n = n;
+    c.fn = &fn;
+    c.errors.resize(n);
+    t_inside = true;
+    pool().run(c);
+    t_inside = false;
+    for (const auto& e : c.errors)
+        if (e) std::rethrow_exception(e);
+}
+
+}  // namespace tessera
