@@ -7,10 +7,11 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-# Debian packages: toolchain (lld links the sanitizer builds), engine libraries, test reference,
-# data, studio, packaging (lintian, dpkg-dev: scripts/package.sh and tests/package).
+# Debian packages: toolchain (the sanitizer builds: clang with its sanitizer runtimes and OpenMP,
+# linked by lld), engine libraries, test reference, data, studio, packaging (lintian, dpkg-dev:
+# scripts/package.sh and tests/package).
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git lld
+  build-essential cmake ninja-build ccache pkg-config git lld clang libclang-rt-dev libomp-dev
   libyaml-cpp-dev libsqlite3-dev sqlite3 libopenblas-dev zlib1g-dev nlohmann-json3-dev libgloo-dev
   libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev python3 python3-torch python3-numpy

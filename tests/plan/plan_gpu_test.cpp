@@ -96,8 +96,10 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
         PlanEstimate est = estimate_plan(cfg, device_spec("H200"));
         const auto& ranks = plan.at("measured");
         ASSERT_EQ((int)ranks.size(), est.world) << tag;
-        for (const auto& [rank_s, meas] : ranks.items()) {
-            const int rank = std::stoi(rank_s);
+        for (const auto& item : ranks.items()) {
+            // a named reference, not a structured binding: the lambda below captures it
+            const int rank = std::stoi(item.key());
+            const auto& meas = item.value();
             const RankEstimate& e = est.ranks.at(rank);
             const std::vector<Figure> fig = figures(e, meas.contains("cached_bytes"));
             // the run's own figure for a category; its device and total peaks without the
@@ -113,7 +115,7 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
             const double eng_p = (double)fig[fig.size() - 2].pred;
             std::string dev_col = "          -          ";
             if (plan.contains("device_measured")) {
-                const double dev_m = plan.at("device_measured").at(rank_s).get<double>();
+                const double dev_m = plan.at("device_measured").at(item.key()).get<double>();
                 const double err = (e.device_peak_bytes - dev_m) / dev_m;
                 dev_col = str_format("%7.3f/%7.3f (%+5.1f%%)", gib(e.device_peak_bytes), gib(dev_m),
                                      100 * err);

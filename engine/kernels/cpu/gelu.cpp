@@ -11,7 +11,14 @@ static constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
 // has no reductions, so fast-math only changes rounding within a few ulp.
 // Not under ThreadSanitizer: the loader calls the clones' resolvers before TSan's runtime is up,
 // and the instrumented resolver crashes the program at load (scripts/sanitize.sh).
-#ifdef __SANITIZE_THREAD__
+#if defined(__SANITIZE_THREAD__)  // GCC
+#define TS_UNDER_TSAN 1
+#elif defined(__has_feature)  // Clang
+#if __has_feature(thread_sanitizer)
+#define TS_UNDER_TSAN 1
+#endif
+#endif
+#ifdef TS_UNDER_TSAN
 #define TS_SIMD_CLONES
 #else
 #define TS_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
