@@ -38,6 +38,8 @@ namespace {
 using Clock = LaunchClock;
 constexpr auto kFlushEvery = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(500);  // output left by grandchildren
+constexpr auto kDrainLimit =
+    std::chrono::seconds(2);  // an exited child's pipes, before its exit is judged
 constexpr size_t kMaxLineBytes = 1 << 20;
 
 std::atomic<int> g_stop_requests{0};
@@ -255,6 +257,24 @@ class Attempt {
         return false;
     }
 
+    // Reads what an exited child left in its pipes, up to their end or kDrainLimit (a process it
+    // started outside its group may still hold a pipe open).
+    void drain(Child& c) {
+        const auto until = Clock::now() + kDrainLimit;
+        for (auto now = Clock::now(); (c.tel_fd || c.out_fd) && now < until; now = Clock::now()) {
+            pollfd p[2];
+            bool tel[2];
+            nfds_t n = 0;
+            if (c.tel_fd) p[n] = {c.tel_fd.get(), POLLIN, 0}, tel[n++] = true;
+            if (c.out_fd) p[n] = {c.out_fd.get(), POLLIN, 0}, tel[n++] = false;
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count();
+            if (::poll(p, n, int(std::max<int64_t>(1, left))) < 0 && errno != EINTR) return;
+            for (nfds_t i = 0; i < n; ++i)
+                if (p[i].revents) read_fd(c, tel[i]);
+        }
+    }
+
     void reap() {
         for (auto& c : children_) {
             if (!c.alive) continue;
@@ -264,14 +284,12 @@ class Attempt {
             ::kill(-c.pid, SIGKILL);  // whatever the child left behind in its group
             c.in_fd.reset();
             bool clean = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
+            // Drain what the child still said before judging its exit: a node's "d" line (a stop
+            // it obeyed, exit 130) or "x" line (the rank that died), a rank's run_end record (why
+            // it failed) and last metrics. The exit can be reaped before those lines are read;
+            // judging first made a stopped multi-host run fail.
+            if (!clean) drain(c);
             if (c.node >= 0) {
-                if (!clean) {
-                    // Drain what the node still said before judging its exit: its "d" line (a
-                    // stop it obeyed, exit 130) or its "x" line (the rank that died). The exit can
-                    // be reaped before those lines are read; judging first made a stopped run fail.
-                    while (c.tel_fd) read_fd(c, true);
-                    while (c.out_fd) read_fd(c, false);
-                }
                 if (!clean && !(stop_forwarded_ && c.reported_done)) {
                     if (!cause_.failed()) {
                         fail(-1, node_exit_message(c), true);

@@ -202,6 +202,22 @@ TEST(Launcher, RankFailureMessageFromRunEnd) {
     EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 7: loss is NaN");
 }
 
+// The same record, arriving only after the rank's exit was reaped (written by a process the rank
+// started in a session of its own, 0.3 s later): the launcher reads it before judging the exit.
+TEST(Launcher, ARanksRunEndReadAfterItsExitStillNamesTheCause) {
+    TempDir t;
+    std::ostringstream out;
+    // the outer shell's double quotes keep the JSON's quotes as \"
+    std::string script =
+        R"(setsid sh -c "sleep 0.3; echo '{\"v\":1,\"type\":\"run_end\",\"status\":\"failed\",)"
+        R"(\"message\":\"loss is NaN\",\"last_step\":7,\"wall_time\":1.0}' )"
+        R"(>&$TESSERA_TELEMETRY_FD" & exit 1)";
+    LaunchResult r = launch_job(spec_for({1, 1, 1}, script, t.path + "/runs.db"), out);
+    EXPECT_EQ(r.status, run_status::failed);
+    EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 7: loss is NaN")
+        << out.str();
+}
+
 TEST(Launcher, RestartAppendsResumeArgs) {
     TempDir t;
     std::string db = t.path + "/runs.db";
