@@ -24,9 +24,6 @@ struct Call {
     const std::function<void(size_t)>* fn = nullptr;
     std::atomic<size_t> next{0};
     std::vector<std::exception_ptr> errors;  // by piece
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t done = 0;  // pieces finished (under mu)
 
     // Takes pieces until none is left.
     void work() {
@@ -36,8 +33,6 @@ struct Call {
             } catch (...) {
                 errors[i] = std::current_exception();
             }
-            std::lock_guard<std::mutex> lock(mu);
-            if (++done == n) cv.notify_all();
         }
     }
 };
@@ -48,7 +43,9 @@ class Pool {
         for (int w = 0; w < workers; ++w) std::thread([this] { loop(); }).detach();
     }
 
-    // One call at a time: a second caller waits for the first's pieces to be handed out.
+    // One call at a time: a second caller waits for the first to finish. When the caller's own
+    // work() returns every piece has been taken; a worker holds a piece only while it counts in
+    // busy_, so once busy_ is 0 (and no new worker can take the call) every piece is done.
     void run(Call& c) {
         std::unique_lock<std::mutex> turn(turn_mu_);
         {
@@ -58,13 +55,9 @@ class Pool {
         }
         cv_.notify_all();
         c.work();
-        {
-            std::unique_lock<std::mutex> lock(c.mu);
-            c.cv.wait(lock, [&] { return c.done == c.n; });
-        }
         std::unique_lock<std::mutex> lock(mu_);
         call_ = nullptr;
-        idle_cv_.wait(lock, [&] { return busy_ == 0; });  // no worker still holds &c
+        idle_cv_.wait(lock, [&] { return busy_ == 0; });
     }
 
   private:
@@ -114,28 +107,17 @@ int parallel_threads() {
 
 void parallel_for(size_t n, const std::function<void(size_t)>& fn) {
     if (n == 0) return;
-    if (n == 1 || t_inside || parallel_threads() == 1) {
-        const bool outer = t_inside;
-        t_inside = true;
-        std::exception_ptr first;
-        for (size_t i = 0; i < n; ++i) {
-            try {
-                fn(i);
-            } catch (...) {
-                if (!first) first = std::current_exception();
-            }
-        }
-        t_inside = outer;
-        if (first) std::rethrow_exception(first);
-        return;
-    }
     Call c;
     c.n = n;
     c.fn = &fn;
     c.errors.resize(n);
-    t_inside = true;
-    pool().run(c);
-    t_inside = false;
+    const bool outer = t_inside;
+    t_inside = true;  // pieces that call parallel_for run theirs inline
+    if (n == 1 || outer || parallel_threads() == 1)
+        c.work();  // in order, on this thread
+    else
+        pool().run(c);
+    t_inside = outer;
     for (const auto& e : c.errors)
         if (e) std::rethrow_exception(e);
 }

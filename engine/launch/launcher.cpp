@@ -38,8 +38,8 @@ namespace {
 using Clock = LaunchClock;
 constexpr auto kFlushEvery = std::chrono::milliseconds(100);
 constexpr auto kDrainAfterExit = std::chrono::milliseconds(500);  // output left by grandchildren
-constexpr auto kDrainLimit =
-    std::chrono::seconds(2);  // an exited child's pipes, before its exit is judged
+// how long an exited child's pipes are read before its exit is judged (Attempt::drain)
+constexpr auto kDrainLimit = std::chrono::seconds(2);
 constexpr size_t kMaxLineBytes = 1 << 20;
 
 std::atomic<int> g_stop_requests{0};
