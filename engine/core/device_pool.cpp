@@ -45,12 +45,10 @@ DevicePool::Block* DevicePool::reserve_segment(size_t size, bool small) {
     segments_[base] = seg;
     reserved_ += (int64_t)seg;
     reserved_peak_ = std::max(reserved_peak_, reserved_);
-    auto blk = std::make_unique<Block>();
-    blk->addr = base;
-    blk->size = seg;
-    blk->small = small;
-    Block* b = blk.get();
-    blocks_[base] = std::move(blk);
+    Block* b = &blocks_.try_emplace(base).first->second;
+    b->addr = base;
+    b->size = seg;
+    b->small = small;
     return b;
 }
 
@@ -67,21 +65,19 @@ uintptr_t DevicePool::alloc(size_t bytes, int64_t* cached_delta) {
     }
     const size_t rest = b->size - size;
     if (small ? rest >= kRound : rest > kSmallRequest) {
-        auto tail = std::make_unique<Block>();
+        Block* tail = &blocks_.try_emplace(b->addr + size).first->second;
         tail->addr = b->addr + size;
         tail->size = rest;
         tail->small = small;
         tail->prev = b;
         tail->next = b->next;
-        if (b->next) b->next->prev = tail.get();
-        b->next = tail.get();
+        if (b->next) b->next->prev = tail;
+        b->next = tail;
         b->size = size;
-        pool_of(small).insert(tail.get());
-        blocks_[tail->addr] = std::move(tail);
+        pool_of(small).insert(tail);
     }
     b->free = false;
     b->requested = bytes;
-    live_[b->addr] = b;
     requested_ += (int64_t)bytes;
     *cached_delta = (reserved_ - requested_) - cached0;
     return b->addr;
@@ -89,10 +85,10 @@ uintptr_t DevicePool::alloc(size_t bytes, int64_t* cached_delta) {
 
 void DevicePool::free(uintptr_t p, int64_t* cached_delta) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = live_.find(p);
-    TS_CHECK(it != live_.end(), "DevicePool::free of an address it did not allocate");
-    Block* b = it->second;
-    live_.erase(it);
+    auto it = blocks_.find(p);
+    TS_CHECK(it != blocks_.end() && !it->second.free,
+             "DevicePool::free of an address it did not allocate");
+    Block* b = &it->second;
     requested_ -= (int64_t)b->requested;
     *cached_delta = (int64_t)b->requested;
     b->requested = 0;
@@ -107,7 +103,8 @@ void DevicePool::free(uintptr_t p, int64_t* cached_delta) {
         lo->size += hi->size;
         lo->next = hi->next;
         if (hi->next) hi->next->prev = lo;
-        blocks_.erase(hi->addr);  // hi is gone
+        const uintptr_t gone = hi->addr;
+        blocks_.erase(gone);  // hi is gone
         b = lo;
     }
     pool.insert(b);
@@ -117,7 +114,7 @@ int64_t DevicePool::release_cached_locked() {
     int64_t released = 0;
     for (auto it = segments_.begin(); it != segments_.end();) {
         auto blk = blocks_.find(it->first);
-        Block* b = blk->second.get();
+        Block* b = &blk->second;
         if (b->free && b->size == it->second) {  // the whole segment is one free block
             pool_of(b->small).erase(b);
             backing_.release(backing_.ctx, it->first, it->second);

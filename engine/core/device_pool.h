@@ -17,10 +17,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
+#include <memory_resource>
 #include <mutex>
 #include <set>
-#include <unordered_map>
 
 namespace tessera {
 
@@ -75,7 +74,7 @@ class DevicePool {
             return a->size != b->size ? a->size < b->size : a->addr < b->addr;
         }
     };
-    using FreeSet = std::set<Block*, BySizeThenAddr>;
+    using FreeSet = std::pmr::set<Block*, BySizeThenAddr>;
 
     FreeSet& pool_of(bool small) { return small ? small_free_ : large_free_; }
     Block* find_free(size_t size, bool small);
@@ -84,10 +83,12 @@ class DevicePool {
 
     Backing backing_;
     mutable std::mutex mu_;
-    FreeSet small_free_, large_free_;
-    std::unordered_map<uintptr_t, Block*> live_;
-    std::map<uintptr_t, std::unique_ptr<Block>> blocks_;  // every block, by address
-    std::map<uintptr_t, size_t> segments_;                // base -> bytes
+    // The containers' nodes come from a pool of their own: a split, a merge or a request costs no
+    // malloc once the pool has grown (the estimator places millions of meta tensors per search).
+    std::pmr::unsynchronized_pool_resource nodes_;
+    FreeSet small_free_{&nodes_}, large_free_{&nodes_};
+    std::pmr::map<uintptr_t, Block> blocks_{&nodes_};       // every block, by address
+    std::pmr::map<uintptr_t, size_t> segments_{&nodes_};  // base -> bytes
     int64_t reserved_ = 0, requested_ = 0, reserved_peak_ = 0;
 };
 

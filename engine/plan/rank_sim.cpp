@@ -81,16 +81,16 @@ void Timeline::repeat_step() {
         if (!e.alloc && e.of >= 0) transient[(size_t)e.of] = true;
     for (int round = 0; round < 8; ++round) {
         const int64_t reserved0 = pool_->reserved_bytes();
-        std::unordered_map<int64_t, void*> placed;  // alloc event -> its address this round
+        std::vector<void*> placed(events_.size(), nullptr);  // alloc event -> its address
         for (size_t i = 0; i < events_.size(); ++i) {
             const Event& e = events_[i];
             if (e.alloc && transient[i]) {
-                placed[(int64_t)i] = tensor_alloc(e.cat, e.bytes);
+                placed[i] = tensor_alloc(e.cat, e.bytes);
             } else if (!e.alloc && e.of >= 0) {
-                auto it = placed.find(e.of);
-                TS_CHECK(it != placed.end(), "Timeline::repeat_step: a free before its alloc");
-                tensor_free(e.cat, e.bytes, it->second);
-                placed.erase(it);
+                void*& at = placed[(size_t)e.of];
+                TS_CHECK(at, "Timeline::repeat_step: a free before its alloc");
+                tensor_free(e.cat, e.bytes, at);
+                at = nullptr;
             }
         }
         if (pool_->reserved_bytes() == reserved0) return;
