@@ -87,7 +87,7 @@ class DevicePool {
     // malloc once the pool has grown (the estimator places millions of meta tensors per search).
     std::pmr::unsynchronized_pool_resource nodes_;
     FreeSet small_free_{&nodes_}, large_free_{&nodes_};
-    std::pmr::map<uintptr_t, Block> blocks_{&nodes_};       // every block, by address
+    std::pmr::map<uintptr_t, Block> blocks_{&nodes_};     // every block, by address
     std::pmr::map<uintptr_t, size_t> segments_{&nodes_};  // base -> bytes
     int64_t reserved_ = 0, requested_ = 0, reserved_peak_ = 0;
 };
