@@ -7,27 +7,21 @@
 #                              tests/core, tests/launch, tests/parallel and tests/store (the
 #                              thread pool, the launcher, the communicator, the run store and
 #                              telemetry)
-#   scripts/sanitize.sh        both
-#   scripts/sanitize.sh ci     the subset .ci/run runs (it fits CI's 30 minutes; the full set
-#                              does not): ASan+UBSan over the unit label but for the planner's six
-#                              searches (339 of 345 tests), TSan over tests/core and tests/store
+#   scripts/sanitize.sh        both: what .ci/run runs
 # The presets build with clang (Debian 12: clang 14, its sanitizer runtimes, libomp), -g1 (line
 # tables: enough for the reports' stack traces) and lld; the engine at -O1, the test files at -O0
-# (TESSERA_TEST_CXX_FLAGS: a test file compiles in about half the time at -O0).
+# (TESSERA_TEST_CXX_FLAGS, -O0 in every build: tests/CMakeLists.txt).
 # Measured from empty build folders, ccache off, on the quiet 2-core machine (2026-12-04):
 #   asan: build 298 s (225 steps; with GCC 525 s, and 835 s before -g1 and lld); the unit and
-#         multirank labels 571 s, 496 tests, all pass. The slowest are the planner's searches:
-#         PlanRanked.FastestFirstGlobalBatchKeptEachWithAReason 108 s, PlanSmallBatch.TopSuggestion
-#         IsNotMicroBatchOneWhenALargerIsFaster 71 s, CliPlan.FitsAnswersEndToEnd 44 s,
-#         PlanSuggest.FitsSortedKeepsGlobalBatchAndExplains 33 s; the multirank label runs its
-#         tests one at a time (RUN_SERIAL: ranks need the cores): 257 s
+#         multirank labels 571 s, 496 tests, all pass, before the DevicePool's nodes came from a
+#         pool of their own (0d39e3d): the planner's six searches then took 290 s of test time,
+#         207 s after (106 s of wall clock side by side). The multirank label runs its tests one
+#         at a time (RUN_SERIAL: ranks need the cores): 262 s for 152 tests (two halves side by
+#         side took 251 s: the ranks already use both cores)
 #   tsan: build 182 s (164 steps; with GCC ~225 s), tests 19 s: 126 tests in tests/core,
 #         tests/launch, tests/parallel and tests/store, all pass (tests/parallel's ranks are
 #         forked while the test process is single-threaded: its TCP store serves from a process
 #         of its own, comm_test.cpp's StoreProcess)
-#   all:  ~17.8 min. ci: asan build ~290 s (no multirank-only folders), 339 tests 160-170 s;
-#         tsan build 38 s, 78 tests 8 s: ~8.3 min. Next to CI's other stages (~20 min here) the
-#         full set would take CI to ~38 min: CI runs `ci`, and `all` is for before a release.
 # Only the test folders those labels and tests live in are configured (TESSERA_TEST_DIRS), which
 # keeps Qt page tests and GPU tests out of the build. Any report fails the test that caused it
 # (halt_on_error / -fno-sanitize-recover), so the exit status is ctest's.
@@ -79,35 +73,9 @@ run_tsan() {
   echo "sanitize tsan: build $((t1 - t0)) s, tests $((SECONDS - t1)) s"
 }
 
-# ci: ASan+UBSan over the unit label but for the planner's six searches (together ~5 min of the
-# ~10 the label takes under ASan; they run under ASan in `asan`), TSan over tests/core and
-# tests/store. The ASan build leaves out the test folders that hold only multirank tests.
-ci_asan_dirs="cli;config;core;data;io;launch;model;parallel;pipeline;plan;store"
-ci_asan_skip='PlanRanked\.FastestFirst|PlanSmallBatch\.TopSuggestion|CliPlan\.FitsAnswers|PlanSuggest\.(FitsSorted|SideBySide|TightMemory)'
-ci_tsan_targets=(core_sha256_test core_unique_fd_test core_atomic_file_test core_device_pool_test
-                 core_parallel_for_test telemetry_test run_store_test store_process_test
-                 sqlite_handles_test system_metrics_test run_alerts_test)
-run_ci() {
-  local t0=$SECONDS
-  cmake --preset asan-ubsan "-DTESSERA_TEST_DIRS=$ci_asan_dirs" >/dev/null
-  cmake --build build-asan-ubsan -j "$jobs"
-  local t1=$SECONDS
-  (cd build-asan-ubsan && ctest --output-on-failure -j "$jobs" --timeout 900 -L unit \
-     -E "$ci_asan_skip")
-  local t2=$SECONDS
-  cmake --preset tsan "-DTESSERA_TEST_DIRS=core;store" >/dev/null
-  cmake --build build-tsan -j "$jobs" --target "${ci_tsan_targets[@]}"
-  local t3=$SECONDS
-  (cd build-tsan && OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-     ctest --output-on-failure -j "$jobs" --timeout 900 -L unit)
-  echo "sanitize ci: asan+ubsan build $((t1 - t0)) s, tests $((t2 - t1)) s;" \
-       "tsan build $((t3 - t2)) s, tests $((SECONDS - t3)) s"
-}
-
 case "$what" in
   asan) run_asan ;;
   tsan) run_tsan ;;
   all) run_asan; run_tsan ;;
-  ci) run_ci ;;
-  *) echo "usage: scripts/sanitize.sh [asan|tsan|all|ci]" >&2; exit 2 ;;
+  *) echo "usage: scripts/sanitize.sh [asan|tsan|all]" >&2; exit 2 ;;
 esac
