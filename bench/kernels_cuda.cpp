@@ -95,6 +95,39 @@ void attention_shapes() {
     }
 }
 
+// RMSNorm's backward at the Llama family's rows (bf16): both gradients in one call (one pass over
+// the rows where the kernel fits them) against the two passes it replaced, timed as the dinp-only
+// and dweight-only calls, whose sum is what both cost before 2026-12-04.
+void rmsnorm_shapes() {
+    struct Shape {
+        const char* name;
+        int N, C;
+    };
+    const Shape shapes[] = {{"smollm-135m (B16 T2048, 576)", 16 * 2048, 576},
+                            {"qwen2.5-0.5b (B8 T2048, 896)", 8 * 2048, 896},
+                            {"qwen3-0.6b (B8 T2048, 1024)", 8 * 2048, 1024},
+                            {"llama-3.2-1b (B8 T2048, 2048)", 8 * 2048, 2048}};
+    cudaStream_t s = cuda_stream();
+    std::printf("%-32s %10s %10s %10s %10s\n", "rmsnorm backward (bf16)", "both ms", "dinp ms",
+                "dweight ms", "two/one");
+    for (const Shape& x : shapes) {
+        const long n = (long)x.N * x.C;
+        DeviceBuffer<> dinp(dev(n * 2)), dout(dev(n * 2)), inp(dev(n * 2)), w(dev(x.C * 2)),
+            dw(dev(x.C * 4)), rstd(dev(x.N * 4));
+        auto call = [&](bool want_dinp, bool want_dw) {
+            rmsnorm_backward_cuda<bf16>(want_dinp ? (bf16*)dinp.get() : nullptr,
+                                        want_dw ? (float*)dw.get() : nullptr, (bf16*)dout.get(),
+                                        (bf16*)inp.get(), (bf16*)w.get(), (float*)rstd.get(), x.N,
+                                        x.C, s);
+        };
+        const double both = time_ms([&] { call(true, true); });
+        const double di = time_ms([&] { call(true, false); });
+        const double dwt = time_ms([&] { call(false, true); });
+        std::printf("%-32s %10.4f %10.4f %10.4f %9.2fx\n", x.name, both, di, dwt,
+                    (di + dwt) / both);
+    }
+}
+
 int main(int argc, char** argv) {
     if (cuda_device_count() == 0) {
         std::printf("kernels_cuda: no CUDA GPU visible; nothing measured\n");
@@ -103,6 +136,10 @@ int main(int argc, char** argv) {
     cuda_device_init(0);
     if (argc > 1 && std::strcmp(argv[1], "--attention") == 0) {  // only the attention table
         attention_shapes();
+        return 0;
+    }
+    if (argc > 1 && std::strcmp(argv[1], "--rmsnorm") == 0) {  // only the RMSNorm table
+        rmsnorm_shapes();
         return 0;
     }
     cudaStream_t s = cuda_stream();

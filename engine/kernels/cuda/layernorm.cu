@@ -215,6 +215,70 @@ static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, cons
     }
 }
 
+// RMSNorm's dinp and dweight in one pass over the rows: block b takes rows [b·rows, (b+1)·rows),
+// warp w of it the rows w, w + WARPS, ...; per row a first pass for mean(g·x̂) and a second that
+// writes dinp as rmsnorm_backward_dinp_kernel does and adds x̂·dout to the sums of the lane's
+// columns (lanes own the same NCH·VEC columns in every row). The warps' sums are added in warp
+// order into partial (blocks, C): deterministic. dinp may be dout with accumulate false (a lane
+// reads its elements before writing them).
+template <typename T, int VEC, int NCH, int WARPS>
+static __global__ void __launch_bounds__(32 * WARPS)
+    rmsnorm_backward_fused_kernel(T* dinp, float* partial, const T* dout, const T* inp,
+                                  const T* weight, const float* rstd, int N, int C,
+                                  int rows_per_chunk, RowLayout L, bool accumulate) {
+    __shared__ float sw[WARPS][32 * VEC + 1];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int r0 = blockIdx.x * rows_per_chunk;
+    const int r1 = min(N, r0 + rows_per_chunk);
+    float acc[NCH][VEC] = {};
+    for (int row = r0 + warp; row < r1; row += WARPS) {
+        const long off = L.offset(row, C);
+        const float r = rstd[row];
+        float dot = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NCH; ++j) {
+            const int i = (j * 32 + lane) * VEC;
+            if (i >= C) continue;
+            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                        vw = load_vec<VEC>(weight + i);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k)
+                dot += to_float(vg.v[k]) * to_float(vw.v[k]) * (to_float(vx.v[k]) * r);
+        }
+        dot = warp_sum(dot) / C;
+#pragma unroll
+        for (int j = 0; j < NCH; ++j) {
+            const int i = (j * 32 + lane) * VEC;
+            if (i >= C) continue;
+            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                        vw = load_vec<VEC>(weight + i), vd;
+            if (accumulate) vd = load_vec<VEC>(dinp + off + i);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float xh = to_float(vx.v[k]) * r, gf = to_float(vg.v[k]);
+                acc[j][k] += xh * gf;
+                const float g = r * (gf * to_float(vw.v[k]) - xh * dot);
+                vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
+            }
+            store_vec<VEC>(dinp + off + i, vd);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NCH; ++j) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) sw[warp][lane * VEC + k] = acc[j][k];
+        __syncthreads();
+        for (int c = threadIdx.x; c < 32 * VEC; c += blockDim.x) {
+            const int i = j * 32 * VEC + c;
+            if (i >= C) continue;
+            float w = 0.0f;
+            for (int k = 0; k < WARPS; ++k) w += sw[k][c];
+            partial[(long)blockIdx.x * C + i] = w;
+        }
+        __syncthreads();
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // launchers
 
@@ -328,6 +392,46 @@ static void rmsnorm_forward_rows(T* out, float* rstd, const T* inp, const T* wei
     CUDA_CHECK_LAUNCH("rmsnorm_forward_kernel");
 }
 
+// Both gradients in one pass (rmsnorm_backward_fused_kernel) when both are wanted, the rows take
+// 16-byte loads and a lane's columns fit in registers (C ≤ 128·VEC: 1024 in bf16, 512 in fp32);
+// false: the caller runs the two passes. Blocks of 16 warps over ≥ 64 rows, about 256 blocks
+// whatever N is, so the chunks' column sum stays short. `bench/kernels_cuda --rmsnorm` on the H200
+// (2026-12-04), two passes' ms over one pass's: SmolLM-135M's rows (32768 × 576) 1.30×,
+// Qwen2.5-0.5B's (16384 × 896) 1.47×, Qwen3-0.6B's (16384 × 1024) 1.43×; Llama-3.2-1B's (16384 ×
+// 2048, 8 column groups per lane) 0.97×, so wider rows keep the two passes (and 8 warps, or 32,
+// or fewer rows per block were slower at these shapes).
+template <typename T>
+static bool rmsnorm_backward_fused(T* dinp, float* dweight, const T* dout, const T* inp,
+                                   const T* weight, const float* rstd, int N, int C, RowLayout L,
+                                   bool accumulate, cudaStream_t s) {
+    constexpr int V = vec16<T>();
+    constexpr int kWarps = 16;
+    if (!dinp || !dweight || !weight) return false;
+    if (!(C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
+          aligned16(weight)))
+        return false;
+    const int nch = ceil_div(C, 32 * V);
+    if (nch > 4) return false;
+    const int rows_per_chunk = std::max(64, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
+    const int chunks = ceil_div(N, rows_per_chunk);
+    float* partial = static_cast<float*>(
+        cuda_scratch(ScratchSlot::layernorm_dparams, sizeof(float) * (size_t)chunks * C));
+    auto launch = [&](auto kernel) {
+        kernel<<<chunks, 32 * kWarps, 0, s>>>(dinp, partial, dout, inp, weight, rstd, N, C,
+                                              rows_per_chunk, L, accumulate);
+    };
+    if (nch == 1)
+        launch(rmsnorm_backward_fused_kernel<T, V, 1, kWarps>);
+    else if (nch == 2)
+        launch(rmsnorm_backward_fused_kernel<T, V, 2, kWarps>);
+    else
+        launch(rmsnorm_backward_fused_kernel<T, V, 4, kWarps>);
+    CUDA_CHECK_LAUNCH("rmsnorm_backward_fused_kernel");
+    chunk_column_sum(dweight, nullptr, partial, chunks, C, C, s);
+    CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
+    return true;
+}
+
 // The weight gradient first: with accumulate false, dinp may be dout and is written last.
 template <typename T>
 static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const T* inp,
@@ -336,6 +440,8 @@ static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const 
     TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_backward_cuda: bad shape N=", N, " C=", C);
     TS_CUDA_REQUIRE(dout && inp && rstd, "rmsnorm_backward_cuda: null dout/inp/rstd");
     if (N == 0) return;
+    if (rmsnorm_backward_fused<T>(dinp, dweight, dout, inp, weight, rstd, N, C, L, accumulate, s))
+        return;
     layernorm_dparams<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C, s, L);
     if (dinp) {
         TS_CUDA_REQUIRE(weight, "rmsnorm_backward_cuda: dinp needs weight");
