@@ -183,6 +183,15 @@ static __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp,
     if (lane == 0 && rstd) rstd[row] = r;
 }
 
+// RMSNorm's backward per element, in the one order both of its dinp kernels use: the element's
+// term of mean(g·x̂) (g = dout·weight, x̂ = inp·r), and its dinp r·(g − x̂·mean(g·x̂)).
+__device__ __forceinline__ float rms_dot_term(float dout, float w, float x, float r) {
+    return dout * w * (x * r);
+}
+__device__ __forceinline__ float rms_dinp(float dout, float w, float xh, float r, float dot) {
+    return r * (dout * w - xh * dot);
+}
+
 // dinp (N, C) += r·(g − x̂·mean(g·x̂)), g = dout·weight, x̂ = inp·r, or (accumulate false) =
 // (dinp may then be dout: a lane reads its elements before writing them). One warp per row.
 template <typename T, int VEC>
@@ -199,7 +208,7 @@ static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, cons
         Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
                     vw = load_vec<VEC>(weight + i);
         for (int k = 0; k < VEC; ++k)
-            dot += to_float(vg.v[k]) * to_float(vw.v[k]) * (to_float(vx.v[k]) * r);
+            dot += rms_dot_term(to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), r);
     }
     dot = warp_sum(dot) / C;
     for (int i = lane * VEC; i < C; i += 32 * VEC) {
@@ -208,7 +217,7 @@ static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, cons
         if (accumulate) vd = load_vec<VEC>(dinp + off + i);
         for (int k = 0; k < VEC; ++k) {
             const float xh = to_float(vx.v[k]) * r;
-            const float g = r * (to_float(vg.v[k]) * to_float(vw.v[k]) - xh * dot);
+            const float g = rms_dinp(to_float(vg.v[k]), to_float(vw.v[k]), xh, r, dot);
             vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
         }
         store_vec<VEC>(dinp + off + i, vd);
@@ -243,7 +252,7 @@ static __global__ void __launch_bounds__(32 * WARPS)
                         vw = load_vec<VEC>(weight + i);
 #pragma unroll
             for (int k = 0; k < VEC; ++k)
-                dot += to_float(vg.v[k]) * to_float(vw.v[k]) * (to_float(vx.v[k]) * r);
+                dot += rms_dot_term(to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), r);
         }
         dot = warp_sum(dot) / C;
 #pragma unroll
@@ -257,7 +266,7 @@ static __global__ void __launch_bounds__(32 * WARPS)
             for (int k = 0; k < VEC; ++k) {
                 const float xh = to_float(vx.v[k]) * r, gf = to_float(vg.v[k]);
                 acc[j][k] += xh * gf;
-                const float g = r * (gf * to_float(vw.v[k]) - xh * dot);
+                const float g = rms_dinp(gf, to_float(vw.v[k]), xh, r, dot);
                 vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
             }
             store_vec<VEC>(dinp + off + i, vd);
@@ -395,11 +404,10 @@ static void rmsnorm_forward_rows(T* out, float* rstd, const T* inp, const T* wei
 // Both gradients in one pass (rmsnorm_backward_fused_kernel) when both are wanted, the rows take
 // 16-byte loads and a lane's columns fit in registers (C ≤ 128·VEC: 1024 in bf16, 512 in fp32);
 // false: the caller runs the two passes. Blocks of 16 warps over ≥ 64 rows, about 256 blocks
-// whatever N is, so the chunks' column sum stays short. `bench/kernels_cuda --rmsnorm` on the H200
-// (2026-12-04), two passes' ms over one pass's: SmolLM-135M's rows (32768 × 576) 1.30×,
-// Qwen2.5-0.5B's (16384 × 896) 1.47×, Qwen3-0.6B's (16384 × 1024) 1.43×; Llama-3.2-1B's (16384 ×
-// 2048, 8 column groups per lane) 0.97×, so wider rows keep the two passes (and 8 warps, or 32,
-// or fewer rows per block were slower at these shapes).
+// whatever N is, so the chunks' column sum stays short. Why these bounds: `bench/kernels_cuda
+// --rmsnorm` on the H200, docs/benchmarks.md ("RMSNorm's backward in one pass"): 1.3-1.5× the two
+// passes up to 1024 columns, 0.97× at Llama-3.2-1B's 2048 (8 column groups per lane), and 8 or
+// 32 warps, or other rows per block, slower.
 template <typename T>
 static bool rmsnorm_backward_fused(T* dinp, float* dweight, const T* dout, const T* inp,
                                    const T* weight, const float* rstd, int N, int C, RowLayout L,
