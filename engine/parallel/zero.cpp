@@ -104,9 +104,11 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communi
         dp_rank_ = dp_->rank();
         dp_size_ = dp_->size();
     }
-    // the meta device (the estimator): the comm thread runs each task when it is waited for
-    worker_ = std::make_unique<CommWorker>(dev_ == Device::meta ? CommWorker::Mode::lazy
-                                                                : CommWorker::Mode::thread);
+    // the meta device (the estimator), and CPU ranks (ZeroOptions::comm_in_place): the main
+    // thread runs each task when it waits for it
+    worker_ = std::make_unique<CommWorker>(dev_ == Device::meta || o_.comm_in_place
+                                               ? CommWorker::Mode::lazy
+                                               : CommWorker::Mode::thread);
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
     // symmetric buffers are tried below (see there): ZeRO-1/2's bf16 images, and gradients
     // reduced through copy-engine exchanges

@@ -48,6 +48,9 @@ struct ZeroOptions {
     // the other ranks' fp32 slices instead), while each rank's own slice keeps its fp32 master.
     bool gather_bf16 = false;
     bool gpu = false;  // the device is a GPU (on the meta device: the one modelled)
+    // The DP collectives run on the main thread when it waits for them (CommWorker::Mode::lazy)
+    // instead of on a comm thread: CPU ranks (cpu_comm_thread says why).
+    bool comm_in_place = false;
 };
 
 class ParamStore {

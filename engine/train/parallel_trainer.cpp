@@ -14,6 +14,7 @@
 #include "engine/data/epoch_order.h"
 #include "engine/data/tokenizer.h"
 #include "engine/io/checkpoint.h"
+#include "engine/kernels/cpu/threads.h"
 #include "engine/model/gpt.h"
 #include "engine/model/gpt_import.h"
 #include "engine/model/hf_import.h"
@@ -142,7 +143,8 @@ class RankRunner final : private StageEdges {
                        .offload_optimizer = par.offload_optimizer,
                        .seed = cfg.train.seed,
                        .gather_bf16 = act_dtype_ == DType::bf16,  // bf16 only on GPUs
-                       .gpu = dev_ == Device::cuda};
+                       .gpu = dev_ == Device::cuda,
+                       .comm_in_place = dev_ == Device::cpu && !cpu_comm_thread()};
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(),
                                               groups.coord.tp, pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, n_micro_, v_)[stage_];

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -371,6 +372,36 @@ INSTANTIATE_TEST_SUITE_P(
         Plan{"llama_epoch_tp2", {"data.order=epoch", "parallel.tp=2"}, 1, 2},
         Plan{"llama_epoch_1f1b_pp2", {"data.order=epoch", "parallel.pp=2"}, 1, 4}),
     [](const auto& info) { return info.param.tag; });
+
+// A CPU rank runs its data-parallel collectives on its main thread when it waits for them
+// (ZeroOptions::comm_in_place); GPU ranks, and CPU ranks under TESSERA_COMM_THREAD=1, on a comm
+// thread beside it. Both ways give the same bits, under plain DP (bucketed all-reduces) and
+// ZeRO-3 (gathers ahead of each layer, reduce-scatters behind it). TESSERA_COMM_THREAD forces
+// either in the ranks this test starts.
+TEST(CommThread, OnTheThreadAndInPlaceGiveTheSameBits) {
+    struct Env {
+        explicit Env(const char* v) { ::setenv("TESSERA_COMM_THREAD", v, 1); }
+        ~Env() { ::unsetenv("TESSERA_COMM_THREAD"); }
+    };
+    for (const char* zero : {"parallel.zero=0", "parallel.zero=3"}) {
+        const std::vector<std::string> sets{"parallel.dp=2", zero};
+        Outcome threaded, in_place;
+        {
+            Env on("1");
+            threaded = run_plan("comm_thread", sets);
+        }
+        {
+            Env off("0");
+            in_place = run_plan("comm_in_place", sets);
+        }
+        ASSERT_EQ(threaded.exit_code, 0) << threaded.output;
+        ASSERT_EQ(in_place.exit_code, 0) << in_place.output;
+        ASSERT_EQ(threaded.losses.size(), 10u) << threaded.output;
+        EXPECT_EQ(threaded.losses, in_place.losses) << zero;
+        EXPECT_EQ(threaded.params, in_place.params) << zero;
+        expect_same_trajectory(reference(4), in_place, zero);
+    }
+}
 
 // A checkpoint written under one plan resumes under another on the same loss curve:
 // 5 steps as dp4 (zero 3), then 5 more as tp2 x pp2, against 10 single-rank steps.

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 namespace tessera {
 
@@ -22,6 +24,11 @@ int threads_configure(int threads, int ranks_on_host) {
     omp_set_num_threads(n);
     openblas_set_num_threads(1);
     return n;
+}
+
+bool cpu_comm_thread() {
+    const char* v = std::getenv("TESSERA_COMM_THREAD");
+    return v && std::strcmp(v, "1") == 0;
 }
 
 }  // namespace tessera
