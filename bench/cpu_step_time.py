@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 # usage: bench/cpu_step_time.py TESSERA [--steps N] [--warmup W] [--plans a,b,...] [--no-calibrate]
+#                                [--set key=value ...]
 # The estimator's CPU step time against `tessera train`, plan by plan, on this host. First
 # `tessera plan --calibrate --threads N` times this CPU's kernels at every thread count the plans'
 # ranks get (the host's cores over the ranks, less one for the comm thread from four a rank) and
@@ -26,6 +27,9 @@ plans = {
     "gpt-tiny 1 rank": (quick, []),
     "gpt-tiny dp2": (quick, ["parallel.dp=2"]),
     "gpt-tiny dp2 zero3 full": (quick, ["parallel.dp=2", "parallel.zero=3", "parallel.recompute=full"]),
+    "gpt-tiny dp2 zero3": (quick, ["parallel.dp=2", "parallel.zero=3"]),
+    "gpt-tiny full recompute": (quick, ["parallel.recompute=full"]),
+    "gpt-tiny dp2 full recompute": (quick, ["parallel.dp=2", "parallel.recompute=full"]),
     "gpt-tiny tp2": (quick, ["parallel.tp=2"]),
     "gpt-tiny pp2 mb4x4": (quick, ["parallel.pp=2", "train.micro_batch=4", "train.grad_accum=4"]),
     "llama-tiny 1 rank": (llama, ["parallel.dp=1", "parallel.zero=0"]),
@@ -36,6 +40,7 @@ if "--plans" in sys.argv:
     keep = arg("--plans", "").split(",")
     plans = {k: v for k, v in plans.items() if k in keep}
 common = [f"train.steps={steps}", "train.eval_every=0", "log.every=1", "checkpoint.every=0"]
+common += [v for k, v in zip(sys.argv, sys.argv[1:]) if k == "--set"]  # every plan, e.g. train.threads=8
 
 
 def sets_args(sets):

@@ -272,19 +272,23 @@ double small_batch_gemm_factor(const OpCosts& costs, const RankSim& sim) {
     return at_n > 0 && at_ref > 0 ? at_n / at_ref : 1.0;
 }
 
-// A CPU rank's exposed communication per step, priced with the host's measured Gloo collectives
+// A CPU rank's exposed communication per step, priced with the host's measured collectives
 // (OpCosts::collective: a fixed time per call and a time per byte the rank sends): each TP
 // all-reduce of the trace; the parameter store's per-unit DP collectives (all-reduce below ZeRO-2,
 // the all-gather after ZeRO-1/2's update, ZeRO-2/3's reduce-scatter per micro-batch, ZeRO-3's two
 // gathers per micro-batch); one pipeline message per micro-batch and chunk boundary each way; the
-// tied embedding's all-reduce; the step's scalars. No overlap with compute (each rank has its
-// cores busy).
+// tied embedding's all-reduce; the step's scalars. Every one of those calls synchronises the
+// ranks, so each also waits out their spread and a wake-up (OpCosts::sync: per call, and per
+// second of the rank's compute). No overlap with compute (each rank has its cores busy).
 double price_cpu_comm(const OpCosts& costs, const RankSim& sim, const ParallelConfig& par, int m,
                       const RankEstimate& r, int world) {
     const OpCosts::Linear& k = costs.collective;
-    double s = 0;
+    double s = 0, calls = 0;
     for (const OpCall& c : sim.trace.calls)
-        if (c.kind == OpKind::tp_all_reduce) s += k.at(ring_all_reduce((double)c.N, (int)c.NH));
+        if (c.kind == OpKind::tp_all_reduce) {
+            s += k.at(ring_all_reduce((double)c.N, (int)c.NH));
+            calls += 1;
+        }
     double units = 0;
     for (const auto& ch : sim.chunks)
         for (const auto& l : ch) units += (double)l.units.size();
@@ -293,15 +297,24 @@ double price_cpu_comm(const OpCosts& costs, const RankSim& sim, const ParallelCo
         const double per_unit =
             (z < 2) + (z == 1 || z == 2) + (z >= 2 ? m : 0) + (z >= 3 ? 2 * m : 0);
         s += units * per_unit * k.fixed_s + r.comm_dp_bytes * k.per_unit_s;
+        calls += units * per_unit;
     }
     if (r.comm_pp_bytes > 0) {
         const int G = par.pp * par.virtual_stages;
         double boundaries = 0;  // messages per micro-batch: outputs on, input gradients back
         for (int g : sim.layers.global) boundaries += (g < G - 1) + (g > 0);
         s += boundaries * m * k.fixed_s + r.comm_pp_bytes * k.per_unit_s;
+        calls += boundaries * m;
     }
-    if (r.comm_embedding_bytes > 0) s += k.at(r.comm_embedding_bytes);
-    if (world > 1) s += k.fixed_s;  // loss, gradient norm and stop votes in one all-reduce
+    if (r.comm_embedding_bytes > 0) {
+        s += k.at(r.comm_embedding_bytes);
+        calls += 1;
+    }
+    if (world > 1) {
+        s += k.fixed_s;  // loss, gradient norm and stop votes in one all-reduce
+        calls += 1;
+        s += calls * costs.sync.fixed_s + r.compute_s * costs.sync.per_unit_s;
+    }
     return s;
 }
 

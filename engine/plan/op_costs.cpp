@@ -210,6 +210,7 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     if (j.contains("comm")) {
         o.collective = linear(j["comm"], "collective", where + ": comm");
         o.comm_measured = true;
+        if (j["comm"].contains("sync")) o.sync = linear(j["comm"], "sync", where + ": comm");
     }
     return o;
 }

@@ -44,6 +44,9 @@ struct OpCosts {
     // (comm_measured false) for GPUs, whose links come from the device table
     Linear collective;
     bool comm_measured = false;
+    // A CPU's wait at a collective reached from compute, beyond the aligned call: per
+    // synchronising call, and per second of compute between calls (the ranks' spread); where swept
+    Linear sync;
 
     // Whether the sweep timed this call's op (in its precision).
     bool prices(const OpCall& c) const {

@@ -15,6 +15,7 @@
 
 #include "engine/core/error.h"
 #include "engine/kernels/cpu/adamw.h"
+#include "engine/kernels/cpu/matmul.h"
 #include "engine/kernels/cpu/rope.h"
 #include "engine/kernels/cpu/threads.h"
 #include "engine/parallel/comm.h"
@@ -330,10 +331,68 @@ double cpu_time_s(const std::function<void()>& f) {
 // (a ring all-reduce of x bytes over 2 sends x) plus a fixed time per call: what every collective
 // and pipeline message of a CPU step is priced with (the estimator: ring bytes,
 // docs/parallelism.md).
-json comm_sweep() {
+//
+// Then what a barrier-aligned call does not see (sync_sweep): in a step the ranks reach each
+// collective from their own compute, so a call also waits out the ranks' spread over the work
+// since the last one and the waiting rank's wake-up. Both ranks run a chunk of GEMMs (~1 ms and
+// ~8 ms) K times, alone and then with a small all-reduce after each chunk; the second loop's time
+// per chunk over the first's, less the aligned call's own time, is that wait. Fitted as a fixed
+// time per synchronising call plus a fraction of the compute between calls ("sync").
+struct SyncSample {
+    double chunk_s = 0, synced_s = 0;  // a chunk alone; a chunk and its all-reduce
+};
+
+std::vector<SyncSample> sync_sweep(Communicator& c, int rank, int threads) {
+    omp_set_num_threads(threads);  // this rank thread's pool, as a rank process has its own
+    constexpr int D = 192;
+    std::vector<float> a((size_t)D * D, 1e-2f), w((size_t)D * D, 1e-2f), o((size_t)D * D);
+    std::vector<float> small(256, 1e-3f);
+    using clock = std::chrono::steady_clock;
+    auto since = [](clock::time_point t0) {
+        return std::chrono::duration<double>(clock::now() - t0).count();
+    };
+    auto gemm = [&] { matmul_forward(o.data(), a.data(), w.data(), nullptr, D, D, D); };
+    // one GEMM's time with both ranks busy, the ranks' mean, so both run the same chunk
+    for (int i = 0; i < 5; ++i) gemm();
+    c.barrier();
+    auto t0 = clock::now();
+    for (int i = 0; i < 40; ++i) gemm();
+    float one = (float)(since(t0) / 40);
+    c.all_reduce(&one, 1);
+    one /= 2;
+    std::vector<SyncSample> out;
+    for (double target : {1e-3, 8e-3}) {
+        const int reps = std::max(1, (int)std::lround(target / std::max(one, 1e-7f)));
+        const int K = std::max(16, (int)(0.25 / target));
+        std::vector<double> alone, synced;
+        for (int round = 0; round < 3; ++round) {
+            c.barrier();
+            t0 = clock::now();
+            for (int k = 0; k < K; ++k)
+                for (int i = 0; i < reps; ++i) gemm();
+            float t = (float)(since(t0) / K);
+            c.all_reduce(&t, 1);  // the ranks' mean: each ran alone
+            alone.push_back(t / 2);
+            c.barrier();
+            t0 = clock::now();
+            for (int k = 0; k < K; ++k) {
+                for (int i = 0; i < reps; ++i) gemm();
+                c.all_reduce(small.data(), (int64_t)small.size());
+            }
+            synced.push_back(since(t0) / K);
+        }
+        std::sort(alone.begin(), alone.end());
+        std::sort(synced.begin(), synced.end());
+        if (rank == 0) out.push_back({alone[1], synced[1]});
+    }
+    return out;
+}
+
+json comm_sweep(int threads) {
     TcpStoreServer server("127.0.0.1", 0);
     const std::vector<int64_t> floats{256, 4096, 65536, 262144, 1048576};
     std::vector<double> typical(floats.size(), 1e30);
+    std::vector<SyncSample> sync;
     std::exception_ptr failed[2];
     auto rank = [&](int r) {
         try {
@@ -357,6 +416,8 @@ json comm_sweep() {
                 std::nth_element(times.begin(), times.begin() + 7, times.end());
                 if (r == 0) typical[i] = times[7];
             }
+            std::vector<SyncSample> s = sync_sweep(c, r, threads);
+            if (r == 0) sync = std::move(s);
         } catch (...) {
             failed[r] = std::current_exception();
         }
@@ -368,9 +429,21 @@ json comm_sweep() {
         if (e) std::rethrow_exception(e);
     std::vector<std::pair<double, double>> pts;
     for (size_t i = 0; i < floats.size(); ++i) pts.push_back({(double)floats[i] * 4, typical[i]});
+    json collective = op_sweep_fit_linear(pts);
+    const double aligned =
+        collective["fixed_s"].get<double>() + collective["per_unit_s"].get<double>() * 256 * 4;
+    std::vector<std::pair<double, double>> waits;
+    json samples = json::array();
+    for (const SyncSample& x : sync) {
+        waits.push_back({x.chunk_s, std::max(0.0, x.synced_s - x.chunk_s - aligned)});
+        samples.push_back({{"chunk_s", x.chunk_s}, {"synced_s", x.synced_s}});
+    }
     return {{"group", 2},
-            {"collective", op_sweep_fit_linear(pts)},
-            {"unit", "bytes a rank sends (ring: all-reduce 2(n-1)/n x, gather/scatter (n-1)/n x)"}};
+            {"collective", collective},
+            {"unit", "bytes a rank sends (ring: all-reduce 2(n-1)/n x, gather/scatter (n-1)/n x)"},
+            {"sync", op_sweep_fit_linear(waits)},
+            {"sync_unit", "per synchronising call, plus per second of compute between calls"},
+            {"sync_samples", samples}};
 }
 
 }  // namespace
@@ -426,7 +499,7 @@ json op_sweep_cpu(int threads, const std::function<void(const char*)>& progress)
     if (progress) progress("second pass");
     op_sweep_keep_faster(out, op_sweep_run(dev, grid));
     if (progress) progress("collectives (Gloo, loopback)");
-    out["comm"] = comm_sweep();
+    out["comm"] = comm_sweep(n);
     const CpuHost host = cpu_host();
     out["device"] = "cpu";
     out["cpu_model"] = host.model;

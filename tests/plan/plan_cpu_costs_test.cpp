@@ -161,6 +161,25 @@ TEST_F(CpuCalibration, CollectivesPricedPerCall) {
     EXPECT_NEAR(calls, std::round(calls), 1e-6);
 }
 
+// A collective reached from compute also waits out the ranks' spread (the sweep's "sync"): per
+// synchronising call, plus a fraction of the rank's compute.
+TEST_F(CpuCalibration, CollectivesWaitOutTheRanksSpread) {
+    const RunConfig dp2 = tiny({"parallel.dp=2"});
+    const int threads = plan_cpu_threads(dp2);
+    json costs = synthetic_costs(threads, cpu_host().model);
+    costs["comm"] = {{"group", 2},
+                     {"collective", {{"fixed_s", 1e-3}, {"per_unit_s", 0.0}}},
+                     {"sync", {{"fixed_s", 2e-4}, {"per_unit_s", 0.01}}}};
+    write(threads, costs);
+    const PlanEstimate e = estimate_plan(dp2, device_spec("cpu"));
+    ASSERT_EQ(e.step_model, "ops");
+    const RankEstimate& r = e.ranks[0];
+    EXPECT_NEAR(r.comm_s, (11 + 1) * (1e-3 + 2e-4) + 0.01 * r.compute_s, 1e-12);
+    // one rank: nothing to wait for
+    const PlanEstimate one = estimate_plan(tiny({}), device_spec("cpu"));
+    EXPECT_EQ(one.ranks[0].comm_s, 0.0);
+}
+
 TEST_F(CpuCalibration, FallsBackToTheEfficiencyModelWithoutOne) {
     const RunConfig cfg = tiny();
     const int threads = plan_cpu_threads(cfg);
