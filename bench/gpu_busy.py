@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""How busy the GPU is over the second half of an Nsight Systems trace (kernels, copies and
+memsets; their union over the window), the gaps between them, and the host's CUDA API time.
+
+usage: bench/gpu_busy.py TRACE.sqlite   (from `nsys profile --trace=cuda -o T tessera train ...`
+then `nsys export --type sqlite -o T.sqlite T.nsys-rep`; docs/benchmarks.md has the H200 commands)
+"""
+import sqlite3, sys
+
+db = sqlite3.connect(sys.argv[1])
+iv = []
+for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+    try:
+        iv += db.execute(f"select start, end from {t}").fetchall()
+    except Exception as e:
+        pass
+iv.sort()
+t0, t1 = iv[0][0], max(e for s, e in iv)
+w0 = t0 + (t1 - t0) * 0.5
+busy = 0; cur_s = cur_e = None; gaps = []
+for s, e in iv:
+    if e < w0: continue
+    s = max(s, w0)
+    if cur_e is None: cur_s, cur_e = s, e; continue
+    if s > cur_e:
+        busy += cur_e - cur_s; gaps.append(s - cur_e); cur_s, cur_e = s, e
+    else: cur_e = max(cur_e, e)
+busy += cur_e - cur_s
+win = t1 - w0
+gaps.sort(reverse=True)
+nk = sum(1 for s, e in iv if s >= w0)
+print(f"{sys.argv[1]}: window {win/1e6:.1f} ms, busy {busy/1e6:.1f} ms ({100*busy/win:.1f}%), "
+      f"{nk} kernels/copies, gaps {len(gaps)}: sum {sum(gaps)/1e6:.2f} ms, >50us {sum(g for g in gaps if g>50000)/1e6:.2f} ms, "
+      f"largest {[round(g/1e3) for g in gaps[:8]]} us")
+# per-API host time
+try:
+    rows = db.execute("select s.value, count(*), sum(r.end-r.start) from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s on r.nameId=s.id where r.start>=? group by s.value order by 3 desc limit 8", (w0,)).fetchall()
+    for n, c, t in rows: print(f"   {n}: {c} calls, {t/1e6:.2f} ms")
+except Exception as e: print(e)
