@@ -3,7 +3,7 @@
 #                                [--set key=value ...]
 # The estimator's CPU step time against `tessera train`, plan by plan, on this host. First
 # `tessera plan --calibrate --threads N` times this CPU's kernels at every thread count the plans'
-# ranks get (the host's cores over the ranks, less one for the comm thread from four a rank) and
+# ranks get (the host's cores over the ranks, less one where that leaves a rank four or more) and
 # stores them in the user's cache
 # (docs/parallelism.md, "Step time"); then each plan trains the shipped CPU projects' models
 # (projects/quickstart: gpt-tiny; projects/llama-tiny-cpu) for N steps in a scratch folder, and

@@ -282,40 +282,34 @@ double small_batch_gemm_factor(const OpCosts& costs, const RankSim& sim) {
 // second of the rank's compute). No overlap with compute (each rank has its cores busy).
 double price_cpu_comm(const OpCosts& costs, const RankSim& sim, const ParallelConfig& par, int m,
                       const RankEstimate& r, int world) {
-    const OpCosts::Linear& k = costs.collective;
-    double s = 0, calls = 0;
+    if (world < 2) return 0;
+    double calls = 1, bytes = 0;  // the step's scalars: loss, gradient norm and stop votes
     for (const OpCall& c : sim.trace.calls)
         if (c.kind == OpKind::tp_all_reduce) {
-            s += k.at(ring_all_reduce((double)c.N, (int)c.NH));
             calls += 1;
+            bytes += ring_all_reduce((double)c.N, (int)c.NH);
         }
     double units = 0;
     for (const auto& ch : sim.chunks)
         for (const auto& l : ch) units += (double)l.units.size();
     if (par.dp > 1) {
         const int z = par.zero;
-        const double per_unit =
-            (z < 2) + (z == 1 || z == 2) + (z >= 2 ? m : 0) + (z >= 3 ? 2 * m : 0);
-        s += units * per_unit * k.fixed_s + r.comm_dp_bytes * k.per_unit_s;
-        calls += units * per_unit;
+        calls += units * ((z < 2) + (z == 1 || z == 2) + (z >= 2 ? m : 0) + (z >= 3 ? 2 * m : 0));
+        bytes += r.comm_dp_bytes;
     }
     if (r.comm_pp_bytes > 0) {
         const int G = par.pp * par.virtual_stages;
         double boundaries = 0;  // messages per micro-batch: outputs on, input gradients back
         for (int g : sim.layers.global) boundaries += (g < G - 1) + (g > 0);
-        s += boundaries * m * k.fixed_s + r.comm_pp_bytes * k.per_unit_s;
         calls += boundaries * m;
+        bytes += r.comm_pp_bytes;
     }
     if (r.comm_embedding_bytes > 0) {
-        s += k.at(r.comm_embedding_bytes);
         calls += 1;
+        bytes += r.comm_embedding_bytes;
     }
-    if (world > 1) {
-        s += k.fixed_s;  // loss, gradient norm and stop votes in one all-reduce
-        calls += 1;
-        s += calls * costs.sync.fixed_s + r.compute_s * costs.sync.per_unit_s;
-    }
-    return s;
+    return calls * (costs.collective.fixed_s + costs.sync.fixed_s) +
+           bytes * costs.collective.per_unit_s + r.compute_s * costs.sync.per_unit_s;
 }
 
 }  // namespace
