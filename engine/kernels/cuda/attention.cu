@@ -24,6 +24,7 @@
 
 #include "engine/kernels/cuda/attention.cuh"
 #include "engine/kernels/cuda/attention_mma.cuh"
+#include "engine/kernels/cuda/attention_wgmma.cuh"
 #include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 
@@ -454,7 +455,10 @@ void attention_forward_cuda(T* out, float* lse, const T* qkv, int B, int T_, int
                 att_mma::forward<32>(out, lse, qkv, B, T_, C, NH, KV, s);
                 break;
             case 64:
-                att_mma::forward<64>(out, lse, qkv, B, T_, C, NH, KV, s);
+                if (att_wgmma::available())
+                    att_wgmma::forward(out, lse, qkv, B, T_, C, NH, KV, s);
+                else
+                    att_mma::forward<64>(out, lse, qkv, B, T_, C, NH, KV, s);
                 break;
             default:
                 att_mma::forward<128>(out, lse, qkv, B, T_, C, NH, KV, s);

@@ -6,7 +6,8 @@
 // {32, 64, 128}. Grouped-query attention: KV key/value heads (KV divides NH; GPT-2 has KV = NH),
 // query head h reads kv head h / (NH / KV) in place (no copies).
 // T = float: plain fp32 FMA math (matches the CPU to ~1e-6). T = bf16: tensor cores (mma.sync,
-// fp32 accumulation and fp32 softmax statistics).
+// fp32 accumulation and fp32 softmax statistics); the forward at hs 64 on an sm_90a build and a
+// compute capability 9.0 device runs warpgroup products (wgmma, attention_wgmma.cuh) instead.
 #pragma once
 #include "engine/kernels/cuda/cuda_common.cuh"
 
