@@ -519,7 +519,10 @@ void attention_backward_cuda(T* dqkv, const T* dout, const T* qkv, const T* out,
                 att_mma::backward<32>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
                 break;
             case 64:
-                att_mma::backward<64>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
+                if (att_wgmma::available())
+                    att_wgmma::backward(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
+                else
+                    att_mma::backward<64>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
                 break;
             default:
                 att_mma::backward<128>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);

@@ -70,6 +70,20 @@ __device__ __forceinline__ void pin(float (&d)[N]) {
     for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// d (64 x 32 fp32, the accumulator layout) (+)= A (64 x 16, smem descriptor) . B (32 x 16 K-major
+// smem descriptor); scale_d 0 overwrites d.
+template <int TRANS_B>
+__device__ __forceinline__ void wgmma_ss_n32(float (&d)[16], uint64_t a, uint64_t b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
+        "%9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15])
+        : "l"(a), "l"(b), "r"(scale_d), "n"(TRANS_B));
+}
+
 // d (64 x 64 fp32, the accumulator layout) (+)= A (64 x 16, smem descriptor) . B (64 x 16 K-major
 // smem descriptor); scale_d 0 overwrites d.
 template <int TRANS_B>
@@ -130,10 +144,25 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)
 
 template <int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, int scale_d) {
-    if constexpr (N == 64)
+    if constexpr (N == 32)
+        wgmma_ss_n32<0>(d, a, b, scale_d);
+    else if constexpr (N == 64)
         wgmma_ss_n64<0>(d, a, b, scale_d);
     else
         wgmma_ss_n128<0>(d, a, b, scale_d);
+}
+
+// The accumulator d (64 x N) in bf16 as the A operands of N/16 products of 16 columns each
+// (per warp, the m16n8k16 A layout).
+template <int N>
+__device__ __forceinline__ void pack_a(uint32_t (&a)[N / 16][4], const float (&d)[N / 2]) {
+#pragma unroll
+    for (int k = 0; k < N / 16; ++k) {
+        a[k][0] = pack_bf16(d[8 * k], d[8 * k + 1]);
+        a[k][1] = pack_bf16(d[8 * k + 2], d[8 * k + 3]);
+        a[k][2] = pack_bf16(d[8 * k + 4], d[8 * k + 5]);
+        a[k][3] = pack_bf16(d[8 * k + 6], d[8 * k + 7]);
+    }
 }
 #endif  // TESSERA_WGMMA_DEVICE
 
@@ -266,13 +295,7 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
                 o[4 * j + 3] *= alpha[1];
             }
             uint32_t pf[BN / 16][4];  // P as A operands, 16 keys each
-#pragma unroll
-            for (int k = 0; k < BN / 16; ++k) {
-                pf[k][0] = pack_bf16(s[8 * k], s[8 * k + 1]);
-                pf[k][1] = pack_bf16(s[8 * k + 2], s[8 * k + 3]);
-                pf[k][2] = pack_bf16(s[8 * k + 4], s[8 * k + 5]);
-                pf[k][3] = pack_bf16(s[8 * k + 6], s[8 * k + 7]);
-            }
+            pack_a<BN>(pf, s);
             pin(o);
             wgmma_fence();
 #pragma unroll
@@ -325,6 +348,289 @@ inline bool available() {
 #endif
 }
 
+// ---------------------------------------------------------------------------------------------
+// backward (dd = rowsum(dout ∘ out) comes from att_mma::backward_dd)
+
+// Shared memory of the dK/dV pass: k and v tiles (64·WGS rows), q and dout tiles (BQ rows) x 2
+// stages, then lse and dd (BQ floats) x 2 stages.
+template <int BQ, int WGS>
+constexpr size_t backward_dkv_smem() {
+    return sizeof(bf16) * 64 * (2 * 64 * WGS + 4 * BQ) + sizeof(float) * 4 * BQ + 1024;
+}
+
+// dqkv's k and v parts; grid att_mma::work_grid(key tiles of 64·WGS, KV heads), 128·WGS threads.
+// A warpgroup owns 64 keys; BQ queries per step; the steps run over the group's query heads, then
+// their query tiles, as att_mma::backward_dkv_kernel: S^T = K·Q^T and dP^T = V·dO^T from shared
+// memory, then dV += P^T·dO and dK += dS^T·Q with P^T and dS^T from registers.
+template <int BQ, int MINB, int WGS>
+static __global__ void __launch_bounds__(128 * WGS, MINB)
+    backward_dkv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                        const float* dd, int T_, int C, int NH, int KV, float scale,
+                        bool heavy_first) {
+#ifdef TESSERA_WGMMA_DEVICE
+    static_assert(BQ <= 64 * WGS, "backward_dkv_kernel: lse and dd take a thread per query each");
+    constexpr int THREADS = 128 * WGS, RK = 64 * WGS, QT = BQ * 64;
+    extern __shared__ unsigned char smem_raw[];
+    bf16* ks =
+        reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    bf16* vs = ks + RK * 64;
+    bf16* qs = vs + RK * 64;  // stage s at qs + s*QT
+    bf16* dos = qs + 2 * QT;
+    float* lse_s = reinterpret_cast<float*>(dos + 2 * QT);  // stage s at lse_s + s*BQ
+    float* dd_s = lse_s + 2 * BQ;
+
+    const att_mma::BlockWork w = att_mma::block_work(KV, heavy_first);
+    const int hk = w.h, b = w.b, G = NH / KV;  // the kv head and its query heads' count
+    const int k0 = w.rank * RK;                // key tile 0 sees the most query tiles
+    const long C3 = C + 2L * KV * HS;          // the row stride
+    const bf16* k_g = qkv + (long)b * T_ * C3 + C + hk * HS;
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const float scale_log2 = scale * LOG2E;
+    const int qb0 = k0 / BQ, n_qb = (T_ + BQ - 1) / BQ;  // query tiles qb0 .. n_qb - 1
+    const int nq = n_qb - qb0, n_steps = G * nq;  // step i: query head hk*G + i / nq, tile i % nq
+    const int wgkey = k0 + wg * 64;               // this warpgroup's first key
+    const int wkey = wgkey + warp * 16;           // this warp's; a thread's: wkey + g + 8*r
+
+    auto load_q_stage = [&](int i) {
+        const int st = i & 1, h = hk * G + i / nq, qb = qb0 + i % nq;
+        load_tile_swizzled<BQ, THREADS>(qs + st * QT, qkv + (long)b * T_ * C3 + h * HS, C3, qb * BQ,
+                                        T_);
+        load_tile_swizzled<BQ, THREADS>(dos + st * QT, dout + (long)b * T_ * C + h * HS, C, qb * BQ,
+                                        T_);
+        att_mma::load_rows_async<BQ>(lse_s + st * BQ, lse + ((long)b * NH + h) * T_, qb * BQ, T_,
+                                     0);
+        att_mma::load_rows_async<BQ>(dd_s + st * BQ, dd + ((long)b * NH + h) * T_, qb * BQ, T_,
+                                     THREADS / 2);
+    };
+    load_tile_swizzled<RK, THREADS>(ks, k_g, C3, k0, T_);
+    load_tile_swizzled<RK, THREADS>(vs, k_g + (long)KV * HS, C3, k0, T_);
+    load_q_stage(0);
+    cp_async_commit();
+
+    float dk[32], dv[32], s[BQ / 2], dp[BQ / 2];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) dk[i] = dv[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < BQ / 2; ++i) s[i] = dp[i] = 0.0f;
+    const uint32_t k_addr = att_mma::smem_addr(ks + wg * 64 * 64);
+    const uint32_t v_addr = att_mma::smem_addr(vs + wg * 64 * 64);
+
+    for (int i = 0; i < n_steps; ++i) {
+        const int qb = qb0 + i % nq;
+        if (i + 1 < n_steps) {
+            load_q_stage(i + 1);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        fence_proxy_async();
+        __syncthreads();
+        const int q0 = qb * BQ;
+        if (wgkey < q0 + BQ) {  // else every key of this warpgroup is past every query: P = 0
+            const int st = i & 1;
+            const uint32_t q_addr = att_mma::smem_addr(qs + st * QT);
+            const uint32_t do_addr = att_mma::smem_addr(dos + st * QT);
+            const float* lse_c = lse_s + st * BQ;
+            const float* dd_c = dd_s + st * BQ;
+            pin(s);
+            pin(dp);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < HS / 16; ++kk)  // S^T = K·Q^T
+                wgmma_ss<BQ>(s, smem_desc(k_addr + 32 * kk, 0, 1024),
+                             smem_desc(q_addr + 32 * kk, 0, 1024), kk > 0);
+#pragma unroll
+            for (int kk = 0; kk < HS / 16; ++kk)  // dP^T = V·dO^T
+                wgmma_ss<BQ>(dp, smem_desc(v_addr + 32 * kk, 0, 1024),
+                             smem_desc(do_addr + 32 * kk, 0, 1024), kk > 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin(s);
+            pin(dp);
+            const bool mask = q0 < wgkey + 64 || q0 + BQ > T_;
+#pragma unroll
+            for (int j = 0; j < BQ / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int qi = 8 * j + 2 * t + (e & 1);
+                    float p = fast_exp2(fmaf(s[4 * j + e], scale_log2, -lse_c[qi] * LOG2E));
+                    if (mask) {
+                        const int q = q0 + qi, key = wkey + g + (e / 2) * 8;
+                        if (key > q || q >= T_) p = 0.0f;
+                    }
+                    s[4 * j + e] = p;
+                    dp[4 * j + e] = p * (dp[4 * j + e] - dd_c[qi]);  // dS^T / scale
+                }
+            uint32_t pf[BQ / 16][4], dsf[BQ / 16][4];
+            pack_a<BQ>(pf, s);
+            pack_a<BQ>(dsf, dp);
+            pin(dv);
+            pin(dk);
+            wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < BQ / 16; ++k)  // dV += P^T·dO (16 queries of dO: 2048 bytes)
+                wgmma_rs_n64<1>(dv, pf[k], smem_desc(do_addr + 2048 * k, 64 * 128, 1024));
+#pragma unroll
+            for (int k = 0; k < BQ / 16; ++k)  // dK += dS^T·Q
+                wgmma_rs_n64<1>(dk, dsf[k], smem_desc(q_addr + 2048 * k, 64 * 128, 1024));
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin(dv);
+            pin(dk);
+        }
+        __syncthreads();  // every warpgroup is done with this stage before it is refilled
+    }
+
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int key = wkey + g + 8 * r;
+        if (key >= T_) continue;
+        bf16* dk_g = dqkv + ((long)b * T_ + key) * C3 + C + hk * HS + 2 * t;  // dv at +KV·HS
+#pragma unroll
+        for (int j = 0; j < HS / 8; ++j) {
+            *reinterpret_cast<uint32_t*>(dk_g + 8 * j) =
+                pack_bf16(dk[4 * j + 2 * r] * scale, dk[4 * j + 2 * r + 1] * scale);
+            *reinterpret_cast<uint32_t*>(dk_g + (long)KV * HS + 8 * j) =
+                pack_bf16(dv[4 * j + 2 * r], dv[4 * j + 2 * r + 1]);
+        }
+    }
+#else
+    __trap();  // launched only where available() says so
+#endif
+}
+
+// Shared memory of the dQ pass: q and dout tiles (64·WGS rows); k and v tiles (BK rows) x 2 stages.
+template <int BK, int WGS>
+constexpr size_t backward_dq_smem() {
+    return sizeof(bf16) * 64 * (2 * 64 * WGS + 4 * BK) + 1024;
+}
+
+// dqkv's q part; grid att_mma::work_grid(query tiles of 64·WGS, NH), 128·WGS threads. A
+// warpgroup owns 64 query rows; BK keys per step: S = Q·K^T and dP = dO·V^T from shared memory, dQ
+// += dS·K with dS from registers. Recomputing S and dP here (no atomics) keeps dQ bit-identical run
+// to run.
+template <int BK, int MINB, int WGS>
+static __global__ void __launch_bounds__(128 * WGS, MINB)
+    backward_dq_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                       const float* dd, int T_, int C, int NH, int KV, float scale,
+                       bool heavy_first) {
+#ifdef TESSERA_WGMMA_DEVICE
+    constexpr int THREADS = 128 * WGS, RQ = 64 * WGS, KT = BK * 64;
+    extern __shared__ unsigned char smem_raw[];
+    bf16* qs =
+        reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    bf16* dos = qs + RQ * 64;
+    bf16* ks = dos + RQ * 64;  // stage s at ks + s*KT
+    bf16* vs = ks + 2 * KT;
+
+    const int n_q = (T_ + RQ - 1) / RQ;
+    const att_mma::BlockWork w = att_mma::block_work(NH, heavy_first);
+    const int h = w.h, b = w.b;
+    const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
+    const long C3 = C + 2L * KV * HS;        // the row stride
+    const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
+    const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
+    const bf16* v_g = k_g + (long)KV * HS;
+    const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const float scale_log2 = scale * LOG2E;
+    const int n_k = (min(q0 + RQ, T_) - 1) / BK + 1;  // key tiles 0 .. the last one needed
+    const int wgrow = q0 + wg * 64;                   // this warpgroup's first row
+    const int wrow = wgrow + warp * 16;               // this warp's; a thread's: wrow + g + 8*r
+
+    load_tile_swizzled<RQ, THREADS>(qs, q_g, C3, q0, T_);
+    load_tile_swizzled<RQ, THREADS>(dos, dout + (long)b * T_ * C + h * HS, C, q0, T_);
+    load_tile_swizzled<BK, THREADS>(ks, k_g, C3, 0, T_);
+    load_tile_swizzled<BK, THREADS>(vs, v_g, C3, 0, T_);
+    cp_async_commit();
+
+    float lse2[2], ddr[2];  // lse in log2 units and D of this thread's rows
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int q = wrow + g + 8 * r;
+        const long i = ((long)b * NH + h) * T_ + q;
+        lse2[r] = q < T_ ? lse[i] * LOG2E : 0.0f;
+        ddr[r] = q < T_ ? dd[i] : 0.0f;
+    }
+    float dq[32], s[BK / 2], dp[BK / 2];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) dq[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < BK / 2; ++i) s[i] = dp[i] = 0.0f;
+    const uint32_t q_addr = att_mma::smem_addr(qs + wg * 64 * 64);
+    const uint32_t do_addr = att_mma::smem_addr(dos + wg * 64 * 64);
+
+    for (int kt = 0; kt < n_k; ++kt) {
+        if (kt + 1 < n_k) {
+            const int st = (kt + 1) & 1;
+            load_tile_swizzled<BK, THREADS>(ks + st * KT, k_g, C3, (kt + 1) * BK, T_);
+            load_tile_swizzled<BK, THREADS>(vs + st * KT, v_g, C3, (kt + 1) * BK, T_);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        fence_proxy_async();
+        __syncthreads();
+        const int k0 = kt * BK;
+        if (k0 < wgrow + 64) {  // else every key of the tile is past every row of the warpgroup
+            const uint32_t k_addr = att_mma::smem_addr(ks + (kt & 1) * KT);
+            const uint32_t v_addr = att_mma::smem_addr(vs + (kt & 1) * KT);
+            pin(s);
+            pin(dp);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < HS / 16; ++kk)  // S = Q·K^T
+                wgmma_ss<BK>(s, smem_desc(q_addr + 32 * kk, 0, 1024),
+                             smem_desc(k_addr + 32 * kk, 0, 1024), kk > 0);
+#pragma unroll
+            for (int kk = 0; kk < HS / 16; ++kk)  // dP = dO·V^T
+                wgmma_ss<BK>(dp, smem_desc(do_addr + 32 * kk, 0, 1024),
+                             smem_desc(v_addr + 32 * kk, 0, 1024), kk > 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin(s);
+            pin(dp);
+            const bool mask = k0 + BK > wrow;  // keys past this warp's first row (and past T_)
+#pragma unroll
+            for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    float p = fast_exp2(fmaf(s[4 * j + e], scale_log2, -lse2[e / 2]));
+                    if (mask && k0 + 8 * j + 2 * t + (e & 1) > wrow + g + (e / 2) * 8) p = 0.0f;
+                    dp[4 * j + e] = p * (dp[4 * j + e] - ddr[e / 2]);  // dS / scale
+                }
+            uint32_t dsf[BK / 16][4];
+            pack_a<BK>(dsf, dp);
+            pin(dq);
+            wgmma_fence();
+#pragma unroll
+            for (int k = 0; k < BK / 16; ++k)  // dQ += dS·K (16 keys of K: 2048 bytes)
+                wgmma_rs_n64<1>(dq, dsf[k], smem_desc(k_addr + 2048 * k, 64 * 128, 1024));
+            wgmma_commit();
+            wgmma_wait<0>();
+            pin(dq);
+        }
+        __syncthreads();  // every warpgroup is done with this stage before it is refilled
+    }
+
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int q = wrow + g + 8 * r;
+        if (q >= T_) continue;
+        bf16* dq_g = dqkv + ((long)b * T_ + q) * C3 + h * HS + 2 * t;
+#pragma unroll
+        for (int j = 0; j < HS / 8; ++j)
+            *reinterpret_cast<uint32_t*>(dq_g + 8 * j) =
+                pack_bf16(dq[4 * j + 2 * r] * scale, dq[4 * j + 2 * r + 1] * scale);
+    }
+#else
+    __trap();  // launched only where available() says so
+#endif
+}
+
 // As att_mma::forward<64>. Tiles: BN keys per step, MINB blocks per SM, WGS warpgroups (64
 // query rows each) per block. Measured on an H200 (bench/kernels_cuda --attention, forward ms at
 // SmolLM-135M B16 T2048, 9/3 heads; mma.sync kernels 0.302): BN 128, 2 warpgroups, 2 blocks per
@@ -341,6 +647,45 @@ static void forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int C
     kernel<<<att_mma::work_grid(ceil_div(T_, 64 * WGS), NH, B, true), 128 * WGS, smem, s>>>(
         out, lse, qkv, T_, C, NH, KV, 1.0f / sqrtf((float)HS), true);
     CUDA_CHECK_LAUNCH("att_wgmma::forward_kernel");
+}
+
+// As att_mma::backward<64>: dqkv (B, T_, C + 2·KV·64) overwritten; dd (B, NH, T_) scratch.
+template <int DKV_BQ, int DKV_MINB, int DKV_WGS, int DQ_BK, int DQ_MINB, int DQ_WGS>
+static void backward_v(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                       const float* lse, float* dd, int B, int T_, int C, int NH, int KV,
+                       cudaStream_t s) {
+    att_mma::backward_dd<HS>(dd, dout, out, B, T_, NH, s);
+    const float scale = 1.0f / sqrtf((float)HS);
+    {
+        const size_t smem = backward_dkv_smem<DKV_BQ, DKV_WGS>();
+        auto kernel = backward_dkv_kernel<DKV_BQ, DKV_MINB, DKV_WGS>;
+        CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        kernel<<<att_mma::work_grid(ceil_div(T_, 64 * DKV_WGS), KV, B, true), 128 * DKV_WGS, smem,
+                 s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, KV, scale, true);
+        CUDA_CHECK_LAUNCH("att_wgmma::backward_dkv_kernel");
+    }
+    {
+        const size_t smem = backward_dq_smem<DQ_BK, DQ_WGS>();
+        auto kernel = backward_dq_kernel<DQ_BK, DQ_MINB, DQ_WGS>;
+        CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        kernel<<<att_mma::work_grid(ceil_div(T_, 64 * DQ_WGS), NH, B, true), 128 * DQ_WGS, smem,
+                 s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, KV, scale, true);
+        CUDA_CHECK_LAUNCH("att_wgmma::backward_dq_kernel");
+    }
+}
+
+// Tiles measured on an H200 (bench/kernels_cuda --attention, backward ms; SmolLM-135M B16 T2048
+// 9/3 heads, Qwen2.5-0.5B B8 14/2, Llama-3.2-1B B8 32/8; att_mma's kernels 1.090, 0.838, 1.848):
+//   one warpgroup a block, 64 queries (dK/dV) / keys (dQ) a step, 2 blocks per SM: 0.955, 0.752,
+//   1.676 (kept); two warpgroups, 64 a step, 1 block: 1.036, 0.812, 1.839; the same with 128-key
+//   dQ steps: 1.010, 0.787, 1.783; two warpgroups, 32 a step, 2 blocks: 1.076, 1.111, 1.870; one
+//   warpgroup, 32 a step, 3 blocks: 1.057, 0.954, 1.837.
+static void backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
+                     const float* lse, float* dd, int B, int T_, int C, int NH, int KV,
+                     cudaStream_t s) {
+    backward_v<64, 2, 1, 64, 2, 1>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
 }
 
 }  // namespace att_wgmma
