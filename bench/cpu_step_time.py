@@ -10,10 +10,12 @@
 # its wall-clock tokens/s is the tokens of the steps after the first W over the time between their
 # metric records (rank 0, each written at the end of its step); `tessera plan --json` on the same
 # config predicts it. No run entered the prediction: the calibration times single kernels only.
-# With --repeat R each plan trains R times and the fastest wall clock counts (the calibration
-# likewise keeps each op's fastest run): on a host shared with other work, the slower runs measure
-# the neighbours. Beside it, labelled, the fastest window of 8 consecutive timed steps (the least
-# disturbed stretch); the load average is printed beside each row.
+# With --repeat R every plan trains once per round, R rounds, and its fastest wall clock counts;
+# the calibration runs again after the rounds (`--calibrate --keep-faster`: each op the faster of
+# the sweep before the runs and the one after), and the predictions use that. On a host shared
+# with other work a slow spell of tens of seconds then costs one round of a plan or one sweep, not
+# the row: the slower runs measure the neighbours. Beside it, labelled, the fastest window of 8
+# consecutive timed steps (the least disturbed stretch); each run's load average as it ends.
 # Prints one table (and the sweep's time); writes step_time_cpu.json beside the scratch folders.
 import json, os, shutil, sqlite3, subprocess, sys, tempfile, time
 
@@ -64,61 +66,86 @@ for tag, (proj, sets) in plans.items():
 # rule tessera train sets them by, default_threads_per_rank)
 threads = sorted({plan_json(os.path.join(work, t.replace(" ", "_"), "project.yaml"),
                             s + common)["threads_per_rank"] for t, (_, s) in plans.items()})
-if "--no-calibrate" not in sys.argv:
+
+
+def calibrate(extra):
     for n in threads:
         t0 = time.time()
-        r = subprocess.run([tess, "plan", "--calibrate", "--threads", str(n)], capture_output=True, text=True)
+        r = subprocess.run([tess, "plan", "--calibrate", "--threads", str(n)] + extra, capture_output=True, text=True)
         if r.returncode:
             sys.exit(f"calibration failed: {(r.stdout + r.stderr)[-800:]}")
-        print(f"calibrated {n} thread(s) in {time.time() - t0:.1f} s: {r.stderr.strip().splitlines()[-1]}", flush=True)
+        print(f"calibrated {n} thread(s) in {time.time() - t0:.1f} s{' (' + extra[0] + ')' if extra else ''}: "
+              f"{r.stderr.strip().splitlines()[-1]}", flush=True)
 
-res = {}
+
+def train(tag, proj, sets):
+    """One run of the plan: (tokens/s over the timed steps, the fastest 8-step window) or the error."""
+    d = os.path.join(work, tag.replace(" ", "_"))
+    cfg = os.path.join(d, "project.yaml")
+    all_sets = sets + common + [f"log.db={os.path.join(d, 'runs.db')}"]
+    if os.path.exists(os.path.join(d, "runs.db")):
+        os.remove(os.path.join(d, "runs.db"))
+    r = subprocess.run([tess, "train", cfg] + sets_args(all_sets), capture_output=True, text=True, cwd=d)
+    if r.returncode:
+        return None, None, (r.stdout + r.stderr)[-800:]
+    tokens = plan_json(cfg, all_sets)["tokens_per_step"]
+    db = sqlite3.connect(os.path.join(d, "runs.db"))
+    run = db.execute("select max(id) from runs").fetchone()[0]
+    ends = dict(db.execute("select step, wall_time from metrics where run_id=? and name='train/loss' and rank=0",
+                           (run,)).fetchall())
+    db.close()
+    last = max(ends)
+    timed = [ends[k] for k in sorted(ends) if k >= warm]
+    win = min(8, len(timed) - 1)
+    return (tokens * (last - warm) / (ends[last] - ends[warm]),
+            tokens * win / min(b - a for a, b in zip(timed, timed[win:])), None)
+
+
+if "--no-calibrate" not in sys.argv:
+    calibrate([])
+# the runs in rounds (every plan once, then again): a slow spell on a shared host costs one round
+# of a plan, not all its repeats
+runs = {tag: [] for tag in plans}
+windows = {tag: [] for tag in plans}
+failed = {}
+for k in range(repeat):
+    for tag, (proj, sets) in plans.items():
+        if tag in failed:
+            continue
+        tok, window, err = train(tag, proj, sets)
+        if err:
+            failed[tag] = err
+            print(tag, "FAILED", err, flush=True)
+            continue
+        runs[tag].append(tok)
+        windows[tag].append(window)
+        print(f"  round {k + 1}: {tag} {tok:,.0f} tok/s (load {os.getloadavg()[0]:.1f})", flush=True)
+# ... and the calibration again after them, each op the faster of the two sweeps
+if "--no-calibrate" not in sys.argv and repeat > 1:
+    calibrate(["--keep-faster"])
+
+res = {tag: {"error": err} for tag, err in failed.items()}
 print(f"\n{'plan':<26} {'world':>5} {'measured tok/s':>14} {'predicted':>10} {'error':>7}   "
       f"{'best 8 steps':>10} {'error':>7}   "
       f"predicted rank 0 (ms): gemm attention other optimizer comm", flush=True)
 for tag, (proj, sets) in plans.items():
-    d = os.path.join(work, tag.replace(" ", "_"))
-    cfg = os.path.join(d, "project.yaml")
-    all_sets = sets + common + [f"log.db={os.path.join(d, 'runs.db')}"]
-    p = plan_json(cfg, all_sets)
-    runs, windows = [], []
-    for k in range(repeat):
-        if os.path.exists(os.path.join(d, "runs.db")):
-            os.remove(os.path.join(d, "runs.db"))
-        t0 = time.time()
-        r = subprocess.run([tess, "train", cfg] + sets_args(all_sets), capture_output=True, text=True, cwd=d)
-        wall = time.time() - t0
-        if r.returncode:
-            break
-        db = sqlite3.connect(os.path.join(d, "runs.db"))
-        run = db.execute("select max(id) from runs").fetchone()[0]
-        ends = dict(db.execute("select step, wall_time from metrics where run_id=? and name='train/loss' and rank=0",
-                               (run,)).fetchall())
-        db.close()
-        last = max(ends)
-        runs.append(p["tokens_per_step"] * (last - warm) / (ends[last] - ends[warm]))
-        timed = [ends[k] for k in sorted(ends) if k >= warm]
-        win = min(8, len(timed) - 1)
-        windows.append(p["tokens_per_step"] * win / min(b - a for a, b in zip(timed, timed[win:])))
-    if r.returncode:
-        res[tag] = {"error": (r.stdout + r.stderr)[-800:]}
-        print(tag, "FAILED", res[tag]["error"], flush=True)
+    if tag in failed:
         continue
-    measured, window = max(runs), max(windows)
+    d = os.path.join(work, tag.replace(" ", "_"))
+    p = plan_json(os.path.join(d, "project.yaml"), sets + common + [f"log.db={os.path.join(d, 'runs.db')}"])
+    measured, window = max(runs[tag]), max(windows[tag])
     pred = p["tokens_per_s"]
     r0 = p["ranks"][0]
     parts = r0["compute_parts_s"]
     res[tag] = {"sets": sets, "world": p["world"], "measured_tok_per_s": measured, "predicted_tok_per_s": pred,
                 "error": pred / measured - 1, "step_model": p["step_model"], "step_model_note": p["step_model_note"],
                 "predicted_step_s": p["step_s"], "measured_step_s": p["tokens_per_step"] / measured,
-                "predicted_parts_s": parts, "comm_s": r0["comm_s"], "train_wall_s": wall,
-                "runs_tok_per_s": runs, "best_window_tok_per_s": window, "best_window_error": pred / window - 1,
-                "load_avg_1min": os.getloadavg()[0]}
+                "predicted_parts_s": parts, "comm_s": r0["comm_s"],
+                "runs_tok_per_s": runs[tag], "best_window_tok_per_s": window, "best_window_error": pred / window - 1}
     print(f"{tag:<26} {p['world']:>5} {measured:>14,.0f} {pred:>10,.0f} {100 * (pred / measured - 1):>+6.1f}%   "
           f"{window:>10,.0f} {100 * (pred / window - 1):>+6.1f}%   "
           f"{parts['gemm'] * 1e3:.1f} {parts['attention'] * 1e3:.1f} {parts['other_ops'] * 1e3:.1f} "
-          f"{parts['optimizer'] * 1e3:.1f} {r0['comm_s'] * 1e3:.1f}   ({p['step_model']}, load {os.getloadavg()[0]:.1f})",
-          flush=True)
+          f"{parts['optimizer'] * 1e3:.1f} {r0['comm_s'] * 1e3:.1f}   ({p['step_model']})", flush=True)
 errs = [abs(v["error"]) for v in res.values() if isinstance(v.get("error"), float)]
 if errs:
     print(f"worst |error| {100 * max(errs):.1f}% over {len(errs)} plans (target 15%); fastest 8-step windows: "

@@ -32,7 +32,7 @@ namespace {
 const char* kPlanUsage =
     "usage: tessera plan CONFIG [--device NAME] [--json] [--set key.path=value]...\n"
     "                   [--fits [--gpus N] [--global-batch N]]\n"
-    "       tessera plan --calibrate [--threads N] [CONFIG ...]\n"
+    "       tessera plan --calibrate [--threads N] [--keep-faster] [CONFIG ...]\n"
     "\n"
     "Predicts every rank's peak memory by category, FLOPs, communication per step, the pipeline\n"
     "bubble, step time, tokens/s and MFU for a run config, without running it.\n"
@@ -49,6 +49,11 @@ const char* kPlanUsage =
     "                  by CPU model, cores and threads; CPU plans are then priced op by op\n"
     "                  (step_model \"ops\"), else from sgemm's rate (\"efficiency\")\n"
     "  --threads N     with --calibrate: calibrate N threads per rank\n"
+    "  --keep-faster   with --calibrate: keep each op's faster time of this sweep and the one\n"
+    "                  stored for these threads (a host shared with other work measures its\n"
+    "                  neighbours in a slow spell; sweeps at different times keep the host's own\n"
+    "                  cost); the collectives are this sweep's. A stored file of another grid or\n"
+    "                  host, or unreadable, is replaced (and said so)\n"
     "  --fits          also answer what fits: the largest micro-batch and the longest sequence\n"
     "                  that fit this plan, the cheapest recompute/offload policy that fits, a\n"
     "                  first or last stage made the outlier by the embedding or head (and the\n"
@@ -111,14 +116,68 @@ std::string ranks_str(const std::vector<int>& rs) {
     return s;
 }
 
+// The calibration stored at `path`, when it is one --keep-faster may merge with `costs` (this
+// host, these threads, this grid); otherwise null, and `why` says what stops it.
+nlohmann::json stored_calibration(const std::string& path, const nlohmann::json& costs,
+                                  std::string& why) {
+    if (!std::filesystem::exists(path)) {
+        why = "none stored yet";
+        return nullptr;
+    }
+    std::ifstream in(path);
+    const nlohmann::json stored = nlohmann::json::parse(in, nullptr, false);
+    if (stored.is_discarded() || !stored.is_object()) {
+        why = str_cat(path, " is not a costs file (not a JSON object)");
+        return nullptr;
+    }
+    for (const char* key : {"device", "cpu_model", "cores", "threads"})
+        if (stored.value(key, nlohmann::json()) != costs[key]) {
+            why = str_cat(path, " was made with ", key, " ",
+                          stored.value(key, nlohmann::json()).dump(), ", this sweep with ",
+                          costs[key].dump());
+            return nullptr;
+        }
+    const std::string diff = op_sweep_grid_difference(costs, stored);
+    if (!diff.empty()) {
+        why = str_cat(path, " is a sweep of another grid (", diff, ")");
+        return nullptr;
+    }
+    return stored;
+}
+
 // Times this CPU's kernels at `threads` threads and writes the costs file the estimator reads
-// (op_costs_for_cpu); says where on stderr (stdout stays the plan's, JSON included).
-void calibrate_cpu(int threads, bool quiet) {
+// (op_costs_for_cpu); says where on stderr (stdout stays the plan's, JSON included). keep_faster:
+// each op's faster time of this sweep and the stored one (when it is of this host and grid).
+void calibrate_cpu(int threads, bool quiet, bool keep_faster) {
     const std::string path = cpu_costs_path(threads);
     const auto t0 = std::chrono::steady_clock::now();
-    const nlohmann::json costs = op_sweep_cpu(threads, [&](const char* what) {
+    nlohmann::json costs = op_sweep_cpu(threads, [&](const char* what) {
         if (!quiet) std::fprintf(stderr, "calibrate: %s\n", what);
     });
+    if (keep_faster) {
+        std::string why;
+        const nlohmann::json stored = stored_calibration(path, costs, why);
+        if (stored.is_null()) {
+            std::fprintf(stderr, "calibrate: --keep-faster: %s; this sweep alone is stored\n",
+                         why.c_str());
+        } else {
+            op_sweep_keep_faster(costs, stored);
+            auto text = [&](const char* key) {
+                return stored.contains(key) && stored[key].is_string()
+                           ? stored[key].get<std::string>()
+                           : std::string();
+            };
+            costs["sweeps"] = (stored.contains("sweeps") && stored["sweeps"].is_number_integer()
+                                   ? stored["sweeps"].get<int>()
+                                   : 1) +
+                              1;
+            costs["first_sweep"] =
+                text("first_sweep").empty() ? text("produced_by") : text("first_sweep");
+            costs["produced_by"] =
+                str_cat(costs["produced_by"].get<std::string>(), "; each op the fastest of ",
+                        costs["sweeps"].dump(), " sweeps (--keep-faster)");
+        }
+    }
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     const std::string tmp = path + ".tmp";
     {
@@ -224,7 +283,7 @@ void fits_print(const nlohmann::json& j) {
 
 int cli_plan(const CliArgs& args) {
     std::string path, device;
-    bool json = false, calibrate = false, want_fits = false;
+    bool json = false, calibrate = false, want_fits = false, keep_faster = false;
     int threads = 0, gpus = 0;
     int64_t global_batch = 0;
     std::vector<std::string> overrides;
@@ -237,6 +296,8 @@ int cli_plan(const CliArgs& args) {
             json = true;
         } else if (a == "--calibrate") {
             calibrate = true;
+        } else if (a == "--keep-faster") {
+            keep_faster = true;
         } else if (a == "--fits") {
             want_fits = true;
         } else if (a == "--gpus" || a == "--global-batch") {
@@ -271,8 +332,8 @@ int cli_plan(const CliArgs& args) {
             throw InputError(str_cat(
                 a,
                 ": expected CONFIG, --device, --json, --set, --fits, --gpus, --global-batch, "
-                "--calibrate, --threads or --help, found an unknown option (see `tessera plan "
-                "--help`)"));
+                "--calibrate, --threads, --keep-faster or --help, found an unknown option (see "
+                "`tessera plan --help`)"));
         } else if (path.empty()) {
             path = a;
         } else {
@@ -282,11 +343,13 @@ int cli_plan(const CliArgs& args) {
     }
     if (threads > 0 && !calibrate)
         throw InputError("--threads: expected together with --calibrate");
+    if (keep_faster && !calibrate)
+        throw InputError("--keep-faster: expected together with --calibrate");
     if ((gpus > 0 || global_batch > 0) && !want_fits)
         throw InputError(
             str_cat(gpus > 0 ? "--gpus" : "--global-batch", ": expected together with --fits"));
     if (calibrate && path.empty()) {
-        calibrate_cpu(threads > 0 ? threads : cpu_host().cores, json);
+        calibrate_cpu(threads > 0 ? threads : cpu_host().cores, json, keep_faster);
         return 0;
     }
     if (path.empty())
@@ -301,7 +364,7 @@ int cli_plan(const CliArgs& args) {
                         ": --calibrate: expected runtime.device cpu (it times this CPU's "
                         "kernels), found ",
                         cfg.runtime.device));
-        calibrate_cpu(threads > 0 ? threads : plan_cpu_threads(cfg), json);
+        calibrate_cpu(threads > 0 ? threads : plan_cpu_threads(cfg), json, keep_faster);
     }
     if (device.empty()) device = device_default_name(cfg);
     DeviceSpec dev = device_spec(device);

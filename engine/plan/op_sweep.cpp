@@ -75,6 +75,8 @@ json op_sweep_fit_linear(const std::vector<std::pair<double, double>>& pts) {
 }
 
 void op_sweep_keep_faster(json& into, const json& other) {
+    const std::string diff = op_sweep_grid_difference(into, other);
+    TS_CHECK(diff.empty(), "op_sweep_keep_faster: the sweeps are of different grids: ", diff);
     for (const char* section : {"gemm", "attention"})
         for (auto& [key, times] : into[section].items())
             if (key.size() > 2 && key.compare(key.size() - 2, 2, "_s") == 0)
@@ -91,6 +93,42 @@ void op_sweep_keep_faster(json& into, const json& other) {
                      std::min(fit["points"][i][1].get<double>(), theirs[i][1].get<double>())});
             fit = op_sweep_fit_linear(pts);
         }
+}
+
+std::string op_sweep_grid_difference(const json& into, const json& other) {
+    for (const auto& [section, axes] :
+         {std::pair<const char*, std::vector<const char*>>{"gemm", {"N", "C", "OC"}},
+          {"attention", {"head_dim", "BH", "T"}}}) {
+        if (!other.contains(section) || !other[section].is_object())
+            return str_cat("no ", section, " section");
+        for (const char* axis : axes)
+            if (other[section].value(axis, json()) != into[section][axis])
+                return str_cat(section, " ", axis, " ", other[section].value(axis, json()).dump(),
+                               " (this sweep: ", into[section][axis].dump(), ")");
+        for (const auto& [key, times] : into[section].items())
+            if (key.size() > 2 && key.compare(key.size() - 2, 2, "_s") == 0 &&
+                (!other[section].contains(key) || !other[section][key].is_array() ||
+                 other[section][key].size() != times.size() ||
+                 !std::all_of(other[section][key].begin(), other[section][key].end(),
+                              [](const json& t) { return t.is_number(); })))
+                return str_cat(section, " ", key, ": not timed at this grid's ", times.size(),
+                               " shapes");
+    }
+    for (const char* section : {"linear", "optimizer"})
+        for (const auto& [name, fit] : into[section].items()) {
+            if (!other.contains(section) || !other[section].contains(name) ||
+                !other[section][name].is_object())
+                return str_cat(section, " ", name, ": not timed");
+            std::vector<double> xs, theirs;
+            for (const auto& pt : fit["points"]) xs.push_back(pt[0].get<double>());
+            for (const auto& pt : other[section][name].value("points", json::array()))
+                theirs.push_back(pt.is_array() && pt.size() == 2 && pt[0].is_number() &&
+                                         pt[1].is_number()
+                                     ? pt[0].get<double>()
+                                     : -1.0);
+            if (xs != theirs) return str_cat(section, " ", name, ": timed at other sizes");
+        }
+    return "";
 }
 
 json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {

@@ -52,8 +52,12 @@ nlohmann::json op_sweep_fit_linear(const std::vector<std::pair<double, double>>&
 // The gemm, attention, linear and optimizer sections of the costs file.
 nlohmann::json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& grid);
 // Keeps, shape by shape and point by point, the faster of two sweeps of one grid (refitting the
-// linear fits).
+// linear fits). Both must be of one grid (op_sweep_grid_difference empty).
 void op_sweep_keep_faster(nlohmann::json& into, const nlohmann::json& other);
+// How `other`'s grid differs from `into`'s, in words (the first difference: an axis of the GEMM
+// or attention grid, a memory-bound or optimizer op missing or timed at other sizes); empty when
+// they are sweeps of one grid, so op_sweep_keep_faster may merge them.
+std::string op_sweep_grid_difference(const nlohmann::json& into, const nlohmann::json& other);
 
 // ---- the host's cores, for a GPU's optimizer offload
 

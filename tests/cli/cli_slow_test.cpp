@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -101,4 +103,60 @@ TEST(CliSlow, Qwen3OwnDataPreparesTrainsAndSamples) {
                                   "--prompt", "The ", "--tokens", "8"});
     ASSERT_EQ(smp.exit_code, 0) << show(smp);
     EXPECT_EQ(smp.out.rfind("The ", 0), 0u) << smp.out;
+}
+
+// `tessera plan --calibrate --keep-faster`, as bench/cpu_step_time.py runs it: a first sweep is
+// stored; a second keeps, op by op, the faster of the two. Times planted in the stored file show
+// which survive: an impossibly fast one stays, an impossibly slow one gives way. A stored file of
+// another grid is replaced, and the replacement said. Three 1-thread sweeps, about 50 s.
+TEST(CliSlow, CalibrateKeepsTheFasterOfTwoSweeps) {
+    TempDir t;
+    const fs::path devices = t / "devices";
+    ::setenv("TESSERA_DEVICES_DIR", devices.c_str(), 1);
+    struct Unset {
+        ~Unset() { ::unsetenv("TESSERA_DEVICES_DIR"); }
+    } unset;
+    expect_refused(run_tessera({"plan", "--keep-faster"}),
+                   "--keep-faster: expected together with --calibrate");
+
+    const ProcResult first = run_tessera({"plan", "--calibrate", "--threads", "1"}, 300);
+    ASSERT_EQ(first.exit_code, 0) << show(first);
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(devices)) files.push_back(e.path());
+    ASSERT_EQ(files.size(), 1u);
+    const std::string path = files[0].string();
+    nlohmann::json stored = nlohmann::json::parse(read_file(path));
+    EXPECT_FALSE(stored.contains("sweeps"));
+    stored["gemm"]["forward_s"][0] = 1e-12;
+    stored["gemm"]["backward_s"][0] = 1e3;
+    stored["linear"]["swiglu_forward"]["points"][0][1] = 1e-12;
+    std::ofstream(path) << stored.dump();
+
+    const ProcResult second =
+        run_tessera({"plan", "--calibrate", "--threads", "1", "--keep-faster"}, 300);
+    ASSERT_EQ(second.exit_code, 0) << show(second);
+    const nlohmann::json merged = nlohmann::json::parse(read_file(path));
+    EXPECT_EQ(merged["gemm"]["forward_s"][0].get<double>(), 1e-12);
+    EXPECT_LT(merged["gemm"]["backward_s"][0].get<double>(), 1.0) << "the new sweep's time";
+    EXPECT_GT(merged["gemm"]["backward_s"][0].get<double>(), 0.0);
+    for (size_t i = 1; i < stored["gemm"]["forward_s"].size(); ++i)
+        EXPECT_LE(merged["gemm"]["forward_s"][i].get<double>(),
+                  stored["gemm"]["forward_s"][i].get<double>())
+            << "shape " << i;
+    EXPECT_EQ(merged["linear"]["swiglu_forward"]["points"][0][1].get<double>(), 1e-12);
+    EXPECT_EQ(merged["sweeps"], 2);
+    EXPECT_NE(merged["produced_by"].get<std::string>().find("fastest of 2 sweeps"),
+              std::string::npos)
+        << merged["produced_by"];
+
+    nlohmann::json other = merged;
+    other["gemm"]["N"] = {1, 2, 3};
+    std::ofstream(path) << other.dump();
+    const ProcResult third =
+        run_tessera({"plan", "--calibrate", "--threads", "1", "--keep-faster"}, 300);
+    ASSERT_EQ(third.exit_code, 0) << show(third);
+    EXPECT_NE(third.err.find("another grid (gemm N [1,2,3]"), std::string::npos) << show(third);
+    const nlohmann::json replaced = nlohmann::json::parse(read_file(path));
+    EXPECT_FALSE(replaced.contains("sweeps"));
+    EXPECT_EQ(replaced["gemm"]["N"], stored["gemm"]["N"]);
 }

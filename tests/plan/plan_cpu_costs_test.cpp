@@ -14,6 +14,7 @@
 #include "engine/kernels/cpu/threads.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
+#include "engine/plan/op_sweep.h"
 #include "tests/plan/tiny_plan.h"
 
 using namespace tessera;
@@ -201,6 +202,70 @@ TEST_F(CpuCalibration, FallsBackToTheEfficiencyModelWithoutOne) {
     EXPECT_EQ(estimate_plan(cfg, device_spec("cpu")).step_model, "ops");
     // a GPU config planned for the CPU device, or a CPU config for a GPU, never takes it
     EXPECT_EQ(estimate_plan(cfg, device_spec("A100-80GB")).step_model, "efficiency");
+}
+
+// Two sweeps of one grid merge point by point into the faster (what `tessera plan --calibrate
+// --keep-faster` stores); sweeps of different grids are told apart and never merged.
+json sweep_of(double gemm, double slope_s) {
+    return {
+        {"gemm",
+         {{"N", {256, 1024}},
+          {"C", {32}},
+          {"OC", {64}},
+          {"forward_s", {gemm, 2 * gemm}},
+          {"backward_s", {3 * gemm, 4 * gemm}}}},
+        {"attention",
+         {{"head_dim", {16}},
+          {"BH", {4}},
+          {"T", {32, 64}},
+          {"forward_s", {gemm, gemm}},
+          {"backward_s", {gemm, gemm}}}},
+        {"linear",
+         {{"swiglu_forward", op_sweep_fit_linear({{1e3, slope_s * 1e3}, {1e6, slope_s * 1e6}})}}},
+        {"optimizer", {{"adamw", op_sweep_fit_linear({{1e5, 1e-3}, {1e6, 1e-2}})}}}};
+}
+
+TEST(OpSweep, KeepsTheFasterOfTwoSweepsPointByPoint) {
+    json a = sweep_of(1e-3, 2e-9), b = sweep_of(2e-3, 1e-9);
+    b["gemm"]["forward_s"][1] = 1e-4;                      // b faster at one GEMM shape only
+    b["linear"]["swiglu_forward"]["points"][0][1] = 5e-6;  // and a's small point slower than b's
+    ASSERT_EQ(op_sweep_grid_difference(a, b), "");
+    const json a0 = a;
+    op_sweep_keep_faster(a, b);
+    EXPECT_EQ(a["gemm"]["forward_s"], json({a0["gemm"]["forward_s"][0], 1e-4}));
+    EXPECT_EQ(a["gemm"]["backward_s"], a0["gemm"]["backward_s"]);
+    EXPECT_EQ(a["attention"], a0["attention"]);
+    // swiglu: a's points (1e3: 2e-6, 1e6: 2e-3), b's (5e-6, 1e-3): the faster are a's first and
+    // b's second, refitted through them
+    const json& fit = a["linear"]["swiglu_forward"];
+    const double y0 = a0["linear"]["swiglu_forward"]["points"][0][1].get<double>();
+    const double y1 = b["linear"]["swiglu_forward"]["points"][1][1].get<double>();
+    EXPECT_EQ(fit["points"], json({{1e3, y0}, {1e6, y1}}));
+    const double slope = (y1 - y0) / (1e6 - 1e3);
+    EXPECT_NEAR(fit["per_unit_s"].get<double>(), slope, 1e-15);
+    EXPECT_NEAR(fit["fixed_s"].get<double>(), y0 - slope * 1e3, 1e-12);
+    EXPECT_EQ(a["optimizer"], a0["optimizer"]) << "equal sweeps keep their points";
+}
+
+TEST(OpSweep, SweepsOfDifferentGridsAreNotMerged) {
+    const json a = sweep_of(1e-3, 1e-9);
+    json b = sweep_of(1e-3, 1e-9);
+    b["gemm"]["N"] = {256, 4096};
+    EXPECT_NE(op_sweep_grid_difference(a, b).find("gemm N"), std::string::npos)
+        << op_sweep_grid_difference(a, b);
+    json c = sweep_of(1e-3, 1e-9);
+    c["linear"].erase("swiglu_forward");
+    EXPECT_NE(op_sweep_grid_difference(a, c).find("swiglu_forward"), std::string::npos);
+    json d = sweep_of(1e-3, 1e-9);
+    d["linear"]["swiglu_forward"]["points"][1][0] = 2e6;
+    EXPECT_NE(op_sweep_grid_difference(a, d).find("other sizes"), std::string::npos);
+    json e = sweep_of(1e-3, 1e-9);
+    e["attention"]["forward_s"] = {1e-3};
+    EXPECT_NE(op_sweep_grid_difference(a, e).find("attention forward_s"), std::string::npos);
+    EXPECT_NE(op_sweep_grid_difference(a, json::object()), "");
+    json into = a;
+    EXPECT_THROW(op_sweep_keep_faster(into, b), std::exception);
+    EXPECT_EQ(into, a) << "nothing merged";
 }
 
 }  // namespace
