@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# usage: bench/cpu_step_time.py TESSERA [--steps N] [--warmup W] [--plans a,b,...] [--no-calibrate]
+# usage: bench/cpu_step_time.py TESSERA [--steps N] [--warmup W] [--repeat R] [--plans a,b,...] [--no-calibrate]
 #                                [--set key=value ...]
 # The estimator's CPU step time against `tessera train`, plan by plan, on this host. First
 # `tessera plan --calibrate --threads N` times this CPU's kernels at every thread count the plans'
@@ -10,9 +10,10 @@
 # its wall-clock tokens/s is the tokens of the steps after the first W over the time between their
 # metric records (rank 0, each written at the end of its step); `tessera plan --json` on the same
 # config predicts it. No run entered the prediction: the calibration times single kernels only.
-# With --repeat R every plan trains once per round, R rounds, and its fastest wall clock counts;
-# the calibration runs again after the rounds (`--calibrate --keep-faster`: each op the faster of
-# the sweep before the runs and the one after), and the predictions use that. On a host shared
+# With --repeat R (default 3) every plan trains once per round, R rounds, and its fastest wall
+# clock counts; from R = 2 the calibration runs again after the rounds (`--calibrate
+# --keep-faster`: each op the faster of the sweep before the runs and the one after), and the
+# predictions use that. On a host shared
 # with other work a slow spell of tens of seconds then costs one round of a plan or one sweep, not
 # the row: the slower runs measure the neighbours. Beside it, labelled, the fastest window of 8
 # consecutive timed steps (the least disturbed stretch); each run's load average as it ends.
@@ -22,7 +23,7 @@ import json, os, shutil, sqlite3, subprocess, sys, tempfile, time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 tess = os.path.abspath(sys.argv[1])
 arg = lambda k, d: sys.argv[sys.argv.index(k) + 1] if k in sys.argv else d
-steps, warm, repeat = int(arg("--steps", 30)), int(arg("--warmup", 5)), int(arg("--repeat", 1))
+steps, warm, repeat = int(arg("--steps", 30)), int(arg("--warmup", 5)), int(arg("--repeat", 3))
 quick, llama = "projects/quickstart/project.yaml", "projects/llama-tiny-cpu/project.yaml"
 # (project, --set overrides): every rank on this host; 2 cores give 1 rank 2 threads, 2+ ranks 1
 plans = {
