@@ -1,17 +1,20 @@
-// The Hopper forward of the fused causal attention (attention.cu), head size 64: warpgroup
+// The Hopper kernels of the fused causal attention (attention.cu), head size 64: warpgroup
 // tensor-core products (wgmma.mma_async, sm_90a) instead of att_mma's per-warp mma.sync, which
 // run at about half the H200's dense bf16 rate. Include from attention.cu only.
 //
 // Layouts follow attention.cuh: qkv (B, T, C + 2·KV·64) [q | k | v]; query head h reads kv head
-// h / (NH / KV). A block of WGS warpgroups (two: 256 threads) owns 64·WGS query rows, 64 per
-// warpgroup; K and V tiles of BN keys are double-buffered with cp.async. Per key tile a warpgroup
-// computes S = Q·K^T (Q and K from shared memory), the online softmax in registers, and O += P·V
-// with P from registers (the wgmma accumulator of S has, per warp, exactly the m16n8k16 layout
-// att_mma::regs_to_a turns into A operands) and V from shared memory read N-major (transposed).
+// h / (NH / KV). The kernels keep att_mma's structure and work order (its comment says it): the
+// forward's online softmax, a backward of two passes (dK/dV per key tile over the group's query
+// heads, then dQ per query tile), recomputing S and dP in both rather than adding dQ with atomics,
+// so the results are bit-identical run to run. A warpgroup (4 warps, 128 threads) owns 64 rows of
+// its block's tile; its products read Q, K, V and dO tiles from shared memory, and take softmax
+// results (P, P^T, dS, dS^T) as A operands straight from registers: a wgmma accumulator has, per
+// warp, exactly the m16n8k16 layout pack_a turns into A operands. A product whose B operand is a
+// tile indexed by the reduction (P·V, P^T·dO, dS^T·Q, dS·K) reads it N-major (transposed).
 // Every shared tile is rows of 64 bf16 (128 bytes) in the 128-byte swizzle wgmma reads: the
-// 16-byte chunk c of row r sits at chunk c ^ (r % 8) of its row, rows in 1024-byte groups of 8.
-// Same outputs as att_mma::forward_kernel (out, and lse for the backward); not bit-identical to it
-// (another summation order), deterministic run to run. The backward stays on att_mma's kernels.
+// 16-byte chunk c of row r sits at chunk c ^ (r % 8) of its row, rows in 1024-byte groups of 8,
+// filled with cp.async (double-buffered) and handed to the products' async proxy by
+// fence.proxy.async. Not bit-identical to att_mma's results (another summation order).
 #pragma once
 #include <cuda_bf16.h>
 
