@@ -125,7 +125,7 @@ nlohmann::json stored_calibration(const std::string& path, const nlohmann::json&
         return nullptr;
     }
     std::ifstream in(path);
-    const nlohmann::json stored = nlohmann::json::parse(in, nullptr, false);
+    nlohmann::json stored = nlohmann::json::parse(in, nullptr, false);
     if (stored.is_discarded() || !stored.is_object()) {
         why = str_cat(path, " is not a costs file (not a JSON object)");
         return nullptr;
