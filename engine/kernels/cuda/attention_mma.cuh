@@ -679,14 +679,15 @@ static bool dkv_grid_is_small(Kernel kernel, size_t smem, long blocks) {
     return 2 * blocks < 3L * sms * std::max(per_sm, 1);
 }
 
-// Launches one of the tiled kernels over work_grid(tiles, NH, B) with THREADS threads: its
-// dynamic shared memory raised to smem, heavy_first passed as the last argument.
-template <typename Kernel, typename... Args>
+// Launches one of the tiled kernels over work_grid(tiles, NH, B) with Threads threads (THREADS
+// here; att_wgmma's kernels run whole warpgroups): its dynamic shared memory raised to smem,
+// heavy_first passed as the last argument.
+template <int Threads = THREADS, typename Kernel, typename... Args>
 static void launch_tiles(const char* name, Kernel kernel, size_t smem, int tiles, int B, int NH,
                          bool heavy_first, cudaStream_t s, Args... args) {
     CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel<<<work_grid(tiles, NH, B, heavy_first), THREADS, smem, s>>>(args..., heavy_first);
+    kernel<<<work_grid(tiles, NH, B, heavy_first), Threads, smem, s>>>(args..., heavy_first);
     CUDA_CHECK_LAUNCH(name);
 }
 

@@ -182,9 +182,18 @@ __device__ __forceinline__ void load_tile_swizzled(bf16* dst, const bf16* src, l
     }
 }
 
+// The swizzle pattern repeats every 1024 bytes and the descriptors assume it starts at the tile:
+// every kernel's tiles start at its dynamic shared memory rounded up to 1024 bytes (each smem
+// size below asks for SMEM_ALIGN more), and every tile is a whole number of 8-row groups.
+constexpr size_t SMEM_ALIGN = 1024;
+__device__ __forceinline__ bf16* tile_base(unsigned char* smem_raw) {
+    return reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(smem_raw) + SMEM_ALIGN - 1) &
+                                   ~uintptr_t(SMEM_ALIGN - 1));
+}
+
 template <int BN, int RQ>
 constexpr size_t forward_smem() {
-    return sizeof(bf16) * 64 * (RQ + 4 * BN) + 1024;  // + alignment of the tiles to 1024 bytes
+    return sizeof(bf16) * 64 * (RQ + 4 * BN) + SMEM_ALIGN;
 }
 
 // out (B, T_, C), lse (B, NH, T_), qkv (B, T_, C + 2·KV·64); grid att_mma::work_grid(query tiles
@@ -197,8 +206,7 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
     constexpr int KT = BN * 64;  // elements of a K or V tile
     constexpr int THREADS = 128 * WGS, RQ = 64 * WGS;
     extern __shared__ unsigned char smem_raw[];
-    bf16* qs =
-        reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    bf16* qs = tile_base(smem_raw);
     bf16* ks = qs + RQ * 64;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
 
@@ -358,7 +366,7 @@ inline bool available() {
 // stages, then lse and dd (BQ floats) x 2 stages.
 template <int BQ, int WGS>
 constexpr size_t backward_dkv_smem() {
-    return sizeof(bf16) * 64 * (2 * 64 * WGS + 4 * BQ) + sizeof(float) * 4 * BQ + 1024;
+    return sizeof(bf16) * 64 * (2 * 64 * WGS + 4 * BQ) + sizeof(float) * 4 * BQ + SMEM_ALIGN;
 }
 
 // dqkv's k and v parts; grid att_mma::work_grid(key tiles of 64·WGS, KV heads), 128·WGS threads.
@@ -374,8 +382,7 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
     static_assert(BQ <= 64 * WGS, "backward_dkv_kernel: lse and dd take a thread per query each");
     constexpr int THREADS = 128 * WGS, RK = 64 * WGS, QT = BQ * 64;
     extern __shared__ unsigned char smem_raw[];
-    bf16* ks =
-        reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    bf16* ks = tile_base(smem_raw);
     bf16* vs = ks + RK * 64;
     bf16* qs = vs + RK * 64;  // stage s at qs + s*QT
     bf16* dos = qs + 2 * QT;
@@ -507,7 +514,7 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
 // Shared memory of the dQ pass: q and dout tiles (64·WGS rows); k and v tiles (BK rows) x 2 stages.
 template <int BK, int WGS>
 constexpr size_t backward_dq_smem() {
-    return sizeof(bf16) * 64 * (2 * 64 * WGS + 4 * BK) + 1024;
+    return sizeof(bf16) * 64 * (2 * 64 * WGS + 4 * BK) + SMEM_ALIGN;
 }
 
 // dqkv's q part; grid att_mma::work_grid(query tiles of 64·WGS, NH), 128·WGS threads. A
@@ -522,8 +529,7 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
 #ifdef TESSERA_WGMMA_DEVICE
     constexpr int THREADS = 128 * WGS, RQ = 64 * WGS, KT = BK * 64;
     extern __shared__ unsigned char smem_raw[];
-    bf16* qs =
-        reinterpret_cast<bf16*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    bf16* qs = tile_base(smem_raw);
     bf16* dos = qs + RQ * 64;
     bf16* ks = dos + RQ * 64;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
@@ -643,40 +649,10 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
 template <int BN = 128, int MINB = 2, int WGS = 2>
 static void forward(bf16* out, float* lse, const bf16* qkv, int B, int T_, int C, int NH, int KV,
                     cudaStream_t s) {
-    const size_t smem = forward_smem<BN, 64 * WGS>();
-    auto kernel = forward_kernel<BN, MINB, WGS>;
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel<<<att_mma::work_grid(ceil_div(T_, 64 * WGS), NH, B, true), 128 * WGS, smem, s>>>(
-        out, lse, qkv, T_, C, NH, KV, 1.0f / sqrtf((float)HS), true);
-    CUDA_CHECK_LAUNCH("att_wgmma::forward_kernel");
-}
-
-// As att_mma::backward<64>: dqkv (B, T_, C + 2·KV·64) overwritten; dd (B, NH, T_) scratch.
-template <int DKV_BQ, int DKV_MINB, int DKV_WGS, int DQ_BK, int DQ_MINB, int DQ_WGS>
-static void backward_v(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                       const float* lse, float* dd, int B, int T_, int C, int NH, int KV,
-                       cudaStream_t s) {
-    att_mma::backward_dd<HS>(dd, dout, out, B, T_, NH, s);
-    const float scale = 1.0f / sqrtf((float)HS);
-    {
-        const size_t smem = backward_dkv_smem<DKV_BQ, DKV_WGS>();
-        auto kernel = backward_dkv_kernel<DKV_BQ, DKV_MINB, DKV_WGS>;
-        CUDA_CHECK(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        kernel<<<att_mma::work_grid(ceil_div(T_, 64 * DKV_WGS), KV, B, true), 128 * DKV_WGS, smem,
-                 s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, KV, scale, true);
-        CUDA_CHECK_LAUNCH("att_wgmma::backward_dkv_kernel");
-    }
-    {
-        const size_t smem = backward_dq_smem<DQ_BK, DQ_WGS>();
-        auto kernel = backward_dq_kernel<DQ_BK, DQ_MINB, DQ_WGS>;
-        CUDA_CHECK(
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        kernel<<<att_mma::work_grid(ceil_div(T_, 64 * DQ_WGS), NH, B, true), 128 * DQ_WGS, smem,
-                 s>>>(dqkv, dout, qkv, lse, dd, T_, C, NH, KV, scale, true);
-        CUDA_CHECK_LAUNCH("att_wgmma::backward_dq_kernel");
-    }
+    att_mma::launch_tiles<128 * WGS>("att_wgmma::forward_kernel", forward_kernel<BN, MINB, WGS>,
+                                     forward_smem<BN, 64 * WGS>(), ceil_div(T_, 64 * WGS), B, NH,
+                                     true, s, out, lse, qkv, T_, C, NH, KV,
+                                     1.0f / sqrtf((float)HS));
 }
 
 // Tiles measured on an H200 (bench/kernels_cuda --attention, backward ms; SmolLM-135M B16 T2048
@@ -685,10 +661,24 @@ static void backward_v(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16
 //   1.676 (kept); two warpgroups, 64 a step, 1 block: 1.036, 0.812, 1.839; the same with 128-key
 //   dQ steps: 1.010, 0.787, 1.783; two warpgroups, 32 a step, 2 blocks: 1.076, 1.111, 1.870; one
 //   warpgroup, 32 a step, 3 blocks: 1.057, 0.954, 1.837.
+// As att_mma::backward<64>: dqkv (B, T_, C + 2·KV·64) overwritten; dd (B, NH, T_) scratch. The
+// dK/dV pass takes DKV_BQ queries a step over DKV_WGS warpgroups of keys, DKV_MINB blocks per SM;
+// the dQ pass DQ_BK keys a step likewise.
+template <int DKV_BQ = 64, int DKV_MINB = 2, int DKV_WGS = 1, int DQ_BK = 64, int DQ_MINB = 2,
+          int DQ_WGS = 1>
 static void backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                      const float* lse, float* dd, int B, int T_, int C, int NH, int KV,
                      cudaStream_t s) {
-    backward_v<64, 2, 1, 64, 2, 1>(dqkv, dout, qkv, out, lse, dd, B, T_, C, NH, KV, s);
+    att_mma::backward_dd<HS>(dd, dout, out, B, T_, NH, s);
+    const float scale = 1.0f / sqrtf((float)HS);
+    att_mma::launch_tiles<128 * DKV_WGS>(
+        "att_wgmma::backward_dkv_kernel", backward_dkv_kernel<DKV_BQ, DKV_MINB, DKV_WGS>,
+        backward_dkv_smem<DKV_BQ, DKV_WGS>(), ceil_div(T_, 64 * DKV_WGS), B, KV, true, s, dqkv,
+        dout, qkv, lse, dd, T_, C, NH, KV, scale);
+    att_mma::launch_tiles<128 * DQ_WGS>(
+        "att_wgmma::backward_dq_kernel", backward_dq_kernel<DQ_BK, DQ_MINB, DQ_WGS>,
+        backward_dq_smem<DQ_BK, DQ_WGS>(), ceil_div(T_, 64 * DQ_WGS), B, NH, true, s, dqkv, dout,
+        qkv, lse, dd, T_, C, NH, KV, scale);
 }
 
 }  // namespace att_wgmma
