@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -116,27 +117,29 @@ std::string ranks_str(const std::vector<int>& rs) {
     return s;
 }
 
-// The calibration stored at `path`, when it is one --keep-faster may merge with `costs` (this
-// host, these threads, this grid); otherwise null, and `why` says what stops it.
-nlohmann::json stored_calibration(const std::string& path, const nlohmann::json& costs,
+// The calibration stored at `path`, when it is one --keep-faster may merge with `costs`: a costs
+// file the estimator would read (op_costs_parse), of this host at `threads` threads, of this
+// grid; otherwise null, and `why` says what stops it.
+nlohmann::json stored_calibration(const std::string& path, int threads, const nlohmann::json& costs,
                                   std::string& why) {
     if (!std::filesystem::exists(path)) {
         why = "none stored yet";
         return nullptr;
     }
-    std::ifstream in(path);
-    nlohmann::json stored = nlohmann::json::parse(in, nullptr, false);
-    if (stored.is_discarded() || !stored.is_object()) {
-        why = str_cat(path, " is not a costs file (not a JSON object)");
-        return nullptr;
-    }
-    for (const char* key : {"device", "cpu_model", "cores", "threads"})
-        if (stored.value(key, nlohmann::json()) != costs[key]) {
-            why = str_cat(path, " was made with ", key, " ",
-                          stored.value(key, nlohmann::json()).dump(), ", this sweep with ",
-                          costs[key].dump());
+    std::stringstream text;
+    text << std::ifstream(path).rdbuf();
+    try {
+        const OpCosts parsed = op_costs_parse(text.str(), path);
+        if (!op_costs_are_this_hosts(parsed, threads)) {
+            why = str_cat(path, " was made on ", parsed.cpu_model, " (", parsed.cores,
+                          " cores) at ", parsed.threads, " threads");
             return nullptr;
         }
+    } catch (const InputError& e) {
+        why = e.what();
+        return nullptr;
+    }
+    nlohmann::json stored = nlohmann::json::parse(text.str());
     const std::string diff = op_sweep_grid_difference(costs, stored);
     if (!diff.empty()) {
         why = str_cat(path, " is a sweep of another grid (", diff, ")");
@@ -156,7 +159,7 @@ void calibrate_cpu(int threads, bool quiet, bool keep_faster) {
     });
     if (keep_faster) {
         std::string why;
-        const nlohmann::json stored = stored_calibration(path, costs, why);
+        const nlohmann::json stored = stored_calibration(path, threads, costs, why);
         if (stored.is_null()) {
             std::fprintf(stderr, "calibrate: --keep-faster: %s; this sweep alone is stored\n",
                          why.c_str());

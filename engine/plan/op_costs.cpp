@@ -130,13 +130,9 @@ double OpCosts::op_s(const OpCall& c) const {
     }
 }
 
-OpCosts op_costs_parse(const std::string& text, const std::string& where) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const std::exception& e) {
-        throw InputError(str_cat(where, ": not JSON (", e.what(), ")"));
-    }
+namespace {
+
+OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
     OpCosts o;
     o.device = j.value("device", "");
     o.produced_by = j.value("produced_by", "");
@@ -215,6 +211,23 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     return o;
 }
 
+}  // namespace
+
+OpCosts op_costs_parse(const std::string& text, const std::string& where) {
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const std::exception& e) {
+        throw InputError(str_cat(where, ": not JSON (", e.what(), ")"));
+    }
+    if (!j.is_object()) throw InputError(str_cat(where, ": expected a JSON object"));
+    try {
+        return parse_costs(j, where);
+    } catch (const nlohmann::json::exception& e) {  // a key of the wrong type
+        throw InputError(str_cat(where, ": ", e.what()));
+    }
+}
+
 const OpCosts* op_costs_for(const std::string& device_name) {
     static std::mutex mu;
     static std::map<std::string, std::unique_ptr<OpCosts>> cache;
@@ -274,6 +287,11 @@ std::string cpu_costs_path(int threads) {
     return str_cat(cpu_costs_dir(), "/cpu_", slug, "_", h.cores, "c_", threads, "t_ops.json");
 }
 
+bool op_costs_are_this_hosts(const OpCosts& costs, int threads) {
+    const CpuHost h = cpu_host();
+    return costs.cpu_model == h.model && costs.cores == h.cores && costs.threads == threads;
+}
+
 const OpCosts* op_costs_for_cpu(int threads) {
     struct Entry {
         int64_t size = -1, mtime_ns = -1;
@@ -295,10 +313,7 @@ const OpCosts* op_costs_for_cpu(int threads) {
     std::stringstream text;
     text << in.rdbuf();
     auto costs = std::make_unique<OpCosts>(op_costs_parse(text.str(), path));
-    // the name keys the host; the file's own fields must agree (a copied file is not this host's)
-    const CpuHost h = cpu_host();
-    const bool ours =
-        costs->cpu_model == h.model && costs->cores == h.cores && costs->threads == threads;
+    const bool ours = op_costs_are_this_hosts(*costs, threads);
     e.size = (int64_t)st.st_size, e.mtime_ns = mtime_ns;
     e.costs = ours ? std::move(costs) : nullptr;
     return e.costs.get();

@@ -77,6 +77,9 @@ std::string cpu_costs_dir();
 // The calibration file of this host at `threads` threads per rank:
 // <dir>/cpu_<model, lower case, [a-z0-9] runs joined by '-'>_<cores>c_<threads>t_ops.json
 std::string cpu_costs_path(int threads);
+// Whether a CPU's costs were timed on this host at `threads` threads: its own fields, not only
+// its file's name (a copied file is not this host's).
+bool op_costs_are_this_hosts(const OpCosts& costs, int threads);
 // This host's costs at `threads` threads, or null where it was never calibrated (or the file
 // names another host). Read once per process and again only when the file changes (its size
 // and time); a bad file is an InputError naming it.

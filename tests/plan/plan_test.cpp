@@ -206,6 +206,15 @@ TEST(OpCosts, InterpolatesTheMeasuredGrid) {
     EXPECT_DOUBLE_EQ(c->op_s(ln), lin.fixed_s + lin.per_unit_s * 768000.0);
     EXPECT_THROW(op_costs_parse("{}", "x.json"), InputError);
     EXPECT_THROW(op_costs_parse("not json", "x.json"), InputError);
+    // JSON of the wrong shape or type is bad input too, named, not a library exception
+    for (const char* bad : {"[1, 2]", R"({"cores": "two", "gemm": {}})"}) {
+        try {
+            op_costs_parse(bad, "x.json");
+            ADD_FAILURE() << bad << ": accepted";
+        } catch (const InputError& e) {
+            EXPECT_EQ(std::string(e.what()).rfind("x.json: ", 0), 0u) << e.what();
+        }
+    }
 }
 
 // One model prices every rank: when the last pipeline stage's trace holds an op the sweep did not
