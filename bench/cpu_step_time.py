@@ -64,9 +64,10 @@ for tag, (proj, sets) in plans.items():
     shutil.copy(os.path.join(REPO, proj), os.path.join(d, "project.yaml"))
 
 # ---- calibrate every thread count the plans' ranks run (tessera plan's threads_per_rank: the
-# rule tessera train sets them by, default_threads_per_rank)
-threads = sorted({plan_json(os.path.join(work, t.replace(" ", "_"), "project.yaml"),
-                            s + common)["threads_per_rank"] for t, (_, s) in plans.items()})
+# rule tessera train sets them by, default_threads_per_rank), and each plan's tokens per step
+first = {t: plan_json(os.path.join(work, t.replace(" ", "_"), "project.yaml"), s + common)
+         for t, (_, s) in plans.items()}
+threads = sorted({p["threads_per_rank"] for p in first.values()})
 
 
 def calibrate(extra):
@@ -79,7 +80,7 @@ def calibrate(extra):
               f"{r.stderr.strip().splitlines()[-1]}", flush=True)
 
 
-def train(tag, proj, sets):
+def train(tag, sets):
     """One run of the plan: (tokens/s over the timed steps, the fastest 8-step window) or the error."""
     d = os.path.join(work, tag.replace(" ", "_"))
     cfg = os.path.join(d, "project.yaml")
@@ -89,7 +90,7 @@ def train(tag, proj, sets):
     r = subprocess.run([tess, "train", cfg] + sets_args(all_sets), capture_output=True, text=True, cwd=d)
     if r.returncode:
         return None, None, (r.stdout + r.stderr)[-800:]
-    tokens = plan_json(cfg, all_sets)["tokens_per_step"]
+    tokens = first[tag]["tokens_per_step"]
     db = sqlite3.connect(os.path.join(d, "runs.db"))
     run = db.execute("select max(id) from runs").fetchone()[0]
     ends = dict(db.execute("select step, wall_time from metrics where run_id=? and name='train/loss' and rank=0",
@@ -110,10 +111,10 @@ runs = {tag: [] for tag in plans}
 windows = {tag: [] for tag in plans}
 failed = {}
 for k in range(repeat):
-    for tag, (proj, sets) in plans.items():
+    for tag, (_, sets) in plans.items():
         if tag in failed:
             continue
-        tok, window, err = train(tag, proj, sets)
+        tok, window, err = train(tag, sets)
         if err:
             failed[tag] = err
             print(tag, "FAILED", err, flush=True)
