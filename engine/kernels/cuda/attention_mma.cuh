@@ -232,6 +232,29 @@ inline dim3 work_grid(int tiles, int NH, int B, bool heavy_first) {
     return heavy_first ? dim3(NH * B, tiles) : dim3(tiles, NH, B);
 }
 
+// A query tile's block (the forward, the dQ pass): its head h, batch b and first row q0 (rank 0:
+// the last tile of TILE_ROWS queries, which has the most keys), the row stride C3 of qkv
+// (B, T_, C + 2·KV·HS), and where the block's head's Q and its kv head's K and V start.
+struct QueryTile {
+    int h, b, q0;
+    long C3;
+    const bf16 *q, *k, *v;
+};
+template <int HS, int TILE_ROWS>
+__device__ __forceinline__ QueryTile query_tile(const bf16* qkv, int T_, int C, int NH, int KV,
+                                                bool heavy_first) {
+    const int n_q = (T_ + TILE_ROWS - 1) / TILE_ROWS;
+    const BlockWork w = block_work(NH, heavy_first);
+    QueryTile t;
+    t.h = w.h, t.b = w.b;
+    t.q0 = (n_q - 1 - w.rank) * TILE_ROWS;
+    t.C3 = C + 2L * KV * HS;
+    t.q = qkv + (long)t.b * T_ * t.C3 + t.h * HS;
+    t.k = qkv + (long)t.b * T_ * t.C3 + C + (t.h / (NH / KV)) * HS;
+    t.v = t.k + (long)KV * HS;
+    return t;
+}
+
 // ---------------------------------------------------------------------------------------------
 // forward
 
@@ -254,14 +277,10 @@ static __global__ void __launch_bounds__(THREADS)
     bf16* ks = qs + RQ * LD;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
 
-    const int n_q = (T_ + RQ - 1) / RQ;
-    const BlockWork w = block_work(NH, heavy_first);
-    const int h = w.h, b = w.b;
-    const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = C + 2L * KV * HS;        // the row stride
-    const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
-    const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
-    const bf16* v_g = k_g + (long)KV * HS;
+    const QueryTile tile = query_tile<HS, RQ>(qkv, T_, C, NH, KV, heavy_first);
+    const int h = tile.h, b = tile.b, q0 = tile.q0;
+    const long C3 = tile.C3;
+    const bf16 *q_g = tile.q, *k_g = tile.k, *v_g = tile.v;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     // key tiles 0 .. the one holding key min(q0 + RQ, T_) - 1
@@ -538,14 +557,10 @@ static __global__ void __launch_bounds__(THREADS)
     bf16* ks = dos + RQ * LD;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
 
-    const int n_q = (T_ + RQ - 1) / RQ;
-    const BlockWork w = block_work(NH, heavy_first);
-    const int h = w.h, b = w.b;
-    const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = C + 2L * KV * HS;        // the row stride
-    const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
-    const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
-    const bf16* v_g = k_g + (long)KV * HS;
+    const QueryTile tile = query_tile<HS, RQ>(qkv, T_, C, NH, KV, heavy_first);
+    const int h = tile.h, b = tile.b, q0 = tile.q0;
+    const long C3 = tile.C3;
+    const bf16 *q_g = tile.q, *k_g = tile.k, *v_g = tile.v;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
     const int n_k = (min(q0 + RQ, T_) - 1) / BK + 1;  // key tiles 0 .. the last one needed

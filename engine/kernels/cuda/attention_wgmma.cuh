@@ -210,14 +210,10 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
     bf16* ks = qs + RQ * 64;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
 
-    const int n_q = (T_ + RQ - 1) / RQ;
-    const att_mma::BlockWork w = att_mma::block_work(NH, heavy_first);
-    const int h = w.h, b = w.b;
-    const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = C + 2L * KV * HS;        // the row stride
-    const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
-    const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
-    const bf16* v_g = k_g + (long)KV * HS;
+    const att_mma::QueryTile tile = att_mma::query_tile<HS, RQ>(qkv, T_, C, NH, KV, heavy_first);
+    const int h = tile.h, b = tile.b, q0 = tile.q0;
+    const long C3 = tile.C3;
+    const bf16 *q_g = tile.q, *k_g = tile.k, *v_g = tile.v;
     const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
@@ -534,14 +530,10 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
     bf16* ks = dos + RQ * 64;  // stage s at ks + s*KT
     bf16* vs = ks + 2 * KT;
 
-    const int n_q = (T_ + RQ - 1) / RQ;
-    const att_mma::BlockWork w = att_mma::block_work(NH, heavy_first);
-    const int h = w.h, b = w.b;
-    const int q0 = (n_q - 1 - w.rank) * RQ;  // the last query tile has the most keys
-    const long C3 = C + 2L * KV * HS;        // the row stride
-    const bf16* q_g = qkv + (long)b * T_ * C3 + h * HS;
-    const bf16* k_g = qkv + (long)b * T_ * C3 + C + (h / (NH / KV)) * HS;
-    const bf16* v_g = k_g + (long)KV * HS;
+    const att_mma::QueryTile tile = att_mma::query_tile<HS, RQ>(qkv, T_, C, NH, KV, heavy_first);
+    const int h = tile.h, b = tile.b, q0 = tile.q0;
+    const long C3 = tile.C3;
+    const bf16 *q_g = tile.q, *k_g = tile.k, *v_g = tile.v;
     const int wg = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
     const float scale_log2 = scale * LOG2E;
