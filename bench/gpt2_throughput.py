@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""GPT-2 124M training throughput on H200s: Tessera next to its PyTorch peer, in one run.
+"""GPT-2 training throughput on H200s: Tessera next to its PyTorch peer, in one run.
 
 usage: bench/gpt2_throughput.py --tessera BUILD/bin/tessera --anchor torch_gpt2_bench.py
                                 --gpus 1|2 [--out DIR] [--steps 30] [--warmup 10]
+                                [--model gpt2|gpt2-medium|gpt2-large|gpt2-xl] [--B 16]
 
-Every configuration trains GPT-2 124M (12 layers, d_model 768, 12 heads, vocab 50257), micro-batch
-16, sequence 1024, bf16, on random tokens. The headline tokens/s is wall clock: the tokens of the
+Every configuration trains the model (GPT-2 124M by default: 12 layers, d_model 768, 12 heads,
+vocab 50257, tied head), micro-batch B (16), sequence 1024, bf16, on random tokens. The headline tokens/s is wall clock: the tokens of the
 timed steps over the time from the end of the last warm-up step to the end of the last step (each
 step ends with the run's synchronisation; the times are the metric records' wall clocks), the
 anchor's too; the median of the per-step figures stands beside it, labelled. MFU counts 6·N + 12·L·d·T FLOPs per token (the PaLM formula, as the anchor does) against
@@ -28,21 +29,26 @@ p.add_argument("--steps", type=int, default=30)
 p.add_argument("--warmup", type=int, default=10)
 p.add_argument("--only", default="")
 p.add_argument("--rounds", type=int, default=1)
+p.add_argument("--model", default="gpt2", choices=["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"])
+p.add_argument("--B", type=int, default=16)
 a = p.parse_args()
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 work = tempfile.mkdtemp(prefix="tessera_bench_")
-N_PARAMS = 124_475_904  # GPT-2 124M with vocab 50257, tied head
-L, D, T = 12, 768, 1024
+L, D, H = {"gpt2": (12, 768, 12), "gpt2-medium": (24, 1024, 16), "gpt2-large": (36, 1280, 20),
+           "gpt2-xl": (48, 1600, 25)}[a.model]
+T, V = 1024, 50304  # the vocabulary padded to a multiple of 128, as the anchor counts it
+N_PARAMS = V * D + T * D + L * (12 * D * D + 13 * D) + 2 * D  # tied head; 124,475,904 for gpt2
 FLOPS_PER_TOKEN = 6 * N_PARAMS + 12 * L * D * T
 
 shard = os.path.join(work, "random.bin")
 random_shard(shard, 50257)
 peak_flops = None  # per GPU, from the device table (`tessera plan --json`: device.peak_flops)
 
-def tessera(tag, sets, micro=16, accum=1):
+def tessera(tag, sets, micro=None, accum=1):
+    micro = micro or a.B
     global peak_flops
     yaml = f"""name: {tag}
-model: {{preset: gpt2}}
+model: {{preset: {a.model}}}
 data: {{train: {shard}}}
 train: {{steps: {a.steps + a.warmup}, micro_batch: {micro}, grad_accum: {accum}, lr: 6.0e-4,
         min_lr: 6.0e-5, warmup_steps: 10, eval_every: 0, grad_clip: 1.0}}
@@ -56,6 +62,7 @@ log: {{db: runs.db, every: 1}}
 
 def anchor(tag, mode, compile_, nproc):
     base = [sys.executable, a.anchor, "--mode", mode, "--compile", str(compile_), "--steps", str(a.steps),
+            "--B", str(a.B), "--layers", str(L), "--dmodel", str(D), "--heads", str(H),
             "--warmup", str(a.warmup)]
     return anchor_run(tag, base if nproc == 1 else ["torchrun", f"--nproc_per_node={nproc}"] + base[1:])
 
@@ -99,4 +106,5 @@ for r in rows:
     pred = f"{r['pred_gib']:.1f}" if r.get("pred_gib") is not None else "-"  # anchors: none
     print(f"{r['name']:34} {r['tok_s']:10,.0f} {med} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:10.1f} "
           f"{pred:>9} {r.get('device_gib', 0):10.1f} {bub:>7}")
-json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu.json"), "w"), indent=1)
+suffix = "" if a.model == "gpt2" else f"_{a.model}"
+json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu{suffix}.json"), "w"), indent=1)
