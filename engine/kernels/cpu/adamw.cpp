@@ -16,8 +16,8 @@ struct AdamWStep {
 // so each lane's result is the scalar one). Built for the widest of AVX-512, AVX2 and the
 // baseline the CPU runs (target_clones picks at load time): the same bits at every width.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void adamw_span(
-    float* __restrict param, const float* __restrict grad, float* __restrict m,
-    float* __restrict v, int64_t n, AdamWStep k) {
+    float* __restrict param, const float* __restrict grad, float* __restrict m, float* __restrict v,
+    int64_t n, AdamWStep k) {
     for (int64_t i = 0; i < n; ++i) {
         const float g = grad[i] * k.grad_scale;
         const float mi = m[i] + (1.0f - k.beta1) * (g - m[i]);
