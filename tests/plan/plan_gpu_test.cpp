@@ -39,8 +39,12 @@ runtime: {device: cuda, precision: bf16}
 log: {db: runs.db, every: 1}
 )";
 
+std::string data_path(const char* file) {
+    return std::string(TESSERA_SOURCE_DIR) + "/tests/plan/data/" + file;
+}
+
 nlohmann::json measured_json(const char* file = "h200_gpt2_memory.json") {
-    const std::string path = std::string(TESSERA_SOURCE_DIR) + "/tests/plan/data/" + file;
+    const std::string path = data_path(file);
     std::ifstream f(path);
     if (!f) throw std::runtime_error("cannot open " + path);
     return nlohmann::json::parse(f);
@@ -230,8 +234,7 @@ runtime: {device: cuda, precision: bf16}
 // schedule, its bubble, the collectives), not today's kernels, which the 1-GPU tests above hold.
 TEST(EstimatorGpu, TwoH200sGpt2WithinFifteenPercentOfOlderMedians) {
     const nlohmann::json data = measured_json("h200_gpt2_throughput.json");
-    const std::string ops_path =
-        std::string(TESSERA_SOURCE_DIR) + "/tests/plan/data/h200_ops_2026-12-02.json";
+    const std::string ops_path = data_path("h200_ops_2026-12-02.json");
     std::ifstream ops_file(ops_path);
     ASSERT_TRUE(ops_file) << ops_path;
     const OpCosts then = op_costs_parse(
