@@ -31,18 +31,31 @@ LayerTraits layer_traits(Device d, DType act, bool fp8) {
 }
 
 const char* op_kind_name(OpKind k) {
-    static const char* names[] = {"matmul_forward",     "matmul_gelu_forward",
-                                  "matmul_backward",    "layernorm_forward",
-                                  "layernorm_backward", "gelu_forward",
-                                  "gelu_backward",      "relu_forward",
-                                  "relu_backward",      "attention_forward",
-                                  "attention_backward", "rmsnorm_forward",
-                                  "rmsnorm_backward",   "rope",
-                                  "swiglu_forward",     "swiglu_backward",
-                                  "add_bias_residual",  "embedding_forward",
-                                  "embedding_backward", "cross_entropy_stats",
-                                  "cross_entropy_loss", "accumulate",
-                                  "cast_weights",       "copy",
+    static const char* names[] = {"matmul_forward",
+                                  "matmul_gelu_forward",
+                                  "matmul_backward",
+                                  "matmul_gelu_backward",
+                                  "layernorm_forward",
+                                  "layernorm_backward",
+                                  "gelu_forward",
+                                  "gelu_backward",
+                                  "relu_forward",
+                                  "relu_backward",
+                                  "attention_forward",
+                                  "attention_backward",
+                                  "rmsnorm_forward",
+                                  "rmsnorm_backward",
+                                  "rope",
+                                  "swiglu_forward",
+                                  "swiglu_backward",
+                                  "add_bias_residual",
+                                  "embedding_forward",
+                                  "embedding_backward",
+                                  "cross_entropy_stats",
+                                  "cross_entropy_loss",
+                                  "accumulate",
+                                  "cast_weights",
+                                  "copy",
                                   "tp_all_reduce"};
     static_assert(sizeof names / sizeof names[0] == (size_t)OpKind::count, "a name per op kind");
     return names[(int)k];
@@ -83,6 +96,11 @@ class MetaLayerOps final : public LayerOps {
     void matmul_backward(void* dinp, float* dw, float*, const void*, const void*, const void*,
                          int N, int C, int OC) override {
         gemm(OpKind::matmul_backward, N, C, OC);
+        split_share(dinp, dw);
+    }
+    void matmul_gelu_backward(void* dinp, float* dw, float*, const void*, const void*, const void*,
+                              const void*, int N, int C, int OC) override {
+        gemm(OpKind::matmul_gelu_backward, N, C, OC);
         split_share(dinp, dw);
     }
     void gelu_forward(void*, const void*, int64_t n) override { rec(OpKind::gelu_forward, n); }
@@ -171,7 +189,8 @@ class MetaLayerOps final : public LayerOps {
     }
     // a GEMM: its FP8 workspace allocated and freed as the CUDA ops do
     void gemm(OpKind k, int N, int C, int OC) const {
-        Tensor ws = fp8_workspace(N, C, OC, k == OpKind::matmul_backward);
+        Tensor ws = fp8_workspace(
+            N, C, OC, k == OpKind::matmul_backward || k == OpKind::matmul_gelu_backward);
         rec(k, N, C, OC, 0, 0, 0, ws.defined());
     }
 };

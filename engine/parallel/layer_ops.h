@@ -24,15 +24,16 @@ namespace tessera {
 // each op the layers call, with the sizes that set its cost, in call order.
 
 enum class OpKind {
-    matmul_forward,       // N, C, OC: (N, C) · (OC, C)ᵀ
-    matmul_gelu_forward,  // N, C, OC, GELU epilogue
-    matmul_backward,      // N, C, OC: input gradient (N, C) and weight gradient (OC, C)
-    layernorm_forward,    // N, C
-    layernorm_backward,   // N, C
-    gelu_forward,         // N elements
-    gelu_backward,        // N elements
-    relu_forward,         // N elements
-    relu_backward,        // N elements
+    matmul_forward,        // N, C, OC: (N, C) · (OC, C)ᵀ
+    matmul_gelu_forward,   // N, C, OC, GELU epilogue
+    matmul_backward,       // N, C, OC: input gradient (N, C) and weight gradient (OC, C)
+    matmul_gelu_backward,  // N, C, OC: matmul_backward through a GELU on its input
+    layernorm_forward,     // N, C
+    layernorm_backward,    // N, C
+    gelu_forward,          // N elements
+    gelu_backward,         // N elements
+    relu_forward,          // N elements
+    relu_backward,         // N elements
     attention_forward,  // B, T, C (this rank's heads' width), NH (this rank's heads), OC = KV heads
     attention_backward,   // B, T, C, NH, OC = KV heads
     rmsnorm_forward,      // N, C
@@ -148,6 +149,11 @@ class LayerOps {
     // dinp (N, C) = (overwritten); dweight (OC, C) +=, dbias (OC) += (each may be null)
     virtual void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout,
                                  const void* inp, const void* weight, int N, int C, int OC) = 0;
+    // matmul_backward for an input that was gelu(pre): dinp (N, C) = gelu'(pre) · (dout · weight)
+    // (overwritten), the gradient of pre; dweight, dbias as there (each may be null)
+    virtual void matmul_gelu_backward(void* dinp, float* dweight, float* dbias, const void* dout,
+                                      const void* inp, const void* weight, const void* pre, int N,
+                                      int C, int OC) = 0;
     virtual void gelu_forward(void* out, const void* inp, int64_t n) = 0;
     // dinp = gelu'(inp) · dout (overwritten; dinp may be dout)
     virtual void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) = 0;

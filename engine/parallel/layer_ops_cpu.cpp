@@ -53,6 +53,11 @@ class CpuLayerOps final : public LayerOps {
         if (dinp) std::memset(dinp, 0, sizeof(float) * N * C);
         tessera::matmul_backward(F(dinp), dw, db, F(dout), F(inp), F(w), N, C, OC);
     }
+    void matmul_gelu_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
+                              const void* w, const void* pre, int N, int C, int OC) override {
+        matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+        gelu_backward_set(F(dinp), F(pre), F(dinp), (int64_t)N * C);
+    }
     void gelu_forward(void* out, const void* inp, int64_t n) override {
         tessera::gelu_forward(F(out), F(inp), n);
     }

@@ -69,6 +69,12 @@ class CudaLayerOps final : public LayerOps {
         Tensor ws = fp8_workspace(N, C, OC, true);
         matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st(), ws.data());
     }
+    void matmul_gelu_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
+                              const void* w, const void* pre, int N, int C, int OC) override {
+        Tensor ws = fp8_workspace(N, C, OC, true);
+        matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st(), ws.data(),
+                                P(pre));
+    }
     void gelu_forward(void* out, const void* inp, int64_t n) override {
         gelu_forward_cuda<T>(P(out), P(inp), (long)n, st());
     }

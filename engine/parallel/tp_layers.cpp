@@ -403,9 +403,8 @@ class BlockLayer final : public Layer {
         const DType adt = ops_.traits.act;
         void* gp = dout.data();  // d(block output); becomes d(block input) in place
         Tensor dfc = work({N, 4 * Cl});
-        ops_.matmul_backward(dfc.data(), grad_ptr[10], grad_ptr[11], gp, s[FCG].data(), w(10), N,
-                             4 * Cl, C);
-        ops_.gelu_backward(dfc.data(), s[FCH].data(), dfc.data(), (int64_t)N * 4 * Cl);
+        ops_.matmul_gelu_backward(dfc.data(), grad_ptr[10], grad_ptr[11], gp, s[FCG].data(), w(10),
+                                  s[FCH].data(), N, 4 * Cl, C);
         Tensor dln = work({N, C});
         ops_.matmul_backward(dln.data(), grad_ptr[8], grad_ptr[9], dfc.data(), s[LN2].data(), w(8),
                              N, C, 4 * Cl);
@@ -448,8 +447,8 @@ class BlockLayer final : public Layer {
         ops_.copy(dx.data(), dout.data(), es * N * C);
         void* gp = dx.data();
         Tensor dfc = act({N, 4 * Cl});
-        ops_.matmul_backward(dfc.data(), nullptr, nullptr, gp, s[FCG].data(), w(10), N, 4 * Cl, C);
-        ops_.gelu_backward(dfc.data(), s[FCH].data(), dfc.data(), (int64_t)N * 4 * Cl);
+        ops_.matmul_gelu_backward(dfc.data(), nullptr, nullptr, gp, s[FCG].data(), w(10),
+                                  s[FCH].data(), N, 4 * Cl, C);
         Tensor dln2 = act({N, C});
         ops_.matmul_backward(dln2.data(), nullptr, nullptr, dfc.data(), s[LN2].data(), w(8), N, C,
                              4 * Cl);

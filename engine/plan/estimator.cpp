@@ -212,6 +212,7 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
             case OpKind::matmul_forward:
             case OpKind::matmul_gelu_forward:
             case OpKind::matmul_backward:
+            case OpKind::matmul_gelu_backward:
                 r.gemm_s += t;
                 break;
             case OpKind::attention_forward:
@@ -260,7 +261,7 @@ double small_batch_gemm_factor(const OpCosts& costs, const RankSim& sim) {
     double at_n = 0, at_ref = 0;
     for (OpCall c : sim.trace.calls) {
         if (c.kind != OpKind::matmul_forward && c.kind != OpKind::matmul_gelu_forward &&
-            c.kind != OpKind::matmul_backward)
+            c.kind != OpKind::matmul_backward && c.kind != OpKind::matmul_gelu_backward)
             continue;
         if (!costs.measured[(size_t)c.kind] || c.N < 1) continue;
         c.fp8 = false;

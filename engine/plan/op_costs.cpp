@@ -91,6 +91,15 @@ double op_units(const OpCall& c) {
 
 double OpCosts::op_s(const OpCall& c) const {
     switch (c.kind) {
+        case OpKind::matmul_gelu_backward:
+            if (c.fp8 || gemm_backward_gelu_s.empty()) {  // the GEMM, then the GELU's derivative
+                OpCall g = c, d = c;
+                g.kind = OpKind::matmul_backward;
+                d.kind = OpKind::gelu_backward;
+                d.N = c.N * c.C;
+                return op_s(g) + op_s(d);
+            }
+            [[fallthrough]];
         case OpKind::matmul_forward:
         case OpKind::matmul_gelu_forward:
         case OpKind::matmul_backward: {
@@ -100,6 +109,8 @@ double OpCosts::op_s(const OpCall& c) const {
                                 ? (c.fp8 ? gemm_fp8_forward_s : gemm_forward_s)
                             : c.kind == OpKind::matmul_gelu_forward
                                 ? (c.fp8 ? gemm_fp8_forward_gelu_s : gemm_forward_gelu_s)
+                            : c.kind == OpKind::matmul_gelu_backward
+                                ? gemm_backward_gelu_s
                                 : (c.fp8 ? gemm_fp8_backward_s : gemm_backward_s);
             TS_CHECK(!c.fp8 || fp8_measured,
                      "op_s: an FP8 GEMM on a device whose sweep has no FP8 rows");
@@ -152,9 +163,14 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
     o.gemm_forward_gelu_s = doubles(g, "forward_gelu_s", where);
     o.gemm_backward_s = doubles(g, "backward_s", where);
     const size_t ng = o.gemm_N.size() * o.gemm_C.size() * o.gemm_OC.size();
+    if (g.contains("backward_gelu_s"))
+        o.gemm_backward_gelu_s = doubles(g, "backward_gelu_s", where);
     for (const auto* v : {&o.gemm_forward_s, &o.gemm_forward_gelu_s, &o.gemm_backward_s})
         if (v->size() != ng)
             throw InputError(str_cat(where, ": gemm: expected ", ng, " times, found ", v->size()));
+    if (!o.gemm_backward_gelu_s.empty() && o.gemm_backward_gelu_s.size() != ng)
+        throw InputError(str_cat(where, ": gemm: expected ", ng, " backward_gelu_s times, found ",
+                                 o.gemm_backward_gelu_s.size()));
     if (j.contains("gemm_fp8")) {  // on the same grid
         const auto& f = j["gemm_fp8"];
         o.gemm_fp8_forward_s = doubles(f, "forward_s", where);
@@ -188,6 +204,8 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
             case OpKind::tp_all_reduce:
                 o.measured[k] = true;
                 break;
+            case OpKind::matmul_gelu_backward:  // its own grid, or the GEMM and gelu_backward
+                break;
             default:
                 // an op the sweep did not time (one added since) leaves the step to the
                 // efficiency model (the estimator checks measured[])
@@ -196,6 +214,8 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
                 o.measured[k] = true;
         }
     }
+    o.measured[(size_t)OpKind::matmul_gelu_backward] =
+        !o.gemm_backward_gelu_s.empty() || o.measured[(size_t)OpKind::gelu_backward];
     o.adamw = linear(j["optimizer"], "adamw", where + ": optimizer");
     o.sum_squares = linear(j["optimizer"], "sum_squares", where + ": optimizer");
     o.zero = linear(j["optimizer"], "zero", where + ": optimizer");

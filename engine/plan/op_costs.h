@@ -29,6 +29,9 @@ struct OpCosts {
     double launch_s = 0;         // host time per kernel launch
     std::vector<double> gemm_N, gemm_C, gemm_OC;
     std::vector<double> gemm_forward_s, gemm_forward_gelu_s, gemm_backward_s;  // [n][c][oc]
+    // the backward through a GELU (the derivative in the input gradient's epilogue), where swept;
+    // else priced as the backward and a separate gelu_backward over the input gradient
+    std::vector<double> gemm_backward_gelu_s;
     // the same GEMMs in FP8 (runtime.precision fp8, quantization included), where swept
     bool fp8_measured = false;
     std::vector<double> gemm_fp8_forward_s, gemm_fp8_forward_gelu_s, gemm_fp8_backward_s;

@@ -164,9 +164,11 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     json out;
 
     // ---- GEMMs on a grid: forward, with the GELU epilogue, backward (the backward's output
-    // gradient is O, its input A (N, C)); with the device's ops, then (GPUs) its FP8 ones
-    auto time_gemms = [&](LayerOps& o, json& section) {
-        json fwd = json::array(), fwdg = json::array(), bwd = json::array();
+    // gradient is O, its input A (N, C)); with the device's ops, then (GPUs) its FP8 ones. GPUs'
+    // bf16 GEMMs also backward through a GELU (its pre-activation O2), which their epilogue
+    // fuses; elsewhere that is the backward and a gelu_backward, priced from those.
+    auto time_gemms = [&](LayerOps& o, json& section, bool through_gelu) {
+        json fwd = json::array(), fwdg = json::array(), bwd = json::array(), bwdg = json::array();
         for (int N : g.gemm_N)
             for (int C : g.gemm_C)
                 for (int OC : g.gemm_OC) {
@@ -175,22 +177,26 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
                         dev.time_s([&] { o.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
                     bwd.push_back(
                         dev.time_s([&] { o.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+                    if (through_gelu)
+                        bwdg.push_back(dev.time_s(
+                            [&] { o.matmul_gelu_backward(A2, dW, db, O, A, W, O2, N, C, OC); }));
                 }
         section["forward_s"] = fwd;
         section["forward_gelu_s"] = fwdg;
         section["backward_s"] = bwd;
+        if (through_gelu) section["backward_gelu_s"] = bwdg;
     };
     say("gemm");
     out["gemm"] = {{"N", g.gemm_N},
                    {"C", g.gemm_C},
                    {"OC", g.gemm_OC},
                    {"layout", "index (n * |C| + c) * |OC| + oc"}};
-    time_gemms(ops, out["gemm"]);
+    time_gemms(ops, out["gemm"], ops.traits.device == Device::cuda);
     if (dev.gemm_fp8) {
         say("gemm_fp8");
         out["gemm_fp8"] = {
             {"scaling", "per-tensor current scaling; e4m3 inputs and weights, e5m2 gradients"}};
-        time_gemms(*dev.gemm_fp8, out["gemm_fp8"]);
+        time_gemms(*dev.gemm_fp8, out["gemm_fp8"], false);
     }
 
     // ---- attention on (batch x heads, T) per head width

@@ -3,6 +3,8 @@
 #include "engine/kernels/cpu/matmul.h"
 
 #include <cmath>
+#include <iterator>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/kernels/cpu/gelu.h"
@@ -98,6 +100,49 @@ TYPED_TEST(MatmulCuda, BackwardMatchesCpu) {
         for (size_t i = 0; i < dw2.size(); ++i) dw2[i] += dw[i] - dw0[i];
         EXPECT_REL(d_dw.get(), dw2, tol<T>(), what + " dweight twice");
     }
+}
+
+// The input gradient through a GELU on the input (gelu_pre: its pre-activation), against the CPU's
+// backward and gelu_backward; bf16 takes cuBLASLt's DGELU epilogue from 4096 rows where C % 8 == 0
+// and the pre-activation is 16-byte aligned (the last shape), the separate kernel otherwise
+// (fewer rows; C = 17; pre offset by one).
+TYPED_TEST(MatmulCuda, BackwardThroughGeluMatchesCpu) {
+    using T = TypeParam;
+    std::vector<MmShape> shapes(std::begin(kShapes), std::end(kShapes));
+    shapes.push_back({4096, 256, 64});
+    for (const MmShape& sh : shapes)
+        for (int offset : {0, 1}) {
+            const int N = sh.N, C = sh.C, OC = sh.OC;
+            std::mt19937 rng(N * 3 + C + OC + offset);
+            auto inp = rand_vec<T>((size_t)N * C, rng), w = rand_vec<T>((size_t)OC * C, rng);
+            auto dout = rand_vec<T>((size_t)N * OC, rng);
+            // into GELU's curved part and its tails
+            auto pre = rand_vec<T>((size_t)N * C + offset, rng, -3.0f, 3.0f);
+            auto dw0 = rand_vec<float>((size_t)OC * C, rng), db0 = rand_vec<float>(OC, rng);
+            std::vector<float> dinp((size_t)N * C, 0.0f), dw = dw0, db = db0;
+            std::vector<float> pref(pre.begin() + offset, pre.end());
+            matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N,
+                            C, OC);
+            gelu_backward_set(dinp.data(), pref.data(), dinp.data(), (int64_t)dinp.size());
+
+            DevBuf<T> d_inp(inp.size()), d_w(w.size()), d_dout(dout.size()), d_pre(pre.size()),
+                d_dinp(dinp.size());
+            DevBuf<float> d_dw(dw.size()), d_db(db.size());
+            d_inp.set(inp);
+            d_w.set(w);
+            d_dout.set(dout);
+            d_pre.set(pre);
+            d_dw.set(dw0);
+            d_db.set(db0);
+            matmul_backward_cuda<T>(d_dinp.p, d_dw.p, d_db.p, d_dout.p, d_inp.p, d_w.p, N, C, OC, 0,
+                                    nullptr, d_pre.p + offset);
+            std::string what = "backward through GELU N=" + std::to_string(N) +
+                               " C=" + std::to_string(C) + " OC=" + std::to_string(OC) +
+                               " pre offset " + std::to_string(offset);
+            EXPECT_REL(d_dinp.get(), dinp, tol<T>(), what + " dinp");
+            EXPECT_REL(d_dw.get(), dw, tol<T>(), what + " dweight (+=)");
+            EXPECT_REL(d_db.get(), db, tol<T>(), what + " dbias (+=)");
+        }
 }
 
 TYPED_TEST(MatmulCuda, DbiasIsDeterministic) {

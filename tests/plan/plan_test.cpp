@@ -217,6 +217,39 @@ TEST(OpCosts, InterpolatesTheMeasuredGrid) {
     }
 }
 
+// A GEMM's backward through a GELU: where the sweep timed it (GPUs: the derivative in cuBLASLt's
+// epilogue) its own grid, cheaper than the backward and a separate gelu_backward; where not (a
+// file swept before it, FP8, the CPU) priced as exactly those two.
+TEST(OpCosts, BackwardThroughGeluIsItsOwnGridOrTheGemmAndTheDerivative) {
+    const OpCosts* c = op_costs_for("H200");
+    ASSERT_NE(c, nullptr);
+    ASSERT_FALSE(c->gemm_backward_gelu_s.empty()) << "h200_ops.json times the fused backward";
+    ASSERT_TRUE(c->prices(OpCall{OpKind::matmul_gelu_backward}));
+    const OpCall fused{OpKind::matmul_gelu_backward, 16384, 4096, 1024, 0, 0, 0, DType::bf16};
+    OpCall gemm = fused, deriv = fused;
+    gemm.kind = OpKind::matmul_backward;
+    deriv = OpCall{OpKind::gelu_backward, 16384 * 4096, 0, 0, 0, 0, 0, DType::bf16};
+    auto at = [](const std::vector<double>& g, double x) {
+        return (size_t)(std::find(g.begin(), g.end(), x) - g.begin());
+    };
+    const size_t i =
+        (at(c->gemm_N, 16384) * c->gemm_C.size() + at(c->gemm_C, 4096)) * c->gemm_OC.size() +
+        at(c->gemm_OC, 1024);
+    EXPECT_NEAR(c->op_s(fused), c->gemm_backward_gelu_s[i], 1e-9 * c->gemm_backward_gelu_s[i]);
+    EXPECT_GT(c->op_s(fused), c->op_s(gemm));
+    EXPECT_LT(c->op_s(fused), c->op_s(gemm) + c->op_s(deriv));
+
+    OpCosts older = *c;  // a sweep from before the fused backward
+    older.gemm_backward_gelu_s.clear();
+    EXPECT_DOUBLE_EQ(older.op_s(fused), older.op_s(gemm) + older.op_s(deriv));
+    OpCall fp8 = fused, fp8_gemm = gemm;
+    fp8.fp8 = fp8_gemm.fp8 = true;
+    EXPECT_DOUBLE_EQ(c->op_s(fp8), c->op_s(fp8_gemm) + c->op_s(deriv));
+    OpCall half = fused;  // zb-h1's input-gradient part
+    half.share = 0.5;
+    EXPECT_DOUBLE_EQ(c->op_s(half), 0.5 * c->op_s(fused));
+}
+
 // One model prices every rank: when the last pipeline stage's trace holds an op the sweep did not
 // time (here the cross-entropy, taken out of a copy of the H200's costs), the first stage is
 // priced from FLOPs too, not from its ops, and the step says "efficiency".

@@ -16,6 +16,7 @@
 #include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 #include "engine/kernels/cuda/fp8.cuh"
+#include "engine/kernels/cuda/gelu.cuh"
 #include "engine/kernels/cuda/matmul.cuh"
 #include "engine/kernels/fp8_workspace.h"
 
@@ -387,14 +388,22 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
     }
 }
 
+// The DGELU epilogue from this many rows (tokens) on. Below it, cuBLASLt's epilogue kernels ran
+// 5-15% slower on the H200 than the plain GEMM and a separate gelu_backward together (bench
+// op_sweep, 2026-12-04: GPT-2's MLP widths, C 3072-6400, at N 512-2048); from 4096 rows the
+// epilogue saves 1-14% of the pair.
+constexpr int kDgeluEpilogueMinRows = 4096;
+
 template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                           const T* weight, int N, int C, int OC, cudaStream_t s,
-                          void* fp8_workspace) {
+                          void* fp8_workspace, const T* gelu_pre) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_backward_cuda: bad shape N=", N, " C=", C,
                     " OC=", OC);
     TS_CUDA_REQUIRE(dout, "matmul_backward_cuda: null dout");
+    TS_CUDA_REQUIRE(!gelu_pre || dinp, "matmul_backward_cuda: gelu_pre given without dinp");
     if (N == 0) return;
+    T* const dinp_out = dinp;  // for the GELU derivative after an FP8 or plain GEMM
     const cudaDataType_t t = cuda_type<T>();
     if constexpr (std::is_same_v<T, bf16>) {
         // FP8: dout quantized to e5m2 (straight for dinp, transposed for dweight), weight and inp
@@ -447,13 +456,24 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
             }
         }
     }
+    bool fused = false;  // the GELU derivative applied in the dinp GEMM's epilogue
     if (dinp) {
         TS_CUDA_REQUIRE(weight, "matmul_backward_cuda: dinp needs weight");
-        GemmShape g = gemm_shape(t, t, false, false, C, N, OC, C, OC, C, weight, dout, dinp);
-        TS_CUDA_REQUIRE(gemm_run(g, weight, dout, dinp, 0.0f, nullptr, nullptr, s),
-                        "matmul_backward_cuda: cuBLASLt has no dinp algorithm for N=", N, " C=", C,
-                        " OC=", OC);
+        // bf16 with a GELU behind: the DGELU epilogue (aux ld a multiple of 8, 16-byte aligned)
+        if (std::is_same_v<T, bf16> && gelu_pre && N >= kDgeluEpilogueMinRows && C % 8 == 0 &&
+            ptr_align(gelu_pre) >= 16) {
+            GemmShape g = gemm_shape(t, t, false, false, C, N, OC, C, OC, C, weight, dout, dinp,
+                                     CUBLASLT_EPILOGUE_DGELU, C);
+            fused = gemm_run(g, weight, dout, dinp, 0.0f, nullptr, const_cast<T*>(gelu_pre), s);
+        }
+        if (!fused) {
+            GemmShape g = gemm_shape(t, t, false, false, C, N, OC, C, OC, C, weight, dout, dinp);
+            TS_CUDA_REQUIRE(gemm_run(g, weight, dout, dinp, 0.0f, nullptr, nullptr, s),
+                            "matmul_backward_cuda: cuBLASLt has no dinp algorithm for N=", N,
+                            " C=", C, " OC=", OC);
+        }
     }
+    if (gelu_pre && !fused) gelu_backward_cuda<T>(dinp_out, gelu_pre, dinp_out, (long)N * C, s);
     if (dweight) {
         TS_CUDA_REQUIRE(inp, "matmul_backward_cuda: dweight needs inp");
         GemmShape g =
@@ -488,8 +508,10 @@ template void matmul_forward_cuda<float>(float*, const float*, const float*, con
 template void matmul_forward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*, int, int, int,
                                         cudaStream_t, bool, bf16*, void*);
 template void matmul_backward_cuda<float>(float*, float*, float*, const float*, const float*,
-                                          const float*, int, int, int, cudaStream_t, void*);
+                                          const float*, int, int, int, cudaStream_t, void*,
+                                          const float*);
 template void matmul_backward_cuda<bf16>(bf16*, float*, float*, const bf16*, const bf16*,
-                                         const bf16*, int, int, int, cudaStream_t, void*);
+                                         const bf16*, int, int, int, cudaStream_t, void*,
+                                         const bf16*);
 
 }  // namespace tessera

@@ -27,10 +27,15 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
 // Any of dinp / dweight / dbias may be null to skip it. Uses the matmul_dbias scratch slot.
 // fp8_workspace: Fp8Workspace::of(N, C, OC, true).bytes; dout quantized to e5m2, inp and weight
 // to e4m3 (dbias is summed from the bf16 dout). Null: bf16.
+// gelu_pre (N, C), if not null: the input went through a GELU whose pre-activation this is, and
+// dinp is the gradient of that pre-activation, (dout @ weight) * gelu'(gelu_pre). bf16 computes
+// it in cuBLASLt's DGELU epilogue (from the fp32 product, rounded once) from 4096 rows on, where
+// the shape and alignment allow it; fewer rows (where the epilogue measured slower), fp32, FP8
+// and any fallback apply gelu_backward_cuda after the GEMM.
 template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                           const T* weight, int N, int C, int OC, cudaStream_t s,
-                          void* fp8_workspace = nullptr);
+                          void* fp8_workspace = nullptr, const T* gelu_pre = nullptr);
 
 // How many GEMMs of each kind ran in FP8 in this process (a shape or combination cuBLASLt
 // refuses runs in bf16 and is not counted): for the benches and tests to show FP8 ran.
