@@ -127,11 +127,14 @@ double OpCosts::op_s(const OpCall& c) const {
                 if (std::fabs(std::log(attn_head_dim[k] / hd)) <
                     std::fabs(std::log(attn_head_dim[h] / hd)))
                     h = k;
-            const std::vector<Cell> at{locate(attn_BH, bh), locate(attn_T, (double)c.T)};
+            // query heads per key/value head (OC: the key/value heads; 0 or NH: one each)
+            const double group = c.OC > 0 ? std::max(1.0, (double)c.NH / c.OC) : 1.0;
+            const std::vector<Cell> at{locate(attn_kv_group, group), locate(attn_BH, bh),
+                                       locate(attn_T, (double)c.T)};
             const auto& v = c.kind == OpKind::attention_forward ? attn_forward_s : attn_backward_s;
-            const double t =
-                interpolate({&attn_BH, &attn_T}, at, v, h * attn_BH.size() * attn_T.size());
-            return t * (bh / at[0].clamped) * std::pow((double)c.T / at[1].clamped, 2) *
+            const double t = interpolate({&attn_kv_group, &attn_BH, &attn_T}, at, v,
+                                         h * attn_kv_group.size() * attn_BH.size() * attn_T.size());
+            return t * (bh / at[1].clamped) * std::pow((double)c.T / at[2].clamped, 2) *
                    (hd / attn_head_dim[h]);
         }
         case OpKind::tp_all_reduce:
@@ -186,9 +189,14 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
     const auto& a = j["attention"];
     o.attn_head_dim = doubles(a, "head_dim", where), o.attn_BH = doubles(a, "BH", where),
     o.attn_T = doubles(a, "T", where);
+    if (a.contains("kv_group")) o.attn_kv_group = doubles(a, "kv_group", where);
+    if (o.attn_kv_group.empty() ||
+        std::any_of(o.attn_kv_group.begin(), o.attn_kv_group.end(), [](double g) { return g < 1; }))
+        throw InputError(str_cat(where, ": attention: kv_group must list groups of 1 or more"));
     o.attn_forward_s = doubles(a, "forward_s", where),
     o.attn_backward_s = doubles(a, "backward_s", where);
-    const size_t na = o.attn_head_dim.size() * o.attn_BH.size() * o.attn_T.size();
+    const size_t na =
+        o.attn_head_dim.size() * o.attn_kv_group.size() * o.attn_BH.size() * o.attn_T.size();
     for (const auto* v : {&o.attn_forward_s, &o.attn_backward_s})
         if (v->size() != na)
             throw InputError(

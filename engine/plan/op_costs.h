@@ -35,8 +35,10 @@ struct OpCosts {
     // the same GEMMs in FP8 (runtime.precision fp8, quantization included), where swept
     bool fp8_measured = false;
     std::vector<double> gemm_fp8_forward_s, gemm_fp8_forward_gelu_s, gemm_fp8_backward_s;
-    std::vector<double> attn_head_dim, attn_BH, attn_T;
-    std::vector<double> attn_forward_s, attn_backward_s;  // [head_dim][bh][t]
+    // attention per head width, query heads per key/value head (grouped-query attention; {1}
+    // where a sweep timed heads only), batch x heads and T
+    std::vector<double> attn_head_dim, attn_kv_group{1}, attn_BH, attn_T;
+    std::vector<double> attn_forward_s, attn_backward_s;  // [head_dim][kv_group][bh][t]
     std::array<Linear, (size_t)OpKind::count> linear{};   // memory-bound ops (units: op_units)
     std::array<bool, (size_t)OpKind::count> measured{};   // the ops the sweep timed
     Linear adamw, sum_squares, zero;                      // per fp32 element

@@ -36,8 +36,11 @@ OpSweepGrid op_sweep_grid_gpu() {
     g.gemm_C = {256, 512, 768, 1024, 1280, 1600, 2048, 4096, 6400};
     g.gemm_OC = {256,  768,  1024, 1280, 1600, 2304,  3072,
                  3840, 4096, 4800, 5120, 6400, 12800, 50304};
-    g.attn_BH = {8, 32, 128, 512}, g.attn_T = {128, 256, 512, 1024, 2048, 4096},
-    g.attn_head_dim = {64, 128};
+    // B·H of the models' micro-batches (GPT-2 124M B16: 192; Llama-3.2-1B B8: 256; Qwen2.5-0.5B
+    // B8: 112) fall between grid points at most 2x apart; groups of 1 (GPT-2: a key/value head
+    // per query head) to 8 query heads per key/value head (Llama 3: 4, Qwen2.5-0.5B: 7)
+    g.attn_BH = {8, 16, 32, 64, 128, 256, 512}, g.attn_T = {128, 256, 512, 1024, 2048, 4096},
+    g.attn_head_dim = {64, 128}, g.attn_kv_group = {1, 2, 4, 8};
     g.rows_cols = {{4096, 768}, {16384, 768}, {16384, 1600}, {32768, 1280}};
     g.rows_vocab = {{1024, 50304}, {4096, 50304}, {16384, 50304}, {16384, 25216}};
     g.optimizer_elems = {10'000'000, 124'475'904};
@@ -98,13 +101,13 @@ void op_sweep_keep_faster(json& into, const json& other) {
 std::string op_sweep_grid_difference(const json& into, const json& other) {
     for (const auto& [section, axes] :
          {std::pair<const char*, std::vector<const char*>>{"gemm", {"N", "C", "OC"}},
-          {"attention", {"head_dim", "BH", "T"}}}) {
+          {"attention", {"head_dim", "kv_group", "BH", "T"}}}) {
         if (!other.contains(section) || !other[section].is_object())
             return str_cat("no ", section, " section");
-        for (const char* axis : axes)
-            if (other[section].value(axis, json()) != into[section][axis])
+        for (const char* axis : axes)  // kv_group: absent in both where only heads were timed
+            if (other[section].value(axis, json()) != into[section].value(axis, json()))
                 return str_cat(section, " ", axis, " ", other[section].value(axis, json()).dump(),
-                               " (this sweep: ", into[section][axis].dump(), ")");
+                               " (this sweep: ", into[section].value(axis, json()).dump(), ")");
         for (const auto& [key, times] : into[section].items())
             if (key.size() > 2 && key.compare(key.size() - 2, 2, "_s") == 0 &&
                 (!other[section].contains(key) || !other[section][key].is_array() ||
@@ -199,33 +202,37 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
         time_gemms(*dev.gemm_fp8, out["gemm_fp8"], false);
     }
 
-    // ---- attention on (batch x heads, T) per head width
+    // ---- attention on (query heads per key/value head, batch x heads, T) per head width
     say("attention");
     json afwd = json::array(), abwd = json::array();
     const size_t stat_per_row =
         ops.traits.attention_scores ? (size_t)maxT : 1;  // probabilities or lse
     float* stats_att = (float*)dev.buffer((size_t)maxBH * maxT * stat_per_row * 4, false);
     for (int hd : g.attn_head_dim)
-        for (int bh : g.attn_BH)
-            for (int T : g.attn_T) {
-                // B samples of NH heads (8, or bh when fewer); qkv (B, T, 3C) in O, the output,
-                // its gradient and dqkv in O2
-                const int NH = std::min(bh, 8), B = bh / NH, C = NH * hd;
-                const size_t btc = (size_t)B * T * C;
-                char* o = (char*)O2;
-                char* dout = o + btc * es;
-                char* dqkv = dout + btc * es;
-                afwd.push_back(
-                    dev.time_s([&] { ops.attention_forward(o, stats_att, O, B, T, C, NH, NH); }));
-                abwd.push_back(dev.time_s(
-                    [&] { ops.attention_backward(dqkv, dout, O, o, stats_att, B, T, C, NH, NH); }));
-            }
+        for (int group : g.attn_kv_group)
+            for (int bh : g.attn_BH)
+                for (int T : g.attn_T) {
+                    // B samples of NH query heads (8, or bh when fewer) sharing KV key/value
+                    // heads; qkv (B, T, C + 2·KV·hd) in O, the output, its gradient and dqkv in O2
+                    const int NH = std::min(bh, 8), B = bh / NH, C = NH * hd;
+                    const int KV = std::max(1, NH / group);
+                    const size_t btc = (size_t)B * T * C;
+                    char* o = (char*)O2;
+                    char* dout = o + btc * es;
+                    char* dqkv = dout + btc * es;
+                    afwd.push_back(dev.time_s(
+                        [&] { ops.attention_forward(o, stats_att, O, B, T, C, NH, KV); }));
+                    abwd.push_back(dev.time_s([&] {
+                        ops.attention_backward(dqkv, dout, O, o, stats_att, B, T, C, NH, KV);
+                    }));
+                }
     out["attention"] = {{"head_dim", g.attn_head_dim},
                         {"BH", g.attn_BH},
                         {"T", g.attn_T},
                         {"forward_s", afwd},
                         {"backward_s", abwd},
-                        {"layout", "index (hd * |BH| + bh) * |T| + t"}};
+                        {"layout", "index ((hd * |kv_group| + g) * |BH| + bh) * |T| + t"}};
+    if (g.attn_kv_group != std::vector<int>{1}) out["attention"]["kv_group"] = g.attn_kv_group;
 
     // ---- memory-bound ops: fixed + per-unit (the unit per op: engine/plan/op_costs.cpp)
     say("memory-bound ops");

@@ -1,11 +1,12 @@
 // The per-op cost sweep (engine/plan/op_costs.h reads what it writes), one for every device: the
 // layers' own ops (LayerOps) timed on a grid — GEMM forward, forward with the GELU epilogue and
-// backward over (N, C, OC); attention forward and backward over (batch x heads, T) per head
-// width; every memory-bound op at a few sizes, fitted as fixed + per-unit time; the optimizer's
-// passes per fp32 element. A device brings its buffers, its clock and its optimizer kernels
-// (OpSweepDevice) and a grid sized for it: bench/op_sweep does the GPU (CUDA events, the H200's
-// grid); op_sweep_cpu is the CPU's, run by `tessera plan --calibrate` (wall clock, two passes, a
-// grid for the small models CPU ranks train) and stored per host (op_costs.h).
+// backward over (N, C, OC); attention forward and backward over (query heads per key/value
+// head, batch x heads, T) per head width; every memory-bound op at a few sizes, fitted as fixed +
+// per-unit time; the optimizer's passes per fp32 element. A device brings its buffers, its clock
+// and its optimizer kernels (OpSweepDevice) and a grid sized for it: bench/op_sweep does the GPU
+// (CUDA events, the H200's grid); op_sweep_cpu is the CPU's, run by `tessera plan --calibrate`
+// (wall clock, two passes, a grid for the small models CPU ranks train) and stored per host
+// (op_costs.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -21,10 +22,13 @@ namespace tessera {
 struct OpSweepGrid {
     std::vector<int> gemm_N, gemm_C, gemm_OC;
     std::vector<int> attn_BH, attn_T, attn_head_dim;  // heads: 8 per sample (4 when BH < 8)
-    std::vector<std::pair<int, int>> rows_cols;       // (N, C) of the memory-bound ops
-    std::vector<std::pair<int, int>> rows_vocab;      // (N, padded vocabulary) of the classifier
-    std::vector<int64_t> optimizer_elems;             // fp32 elements of the optimizer's passes
-    int seq = 1024;                                   // T of the ops that take (B, T) rows
+    // query heads per key/value head (grouped-query attention); {1}: heads only, and the file
+    // has no kv_group axis
+    std::vector<int> attn_kv_group{1};
+    std::vector<std::pair<int, int>> rows_cols;   // (N, C) of the memory-bound ops
+    std::vector<std::pair<int, int>> rows_vocab;  // (N, padded vocabulary) of the classifier
+    std::vector<int64_t> optimizer_elems;         // fp32 elements of the optimizer's passes
+    int seq = 1024;                               // T of the ops that take (B, T) rows
 };
 // bench/op_sweep's grid for a data-centre GPU (GPT-2 small to xl shapes)
 OpSweepGrid op_sweep_grid_gpu();

@@ -250,6 +250,49 @@ TEST(OpCosts, BackwardThroughGeluIsItsOwnGridOrTheGemmAndTheDerivative) {
     EXPECT_DOUBLE_EQ(c->op_s(half), 0.5 * c->op_s(fused));
 }
 
+// Grouped-query attention: priced from the sweep's rows of its query heads per key/value head
+// (OpCall::OC: the key/value heads), between them in log space; one key/value head per query
+// head is the heads-only row, and a sweep without the axis prices every group as that row.
+TEST(OpCosts, GroupedQueryAttentionIsPricedAtItsGroup) {
+    const OpCosts* c = op_costs_for("H200");
+    ASSERT_NE(c, nullptr);
+    ASSERT_EQ(c->attn_kv_group, (std::vector<double>{1, 2, 4, 8})) << "h200_ops.json";
+    auto at = [](const std::vector<double>& g, double x) {
+        return (size_t)(std::find(g.begin(), g.end(), x) - g.begin());
+    };
+    auto row = [&](const std::vector<double>& v, double hd, double g, double bh, double t) {
+        return v[((at(c->attn_head_dim, hd) * c->attn_kv_group.size() + at(c->attn_kv_group, g)) *
+                      c->attn_BH.size() +
+                  at(c->attn_BH, bh)) *
+                     c->attn_T.size() +
+                 at(c->attn_T, t)];
+    };
+    // Llama-3.2-1B's shape at micro-batch 8: 32 heads of 64 sharing 8 key/value heads (group 4)
+    auto call = [](OpKind k, int64_t kv) {
+        return OpCall{k, 8 * 2048, 32 * 64, kv, 8, 2048, 32, DType::bf16};
+    };
+    for (OpKind k : {OpKind::attention_forward, OpKind::attention_backward}) {
+        const auto& v = k == OpKind::attention_forward ? c->attn_forward_s : c->attn_backward_s;
+        EXPECT_NEAR(c->op_s(call(k, 8)), row(v, 64, 4, 256, 2048), 1e-12);
+        EXPECT_NEAR(c->op_s(call(k, 32)), row(v, 64, 1, 256, 2048), 1e-12);
+        EXPECT_NEAR(c->op_s(call(k, 0)), row(v, 64, 1, 256, 2048), 1e-12);  // unspecified: MHA
+        const double g6 = c->op_s(call(k, 5));  // 32 query heads over 5: group 6.4
+        EXPECT_GE(g6, std::min(row(v, 64, 4, 256, 2048), row(v, 64, 8, 256, 2048)));
+        EXPECT_LE(g6, std::max(row(v, 64, 4, 256, 2048), row(v, 64, 8, 256, 2048)));
+    }
+    OpCosts heads_only = *c;  // a sweep without the axis: its first group, the heads-only row
+    const size_t per_group = c->attn_BH.size() * c->attn_T.size();
+    heads_only.attn_kv_group = {1};
+    heads_only.attn_forward_s.clear();
+    for (size_t h = 0; h < c->attn_head_dim.size(); ++h)
+        heads_only.attn_forward_s.insert(
+            heads_only.attn_forward_s.end(),
+            c->attn_forward_s.begin() + (long)(h * c->attn_kv_group.size() * per_group),
+            c->attn_forward_s.begin() + (long)((h * c->attn_kv_group.size() + 1) * per_group));
+    EXPECT_NEAR(heads_only.op_s(call(OpKind::attention_forward, 8)),
+                row(c->attn_forward_s, 64, 1, 256, 2048), 1e-12);
+}
+
 // One model prices every rank: when the last pipeline stage's trace holds an op the sweep did not
 // time (here the cross-entropy, taken out of a copy of the H200's costs), the first stage is
 // priced from FLOPs too, not from its ops, and the step says "efficiency".
