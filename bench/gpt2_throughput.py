@@ -18,7 +18,7 @@ runs in the same command, and each configuration is run --rounds times, interlea
 import argparse, json, os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from throughput_runs import anchor_run, random_shard, tessera_run
+from throughput_runs import anchor_run, model_of, random_shard, tessera_run
 
 p = argparse.ArgumentParser()
 p.add_argument("--tessera", required=True)
@@ -34,14 +34,13 @@ p.add_argument("--B", type=int, default=16)
 a = p.parse_args()
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 work = tempfile.mkdtemp(prefix="tessera_bench_")
-L, D, H = {"gpt2": (12, 768, 12), "gpt2-medium": (24, 1024, 16), "gpt2-large": (36, 1280, 20),
-           "gpt2-xl": (48, 1600, 25)}[a.model]
-T, V = 1024, 50304  # the vocabulary padded to a multiple of 128, as the anchor counts it
-N_PARAMS = V * D + T * D + L * (12 * D * D + 13 * D) + 2 * D  # tied head; 124,475,904 for gpt2
-FLOPS_PER_TOKEN = 6 * N_PARAMS + 12 * L * D * T
-
 shard = os.path.join(work, "random.bin")
 random_shard(shard, 50257)
+shape = model_of(a.tessera, work, a.model, shard)  # the engine's preset: the peer is built to it
+L, D, H, T = shape["layers"], shape["d_model"], shape["heads"], shape["seq_len"]
+V = 50304  # the vocabulary padded to a multiple of 128, as the anchor counts it
+N_PARAMS = V * D + T * D + L * (12 * D * D + 13 * D) + 2 * D  # tied head; 124,475,904 for gpt2
+FLOPS_PER_TOKEN = 6 * N_PARAMS + 12 * L * D * T
 peak_flops = None  # per GPU, from the device table (`tessera plan --json`: device.peak_flops)
 
 def tessera(tag, sets, micro=None, accum=1):

@@ -23,6 +23,18 @@ def random_shard(path, vocab, n=50_000_000):
         f.write(rng.integers(0, vocab, n, dtype=np.uint32 if wide else np.uint16).tobytes())
 
 
+def model_of(tessera, work, preset, shard):
+    """The preset's sizes as the engine builds it (`tessera plan --json`'s "model": layers,
+    d_model, heads, ...), for a peer built to the same shape."""
+    cfg = os.path.join(work, f"model_{preset}.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"name: shape\nmodel: {{preset: {preset}}}\ndata: {{train: {shard}}}\n")
+    r = subprocess.run([tessera, "plan", cfg, "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"tessera plan failed for preset {preset}: {(r.stdout + r.stderr)[-300:]}")
+    return json.loads(r.stdout)["model"]
+
+
 def plan(tessera, cfg, sets):
     """`tessera plan --device H200 --json` for the config: (largest per-rank device peak in GiB,
     the device's peak FLOP/s, predicted step seconds), or Nones."""

@@ -20,6 +20,7 @@
 #include "engine/core/error.h"
 #include "engine/core/str_join.h"
 #include "engine/model/mlp.h"
+#include "engine/parallel/tp_layers.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
 #include "engine/plan/op_sweep.h"
@@ -41,7 +42,8 @@ const char* kPlanUsage =
     "options:\n"
     "  --device NAME   H100 | H200 | A100-80GB | A100-40GB | cpu; default: cpu for\n"
     "                  runtime.device cpu, else H200\n"
-    "  --json          the same as JSON\n"
+    "  --json          the same as JSON, with the model as built (\"model\": family, layers,\n"
+    "                  heads, key/value heads, d_model, parameters, ...)\n"
     "  --set k=v       override a config key (repeatable)\n"
     "  --calibrate     time this CPU's kernels (about 15 s) at the threads each of CONFIG's ranks\n"
     "                  gets (or --threads N; without either, all cores) and store them in\n"
@@ -128,18 +130,22 @@ nlohmann::json stored_calibration(const std::string& path, int threads, const nl
     }
     std::stringstream text;
     text << std::ifstream(path).rdbuf();
+    nlohmann::json stored;
     try {
-        const OpCosts parsed = op_costs_parse(text.str(), path);
+        stored = nlohmann::json::parse(text.str());
+        const OpCosts parsed = op_costs_from_json(stored, path);
         if (!op_costs_are_this_hosts(parsed, threads)) {
             why = str_cat(path, " was made on ", parsed.cpu_model, " (", parsed.cores,
                           " cores) at ", parsed.threads, " threads");
             return nullptr;
         }
+    } catch (const nlohmann::json::parse_error& e) {
+        why = str_cat(path, ": not JSON (", e.what(), ")");
+        return nullptr;
     } catch (const InputError& e) {
         why = e.what();
         return nullptr;
     }
-    nlohmann::json stored = nlohmann::json::parse(text.str());
     const std::string diff = op_sweep_grid_difference(costs, stored);
     if (!diff.empty()) {
         why = str_cat(path, " is a sweep of another grid (", diff, ")");
@@ -193,6 +199,43 @@ void calibrate_cpu(int threads, bool quiet, bool keep_faster) {
                  cpu_host().model.c_str(), cpu_host().cores,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                  path.c_str());
+}
+
+// The model the plan is of, as the runtime builds it (its preset and explicit keys resolved):
+// for tools that need its sizes (bench/gpt2_throughput.py builds its PyTorch peer from them).
+nlohmann::json model_json(const ModelConfig& m) {
+    const ModelShape s = model_shape(m, plan_vocab_size(m));
+    nlohmann::json j;
+    j["description"] = s.describe();
+    j["parameters"] = s.param_table().total_numel();
+    switch (s.family) {
+        case ModelShape::Family::gpt:
+            j["family"] = "gpt";
+            j["layers"] = s.gpt.n_layer;
+            j["heads"] = j["kv_heads"] = s.gpt.n_head;
+            j["d_model"] = s.gpt.d_model;
+            j["head_dim"] = s.gpt.d_model / s.gpt.n_head;
+            j["ffn"] = 4 * s.gpt.d_model;
+            j["seq_len"] = s.gpt.seq_len;
+            j["vocab"] = s.gpt.vocab;
+            break;
+        case ModelShape::Family::llama:
+            j["family"] = "llama";
+            j["layers"] = s.llama.n_layer;
+            j["heads"] = s.llama.n_head;
+            j["kv_heads"] = s.llama.n_kv_head;
+            j["d_model"] = s.llama.d_model;
+            j["head_dim"] = s.llama.head_dim;
+            j["ffn"] = s.llama.ffn;
+            j["seq_len"] = s.llama.seq_len;
+            j["vocab"] = s.llama.vocab;
+            break;
+        case ModelShape::Family::mlp:
+            j["family"] = "mlp";
+            j["sizes"] = s.sizes;
+            break;
+    }
+    return j;
 }
 
 // --fits: the plan advice (engine/plan/plan_advice.h) as JSON; the text output prints the same.
@@ -389,6 +432,7 @@ int cli_plan(const CliArgs& args) {
     if (json) {
         nlohmann::json j;
         j["config"] = path;
+        j["model"] = model_json(cfg.model);
         j["device"] = {{"name", dev.name},
                        {"peak_flops", dev.peak_flops},
                        {"memory_bytes", cap},

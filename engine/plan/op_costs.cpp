@@ -248,6 +248,10 @@ OpCosts op_costs_parse(const std::string& text, const std::string& where) {
     } catch (const std::exception& e) {
         throw InputError(str_cat(where, ": not JSON (", e.what(), ")"));
     }
+    return op_costs_from_json(j, where);
+}
+
+OpCosts op_costs_from_json(const nlohmann::json& j, const std::string& where) {
     if (!j.is_object()) throw InputError(str_cat(where, ": expected a JSON object"));
     try {
         return parse_costs(j, where);

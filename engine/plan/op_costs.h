@@ -9,6 +9,7 @@
 // gets and stores them in the user's cache, keyed by CPU model, cores and threads (fp32).
 #pragma once
 #include <array>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,8 @@ double op_units(const OpCall& c);
 const OpCosts* op_costs_for(const std::string& device_name);
 // Parses bench/op_sweep's JSON; throws InputError naming `where` and the missing or bad key.
 OpCosts op_costs_parse(const std::string& json_text, const std::string& where);
+// The same from JSON already parsed.
+OpCosts op_costs_from_json(const nlohmann::json& j, const std::string& where);
 
 // ---- a CPU's calibration
 

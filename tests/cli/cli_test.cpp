@@ -236,6 +236,42 @@ TEST(CliPlan, EveryShippedProjectPlans) {
     EXPECT_GE(n, 5) << "expected the five shipped projects";
 }
 
+// `tessera plan --json` names the model it planned as the runtime builds it (preset and explicit
+// keys resolved), which bench/gpt2_throughput.py builds its PyTorch peer from. Parameter counts
+// as published: GPT-2 medium 354,823,168 (Hugging Face's gpt2-medium), Qwen2.5-0.5B 494,032,768.
+TEST(CliPlan, JsonNamesTheModelAsBuilt) {
+    TempDir t;
+    write_file(t / "p.yaml",
+               "name: m\nmodel: {preset: gpt2-medium}\ndata: {dataset: brown}\n"
+               "runtime: {device: cuda, precision: bf16}\n");
+    auto model = [&](std::vector<std::string> sets) {
+        std::vector<std::string> args{"plan", t / "p.yaml", "--json"};
+        for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+        ProcResult r = run_tessera(args);
+        EXPECT_EQ(r.exit_code, 0) << show(r);
+        return r.exit_code == 0 ? nlohmann::json::parse(r.out)["model"] : nlohmann::json();
+    };
+    const nlohmann::json gpt = model({});
+    EXPECT_EQ(gpt["family"], "gpt");
+    EXPECT_EQ(gpt["layers"], 24);
+    EXPECT_EQ(gpt["d_model"], 1024);
+    EXPECT_EQ(gpt["heads"], 16);
+    EXPECT_EQ(gpt["kv_heads"], 16);
+    EXPECT_EQ(gpt["head_dim"], 64);
+    EXPECT_EQ(gpt["seq_len"], 1024);
+    EXPECT_EQ(gpt["parameters"], 354823168);
+    EXPECT_EQ(model({"model.n_layer=2"})["layers"], 2) << "an explicit key overrides the preset";
+    const nlohmann::json qwen = model({"model.preset=qwen2.5-0.5b"});
+    EXPECT_EQ(qwen["family"], "llama");
+    EXPECT_EQ(qwen["layers"], 24);
+    EXPECT_EQ(qwen["heads"], 14);
+    EXPECT_EQ(qwen["kv_heads"], 2);
+    EXPECT_EQ(qwen["head_dim"], 64);
+    EXPECT_EQ(qwen["ffn"], 4864);
+    EXPECT_EQ(qwen["vocab"], 151936);
+    EXPECT_EQ(qwen["parameters"], 494032768);
+}
+
 // `tessera plan --fits`: the limits it reports are the boundary of `tessera plan` itself (the
 // largest micro-batch fits, one more does not), the plans for a global batch come fastest first
 // with why each loses, and bad numbers are one clear line with exit 2.
