@@ -251,25 +251,29 @@ TEST(CliPlan, JsonNamesTheModelAsBuilt) {
         EXPECT_EQ(r.exit_code, 0) << show(r);
         return r.exit_code == 0 ? nlohmann::json::parse(r.out)["model"] : nlohmann::json();
     };
-    const nlohmann::json gpt = model({});
-    EXPECT_EQ(gpt["family"], "gpt");
-    EXPECT_EQ(gpt["layers"], 24);
-    EXPECT_EQ(gpt["d_model"], 1024);
-    EXPECT_EQ(gpt["heads"], 16);
-    EXPECT_EQ(gpt["kv_heads"], 16);
-    EXPECT_EQ(gpt["head_dim"], 64);
-    EXPECT_EQ(gpt["seq_len"], 1024);
-    EXPECT_EQ(gpt["parameters"], 354823168);
-    EXPECT_EQ(model({"model.n_layer=2"})["layers"], 2) << "an explicit key overrides the preset";
-    const nlohmann::json qwen = model({"model.preset=qwen2.5-0.5b"});
-    EXPECT_EQ(qwen["family"], "llama");
-    EXPECT_EQ(qwen["layers"], 24);
-    EXPECT_EQ(qwen["heads"], 14);
-    EXPECT_EQ(qwen["kv_heads"], 2);
-    EXPECT_EQ(qwen["head_dim"], 64);
-    EXPECT_EQ(qwen["ffn"], 4864);
-    EXPECT_EQ(qwen["vocab"], 151936);
-    EXPECT_EQ(qwen["parameters"], 494032768);
+    auto expect = [&](const std::vector<std::string>& sets, const nlohmann::json& want) {
+        const nlohmann::json got = model(sets);
+        ASSERT_TRUE(got.is_object()) << got.dump();
+        for (const auto& [key, value] : want.items())
+            EXPECT_EQ(got.value(key, nlohmann::json()), value) << key;
+    };
+    expect({}, {{"family", "gpt"},
+                {"layers", 24},
+                {"d_model", 1024},
+                {"heads", 16},
+                {"kv_heads", 16},
+                {"head_dim", 64},
+                {"seq_len", 1024},
+                {"parameters", 354823168}});
+    expect({"model.n_layer=2"}, {{"layers", 2}});  // an explicit key overrides the preset
+    expect({"model.preset=qwen2.5-0.5b"}, {{"family", "llama"},
+                                           {"layers", 24},
+                                           {"heads", 14},
+                                           {"kv_heads", 2},
+                                           {"head_dim", 64},
+                                           {"ffn", 4864},
+                                           {"vocab", 151936},
+                                           {"parameters", 494032768}});
 }
 
 // `tessera plan --fits`: the limits it reports are the boundary of `tessera plan` itself (the
