@@ -61,6 +61,11 @@ const char* op_kind_name(OpKind k) {
     return names[(int)k];
 }
 
+bool op_is_gemm(OpKind k) {
+    return k == OpKind::matmul_forward || k == OpKind::matmul_gelu_forward ||
+           k == OpKind::matmul_backward || k == OpKind::matmul_gelu_backward;
+}
+
 Tensor LayerOps::fp8_workspace(int N, int C, int OC, bool backward) const {
     if (!traits.fp8 || !Fp8Workspace::eligible(N, C, OC)) return {};
     return Tensor::empty({Fp8Workspace::of(N, C, OC, backward).bytes}, MemCategory::workspace,

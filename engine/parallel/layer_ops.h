@@ -53,6 +53,8 @@ enum class OpKind {
     count
 };
 const char* op_kind_name(OpKind k);
+// The GEMMs among the op kinds (matmul forward and backward, with or without a GELU epilogue).
+bool op_is_gemm(OpKind k);
 
 struct OpCall {
     OpKind kind = OpKind::copy;

@@ -208,20 +208,12 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
     r.gemm_s = r.attention_s = r.other_ops_s = 0;
     for (const OpCall& c : sim.trace.calls) {
         const double t = costs.op_s(c);
-        switch (c.kind) {
-            case OpKind::matmul_forward:
-            case OpKind::matmul_gelu_forward:
-            case OpKind::matmul_backward:
-            case OpKind::matmul_gelu_backward:
-                r.gemm_s += t;
-                break;
-            case OpKind::attention_forward:
-            case OpKind::attention_backward:
-                r.attention_s += t;
-                break;
-            default:
-                r.other_ops_s += t;
-        }
+        if (op_is_gemm(c.kind))
+            r.gemm_s += t;
+        else if (c.kind == OpKind::attention_forward || c.kind == OpKind::attention_backward)
+            r.attention_s += t;
+        else
+            r.other_ops_s += t;
     }
     // per unit: its gradients zeroed, its squared norm summed; one batched AdamW over the
     // rank's slices (engine/parallel/zero.cpp)
@@ -260,9 +252,7 @@ constexpr double kEfficiencyTokens = 16 * 1024;
 double small_batch_gemm_factor(const OpCosts& costs, const RankSim& sim) {
     double at_n = 0, at_ref = 0;
     for (OpCall c : sim.trace.calls) {
-        if (c.kind != OpKind::matmul_forward && c.kind != OpKind::matmul_gelu_forward &&
-            c.kind != OpKind::matmul_backward && c.kind != OpKind::matmul_gelu_backward)
-            continue;
+        if (!op_is_gemm(c.kind)) continue;
         if (!costs.measured[(size_t)c.kind] || c.N < 1) continue;
         c.fp8 = false;
         at_n += costs.op_s(c);
