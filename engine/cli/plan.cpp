@@ -424,7 +424,7 @@ int cli_plan(const CliArgs& args) {
             balanced = err.what();
         }
     }
-    const int64_t cap = dev.shared_host ? dev.memory_bytes / e.world : dev.memory_bytes;
+    const int64_t cap = plan_rank_capacity(e);
     auto classes = rank_classes(e);
     nlohmann::json answers;
     if (want_fits) answers = fits_answers(cfg, dev, gpus > 0 ? gpus : e.world, global_batch);

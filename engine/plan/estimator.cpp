@@ -313,6 +313,20 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev) {
     return estimate_plan(cfg, dev, op_costs_for(dev.name));
 }
 
+int64_t device_rank_capacity(const DeviceSpec& dev, int world) {
+    return dev.shared_host ? dev.memory_bytes / std::max(1, world) : dev.memory_bytes;
+}
+
+int64_t plan_rank_capacity(const PlanEstimate& e) {
+    return device_rank_capacity(e.device, e.world);
+}
+
+int64_t plan_fullest_bytes(const PlanEstimate& e) {
+    int64_t m = 0;
+    for (const auto& r : e.ranks) m = std::max(m, r.device_peak_bytes);
+    return m;
+}
+
 int plan_cpu_threads(const RunConfig& cfg) {
     if (cfg.train.threads > 0) return cfg.train.threads;
     const int world = cfg.parallel.dp * cfg.parallel.tp * cfg.parallel.pp;
@@ -368,7 +382,7 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
     est.model_flops_per_step = 3.0 * fwd_tok * (double)est.tokens_per_step;
     const double per_rank_peak = dev.shared_host ? dev.peak_flops / world : dev.peak_flops;
     const double rate = per_rank_peak * dev.efficiency;
-    const int64_t capacity = dev.shared_host ? dev.memory_bytes / world : dev.memory_bytes;
+    const int64_t capacity = device_rank_capacity(dev, world);
 
     // every run takes the parallel runtime, one rank included (engine/cli/train.cpp)
     const bool gpu = cfg.runtime.device == "cuda";

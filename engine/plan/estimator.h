@@ -92,9 +92,16 @@ struct PlanEstimate {
     // OpCosts) or "efficiency" (FLOPs at DeviceSpec::efficiency of peak)
     std::string step_model = "efficiency";
     std::string step_model_note;  // where the costs came from, or why the efficiency model
-    bool fits = true;             // every rank's device_peak_bytes <= device.memory_bytes
+    bool fits = true;             // every rank's device_peak_bytes <= plan_rank_capacity
     std::string reason;           // why not, when !fits
 };
+
+// The memory one of `world` ranks may use: the device's, or on CPU ranks (shared_host) its share
+// of the host's RAM.
+int64_t device_rank_capacity(const DeviceSpec& dev, int world);
+// That capacity for the plan's ranks, and the fullest rank's device peak.
+int64_t plan_rank_capacity(const PlanEstimate& e);
+int64_t plan_fullest_bytes(const PlanEstimate& e);
 
 // Throws InputError for configs it cannot estimate (indivisible heads, a split MLP, bad
 // parallel.stages, a schedule that cannot be built).
@@ -109,8 +116,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
 // A CPU step is priced with the calibration at this thread count (op_costs_for_cpu).
 int plan_cpu_threads(const RunConfig& cfg);
 
-// Blocks per model chunk the runtime uses (engine/train's pipeline_blocks_per_chunk, repeated
-// here: plan sits below train): parallel.stages, or L / chunks with the remainder on the last.
+// Blocks per model chunk, the split the runtime builds its stages from (engine/train's
+// pipeline_blocks_per_chunk calls this): parallel.stages, or the contiguous split that balances
+// the chunks' training FLOPs (the LM head counted on the last).
 std::vector<int> plan_blocks_per_chunk(const RunConfig& cfg);
 // Vocabulary size of a GPT config's tokenizer (bytes: 256, gpt2: 50257).
 int plan_vocab_size(const ModelConfig& m);

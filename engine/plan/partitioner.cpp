@@ -73,7 +73,7 @@ ChunkCostModel balance_cost_model(const RunConfig& cfg, const DeviceSpec& dev) {
     };
     PlanEstimate a = probe(2), b = probe(3);
     ChunkCostModel m;
-    m.capacity_bytes = a.device.shared_host ? dev.memory_bytes / a.world : dev.memory_bytes;
+    m.capacity_bytes = plan_rank_capacity(a);
     m.fixed_s.assign(K, 0.0);
     m.mem_base.assign(K, 0.0);
     m.mem_per_block.assign(K, 0.0);

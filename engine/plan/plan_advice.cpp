@@ -117,17 +117,6 @@ StepBreakdown plan_step_breakdown(const PlanEstimate& e) {
     return b;
 }
 
-int64_t plan_rank_capacity(const PlanEstimate& e) {
-    return e.device.shared_host ? e.device.memory_bytes / std::max(1, e.world)
-                                : e.device.memory_bytes;
-}
-
-int64_t plan_fullest_bytes(const PlanEstimate& e) {
-    int64_t m = 0;
-    for (const auto& r : e.ranks) m = std::max(m, r.device_peak_bytes);
-    return m;
-}
-
 // ------------------------------------------------------------------------------------------
 // What fits
 

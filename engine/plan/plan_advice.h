@@ -27,9 +27,6 @@ struct StepBreakdown {
     double step_s = 0;
 };
 StepBreakdown plan_step_breakdown(const PlanEstimate& e);
-// Capacity per rank (a CPU's RAM is shared by its ranks) and the fullest rank's device peak.
-int64_t plan_rank_capacity(const PlanEstimate& e);
-int64_t plan_fullest_bytes(const PlanEstimate& e);
 
 // ---- what fits the current plan
 

@@ -32,17 +32,6 @@ std::string pct_str(double f) {
     return buf;
 }
 
-int64_t plan_capacity(const PlanEstimate& e) {
-    return e.device.shared_host ? e.device.memory_bytes / std::max(1, e.world)
-                                : e.device.memory_bytes;
-}
-
-int64_t plan_max_device_peak(const PlanEstimate& e) {
-    int64_t m = 0;
-    for (const auto& r : e.ranks) m = std::max(m, r.device_peak_bytes);
-    return m;
-}
-
 // Extra cost of a configuration's features, for ties in tokens/s (simpler plans first).
 int plan_complexity(const ParallelConfig& p) {
     int rc = p.recompute[0] == "full" ? 2 : p.recompute[0] == "selective" ? 1 : 0;
@@ -80,14 +69,14 @@ bool better(const Candidate& a, const Candidate& b) {
     if (ca != cb) return ca < cb;
     if (a.cfg.train.micro_batch != b.cfg.train.micro_batch)  // fewer, larger micro-batches
         return a.cfg.train.micro_batch > b.cfg.train.micro_batch;
-    return plan_max_device_peak(a.est) < plan_max_device_peak(b.est);
+    return plan_fullest_bytes(a.est) < plan_fullest_bytes(b.est);
 }
 
 // The human reason for a suggestion, from its numbers.
 std::string plan_reason(const Candidate& c) {
     const ParallelConfig& p = c.cfg.parallel;
     const PlanEstimate& e = c.est;
-    int64_t headroom = plan_capacity(e) - plan_max_device_peak(e);
+    int64_t headroom = plan_rank_capacity(e) - plan_fullest_bytes(e);
     std::vector<std::string> parts;
     const std::string& rc = p.recompute[0];
     bool plain = rc == "none" && !p.offload_activations && !p.offload_optimizer;
@@ -257,7 +246,7 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
     for (auto& c : best_per_layout) {
         PlanSuggestion s;
         s.tokens_per_s = c.est.tokens_per_s;
-        s.headroom_bytes = plan_capacity(c.est) - plan_max_device_peak(c.est);
+        s.headroom_bytes = plan_rank_capacity(c.est) - plan_fullest_bytes(c.est);
         s.summary = plan_summary(c.cfg);
         s.reason = plan_reason(c);
         s.config = std::move(c.cfg);

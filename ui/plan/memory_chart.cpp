@@ -72,8 +72,7 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     m_plot->clearItems();
     showLegend(true);
     int n = (int)e.ranks.size();
-    int64_t maxPeak = 0;
-    for (const auto& r : e.ranks) maxPeak = std::max(maxPeak, r.device_peak_bytes);
+    const int64_t maxPeak = tessera::plan_fullest_bytes(e);
     // a model that uses a sliver of the device: draw in MiB and zoom to the bars
     const bool zoom = maxPeak < capacity / 20;
     const double kGiB = zoom ? double(1 << 20) : double(1ll << 30);

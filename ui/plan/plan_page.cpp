@@ -67,11 +67,6 @@ QString bytes_str(double b) {
     return QString("%1 MiB").arg(b / double(1 << 20), 0, 'f', 1);
 }
 
-int64_t capacity_of(const tessera::PlanEstimate& e) {
-    return e.device.shared_host ? e.device.memory_bytes / std::max(1, e.world)
-                                : e.device.memory_bytes;
-}
-
 }  // namespace
 
 PlanPage::PlanPage(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
@@ -554,7 +549,7 @@ void PlanPage::refresh() {
     std::vector<bool> over;
     if (m_hasEstimate) {
         const auto& e = m_estimate;
-        int64_t cap = capacity_of(e);
+        int64_t cap = tessera::plan_rank_capacity(e);
         double comm = 0;
         for (const auto& r : e.ranks)
             comm += r.comm_dp_bytes + r.comm_tp_bytes + r.comm_pp_bytes + r.comm_embedding_bytes;
