@@ -8,16 +8,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/cli/cli.h"
 #include "engine/config/config.h"
+#include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 #include "engine/core/str_join.h"
 #include "engine/model/mlp.h"
 #include "engine/parallel/tp_layers.h"
@@ -124,24 +124,20 @@ std::string ranks_str(const std::vector<int>& rs) {
 // grid; otherwise null, and `why` says what stops it.
 nlohmann::json stored_calibration(const std::string& path, int threads, const nlohmann::json& costs,
                                   std::string& why) {
-    if (!std::filesystem::exists(path)) {
+    const std::optional<std::string> text = text_file_read(path);
+    if (!text) {
         why = "none stored yet";
         return nullptr;
     }
-    std::stringstream text;
-    text << std::ifstream(path).rdbuf();
     nlohmann::json stored;
     try {
-        stored = nlohmann::json::parse(text.str());
+        stored = json_parse_text(*text, path, kOpCostsExpected);
         const OpCosts parsed = op_costs_from_json(stored, path);
         if (!op_costs_are_this_hosts(parsed, threads)) {
             why = str_cat(path, " was made on ", parsed.cpu_model, " (", parsed.cores,
                           " cores) at ", parsed.threads, " threads");
             return nullptr;
         }
-    } catch (const nlohmann::json::parse_error& e) {
-        why = str_cat(path, ": not JSON (", e.what(), ")");
-        return nullptr;
     } catch (const InputError& e) {
         why = e.what();
         return nullptr;
@@ -188,13 +184,7 @@ void calibrate_cpu(int threads, bool quiet, bool keep_faster) {
         }
     }
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp);
-        out << costs.dump(1) << "\n";
-        if (!out) throw InputError(str_cat(tmp, ": cannot write the calibration"));
-    }
-    std::filesystem::rename(tmp, path);
+    file_write_atomic(path, costs.dump(1) + "\n");
     std::fprintf(stderr, "calibrate: %d threads on %s (%d cores) in %.1f s: %s\n", threads,
                  cpu_host().model.c_str(), cpu_host().cores,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),

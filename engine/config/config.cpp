@@ -10,13 +10,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "engine/config/config_reader.h"
 #include "engine/config/config_yaml.h"
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 
 namespace fs = std::filesystem;
 
@@ -335,13 +335,11 @@ std::string read_text_file(const std::string& path) {
     if (!ec && size > kConfigMaxBytes)
         throw InputError(str_cat(path, ": (file): expected a config file under ",
                                  kConfigMaxBytes >> 20, " MiB, found ", size, " bytes"));
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    std::optional<std::string> text = text_file_read(path);
+    if (!text)
         throw InputError(str_cat(path, ": (file): expected a readable config file, found one ",
                                  "that cannot be opened"));
-    std::ostringstream os;
-    os << in.rdbuf();
-    return os.str();
+    return std::move(*text);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // the canonical YAML writer. Reading helpers and locations live in config.cpp / config_reader.h.
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "engine/config/config_reader.h"
 #include "engine/config/config_yaml.h"
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 #include "engine/core/tokenizer_names.h"
 
 namespace fs = std::filesystem;
@@ -596,14 +596,11 @@ void read_cluster(ConfigReader& r, const ConfigField& sec, ClusterConfig& c,
         fs::path p(c.hostfile);
         std::string path =
             p.is_absolute() ? c.hostfile : (fs::path(base_dir) / p).lexically_normal().string();
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
+        const std::optional<std::string> text = text_file_read(path);
+        if (!text)
             r.fail_field(*hostfile_field, "a readable hostfile",
                          str_cat("no readable file ", path));
-        std::ostringstream os;
-        os << in.rdbuf();
-        std::string text = os.str();
-        c.hosts = cluster_parse_hostfile(text, path);
+        c.hosts = cluster_parse_hostfile(*text, path);
         if (c.hosts.empty())
             r.fail_field(*hostfile_field, "a hostfile with at least one host", "no hosts");
     }

@@ -6,12 +6,11 @@
 #include "engine/config/hf_config.h"
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 
 namespace tessera {
 
@@ -23,15 +22,9 @@ const char* kSupported =
 }  // namespace
 
 nlohmann::json hf_read_json(const std::string& path, const std::string& missing) {
-    std::ifstream f(path);
-    if (!f) throw InputError(str_cat(path, ": ", missing, " (none found)"));
-    std::stringstream text;
-    text << f.rdbuf();
-    try {
-        return nlohmann::json::parse(text.str());
-    } catch (const std::exception& e) {
-        throw InputError(str_cat(path, ": not JSON (", e.what(), ")"));
-    }
+    const std::optional<std::string> text = text_file_read(path);
+    if (!text) throw InputError(str_cat(path, ": ", missing, " (none found)"));
+    return json_parse_text(*text, path, "a Hugging Face JSON file");
 }
 
 void hf_config_apply(const std::string& dir, ModelConfig& m) {

@@ -6,7 +6,6 @@
 // byte for byte here, while the JS reference (which only sees valid strings) would see U+FFFD.
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -14,6 +13,7 @@
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 #include "engine/data/byte_level.h"
 #include "engine/data/cache.h"
 #include "engine/data/tokenizer.h"
@@ -164,12 +164,11 @@ std::vector<std::string_view> gpt2_pretokenize(std::string_view text) {
 
 namespace {
 
-std::string file_read_text(const std::string& path, const char* what) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(str_cat(what, " file not found: ", path, " (", data_fill_hint(), ")"));
-    std::ostringstream os;
-    os << f.rdbuf();
-    return os.str();
+std::string data_file_text(const std::string& path, const char* what) {
+    std::optional<std::string> text = text_file_read(path);
+    if (!text)
+        throw InputError(str_cat(what, " file not found: ", path, " (", data_fill_hint(), ")"));
+    return std::move(*text);
 }
 
 class Gpt2Tokenizer final : public Tokenizer {
@@ -215,25 +214,18 @@ class Gpt2Tokenizer final : public Tokenizer {
     BpeWordCache cache_;
 
     void load_encoder(const std::string& path) {
-        std::string text = file_read_text(path, "GPT-2 encoder.json");
-        nlohmann::json j;
-        try {
-            j = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::parse_error& e) {
-            throw InputError(str_cat(path, ": not valid JSON at byte ", e.byte,
-                                     ": expected a JSON "
-                                     "object of token -> id"));
-        }
+        const nlohmann::json j = json_parse_text(data_file_text(path, "GPT-2 encoder.json"), path,
+                                                 "a JSON object of token -> id");
         if (!j.is_object())
             throw InputError(
-                str_cat(path, ": expected a JSON object of token -> id, found ", j.type_name()));
+                str_cat(path, ": expected a JSON object of token -> id, found ", json_kind(j)));
         decoder_bytes_.assign(j.size(), std::string());
         std::vector<bool> seen(j.size(), false);
         for (auto it = j.begin(); it != j.end(); ++it) {
             if (!it.value().is_number_integer())
                 throw InputError(str_cat(path, ": key \"", it.key(),
                                          "\": expected an integer id, found ",
-                                         it.value().type_name()));
+                                         json_kind(it.value())));
             long long id = it.value().get<long long>();
             if (id < 0 || id >= (long long)j.size() || seen[id])
                 throw InputError(str_cat(path, ": key \"", it.key(),
@@ -266,7 +258,7 @@ class Gpt2Tokenizer final : public Tokenizer {
     // Like Encoder.js: lines[1 : len-1] of the file split on '\n' (the version line and the
     // text after the last newline are dropped), each split on whitespace into a pair.
     void load_merges(const std::string& path) {
-        std::string text = file_read_text(path, "GPT-2 vocab.bpe");
+        std::string text = data_file_text(path, "GPT-2 vocab.bpe");
         std::vector<std::string_view> lines;
         std::string_view rest(text);
         for (size_t p; (p = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(p + 1))

@@ -19,15 +19,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <queue>
-#include <sstream>
 #include <unordered_map>
 
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 #include "engine/data/byte_level.h"
 #include "engine/data/tokenizer.h"
 #include "engine/data/word_cache.h"
@@ -169,22 +168,10 @@ const char* kGpt2Pattern =
 // ----------------------------------------------------------------------------------------------
 // tokenizer.json reading helpers
 
-std::string file_read(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw InputError(str_cat(path, ": cannot open the file"));
-    std::ostringstream os;
-    os << f.rdbuf();
-    return os.str();
-}
-
 json json_read(const std::string& path) {
-    std::string text = file_read(path);
-    try {
-        return json::parse(text);
-    } catch (const json::parse_error& e) {
-        throw InputError(str_cat(path, ": not valid JSON (byte ", e.byte,
-                                 "): expected a Hugging Face tokenizer file"));
-    }
+    const std::optional<std::string> text = text_file_read(path);
+    if (!text) throw InputError(str_cat(path, ": cannot open the file"));
+    return json_parse_text(*text, path, "a Hugging Face tokenizer file");
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -208,7 +195,7 @@ class HfBpeTokenizer final : public Tokenizer {
   public:
     explicit HfBpeTokenizer(const std::string& path) : path_(path) {
         json j = json_read(path);
-        if (!j.is_object()) bad("", str_cat("expected a JSON object, found ", j.type_name()));
+        if (!j.is_object()) bad("", str_cat("expected a JSON object, found ", json_kind(j)));
         load_model(j);
         load_normalizer(j.value("normalizer", json()));
         load_pre_tokenizer(j.value("pre_tokenizer", json()));
@@ -314,7 +301,7 @@ class HfBpeTokenizer final : public Tokenizer {
             if (!it.value().is_number_integer() || it.value().get<long long>() < 0 ||
                 it.value().get<long long>() > (1 << 30))
                 bad(str_cat("model.vocab[\"", it.key(), "\"]"),
-                    str_cat("expected a non-negative integer id, found ", it.value().dump()));
+                    str_cat("expected a non-negative integer id, found ", json_kind(it.value())));
             vocab_[it.key()] = it.value().get<int>();
         }
         if (!m.contains("merges") || !m["merges"].is_array())

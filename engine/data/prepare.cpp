@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "engine/core/atomic_file.h"
+#include "engine/core/json_text.h"
 #include "engine/core/sha256.h"
 #include "engine/core/unique_fd.h"
 #include "engine/data/cache.h"
@@ -140,12 +141,12 @@ PreparedSet manifest_parse(const std::string& dir, const json& m) {
     auto num = [&](const json& obj, const char* section, const char* key) -> int64_t {
         const json& v = need(obj, section, key);
         if (!v.is_number_integer())
-            throw InputError(
-                str_cat(path, ": ", section, ".", key, ": expected an integer, found ", v.dump()));
+            throw InputError(str_cat(path, ": ", section, ".", key, ": expected an integer, found ",
+                                     json_kind(v)));
         return v.get<int64_t>();
     };
     if (!m.is_object())
-        throw InputError(str_cat(path, ": expected a JSON object, found ", m.type_name()));
+        throw InputError(str_cat(path, ": expected a JSON object, found ", json_kind(m)));
     if (m.value("version", 0) != kManifestVersion)
         throw InputError(str_cat(path, ": version: expected ", kManifestVersion, ", found ",
                                  m.contains("version") ? m["version"].dump() : "none"));
@@ -157,7 +158,8 @@ PreparedSet manifest_parse(const std::string& dir, const json& m) {
     const json& tok = need(m, "", "tokenizer");
     const json& spec = need(tok, "tokenizer", "spec");
     if (!spec.is_string())
-        throw InputError(str_cat(path, ": tokenizer.spec: expected a string, found ", spec.dump()));
+        throw InputError(
+            str_cat(path, ": tokenizer.spec: expected a string, found ", json_kind(spec)));
     s.tokenizer = spec.get<std::string>();
     s.vocab_size = (int)num(tok, "tokenizer", "vocab_size");
     s.bos_token = (int)num(tok, "tokenizer", "bos_token");
@@ -184,27 +186,23 @@ PreparedSet manifest_parse(const std::string& dir, const json& m) {
     for (const json& e : counts) s.hist_counts.push_back(e.get<int64_t>());
     const json& inputs = need(m, "", "inputs");
     if (!inputs.is_array())
-        throw InputError(str_cat(path, ": inputs: expected an array, found ", inputs.dump()));
+        throw InputError(str_cat(path, ": inputs: expected an array, found ", json_kind(inputs)));
     for (const json& in : inputs) {
         const json& p = need(in, "inputs[]", "path");
         if (!p.is_string())
-            throw InputError(str_cat(path, ": inputs[].path: expected a string, found ", p.dump()));
+            throw InputError(
+                str_cat(path, ": inputs[].path: expected a string, found ", json_kind(p)));
         s.input_files.push_back(p.get<std::string>());
     }
     return s;
 }
 
 json manifest_load(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
+    const std::optional<std::string> text = text_file_read(path);
+    if (!text)
         throw InputError(
             str_cat(path, ": not found (is this a folder `tessera data prepare` wrote?)"));
-    try {
-        return json::parse(f);
-    } catch (const json::parse_error& e) {
-        throw InputError(str_cat(path, ": not valid JSON (byte ", e.byte,
-                                 "): expected a prepared data manifest"));
-    }
+    return json_parse_text(*text, path, "a prepared data manifest");
 }
 
 // Whether `dir` holds a complete output of exactly these inputs (path, bytes, sha256), tokenizer

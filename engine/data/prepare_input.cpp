@@ -13,6 +13,7 @@
 #include <set>
 
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 #include "engine/core/sha256.h"
 #include "engine/core/unique_fd.h"
 
@@ -134,23 +135,6 @@ class LineChunker {
 
 // ----------------------------------------------------------------------------------------------
 // JSONL
-
-std::string json_kind(const nlohmann::json& j) {
-    switch (j.type()) {
-        case nlohmann::json::value_t::object:
-            return "an object";
-        case nlohmann::json::value_t::array:
-            return "an array";
-        case nlohmann::json::value_t::string:
-            return "a string";
-        case nlohmann::json::value_t::boolean:
-            return str_cat("a boolean (", j.dump(), ")");
-        case nlohmann::json::value_t::null:
-            return "null";
-        default:
-            return str_cat("a number (", j.dump(), ")");
-    }
-}
 
 std::string line_excerpt(std::string_view line) {
     std::string s(line.substr(0, 60));

@@ -11,6 +11,7 @@
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 
 namespace tessera {
 
@@ -216,15 +217,12 @@ Checkpoint checkpoint_load(const std::string& path) {
     // --- the manifest
     const std::string mpath = (fs::path(dir) / "manifest.json").string();
     MappedFile mf = io_map_file(mpath);
-    nlohmann::json m;
-    try {
-        const uint8_t* p = mf.data.get();
-        m = nlohmann::json::parse(p, p + mf.size);
-    } catch (const nlohmann::json::exception& e) {
-        throw fail(str_cat("manifest.json is not valid JSON: ", e.what()));
-    }
+    const nlohmann::json m =
+        json_parse_text(std::string_view(reinterpret_cast<const char*>(mf.data.get()), mf.size),
+                        str_cat("checkpoint ", dir, ": manifest.json"),
+                        "a JSON object {format, version, step, files}");
     if (!m.is_object())
-        throw fail(str_cat("manifest.json: expected a JSON object, found ", m.type_name()));
+        throw fail(str_cat("manifest.json: expected a JSON object, found ", json_kind(m)));
     if (m.value("format", nlohmann::json()) != k_format)
         throw fail(str_cat("manifest.json: key \"format\": expected \"", k_format, "\", found ",
                            m.contains("format") ? m["format"].dump() : "nothing"));

@@ -9,6 +9,7 @@
 
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 
 namespace tessera {
 
@@ -115,14 +116,10 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
     if (n > size - 8)
         fail(path, str_cat("header length ", n, " bytes is larger than the file allows (", size - 8,
                            " bytes after the 8-byte length)"));
-    nlohmann::json h;
-    try {
-        h = nlohmann::json::parse(p + 8, p + 8 + n);
-    } catch (const nlohmann::json::exception& e) {
-        fail(path, str_cat("header (", n, " bytes) is not valid JSON: ", e.what()));
-    }
-    if (!h.is_object())
-        fail(path, str_cat("header: expected a JSON object, found ", h.type_name()));
+    const nlohmann::json h = json_parse_text(
+        std::string_view(reinterpret_cast<const char*>(p) + 8, n),
+        str_cat("safetensors ", path, ": header (", n, " bytes)"), "a JSON object of tensors");
+    if (!h.is_object()) fail(path, str_cat("header: expected a JSON object, found ", json_kind(h)));
 
     const uint8_t* data = p + 8 + n;
     const uint64_t data_size = size - 8 - n;
@@ -144,7 +141,7 @@ SafetensorsFile SafetensorsFile::from_mapped(const std::string& path, MappedFile
             for (auto m = v.begin(); m != v.end(); ++m) {
                 if (!m.value().is_string())
                     fail(path, str_cat("header key \"__metadata__\".\"", m.key(),
-                                       "\": expected a string, found ", json_short(m.value())));
+                                       "\": expected a string, found ", json_kind(m.value())));
                 f.metadata_[m.key()] = m.value().get<std::string>();
             }
             continue;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 #include "engine/core/str_join.h"
 #include "engine/launch/cluster.h"
 #include "engine/launch/ssh.h"
@@ -241,8 +242,7 @@ namespace {
 [[noreturn]] void json_bad(const std::string& where, const std::string& expected,
                            const nlohmann::json* found) {
     throw InputError(
-        str_cat(where, ": expected ", expected, ", found ",
-                found ? str_cat(found->type_name(), " ", found->dump().substr(0, 80)) : "nothing"));
+        str_cat(where, ": expected ", expected, ", found ", found ? json_kind(*found) : "nothing"));
 }
 
 const nlohmann::json& json_member(const nlohmann::json& j, const std::string& where,
@@ -273,12 +273,7 @@ PreflightCheck preflight_check_from_json(const nlohmann::json& j, const std::str
 }
 
 PreflightReport preflight_report_from_json(const std::string& text) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw InputError(str_cat("the preflight report is not JSON (byte ", e.byte, ")"));
-    }
+    const nlohmann::json j = json_parse_text(text, "the preflight report", "an object {ok, hosts}");
     if (!j.is_object()) json_bad("the preflight report", "an object {ok, hosts}", &j);
     const nlohmann::json& hosts =
         json_member(j, "", "hosts", nlohmann::json::value_t::array, "a list of hosts");

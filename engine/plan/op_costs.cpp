@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 
 namespace tessera {
 
@@ -242,13 +243,7 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
 }  // namespace
 
 OpCosts op_costs_parse(const std::string& text, const std::string& where) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const std::exception& e) {
-        throw InputError(str_cat(where, ": not JSON (", e.what(), ")"));
-    }
-    return op_costs_from_json(j, where);
+    return op_costs_from_json(json_parse_text(text, where, kOpCostsExpected), where);
 }
 
 OpCosts op_costs_from_json(const nlohmann::json& j, const std::string& where) {
@@ -341,10 +336,12 @@ const OpCosts* op_costs_for_cpu(int threads) {
     }
     const int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if (e.size == (int64_t)st.st_size && e.mtime_ns == mtime_ns) return e.costs.get();
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto costs = std::make_unique<OpCosts>(op_costs_parse(text.str(), path));
+    const std::optional<std::string> text = text_file_read(path);
+    if (!text) {
+        e = Entry{};
+        return nullptr;
+    }
+    auto costs = std::make_unique<OpCosts>(op_costs_parse(*text, path));
     const bool ours = op_costs_are_this_hosts(*costs, threads);
     e.size = (int64_t)st.st_size, e.mtime_ns = mtime_ns;
     e.costs = ours ? std::move(costs) : nullptr;

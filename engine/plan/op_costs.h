@@ -67,6 +67,8 @@ struct OpCosts {
 double op_units(const OpCall& c);
 // The measured costs of a device by its table name ("H200"), or null where none were measured.
 const OpCosts* op_costs_for(const std::string& device_name);
+// What a costs file holds, for the message when one is not JSON.
+inline constexpr const char* kOpCostsExpected = "per-op costs as bench/op_sweep writes them";
 // Parses bench/op_sweep's JSON; throws InputError naming `where` and the missing or bad key.
 OpCosts op_costs_parse(const std::string& json_text, const std::string& where);
 // The same from JSON already parsed.

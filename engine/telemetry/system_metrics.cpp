@@ -1,10 +1,10 @@
 // System metrics: /proc parsing, the /proc host source and the sampler. See system_metrics.h.
 #include "engine/telemetry/system_metrics.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 #include "engine/telemetry/metric_names.h"
 
 namespace tessera {
@@ -60,22 +60,12 @@ double system_cpu_percent(const CpuTimes& before, const CpuTimes& after) {
     return 100.0 * busy / (double)(after.total - before.total);
 }
 
-namespace {
-std::optional<std::string> read_text(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) return std::nullopt;
-    std::ostringstream s;
-    s << f.rdbuf();
-    return s.str();
-}
-}  // namespace
-
 ProcHostSource::ProcHostSource(std::string stat_path, std::string meminfo_path)
     : stat_path_(std::move(stat_path)), meminfo_path_(std::move(meminfo_path)) {}
 
 std::optional<HostSample> ProcHostSource::host() {
-    auto stat = read_text(stat_path_);
-    auto mem = read_text(meminfo_path_);
+    auto stat = text_file_read(stat_path_);
+    auto mem = text_file_read(meminfo_path_);
     if (!stat || !mem) return std::nullopt;
     try {
         HostSample h = system_parse_meminfo(*mem, meminfo_path_);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
 
 namespace tessera {
 
@@ -114,12 +115,6 @@ std::string telemetry_encode(const Record& r) {
 // Decoding
 
 namespace {
-
-std::string json_kind(const json& v) {
-    std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (s.size() > 40) s = s.substr(0, 37) + "...";
-    return str_cat(v.type_name(), " ", s);
-}
 
 struct Fields {
     const json& j;

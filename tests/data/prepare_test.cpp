@@ -313,10 +313,10 @@ TEST(Prepare, MalformedJsonlLinesNameFileAndLineOrAreSkippedAndCounted) {
     };
     const std::vector<Case> cases = {
         {"{\"text\": \"unterminated", "expected a JSON object, found invalid JSON"},
-        {"[\"text\", \"x\"]", "expected a JSON object, found an array"},
+        {"[\"text\", \"x\"]", "expected a JSON object, found array [\"text\",\"x\"]"},
         {"{\"body\": \"x\", \"id\": 3}",
          "expected the key \"text\" (--field), found the keys \"body\", \"id\""},
-        {"{\"text\": 3}", "key \"text\": expected a string, found a number (3)"},
+        {"{\"text\": 3}", "key \"text\": expected a string, found number 3"},
         {"{\"text\": null}", "key \"text\": expected a string, found null"},
     };
     for (bool gz : {false, true}) {
@@ -431,7 +431,7 @@ TEST(Prepare, FailureAndCancelLeaveEarlierOutputsAndNoTempFiles) {
     ASSERT_EQ(stat(s.train_path.c_str(), &before), 0);
     write(t.file("in/e.jsonl"), jsonl_line("ok") + "{\"text\": 1}\n");
     std::string msg = input_error([&] { data_prepare(o); });
-    EXPECT_NE(msg.find("e.jsonl:2: key \"text\": expected a string, found a number (1)"),
+    EXPECT_NE(msg.find("e.jsonl:2: key \"text\": expected a string, found number 1"),
               std::string::npos)
         << msg;
     EXPECT_EQ(read(s.train_path), train);

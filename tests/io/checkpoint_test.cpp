@@ -172,7 +172,7 @@ TEST(Checkpoint, MissingFileAndBadManifestAreRefused) {
                        {"manifest.json: key \"version\": expected 1, found 2"});
     write_bytes(dir + "/manifest.json", "{\"format\": ");
     expect_input_error([&] { checkpoint_load(dir); },
-                       {"checkpoint " + dir, "manifest.json is not valid JSON"});
+                       {"checkpoint " + dir, "manifest.json: not valid JSON (byte "});
     write_bytes(
         dir + "/manifest.json",
         R"({"format":"tessera-checkpoint","version":1,"step":1,"files":[{"name":"../x.safetensors","bytes":1,"crc32":1}]})");

@@ -264,7 +264,8 @@ TEST_F(SafetensorsReject, HeaderLengthLargerThanFile) {
 }
 
 TEST_F(SafetensorsReject, HeaderNotJson) {
-    expect_rejected(raw_file("{\"a\": [1, 2", ""), {"is not valid JSON"});
+    expect_rejected(raw_file("{\"a\": [1, 2", ""), {"header (11 bytes): not valid JSON (byte ",
+                                                    "expected a JSON object of tensors"});
 }
 
 TEST_F(SafetensorsReject, HeaderNotAnObject) {
@@ -326,7 +327,7 @@ TEST_F(SafetensorsReject, TrailingBytesAfterData) {
 
 TEST_F(SafetensorsReject, MetadataValueNotString) {
     expect_rejected(raw_file(R"({"__metadata__":{"epoch":3}})", ""),
-                    {"\"__metadata__\".\"epoch\": expected a string, found 3"});
+                    {"\"__metadata__\".\"epoch\": expected a string, found number 3"});
 }
 
 TEST_F(SafetensorsReject, TruncatedRealFile) {

@@ -494,7 +494,8 @@ TEST_F(StudioTest, OpenModelFolderRefusesBadFoldersWithTheEngineMessageAndKeepsT
     for (const Bad& b :
          {Bad{"no_config", "",
               "config.json: model.init_from is a folder, expected its config.json"},
-          Bad{"not_json", "{\"architectures\": [\"LlamaForCausalLM\",", "config.json: not JSON"},
+          Bad{"not_json", "{\"architectures\": [\"LlamaForCausalLM\",",
+              "config.json: not valid JSON"},
           Bad{"bert", bert,
               "architectures: expected one of LlamaForCausalLM, MistralForCausalLM, "
               "Qwen2ForCausalLM, Qwen3ForCausalLM, GPT2LMHeadModel, found BertForMaskedLM"},
