@@ -285,6 +285,34 @@ TEST(PlanPage, PrecisionIsOneUndoableEditAndMovesThePrediction) {
     EXPECT_FALSE(combo->isEnabled());
 }
 
+// CPU ranks are ranks on a host, not GPUs: the controls, the mesh, the prediction and the chart
+// say "rank" for device cpu and "GPU" for a GPU.
+TEST(PlanPage, CpuRanksAreCalledRanks) {
+    Fixture f(config_parse("name: t\nmodel: {preset: gpt-tiny}\ndata: {dataset: brown}\n", "t.yaml",
+                           {"parallel.dp=2"}));
+    auto labels = [&] {
+        QStringList texts;
+        for (const QLabel* l : f.page->findChildren<QLabel*>()) texts << l->text();
+        return texts;
+    };
+    f.page->setDeviceName("cpu");
+    QApplication::processEvents();
+    ASSERT_TRUE(f.page->hasEstimate());
+    EXPECT_TRUE(labels().contains("Ranks available"));
+    EXPECT_TRUE(labels().contains("Ranks per host"));
+    EXPECT_FALSE(labels().contains("GPUs available"));
+    auto* prediction = f.page->findChild<QLabel*>("prediction");
+    ASSERT_NE(prediction, nullptr);
+    EXPECT_NE(prediction->text().indexOf("per step (all ranks)"), -1)
+        << prediction->text().toStdString();
+    f.page->setDeviceName("H200");
+    QApplication::processEvents();
+    EXPECT_TRUE(labels().contains("GPUs available"));
+    EXPECT_TRUE(labels().contains("GPUs per node"));
+    EXPECT_NE(prediction->text().indexOf("per step (all GPUs)"), -1)
+        << prediction->text().toStdString();
+}
+
 // "What fits" next to the controls: the estimator's own limits for the plan, updated after an edit.
 TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
     Fixture f(gpt_config("preset: gpt2-large", {"runtime.precision=bf16"}));

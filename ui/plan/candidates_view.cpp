@@ -64,7 +64,7 @@ void CandidatesView::paintEvent(QPaintEvent*) {
         QRect title(x0, 2, colW, titleH);
         const int64_t fullest = tessera::plan_fullest_bytes(c.estimate);
         QString head =
-            QString("%1. %2 tok/s · step %3 · fullest GPU %5 of %6 GiB\n%4")
+            QString("%1. %2 tok/s · step %3 · fullest %7 %5 of %6 GiB\n%4")
                 .arg(i + 1)
                 .arg(c.estimate.tokens_per_s >= 1e6
                          ? QString::number(c.estimate.tokens_per_s / 1e6, 'f', 2) + " M"
@@ -72,7 +72,8 @@ void CandidatesView::paintEvent(QPaintEvent*) {
                 .arg(ms_str(c.parts.step_s))
                 .arg(c.title)
                 .arg(fullest / double(1ll << 30), 0, 'f', 1)
-                .arg(tessera::plan_rank_capacity(c.estimate) / double(1ll << 30), 0, 'f', 0);
+                .arg(tessera::plan_rank_capacity(c.estimate) / double(1ll << 30), 0, 'f', 0)
+                .arg(c.estimate.device.shared_host ? "rank" : "GPU");
         p.drawText(title, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, head);
         // memory: one bar per GPU, stacked by category
         const QRect mem(x0, 2 + titleH + 4, colW, height() - titleH - stepH - 10);

@@ -76,7 +76,8 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     // a model that uses a sliver of the device: draw in MiB and zoom to the bars
     const bool zoom = maxPeak < capacity / 20;
     const double kGiB = zoom ? double(1 << 20) : double(1ll << 30);
-    m_plot->yAxis->setLabel(zoom ? "MiB per GPU" : "GiB per GPU");
+    m_plot->yAxis->setLabel(
+        QString("%1 per %2").arg(zoom ? "MiB" : "GiB").arg(e.device.shared_host ? "rank" : "GPU"));
     QVector<double> x(n);
     for (int r = 0; r < n; ++r) x[r] = r;
     double width = n > 32 ? 0.9 : 0.7;

@@ -28,6 +28,11 @@ namespace tessera::studio {
 
 namespace {
 
+// What one of the plan's ranks is, for labels: a GPU, or on CPU ranks a rank.
+QString rank_word(const tessera::PlanEstimate& e) {
+    return e.device.shared_host ? "rank" : "GPU";
+}
+
 constexpr double kGiB = double(1ll << 30);
 
 // How the step time was predicted, and (with measured op costs) the slowest rank's busy time
@@ -47,12 +52,13 @@ QString step_parts_text(const tessera::PlanEstimate& e) {
     return QString(
                "<br><span style='color:gray'>compute per step from the %1's measured op costs: "
                "GEMMs %2 ms, "
-               "attention %3 ms, other ops %4 ms, optimizer %5 ms (GPU %6)</span>")
+               "attention %3 ms, other ops %4 ms, optimizer %5 ms (%6 %7)</span>")
         .arg(QString::fromStdString(e.device.name))
         .arg(ms(slow->gemm_s))
         .arg(ms(slow->attention_s))
         .arg(ms(slow->other_ops_s))
         .arg(ms(slow->optimizer_s))
+        .arg(rank_word(e))
         .arg(slow->rank);
 }
 
@@ -144,6 +150,8 @@ void PlanPage::buildUi() {
     row("Precision", m_precision, "runtime.precision");
     row("GPUs available", m_gpus, "");
     row("GPUs per node", m_perNode, "");
+    m_gpusLabel = qobject_cast<QLabel*>(form->labelForField(m_gpus));
+    m_perNodeLabel = qobject_cast<QLabel*>(form->labelForField(m_perNode));
     row("Data parallel (dp)", m_dp, "parallel.dp");
     row("Tensor parallel (tp)", m_tp, "parallel.tp");
     row("Pipeline stages (pp)", m_pp, "parallel.pp");
@@ -254,6 +262,7 @@ void PlanPage::buildUi() {
 
     m_grid = new GpuGrid(this);
     auto* gg = new QGroupBox("GPUs (colour = stage, shade = TP rank; rank order tp, dp, pp)", this);
+    m_gridBox = gg;
     auto* ggl = new QVBoxLayout(gg);
     ggl->addWidget(m_grid);
 
@@ -500,6 +509,12 @@ void PlanPage::refresh() {
         m_device->setCurrentText(QString::fromStdString(tessera::device_default_name(cfg)));
         m_device->setProperty("initialised", true);
     }
+    // CPU ranks are ranks on hosts, not GPUs on nodes
+    const bool cpuRanks = m_device->currentText() == "cpu";
+    m_gpusLabel->setText(cpuRanks ? "Ranks available" : "GPUs available");
+    m_perNodeLabel->setText(cpuRanks ? "Ranks per host" : "GPUs per node");
+    m_gridBox->setTitle(QString("%1 (colour = stage, shade = TP rank; rank order tp, dp, pp)")
+                            .arg(cpuRanks ? "Ranks" : "GPUs"));
     m_dp->setValue(p.dp), m_tp->setValue(p.tp), m_pp->setValue(p.pp);
     m_virtual->setValue(p.virtual_stages);
     m_micro->setValue(cfg.train.micro_batch), m_accum->setValue(cfg.train.grad_accum);
@@ -555,12 +570,13 @@ void PlanPage::refresh() {
             comm += r.comm_dp_bytes + r.comm_tp_bytes + r.comm_pp_bytes + r.comm_embedding_bytes;
         m_prediction->setText(
             QString("<b>step %1 s</b> &nbsp;|&nbsp; <b>%2</b> &nbsp;|&nbsp; MFU %3% &nbsp;|&nbsp; "
-                    "bubble %4% &nbsp;|&nbsp; comm %5 per step (all GPUs)")
+                    "bubble %4% &nbsp;|&nbsp; comm %5 per step (all %6s)")
                 .arg(e.step_s, 0, 'f', e.step_s < 1 ? 3 : 2)
                 .arg(tokens_str(e.tokens_per_s))
                 .arg(100 * e.mfu, 0, 'f', 1)
                 .arg(100 * e.bubble_fraction, 0, 'f', 1)
-                .arg(bytes_str(comm)) +
+                .arg(bytes_str(comm))
+                .arg(rank_word(e)) +
             step_parts_text(e));
         QStringList lines;
         for (const auto& r : e.ranks) {
@@ -570,7 +586,8 @@ void PlanPage::refresh() {
             int dom = 0;
             for (int c = 1; c < (int)tessera::MemCategory::host; ++c)
                 if (r.peak_bytes[c] > r.peak_bytes[dom]) dom = c;
-            lines << QString("GPU %1 (%2) is over capacity by %3; %4 dominates (%5)")
+            lines << QString("%1 %2 (%3) is over capacity by %4; %5 dominates (%6)")
+                         .arg(rank_word(e))
                          .arg(r.rank)
                          .arg(QString::fromStdString(tessera::mesh_coord_str(r.coord)))
                          .arg(bytes_str(double(r.device_peak_bytes - cap)))
@@ -580,7 +597,7 @@ void PlanPage::refresh() {
         }
         int nOver = (int)std::count(over.begin(), over.end(), true);
         if (nOver > (int)lines.size())
-            lines << QString("… %1 GPUs over capacity in all").arg(nOver);
+            lines << QString("… %1 %2s over capacity in all").arg(nOver).arg(rank_word(e));
         m_over->setText(lines.join("\n"));
         m_over->setVisible(!lines.isEmpty());
         m_chart->setEstimate(e, cap);

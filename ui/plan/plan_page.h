@@ -24,6 +24,7 @@
 class QComboBox;
 class QSpinBox;
 class QCheckBox;
+class QGroupBox;
 class QLabel;
 class QListWidget;
 class QPushButton;
@@ -99,6 +100,8 @@ class PlanPage : public QWidget {
     QGridLayout* m_recomputeLayout;
     std::vector<QComboBox*> m_recompute;
     QLabel *m_valid_label, *m_prediction, *m_over, *m_balanceMsg, *m_suggestMsg;
+    QLabel *m_gpusLabel, *m_perNodeLabel;  // "GPUs ...", or "Ranks ..." for CPU ranks
+    QGroupBox* m_gridBox;
     QPushButton *m_balance, *m_suggest, *m_addStage, *m_removeStage;
     QListWidget* m_suggestList;
     QSpinBox* m_globalBatch;
