@@ -392,7 +392,8 @@ int cli_plan(const CliArgs& args) {
         throw InputError(
             "expected a CONFIG file argument, found none (usage: tessera plan CONFIG "
             "[--device NAME] [--json] [--set key.path=value]...)");
-    RunConfig cfg = config_load(path, overrides);
+    // a plan needs no data: a project whose data is not prepared yet plans
+    RunConfig cfg = config_load(path, overrides, ConfigFiles::may_be_missing);
     if (calibrate) {
         if (cfg.runtime.device != "cpu")
             throw InputError(

@@ -348,9 +348,11 @@ std::string read_text_file(const std::string& path) {
 // public API
 
 RunConfig config_parse(const std::string& text, const std::string& name,
-                       const std::vector<std::string>& overrides, const std::string& base_dir) {
+                       const std::vector<std::string>& overrides, const std::string& base_dir,
+                       ConfigFiles files) {
     ConfigReader r;
     r.file = name;
+    r.files_must_exist = files == ConfigFiles::must_exist;
     r.locs[""] = str_cat(name, ":1:1");
     if (text.size() > kConfigMaxBytes)
         r.fail(name, "(document)", str_cat("a config under ", kConfigMaxBytes >> 20, " MiB"),
@@ -381,9 +383,10 @@ RunConfig config_parse(const std::string& text, const std::string& name,
     return cfg;
 }
 
-RunConfig config_load(const std::string& path, const std::vector<std::string>& overrides) {
+RunConfig config_load(const std::string& path, const std::vector<std::string>& overrides,
+                      ConfigFiles files) {
     std::string text = read_text_file(path);
-    return config_parse(text, path, overrides);
+    return config_parse(text, path, overrides, "", files);
 }
 
 std::string config_resolve_path(const RunConfig& cfg, const std::string& p) {

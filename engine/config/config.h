@@ -170,13 +170,21 @@ struct RunConfig {
     bool operator==(const RunConfig&) const = default;
 };
 
+// Whether the files a config names (data.train and data.val, a tokenizer.json for model.vocab,
+// a model.init_from file) must exist now: to train, yes; to plan, to open a project in the
+// studio or to read a stored run's config, no (the data may not be prepared yet, or may have
+// moved since the run). A model.init_from folder is read either way: it gives the model's sizes.
+enum class ConfigFiles { must_exist, may_be_missing };
+
 // Reads, overrides ("key.path=value", applied before validation) and validates.
-RunConfig config_load(const std::string& path, const std::vector<std::string>& overrides = {});
+RunConfig config_load(const std::string& path, const std::vector<std::string>& overrides = {},
+                      ConfigFiles files = ConfigFiles::must_exist);
 // The same from text; `name` stands for the file in messages. Relative paths resolve against
 // `base_dir`, or when it is empty against the folder of `name`.
 RunConfig config_parse(const std::string& text, const std::string& name,
                        const std::vector<std::string>& overrides = {},
-                       const std::string& base_dir = "");
+                       const std::string& base_dir = "",
+                       ConfigFiles files = ConfigFiles::must_exist);
 // Canonical YAML for a config (every key, resolved values) — what the studio saves.
 std::string config_to_yaml(const RunConfig& cfg);
 // The model presets (GPT, the Llama family, the MLP), and the family of one: gpt | llama | mlp.

@@ -27,6 +27,7 @@ struct ConfigReader {
     std::string file;                                            // name used in messages
     std::vector<std::pair<std::string, std::string>> overrides;  // key path, "--set spec"
     std::map<std::string, std::string> locs;                     // key path -> location read
+    bool files_must_exist = true;  // ConfigFiles::must_exist (config.h)
 
     // "--set ..." when the path (or a parent) was supplied by an override, else "".
     std::string override_source(const std::string& path) const;

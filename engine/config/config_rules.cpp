@@ -851,9 +851,10 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
                    "data.dataset: fashion-mnist with preset mlp (token shards are for GPT presets)",
                    "token shards");
     // On a cluster the files live on the hosts (relative to cluster.workdir): preflight checks
-    // them there, not here.
+    // them there, not here; ConfigFiles::may_be_missing checks none.
+    const bool local_files = r.files_must_exist && cfg.cluster.hosts.empty();
     auto must_exist = [&](const std::string& key, const std::string& value) {
-        if (value.empty() || !cfg.cluster.hosts.empty()) return;
+        if (value.empty() || !local_files) return;
         std::string full = config_resolve_path(cfg, value);
         std::error_code ec;
         if (!fs::is_regular_file(full, ec))
@@ -864,7 +865,7 @@ void config_check_rules(const ConfigReader& r, const RunConfig& cfg) {
     };
     must_exist("data.train", d.train);
     must_exist("data.val", d.val);
-    if (!tokenizer_is_named(m.vocab) && cfg.cluster.hosts.empty()) {
+    if (!tokenizer_is_named(m.vocab) && local_files) {
         const fs::path t = config_resolve_path(cfg, m.vocab);
         std::error_code ec;
         if (!fs::is_regular_file(fs::is_directory(t, ec) ? t / "tokenizer.json" : t, ec))

@@ -236,6 +236,25 @@ TEST(CliPlan, EveryShippedProjectPlans) {
     EXPECT_GE(n, 5) << "expected the five shipped projects";
 }
 
+// A project whose data is not prepared yet (projects/qwen3-own-data as cloned, before its
+// prepare.sh) plans; `tessera check` and `tessera train` say which file is missing and write
+// nothing.
+TEST(CliPlan, AProjectWhoseDataIsNotPreparedPlansAndTrainNamesTheMissingFile) {
+    TempDir t;
+    fs::copy_file(fs::path(projects_dir()) / "qwen3-own-data" / "project.yaml", t / "project.yaml");
+    ProcResult plan = run_tessera({"plan", t / "project.yaml"});
+    EXPECT_EQ(plan.exit_code, 0) << show(plan);
+    EXPECT_NE(plan.out.find("fits: yes"), std::string::npos) << plan.out;
+    for (const char* cmd : {"check", "train"}) {
+        ProcResult r = run_tessera({cmd, t / "project.yaml"});
+        EXPECT_EQ(r.exit_code, 2) << cmd << "\n" << show(r);
+        EXPECT_NE(r.err.find("data.train: expected an existing file, found 'data/train.bin'"),
+                  std::string::npos)
+            << show(r);
+    }
+    EXPECT_FALSE(fs::exists(t / "runs.db"));
+}
+
 // `tessera plan --json` names the model it planned as the runtime builds it (preset and explicit
 // keys resolved), which bench/gpt2_throughput.py builds its PyTorch peer from. Parameter counts
 // as published: GPT-2 medium 354,823,168 (Hugging Face's gpt2-medium), Qwen2.5-0.5B 494,032,768.

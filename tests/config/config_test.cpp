@@ -395,6 +395,40 @@ TEST_F(ConfigTest, RelativePathsResolveAgainstConfigDir) {
     EXPECT_NE(err.find("no file at " + (dir_ / "shards/a.bin").string()), std::string::npos) << err;
 }
 
+// Files a config names need to exist to train, not to plan, open or read back a stored run:
+// ConfigFiles::may_be_missing parses the same config (every other rule still applies), and
+// resolves its paths the same way.
+TEST_F(ConfigTest, FilesMayBeMissingWhereNothingReadsThem) {
+    const std::string text =
+        "model: {preset: llama-tiny, vocab: tok/tokenizer.json}\n"
+        "data: {train: data/train.bin, val: data/val.bin}\n";
+    const std::string path = write("p.yaml", text);
+    std::string err;
+    try {
+        config_load(path);
+    } catch (const InputError& e) {
+        err = e.what();
+    }
+    EXPECT_NE(err.find("data.train: expected an existing file"), std::string::npos) << err;
+    const RunConfig c = config_load(path, {}, ConfigFiles::may_be_missing);
+    EXPECT_EQ(config_resolve_path(c, c.data.train),
+              (dir_ / "data/train.bin").lexically_normal().string());
+    EXPECT_EQ(config_tokenizer(c), (dir_ / "tok/tokenizer.json").lexically_normal().string());
+    const RunConfig stored =
+        config_parse(text, "run #1", {}, dir_.string(), ConfigFiles::may_be_missing);
+    EXPECT_EQ(config_resolve_path(stored, stored.data.val),
+              (dir_ / "data/val.bin").lexically_normal().string());
+    // the other rules are not relaxed
+    err.clear();
+    try {
+        config_parse(text + "train: {min_lr: 1.0, lr: 0.1}\n", "run #1", {}, dir_.string(),
+                     ConfigFiles::may_be_missing);
+    } catch (const InputError& e) {
+        err = e.what();
+    }
+    EXPECT_NE(err.find("min_lr"), std::string::npos) << err;
+}
+
 TEST_F(ConfigTest, CanonicalYamlRoundTrips) {
     std::vector<std::string> texts = {
         std::string(kData),

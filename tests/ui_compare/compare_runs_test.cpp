@@ -387,3 +387,24 @@ TEST(RunSummaryPlan, GroupsByDpTpPpAndZero) {
     r.config[2].value = "0";
     EXPECT_EQ(r.groupValue(RunSummary::kGroupByPlan), QString("dp4 × tp1 × pp2"));
 }
+
+// A run whose config names its data by a relative path no longer there (moved since the run, or
+// a project whose data is prepared elsewhere): its summary still has its plan columns — the
+// stored config resolved against runs.db's folder, its files not required.
+TEST(RunSummaryConfig, AStoredConfigWhoseDataIsGoneStillParses) {
+    ensure_app();
+    QTemporaryDir tmp;
+    ASSERT_TRUE(tmp.isValid());
+    const std::string yaml =
+        "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+        "data: {train: data/train.bin}\n"
+        "train: {steps: 4, micro_batch: 4, grad_accum: 2, eval_every: 0}\n"
+        "parallel: {dp: 2}\n";
+    auto store = tessera::RunStore::open(tmp.filePath("runs.db").toStdString());
+    store.run_begin(tessera::RunStartRecord{"moved", yaml, "host", 2, "", 1000});
+    const RunSummary s = compare_summarize_run(store, *store.run_get(1));
+    EXPECT_TRUE(s.config_ok);
+    EXPECT_EQ(s.micro_batch, 4);
+    EXPECT_EQ(s.grad_accum, 2);
+    EXPECT_EQ(s.dp, 2);
+}

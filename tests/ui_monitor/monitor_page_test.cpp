@@ -280,6 +280,45 @@ TEST(MonitorPageTest, PredictsForTheRecordedDeviceAndShowsTheDriversFigure) {
     fs::remove_all(dir, ec);
 }
 
+// A project whose config names its data by a relative path that is not there (data not
+// prepared yet, or moved since its runs): the studio opens it, and the Monitor page still reads
+// its runs' configs (resolved against runs.db's folder, files not required): the prediction band
+// is there.
+TEST(MonitorPageTest, RunsOfAProjectWhoseDataIsNotThereKeepTheirPrediction) {
+    fs::path dir = g_project.parent_path() / (g_project.filename().string() + "_own_data");
+    fs::create_directories(dir);
+    const std::string yaml =
+        "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+        "data: {train: data/train.bin, val: data/val.bin}\n"
+        "train: {steps: 4, micro_batch: 4, eval_every: 0}\n";
+    std::ofstream(dir / "project.yaml") << yaml;
+    {
+        using namespace tessera;
+        RunStore s = RunStore::open((dir / "runs.db").string());
+        const int64_t id = s.run_begin(RunStartRecord{"own", yaml, "host", 1, "", 1000});
+        std::vector<Record> recs;
+        for (int64_t step = 1; step <= 3; ++step)
+            recs.push_back(
+                MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
+        recs.push_back(RunEndRecord{std::string(run_status::completed), "", 3, 1010});
+        s.append(id, recs);
+    }
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(dir.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.resize(1200, 900);
+    page.show();
+    page.pollNow();
+    ASSERT_TRUE(page.selectRun(1));
+    page.replotNow();
+    EXPECT_EQ(page.deviceText().indexOf("no prediction"), -1) << page.deviceText().toStdString();
+    EXPECT_EQ(page.predictionBandCount(), 1);
+
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
 // data.order: epoch: the status line says which epoch the run is in (its latest train/epoch)
 TEST(MonitorPageTest, StatusShowsTheEpochOfAnEpochOrderRun) {
     fs::path dir = g_project.parent_path() / (g_project.filename().string() + "_epoch");

@@ -88,7 +88,9 @@ bool ProjectDocument::open(const QString& path, QString* error) {
             throw tessera::InputError(
                 yaml.toStdString() +
                 ": expected a Tessera project (project.yaml), found no such file");
-        cfg = tessera::config_load(QFileInfo(yaml).absoluteFilePath().toStdString());
+        // the data may not be prepared yet (the Data page prepares it); train checks its files
+        cfg = tessera::config_load(QFileInfo(yaml).absoluteFilePath().toStdString(), {},
+                                   tessera::ConfigFiles::may_be_missing);
     } catch (const std::exception& e) {
         const QString msg = QString::fromStdString(e.what());
         if (error) *error = msg;
@@ -129,7 +131,9 @@ bool ProjectDocument::save(QString* error) {
         "docs/config.md)\n" +
         tessera::config_to_yaml(m_config);
     try {
-        tessera::config_parse(text, yamlPath().toStdString());  // never write what train rejects
+        // never write what train rejects, but for files not there yet (data not prepared)
+        tessera::config_parse(text, yamlPath().toStdString(), {}, "",
+                              tessera::ConfigFiles::may_be_missing);
     } catch (const std::exception& e) {
         return fail(tr("Not saved: %1").arg(QString::fromStdString(e.what())));
     }

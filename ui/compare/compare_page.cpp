@@ -29,6 +29,7 @@
 #include "ui/common/plot_theme.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
+#include "ui/common/stored_config.h"
 #include "ui/common/vocabulary.h"
 #include "ui/compare/config_diff.h"
 #include "ui/compare/curve_math.h"
@@ -747,7 +748,7 @@ void ComparePage::updateDiff() {
             if (!run) continue;
             try {
                 configs.push_back(
-                    tessera::config_parse(run->config_text, run->name + " (runs.db)"));
+                    stored_run_config(*m_store, run->config_text, run->name + " (runs.db)"));
                 names << QString("#%1 %2").arg(id).arg(QString::fromStdString(run->name));
             } catch (const std::exception& e) {
                 m_status->setText(tr("run #%1: %2").arg(id).arg(QString::fromUtf8(e.what())));

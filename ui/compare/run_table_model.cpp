@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "engine/config/config.h"
+#include "ui/common/stored_config.h"
 #include "ui/common/vocabulary.h"
 
 namespace tessera::studio {
@@ -28,7 +29,7 @@ RunSummary compare_summarize_run(const tessera::RunStore& store, const tessera::
     s.duration_s = run.end_time > 0 ? run.end_time - run.start_time : -1;
     s.start_time = run.start_time;
     try {
-        tessera::RunConfig c = tessera::config_parse(run.config_text, run.name + " (runs.db)");
+        tessera::RunConfig c = stored_run_config(store, run.config_text, run.name + " (runs.db)");
         s.config_ok = true;
         s.config = compare_config_flatten(c);
         s.dp = c.parallel.dp;

@@ -154,8 +154,10 @@ ModelMemory model_memory(int64_t p) {
 
 std::string model_check_config(const RunConfig& cfg, const std::string& name) {
     try {
-        // named as the file itself so relative paths (init_from, data) resolve as on load
-        config_parse(config_to_yaml(cfg), cfg.source_path.empty() ? name : cfg.source_path);
+        // named as the file itself so relative paths (init_from, data) resolve as on load; the
+        // data may not be prepared yet
+        config_parse(config_to_yaml(cfg), cfg.source_path.empty() ? name : cfg.source_path, {}, "",
+                     ConfigFiles::may_be_missing);
         return "";
     } catch (const std::exception& e) {
         return e.what();

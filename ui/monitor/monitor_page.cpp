@@ -19,11 +19,13 @@
 #include <cmath>
 
 #include "engine/config/config.h"
+#include "engine/core/error.h"
 #include "engine/plan/estimator.h"
 #include "engine/telemetry/metric_names.h"
 #include "ui/common/plot_theme.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
+#include "ui/common/stored_config.h"
 #include "ui/common/tessera_binary.h"
 #include "ui/monitor/monitor_device.h"
 #include "ui/monitor/system_charts.h"
@@ -384,8 +386,9 @@ void MonitorPage::loadPrediction() {
     m_deviceRecorded = m_deviceSeen = false;
     m_deviceLabel->clear();
     try {
-        tessera::RunConfig cfg =
-            tessera::config_parse(m_run.config_text, QString("run #%1").arg(m_runId).toStdString());
+        if (!m_store) throw tessera::InputError("no runs.db open");
+        tessera::RunConfig cfg = stored_run_config(*m_store, m_run.config_text,
+                                                   QString("run #%1").arg(m_runId).toStdString());
         m_totalSteps = cfg.train.steps;
         m_epochOrder = cfg.data.order == "epoch";
         m_mesh = tessera::MeshShape{cfg.parallel.dp, cfg.parallel.tp, cfg.parallel.pp};

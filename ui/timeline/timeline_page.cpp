@@ -16,6 +16,7 @@
 #include "engine/telemetry/metric_names.h"
 #include "engine/telemetry/pipeline_spans.h"
 #include "ui/common/project_document.h"
+#include "ui/common/stored_config.h"
 #include "ui/monitor/monitor_device.h"
 #include "ui/timeline/gantt_view.h"
 #include "ui/timeline/timeline_data.h"
@@ -278,7 +279,8 @@ void TimelinePage::showStep() {
 
     QString plan = tr("unknown plan");
     try {
-        tessera::RunConfig cfg = tessera::config_parse(run.config_text, run.name + " (runs.db)");
+        tessera::RunConfig cfg =
+            stored_run_config(*m_store, run.config_text, run.name + " (runs.db)");
         m_predictedBubble = timeline_predicted_bubble(cfg);
         plan = plan_description(cfg);
         // The plan simulated with the measured per-layer times of the logged step nearest this
