@@ -284,6 +284,37 @@ TEST_F(DataPageReopened, SamplesOfAProjectReplacedWhileLoadingAreDropped) {
     EXPECT_TRUE(page2.findChild<QPlainTextEdit*>("samples")->toPlainText().isEmpty());
 }
 
+// A project that names its data before it is prepared (projects/qwen3-own-data as cloned)
+// opens; the Data page says which file it reads and prepares into that file's folder, after
+// which the project trains on what was prepared.
+TEST(DataPage, AProjectWhoseDataIsNotPreparedYetOpensAndPreparesIntoIt) {
+    QTemporaryDir tmp;
+    write_all(tmp.path() + "/project.yaml",
+              "name: own\nmodel: {preset: llama-tiny, n_layer: 2, seq_len: 32}\n"
+              "data: {train: shards/train.bin, val: shards/val.bin}\n");
+    write_all(tmp.path() + "/texts/a.txt", kDocA);
+    write_all(tmp.path() + "/texts/b.txt", kDocB);
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(tmp.path(), &err)) << err.toStdString();
+    QWidget window;
+    DataPage page(&doc, &window);
+    auto* summary = page.findChild<QLabel*>("summary");
+    ASSERT_TRUE(summary);
+    EXPECT_NE(summary->text().indexOf("reads shards/train.bin, which is not prepared yet"), -1)
+        << summary->text().toStdString();
+    EXPECT_EQ(page.options().out, (tmp.path() + "/shards").toStdString());
+    page.setInputs({"texts"});
+    QSignalSpy done(&page, &DataPage::prepareFinished);
+    ASSERT_TRUE(page.prepare());
+    ASSERT_TRUE(wait_for(done));
+    EXPECT_TRUE(QFileInfo::exists(tmp.path() + "/shards/train.bin"));
+    EXPECT_EQ(doc.config().data.train, "shards/train.bin");
+    EXPECT_TRUE(doc.save(&err)) << err.toStdString();
+    EXPECT_NO_THROW(
+        config_load((tmp.path() + "/project.yaml").toStdString()));  // as train reads it
+}
+
 TEST(DataPage, IncompleteFormSaysWhatIsMissing) {
     Fixture f;
     QSignalSpy failed(f.page, &DataPage::prepareFailed);

@@ -509,13 +509,25 @@ void DataPage::refresh() {
         m_order->setCurrentIndex(std::max(0, m_order->findData(q(m_doc->config().data.order))));
     }
     if (!m_doc->isOpen() || m_runner->isRunning()) return;
-    if (m_outDir->text().isEmpty()) m_outDir->setText(QStringLiteral("data/prepared"));
-    // the project's data.train in a prepared folder: show that folder
     const tessera::RunConfig& cfg = m_doc->config();
-    if (cfg.data.train.empty()) return;
-    const QString dir =
-        QFileInfo(q(tessera::config_resolve_path(cfg, cfg.data.train))).absolutePath();
-    if (dir == q(m_set.dir) || !QFileInfo::exists(dir + "/manifest.json")) return;
+    const QString train =
+        cfg.data.train.empty() ? QString() : q(tessera::config_resolve_path(cfg, cfg.data.train));
+    const QString dir = train.isEmpty() ? QString() : QFileInfo(train).absolutePath();
+    // a project that names data not prepared yet (an own-data project as cloned): preparing
+    // fills the folder it reads
+    const bool unprepared =
+        !train.isEmpty() && !QFileInfo::exists(train) && !QFileInfo::exists(dir + "/manifest.json");
+    if (m_outDir->text().isEmpty())
+        m_outDir->setText(unprepared ? projectRelative(dir) : QStringLiteral("data/prepared"));
+    if (unprepared) {
+        m_summary->setText(tr("The project reads %1, which is not prepared yet: add your text "
+                              "files or a folder of them, then Prepare into %2.")
+                               .arg(q(cfg.data.train), projectRelative(dir)));
+        return;
+    }
+    // the project's data.train in a prepared folder: show that folder
+    if (train.isEmpty() || dir == q(m_set.dir) || !QFileInfo::exists(dir + "/manifest.json"))
+        return;
     try {
         m_set = tessera::prepared_read(dir.toStdString());
         showSet(m_set, false);
