@@ -283,7 +283,7 @@ TEST(MonitorPageTest, PredictsForTheRecordedDeviceAndShowsTheDriversFigure) {
 // A project whose config names its data by a relative path that is not there (data not
 // prepared yet, or moved since its runs): the studio opens it, and the Monitor page still reads
 // its runs' configs (resolved against runs.db's folder, files not required): the prediction band
-// is there.
+// is there. A run that logged one point shows it as a dot.
 TEST(MonitorPageTest, RunsOfAProjectWhoseDataIsNotThereKeepTheirPrediction) {
     fs::path dir = g_project.parent_path() / (g_project.filename().string() + "_own_data");
     fs::create_directories(dir);
@@ -302,6 +302,10 @@ TEST(MonitorPageTest, RunsOfAProjectWhoseDataIsNotThereKeepTheirPrediction) {
                 MetricRecord{step, 0, std::string(metric::train_loss), 5.0 - step, 1000.0 + step});
         recs.push_back(RunEndRecord{std::string(run_status::completed), "", 3, 1010});
         s.append(id, recs);
+        // a two-step smoke run that logged its last step only
+        const int64_t smoke = s.run_begin(RunStartRecord{"smoke", yaml, "host", 1, "", 2000});
+        s.append(smoke, {MetricRecord{2, 0, std::string(metric::train_loss), 4.5, 2002.0},
+                         RunEndRecord{std::string(run_status::completed), "", 2, 2003}});
     }
     ProjectDocument doc;
     QString err;
@@ -314,6 +318,15 @@ TEST(MonitorPageTest, RunsOfAProjectWhoseDataIsNotThereKeepTheirPrediction) {
     page.replotNow();
     EXPECT_EQ(page.deviceText().indexOf("no prediction"), -1) << page.deviceText().toStdString();
     EXPECT_EQ(page.predictionBandCount(), 1);
+    EXPECT_EQ(page.trainRawGraph()->scatterStyle().shape(), QCPScatterStyle::ssNone);
+    // one logged point is drawn as a dot (a line through it draws nothing), until a second comes
+    ASSERT_TRUE(page.selectRun(2));
+    page.replotNow();
+    EXPECT_EQ(page.trainRawGraph()->dataCount(), 1);
+    EXPECT_EQ(page.trainRawGraph()->scatterStyle().shape(), QCPScatterStyle::ssDisc);
+    ASSERT_TRUE(page.selectRun(1));
+    page.replotNow();
+    EXPECT_EQ(page.trainRawGraph()->scatterStyle().shape(), QCPScatterStyle::ssNone);
 
     std::error_code ec;
     fs::remove_all(dir, ec);

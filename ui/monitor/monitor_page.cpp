@@ -55,6 +55,17 @@ QCPGraph* make_graph(QCustomPlot* p, const QString& name, const QColor& c, doubl
     return g;
 }
 
+// A line through one point draws nothing (the first logged step of a run, a two-step smoke
+// run): such a graph shows its point as a dot until it has a second one. Graphs with markers of
+// their own keep them.
+void mark_lone_point(QCPGraph* g) {
+    const bool lone = g->dataCount() == 1, marked = g->property("lonePoint").toBool();
+    if (lone == marked || (lone && g->scatterStyle().shape() != QCPScatterStyle::ssNone)) return;
+    g->setProperty("lonePoint", lone);
+    g->setScatterStyle(lone ? QCPScatterStyle(QCPScatterStyle::ssDisc, g->pen().color(), 6)
+                            : QCPScatterStyle());
+}
+
 QString fmt_duration(double s) {
     if (!(s >= 0) || !std::isfinite(s)) return "–";
     int64_t t = (int64_t)std::llround(s);
@@ -505,6 +516,7 @@ void MonitorPage::appendGraph(QCPGraph* g, Series& s, const std::vector<double>*
     }
     g->addData(keys, vals, true);
     s.plotted = n;
+    mark_lone_point(g);
 }
 
 void MonitorPage::rebuildAll() {
