@@ -88,6 +88,19 @@ fs::path make_gpu_project() {
     return dir;
 }
 
+// A project folder beside the suite's, named with `suffix`: the suite's 2-layer gpt-tiny reading
+// `data` (a YAML flow map), 4 steps. Returns the folder and the project's text.
+std::pair<fs::path, std::string> small_project(const std::string& suffix, const std::string& data) {
+    fs::path dir = g_project.parent_path() / (g_project.filename().string() + suffix);
+    fs::create_directories(dir);
+    const std::string yaml =
+        "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
+        "data: " +
+        data + "\ntrain: {steps: 4, micro_batch: 4, eval_every: 0}\n";
+    std::ofstream(dir / "project.yaml") << yaml;
+    return {dir, yaml};
+}
+
 QCPAbstractPlottable* plottable_named(QCustomPlot* p, const QString& name) {
     for (int i = 0; i < p->plottableCount(); ++i)
         if (p->plottable(i)->name() == name) return p->plottable(i);
@@ -285,13 +298,8 @@ TEST(MonitorPageTest, PredictsForTheRecordedDeviceAndShowsTheDriversFigure) {
 // its runs' configs (resolved against runs.db's folder, files not required): the prediction band
 // is there. A run that logged one point shows it as a dot.
 TEST(MonitorPageTest, RunsOfAProjectWhoseDataIsNotThereKeepTheirPrediction) {
-    fs::path dir = g_project.parent_path() / (g_project.filename().string() + "_own_data");
-    fs::create_directories(dir);
-    const std::string yaml =
-        "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
-        "data: {train: data/train.bin, val: data/val.bin}\n"
-        "train: {steps: 4, micro_batch: 4, eval_every: 0}\n";
-    std::ofstream(dir / "project.yaml") << yaml;
+    const auto [dir, yaml] =
+        small_project("_own_data", "{train: data/train.bin, val: data/val.bin}");
     {
         using namespace tessera;
         RunStore s = RunStore::open((dir / "runs.db").string());
@@ -334,13 +342,7 @@ TEST(MonitorPageTest, RunsOfAProjectWhoseDataIsNotThereKeepTheirPrediction) {
 
 // data.order: epoch: the status line says which epoch the run is in (its latest train/epoch)
 TEST(MonitorPageTest, StatusShowsTheEpochOfAnEpochOrderRun) {
-    fs::path dir = g_project.parent_path() / (g_project.filename().string() + "_epoch");
-    fs::create_directories(dir);
-    const std::string yaml =
-        "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
-        "data: {dataset: brown, order: epoch}\n"
-        "train: {steps: 4, micro_batch: 4, eval_every: 0}\n";
-    std::ofstream(dir / "project.yaml") << yaml;
+    const auto [dir, yaml] = small_project("_epoch", "{dataset: brown, order: epoch}");
     {
         using namespace tessera;
         RunStore s = RunStore::open((dir / "runs.db").string());
