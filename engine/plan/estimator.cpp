@@ -609,7 +609,13 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         }
     }
     est.tokens_per_s = est.step_s > 0 ? est.tokens_per_step / est.step_s : 0;
-    est.mfu = est.step_s > 0 ? est.model_flops_per_step / (est.step_s * world * per_rank_peak) : 0;
+    // MFU against the peak the step was priced from: CPU ranks with a calibration take its fastest
+    // GEMM where that beats the sgemm timed in this process (timed on a busy host, that one is
+    // low, and a step priced from a quiet host's sweep read as over 100%)
+    const double mfu_peak = costs && dev.shared_host
+                                ? std::max(per_rank_peak, costs->gemm_peak_flops())
+                                : per_rank_peak;
+    est.mfu = est.step_s > 0 ? est.model_flops_per_step / (est.step_s * world * mfu_peak) : 0;
     return est;
 }
 

@@ -90,6 +90,20 @@ double op_units(const OpCall& c) {
     }
 }
 
+double OpCosts::gemm_peak_flops() const {
+    double best = 0;
+    const size_t nc = gemm_C.size(), noc = gemm_OC.size();
+    for (size_t n = 0; n < gemm_N.size(); ++n)
+        for (size_t c = 0; c < nc; ++c)
+            for (size_t oc = 0; oc < noc; ++oc) {
+                const size_t i = (n * nc + c) * noc + oc;
+                if (i < gemm_forward_s.size() && gemm_forward_s[i] > 0)
+                    best = std::max(best,
+                                    2.0 * gemm_N[n] * gemm_C[c] * gemm_OC[oc] / gemm_forward_s[i]);
+            }
+    return best;
+}
+
 double OpCosts::op_s(const OpCall& c) const {
     switch (c.kind) {
         case OpKind::matmul_gelu_backward:

@@ -60,6 +60,8 @@ struct OpCosts {
     }
     // Seconds one call takes on the device (tp_all_reduce: 0, communication is priced apart).
     double op_s(const OpCall& c) const;
+    // The fastest rate of the swept forward GEMMs, FLOP/s (2 N C OC over its time; 0 unswept).
+    double gemm_peak_flops() const;
 };
 
 // The size a memory-bound op's time grows with (elements, or bytes for copies): the unit of

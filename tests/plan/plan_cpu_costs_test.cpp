@@ -102,6 +102,10 @@ TEST_F(CpuCalibration, PricesTheTraceWithTheHostsCosts) {
     EXPECT_NEAR(r.compute_s, r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s, 1e-12);
     EXPECT_NEAR(e.step_s, r.compute_s, 1e-12) << "one rank: no communication, no bubble";
     // the costs price time only: the memory and FLOPs are the meta device's run either way
+    // MFU against the calibration's fastest GEMM (1e7 x 1e7 x 1e7 in 1 ms) where it beats the
+    // sgemm this process timed
+    const double peak = 2e21 / 1e-3;
+    EXPECT_NEAR(e.mfu, e.model_flops_per_step / (e.step_s * peak), 1e-6 * e.mfu);
     const PlanEstimate fallback = estimate_plan(cfg, device_spec("cpu"), nullptr);
     EXPECT_EQ(r.total_peak_bytes, fallback.ranks[0].total_peak_bytes);
     EXPECT_EQ(r.flops_per_step, fallback.ranks[0].flops_per_step);

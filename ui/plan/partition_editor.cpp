@@ -229,15 +229,20 @@ void PartitionEditor::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(r.left(), r.bottom() + 2, r.width(), kBottom - 2),
                Qt::AlignLeft | Qt::AlignVCenter,
                QString("embedding → %1 blocks (width = FLOPs) → final norm + head").arg(L));
+    // the model's DP replicas as stacked cards, and below them (in the text colour) what they are
     QRectF right(r.right() + 8, r.top(), kRight - 12, r.height());
-    for (int k = std::min(m_dp, 3) - 1; k >= 0; --k) {
-        QRectF card(right.left() + 4 * k, right.top() + 4 * k, 40, std::min(60.0, r.height() - 12));
+    const int cards = std::min(m_dp, 3);
+    const double cardH = std::clamp(r.height() / 3, 12.0, 28.0);
+    for (int k = cards - 1; k >= 0; --k) {
+        QRectF card(right.left() + 4 * k, right.top() + 4 * k, 40, cardH);
         p.setBrush(palette().window());
         p.setPen(palette().mid().color());
         p.drawRect(card);
     }
-    p.drawText(QRectF(right.left(), right.top(), right.width(), right.height()),
-               Qt::AlignBottom | Qt::AlignLeft,
+    p.setPen(palette().text().color());
+    const double textTop = right.top() + cardH + 4 * cards + 2;
+    p.drawText(QRectF(right.left(), textTop, right.width(), r.bottom() + kBottom - textTop),
+               Qt::AlignTop | Qt::AlignLeft,
                QString("× %1 DP\nreplica%2\nTP %3").arg(m_dp).arg(m_dp == 1 ? "" : "s").arg(m_tp));
 }
 
