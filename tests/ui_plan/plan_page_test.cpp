@@ -301,6 +301,9 @@ TEST(PlanPage, CpuRanksAreCalledRanks) {
     EXPECT_TRUE(labels().contains("Ranks available"));
     EXPECT_TRUE(labels().contains("Ranks per host"));
     EXPECT_FALSE(labels().contains("GPUs available"));
+    EXPECT_EQ(f.page->gpuGrid()->rowLabel(0), "host 0");
+    EXPECT_TRUE(f.page->gpuGrid()->cellToolTip(1).startsWith("host 0 rank 1"))
+        << f.page->gpuGrid()->cellToolTip(1).toStdString();
     auto* prediction = f.page->findChild<QLabel*>("prediction");
     ASSERT_NE(prediction, nullptr);
     EXPECT_NE(prediction->text().indexOf("per step (all ranks)"), -1)
@@ -309,6 +312,7 @@ TEST(PlanPage, CpuRanksAreCalledRanks) {
     QApplication::processEvents();
     EXPECT_TRUE(labels().contains("GPUs available"));
     EXPECT_TRUE(labels().contains("GPUs per node"));
+    EXPECT_EQ(f.page->gpuGrid()->rowLabel(0), "node 0");
     EXPECT_NE(prediction->text().indexOf("per step (all GPUs)"), -1)
         << prediction->text().toStdString();
 }

@@ -30,6 +30,12 @@ void GpuGrid::setMesh(const tessera::MeshShape& mesh, int gpus, int gpusPerNode,
     update();
 }
 
+void GpuGrid::setCpuRanks(bool cpu) {
+    if (cpu == m_cpu) return;
+    m_cpu = cpu;
+    update();
+}
+
 void GpuGrid::setHosts(const QStringList& labels, const std::vector<int>& slots) {
     m_hostLabels = labels, m_hostSlots = slots;
     m_hostSlots.resize(size_t(labels.size()), 1);
@@ -65,7 +71,8 @@ int GpuGrid::rowOf(int gpu) const {
 
 QString GpuGrid::rowLabel(int row) const {
     if (row < 0 || row >= rowCount()) return {};
-    return m_hostLabels.isEmpty() ? QString("node %1").arg(row) : m_hostLabels[row];
+    return m_hostLabels.isEmpty() ? QString(m_cpu ? "host %1" : "node %1").arg(row)
+                                  : m_hostLabels[row];
 }
 
 int GpuGrid::labelW() const {
@@ -108,14 +115,16 @@ QRect GpuGrid::cellRect(int gpu) const {
 
 QString GpuGrid::cellToolTip(int gpu) const {
     const int row = rowOf(gpu), local = gpu - m_rowStart[size_t(row)];
-    const QString where = m_hostLabels.isEmpty()
-                              ? QString("node %1 GPU %2").arg(row).arg(local)
-                              : QString("host %1 slot %2").arg(m_hostLabels[row]).arg(local);
+    const QString where =
+        m_hostLabels.isEmpty()
+            ? QString(m_cpu ? "host %1 rank %2" : "node %1 GPU %2").arg(row).arg(local)
+            : QString("host %1 slot %2").arg(m_hostLabels[row]).arg(local);
     if (gpu >= m_mesh.world())
-        return QString("%1: idle (the plan uses %2 of %3 GPUs)")
+        return QString("%1: idle (the plan uses %2 of %3 %4)")
             .arg(where)
             .arg(m_mesh.world())
-            .arg(m_gpus);
+            .arg(m_gpus)
+            .arg(m_cpu ? "ranks" : "GPUs");
     tessera::MeshCoord c = tessera::mesh_coord(m_mesh, gpu);
     QString s = QString("%1\nglobal rank %2\nstage (pp) %3, TP rank %4, DP rank %5\n[%6]")
                     .arg(where)

@@ -24,6 +24,8 @@ class GpuGrid : public QWidget {
     // Rows are the cluster's hosts (label, slots each) instead of nodes of gpusPerNode; the GPUs
     // shown are then the hosts' slots. Empty lists go back to nodes.
     void setHosts(const QStringList& labels, const std::vector<int>& slots);
+    // CPU ranks: rows are hosts of ranks ("host 0", "host 0 rank 3"), not nodes of GPUs.
+    void setCpuRanks(bool cpu);
     int rowCount() const { return int(m_rowStart.size()); }
     int gpuCount() const { return m_gpus; }  // cells drawn
     QString rowLabel(int row) const;
@@ -50,6 +52,7 @@ class GpuGrid : public QWidget {
     int m_nodeGpus = 1;  // setMesh's count (the rows when there are no hosts)
     std::vector<bool> m_over;
     QStringList m_hostLabels;  // empty: rows are nodes
+    bool m_cpu = false;        // setCpuRanks
     std::vector<int> m_hostSlots;
     std::vector<int> m_rowStart;  // first GPU of each row
 };

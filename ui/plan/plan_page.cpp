@@ -513,6 +513,7 @@ void PlanPage::refresh() {
     const bool cpuRanks = m_device->currentText() == "cpu";
     m_gpusLabel->setText(cpuRanks ? "Ranks available" : "GPUs available");
     m_perNodeLabel->setText(cpuRanks ? "Ranks per host" : "GPUs per node");
+    m_grid->setCpuRanks(cpuRanks);
     m_gridBox->setTitle(QString("%1 (colour = stage, shade = TP rank; rank order tp, dp, pp)")
                             .arg(cpuRanks ? "Ranks" : "GPUs"));
     m_dp->setValue(p.dp), m_tp->setValue(p.tp), m_pp->setValue(p.pp);
