@@ -414,12 +414,12 @@ TEST(HostsPage, ThePlanGridHasOneRowPerHost) {
     // more ranks than slots: the Plan page says so
     f.doc.edit("Set dp", [](RunConfig& c) { c.parallel.dp = 8; });
     EXPECT_FALSE(plan.issueText("parallel.dp").isEmpty());
-    // no hosts: nodes again
+    // no hosts: this host again (a CPU project: its ranks on host 0)
     f.doc.edit("Local", [](RunConfig& c) { c.cluster.hosts.clear(); });
-    EXPECT_EQ(g->rowLabel(0), "node 0");
+    EXPECT_EQ(g->rowLabel(0), "host 0");
     EXPECT_EQ(g->rowCount(), 1);
-    EXPECT_EQ(g->gpuCount(), 8);  // the plan's 8 GPUs on one node, not the hosts' 4 slots
-    EXPECT_TRUE(g->cellToolTip(7).startsWith("node 0 GPU 7")) << g->cellToolTip(7).toStdString();
+    EXPECT_EQ(g->gpuCount(), 8);  // the plan's 8 ranks on one host, not the hosts' 4 slots
+    EXPECT_TRUE(g->cellToolTip(7).startsWith("host 0 rank 7")) << g->cellToolTip(7).toStdString();
     f.doc.undoStack()->undo();
     f.doc.undoStack()->undo();
     QApplication::processEvents();
