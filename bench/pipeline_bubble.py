@@ -6,9 +6,10 @@
 # 8 layers of width 128, micro-batches of 4 × 64 tokens, one thread per rank) for N steps; the
 # measured bubble is what `tessera runs show` prints: per step, the pipeline's idle share from
 # every rank's spans (1 − compute / (stages × window), engine/telemetry/pipeline_spans.h), the
-# mean over the steps after the first. Beside it, each stage's mean forward and backward (B + W)
-# per micro-batch, in ms: a stage slower than the others paces the pipeline and adds idle time
-# the unit-time theory does not have. Theory with unit op times
+# mean over the steps after the first. Beside it, each stage's mean forward and backward per
+# micro-batch, in ms (zb-h1: B + W, the input and the weight gradient): a stage slower than the
+# others paces the pipeline, and W cheaper than B leaves idle time, which the unit-time theory
+# does not have; for zb-h1 also the theory at the stages' mean F, B and W. Theory with unit op times
 # f = b = w = 1 (a whole backward 2): 1F1B (p−1)/(m+p−1), ZB-H1 (p−1)/(3m+p−1); the estimator's
 # figure is `tessera plan --json`'s bubble_fraction. Needs a core per rank: on fewer cores, busy
 # ranks slow each other and idle ones free cores, and the measured figures mean little (the
@@ -39,7 +40,8 @@ print(f"{cores} cores; load average {os.getloadavg()[0]:.1f}; m = {m} micro-batc
       f"d_model {d_model}")
 if cores < max(pps):
     print(f"WARNING: fewer cores ({cores}) than ranks ({max(pps)}): the measured bubbles mean little")
-print(f"{'plan':<16} {'measured':>9} {'theory':>8} {'estimator':>10} {'step s':>8}  per stage: forward / backward ms")
+print(f"{'plan':<16} {'measured':>9} {'theory':>8} {'estimator':>10} {'step s':>8}  per stage: forward / backward ms "
+      f"(zb-h1: input gradient B + weight gradient W)")
 for p in pps:
     for kind in schedules:
         d = os.path.join(work, f"{kind}_pp{p}")
@@ -63,12 +65,22 @@ for p in pps:
         times = sorted(t for (t,) in db.execute("SELECT wall_time FROM metrics WHERE run_id = ? AND "
                                                 "name = 'train/loss' AND step > 1", (run,)))
         step_s = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else float("nan")
-        stages = []
-        for stage, fwd, bwd in db.execute(
+        stages, fbw = [], []
+        n = m * (steps - 1)
+        for stage, fwd, b, w in db.execute(
                 "SELECT stage, sum(CASE WHEN kind = 'forward' THEN end_s - start_s ELSE 0 END), "
-                "sum(CASE WHEN kind IN ('backward', 'backward_input', 'backward_weight') THEN end_s - start_s "
-                "ELSE 0 END) FROM spans WHERE run_id = ? AND step > 0 GROUP BY stage ORDER BY stage", (run,)):
-            n = m * (steps - 1)
-            stages.append(f"{fwd / n * 1e3:.1f}/{bwd / n * 1e3:.1f}")
+                "sum(CASE WHEN kind IN ('backward', 'backward_input') THEN end_s - start_s ELSE 0 END), "
+                "sum(CASE WHEN kind = 'backward_weight' THEN end_s - start_s ELSE 0 END) "
+                "FROM spans WHERE run_id = ? AND step > 0 GROUP BY stage ORDER BY stage", (run,)):
+            f_ms, b_ms, w_ms = fwd / n * 1e3, b / n * 1e3, w / n * 1e3
+            fbw.append((f_ms, b_ms, w_ms))
+            stages.append(f"{f_ms:.1f}/{b_ms:.1f}" + (f"+{w_ms:.1f}" if w_ms > 0 else ""))
+        # ZB-H1's theory at the stages' mean measured F, B and W (Qi et al.: the idle time per stage
+        # is (p - 1)(F + B - W)), beside the unit-time figure
+        at_times = ""
+        if kind == "zb-h1" and fbw:
+            F, B, W = (sum(x[i] for x in fbw) / len(fbw) for i in range(3))
+            idle = (p - 1) * (F + B - W)
+            at_times = f"  (theory at these mean times: {idle / (m * (F + B + W) + idle):.3f})"
         print(f"{kind + ' pp' + str(p):<16} {got:9.3f} {theory(kind, p):8.3f} "
-              f"{est['bubble_fraction']:10.3f} {step_s:8.3f}  {'  '.join(stages)}")
+              f"{est['bubble_fraction']:10.3f} {step_s:8.3f}  {'  '.join(stages)}{at_times}")
