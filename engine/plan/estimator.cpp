@@ -317,6 +317,10 @@ int64_t device_rank_capacity(const DeviceSpec& dev, int world) {
     return dev.shared_host ? dev.memory_bytes / std::max(1, world) : dev.memory_bytes;
 }
 
+const char* device_rank_noun(const DeviceSpec& dev) {
+    return dev.shared_host ? "rank" : "GPU";
+}
+
 int64_t plan_rank_capacity(const PlanEstimate& e) {
     return device_rank_capacity(e.device, e.world);
 }

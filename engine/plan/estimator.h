@@ -99,6 +99,8 @@ struct PlanEstimate {
 // The memory one of `world` ranks may use: the device's, or on CPU ranks (shared_host) its share
 // of the host's RAM.
 int64_t device_rank_capacity(const DeviceSpec& dev, int world);
+// What one rank runs on, for labels: "GPU", or "rank" for CPU ranks (shared_host).
+const char* device_rank_noun(const DeviceSpec& dev);
 // That capacity for the plan's ranks, and the fullest rank's device peak.
 int64_t plan_rank_capacity(const PlanEstimate& e);
 int64_t plan_fullest_bytes(const PlanEstimate& e);

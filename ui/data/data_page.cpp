@@ -513,10 +513,10 @@ void DataPage::refresh() {
     const QString train =
         cfg.data.train.empty() ? QString() : q(tessera::config_resolve_path(cfg, cfg.data.train));
     const QString dir = train.isEmpty() ? QString() : QFileInfo(train).absolutePath();
+    const bool prepared = !train.isEmpty() && QFileInfo::exists(dir + "/manifest.json");
     // a project that names data not prepared yet (an own-data project as cloned): preparing
     // fills the folder it reads
-    const bool unprepared =
-        !train.isEmpty() && !QFileInfo::exists(train) && !QFileInfo::exists(dir + "/manifest.json");
+    const bool unprepared = !train.isEmpty() && !prepared && !QFileInfo::exists(train);
     if (m_outDir->text().isEmpty())
         m_outDir->setText(unprepared ? projectRelative(dir) : QStringLiteral("data/prepared"));
     if (unprepared) {
@@ -526,8 +526,7 @@ void DataPage::refresh() {
         return;
     }
     // the project's data.train in a prepared folder: show that folder
-    if (train.isEmpty() || dir == q(m_set.dir) || !QFileInfo::exists(dir + "/manifest.json"))
-        return;
+    if (!prepared || dir == q(m_set.dir)) return;
     try {
         m_set = tessera::prepared_read(dir.toStdString());
         showSet(m_set, false);

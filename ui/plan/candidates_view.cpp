@@ -73,7 +73,7 @@ void CandidatesView::paintEvent(QPaintEvent*) {
                 .arg(c.title)
                 .arg(fullest / double(1ll << 30), 0, 'f', 1)
                 .arg(tessera::plan_rank_capacity(c.estimate) / double(1ll << 30), 0, 'f', 0)
-                .arg(c.estimate.device.shared_host ? "rank" : "GPU");
+                .arg(tessera::device_rank_noun(c.estimate.device));
         p.drawText(title, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, head);
         // memory: one bar per GPU, stacked by category
         const QRect mem(x0, 2 + titleH + 4, colW, height() - titleH - stepH - 10);

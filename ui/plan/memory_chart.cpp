@@ -77,7 +77,7 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     const bool zoom = maxPeak < capacity / 20;
     const double kGiB = zoom ? double(1 << 20) : double(1ll << 30);
     m_plot->yAxis->setLabel(
-        QString("%1 per %2").arg(zoom ? "MiB" : "GiB").arg(e.device.shared_host ? "rank" : "GPU"));
+        QString("%1 per %2").arg(zoom ? "MiB" : "GiB").arg(tessera::device_rank_noun(e.device)));
     QVector<double> x(n);
     for (int r = 0; r < n; ++r) x[r] = r;
     double width = n > 32 ? 0.9 : 0.7;

@@ -28,11 +28,6 @@ namespace tessera::studio {
 
 namespace {
 
-// What one of the plan's ranks is, for labels: a GPU, or on CPU ranks a rank.
-QString rank_word(const tessera::PlanEstimate& e) {
-    return e.device.shared_host ? "rank" : "GPU";
-}
-
 constexpr double kGiB = double(1ll << 30);
 
 // How the step time was predicted, and (with measured op costs) the slowest rank's busy time
@@ -58,7 +53,7 @@ QString step_parts_text(const tessera::PlanEstimate& e) {
         .arg(ms(slow->attention_s))
         .arg(ms(slow->other_ops_s))
         .arg(ms(slow->optimizer_s))
-        .arg(rank_word(e))
+        .arg(tessera::device_rank_noun(e.device))
         .arg(slow->rank);
 }
 
@@ -577,7 +572,7 @@ void PlanPage::refresh() {
                 .arg(100 * e.mfu, 0, 'f', 1)
                 .arg(100 * e.bubble_fraction, 0, 'f', 1)
                 .arg(bytes_str(comm))
-                .arg(rank_word(e)) +
+                .arg(tessera::device_rank_noun(e.device)) +
             step_parts_text(e));
         QStringList lines;
         for (const auto& r : e.ranks) {
@@ -588,7 +583,7 @@ void PlanPage::refresh() {
             for (int c = 1; c < (int)tessera::MemCategory::host; ++c)
                 if (r.peak_bytes[c] > r.peak_bytes[dom]) dom = c;
             lines << QString("%1 %2 (%3) is over capacity by %4; %5 dominates (%6)")
-                         .arg(rank_word(e))
+                         .arg(tessera::device_rank_noun(e.device))
                          .arg(r.rank)
                          .arg(QString::fromStdString(tessera::mesh_coord_str(r.coord)))
                          .arg(bytes_str(double(r.device_peak_bytes - cap)))
@@ -598,7 +593,9 @@ void PlanPage::refresh() {
         }
         int nOver = (int)std::count(over.begin(), over.end(), true);
         if (nOver > (int)lines.size())
-            lines << QString("… %1 %2s over capacity in all").arg(nOver).arg(rank_word(e));
+            lines << QString("… %1 %2s over capacity in all")
+                         .arg(nOver)
+                         .arg(tessera::device_rank_noun(e.device));
         m_over->setText(lines.join("\n"));
         m_over->setVisible(!lines.isEmpty());
         m_chart->setEstimate(e, cap);
