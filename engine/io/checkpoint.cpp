@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <set>
 
@@ -168,6 +170,47 @@ std::string checkpoint_save(const std::string& root_str, int64_t step,
         file_fsync_dir(root_str);
     }
     return final_dir.string();
+}
+
+std::optional<int64_t> checkpoint_dir_step(const std::string& step_dir) {
+    fs::path p = fs::path(step_dir);
+    if (p.filename().empty()) p = p.parent_path();  // "step_00000010/"
+    return step_dir_parse(p.filename().string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// An earlier run's checkpoints, set aside
+
+CheckpointsSetAside checkpoint_set_aside(const std::string& root_str) {
+    const fs::path root(root_str);
+    CheckpointsSetAside out;
+    const std::vector<StepDir> all = checkpoint_list_complete(root);
+    if (all.empty()) return out;
+    // named after when the newest was written, so that a user can tell earlier runs apart
+    std::error_code ec;
+    const auto written = fs::last_write_time(root / all.back().name / "manifest.json", ec);
+    const std::time_t t =
+        ec ? std::time(nullptr)
+           : std::chrono::system_clock::to_time_t(std::chrono::file_clock::to_sys(written));
+    std::tm local{};
+    localtime_r(&t, &local);
+    char stamp[40];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &local);
+    const fs::path earlier = root / "earlier";
+    fs::path dest = earlier / stamp;
+    for (int i = 2; fs::exists(dest, ec); ++i) dest = earlier / str_cat(stamp, "-", i);
+    fs::create_directories(dest, ec);
+    if (ec) throw Error(str_cat("cannot create ", dest.string(), ": ", ec.message()));
+    for (const StepDir& d : all) io_rename((root / d.name).string(), (dest / d.name).string());
+    if (fs::is_regular_file(root / "latest", ec))
+        io_rename((root / "latest").string(), (dest / "latest").string());
+    file_fsync_dir(dest.string());
+    file_fsync_dir(root_str);
+    out.dir = dest.string();
+    out.count = static_cast<int>(all.size());
+    out.first_step = all.front().step;
+    out.last_step = all.back().step;
+    return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -53,6 +53,24 @@ Checkpoint checkpoint_load(const std::string& path);
 // The checkpoint's `name`.safetensors; InputError "checkpoint DIR: missing NAME.safetensors".
 const SafetensorsFile& checkpoint_file(const Checkpoint& ck, const std::string& name);
 
+// What checkpoint_set_aside moved: `count` complete checkpoints, steps `first_step` to
+// `last_step`, now under `dir`; count 0 (dir empty) when ROOT held none.
+struct CheckpointsSetAside {
+    std::string dir;
+    int count = 0;
+    int64_t first_step = 0, last_step = 0;
+};
+
+// A run that does not continue ROOT's checkpoints (a fresh start, or a resume from elsewhere)
+// calls this before its first save: ROOT's complete step dirs and `latest` move into
+// ROOT/earlier/<when the newest of them was written, local time>/, a checkpoint root of its own
+// (sample, export and --resume-from read it), so that the new run's saves and rotation never
+// replace or delete an earlier run's checkpoints. Renames only: nothing is copied or deleted.
+CheckpointsSetAside checkpoint_set_aside(const std::string& root);
+
+// The step of a checkpoint step dir's path (".../step_00001200" -> 1200); nullopt for any other.
+std::optional<int64_t> checkpoint_dir_step(const std::string& step_dir);
+
 // The dir of the checkpoint ROOT/latest names if it is complete, else the complete step dir with
 // the highest step; nullopt when there is none (or ROOT does not exist).
 std::optional<std::string> checkpoint_latest(const std::string& root);

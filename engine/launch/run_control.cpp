@@ -188,7 +188,7 @@ void RunController::join_thread() {
 }
 
 void RunController::start(const std::string& tessera_bin, const std::string& yaml_path,
-                          const std::string& db_path, const std::vector<std::string>& set_args) {
+                          const std::string& db_path, const std::vector<std::string>& extra_args) {
     RunState s = state_.load();
     TS_CHECK(s != RunState::running && s != RunState::stopping && s != RunState::starting,
              "run control: a run is already active (pid ", pid_.load(), ")");
@@ -206,10 +206,7 @@ void RunController::start(const std::string& tessera_bin, const std::string& yam
     set_state(RunState::starting);
 
     std::vector<std::string> args{tessera_bin, "train", yaml_path, "--db", db_path};
-    for (const std::string& kv : set_args) {
-        args.push_back("--set");
-        args.push_back(kv);
-    }
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv = exec_argv(args);
 
     UniquePipe out, err, exec_err;

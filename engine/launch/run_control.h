@@ -62,10 +62,11 @@ class RunController {
     void set_line_callback(LineCallback cb) { line_cb_ = std::move(cb); }
     void set_state_callback(StateCallback cb) { state_cb_ = std::move(cb); }
 
-    // Spawns `tessera_bin train yaml_path --db db_path [--set k=v ...]`; writes the pid file next
-    // to yaml_path. Throws Error if a run is already active or the binary cannot be started.
+    // Spawns `tessera_bin train yaml_path --db db_path [extra_args...]` (e.g. --resume, --set
+    // k=v); writes the pid file next to yaml_path. Throws Error if a run is already active or the
+    // binary cannot be started.
     void start(const std::string& tessera_bin, const std::string& yaml_path,
-               const std::string& db_path, const std::vector<std::string>& set_args = {});
+               const std::string& db_path, const std::vector<std::string>& extra_args = {});
     // Graceful stop: SIGINT now, SIGKILL to the process group after grace_s. Returns at once.
     void stop(double grace_s = 10.0);
     // Re-attaches to the run of a previous studio session: reads the pid file of project_dir. A

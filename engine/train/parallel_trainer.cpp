@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <utility>
@@ -34,6 +35,8 @@
 #endif
 
 namespace tessera {
+
+namespace fs = std::filesystem;
 
 std::vector<int> pipeline_blocks_per_chunk(const RunConfig& cfg) {
     return plan_blocks_per_chunk(cfg);  // one source: the estimator predicts this very split
@@ -222,6 +225,7 @@ class RankRunner final : private StageEdges {
     ProcessGroups& g_;
     TelemetrySink* sink_ = nullptr;  // run()'s
     std::string resumed_from_;       // prepare()'s checkpoint, if any
+    CheckpointsSetAside set_aside_;  // an earlier run's checkpoints prepare() moved aside
     std::ostream& out_;
     std::unique_ptr<DataSource> data_;
     ModelShape model_;
@@ -473,9 +477,23 @@ int64_t RankRunner::prepare(const TrainOptions& opts) {
         if (latest) resume = *latest;
     }
     resumed_from_ = resume;
-    if (!resume.empty()) return load_checkpoint(resume);
-    if (!cfg_.model.init_from.empty()) load_initial_weights();
-    return 0;
+    int64_t start = 0;
+    if (!resume.empty())
+        start = load_checkpoint(resume);
+    else if (!cfg_.model.init_from.empty())
+        load_initial_weights();
+    // A run that does not continue checkpoint.dir's own checkpoints moves them aside (rank 0
+    // writes the checkpoints): its saves would otherwise replace or rotate them away.
+    if (g_.rank == 0 && !cfg_.checkpoint.dir.empty()) {
+        const fs::path root = config_resolve_path(cfg_, cfg_.checkpoint.dir);
+        std::error_code ec;
+        const fs::path from = fs::path(resume).lexically_normal();
+        const bool continues_root =
+            !resume.empty() &&
+            (fs::equivalent(from, root, ec) || fs::equivalent(from.parent_path(), root, ec));
+        if (!continues_root) set_aside_ = checkpoint_set_aside(root.string());
+    }
+    return start;
 }
 
 TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptions& opts,
@@ -503,6 +521,14 @@ TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptio
              << targets << " targets per step" << std::endl;
         if (start > 0)
             out_ << "tessera: resumed from " << resumed_from_ << " at step " << start << std::endl;
+        if (set_aside_.count > 0)
+            out_ << "tessera: checkpoint.dir held " << set_aside_.count << " checkpoint"
+                 << (set_aside_.count == 1 ? "" : "s") << " of an earlier run (step "
+                 << set_aside_.first_step
+                 << (set_aside_.count == 1 ? "" : str_cat(" to ", set_aside_.last_step))
+                 << "): moved to " << set_aside_.dir
+                 << " (this run starts afresh; --resume continues the newest checkpoint)"
+                 << std::endl;
     }
     const bool classifier = model_.family == ModelShape::Family::mlp;
     auto eval_and_log = [&](int64_t s1) {

@@ -182,6 +182,48 @@ TEST(CliCheckpoint, CorruptModelFileIsRejectedAndDbKept) {
     EXPECT_EQ(ok.exit_code, 0) << show(ok);
 }
 
+// A second, fresh run into the same checkpoint.dir (a changed learning rate, or the studio's
+// Launch pressed again) used to save over the first run's checkpoints and rotate them away, and a
+// later --resume could continue the wrong run. Now the fresh run moves them, byte for byte, into
+// ck/earlier/STAMP/, which sample reads (with the run's data gone: sampling reads none); --resume
+// continues the new run.
+TEST(CliCheckpoint, AFreshRunSetsAnEarlierRunsCheckpointsAside) {
+    TempDir t;
+    write_window_shard(t / "windows.bin", 10);
+    std::string y = tiny_gpt_epoch_yaml("windows.bin", 4, 2, 2);  // relative to the project
+    write_file(t / "p.yaml", y);
+    train_ok({t / "p.yaml"});
+    const std::string a2 = read_file(step_dir(t / "ck", 2) + "/model.safetensors");
+    const std::string a4 = read_file(step_dir(t / "ck", 4) + "/model.safetensors");
+
+    ProcResult b = train_ok({t / "p.yaml", "--steps", "2", "--set", "train.lr=1e-2"});
+    EXPECT_NE(b.out.find("checkpoint.dir held 2 checkpoints of an earlier run (step 2 to 4): "
+                         "moved to "),
+              std::string::npos)
+        << show(b);
+    std::vector<std::string> earlier;
+    for (const auto& e : fs::directory_iterator(t / "ck/earlier")) earlier.push_back(e.path());
+    ASSERT_EQ(earlier.size(), 1u);
+    EXPECT_EQ(read_file(step_dir(earlier[0], 2) + "/model.safetensors"), a2);
+    EXPECT_EQ(read_file(step_dir(earlier[0], 4) + "/model.safetensors"), a4);
+    EXPECT_FALSE(fs::exists(step_dir(t / "ck", 4))) << "the new run stopped at step 2";
+    EXPECT_NE(read_file(step_dir(t / "ck", 2) + "/model.safetensors"), a2) << "lr 1e-2";
+
+    fs::remove(t / "windows.bin");
+    for (const std::string& ck : {earlier[0], t / "ck"}) {
+        ProcResult r =
+            run_tessera({"sample", "--checkpoint", ck, "--prompt", "The ", "--tokens", "5"});
+        EXPECT_EQ(r.exit_code, 0) << ck << "\n" << show(r);
+    }
+    write_window_shard(t / "windows.bin", 10);
+    ProcResult c = train_ok({t / "p.yaml", "--resume"});
+    EXPECT_NE(c.out.find("at step 2"), std::string::npos) << show(c);
+    EXPECT_EQ(c.out.find("earlier run"), std::string::npos) << "a resume moves nothing\n"
+                                                            << show(c);
+    EXPECT_TRUE(fs::exists(step_dir(t / "ck", 4)));
+    EXPECT_EQ(read_file(step_dir(earlier[0], 4) + "/model.safetensors"), a4);
+}
+
 // 3. ---------------------------------------------------------------------------------------
 TEST(CliCheck, EveryShippedProjectIsValid) {
     int n = 0;

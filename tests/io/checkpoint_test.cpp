@@ -115,6 +115,34 @@ TEST(Checkpoint, RotationKeepsExactlyKeepNewest) {
               (std::vector<std::string>{"latest", "step_00000800", "step_00000900"}));
 }
 
+// Two runs set aside in the same second get two folders; each is a checkpoint root of its own
+// (its `latest` went with it) and the root is left empty of checkpoints; temp dirs stay.
+TEST(Checkpoint, SetAsideMovesEveryCompleteCheckpointIntoAFolderOfItsOwn) {
+    ScratchDir root;
+    EXPECT_EQ(checkpoint_set_aside(root.str()).count, 0) << "nothing to move";
+    EXPECT_FALSE(fs::exists(root / "earlier"));
+    FakeTrainState s(3.f);
+    for (int64_t step : {10, 20}) checkpoint_save(root.str(), step, s.files(), state_at(step), 0);
+    fs::create_directory(root / ".tmp-step_00000030.1");
+    CheckpointsSetAside a = checkpoint_set_aside(root.str());
+    EXPECT_EQ(a.count, 2);
+    EXPECT_EQ(a.first_step, 10);
+    EXPECT_EQ(a.last_step, 20);
+    EXPECT_EQ(fs::path(a.dir).parent_path(), root / "earlier");
+    EXPECT_EQ(list_dir(a.dir),
+              (std::vector<std::string>{"latest", "step_00000010", "step_00000020"}));
+    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{".tmp-step_00000030.1", "earlier"}));
+    EXPECT_FALSE(checkpoint_latest(root.str()));
+    EXPECT_EQ(checkpoint_load(a.dir).step, 20);
+
+    checkpoint_save(root.str(), 5, s.files(), state_at(5), 0);
+    CheckpointsSetAside b = checkpoint_set_aside(root.str());
+    EXPECT_EQ(b.count, 1);
+    EXPECT_NE(b.dir, a.dir);
+    EXPECT_EQ(checkpoint_load(b.dir).step, 5);
+    EXPECT_EQ(checkpoint_load(a.dir).step, 20);
+}
+
 TEST(Checkpoint, ResavingAStepReplacesIt) {
     ScratchDir root;
     checkpoint_save(root.str(), 5, FakeTrainState(1.f).files(), state_at(5), 2);

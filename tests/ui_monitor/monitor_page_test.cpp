@@ -408,6 +408,66 @@ TEST(MonitorPageTest, LaunchRunsTesseraAndFollowsTheNewRun) {
     EXPECT_NE(console->toPlainText().indexOf("step "), -1);
 }
 
+// What a user does when a run ended short of what they wanted: Continue (train --resume) picks up
+// the newest checkpoint; Launch starts a new run from step 0 and keeps the earlier checkpoints in
+// ck/earlier/ (before, the new run saved over them and rotated them away).
+TEST(MonitorPageTest, ContinueResumesTheNewestCheckpointAndLaunchKeepsIt) {
+    auto [dir, yaml] = small_project("_continue", "{dataset: brown}");
+    std::ofstream(dir / "project.yaml", std::ios::app)
+        << "checkpoint: {dir: ck, every: 2, keep: 2}\n";
+    ProjectDocument doc;
+    QString err;
+    ASSERT_TRUE(doc.open(QString::fromStdString(dir.string()), &err)) << err.toStdString();
+    MonitorPage page(&doc);
+    page.setTesseraBinary(QString(TESSERA_BIN_DIR) + "/tessera");
+    auto* cont = page.findChild<QPushButton*>("monitorContinue");
+    ASSERT_NE(cont, nullptr);
+    EXPECT_FALSE(cont->isEnabled()) << "no checkpoint yet";
+    auto run_to_end = [&](const std::function<void()>& start) {
+        start();
+        QElapsedTimer t;
+        t.start();
+        while (t.elapsed() < 60000 && page.controller()->state() != tessera::RunState::finished &&
+               page.controller()->state() != tessera::RunState::failed)
+            QTest::qWait(50);
+        QTest::qWait(300);  // the queued state change
+        EXPECT_EQ(page.controller()->state(), tessera::RunState::finished)
+            << page.controller()->message();
+    };
+    run_to_end([&] { page.launch(); });
+    EXPECT_TRUE(cont->isEnabled());
+    EXPECT_EQ(cont->text(), "Continue from step 4");
+    EXPECT_EQ(page.resumableStep(), 4);
+
+    doc.edit("steps", [](tessera::RunConfig& c) { c.train.steps = 6; });
+    ASSERT_TRUE(doc.save(&err)) << err.toStdString();
+    run_to_end([&] { page.continueRun(); });
+    EXPECT_EQ(cont->text(), "Continue from step 6");
+    EXPECT_FALSE(fs::exists(dir / "ck/earlier")) << "a continued run moves nothing";
+    {
+        tessera::RunStore s = tessera::RunStore::open((dir / "runs.db").string(), true);
+        auto runs = s.runs_list();
+        ASSERT_EQ(runs.size(), 2u);
+        auto rows = s.metrics(runs[1].id, tessera::metric::train_loss);
+        ASSERT_EQ(rows.size(), 2u) << "steps 5 and 6 only";
+        EXPECT_EQ(rows[0].step, 5);
+    }
+
+    run_to_end([&] { page.launch(); });
+    auto* console = page.findChild<QPlainTextEdit*>("monitorConsole");
+    ASSERT_NE(console, nullptr);
+    EXPECT_NE(console->toPlainText().indexOf("of an earlier run (step 4 to 6): moved to"), -1)
+        << console->toPlainText().toStdString();
+    int earlier = 0;
+    for (const auto& e : fs::directory_iterator(dir / "ck/earlier")) {
+        ++earlier;
+        EXPECT_TRUE(fs::exists(e.path() / "step_00000006/model.safetensors"));
+        EXPECT_TRUE(fs::exists(e.path() / "step_00000004/model.safetensors"));
+    }
+    EXPECT_EQ(earlier, 1);
+    EXPECT_EQ(cont->text(), "Continue from step 6") << "the new run's own step 6";
+}
+
 int main(int argc, char** argv) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);

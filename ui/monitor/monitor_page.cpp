@@ -20,6 +20,7 @@
 
 #include "engine/config/config.h"
 #include "engine/core/error.h"
+#include "engine/io/checkpoint.h"
 #include "engine/plan/estimator.h"
 #include "engine/telemetry/metric_names.h"
 #include "ui/common/plot_theme.h"
@@ -85,6 +86,9 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     m_runCombo->setMinimumWidth(220);
     m_launchBtn = new QPushButton("Launch", this);
     m_launchBtn->setObjectName("monitorLaunch");
+    m_continueBtn = new QPushButton("Continue", this);
+    m_continueBtn->setObjectName("monitorContinue");
+    m_continueBtn->setEnabled(false);
     m_stopBtn = new QPushButton("Stop", this);
     m_stopBtn->setObjectName("monitorStop");
     m_stopBtn->setEnabled(false);
@@ -105,6 +109,7 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
     bar->addWidget(new QLabel("Run", this));
     bar->addWidget(m_runCombo);
     bar->addWidget(m_launchBtn);
+    bar->addWidget(m_continueBtn);
     bar->addWidget(m_stopBtn);
     bar->addSpacing(16);
     bar->addWidget(new QLabel("x", this));
@@ -225,6 +230,7 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
 
     // ---- wiring ----
     connect(m_launchBtn, &QPushButton::clicked, this, &MonitorPage::launch);
+    connect(m_continueBtn, &QPushButton::clicked, this, &MonitorPage::continueRun);
     connect(m_stopBtn, &QPushButton::clicked, this, &MonitorPage::stop);
     connect(m_xCombo, &QComboBox::currentIndexChanged, this, [this](int i) { setXAxis(i); });
     connect(m_logCheck, &QCheckBox::toggled, this, [this](bool on) { setLogY(on); });
@@ -260,6 +266,8 @@ MonitorPage::MonitorPage(ProjectDocument* doc, QWidget* parent)
             onControllerState(m_ctl->state());
             pollNow();
         });
+        connect(m_doc, &ProjectDocument::configChanged, this,
+                [this] { refreshRunButtons(m_ctl->state()); });
         if (m_doc->isOpen()) {
             m_ctl->attach(m_doc->projectDir().toStdString(), m_doc->dbPath().toStdString());
         }
@@ -875,20 +883,60 @@ void MonitorPage::updateStatus() {
     m_status->setText(s);
 }
 
+std::optional<int64_t> MonitorPage::resumableStep() const {
+    if (!m_doc || !m_doc->isOpen() || m_doc->config().checkpoint.dir.empty()) return std::nullopt;
+    const tessera::RunConfig& cfg = m_doc->config();
+    auto latest = tessera::checkpoint_latest(tessera::config_resolve_path(cfg, cfg.checkpoint.dir));
+    return latest ? tessera::checkpoint_dir_step(*latest) : std::nullopt;
+}
+
 void MonitorPage::onControllerState(tessera::RunState s) {
-    const bool active =
-        s == RunState::running || s == RunState::starting || s == RunState::stopping;
-    m_launchBtn->setEnabled(!active && m_doc && m_doc->isOpen());
-    m_stopBtn->setEnabled(s == RunState::running);
+    refreshRunButtons(s);
     if (s == RunState::finished || s == RunState::failed) {
         const std::string m = m_ctl->message();
         appendConsole(tessera::ConsoleLine{"", -1, -1, -1, true, "studio: run " + m});
         pollNow();
+        refreshRunButtons(s);  // the run may have saved a checkpoint to continue from
     }
     updateStatus();
 }
 
+void MonitorPage::refreshRunButtons(tessera::RunState s) {
+    const bool active =
+        s == RunState::running || s == RunState::starting || s == RunState::stopping;
+    const bool open = m_doc && m_doc->isOpen();
+    m_launchBtn->setEnabled(!active && open);
+    const std::optional<int64_t> step = active ? std::nullopt : resumableStep();
+    m_continueBtn->setEnabled(step.has_value());
+    m_continueBtn->setText(step ? QString("Continue from step %1").arg(*step) : "Continue");
+    if (open && !m_doc->config().checkpoint.dir.empty()) {
+        const QString dir = QString::fromStdString(m_doc->config().checkpoint.dir);
+        m_launchBtn->setToolTip(QString("A new run from step 0. Checkpoints already in %1 move "
+                                        "to %1/earlier/, kept as they are.")
+                                    .arg(dir));
+        m_continueBtn->setToolTip(
+            step ? QString("Continue the newest checkpoint in %1 (step %2): `tessera train "
+                           "--resume`")
+                       .arg(dir)
+                       .arg(*step)
+                 : QString("No checkpoint in %1 to continue from yet").arg(dir));
+    } else {
+        m_launchBtn->setToolTip("A new run from step 0");
+        m_continueBtn->setToolTip("This project saves no checkpoints (checkpoint.dir)");
+    }
+    m_stopBtn->setEnabled(s == RunState::running);
+}
+
 void MonitorPage::launch() {
+    startRun({});
+}
+
+void MonitorPage::continueRun() {
+    if (!resumableStep()) return;
+    startRun({"--resume"});
+}
+
+void MonitorPage::startRun(const std::vector<std::string>& extra_args) {
     if (!m_doc || !m_doc->isOpen()) return;
     m_lines.clear();
     m_console->clear();
@@ -899,7 +947,7 @@ void MonitorPage::launch() {
     m_followNewRun = true;
     try {
         m_ctl->start(m_bin.toStdString(), m_doc->yamlPath().toStdString(),
-                     m_doc->dbPath().toStdString());
+                     m_doc->dbPath().toStdString(), extra_args);
     } catch (const std::exception& e) {
         m_followNewRun = false;
         appendConsole({"", -1, -1, -1, true, std::string("studio: ") + e.what()});

@@ -73,6 +73,9 @@ class MonitorPage : public QWidget {
     QString deviceText() const;
     QString statusText() const;
     tessera::RunController* controller() { return m_ctl.get(); }
+    // The step of the newest checkpoint in the project's checkpoint.dir, which Continue resumes;
+    // nullopt when there is none (or no checkpoint.dir).
+    std::optional<int64_t> resumableStep() const;
     // System metrics (GPU and host over time) and alerts: the loss spikes and non-finite losses
     // (run_alerts.h: the engine's rule) marked on the loss chart, throughput below the
     // prediction marked on the speed chart; one line each (alert_describe) above the charts.
@@ -87,7 +90,8 @@ class MonitorPage : public QWidget {
 
   public Q_SLOTS:
     void setDarkTheme(bool dark);
-    void launch();
+    void launch();       // a new run from step 0 (`tessera train`)
+    void continueRun();  // from the newest checkpoint (`tessera train --resume`)
     void stop();
 
   private:
@@ -98,6 +102,8 @@ class MonitorPage : public QWidget {
     };
 
     void openStore();
+    void startRun(const std::vector<std::string>& extra_args);
+    void refreshRunButtons(tessera::RunState s);  // Launch / Continue / Stop for the state
     void refreshRuns();
     void resetRunData();
     void loadPrediction();
@@ -167,6 +173,7 @@ class MonitorPage : public QWidget {
     QTimer m_pollTimer, m_replotTimer;
     QComboBox* m_runCombo;
     QPushButton* m_launchBtn;
+    QPushButton* m_continueBtn;
     QPushButton* m_stopBtn;
     QComboBox* m_xCombo;
     QCheckBox* m_logCheck;
