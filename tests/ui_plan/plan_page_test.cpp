@@ -308,6 +308,13 @@ TEST(PlanPage, CpuRanksAreCalledRanks) {
     ASSERT_NE(prediction, nullptr);
     EXPECT_NE(prediction->text().indexOf("per step (all ranks)"), -1)
         << prediction->text().toStdString();
+    auto said = [&](const QString& part) {
+        for (const QString& t : labels())
+            if (t.contains(part)) return true;
+        return false;
+    };
+    EXPECT_TRUE(said("compare their memory per rank and step time"));
+    EXPECT_FALSE(said("per GPU"));
     f.page->setDeviceName("H200");
     QApplication::processEvents();
     EXPECT_TRUE(labels().contains("GPUs available"));
@@ -315,6 +322,7 @@ TEST(PlanPage, CpuRanksAreCalledRanks) {
     EXPECT_EQ(f.page->gpuGrid()->rowLabel(0), "node 0");
     EXPECT_NE(prediction->text().indexOf("per step (all GPUs)"), -1)
         << prediction->text().toStdString();
+    EXPECT_TRUE(said("compare their memory per GPU and step time"));
 }
 
 // "What fits" next to the controls: the estimator's own limits for the plan, updated after an edit.

@@ -38,7 +38,7 @@ void CandidatesView::paintEvent(QPaintEvent*) {
     if (m_candidates.empty()) {
         p.setPen(text);
         p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-                   "Pin up to three plans (\"Pin this plan\") to compare their per-GPU memory and "
+                   "Pin up to three plans (\"Pin this plan\") to compare their memory per rank and "
                    "step time here");
         return;
     }

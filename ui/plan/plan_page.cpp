@@ -451,6 +451,10 @@ void PlanPage::editParallel(const QString& text,
 // ----------------------------------------------------------------------------
 // state -> widgets
 
+QString PlanPage::rankNoun() const {
+    return m_device->currentText() == "cpu" ? "rank" : "GPU";  // CPU ranks: ranks on hosts
+}
+
 int PlanPage::gpuCount() const {
     const auto& hosts = m_doc->config().cluster.hosts;
     if (hosts.empty()) return m_gpus->value();
@@ -505,7 +509,11 @@ void PlanPage::refresh() {
         m_device->setProperty("initialised", true);
     }
     // CPU ranks are ranks on hosts, not GPUs on nodes
-    const bool cpuRanks = m_device->currentText() == "cpu";
+    const QString noun = rankNoun();
+    const bool cpuRanks = noun == "rank";
+    m_pinHint->setText(QString("pin up to three plans to compare their memory per %1 and step time "
+                               "(compute + comm + bubble + offload) here")
+                           .arg(noun));
     m_gpusLabel->setText(cpuRanks ? "Ranks available" : "GPUs available");
     m_perNodeLabel->setText(cpuRanks ? "Ranks per host" : "GPUs per node");
     m_grid->setCpuRanks(cpuRanks);
@@ -644,7 +652,7 @@ void PlanPage::dropStaleSuggestions() {
     if (m_suggestions.empty() || key == m_suggestKey) return;
     m_suggestList->clear();
     m_suggestions.clear();
-    m_suggestMsg->setText(QString("the GPUs changed to %1: suggest again").arg(key));
+    m_suggestMsg->setText(QString("the %1s changed to %2: suggest again").arg(rankNoun()).arg(key));
 }
 
 void PlanPage::updateAnswers() {
@@ -832,8 +840,9 @@ void PlanPage::suggestPlans() {
                                                       .arg(gpuCount())
                                                       .arg(m_device->currentText())
                                                       .arg(m_globalBatch->value())
-                                                : QString("%1 GPUs, global batch %2; fastest first")
+                                                : QString("%1 %2s, global batch %3; fastest first")
                                                       .arg(gpuCount())
+                                                      .arg(rankNoun())
                                                       .arg(m_globalBatch->value()));
     for (const auto& r : m_suggestions) {
         const auto& s = r.plan;

@@ -88,6 +88,7 @@ class PlanPage : public QWidget {
     void dropStaleSuggestions();  // a list for other GPUs than the page now shows
     QLabel* issueLabel(const QString& key);
     int gpuCount() const;
+    QString rankNoun() const;  // what one rank is called on the chosen device: "GPU" or "rank"
 
     ProjectDocument* m_doc;
     PartitionEditor* m_editor;
