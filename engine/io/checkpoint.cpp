@@ -172,6 +172,35 @@ std::string checkpoint_save(const std::string& root_str, int64_t step,
     return final_dir.string();
 }
 
+std::optional<std::string> checkpoint_now_at(const std::string& step_dir, double recorded_at) {
+    fs::path p = fs::path(step_dir);
+    if (p.filename().empty()) p = p.parent_path();
+    std::vector<fs::path> candidates{p};
+    std::error_code ec;
+    for (fs::directory_iterator it(p.parent_path() / "earlier", ec), end; !ec && it != end;
+         it.increment(ec))
+        candidates.push_back(it->path() / p.filename());
+    // The run's own was written last before the run recorded it (file times lag the clock by a
+    // tick at most); another run's checkpoint of this step was written after it, or before it
+    // (an earlier run's, set aside too): the latest at or before the record is the one.
+    std::optional<std::string> best;
+    double best_at = recorded_at - 60;
+    for (const fs::path& dir : candidates) {
+        if (!is_complete(dir)) continue;
+        std::error_code tec;
+        const auto written = fs::last_write_time(dir / "manifest.json", tec);
+        if (tec) continue;
+        const double at = std::chrono::duration<double>(
+                              std::chrono::file_clock::to_sys(written).time_since_epoch())
+                              .count();
+        if (at <= recorded_at + 0.01 && at >= best_at) {
+            best = dir.string();
+            best_at = at;
+        }
+    }
+    return best;
+}
+
 std::optional<int64_t> checkpoint_dir_step(const std::string& step_dir) {
     fs::path p = fs::path(step_dir);
     if (p.filename().empty()) p = p.parent_path();  // "step_00000010/"

@@ -68,6 +68,13 @@ struct CheckpointsSetAside {
 // replace or delete an earlier run's checkpoints. Renames only: nothing is copied or deleted.
 CheckpointsSetAside checkpoint_set_aside(const std::string& root);
 
+// Where the checkpoint a run recorded at `step_dir` (saved just before `recorded_at`, epoch
+// seconds) is now: step_dir, or the same step dir under ROOT/earlier/*/ (a later run set it
+// aside): of those complete, the one whose manifest was written last at or before recorded_at,
+// within a minute (another run's checkpoint of the same step was written after it, or before
+// it); nullopt when there is none (rotated away by checkpoint.keep, or removed).
+std::optional<std::string> checkpoint_now_at(const std::string& step_dir, double recorded_at);
+
 // The step of a checkpoint step dir's path (".../step_00001200" -> 1200); nullopt for any other.
 std::optional<int64_t> checkpoint_dir_step(const std::string& step_dir);
 

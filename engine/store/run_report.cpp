@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/io/checkpoint.h"
 #include "engine/telemetry/metric_names.h"
 #include "engine/telemetry/pipeline_spans.h"
 
@@ -158,7 +159,15 @@ void store_write_run_detail(std::ostream& out, const RunStore& store, int64_t ru
     std::vector<CheckpointRow> ckpts = store.checkpoints(r.id);
     out << "\ncheckpoints:\n";
     if (ckpts.empty()) out << "  (none)\n";
-    for (const CheckpointRow& c : ckpts) out << "  step " << c.step << "  " << c.path << "\n";
+    for (const CheckpointRow& c : ckpts) {
+        const std::optional<std::string> now = checkpoint_now_at(c.path, c.wall_time);
+        out << "  step " << c.step << "  " << (now ? *now : c.path);
+        if (!now)
+            out << "  (not here: rotated away by checkpoint.keep, removed, or on another host)";
+        else if (*now != c.path)
+            out << "  (set aside there by a later run)";
+        out << "\n";
+    }
 
     std::vector<ErrorRow> errs = store.errors(r.id);
     if (!errs.empty()) {

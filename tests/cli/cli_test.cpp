@@ -208,6 +208,18 @@ TEST(CliCheckpoint, AFreshRunSetsAnEarlierRunsCheckpointsAside) {
     EXPECT_EQ(read_file(step_dir(earlier[0], 4) + "/model.safetensors"), a4);
     EXPECT_FALSE(fs::exists(step_dir(t / "ck", 4))) << "the new run stopped at step 2";
     EXPECT_NE(read_file(step_dir(t / "ck", 2) + "/model.safetensors"), a2) << "lr 1e-2";
+    // the first run's record says where its checkpoints are now; the second's step 2 is its own
+    ProcResult shown = run_tessera({"runs", "show", "--db", t / "runs.db", "--run", "1"});
+    EXPECT_NE(
+        shown.out.find("step 4  " + step_dir(earlier[0], 4) + "  (set aside there by a later run)"),
+        std::string::npos)
+        << show(shown);
+    EXPECT_EQ(shown.out.find(step_dir(t / "ck", 2)), std::string::npos)
+        << "run 2's step 2 is not run 1's\n"
+        << show(shown);
+    ProcResult second = run_tessera({"runs", "show", "--db", t / "runs.db", "--run", "2"});
+    EXPECT_NE(second.out.find("step 2  " + step_dir(t / "ck", 2) + "\n"), std::string::npos)
+        << show(second);
 
     fs::remove(t / "windows.bin");
     for (const std::string& ck : {earlier[0], t / "ck"}) {
