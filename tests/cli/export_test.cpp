@@ -18,6 +18,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "cli_test_util.h"
 #include "engine/config/config.h"
@@ -179,6 +180,46 @@ double checkpoint_token_loss(const std::string& config, const SafetensorsFile& w
     return tessera::test_support::model_token_loss(shape, params, rows);
 }
 
+// `tessera data encode` of `text` with `tokenizer` (a name or a folder): the ids, in order.
+std::vector<int> encode_ids(const std::string& tokenizer, const std::string& text) {
+    TempDir t;
+    write_file(t / "text.txt", text);
+    const std::string cmd = "'" + tessera_bin() + "' data encode --tokenizer '" + tokenizer +
+                            "' < '" + (t / "text.txt") + "' > '" + (t / "ids.txt") + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::vector<int> ids;
+    std::istringstream in(read_file(t / "ids.txt"));
+    for (int id; in >> id;) ids.push_back(id);
+    return ids;
+}
+
+// With TESSERA_HF_CHECK_DIR set: the exported folder `out` (weights, config, tokenizer) kept as
+// DIR/tag with tokens.json for tests/model/check_hf_export.py: the window, Tessera's loss over
+// it, and where the folder has a tokenizer a text with the ids Tessera's `tokenizer` gives it.
+void keep_for_hf_check(const std::string& tag, const std::string& out, const std::string& arch,
+                       const std::vector<std::vector<int>>& rows, double loss,
+                       const std::string& tokenizer) {
+    const char* keep = std::getenv("TESSERA_HF_CHECK_DIR");
+    if (!keep) return;
+    const fs::path dst = fs::path(keep) / tag;
+    fs::remove_all(dst);
+    fs::create_directories(dst);
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer.json",
+                          "tokenizer_config.json", "vocab.json", "merges.txt"})
+        if (fs::exists(fs::path(out) / f)) fs::copy_file(fs::path(out) / f, dst / f);
+    nlohmann::json j = {{"produced_by", "tests/cli/export_test.cpp (Tessera, CPU, fp32)"},
+                        {"architecture", arch},
+                        {"tokens", rows},
+                        {"loss", loss}};
+    if (fs::exists(dst / "tokenizer.json") || fs::exists(dst / "vocab.json")) {
+        const std::string text =
+            "The jury said, in a 12-page report: \"well done\" — naïve 日本語.";
+        j["text"] = text;
+        j["text_ids"] = encode_ids(tokenizer, text);
+    }
+    write_file((dst / "tokens.json").string(), j.dump(1));
+}
+
 class CliExport : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(CliExport, FolderIsTheCheckpointsModel) {
@@ -271,19 +312,8 @@ TEST_P(CliExport, FolderIsTheCheckpointsModel) {
     const auto rows = token_rows(v.vocab);
     const double window_loss = folder_token_loss(t / "out", rows);
     EXPECT_EQ(window_loss, checkpoint_token_loss(t / "p.yaml", cw, rows));
-    if (const char* keep = std::getenv("TESSERA_HF_CHECK_DIR")) {
-        const fs::path dst = fs::path(keep) / v.tag;
-        fs::remove_all(dst);
-        fs::create_directories(dst);
-        for (const char* f : {"config.json", "model.safetensors"})
-            fs::copy_file(fs::path(t / "out") / f, dst / f);
-        write_file((dst / "tokens.json").string(),
-                   nlohmann::json{{"produced_by", "tests/cli/export_test.cpp (Tessera, CPU, fp32)"},
-                                  {"architecture", v.arch},
-                                  {"tokens", rows},
-                                  {"loss", window_loss}}
-                       .dump(1));
-    }
+    keep_for_hf_check(v.tag, t / "out", v.arch, rows, window_loss,
+                      v.vocab == 50257 ? "gpt2" : "bytes");
 
     // the folder as a model to train from, beside the checkpoint's own model.safetensors
     write_file(t / "q.yaml", project("from-folder", "{init_from: out, seq_len: 32}", 1, "q.db"));
@@ -385,14 +415,12 @@ TEST(CliExportTokenizer, TheRunsTokenizerGoesWithTheWeights) {
     EXPECT_EQ(read_file(t / "out/tokenizer_config.json"),
               read_file(npm + "/tokenizer_config.json"));
     const std::string text = "The jury said, in a 12-page report: \"well done\".";
-    write_file(t / "text.txt", text);
-    auto encode = [&](const std::string& tokenizer) {
-        const std::string cmd = "'" + tessera_bin() + "' data encode --tokenizer '" + tokenizer +
-                                "' < '" + (t / "text.txt") + "' > '" + (t / "ids.txt") + "'";
-        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-        return read_file(t / "ids.txt");
-    };
-    EXPECT_EQ(encode(t / "out"), encode("qwen3"));
+    const std::vector<int> ids = encode_ids(t / "out", text);
+    EXPECT_GT(ids.size(), 10u);
+    EXPECT_EQ(ids, encode_ids("qwen3", text));
+    const auto rows = token_rows(151936);
+    keep_for_hf_check("qwen3_tokenizer", t / "out", "Qwen3ForCausalLM", rows,
+                      folder_token_loss(t / "out", rows), "qwen3");
     EXPECT_EQ(tessera::config_tokenizer(tessera::config_parse(
                   "model: {init_from: out}\ndata: {dataset: brown}\n", t / "q.yaml")),
               t / "out")

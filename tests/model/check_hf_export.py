@@ -12,6 +12,11 @@ whitespace-separated ids per line; the rows have one length. When the file carri
 fixtures in tests/model/data/hf carry transformers' own), the output adds it and the difference,
 and the exit code is 1 when they differ by more than the tolerance.
 
+When the token file also carries "text" and "text_ids" (Tessera's encoding of the text with the
+run's tokenizer, no BOS/EOS) and the folder holds a tokenizer (tokenizer.json, or GPT-2's
+vocab.json and merges.txt, which `tessera export --hf` writes beside the weights), the folder's
+tokenizer is loaded with AutoTokenizer and must encode the text to the same ids (exit 1 if not).
+
 The load must be complete: a tensor transformers expected and did not find (it would be left at
 its random initialisation), one it did not expect, or one of another shape is an error (exit 2),
 as is a model class other than the one config.json names. Needs torch and transformers (the GPU
@@ -94,6 +99,34 @@ def load_model(folder, device):
     return model.to(device).eval(), transformers.__version__
 
 
+def read_text_ids(path):
+    """(text, ids) from a token file that carries them, else (None, None)."""
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError:
+            return None, None
+    if not isinstance(data, dict) or "text" not in data:
+        return None, None
+    ids = data.get("text_ids")
+    if not isinstance(data["text"], str) or not isinstance(ids, list) or not all(
+            isinstance(x, int) and not isinstance(x, bool) for x in ids):
+        raise ValueError(f"{path}: \"text\" must be a string and \"text_ids\" a list of integer ids")
+    return data["text"], ids
+
+
+def has_tokenizer(folder):
+    return os.path.exists(os.path.join(folder, "tokenizer.json")) or (
+        os.path.exists(os.path.join(folder, "vocab.json")) and os.path.exists(os.path.join(folder, "merges.txt")))
+
+
+def tokenizer_ids(folder, text):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    return type(tok).__name__, tok(text, add_special_tokens=False)["input_ids"]
+
+
 def model_loss(model, rows, device):
     import torch
     import torch.nn.functional as F
@@ -122,10 +155,16 @@ def main(argv=None):
         result = {"loss": model_loss(model, rows, a.device), "architecture": type(model).__name__,
                   "tokens": [len(rows), len(rows[0]) - 1], "transformers": version, "torch": torch.__version__,
                   "device": a.device}
+        text, text_ids = read_text_ids(a.tokens)
+        if text is not None and not has_tokenizer(a.folder):
+            raise ValueError(f"{a.tokens} carries a text to encode but {a.folder} holds no tokenizer")
+        if text is not None:
+            result["tokenizer"], ids = tokenizer_ids(a.folder, text)
+            result["tokenizer_same_ids"] = ids == text_ids
     except (OSError, ValueError, KeyError, ImportError) as e:
         print(json.dumps({"error": str(e)}))
         return 2
-    ok = compare(result, expected, a.tolerance)
+    ok = compare(result, expected, a.tolerance) and result.get("tokenizer_same_ids", True)
     print(json.dumps(result))
     return 0 if ok else 1
 
