@@ -310,7 +310,8 @@ void ComparePage::refresh() {
             QStringList fresh(names.begin(), names.end());
             fresh.sort();
             m_metricBox->addItems(fresh);
-            m_loaded = tr("%1 runs in %2").arg(rows.size()).arg(db);
+            m_loaded =
+                tr("%1 run%2 in %3").arg(rows.size()).arg(rows.size() == 1 ? "" : "s").arg(db);
             m_status->setText(m_loaded);
         } catch (const std::exception& e) {
             m_store.reset();
