@@ -117,9 +117,9 @@ void cluster_fill_launch_spec(const RunConfig& cfg, const std::vector<std::strin
         spec.nodes.push_back({t.label(), p.first_rank, p.ranks});
     }
     spec.node_argv = [cfg, place, targets, rank_args, resume_args](int node, int attempt,
-                                                                   int64_t run_id) {
+                                                                   bool resume, int64_t run_id) {
         std::vector<std::string> ra = rank_args;
-        if (attempt > 1) ra.insert(ra.end(), resume_args.begin(), resume_args.end());
+        if (resume) ra.insert(ra.end(), resume_args.begin(), resume_args.end());
         return ssh_argv(targets[size_t(node)],
                         cluster_node_remote_argv(cfg, place[size_t(node)], attempt, run_id, ra),
                         /*keep_stdin=*/true);

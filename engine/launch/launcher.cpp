@@ -66,6 +66,7 @@ struct AttemptResult {
     std::string message;
     int failed_rank = -1;
     int64_t last_step = 0;
+    bool saved_checkpoint = false;  // a rank recorded a checkpoint of this run
 };
 
 enum class Role { job, multi_job, node };
@@ -86,9 +87,10 @@ class Attempt {
     }
 
     // Single-host job and node launcher: one child per rank in [first, first + count).
-    AttemptResult run_ranks(int first, int count, int attempt, const std::string& master_addr,
-                            int port, int64_t run_id, int64_t start_step,
-                            const EnvList& node_env = {}) {
+    // `resume`: append spec.resume_argv (a restart of a run that saved a checkpoint).
+    AttemptResult run_ranks(int first, int count, int attempt, bool resume,
+                            const std::string& master_addr, int port, int64_t run_id,
+                            int64_t start_step, const EnvList& node_env = {}) {
         UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
         if (!devnull) throw Error(str_cat("launcher: /dev/null: ", std::strerror(errno)));
         ranks_.assign(size_t(spec_.mesh.world()), RankState{start_step, "", ""});
@@ -97,8 +99,7 @@ class Attempt {
             c.rank = i;
             c.prefix = str_cat("[", mesh_coord_str(mesh_coord(spec_.mesh, i)), "] ");
             std::vector<std::string> argv = spec_.argv;
-            if (attempt > 1 && role_ == Role::job)
-                argv.insert(argv.end(), spec_.resume_argv.begin(), spec_.resume_argv.end());
+            if (resume) argv.insert(argv.end(), spec_.resume_argv.begin(), spec_.resume_argv.end());
             EnvList ours = {{"TESSERA_RANK", std::to_string(i)},
                             {"TESSERA_WORLD_SIZE", std::to_string(spec_.mesh.world())},
                             {"TESSERA_LOCAL_RANK", std::to_string(i - first)},
@@ -117,13 +118,13 @@ class Attempt {
     }
 
     // Multi-host job: one node launcher per node, started with spec.node_argv.
-    AttemptResult run_nodes(int attempt, int64_t run_id, int64_t start_step) {
+    AttemptResult run_nodes(int attempt, bool resume, int64_t run_id, int64_t start_step) {
         ranks_.assign(size_t(spec_.mesh.world()), RankState{start_step, "", ""});
         for (size_t n = 0; n < spec_.nodes.size(); ++n) {
             Child& c = children_.emplace_back();
             c.node = int(n);
             c.prefix = str_cat("[", spec_.nodes[n].label, "] ");
-            ExecPlan plan = exec_plan(spec_.node_argv(int(n), attempt, run_id), {}, {});
+            ExecPlan plan = exec_plan(spec_.node_argv(int(n), attempt, resume, run_id), {}, {});
             child_spawn(c, plan, -1, true);
         }
         return loop();
@@ -481,6 +482,8 @@ class Attempt {
             return;
         } else if (std::holds_alternative<RunStartRecord>(rec)) {
             return;  // the launcher began the run
+        } else if (std::holds_alternative<CheckpointRecord>(rec)) {
+            res_.saved_checkpoint = true;
         }
         sink_->write(rec);
     }
@@ -528,6 +531,9 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
         {
             auto sink = store_sink(store, result.run_id);
             AttemptResult ar;
+            // A restart resumes only a checkpoint this run saved: before its first, the newest
+            // checkpoint in checkpoint.dir is another run's, and the restart starts afresh.
+            bool saved_checkpoint = false;
             for (int attempt = 1;; ++attempt) {
                 if (server) server->clear();  // a fresh rendezvous for every attempt
                 result.attempts = attempt;
@@ -535,17 +541,24 @@ LaunchResult launch_job(const LaunchSpec& spec, std::ostream& out) {
                                          double(attempt), telemetry_now()});
                 if (attempt > 1)
                     out << "[launcher] attempt " << attempt << " of " << spec.restarts + 1
-                        << ": relaunching every rank with resume arguments" << std::endl;
+                        << (saved_checkpoint
+                                ? ": relaunching every rank with resume arguments"
+                                : ": relaunching every rank from the start (this run saved no "
+                                  "checkpoint yet)")
+                        << std::endl;
                 {
                     if (spec.nodes.empty()) {
                         Attempt a(spec, sink.get(), out, Role::job);
-                        ar = a.run_ranks(0, spec.mesh.world(), attempt, "127.0.0.1", server->port(),
-                                         result.run_id, result.last_step);
+                        ar = a.run_ranks(0, spec.mesh.world(), attempt, saved_checkpoint,
+                                         "127.0.0.1", server->port(), result.run_id,
+                                         result.last_step);
                     } else {
                         Attempt a(spec, sink.get(), out, Role::multi_job);
-                        ar = a.run_nodes(attempt, result.run_id, result.last_step);
+                        ar =
+                            a.run_nodes(attempt, saved_checkpoint, result.run_id, result.last_step);
                     }
                 }
+                saved_checkpoint |= ar.saved_checkpoint;
                 result.last_step = std::max(result.last_step, ar.last_step);
                 if (ar.status != run_status::failed) break;
                 sink->write(ErrorRecord{ar.failed_rank, ar.last_step,
@@ -597,7 +610,8 @@ int launch_node(const NodeSpec& ns) {
     AttemptResult ar;
     {
         Attempt a(spec, nullptr, std::cout, Role::node);
-        ar = a.run_ranks(ns.first_rank, ns.ranks, ns.attempt, ns.master_addr, ns.master_port,
+        // a restart's resume arguments came in the node's argv from the job launcher
+        ar = a.run_ranks(ns.first_rank, ns.ranks, ns.attempt, false, ns.master_addr, ns.master_port,
                          ns.run_id, 0, node_env);
     }
     write_line(1, node_line('d', ar.status));

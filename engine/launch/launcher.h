@@ -26,7 +26,8 @@ struct LaunchNode {
 struct LaunchSpec {
     MeshShape mesh;
     // argv of one rank process (argv[0] is the executable path); the launcher adds the
-    // environment below. `resume_argv` is appended on a restart after a failure.
+    // environment below. `resume_argv` is appended on a restart after a failure once the run
+    // has recorded a checkpoint (before that, a restart starts afresh).
     std::vector<std::string> argv;
     std::vector<std::string> resume_argv;
     std::vector<std::pair<std::string, std::string>> env;  // extra environment for every rank
@@ -37,7 +38,9 @@ struct LaunchSpec {
     // Multi-host: the nodes (empty = every rank runs here) and the command line that starts a
     // node's launcher for an attempt (the ssh argv); `argv`/`env` above are then unused here.
     std::vector<LaunchNode> nodes;
-    std::function<std::vector<std::string>(int node, int attempt, int64_t run_id)> node_argv;
+    // `resume`: the node's ranks get resume_argv (a restart of a run that saved a checkpoint).
+    std::function<std::vector<std::string>(int node, int attempt, bool resume, int64_t run_id)>
+        node_argv;
     // Turns a node command's failure (exit code, everything it wrote on stderr) into one
     // sentence (ssh_failure_message); "" = use the launcher's generic wording.
     std::function<std::string(int node, int exit_code, const std::string& err)> node_failure;

@@ -218,13 +218,16 @@ TEST(Launcher, ARanksRunEndReadAfterItsExitStillNamesTheCause) {
         << out.str();
 }
 
+// Rank 0 records a checkpoint, then rank 1 fails: the restart appends the resume arguments.
 TEST(Launcher, RestartAppendsResumeArgs) {
     TempDir t;
     std::string db = t.path + "/runs.db";
     std::string script =
         "if [ \"$1\" = --resume ]; then echo \"resumed attempt $TESSERA_ATTEMPT run "
         "$TESSERA_RUN_ID\"; exit 0; fi; "
-        "if [ $TESSERA_RANK = 1 ]; then exit 1; fi; sleep 30";
+        "if [ $TESSERA_RANK = 0 ]; then echo '{\"v\":1,\"type\":\"checkpoint\",\"step\":2,"
+        "\"path\":\"ck/step_00000002\",\"wall_time\":1.0}' >&$TESSERA_TELEMETRY_FD; fi; "
+        "if [ $TESSERA_RANK = 1 ]; then sleep 0.5; exit 1; fi; sleep 30";
     LaunchSpec s = spec_for({2, 1, 1}, script, db);
     s.restarts = 2;
     s.resume_argv = {"--resume"};
@@ -243,6 +246,29 @@ TEST(Launcher, RestartAppendsResumeArgs) {
     EXPECT_NE(errors[0].message.find("attempt 1: rank 1 (dp1.tp0.pp0) exited with code 1"),
               std::string::npos);
     EXPECT_EQ(store.metric_last(r.run_id, metric::launch_attempt)->value, 2.0);
+}
+
+// A run that fails before its first checkpoint restarts from the start: the newest checkpoint in
+// checkpoint.dir then is another run's, which --resume would continue.
+TEST(Launcher, RestartBeforeAnyCheckpointStartsAfresh) {
+    TempDir t;
+    std::string script =
+        "if [ \"$1\" = --resume ]; then echo resumed; exit 3; fi; "
+        "if [ $TESSERA_ATTEMPT = 1 ] && [ $TESSERA_RANK = 1 ]; then exit 1; fi; "
+        "if [ $TESSERA_ATTEMPT = 1 ]; then sleep 30; fi; echo \"fresh attempt $TESSERA_ATTEMPT\"";
+    LaunchSpec s = spec_for({2, 1, 1}, script, t.path + "/runs.db");
+    s.restarts = 1;
+    s.resume_argv = {"--resume"};
+    std::ostringstream out;
+    LaunchResult r = launch_job(s, out);
+    SCOPED_TRACE(out.str());
+    EXPECT_EQ(r.status, run_status::completed);
+    EXPECT_EQ(r.attempts, 2);
+    EXPECT_NE(out.str().find("[dp1.tp0.pp0] fresh attempt 2"), std::string::npos);
+    EXPECT_EQ(out.str().find("resumed"), std::string::npos);
+    EXPECT_NE(out.str().find("relaunching every rank from the start (this run saved no "
+                             "checkpoint yet)"),
+              std::string::npos);
 }
 
 TEST(Launcher, RestartsExhaustedFails) {
@@ -284,7 +310,7 @@ TEST(Launcher, ANodeThatSaysDoneAfterItsExitIsReapedStillStoppedTheRun) {
     TempDir t;
     LaunchSpec spec = spec_for({2, 1, 1}, "true", t.path + "/runs.db");
     spec.nodes = {{"node-a", 0, 1}, {"node-b", 1, 1}};
-    spec.node_argv = [](int, int, int64_t) {
+    spec.node_argv = [](int, int, bool, int64_t) {
         return std::vector<std::string>{"/bin/sh", "-c",
                                         "read line; [ \"$line\" = stop ] || exit 9; "
                                         "setsid sh -c 'sleep 0.3; echo \"d stopped\"' & exit 130"};
