@@ -143,7 +143,7 @@ double schedule_bubble_fraction(const std::vector<StageSchedule>& sched, int pp,
     const size_t chunks = size_t(v) * size_t(pp);
     t.forward_s.assign(chunks, f);
     t.backward_s.assign(chunks, b + w);
-    t.weight_share = b + w > 0 ? w / (b + w) : 0.0;
+    t.weight_s.assign(chunks, w);
     return schedule_simulate(sched, pp, t).bubble_fraction;
 }
 

@@ -18,9 +18,10 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
     for (const auto& s : sched)
         for (const auto& a : s) v = std::max(v, a.chunk + 1);
     const int G = v * pp;
-    TS_CHECK((int)t.forward_s.size() == G && (int)t.backward_s.size() == G,
-             "schedule_simulate: times for ", t.forward_s.size(), " / ", t.backward_s.size(),
-             " chunks; the schedule has ", G);
+    TS_CHECK((int)t.forward_s.size() == G && (int)t.backward_s.size() == G &&
+                 (t.weight_s.empty() || (int)t.weight_s.size() == G),
+             "schedule_simulate: times for ", t.forward_s.size(), " / ", t.backward_s.size(), " / ",
+             t.weight_s.size(), " chunks; the schedule has ", G);
     ScheduleSim out;
     std::map<std::tuple<int, int, int>, int> done;  // (kind, global chunk, micro) -> action index
     std::vector<size_t> pos((size_t)pp, 0);
@@ -62,13 +63,12 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
                 // the binding wait: the input when it came last (ties: the input), else the stage
                 s.waited_for = producer >= 0 && ready >= free_at ? producer : prev;
                 if (s.start_s == 0) s.waited_for = -1;
-                // zb-h1's B and W share a whole backward (weight_share: W's)
-                const double bwd = t.backward_s[(size_t)g];
-                s.end_s =
-                    s.start_s + (a.kind == PipeAction::forward          ? t.forward_s[(size_t)g]
-                                 : a.kind == PipeAction::backward_input ? bwd * (1 - t.weight_share)
-                                 : a.kind == PipeAction::backward_weight ? bwd * t.weight_share
-                                                                         : bwd);
+                // zb-h1's B and W share a whole backward (weight_of: W's part)
+                const double bwd = t.backward_s[(size_t)g], w = t.weight_of(g);
+                s.end_s = s.start_s + (a.kind == PipeAction::forward ? t.forward_s[(size_t)g]
+                                       : a.kind == PipeAction::backward_input  ? bwd - w
+                                       : a.kind == PipeAction::backward_weight ? w
+                                                                               : bwd);
                 const int idx = (int)out.actions.size();
                 out.actions.push_back(s);
                 const int done_kind = a.kind == PipeAction::forward           ? 0
@@ -115,8 +115,8 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
 
 std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp,
                                                      int v) {
-    // (stage, rank) -> {forward sum, forward n, backward sum, backward n}, seconds
-    std::map<std::pair<int, int>, std::array<double, 4>> acc;
+    // (stage, rank) -> {forward sum, forward n, backward sum, backward n, W sum}, seconds
+    std::map<std::pair<int, int>, std::array<double, 5>> acc;
     for (const auto& s : spans) {
         const double d = s.end_s - s.start_s;
         auto& a = acc[{s.stage, s.rank}];
@@ -125,16 +125,16 @@ std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecor
         else if (s.kind == "backward" || s.kind == "backward_input")
             a[2] += d, a[3] += 1;
         else if (s.kind == "backward_weight")
-            a[2] += d;  // zb-h1: B + W make one backward
+            a[2] += d, a[4] += d;  // zb-h1: B + W make one backward
         else if (s.kind == "forward_backward")
             a[0] += d / 3, a[1] += 1, a[2] += 2 * d / 3, a[3] += 1;
     }
-    std::vector<double> f((size_t)pp, -1), b((size_t)pp, -1);
+    std::vector<double> f((size_t)pp, -1), b((size_t)pp, -1), w((size_t)pp, 0);
     for (const auto& [key, a] : acc) {
         const int st = key.first;
         if (st < 0 || st >= pp || a[1] == 0 || a[3] == 0) continue;
         f[(size_t)st] = std::max(f[(size_t)st], a[0] / a[1]);
-        b[(size_t)st] = std::max(b[(size_t)st], a[2] / a[3]);
+        if (a[2] / a[3] > b[(size_t)st]) b[(size_t)st] = a[2] / a[3], w[(size_t)st] = a[4] / a[3];
     }
     ScheduleTimes t;
     for (int g = 0; g < pp * v; ++g) {
@@ -142,6 +142,7 @@ std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecor
         if (f[(size_t)st] < 0 || b[(size_t)st] < 0) return std::nullopt;
         t.forward_s.push_back(f[(size_t)st]);
         t.backward_s.push_back(b[(size_t)st]);
+        t.weight_s.push_back(w[(size_t)st]);
     }
     return t;
 }

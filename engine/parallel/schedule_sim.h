@@ -19,7 +19,12 @@ namespace tessera {
 struct ScheduleTimes {
     std::vector<double> forward_s, backward_s;
     double p2p_s = 0;
-    double weight_share = 0.5;  // a split backward (zb-h1): W's share of backward_s, B the rest
+    // A split backward (zb-h1): W's part of backward_s per global chunk, B the rest; when empty,
+    // half of every chunk's backward_s.
+    std::vector<double> weight_s;
+    double weight_of(int g) const {
+        return weight_s.empty() ? backward_s[(size_t)g] / 2 : weight_s[(size_t)g];
+    }
 };
 
 struct SimAction {
@@ -51,9 +56,9 @@ ScheduleSim schedule_simulate(const std::vector<StageSchedule>& sched, int pp,
                               const ScheduleTimes& t);
 
 // A run's times from its spans (SpanRecord: one step's or several): per stage, the mean forward
-// and the mean backward (B + W under zb-h1) per micro-batch and chunk, the slowest of the stage's
-// ranks; each global chunk of the stage gets them. nullopt when a stage has no forward or no
-// backward span.
+// and the mean backward (B + W under zb-h1, with W in weight_s) per micro-batch and chunk, the
+// slowest of the stage's ranks; each global chunk of the stage gets them. nullopt when a stage
+// has no forward or no backward span.
 std::optional<ScheduleTimes> schedule_times_measured(const std::vector<SpanRecord>& spans, int pp,
                                                      int v);
 

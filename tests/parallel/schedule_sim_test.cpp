@@ -67,3 +67,27 @@ TEST(ScheduleSim, WrongTimesAreAnError) {
     auto s = schedule_build(ScheduleKind::gpipe, 2, 2, 1);
     EXPECT_THROW(schedule_simulate(s, 2, ScheduleTimes{{1}, {2}, 0}), Error);
 }
+
+// A zb-h1 run's spans: per stage the forward, and B and W apart; the measured times keep W's own
+// part of the backward (it was taken as half of it), so the simulation of the run's schedule
+// places each W as long as it ran.
+TEST(ScheduleSim, MeasuredTimesKeepZbH1sWeightGradient) {
+    std::vector<SpanRecord> spans;
+    for (int stage = 0; stage < 2; ++stage)
+        for (int micro = 0; micro < 2; ++micro) {
+            const double at = 10.0 * micro;
+            spans.push_back({1, stage, stage, micro, "forward", at, at + 1.0});
+            spans.push_back({1, stage, stage, micro, "backward_input", at + 1, at + 4.0});
+            spans.push_back({1, stage, stage, micro, "backward_weight", at + 4, at + 5.0});
+        }
+    std::optional<ScheduleTimes> t = schedule_times_measured(spans, 2, 1);
+    ASSERT_TRUE(t.has_value());
+    EXPECT_EQ(t->forward_s, (std::vector<double>{1, 1}));
+    EXPECT_EQ(t->backward_s, (std::vector<double>{4, 4}));
+    EXPECT_EQ(t->weight_s, (std::vector<double>{1, 1}));
+    ScheduleSim sim = schedule_simulate(schedule_build(ScheduleKind::zb_h1, 2, 2, 1), 2, *t);
+    for (const SimAction& a : sim.actions) {
+        if (a.kind == PipeAction::backward_weight) EXPECT_DOUBLE_EQ(a.end_s - a.start_s, 1);
+        if (a.kind == PipeAction::backward_input) EXPECT_DOUBLE_EQ(a.end_s - a.start_s, 3);
+    }
+}
