@@ -215,7 +215,8 @@ std::string plan_loss_reason(const PlanSuggestion& faster, const StepBreakdown& 
 }
 
 std::vector<RankedPlan> plan_rank_for_batch(const RunConfig& base, const DeviceSpec& dev, int gpus,
-                                            int64_t global_batch, int top) {
+                                            int64_t global_batch, int top,
+                                            PlanSearchControl* control) {
     if (global_batch < 1)
         throw InputError(
             str_cat("--global-batch: expected a positive number of samples, found ", global_batch));
@@ -228,7 +229,7 @@ std::vector<RankedPlan> plan_rank_for_batch(const RunConfig& base, const DeviceS
     b.parallel.dp = 1;
     b.train.micro_batch = 1;
     b.train.grad_accum = (int)global_batch;
-    std::vector<PlanSuggestion> s = plan_suggest(b, dev, gpus, top);
+    std::vector<PlanSuggestion> s = plan_suggest(b, dev, gpus, top, nullptr, control);
     std::vector<RankedPlan> out;
     for (auto& x : s) {
         RankedPlan r;

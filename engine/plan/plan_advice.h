@@ -54,8 +54,10 @@ struct RankedPlan {
 // as plan_suggest), fastest first, each with why it loses to the previous one: the part of the
 // step (compute, bubble, exposed communication, offload) that grew most, and the memory saver or
 // smaller micro-batch it needs. Throws InputError for global_batch < 1.
+// `control`: as plan_suggest's (follow the search, stop it: PlanSearchStopped).
 std::vector<RankedPlan> plan_rank_for_batch(const RunConfig& base, const DeviceSpec& dev, int gpus,
-                                            int64_t global_batch, int top = 5);
+                                            int64_t global_batch, int top = 5,
+                                            PlanSearchControl* control = nullptr);
 // Why `slower` is slower than `faster`: the part of the step that grew most per token; with a
 // device, also the memory savers or smaller micro-batch the slower layout needs, where the
 // estimator shows it would not fit as the faster plan is set.

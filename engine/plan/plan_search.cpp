@@ -148,7 +148,8 @@ std::string plan_summary(const RunConfig& cfg) {
 }
 
 std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec& dev, int gpus,
-                                         int top, PlanSearchStats* stats) {
+                                         int top, PlanSearchStats* stats,
+                                         PlanSearchControl* control) {
     if (gpus < 1) throw InputError(str_cat("plan search: expected at least 1 GPU, found ", gpus));
     const bool mlp = base.model.preset == "mlp";  // data-parallel and ZeRO plans only
     const ModelConfig& m = base.model;
@@ -175,7 +176,15 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
     // count): the best plan of each, and its counts
     std::vector<std::optional<Candidate>> best_of(layouts.size());
     std::vector<PlanSearchStats> stats_of(layouts.size());
+    if (control) control->total = (int)layouts.size(), control->done = 0;
     parallel_for(layouts.size(), [&](size_t li) {
+        if (control && control->stop) return;
+        struct Done {  // counted however the layout's search ends
+            PlanSearchControl* c;
+            ~Done() {
+                if (c) ++c->done;
+            }
+        } done{control};
         const auto& [dp, tp, pp, sched, v] = layouts[li];
         PlanSearchStats& st = stats_of[li];
         Candidate best;
@@ -186,6 +195,7 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
         std::vector<int> zeros = {0};
         if (dp > 1) zeros = pp > 1 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 1, 2, 3};
         for (int mb : plan_micro_batches(base.train.micro_batch, global_batch / dp)) {
+            if (control && control->stop) return;
             int accum = int(global_batch / dp / mb);
             layout_blocked.clear();  // why the plain variant fails at this micro-batch
             if (sched == "interleaved" && accum % pp) continue;
@@ -232,6 +242,7 @@ std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec
         }
         if (have) best_of[li] = std::move(best);
     });
+    if (control && control->stop) throw PlanSearchStopped();
     PlanSearchStats st;
     std::vector<Candidate> best_per_layout;
     for (size_t li = 0; li < layouts.size(); ++li) {

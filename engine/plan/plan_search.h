@@ -4,11 +4,13 @@
 // estimate_plan, keeps those that fit and ranks them by predicted tokens/s. Qt-free: the studio's
 // "Suggest a plan" and bench/plan_latency call it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "engine/config/config.h"
+#include "engine/core/error.h"
 #include "engine/plan/estimator.h"
 
 namespace tessera {
@@ -28,10 +30,21 @@ struct PlanSearchStats {
     int fitting = 0;
 };
 
+// Lets another thread follow a search and stop it: `total` layouts, `done` searched so far;
+// setting `stop` makes the search skip the layouts not begun and throw PlanSearchStopped.
+struct PlanSearchControl {
+    std::atomic<bool> stop{false};
+    std::atomic<int> done{0}, total{0};
+};
+struct PlanSearchStopped : Error {
+    PlanSearchStopped() : Error("plan search stopped") {}
+};
+
 // The best `top` plans, one per (dp, tp, pp, schedule) layout, fastest first. Empty when nothing
 // fits. Throws InputError for gpus < 1 or a model it cannot estimate (the MLP preset).
 std::vector<PlanSuggestion> plan_suggest(const RunConfig& base, const DeviceSpec& dev, int gpus,
-                                         int top = 5, PlanSearchStats* stats = nullptr);
+                                         int top = 5, PlanSearchStats* stats = nullptr,
+                                         PlanSearchControl* control = nullptr);
 
 // "dp8 x tp2 x pp4 | 1f1b | zero 1 | recompute none | mb 4 x 16" for any config.
 std::string plan_summary(const RunConfig& cfg);

@@ -53,6 +53,27 @@ TEST(PlanSuggest, FitsSortedKeepsGlobalBatchAndExplains) {
     }
 }
 
+// A search another thread follows and stops (the Plan page's Stop): it counts the layouts it has
+// searched, and once stopped skips those left and says so; stopped before it begins, it searches
+// none. Left alone it searches every layout and answers as without the control.
+TEST(PlanSuggest, AControlCountsTheLayoutsAndStopsTheSearch) {
+    RunConfig base = gpt_config("gpt2", {"parallel.dp=4", "train.micro_batch=8"});
+    DeviceSpec dev = device_spec("H200");
+    PlanSearchControl whole;
+    auto s = plan_suggest(base, dev, 4, 5, nullptr, &whole);
+    EXPECT_GT(whole.total.load(), 3);
+    EXPECT_EQ(whole.done.load(), whole.total.load());
+    auto plain = plan_suggest(base, dev, 4, 5);
+    ASSERT_EQ(s.size(), plain.size());
+    for (size_t i = 0; i < s.size(); ++i) EXPECT_EQ(s[i].summary, plain[i].summary);
+
+    PlanSearchControl stopped;
+    stopped.stop = true;
+    EXPECT_THROW(plan_suggest(base, dev, 4, 5, nullptr, &stopped), PlanSearchStopped);
+    EXPECT_EQ(stopped.done.load(), 0);
+    EXPECT_EQ(stopped.total.load(), whole.total.load());
+}
+
 // The search and the estimator run their layouts and stages side by side (parallel_for); the
 // answer is the one a single thread gives, bit for bit. Inside a one-piece parallel_for every
 // nested call runs on the calling thread, in order: the sequential reference.

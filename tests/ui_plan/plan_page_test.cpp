@@ -10,6 +10,7 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
@@ -55,6 +56,15 @@ struct Fixture {
         page->show();
     }
 };
+
+// The page's background work (its answers, a plan search) done and shown: events processed
+// until nothing is pending (30 s at most).
+void settle(PlanPage& page) {
+    QElapsedTimer t;
+    t.start();
+    while ((page.answersPending() || page.searching()) && t.elapsed() < 30000) QTest::qWait(5);
+    QApplication::processEvents();
+}
 
 void drag(QWidget* w, int x0, const std::vector<int>& xs, int y) {
     QTest::mousePress(w, Qt::LeftButton, Qt::NoModifier, QPoint(x0, y));
@@ -179,6 +189,7 @@ TEST(PlanPage, SuggestionAppliesAsOneUndoableEdit) {
     Fixture f(gpt_config("preset: gpt2-large",
                          {"parallel.dp=16", "train.micro_batch=4", "train.grad_accum=2"}));
     f.page->suggestPlans();
+    settle(*f.page);
     QListWidget* list = f.page->suggestionList();
     ASSERT_GE(list->count(), 1);
     EXPECT_LE(list->count(), 5);
@@ -329,6 +340,7 @@ TEST(PlanPage, CpuRanksAreCalledRanks) {
 TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
     Fixture f(gpt_config("preset: gpt2-large", {"runtime.precision=bf16"}));
     f.page->updateAnswers();
+    settle(*f.page);
     const FitLimits lim = plan_fit_limits(f.doc.config(), device_spec("H200"));
     ASSERT_GT(lim.micro_batch, 1);
     const QString t = f.page->fitsText();
@@ -347,6 +359,7 @@ TEST(PlanPage, WhatFitsShowsTheEstimatorsLimits) {
     EXPECT_LE(scroll->widget()->minimumSizeHint().width(), scroll->viewport()->width());
     f.page->setDeviceName("A100-40GB");
     f.page->updateAnswers();
+    settle(*f.page);
     const FitLimits small = plan_fit_limits(f.doc.config(), device_spec("A100-40GB"));
     EXPECT_LT(small.micro_batch, lim.micro_batch);
     EXPECT_NE(f.page->fitsText().indexOf(QString("up to <b>%1</b>").arg(small.micro_batch)), -1);
@@ -358,6 +371,7 @@ TEST(PlanPage, PolicyAdviceAppliesAndUndoes) {
                                              "parallel.zero=1", "runtime.precision=bf16"}));
     f.page->setDeviceName("A100-40GB");
     f.page->updateAnswers();
+    settle(*f.page);
     ASSERT_FALSE(f.page->estimate().fits);
     ASSERT_TRUE(f.page->policyAdvice().found) << f.page->policyText().toStdString();
     auto* apply = f.page->findChild<QPushButton*>("applyPolicy");
@@ -371,6 +385,7 @@ TEST(PlanPage, PolicyAdviceAppliesAndUndoes) {
     EXPECT_TRUE(f.page->estimate().fits) << f.page->validityText().toStdString();
     EXPECT_EQ(f.doc.config().parallel.recompute, f.page->policyAdvice().policy.recompute);
     f.page->updateAnswers();
+    settle(*f.page);
     EXPECT_FALSE(apply->isVisible()) << "the applied policy is the current plan";
     f.doc.undoStack()->undo();
     EXPECT_EQ(f.doc.config(), before);
@@ -383,6 +398,7 @@ TEST(PlanPage, StageImbalanceFixIsOneUndoableClick) {
                          {"parallel.pp=4", "parallel.stages=[4, 4, 4, 4]", "train.grad_accum=8",
                           "train.micro_batch=2", "runtime.precision=bf16"}));
     f.page->updateAnswers();
+    settle(*f.page);
     const StageImbalance& im = f.page->stageImbalance();
     ASSERT_TRUE(im.found) << f.page->imbalanceText().toStdString();
     EXPECT_NE(f.page->imbalanceText().indexOf(QString("stage %1 holds the").arg(im.stage)), -1);
@@ -404,6 +420,7 @@ TEST(PlanPage, StageImbalanceFixIsOneUndoableClick) {
     EXPECT_EQ(f.doc.config().parallel.stages, fixed);
     EXPECT_EQ(f.page->partitionEditor()->blocksPerChunk(), fixed);
     f.page->updateAnswers();
+    settle(*f.page);
     EXPECT_EQ(editor->outlierStage(), f.page->stageImbalance().stage)
         << "the lane follows the advice (-1: balanced)";
     EXPECT_NE(editor->outlierStage(), outlier) << f.page->imbalanceText().toStdString();
@@ -429,6 +446,7 @@ TEST(PlanPage, PinnedCandidatesKeepThreeSideBySide) {
     ASSERT_EQ(c.size(), 3u);
     EXPECT_TRUE(f.page->candidatesView()->isVisible());
     f.page->updateAnswers();
+    settle(*f.page);
     for (int i = 0; i < 3; ++i) {
         EXPECT_DOUBLE_EQ(c[i].estimate.step_s, steps[i + 1]);
         EXPECT_NEAR(c[i].parts.step_s, steps[i + 1], 1e-9 * steps[i + 1]);
@@ -448,6 +466,7 @@ TEST(PlanPage, SuggestionsForAGlobalBatchSayWhyEachLoses) {
                                     QAbstractItemModelTester::FailureReportingMode::Fatal);
     f.page->setGlobalBatch(256);
     f.page->suggestPlans();
+    settle(*f.page);
     QListWidget* list = f.page->suggestionList();
     ASSERT_GE(list->count(), 2);
     for (int i = 1; i < list->count(); ++i)
@@ -457,6 +476,46 @@ TEST(PlanPage, SuggestionsForAGlobalBatchSayWhyEachLoses) {
     f.page->applySuggestion(0);
     const auto& c = f.doc.config();
     EXPECT_EQ(c.train.micro_batch * c.train.grad_accum * c.parallel.dp, 256);
+}
+
+// A search over 16 GPUs takes seconds: it runs off the GUI thread (the call returns with the
+// search going, the button offering to stop it, the message counting layouts), and Stop ends it
+// without a list; the answers beside the controls are worked out off the GUI thread too, the
+// ones shown greyed until the new ones arrive.
+TEST(PlanPage, LongSearchesRunOffTheGuiThreadAndStop) {
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=16", "train.micro_batch=4",
+                                                "train.grad_accum=2", "runtime.precision=bf16"}));
+    settle(*f.page);
+    auto* button = f.page->findChild<QPushButton*>("suggestButton");
+    ASSERT_NE(button, nullptr);
+    f.page->setGlobalBatch(256);
+    f.page->suggestPlans();
+    EXPECT_TRUE(f.page->searching());
+    EXPECT_EQ(button->text(), "Stop");
+    EXPECT_EQ(f.page->suggestionList()->count(), 0);
+    QTest::qWait(300);
+    EXPECT_TRUE(f.page->suggestionMessage().startsWith("searching"))
+        << f.page->suggestionMessage().toStdString();
+    f.page->suggestPlans();  // Stop
+    settle(*f.page);
+    EXPECT_FALSE(f.page->searching());
+    EXPECT_EQ(f.page->suggestionMessage(), "search stopped");
+    EXPECT_EQ(f.page->suggestionList()->count(), 0);
+    EXPECT_EQ(button->text(), "Suggest plans");
+
+    auto* fits = f.page->findChild<QLabel*>("whatFits");
+    ASSERT_NE(fits, nullptr);
+    const QString before = f.page->fitsText();
+    f.page->setGlobalBatch(256);
+    f.doc.edit("micro-batch", [](RunConfig& c) { c.train.micro_batch = 8; });
+    f.page->updateAnswers();
+    EXPECT_TRUE(f.page->answersPending());
+    EXPECT_FALSE(fits->isEnabled()) << "the shown answers are greyed while the new ones come";
+    settle(*f.page);
+    EXPECT_TRUE(fits->isEnabled());
+    EXPECT_NE(f.page->fitsText().indexOf("(at micro-batch 8)"), -1)
+        << f.page->fitsText().toStdString();
+    EXPECT_NE(f.page->fitsText(), before);
 }
 
 // Fixes from the screenshots: eight per-stage recompute combos were cut to "se"; the capacity
@@ -478,6 +537,7 @@ TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
             << c->objectName().toStdString();
     }
     f.page->updateAnswers();
+    settle(*f.page);
     QApplication::processEvents();
     auto* scroll = f.page->findChild<QScrollArea*>();
     ASSERT_NE(scroll, nullptr);
@@ -499,6 +559,7 @@ TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {
         EXPECT_EQ(qobject_cast<QCPItemText*>(plot->item(i)), nullptr)
             << "no text items over the bars";
     f.page->updateAnswers();
+    settle(*f.page);
     QApplication::processEvents();
     EXPECT_TRUE(f.page->grab().save(QString(TESSERA_BIN_DIR) + "/../plan_page_pp8_recompute.png"));
 }
@@ -549,7 +610,9 @@ TEST(PlanPage, RenderScreenshots) {
         page.resize(1400, 980);
         page.show();
         page.suggestPlans();
+        settle(page);
         page.updateAnswers();
+        settle(page);
         QApplication::processEvents();
         EXPECT_TRUE(page.grab().save(out + "/plan_page_quickstart.png"));
     }
@@ -558,7 +621,9 @@ TEST(PlanPage, RenderScreenshots) {
                              {"parallel.dp=4", "parallel.tp=2", "parallel.pp=2",
                               "train.micro_batch=8", "train.grad_accum=8", "parallel.zero=1"}));
         f.page->suggestPlans();
+        settle(*f.page);
         f.page->updateAnswers();
+        settle(*f.page);
         QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16.png"));
         // the same on a small GPU: over capacity in red
@@ -569,9 +634,11 @@ TEST(PlanPage, RenderScreenshots) {
         });
         QApplication::processEvents();
         f.page->updateAnswers();
+        settle(*f.page);
         EXPECT_EQ(f.page->suggestionList()->count(), 0)
             << "the H200's suggestions dropped for the A100";
         f.page->suggestPlans();
+        settle(*f.page);
         QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16_over.png"));
     }

@@ -70,9 +70,20 @@ QString bytes_str(double b) {
 
 }  // namespace
 
-PlanPage::PlanPage(ProjectDocument* doc, QWidget* parent) : QWidget(parent), m_doc(doc) {
+PlanPage::PlanPage(ProjectDocument* doc, QWidget* parent)
+    : QWidget(parent),
+      m_doc(doc),
+      m_answersJob(new LatestJob(this)),
+      m_searchJob(new LatestJob(this)) {
     setObjectName("planPage");
     buildUi();
+    m_searchProgress.setInterval(100);
+    connect(&m_searchProgress, &QTimer::timeout, this, [this] {
+        if (m_search)
+            m_suggestMsg->setText(QString("searching: %1 of %2 layouts")
+                                      .arg(m_search->done.load())
+                                      .arg(m_search->total.load()));
+    });
     connect(m_doc, &ProjectDocument::configChanged, this, &PlanPage::refresh);
     // a newly opened project picks its device again (device_default_name: cpu for CPU runs, H200
     // for CUDA runs)
@@ -394,10 +405,6 @@ void PlanPage::buildUi() {
     connect(m_applyImbalance, &QPushButton::clicked, this, &PlanPage::applyImbalanceFix);
     connect(m_pin, &QPushButton::clicked, this, &PlanPage::pinCurrentPlan);
     connect(m_clearPins, &QPushButton::clicked, this, &PlanPage::clearPins);
-    // the answers cost tens of estimates: once the edits settle, not per keystroke
-    m_answersTimer.setSingleShot(true);
-    m_answersTimer.setInterval(150);
-    connect(&m_answersTimer, &QTimer::timeout, this, &PlanPage::updateAnswers);
     connect(m_suggestList, &QListWidget::itemClicked, this,
             [this](QListWidgetItem* it) { applySuggestion(m_suggestList->row(it)); });
     connect(m_editor, &PartitionEditor::dragStarted, this,
@@ -641,7 +648,9 @@ void PlanPage::refresh() {
                 .arg(m_device->currentText()));
     m_valid = m_valid && fits;
     dropStaleSuggestions();
-    m_answersTimer.start();
+    // the answers cost tens of estimates: worked out off the GUI thread, the newest plan's only
+    // (a burst of edits runs one job and then the last edit's)
+    updateAnswers();
 }
 
 // ----------------------------------------------------------------------------
@@ -655,24 +664,93 @@ void PlanPage::dropStaleSuggestions() {
     m_suggestMsg->setText(QString("the %1s changed to %2: suggest again").arg(rankNoun()).arg(key));
 }
 
+// The answers beside the controls, worked out off the GUI thread (a large plan's take a second):
+// each part's result or the text of why it could not be had.
+struct PlanPage::Answers {
+    std::optional<tessera::FitLimits> fits;
+    std::string fits_error;
+    bool plain = false;  // fits without recompute or offload: no policy to advise
+    std::optional<tessera::PolicyAdvice> policy;
+    std::string policy_error;
+    bool pipeline = false;
+    std::optional<tessera::StageImbalance> imbalance;
+    std::string imbalance_error;
+};
+
+PlanPage::Answers PlanPage::computeAnswers(const tessera::RunConfig& cfg,
+                                           const tessera::DeviceSpec& dev, bool fits) {
+    Answers a;
+    try {
+        a.fits = tessera::plan_fit_limits(cfg, dev);
+    } catch (const std::exception& e) {
+        a.fits_error = e.what();
+    }
+    const auto& par = cfg.parallel;
+    a.plain =
+        fits &&
+        (par.recompute.empty() || (par.recompute.size() == 1 && par.recompute[0] == "none")) &&
+        !par.offload_activations && !par.offload_optimizer;
+    if (!a.plain) {
+        try {
+            a.policy = tessera::plan_policy_advice(cfg, dev);
+        } catch (const std::exception& e) {
+            a.policy_error = e.what();
+        }
+    }
+    a.pipeline = par.pp > 1;
+    if (a.pipeline) {
+        try {
+            a.imbalance = tessera::plan_stage_imbalance(cfg, dev);
+        } catch (const std::exception& e) {
+            a.imbalance_error = e.what();
+        }
+    }
+    return a;
+}
+
 void PlanPage::updateAnswers() {
-    m_answersTimer.stop();
-    const tessera::RunConfig& cfg = m_doc->config();
+    if (!m_hasEstimate) {
+        m_answersJob->cancel();
+        clearAnswers();
+        m_fitsLabel->setText("no prediction for this plan");
+        m_policyLabel->setText("");
+        return;
+    }
+    // the answers shown stay, greyed, until this plan's arrive
+    for (QLabel* l : {m_fitsLabel, m_policyLabel}) l->setEnabled(false);
+    const tessera::RunConfig cfg = m_doc->config();
+    const tessera::DeviceSpec dev = m_estimate.device;
+    const bool fits = m_estimate.fits;
+    m_answersJob->request(
+        [this, cfg, dev, fits]() -> LatestJob::Apply {
+            Answers a = computeAnswers(cfg, dev, fits);
+            return [this, a, cfg] { showAnswers(a, cfg); };
+        },
+        [this](const QString& error) {
+            clearAnswers();
+            m_fitsLabel->setText("cannot search: " + error.toHtmlEscaped());
+        });
+}
+
+bool PlanPage::answersPending() const {
+    return m_answersJob->busy();
+}
+
+void PlanPage::clearAnswers() {
     m_policy = {};
     m_imbalance = {};
     m_applyPolicy->hide();
     m_applyImbalance->hide();
     m_imbalanceLabel->hide();
     m_editor->setOutlier(-1, {}, {}, false);
-    if (!m_hasEstimate) {
-        m_fitsLabel->setText("no prediction for this plan");
-        m_policyLabel->setText("");
-        return;
-    }
-    const tessera::DeviceSpec dev = m_estimate.device;
-    try {
-        const tessera::FitLimits f = tessera::plan_fit_limits(cfg, dev);
-        const QString dev_name = QString::fromStdString(dev.name);
+    for (QLabel* l : {m_fitsLabel, m_policyLabel}) l->setEnabled(true);
+}
+
+void PlanPage::showAnswers(const Answers& a, const tessera::RunConfig& cfg) {
+    clearAnswers();
+    const QString dev_name = QString::fromStdString(m_estimate.device.name);
+    if (a.fits) {
+        const tessera::FitLimits& f = *a.fits;
         QString t = f.micro_batch == 0
                         ? QString("not even micro-batch 1 fits this plan on the %1").arg(dev_name)
                         : QString("micro-batch up to <b>%1</b>%2")
@@ -684,74 +762,65 @@ void PlanPage::updateAnswers() {
                      .arg(f.seq_len_capped ? "+" : "")
                      .arg(cfg.train.micro_batch);
         m_fitsLabel->setText(t);
-    } catch (const std::exception& e) {
-        m_fitsLabel->setText(QString("cannot search: ") +
-                             QString::fromUtf8(e.what()).toHtmlEscaped());
-    }
-    const auto& par = cfg.parallel;
-    const bool plain =
-        (par.recompute.empty() || (par.recompute.size() == 1 && par.recompute[0] == "none")) &&
-        !par.offload_activations && !par.offload_optimizer;
-    if (m_estimate.fits && plain) {
-        m_policyLabel->setText("fits without recompute or offload");
     } else {
-        try {
-            m_policy = tessera::plan_policy_advice(cfg, dev);
-            // short beside the controls; the whole sentence in the tooltip
-            if (!m_policy.found)
-                m_policyLabel->setText(
-                    "<span style='color:#c62828'>nothing fits, even with full recompute and "
-                    "both offloads</span>");
-            else if (m_policy.policy.label == "none")
-                m_policyLabel->setText("fits without recompute or offload");
-            else
-                m_policyLabel->setText(
-                    QString("<b>%1</b> fits: %2%3% step time (%4 vs %5 s)")
-                        .arg(QString::fromStdString(m_policy.policy.label).toHtmlEscaped())
-                        .arg(m_policy.slowdown >= 1.0005 ? "+" : "")
-                        .arg(100 * (m_policy.slowdown - 1), 0, 'f', 0)
-                        .arg(m_policy.step_s, 0, 'f', 3)
-                        .arg(m_policy.plain_step_s, 0, 'f', 3));
-            m_policyLabel->setToolTip(QString::fromStdString(m_policy.text));
-            const bool same = m_policy.text.find("the current plan") != std::string::npos;
-            m_applyPolicy->setVisible(m_policy.found && !same);
-            m_applyPolicy->setText(
-                m_policy.policy.label == "none"
-                    ? QString("Apply: no recompute, no offload")
-                    : QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
-        } catch (const std::exception& e) {
-            m_policyLabel->setText(QString("no advice: ") + QString::fromUtf8(e.what()));
-        }
+        m_fitsLabel->setText(QString("cannot search: ") +
+                             QString::fromStdString(a.fits_error).toHtmlEscaped());
     }
-    if (par.pp > 1) {
-        try {
-            m_imbalance = tessera::plan_stage_imbalance(cfg, dev);
-            if (m_imbalance.stage >= 0) {
-                m_imbalanceLabel->setText(QString::fromStdString(m_imbalance.text));
-                // a fix to apply in amber; an outlier with no move that helps in grey
-                m_imbalanceLabel->setStyleSheet(m_imbalance.found ? "color: #b26a00;"
-                                                                  : "color: gray;");
-                m_imbalanceLabel->show();
-                m_applyImbalance->setVisible(m_imbalance.found);
-                // at that stage too: its lane in the partition editor, "memory +38% (embedding)"
-                const double over =
-                    m_imbalance.others > 0 ? m_imbalance.value / m_imbalance.others - 1 : 0;
-                m_editor->setOutlier(m_imbalance.stage,
-                                     QString("%1 +%2% (%3)")
-                                         .arg(QString::fromStdString(m_imbalance.metric))
-                                         .arg(100 * over, 0, 'f', 0)
-                                         .arg(QString::fromStdString(m_imbalance.cause)),
-                                     QString::fromStdString(m_imbalance.text), m_imbalance.found);
-                m_applyImbalance->setText(QString("Move %1 block%2 to stage %3")
-                                              .arg(m_imbalance.move_blocks)
-                                              .arg(m_imbalance.move_blocks == 1 ? "" : "s")
-                                              .arg(m_imbalance.to_stage));
-            }
-        } catch (const std::exception& e) {
-            m_imbalanceLabel->setText(QString("stage balance not assessed: ") +
-                                      QString::fromUtf8(e.what()));
+    if (a.plain) {
+        m_policyLabel->setText("fits without recompute or offload");
+    } else if (a.policy) {
+        m_policy = *a.policy;
+        // short beside the controls; the whole sentence in the tooltip
+        if (!m_policy.found)
+            m_policyLabel->setText(
+                "<span style='color:#c62828'>nothing fits, even with full recompute and "
+                "both offloads</span>");
+        else if (m_policy.policy.label == "none")
+            m_policyLabel->setText("fits without recompute or offload");
+        else
+            m_policyLabel->setText(
+                QString("<b>%1</b> fits: %2%3% step time (%4 vs %5 s)")
+                    .arg(QString::fromStdString(m_policy.policy.label).toHtmlEscaped())
+                    .arg(m_policy.slowdown >= 1.0005 ? "+" : "")
+                    .arg(100 * (m_policy.slowdown - 1), 0, 'f', 0)
+                    .arg(m_policy.step_s, 0, 'f', 3)
+                    .arg(m_policy.plain_step_s, 0, 'f', 3));
+        m_policyLabel->setToolTip(QString::fromStdString(m_policy.text));
+        const bool same = m_policy.text.find("the current plan") != std::string::npos;
+        m_applyPolicy->setVisible(m_policy.found && !same);
+        m_applyPolicy->setText(
+            m_policy.policy.label == "none"
+                ? QString("Apply: no recompute, no offload")
+                : QString("Apply: %1").arg(QString::fromStdString(m_policy.policy.label)));
+    } else {
+        m_policyLabel->setText(QString("no advice: ") + QString::fromStdString(a.policy_error));
+    }
+    if (a.pipeline && a.imbalance) {
+        m_imbalance = *a.imbalance;
+        if (m_imbalance.stage >= 0) {
+            m_imbalanceLabel->setText(QString::fromStdString(m_imbalance.text));
+            // a fix to apply in amber; an outlier with no move that helps in grey
+            m_imbalanceLabel->setStyleSheet(m_imbalance.found ? "color: #b26a00;" : "color: gray;");
             m_imbalanceLabel->show();
+            m_applyImbalance->setVisible(m_imbalance.found);
+            // at that stage too: its lane in the partition editor, "memory +38% (embedding)"
+            const double over =
+                m_imbalance.others > 0 ? m_imbalance.value / m_imbalance.others - 1 : 0;
+            m_editor->setOutlier(m_imbalance.stage,
+                                 QString("%1 +%2% (%3)")
+                                     .arg(QString::fromStdString(m_imbalance.metric))
+                                     .arg(100 * over, 0, 'f', 0)
+                                     .arg(QString::fromStdString(m_imbalance.cause)),
+                                 QString::fromStdString(m_imbalance.text), m_imbalance.found);
+            m_applyImbalance->setText(QString("Move %1 block%2 to stage %3")
+                                          .arg(m_imbalance.move_blocks)
+                                          .arg(m_imbalance.move_blocks == 1 ? "" : "s")
+                                          .arg(m_imbalance.to_stage));
         }
+    } else if (a.pipeline) {
+        m_imbalanceLabel->setText(QString("stage balance not assessed: ") +
+                                  QString::fromStdString(a.imbalance_error));
+        m_imbalanceLabel->show();
     }
 }
 
@@ -825,17 +894,77 @@ void PlanPage::balanceStages() {
 }
 
 void PlanPage::suggestPlans() {
+    if (m_search) {  // pressed while searching: stop
+        m_search->stop = true;
+        m_searchJob->cancel();
+        m_suggestMsg->setText("stopping the search…");
+        return;
+    }
     m_suggestList->clear();
     m_suggestions.clear();
     m_suggestKey = QString("%1 x %2").arg(gpuCount()).arg(m_device->currentText());
+    tessera::DeviceSpec dev;
     try {
-        m_suggestions = tessera::plan_rank_for_batch(
-            m_doc->config(), tessera::device_spec(m_device->currentText().toStdString()),
-            gpuCount(), m_globalBatch->value(), 5);
+        dev = tessera::device_spec(m_device->currentText().toStdString());
     } catch (const std::exception& e) {
         m_suggestMsg->setText(QString("no suggestions: ") + e.what());
         return;
     }
+    auto search = std::make_shared<tessera::PlanSearchControl>();
+    m_search = search;
+    m_suggest->setText("Stop");
+    m_suggestMsg->setText("searching…");
+    m_searchProgress.start();
+    const tessera::RunConfig cfg = m_doc->config();
+    const int gpus = gpuCount();
+    const int64_t batch = m_globalBatch->value();
+    m_searchJob->request(
+        [this, cfg, dev, gpus, batch, search]() -> LatestJob::Apply {
+            std::vector<tessera::RankedPlan> plans;
+            try {
+                plans = tessera::plan_rank_for_batch(cfg, dev, gpus, batch, 5, search.get());
+            } catch (const tessera::PlanSearchStopped&) {
+                return [this] {
+                    searchEnded();
+                    m_suggestMsg->setText("search stopped");
+                };
+            }
+            return [this, plans = std::move(plans)]() mutable {
+                searchEnded();
+                showSuggestions(std::move(plans));
+            };
+        },
+        [this](const QString& error) {
+            searchEnded();
+            m_suggestMsg->setText("no suggestions: " + error);
+        });
+    connect(
+        m_searchJob, &LatestJob::idle, this,
+        [this] {
+            if (m_search) {  // stopped: its result was dropped
+                searchEnded();
+                m_suggestMsg->setText("search stopped");
+            }
+        },
+        Qt::SingleShotConnection);
+}
+
+QString PlanPage::suggestionMessage() const {
+    return m_suggestMsg->text();
+}
+
+bool PlanPage::searching() const {
+    return m_searchJob->busy();
+}
+
+void PlanPage::searchEnded() {
+    m_search.reset();
+    m_searchProgress.stop();
+    m_suggest->setText("Suggest plans");
+}
+
+void PlanPage::showSuggestions(std::vector<tessera::RankedPlan> plans) {
+    m_suggestions = std::move(plans);
     m_suggestMsg->setText(m_suggestions.empty() ? QString("nothing fits %1 × %2 at global batch %3")
                                                       .arg(gpuCount())
                                                       .arg(m_device->currentText())

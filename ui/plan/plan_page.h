@@ -15,11 +15,13 @@
 #include <QMap>
 #include <QTimer>
 #include <QWidget>
+#include <memory>
 #include <vector>
 
 #include "engine/plan/estimator.h"
 #include "engine/plan/plan_advice.h"
 #include "engine/plan/plan_search.h"
+#include "ui/common/latest_job.h"
 
 class QComboBox;
 class QSpinBox;
@@ -47,6 +49,7 @@ class PlanPage : public QWidget {
     PartitionEditor* partitionEditor() const { return m_editor; }
     GpuGrid* gpuGrid() const { return m_grid; }
     QListWidget* suggestionList() const { return m_suggestList; }
+    QString suggestionMessage() const;  // the line above the list: searching, stopped, its heading
     // "step 0.18 s | 4.6 M tok/s | MFU 24.1% | bubble 9.7% | comm 1.2 GiB/step" (or why not)
     QString predictionText() const;
     QString issueText(const QString& key) const;  // what the control for `key` shows ("" = fine)
@@ -64,6 +67,8 @@ class PlanPage : public QWidget {
     const tessera::PolicyAdvice& policyAdvice() const { return m_policy; }
     const tessera::StageImbalance& stageImbalance() const { return m_imbalance; }
     CandidatesView* candidatesView() const { return m_candidates; }
+    bool answersPending() const;       // answers asked for or being worked out
+    bool searching() const;            // a "Suggest plans" search runs
     void setGlobalBatch(int samples);  // the target of "Suggest a plan"
 
     void setDeviceName(const QString& name);  // H100 | H200 | A100-80GB | A100-40GB | cpu
@@ -72,15 +77,26 @@ class PlanPage : public QWidget {
   public Q_SLOTS:
     void setDarkTheme(bool dark);  // the shell calls it when the theme changes (plots follow)
     void balanceStages();  // balance_stages -> one undoable edit, or the reason in the label
-    void suggestPlans();   // fills the list with plan_suggest's top 5
+    // Fills the list with plan_rank_for_batch's top 5, searched off the GUI thread ("searching:
+    // k of N layouts"); pressed again while it runs ("Stop"), stops the search.
+    void suggestPlans();
     void applySuggestion(int row);
-    void updateAnswers();      // what fits, policy advice, stage imbalance (the timer calls it)
+    // What fits, policy advice, stage imbalance (every change of the plan asks), worked out off
+    // the GUI thread; the answers shown stay, greyed, until the current plan's arrive.
+    void updateAnswers();
     void applyPolicy();        // the advised recompute/offload policy, one undoable edit
     void applyImbalanceFix();  // the advised block move, one undoable edit
     void pinCurrentPlan();     // up to three; the oldest drops out
     void clearPins();
 
   private:
+    struct Answers;
+    static Answers computeAnswers(const tessera::RunConfig& cfg, const tessera::DeviceSpec& dev,
+                                  bool fits);
+    void showAnswers(const Answers& a, const tessera::RunConfig& cfg);
+    void clearAnswers();
+    void showSuggestions(std::vector<tessera::RankedPlan> plans);
+    void searchEnded();  // the button and progress back to idle
     void buildUi();
     void refresh();  // config -> controls, issues, editor, grid, prediction
     void editParallel(const QString& text, const std::function<void(tessera::RunConfig&)>& change);
@@ -111,7 +127,10 @@ class PlanPage : public QWidget {
     CandidatesView* m_candidates;
     QLabel* m_pinHint;
     QString m_suggestKey;  // "16 x H200": the GPUs the suggestions are for
-    QTimer m_answersTimer;
+    LatestJob* m_answersJob;
+    LatestJob* m_searchJob;
+    std::shared_ptr<tessera::PlanSearchControl> m_search;  // the running search's, else null
+    QTimer m_searchProgress;
     tessera::PolicyAdvice m_policy;
     tessera::StageImbalance m_imbalance;
     bool m_globalBatchFollows = true;

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -19,9 +20,11 @@
 #include <QStatusBar>
 #include <QStyleFactory>
 #include <QTabWidget>
+#include <QThread>
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include "ui/common/latest_job.h"
 #include "ui/common/project_document.h"
 
 namespace tessera::studio {
@@ -341,6 +344,19 @@ QStringList MainWindow::saveScreenshots(const QString& dir, const QString& name)
             .remove(QRegularExpression("^-|-$"));
     };
     auto save = [&](const QString& name) {
+        QApplication::processEvents();
+        // what the page works out in the background shown first (the Plan page's answers)
+        QElapsedTimer waited;
+        waited.start();
+        auto busy = [&] {
+            for (const LatestJob* j : findChildren<LatestJob*>())
+                if (j->busy()) return true;
+            return false;
+        };
+        while (busy() && waited.elapsed() < 30000) {
+            QApplication::processEvents(QEventLoop::AllEvents, 20);
+            QThread::msleep(5);
+        }
         QApplication::processEvents();
         const QString path = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(project, name));
         if (grab().save(path)) files << path;
