@@ -43,11 +43,17 @@ class Pool {
         for (int w = 0; w < workers; ++w) std::thread([this] { loop(); }).detach();
     }
 
-    // One call at a time: a second caller waits for the first to finish. When the caller's own
-    // work() returns every piece has been taken; a worker holds a piece only while it counts in
-    // busy_, so once busy_ is 0 (and no new worker can take the call) every piece is done.
+    // One call at a time: a second caller, while the workers serve the first, does its own
+    // pieces on its own thread, in order (the studio's live estimate on the GUI thread never
+    // waits for a plan search a worker thread started). When the caller's own work() returns
+    // every piece has been taken; a worker holds a piece only while it counts in busy_, so once
+    // busy_ is 0 (and no new worker can take the call) every piece is done.
     void run(Call& c) {
-        std::unique_lock<std::mutex> turn(turn_mu_);
+        std::unique_lock<std::mutex> turn(turn_mu_, std::try_to_lock);
+        if (!turn.owns_lock()) {
+            c.work();
+            return;
+        }
         {
             std::lock_guard<std::mutex> lock(mu_);
             call_ = &c;

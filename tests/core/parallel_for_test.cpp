@@ -80,3 +80,30 @@ TEST(ParallelFor, ConcurrentCallersEachGetAllTheirPieces) {
         EXPECT_EQ(b[i].load(), 1);
     }
 }
+
+// A call made while another thread's call has the pool does not wait for it: it runs its pieces
+// on its own thread, in order (the studio's live estimate beside a plan search on a worker).
+TEST(ParallelFor, ACallWhileAnotherHasThePoolRunsOnItsOwnThread) {
+    if (parallel_threads() < 2) GTEST_SKIP() << "one thread: every call runs inline anyway";
+    std::atomic<bool> started{false}, release{false};
+    std::thread search([&] {
+        parallel_for(2, [&](size_t) {
+            started = true;
+            while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        });
+    });
+    while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::thread::id me = std::this_thread::get_id();
+    std::vector<size_t> order;
+    std::set<std::thread::id> threads;
+    parallel_for(4, [&](size_t i) {
+        order.push_back(i);  // no lock: inline
+        threads.insert(std::this_thread::get_id());
+    });
+    // returned while the other call still holds the pool
+    EXPECT_FALSE(release.load());
+    EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3}));
+    EXPECT_EQ(threads, std::set<std::thread::id>{me});
+    release = true;
+    search.join();
+}
