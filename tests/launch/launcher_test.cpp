@@ -218,6 +218,19 @@ TEST(Launcher, ARanksRunEndReadAfterItsExitStillNamesTheCause) {
         << out.str();
 }
 
+// Two ranks running `script` with `restarts` and resume argument --resume: a job that completes
+// on its second attempt.
+LaunchResult two_ranks_restarted(const std::string& script, const std::string& db, int restarts,
+                                 std::ostringstream& out) {
+    LaunchSpec s = spec_for({2, 1, 1}, script, db);
+    s.restarts = restarts;
+    s.resume_argv = {"--resume"};
+    LaunchResult r = launch_job(s, out);
+    EXPECT_EQ(r.status, run_status::completed) << out.str();
+    EXPECT_EQ(r.attempts, 2) << out.str();
+    return r;
+}
+
 // Rank 0 records a checkpoint, then rank 1 fails: the restart appends the resume arguments.
 TEST(Launcher, RestartAppendsResumeArgs) {
     TempDir t;
@@ -228,14 +241,9 @@ TEST(Launcher, RestartAppendsResumeArgs) {
         "if [ $TESSERA_RANK = 0 ]; then echo '{\"v\":1,\"type\":\"checkpoint\",\"step\":2,"
         "\"path\":\"ck/step_00000002\",\"wall_time\":1.0}' >&$TESSERA_TELEMETRY_FD; fi; "
         "if [ $TESSERA_RANK = 1 ]; then sleep 0.5; exit 1; fi; sleep 30";
-    LaunchSpec s = spec_for({2, 1, 1}, script, db);
-    s.restarts = 2;
-    s.resume_argv = {"--resume"};
     std::ostringstream out;
-    LaunchResult r = launch_job(s, out);
+    LaunchResult r = two_ranks_restarted(script, db, 2, out);
     SCOPED_TRACE(out.str());
-    EXPECT_EQ(r.status, run_status::completed);
-    EXPECT_EQ(r.attempts, 2);
     EXPECT_NE(out.str().find(str_cat("[dp1.tp0.pp0] resumed attempt 2 run ", r.run_id)),
               std::string::npos);
     RunStore store = RunStore::open(db, true);
@@ -256,14 +264,9 @@ TEST(Launcher, RestartBeforeAnyCheckpointStartsAfresh) {
         "if [ \"$1\" = --resume ]; then echo resumed; exit 3; fi; "
         "if [ $TESSERA_ATTEMPT = 1 ] && [ $TESSERA_RANK = 1 ]; then exit 1; fi; "
         "if [ $TESSERA_ATTEMPT = 1 ]; then sleep 30; fi; echo \"fresh attempt $TESSERA_ATTEMPT\"";
-    LaunchSpec s = spec_for({2, 1, 1}, script, t.path + "/runs.db");
-    s.restarts = 1;
-    s.resume_argv = {"--resume"};
     std::ostringstream out;
-    LaunchResult r = launch_job(s, out);
+    two_ranks_restarted(script, t.path + "/runs.db", 1, out);
     SCOPED_TRACE(out.str());
-    EXPECT_EQ(r.status, run_status::completed);
-    EXPECT_EQ(r.attempts, 2);
     EXPECT_NE(out.str().find("[dp1.tp0.pp0] fresh attempt 2"), std::string::npos);
     EXPECT_EQ(out.str().find("resumed"), std::string::npos);
     EXPECT_NE(out.str().find("relaunching every rank from the start (this run saved no "
