@@ -518,6 +518,24 @@ TEST(PlanPage, LongSearchesRunOffTheGuiThreadAndStop) {
     EXPECT_NE(f.page->fitsText(), before);
 }
 
+// Opening another project while a search runs stops it: no list for the project before.
+TEST(PlanPage, OpeningAnotherProjectStopsTheSearch) {
+    Fixture f(gpt_config("preset: gpt2-large", {"parallel.dp=16", "train.micro_batch=4",
+                                                "train.grad_accum=2", "runtime.precision=bf16"}));
+    settle(*f.page);
+    QString err;
+    ASSERT_TRUE(f.doc.save(&err)) << err.toStdString();
+    f.page->setGlobalBatch(256);
+    f.page->suggestPlans();
+    ASSERT_TRUE(f.page->searching());
+    ASSERT_TRUE(f.doc.open(QString(TESSERA_TESTS_DIR) + "/../projects/quickstart", &err))
+        << err.toStdString();
+    settle(*f.page);
+    EXPECT_FALSE(f.page->searching());
+    EXPECT_EQ(f.page->suggestionList()->count(), 0);
+    EXPECT_EQ(f.page->findChild<QPushButton*>("suggestButton")->text(), "Suggest plans");
+}
+
 // Fixes from the screenshots: eight per-stage recompute combos were cut to "se"; the capacity
 // label sat on the bars.
 TEST(PlanPage, RecomputeCombosShowTheirTextAndCapacityLabelClearsTheBars) {

@@ -88,6 +88,12 @@ PlanPage::PlanPage(ProjectDocument* doc, QWidget* parent)
     // a newly opened project picks its device again (device_default_name: cpu for CPU runs, H200
     // for CUDA runs)
     connect(m_doc, &ProjectDocument::opened, this, [this] {
+        // another project: a search still running was for the one before
+        if (m_search) m_search->stop = true;
+        m_searchJob->cancel();
+        m_suggestList->clear();
+        m_suggestions.clear();
+        m_suggestMsg->clear();
         m_device->setProperty("initialised", QVariant());
         refresh();
     });
