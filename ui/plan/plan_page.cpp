@@ -84,13 +84,18 @@ PlanPage::PlanPage(ProjectDocument* doc, QWidget* parent)
                                       .arg(m_search->done.load())
                                       .arg(m_search->total.load()));
     });
+    // a search ends by its result (showSuggestions) or, stopped, with its result dropped
+    connect(m_searchJob, &LatestJob::idle, this, [this] {
+        if (!m_search) return;
+        searchEnded();
+        m_suggestMsg->setText("search stopped");
+    });
     connect(m_doc, &ProjectDocument::configChanged, this, &PlanPage::refresh);
     // a newly opened project picks its device again (device_default_name: cpu for CPU runs, H200
     // for CUDA runs)
     connect(m_doc, &ProjectDocument::opened, this, [this] {
         // another project: a search still running was for the one before
-        if (m_search) m_search->stop = true;
-        m_searchJob->cancel();
+        stopSearch();
         m_suggestList->clear();
         m_suggestions.clear();
         m_suggestMsg->clear();
@@ -900,9 +905,8 @@ void PlanPage::balanceStages() {
 }
 
 void PlanPage::suggestPlans() {
-    if (m_search) {  // pressed while searching: stop
-        m_search->stop = true;
-        m_searchJob->cancel();
+    if (m_search) {  // pressed while searching
+        stopSearch();
         m_suggestMsg->setText("stopping the search…");
         return;
     }
@@ -926,15 +930,9 @@ void PlanPage::suggestPlans() {
     const int64_t batch = m_globalBatch->value();
     m_searchJob->request(
         [this, cfg, dev, gpus, batch, search]() -> LatestJob::Apply {
-            std::vector<tessera::RankedPlan> plans;
-            try {
-                plans = tessera::plan_rank_for_batch(cfg, dev, gpus, batch, 5, search.get());
-            } catch (const tessera::PlanSearchStopped&) {
-                return [this] {
-                    searchEnded();
-                    m_suggestMsg->setText("search stopped");
-                };
-            }
+            // stopped, it throws PlanSearchStopped into a request stopSearch cancelled
+            std::vector<tessera::RankedPlan> plans =
+                tessera::plan_rank_for_batch(cfg, dev, gpus, batch, 5, search.get());
             return [this, plans = std::move(plans)]() mutable {
                 searchEnded();
                 showSuggestions(std::move(plans));
@@ -944,15 +942,11 @@ void PlanPage::suggestPlans() {
             searchEnded();
             m_suggestMsg->setText("no suggestions: " + error);
         });
-    connect(
-        m_searchJob, &LatestJob::idle, this,
-        [this] {
-            if (m_search) {  // stopped: its result was dropped
-                searchEnded();
-                m_suggestMsg->setText("search stopped");
-            }
-        },
-        Qt::SingleShotConnection);
+}
+
+void PlanPage::stopSearch() {
+    if (m_search) m_search->stop = true;
+    m_searchJob->cancel();  // its result, or its PlanSearchStopped, is dropped
 }
 
 QString PlanPage::suggestionMessage() const {

@@ -96,6 +96,7 @@ class PlanPage : public QWidget {
     void showAnswers(const Answers& a, const tessera::RunConfig& cfg);
     void clearAnswers();
     void showSuggestions(std::vector<tessera::RankedPlan> plans);
+    void stopSearch();   // a running search skips its layouts left; its result is dropped
     void searchEnded();  // the button and progress back to idle
     void buildUi();
     void refresh();  // config -> controls, issues, editor, grid, prediction
