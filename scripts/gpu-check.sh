@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-check.sh: on a GPU machine (the H200 box), build Tessera with CUDA, run the whole `gpu`
 # CTest label and the GPT-2 throughput benchmark, and print one table. Results go to $OUT (or
-# ./gpu-results). Needs the Debian libraries carried in .gpudeps (../shared/gpu-machine/README.md).
+# ./gpu-results). Needs .gpudeps next to the tree: scripts/gpu-pack.sh fills it here (the Debian
+# libraries of ../shared/gpu-machine/README.md, ICU, the data cache and the peers' scripts).
 #   scripts/gpu-check.sh [--gpus=1|2] [--no-build] [--tests-only|--bench-only] [--prebuilt=DIR]
 # --prebuilt=DIR runs binaries built elsewhere (tessera and the gpu test executables in DIR)
 # instead of building here.
@@ -16,6 +17,9 @@ esac; done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [[ -d "$root/.gpudeps" ]]; then
   source <(bash "$root/.gpudeps/unpack-deps.sh" "$root/.gpudeps" "$root/.gpudeps/root")
+  if [[ -f "$root/.gpudeps/data.tar.xz" && ! -d "$root/.gpudeps/data" ]]; then
+    tar -xJf "$root/.gpudeps/data.tar.xz" -C "$root/.gpudeps"
+  fi
   [[ -d "$root/.gpudeps/data" ]] && export TESSERA_DATA_DIR="$root/.gpudeps/data"
 fi
 bdir="${TESSERA_BUILD_DIR:-$root/build-gpu}"
