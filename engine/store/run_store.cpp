@@ -343,14 +343,44 @@ enum Slot {
     kNumSlots
 };
 
-void bind_text(sqlite3_stmt* st, int i, const std::string& s) {
-    sqlite3_bind_text(st, i, s.data(), int(s.size()), SQLITE_STATIC);
+// A real stored as NULL where it is absent: NaN (a metric's value; SQLite would store NULL
+// anyway) or negative (a result the run did not measure).
+struct RealOrNull {
+    double v;
+    bool null;
+};
+RealOrNull nan_as_null(double x) {
+    return {x, std::isnan(x)};
 }
-void bind_real(sqlite3_stmt* st, int i, double x) {
-    if (std::isnan(x))
+RealOrNull negative_as_null(double x) {
+    return {x, x < 0};
+}
+
+void bind_one(sqlite3_stmt* st, int i, int64_t v) {
+    sqlite3_bind_int64(st, i, v);
+}
+void bind_one(sqlite3_stmt* st, int i, int v) {
+    sqlite3_bind_int(st, i, v);
+}
+void bind_one(sqlite3_stmt* st, int i, double v) {
+    sqlite3_bind_double(st, i, v);
+}
+void bind_one(sqlite3_stmt* st, int i, RealOrNull v) {
+    if (v.null)
         sqlite3_bind_null(st, i);
     else
-        sqlite3_bind_double(st, i, x);
+        sqlite3_bind_double(st, i, v.v);
+}
+// The text must outlive the statement's step (SQLITE_STATIC): every caller steps before the
+// strings it bound go out of scope.
+void bind_one(sqlite3_stmt* st, int i, const std::string& s) {
+    sqlite3_bind_text(st, i, s.data(), int(s.size()), SQLITE_STATIC);
+}
+// Binds `values` to the statement's parameters 1, 2, ... in order.
+template <typename... V>
+void bind_row(sqlite3_stmt* st, const V&... values) {
+    int i = 0;
+    (bind_one(st, ++i, values), ...);
 }
 void check_status(const std::string& status) {
     if (!run_status::valid(status))
@@ -403,12 +433,7 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_stmt* st = cached(kInsMetric,
                                       "INSERT INTO metrics (run_id, step, rank, name, value, "
                                       "wall_time) VALUES (?, ?, ?, ?, ?, ?)");
-            sqlite3_bind_int64(st, 1, run_id);
-            sqlite3_bind_int64(st, 2, m->step);
-            sqlite3_bind_int(st, 3, m->rank);
-            bind_text(st, 4, m->name);
-            bind_real(st, 5, m->value);
-            sqlite3_bind_double(st, 6, m->wall_time);
+            bind_row(st, run_id, m->step, m->rank, m->name, nan_as_null(m->value), m->wall_time);
             run_step(st, "insert metric");
             max_step = std::max(max_step, m->step);
             metrics = true;
@@ -416,33 +441,20 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_stmt* st = cached(kInsSpan,
                                       "INSERT INTO spans (run_id, step, rank, stage, micro_batch, "
                                       "kind, start_s, end_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-            sqlite3_bind_int64(st, 1, run_id);
-            sqlite3_bind_int64(st, 2, s->step);
-            sqlite3_bind_int(st, 3, s->rank);
-            sqlite3_bind_int(st, 4, s->stage);
-            sqlite3_bind_int(st, 5, s->micro_batch);
-            bind_text(st, 6, s->kind);
-            sqlite3_bind_double(st, 7, s->start_s);
-            sqlite3_bind_double(st, 8, s->end_s);
+            bind_row(st, run_id, s->step, s->rank, s->stage, s->micro_batch, s->kind, s->start_s,
+                     s->end_s);
             run_step(st, "insert span");
         } else if (auto* e = std::get_if<ErrorRecord>(&rec)) {
             sqlite3_stmt* st = cached(kInsError,
                                       "INSERT INTO errors (run_id, rank, step, message, wall_time) "
                                       "VALUES (?, ?, ?, ?, ?)");
-            sqlite3_bind_int64(st, 1, run_id);
-            sqlite3_bind_int(st, 2, e->rank);
-            sqlite3_bind_int64(st, 3, e->step);
-            bind_text(st, 4, e->message);
-            sqlite3_bind_double(st, 5, e->wall_time);
+            bind_row(st, run_id, e->rank, e->step, e->message, e->wall_time);
             run_step(st, "insert error");
         } else if (auto* c = std::get_if<CheckpointRecord>(&rec)) {
             sqlite3_stmt* st = cached(kInsCheckpoint,
                                       "INSERT INTO checkpoints (run_id, step, path, wall_time) "
                                       "VALUES (?, ?, ?, ?)");
-            sqlite3_bind_int64(st, 1, run_id);
-            sqlite3_bind_int64(st, 2, c->step);
-            bind_text(st, 3, c->path);
-            sqlite3_bind_double(st, 4, c->wall_time);
+            bind_row(st, run_id, c->step, c->path, c->wall_time);
             run_step(st, "insert checkpoint");
             max_step = std::max(max_step, c->step);
         } else if (auto* end = std::get_if<RunEndRecord>(&rec)) {
@@ -450,35 +462,21 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             sqlite3_stmt* st = cached(kFinish,
                                       "UPDATE runs SET status = ?, message = ?, last_step = ?, "
                                       "end_time = ? WHERE id = ?");
-            bind_text(st, 1, end->status);
-            bind_text(st, 2, end->message);
-            sqlite3_bind_int64(st, 3, end->last_step);
-            sqlite3_bind_double(st, 4, end->wall_time > 0 ? end->wall_time : telemetry_now());
-            sqlite3_bind_int64(st, 5, run_id);
+            bind_row(st, end->status, end->message, end->last_step,
+                     end->wall_time > 0 ? end->wall_time : telemetry_now(), run_id);
             run_step(st, "finish run");
             ended = true;
         } else if (auto* d = std::get_if<DeviceRecord>(&rec)) {
             sqlite3_stmt* st = cached(kInsDevice,
                                       "INSERT OR REPLACE INTO devices (run_id, rank, host, name, "
                                       "memory_bytes, wall_time) VALUES (?, ?, ?, ?, ?, ?)");
-            sqlite3_bind_int64(st, 1, run_id);
-            sqlite3_bind_int(st, 2, d->rank);
-            bind_text(st, 3, d->host);
-            bind_text(st, 4, d->name);
-            sqlite3_bind_int64(st, 5, d->memory_bytes);
-            sqlite3_bind_double(st, 6, d->wall_time);
+            bind_row(st, run_id, d->rank, d->host, d->name, d->memory_bytes, d->wall_time);
             run_step(st, "insert device");
         } else if (auto* l = std::get_if<LayerTimeRecord>(&rec)) {
             sqlite3_stmt* st = cached(kInsLayerTime,
                                       "INSERT INTO layer_times (run_id, step, rank, stage, layer, "
                                       "forward_s, backward_s) VALUES (?, ?, ?, ?, ?, ?, ?)");
-            sqlite3_bind_int64(st, 1, run_id);
-            sqlite3_bind_int64(st, 2, l->step);
-            sqlite3_bind_int(st, 3, l->rank);
-            sqlite3_bind_int(st, 4, l->stage);
-            sqlite3_bind_int(st, 5, l->layer);
-            sqlite3_bind_double(st, 6, l->forward_s);
-            sqlite3_bind_double(st, 7, l->backward_s);
+            bind_row(st, run_id, l->step, l->rank, l->stage, l->layer, l->forward_s, l->backward_s);
             run_step(st, "insert layer time");
         } else {
             throw Error(str_cat(path_, ": append: a run_start record cannot be appended to run ",
@@ -488,8 +486,7 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
     if (max_step != std::numeric_limits<int64_t>::min()) {
         sqlite3_stmt* st =
             cached(kLastStep, "UPDATE runs SET last_step = max(last_step, ?) WHERE id = ?");
-        sqlite3_bind_int64(st, 1, max_step);
-        sqlite3_bind_int64(st, 2, run_id);
+        bind_row(st, max_step, run_id);
         run_step(st, "update last_step");
     }
     // a finished run's results, as readers of many runs take them (metrics after the end too)
@@ -505,19 +502,9 @@ void RunStore::append(int64_t run_id, const std::vector<Record>& records) {
             cached(kInsResults,
                    "INSERT OR REPLACE INTO run_results (run_id, final_val_loss, best_val_loss, "
                    "median_tok_per_s, peak_total_bytes, metric_names) VALUES (?, ?, ?, ?, ?, ?)");
-        auto bind_opt = [&](int i, double v) {
-            if (v < 0)
-                sqlite3_bind_null(st, i);
-            else
-                sqlite3_bind_double(st, i, v);
-        };
-        sqlite3_bind_int64(st, 1, run_id);
-        bind_opt(2, r.final_val_loss);
-        bind_opt(3, r.best_val_loss);
-        bind_opt(4, r.median_tok_per_s);
-        bind_opt(5, r.peak_total_bytes);
         const std::string names = str_join(r.metric_names, "\n");
-        sqlite3_bind_text(st, 6, names.data(), int(names.size()), SQLITE_TRANSIENT);
+        bind_row(st, run_id, negative_as_null(r.final_val_loss), negative_as_null(r.best_val_loss),
+                 negative_as_null(r.median_tok_per_s), negative_as_null(r.peak_total_bytes), names);
         run_step(st, "store run results");
     }
     tx.commit();
