@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -128,12 +129,75 @@ void rmsnorm_shapes() {
     }
 }
 
+// cuBLASLt's heuristic candidates at the models' GEMM shapes (bf16, their throughput benches'
+// micro-batches): the heuristic's first choice, the fastest of its first 8, and the one matmul.cu
+// runs (the host's choice, timed on its first call), and what the choice is worth per training
+// step (each shape times its layers; the head once).
+void gemm_algos() {
+    struct Model {
+        const char* name;
+        int N, layers;
+        std::vector<std::array<int, 2>> linears;  // (C, OC) per block; the head last, once
+    };
+    const Model models[] = {
+        {"gpt2 B16",
+         16 * 1024,
+         12,
+         {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}}},
+        {"gpt2-xl B8",
+         8 * 1024,
+         48,
+         {{1600, 4800}, {1600, 1600}, {1600, 6400}, {6400, 1600}, {1600, 50304}}},
+        {"qwen2.5-0.5b B8",
+         8 * 2048,
+         24,
+         {{896, 1152}, {896, 896}, {896, 9728}, {4864, 896}, {896, 151936}}},
+        {"llama-3.2-1b B8",
+         8 * 2048,
+         16,
+         {{2048, 3072}, {2048, 2048}, {2048, 16384}, {8192, 2048}, {2048, 128256}}},
+    };
+    const char* kinds[] = {"fwd", "dinp", "dw"};
+    std::printf("%-18s %-14s %-5s %9s %9s %5s %9s %5s %5s\n", "model", "C x OC", "gemm", "first ms",
+                "best ms", "best", "run ms", "run", "cand");
+    for (const Model& m : models) {
+        double first_step = 0, best_step = 0, run_step = 0;
+        for (size_t i = 0; i < m.linears.size(); ++i) {
+            const int C = m.linears[i][0], OC = m.linears[i][1];
+            const int times = i + 1 == m.linears.size() ? 1 : m.layers;
+            for (int k = 0; k < 3; ++k) {
+                const auto c = matmul_candidates_cuda(k, m.N, C, OC, 8, 10);
+                if (c.empty()) continue;
+                int best = 0, run = 0;
+                for (size_t j = 0; j < c.size(); ++j) {
+                    if (c[j].ms > 0 && (c[best].ms < 0 || c[j].ms < c[best].ms)) best = (int)j;
+                    if (c[j].chosen) run = (int)j;
+                }
+                std::printf("%-18s %6d x %-6d %-5s %9.4f %9.4f %5d %9.4f %5d %5zu\n", m.name, C, OC,
+                            kinds[k], c[0].ms, c[best].ms, best, c[run].ms, run, c.size());
+                first_step += times * c[0].ms;
+                best_step += times * c[best].ms;
+                run_step += times * c[run].ms;
+            }
+        }
+        std::printf(
+            "%-18s GEMMs per step: heuristic's first %.2f ms, fastest %.2f ms (%.1f%% less), "
+            "run %.2f ms (%.1f%% less)\n",
+            m.name, first_step, best_step, 100.0 * (1 - best_step / first_step), run_step,
+            100.0 * (1 - run_step / first_step));
+    }
+}
+
 int main(int argc, char** argv) {
     if (cuda_device_count() == 0) {
         std::printf("kernels_cuda: no CUDA GPU visible; nothing measured\n");
         return 0;
     }
     cuda_device_init(0);
+    if (argc > 1 && std::strcmp(argv[1], "--gemm-algos") == 0) {
+        gemm_algos();
+        return 0;
+    }
     if (argc > 1 && std::strcmp(argv[1], "--attention") == 0) {  // only the attention table
         attention_shapes();
         return 0;

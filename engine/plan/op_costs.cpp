@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/core/choice_cache.h"  // devices_cache_dir, device_file_slug
 #include "engine/core/error.h"
 #include "engine/core/json_text.h"
 
@@ -306,26 +307,10 @@ CpuHost cpu_host() {
     return host;
 }
 
-std::string cpu_costs_dir() {
-    if (const char* d = std::getenv("TESSERA_DEVICES_DIR"); d && *d) return d;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-        return std::string(x) + "/tessera/devices";
-    const char* home = std::getenv("HOME");
-    return std::string(home && *home ? home : ".") + "/.cache/tessera/devices";
-}
-
 std::string cpu_costs_path(int threads) {
     const CpuHost h = cpu_host();
-    std::string slug;
-    for (char ch : h.model) {
-        const char c = (char)std::tolower((unsigned char)ch);
-        if (std::isalnum((unsigned char)c))
-            slug += c;
-        else if (!slug.empty() && slug.back() != '-')
-            slug += '-';
-    }
-    while (!slug.empty() && slug.back() == '-') slug.pop_back();
-    return str_cat(cpu_costs_dir(), "/cpu_", slug, "_", h.cores, "c_", threads, "t_ops.json");
+    return str_cat(devices_cache_dir(), "/cpu_", device_file_slug(h.model), "_", h.cores, "c_",
+                   threads, "t_ops.json");
 }
 
 bool op_costs_are_this_hosts(const OpCosts& costs, int threads) {

@@ -84,10 +84,9 @@ struct CpuHost {
     int cores = 1;
 };
 CpuHost cpu_host();
-// $TESSERA_DEVICES_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tessera/devices
-std::string cpu_costs_dir();
-// The calibration file of this host at `threads` threads per rank:
-// <dir>/cpu_<model, lower case, [a-z0-9] runs joined by '-'>_<cores>c_<threads>t_ops.json
+// The calibration file of this host at `threads` threads per rank, in devices_cache_dir()
+// (engine/core/choice_cache.h): cpu_<model, lower case, [a-z0-9] runs joined by
+// '-'>_<cores>c_<threads>t_ops.json
 std::string cpu_costs_path(int threads);
 // Whether a CPU's costs were timed on this host at `threads` threads: its own fields, not only
 // its file's name (a copied file is not this host's).

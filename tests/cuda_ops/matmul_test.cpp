@@ -2,8 +2,13 @@
 // CPU matmul, fp32 and bf16.
 #include "engine/kernels/cpu/matmul.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
 #include <iterator>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -100,6 +105,37 @@ TYPED_TEST(MatmulCuda, BackwardMatchesCpu) {
         for (size_t i = 0; i < dw2.size(); ++i) dw2[i] += dw[i] - dw0[i];
         EXPECT_REL(d_dw.get(), dw2, tol<T>(), what + " dweight twice");
     }
+}
+
+// A shape's first call times cuBLASLt's candidates with the call's own operands (matmul.cu): the
+// weight gradient, which adds into what the buffer held, must come out as if only the chosen
+// algorithm had run, and the choice is in the host's file. The shape is new to the host on every
+// run (N from the process id), so the candidates are timed every time this test runs.
+TEST(MatmulCudaChoice, TheFirstCallChoosesAndLeavesTheAccumulatedGradientAsItWas) {
+    if (!matmul_choice_on()) GTEST_SKIP() << "TESSERA_GEMM_TUNING=off: no choosing";
+    const int N = 1024 + 8 * (int)(getpid() % 4093), C = 256, OC = 512;
+    std::mt19937 rng(7);
+    auto inp = rand_vec<bf16>((size_t)N * C, rng), w = rand_vec<bf16>((size_t)OC * C, rng);
+    auto dout = rand_vec<bf16>((size_t)N * OC, rng);
+    auto dw0 = rand_vec<float>((size_t)OC * C, rng);
+    std::vector<float> dinp((size_t)N * C, 0.0f), dw = dw0;
+    matmul_backward(dinp.data(), dw.data(), nullptr, dout.data(), inp.data(), w.data(), N, C, OC);
+    DevBuf<bf16> d_inp(inp.size()), d_w(w.size()), d_dout(dout.size()), d_dinp(dinp.size());
+    DevBuf<float> d_dw(dw.size());
+    d_inp.set(inp);
+    d_w.set(w);
+    d_dout.set(dout);
+    d_dw.set(dw0);
+    matmul_backward_cuda<bf16>(d_dinp.p, d_dw.p, nullptr, d_dout.p, d_inp.p, d_w.p, N, C, OC, 0);
+    EXPECT_REL(d_dinp.get(), dinp, tol<bf16>(), "dinp");
+    EXPECT_REL(d_dw.get(), dw, tol<bf16>(), "dweight (+=), once");
+    std::ifstream in(matmul_choice_file());
+    std::stringstream all;
+    all << in.rdbuf();
+    const std::string dweight_key =
+        "_m" + std::to_string(C) + "n" + std::to_string(OC) + "k" + std::to_string(N) + "_";
+    EXPECT_NE(all.str().find(dweight_key), std::string::npos)
+        << matmul_choice_file() << " has no choice for the weight gradient's " << dweight_key;
 }
 
 // The input gradient through a GELU on the input (gelu_pre: its pre-activation), against the CPU's

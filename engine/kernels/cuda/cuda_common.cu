@@ -46,6 +46,7 @@ const CublasLtApi& lt_api() {
             throw Error(str_cat("cannot load cuBLASLt for the GPU matrix products; tried:", tried));
         bind(lib, api.Create, "cublasLtCreate");
         bind(lib, api.GetStatusString, "cublasLtGetStatusString");
+        bind(lib, api.GetVersion, "cublasLtGetVersion");
         bind(lib, api.Matmul, "cublasLtMatmul");
         bind(lib, api.MatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic");
         bind(lib, api.MatmulDescCreate, "cublasLtMatmulDescCreate");

@@ -21,6 +21,7 @@ namespace tessera {
 struct CublasLtApi {
     decltype(&::cublasLtCreate) Create;
     decltype(&::cublasLtGetStatusString) GetStatusString;
+    decltype(&::cublasLtGetVersion) GetVersion;
     decltype(&::cublasLtMatmul) Matmul;
     decltype(&::cublasLtMatmulAlgoGetHeuristic) MatmulAlgoGetHeuristic;
     decltype(&::cublasLtMatmulDescCreate) MatmulDescCreate;

@@ -7,11 +7,19 @@
 // Plans (descriptors, layouts, the heuristic's algorithm) are cached per shape, dtype, epilogue
 // and pointer alignment in a per-thread map (the cuBLASLt handle is per thread too).
 #include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include "engine/core/choice_cache.h"
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
@@ -100,6 +108,7 @@ struct GemmPlan {
     cublasLtMatmulAlgo_t algo{};
     // FP8: the heuristic's next candidates, tried in order when cuBLASLt refuses one at run time
     std::vector<cublasLtMatmulAlgo_t> spare;
+    bool chosen = false;  // gemm_choose ran (on the first call, which has the operands)
 };
 
 bool is_fp8(cudaDataType_t t) {
@@ -125,11 +134,9 @@ CublasLtLayout make_layout(cudaDataType_t type, long rows, long cols, long ld) {
 
 // FP8 plans are made with the operands' scale pointers set (the heuristic then offers only
 // algorithms that scale), any pair of device floats: gemm_run sets the call's own.
-GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr,
-                    const float* b_scale = nullptr) {
-    thread_local std::map<GemmShape, GemmPlan> plans;
-    auto it = plans.find(g);
-    if (it != plans.end()) return it->second;
+// The plan for g with cuBLASLt's first `count` heuristic candidates (algo, then spare: the
+// next at the back).
+GemmPlan make_plan(const GemmShape& g, const float* a_scale, const float* b_scale, int count) {
     GemmPlan p;
     cublasLtMatmulDesc_t desc = nullptr;
     CUBLAS_CHECK(lt_api().MatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -181,11 +188,11 @@ GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr,
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
     CUBLAS_CHECK(lt_api().MatmulPreferenceSetAttribute(
         pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
-    cublasLtMatmulHeuristicResult_t result[4]{};
+    std::vector<cublasLtMatmulHeuristicResult_t> result((size_t)count);
     int found = 0;
     cublasStatus_t st =
         lt_api().MatmulAlgoGetHeuristic(lt.handle, desc, p.a.get(), p.b.get(), p.d.get(), p.d.get(),
-                                        pref_raw, is_fp8(g.a_type) ? 4 : 1, result, &found);
+                                        pref_raw, count, result.data(), &found);
     if (st == CUBLAS_STATUS_SUCCESS && found > 0) {
         p.supported = true;
         p.algo = result[0].algo;
@@ -193,7 +200,134 @@ GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr,
     } else if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_SUCCESS) {
         CUBLAS_CHECK(st);
     }
-    return plans.emplace(g, std::move(p)).first->second;
+    return p;
+}
+
+GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr,
+                    const float* b_scale = nullptr) {
+    thread_local std::map<GemmShape, GemmPlan> plans;
+    auto it = plans.find(g);
+    if (it != plans.end()) return it->second;
+    return plans.emplace(g, make_plan(g, a_scale, b_scale, is_fp8(g.a_type) ? 4 : 1)).first->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Choosing among cuBLASLt's candidates. Its heuristic ranks algorithms by a model of the device;
+// on the H200 its first choice ran up to 31% slower than the fastest of its first eight at the
+// models' own shapes (bench/kernels_cuda --gemm-algos, 2026-12-05: Qwen2.5-0.5B's 896-wide
+// projections), 3-6% of a step's GEMM time. So every bf16 and fp32 shape times those candidates
+// on its first call, with the call's operands, and runs the fastest from then on; the choice is
+// kept per host (ChoiceCache: the GPU's name and the cuBLASLt version name the file), so that
+// every later run, and every rank of the host, runs the same algorithm for the same shape: the
+// bits of a run do not depend on one timing's noise. TESSERA_GEMM_TUNING=off keeps the
+// heuristic's first choice (comparisons). FP8 shapes keep the heuristic's order (spare).
+
+constexpr int kChoiceCandidates = 8;  // cuBLASLt offered at most 8 at the models' shapes
+
+// The plan's candidates in the heuristic's order.
+std::vector<cublasLtMatmulAlgo_t> candidates_of(const GemmPlan& p) {
+    std::vector<cublasLtMatmulAlgo_t> algos;
+    if (p.supported) algos.push_back(p.algo);
+    for (auto it = p.spare.rbegin(); it != p.spare.rend(); ++it) algos.push_back(*it);
+    return algos;
+}
+
+size_t dtype_bytes(cudaDataType_t t) {
+    return t == CUDA_R_32F ? 4 : t == CUDA_R_16BF ? 2 : 1;
+}
+
+// Milliseconds per call of each algorithm with the plan's descriptor (its pointers as set), one
+// call then `reps` timed; +inf where cuBLASLt refuses it. With beta != 0 the calls add into D, so
+// D is kept in pinned host memory meanwhile and put back: D ends as it was.
+std::vector<float> time_algos(const GemmShape& g, const GemmPlan& p,
+                              const std::vector<cublasLtMatmulAlgo_t>& algos, const void* A,
+                              const void* B, void* D, float beta, int reps, cudaStream_t s) {
+    const size_t d_bytes = dtype_bytes(g.d_type) * ((size_t)g.ldd * (g.n - 1) + g.m);
+    PinnedBuffer<char> kept;
+    if (beta != 0.0f) {
+        kept = cuda_malloc_pinned<char>(d_bytes);
+        CUDA_CHECK(cudaMemcpyAsync(kept.get(), D, d_bytes, cudaMemcpyDeviceToHost, s));
+    }
+    CublasLt& lt = cublaslt();
+    const float alpha = 1.0f;
+    CudaEvent e0 = cuda_event_create(cudaEventDefault), e1 = cuda_event_create(cudaEventDefault);
+    std::vector<float> ms;
+    for (const cublasLtMatmulAlgo_t& a : algos) {
+        auto call = [&] {
+            return lt_api().Matmul(lt.handle, p.desc.get(), &alpha, A, p.a.get(), B, p.b.get(),
+                                   &beta, D, p.d.get(), D, p.d.get(), &a, lt.workspace.get(),
+                                   lt.workspace_bytes, s);
+        };
+        if (call() != CUBLAS_STATUS_SUCCESS) {
+            ms.push_back(std::numeric_limits<float>::infinity());
+            continue;
+        }
+        CUDA_CHECK(cudaEventRecord(e0.get(), s));
+        for (int i = 0; i < reps; ++i) CUBLAS_CHECK(call());
+        CUDA_CHECK(cudaEventRecord(e1.get(), s));
+        CUDA_CHECK(cudaEventSynchronize(e1.get()));
+        float t = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&t, e0.get(), e1.get()));
+        ms.push_back(t / reps);
+    }
+    if (kept) {
+        CUDA_CHECK(cudaMemcpyAsync(D, kept.get(), d_bytes, cudaMemcpyHostToDevice, s));
+        CUDA_CHECK(cudaStreamSynchronize(s));  // before `kept` goes
+    }
+    return ms;
+}
+
+bool gemm_choice_on() {
+    static const bool on = [] {
+        const char* e = std::getenv("TESSERA_GEMM_TUNING");
+        return !(e && std::string(e) == "off");
+    }();
+    return on;
+}
+
+// The host's choices for this GPU model and cuBLASLt version:
+// devices_cache_dir()/gemm_<device_file_slug(GPU name)>_cublaslt<version>.txt
+ChoiceCache& gemm_choices(int device) {
+    static std::mutex mu;
+    static std::map<int, std::unique_ptr<ChoiceCache>> caches;
+    std::lock_guard<std::mutex> lock(mu);
+    std::unique_ptr<ChoiceCache>& c = caches[device];
+    if (!c) {
+        cudaDeviceProp prop{};
+        CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+        c = std::make_unique<ChoiceCache>(str_cat(devices_cache_dir(), "/gemm_",
+                                                  device_file_slug(prop.name), "_cublaslt",
+                                                  lt_api().GetVersion(), ".txt"));
+    }
+    return *c;
+}
+
+// The shape as a key without blanks: every field of GemmShape but the device.
+std::string shape_key(const GemmShape& g) {
+    return str_cat("t", (int)g.a_type, ".", (int)g.b_type, ".", (int)g.d_type, "_",
+                   g.trans_a ? "T" : "N", g.trans_b ? "T" : "N", "_m", g.m, "n", g.n, "k", g.k,
+                   "_ld", g.lda, ".", g.ldb, ".", g.ldd, "_e", (int)g.epilogue, ".", g.aux_ld,
+                   "_al", g.align_a, ".", g.align_b, ".", g.align_d, "_f", g.fast_accum ? 1 : 0);
+}
+
+// On the plan's first call (its pointers set): the host's choice for the shape, made by timing
+// the candidates where the host has none. The heuristic's first stays unless another is faster
+// by more than 2%.
+void gemm_choose(const GemmShape& g, GemmPlan& p, const void* A, const void* B, void* D, float beta,
+                 cudaStream_t s) {
+    p.chosen = true;
+    if (is_fp8(g.a_type) || !gemm_choice_on()) return;
+    const std::vector<cublasLtMatmulAlgo_t> algos =
+        candidates_of(make_plan(g, nullptr, nullptr, kChoiceCandidates));
+    if (algos.size() < 2) return;
+    const int pick = gemm_choices(g.device).get_or_choose(shape_key(g), [&] {
+        const std::vector<float> ms = time_algos(g, p, algos, A, B, D, beta, 3, s);
+        int best = 0;
+        for (int i = 1; i < (int)ms.size(); ++i)
+            if (ms[i] < ms[best]) best = i;
+        return ms[0] <= 1.02f * ms[best] ? 0 : best;
+    });
+    if (pick > 0 && pick < (int)algos.size()) p.algo = algos[(size_t)pick];
 }
 
 // Runs D = op(A) op(B) + beta D with the plan's epilogue; returns false when cuBLASLt has no
@@ -217,6 +351,7 @@ bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float b
     if (aux)
         CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+    if (!p.chosen) gemm_choose(g, p, A, B, D, beta, s);
     const float alpha = 1.0f;
     CublasLt& lt = cublaslt();
     for (;;) {
@@ -501,6 +636,77 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
         chunk_column_sum(dbias, nullptr, partial, chunks, OC, OC, s);
         CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// bench: cuBLASLt's heuristic candidates timed
+
+static __global__ void fill_bf16_kernel(bf16* x, long n, unsigned seed) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
+         i += (long)gridDim.x * blockDim.x) {
+        unsigned h = (unsigned)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        x[i] = __float2bfloat16(((h & 0xffff) / 65535.0f - 0.5f) * 0.1f);
+    }
+}
+
+std::string matmul_choice_file() {
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    return gemm_choices(dev).path();
+}
+
+bool matmul_choice_on() {
+    return gemm_choice_on();
+}
+
+std::vector<GemmCandidate> matmul_candidates_cuda(int kind, int N, int C, int OC, int count,
+                                                  int reps) {
+    TS_CUDA_REQUIRE(kind >= 0 && kind <= 2 && N > 0 && C > 0 && OC > 0 && count > 0,
+                    "matmul_candidates_cuda: bad arguments");
+    cudaStream_t s = nullptr;
+    auto inp = cuda_malloc_device<bf16>((size_t)N * C),
+         w = cuda_malloc_device<bf16>((size_t)OC * C),
+         dout = cuda_malloc_device<bf16>((size_t)N * OC);
+    auto out = cuda_malloc_device((size_t)N * std::max(C, OC) * 2);
+    auto dw = cuda_malloc_device<float>((size_t)OC * C);
+    fill_bf16_kernel<<<1024, 256>>>(inp.get(), (long)N * C, 1);
+    fill_bf16_kernel<<<1024, 256>>>(w.get(), (long)OC * C, 2);
+    fill_bf16_kernel<<<1024, 256>>>(dout.get(), (long)N * OC, 3);
+    CUDA_CHECK(cudaMemset(dw.get(), 0, sizeof(float) * (size_t)OC * C));
+    const cudaDataType_t t = CUDA_R_16BF;
+    GemmShape g;
+    const void *A, *B;
+    void* D;
+    float beta = 0.0f;
+    if (kind == 0) {
+        g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, w.get(), inp.get(), out.get());
+        A = w.get(), B = inp.get(), D = out.get();
+    } else if (kind == 1) {
+        g = gemm_shape(t, t, false, false, C, N, OC, C, OC, C, w.get(), dout.get(), out.get());
+        A = w.get(), B = dout.get(), D = out.get();
+    } else {
+        g = gemm_shape(t, CUDA_R_32F, false, true, C, OC, N, C, OC, C, inp.get(), dout.get(),
+                       dw.get());
+        A = inp.get(), B = dout.get(), D = dw.get(), beta = 1.0f;
+    }
+    const GemmPlan p = make_plan(g, nullptr, nullptr, count);
+    const std::vector<cublasLtMatmulAlgo_t> algos = candidates_of(p);
+    const std::vector<float> ms = time_algos(g, p, algos, A, B, D, beta, reps, s);
+    std::vector<GemmCandidate> r(algos.size());
+    for (size_t i = 0; i < algos.size(); ++i) {
+        r[i].ms = std::isinf(ms[i]) ? -1.0f : ms[i];
+        r[i].id = reinterpret_cast<const int*>(&algos[i])[0];
+    }
+    // what this process runs for the shape (the host's choice, made now where it has none)
+    gemm_run(g, A, B, D, beta, nullptr, nullptr, s);
+    const cublasLtMatmulAlgo_t& run = gemm_plan(g).algo;
+    for (size_t i = 0; i < algos.size(); ++i)
+        if (std::memcmp(&algos[i], &run, sizeof(run)) == 0) r[i].chosen = true;
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return r;
 }
 
 template void matmul_forward_cuda<float>(float*, const float*, const float*, const float*, int, int,

@@ -5,6 +5,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace tessera {
 
 // out (N, OC) = inp (N, C) @ weight (OC, C)^T + bias (OC, may be null).
@@ -36,6 +40,23 @@ template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                           const T* weight, int N, int C, int OC, cudaStream_t s,
                           void* fp8_workspace = nullptr, const T* gelu_pre = nullptr);
+
+// For the benches: cuBLASLt's first `count` heuristic candidates for one of a bf16 linear layer's
+// GEMMs (kind 0 forward, 1 dinp, 2 dweight with fp32 accumulation, beta 1), on buffers of their
+// own, each timed over `reps` calls after one, in the heuristic's order (ms < 0: refused at run
+// time); `chosen` marks the one this process runs for the shape (matmul.cu's choice).
+struct GemmCandidate {
+    float ms = 0;
+    int id = 0;  // cuBLASLt's algorithm id
+    bool chosen = false;
+};
+std::vector<GemmCandidate> matmul_candidates_cuda(int kind, int N, int C, int OC, int count,
+                                                  int reps);
+
+// The file of the host's GEMM choices for the current device (matmul.cu says what it holds), and
+// whether choosing is on (TESSERA_GEMM_TUNING is not "off").
+std::string matmul_choice_file();
+bool matmul_choice_on();
 
 // How many GEMMs of each kind ran in FP8 in this process (a shape or combination cuBLASLt
 // refuses runs in bf16 and is not counted): for the benches and tests to show FP8 ran.
