@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/paths.h"
+
 namespace tessera_cli_test {
 
 namespace fs = std::filesystem;

@@ -14,6 +14,7 @@
 
 #include "engine/cli/cli.h"
 #include "engine/core/error.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;

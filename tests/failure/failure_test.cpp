@@ -19,6 +19,7 @@
 
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;

@@ -14,18 +14,14 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
 
 namespace {
 
-// The test folder: compiled in, overridable from the environment (the GPU machine runs binaries
-// built elsewhere from another checkout path).
-std::string tests_dir() {
-    const char* e = std::getenv("TESSERA_TESTS_DIR");
-    return e ? e : TESSERA_TESTS_DIR;
-}
+using test_support::tests_dir;
 
 fs::path work() {
     static fs::path d = fs::temp_directory_path() / ("tessera_gpu_" + std::to_string(::getpid()));

@@ -24,6 +24,7 @@
 #include "engine/model/hf_export.h"
 #include "engine/model/hf_import.h"
 #include "engine/parallel/tp_layers.h"
+#include "tests/support/paths.h"
 #include "tests/support/token_loss.h"
 
 namespace fs = std::filesystem;

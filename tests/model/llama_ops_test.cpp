@@ -18,6 +18,7 @@
 #include "engine/kernels/cpu/rmsnorm.h"
 #include "engine/kernels/cpu/rope.h"
 #include "engine/kernels/cpu/swiglu.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -45,8 +46,8 @@ SafetensorsFile reference(Io& io) {
     const std::string in = (dir / "in.safetensors").string(),
                       out = (dir / "out.safetensors").string();
     safetensors_write(in, views, {{"cases", io.cases.dump()}});
-    const std::string cmd =
-        "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_llama_ops.py " + in + " " + out;
+    const std::string cmd = "/usr/bin/python3 " + std::string(TESSERA_TESTS_DIR) +
+                            "/model/torch_llama_ops.py " + in + " " + out;
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("reference failed: " + cmd);
     return SafetensorsFile::open(out);
 }

@@ -19,6 +19,7 @@
 #include "engine/parallel/tp_layers.h"
 #include "engine/train/sampler.h"
 #include "tests/support/llama_ref_config.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -93,8 +94,8 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
     const std::string in = (dir / "in.safetensors").string(),
                       out = (dir / "out.safetensors").string();
     safetensors_write(in, views, {{"config", cfg.dump()}});
-    const std::string cmd =
-        "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_llama_ref.py " + in + " " + out;
+    const std::string cmd = "/usr/bin/python3 " + std::string(TESSERA_TESTS_DIR) +
+                            "/model/torch_llama_ref.py " + in + " " + out;
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     SafetensorsFile ref = SafetensorsFile::open(out);
     auto get = [&](const std::string& name, Shape shape) {

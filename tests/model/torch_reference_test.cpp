@@ -19,6 +19,7 @@
 #include "engine/optim/optimizer.h"
 #include "engine/parallel/tp_layers.h"
 #include "tests/support/llama_ref_config.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -85,8 +86,8 @@ SafetensorsFile run_reference(Case& c, const fs::path& dir) {
     std::string in = (dir / "in.safetensors").string(), out = (dir / "out.safetensors").string();
     safetensors_write(
         in, views, {{"hyper", c.hyper.dump()}, {"params", names.dump()}, {"decay", decay.dump()}});
-    std::string cmd = "/usr/bin/python3 " TESSERA_TESTS_DIR "/model/torch_ref.py " + c.kind + " " +
-                      in + " " + out;
+    std::string cmd = "/usr/bin/python3 " + std::string(TESSERA_TESTS_DIR) +
+                      "/model/torch_ref.py " + c.kind + " " + in + " " + out;
     int rc = std::system(cmd.c_str());
     if (rc != 0) throw std::runtime_error("reference failed: " + cmd);
     return SafetensorsFile::open(out);

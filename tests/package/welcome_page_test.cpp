@@ -11,6 +11,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
+#include "tests/support/paths.h"
 #include "ui/common/project_document.h"
 #include "ui/shell/main_window.h"
 
@@ -18,7 +19,7 @@ using namespace tessera::studio;
 
 namespace {
 
-const QString kSourceProjects = QDir::cleanPath(QStringLiteral(TESSERA_TESTS_DIR) + "/../projects");
+const QString kSourceProjects = QDir::cleanPath(QString(TESSERA_TESTS_DIR) + "/../projects");
 
 class WelcomeTest : public ::testing::Test {
   protected:
@@ -35,9 +36,9 @@ class WelcomeTest : public ::testing::Test {
 TEST_F(WelcomeTest, FindsTheSourceTreesExamplesAboveTheBinary) {
     qunsetenv("TESSERA_PROJECTS_DIR");
     // <source>/build*/bin -> walks up to the source tree's projects/
-    EXPECT_EQ(welcome_find_examples_dir(QStringLiteral(TESSERA_TESTS_DIR) + "/../build-x/bin"),
+    EXPECT_EQ(welcome_find_examples_dir(QString(TESSERA_TESTS_DIR) + "/../build-x/bin"),
               kSourceProjects);
-    EXPECT_EQ(welcome_find_examples_dir(QStringLiteral(TESSERA_BIN_DIR)), kSourceProjects);
+    EXPECT_EQ(welcome_find_examples_dir(QString(TESSERA_BIN_DIR)), kSourceProjects);
     QTemporaryDir nowhere;
     EXPECT_TRUE(welcome_find_examples_dir(nowhere.path()).isEmpty());
     // an install: <prefix>/bin next to <prefix>/share/tessera/projects

@@ -24,6 +24,7 @@
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
+#include "tests/support/paths.h"
 
 using namespace tessera;
 
@@ -40,7 +41,7 @@ log: {db: runs.db, every: 1}
 )";
 
 std::string data_path(const char* file) {
-    return std::string(TESSERA_SOURCE_DIR) + "/tests/plan/data/" + file;
+    return std::string(TESSERA_TESTS_DIR) + "/plan/data/" + file;
 }
 
 nlohmann::json measured_json(const char* file = "h200_gpt2_memory.json") {

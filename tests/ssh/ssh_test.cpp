@@ -25,6 +25,7 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/ssh/loopback_sshd.h"
+#include "tests/support/paths.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -33,8 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const std::string kBin =
-    std::getenv("TESSERA_BIN_DIR") ? std::getenv("TESSERA_BIN_DIR") : TESSERA_BIN_DIR;
+const std::string kBin = TESSERA_BIN_DIR;
 const std::string kTessera = kBin + "/tessera";
 
 using tessera::test_support::free_port;

@@ -22,6 +22,7 @@
 
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
+#include "tests/support/paths.h"
 #include "tests/support/ui_paths.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
@@ -150,7 +151,7 @@ TEST(StudioEndToEnd, EveryPageOfEveryExampleFitsTheDefaultWindow) {
                                 "XDG_CONFIG_HOME='%1/config' QT_QPA_PLATFORM=offscreen "
                                 "'%2/tessera-studio' --screenshot '%1/shots' '%3/%4' "
                                 "> '%1/log' 2>&1")
-                                .arg(tmp.path(), TESSERA_BIN_DIR, projects, name);
+                                .arg(tmp.path(), QString(TESSERA_BIN_DIR), projects, name);
         std::system(cmd.toStdString().c_str());  // a project that needs preparing fails to open
         const QStringList shots = QDir(tmp.path() + "/shots").entryList({"*.png"}, QDir::Files);
         ASSERT_GE(shots.size(), 8) << "pages rendered; log: " << cmd.toStdString();

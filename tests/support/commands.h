@@ -1,6 +1,6 @@
 // Test helpers for running programs the way a user does: a shell command line's exit code and
-// merged output, and `tessera train` on a project with --set overrides. Header-only; every test
-// target gets TESSERA_BIN_DIR (the build's bin folder) from tests/CMakeLists.txt.
+// merged output, and `tessera train` on a project with --set overrides. Header-only; bin_dir()
+// (the build's bin folder) comes from tests/support/paths.h.
 #pragma once
 #include <sys/wait.h>
 
@@ -11,14 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace tessera::test_support {
+#include "tests/support/paths.h"
 
-// The folder holding the tessera binary: compiled in, overridable through TESSERA_BIN_DIR in the
-// environment (the GPU machine runs binaries built from another checkout path).
-inline std::string bin_dir() {
-    const char* e = std::getenv("TESSERA_BIN_DIR");
-    return e ? e : TESSERA_BIN_DIR;
-}
+namespace tessera::test_support {
 
 struct CommandResult {
     int exit_code = -1;  // 128 + the signal when one ended it

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/paths.h"
+
 namespace tessera::test_support {
 
 // <build>/screenshots, made if missing, as an absolute path.

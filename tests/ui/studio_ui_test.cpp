@@ -22,6 +22,7 @@
 
 #include "engine/config/config.h"
 #include "engine/io/safetensors.h"
+#include "tests/support/paths.h"
 #include "tests/support/ui_paths.h"
 #include "ui/common/project_document.h"
 #include "ui/model/layer_table_model.h"
@@ -130,8 +131,8 @@ TEST_F(StudioTest, EveryExampleProjectRoundTripsThroughSave) {
         QTemporaryDir prepared;
         if (QFile::exists(dir + "/prepare.sh")) {
             const QString copy = prepared.filePath(name);
-            ASSERT_EQ(std::system(("cp -r '" + dir + "' '" + copy +
-                                   "' && TESSERA='" TESSERA_BIN_DIR "/tessera' bash '" + copy +
+            ASSERT_EQ(std::system(("cp -r '" + dir + "' '" + copy + "' && TESSERA='" +
+                                   QString(TESSERA_BIN_DIR) + "/tessera' bash '" + copy +
                                    "/prepare.sh' > /dev/null 2>&1")
                                       .toStdString()
                                       .c_str()),

@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "engine/parallel/schedule.h"
+#include "tests/support/paths.h"
 #include "tests/ui_compare/ui_compare_util.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"

@@ -24,6 +24,7 @@
 #include "engine/data/cache.h"
 #include "engine/data/shard.h"
 #include "engine/data/tokenizer.h"
+#include "tests/support/paths.h"
 #include "ui/common/project_document.h"
 
 using namespace tessera;

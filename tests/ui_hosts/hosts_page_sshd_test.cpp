@@ -18,6 +18,7 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/ssh/loopback_sshd.h"
+#include "tests/support/paths.h"
 #include "ui/common/project_document.h"
 #include "ui/hosts/hosts_page.h"
 
@@ -27,9 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kTessera =
-    std::string(std::getenv("TESSERA_BIN_DIR") ? std::getenv("TESSERA_BIN_DIR") : TESSERA_BIN_DIR) +
-    "/tessera";
+const std::string kTessera = std::string(TESSERA_BIN_DIR) + "/tessera";
 
 // Waits for the page's current preflight (and the re-check a trust starts) to finish.
 bool wait_done(HostsPage& page, QSignalSpy& spy, int count) {

@@ -26,6 +26,7 @@
 
 #include "engine/config/cluster_rules.h"
 #include "engine/config/config.h"
+#include "tests/support/paths.h"
 #include "ui/common/project_document.h"
 #include "ui/hosts/cluster_tables.h"
 #include "ui/hosts/preflight_runner.h"

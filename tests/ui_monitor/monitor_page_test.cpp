@@ -20,6 +20,7 @@
 
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
+#include "tests/support/paths.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
 #include "ui/monitor/monitor_device.h"

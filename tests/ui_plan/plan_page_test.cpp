@@ -26,6 +26,7 @@
 #include "engine/core/error.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/plan_advice.h"
+#include "tests/support/paths.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
 #include "ui/plan/candidates_view.h"
