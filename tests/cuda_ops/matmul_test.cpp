@@ -112,6 +112,7 @@ TYPED_TEST(MatmulCuda, BackwardMatchesCpu) {
 // algorithm had run, and the choice is in the host's file. The shape is new to the host on every
 // run (N from the process id), so the candidates are timed every time this test runs.
 TEST(MatmulCudaChoice, TheFirstCallChoosesAndLeavesTheAccumulatedGradientAsItWas) {
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
     if (!matmul_choice_on()) GTEST_SKIP() << "TESSERA_GEMM_TUNING=off: no choosing";
     const int N = 1024 + 8 * (int)(getpid() % 4093), C = 256, OC = 512;
     std::mt19937 rng(7);
