@@ -8,8 +8,6 @@
 // Both are `const char*` expressions, usable where a string is (std::string(...), QString(...));
 // the environment serves the GPU machine, which runs binaries built from another checkout.
 #pragma once
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
