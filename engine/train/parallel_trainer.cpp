@@ -235,7 +235,8 @@ class RankRunner final : private StageEdges {
     // timeline spans; on GPUs the times come from events on the compute stream, resolved at the
     // end of the step (kernel launches return long before the work is done)
     // On logged steps a span also marks each layer's end (layer_issued): a layer's time runs
-    // from the previous mark (or the span's start) to its own.
+    // from the previous mark (or the span's start) to its own, the last layer's to the span's
+    // end, so a span's layers add up to the span.
     struct LayerMark {
         int layer;
         double t_s;
@@ -396,9 +397,13 @@ void RankRunner::spans_flush(int64_t step) {
         sink_->write(SpanRecord{step, g_.rank, stage_, sp.micro, sp.kind, sp.start_s, sp.end_s});
         const bool forward = std::string_view(sp.kind) == "forward";
         double t = sp.start_s;
-        for (const LayerMark& m : sp.marks) {
+        for (size_t i = 0; i < sp.marks.size(); ++i) {
+            const LayerMark& m = sp.marks[i];
+            // the last layer's time runs to the span's end: what follows its mark (the store's
+            // hooks after it: a release, a gradient reduction's launch) is its work too
+            const double end = i + 1 == sp.marks.size() ? sp.end_s : m.t_s;
             auto& sums = layer_sums_[m.layer];
-            (forward ? sums.first : sums.second) += m.t_s - t;
+            (forward ? sums.first : sums.second) += end - t;
             t = m.t_s;
         }
     }
