@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera_cli_test {
 
@@ -164,24 +165,7 @@ inline void expect_refused(const ProcResult& r, const std::string& says) {
     EXPECT_NE(r.err.find(says), std::string::npos) << show(r);
 }
 
-// A fresh directory under the system temp dir, removed when the object dies.
-class TempDir {
-  public:
-    TempDir() {
-        std::string tmpl = (fs::temp_directory_path() / "tessera_cli_XXXXXX").string();
-        if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const std::string& path() const { return path_; }
-    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
-  private:
-    std::string path_;
-};
+using tessera::test_support::TempDir;  // a test's scratch folder (tests/support/temp_dir.h)
 
 inline void write_file(const std::string& path, const std::string& text) {
     std::ofstream f(path, std::ios::binary);
@@ -202,7 +186,7 @@ inline std::string read_file(const std::string& path) {
 // project.yaml, or "" (with a test failure) when preparing failed.
 inline std::string shipped_project_yaml(const fs::path& dir, const TempDir& tmp) {
     if (!fs::exists(dir / "prepare.sh")) return (dir / "project.yaml").string();
-    const fs::path copy = fs::path(tmp.path()) / dir.filename();
+    const fs::path copy = tmp.path() / dir.filename();
     fs::copy(dir, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
     for (const char* made : {"texts", "data", "checkpoints", "runs.db"})
         fs::remove_all(copy / made);

@@ -15,6 +15,7 @@
 #include "engine/cli/cli.h"
 #include "engine/core/error.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -25,15 +26,9 @@ namespace {
 class ConfigTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        static int counter = 0;
-        dir_ = fs::temp_directory_path() / ("tessera_config_test_" + std::to_string(getpid()) +
-                                            "_" + std::to_string(counter++));
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
         touch("train.bin");
         touch("val.bin");
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     void touch(const std::string& name) { std::ofstream(dir_ / name) << "x"; }
     std::string write(const std::string& name, const std::string& text) {
@@ -53,7 +48,8 @@ class ConfigTest : public ::testing::Test {
         }
         return "";
     }
-    fs::path dir_;
+    test_support::TempDir scratch_{"config"};
+    fs::path dir_ = scratch_.path();
 };
 
 const char* kData = "data: {train: train.bin, val: val.bin}\n";

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using tessera::file_parent_dir;
@@ -23,16 +24,7 @@ using tessera::file_replace_atomic;
 using tessera::file_write_atomic;
 
 namespace {
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        path = fs::temp_directory_path() / ("tessera_atomic_file_" + std::to_string(::getpid()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
+using tessera::test_support::TempDir;
 
 std::string slurp(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -53,7 +45,7 @@ std::vector<std::string> others(const fs::path& dir, const std::string& keep) {
 
 TEST(AtomicFile, WritesPiecesInOrderAndReplaces) {
     TempDir d;
-    const std::string path = (d.path / "out.bin").string();
+    const std::string path = (d.path() / "out.bin").string();
     file_write_atomic(path, "old content");
     EXPECT_EQ(slurp(path), "old content");
 
@@ -64,12 +56,12 @@ TEST(AtomicFile, WritesPiecesInOrderAndReplaces) {
     ASSERT_EQ(got.size(), sizeof(header) + body.size());
     EXPECT_EQ(got.substr(sizeof(header)), body);
     EXPECT_EQ(std::memcmp(got.data(), header, sizeof(header)), 0);
-    EXPECT_TRUE(others(d.path, "out.bin").empty());
+    EXPECT_TRUE(others(d.path(), "out.bin").empty());
 }
 
 TEST(AtomicFile, EmptyContentMakesAnEmptyFile) {
     TempDir d;
-    const std::string path = (d.path / "empty").string();
+    const std::string path = (d.path() / "empty").string();
     file_write_atomic(path, std::string());
     EXPECT_TRUE(fs::exists(path));
     EXPECT_EQ(fs::file_size(path), 0u);
@@ -77,7 +69,7 @@ TEST(AtomicFile, EmptyContentMakesAnEmptyFile) {
 
 TEST(AtomicFile, FailedWriterKeepsOldContentAndRemovesTemp) {
     TempDir d;
-    const std::string path = (d.path / "model.safetensors").string();
+    const std::string path = (d.path() / "model.safetensors").string();
     file_write_atomic(path, "old");
     std::string tmp_seen;
     EXPECT_THROW(file_replace_atomic(path,
@@ -89,13 +81,13 @@ TEST(AtomicFile, FailedWriterKeepsOldContentAndRemovesTemp) {
                  std::runtime_error);
     EXPECT_EQ(tmp_seen, path + ".tmp." + std::to_string(::getpid()));  // beside the target
     EXPECT_EQ(slurp(path), "old");
-    EXPECT_TRUE(others(d.path, "model.safetensors").empty());
+    EXPECT_TRUE(others(d.path(), "model.safetensors").empty());
 }
 
 TEST(AtomicFile, FailedRenameRemovesTempAndNamesBothPaths) {
     TempDir d;
     // The target is a non-empty folder: rename(2) of a file over it fails.
-    const fs::path target = d.path / "busy";
+    const fs::path target = d.path() / "busy";
     fs::create_directories(target / "inside");
     try {
         file_write_atomic(target.string(), "new");
@@ -106,12 +98,12 @@ TEST(AtomicFile, FailedRenameRemovesTempAndNamesBothPaths) {
             << what;
         EXPECT_NE(what.find(" to " + target.string()), std::string::npos) << what;
     }
-    EXPECT_TRUE(others(d.path, "busy").empty());
+    EXPECT_TRUE(others(d.path(), "busy").empty());
 }
 
 TEST(AtomicFile, MissingFolderIsAnErrorNamingTheTempFile) {
     TempDir d;
-    const std::string path = (d.path / "no_such_dir" / "manifest.json").string();
+    const std::string path = (d.path() / "no_such_dir" / "manifest.json").string();
     try {
         file_write_atomic(path, "{}");
         FAIL() << "expected an Error";
@@ -120,7 +112,7 @@ TEST(AtomicFile, MissingFolderIsAnErrorNamingTheTempFile) {
         EXPECT_NE(what.find(path + ".tmp."), std::string::npos) << what;
         EXPECT_NE(what.find("cannot create"), std::string::npos) << what;
     }
-    EXPECT_FALSE(fs::exists(d.path / "no_such_dir"));
+    EXPECT_FALSE(fs::exists(d.path() / "no_such_dir"));
 }
 
 TEST(AtomicFile, ParentDir) {

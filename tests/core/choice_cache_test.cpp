@@ -13,19 +13,13 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using tessera::ChoiceCache;
 using tessera::device_file_slug;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-    fs::path d =
-        fs::temp_directory_path() / ("tessera_choice_" + name + "_" + std::to_string(getpid()));
-    fs::remove_all(d);
-    return d;
-}
 
 std::string slurp(const fs::path& p) {
     std::ifstream in(p);
@@ -37,7 +31,8 @@ std::string slurp(const fs::path& p) {
 }  // namespace
 
 TEST(ChoiceCache, AChoiceIsMadeOnceAndALaterProcessReadsIt) {
-    const fs::path d = fresh_dir("once");
+    const tessera::test_support::TempDir scratch("choice_once");
+    const fs::path& d = scratch.path();
     const std::string file = (d / "sub" / "choices.txt").string();  // folders made as needed
     int calls = 0;
     {
@@ -51,12 +46,11 @@ TEST(ChoiceCache, AChoiceIsMadeOnceAndALaterProcessReadsIt) {
     ChoiceCache later(file);
     EXPECT_EQ(later.get_or_choose("gemm_a", [&] { return ++calls, 7; }), 3);
     EXPECT_EQ(calls, 2);
-    fs::remove_all(d);
 }
 
 TEST(ChoiceCache, LinesThatDoNotParseAreIgnoredAndTheChoiceMadeAgain) {
-    const fs::path d = fresh_dir("bad");
-    fs::create_directories(d);
+    const tessera::test_support::TempDir scratch("choice_bad");
+    const fs::path& d = scratch.path();
     const std::string file = (d / "choices.txt").string();
     std::ofstream(file) << "gemm_a\nnot a line at all\ngemm_b x\n\ngemm_c 4\ngemm_c 9\n";
     ChoiceCache c(file);
@@ -65,12 +59,11 @@ TEST(ChoiceCache, LinesThatDoNotParseAreIgnoredAndTheChoiceMadeAgain) {
     EXPECT_EQ(c.get_or_choose("gemm_b", [] { return 6; }), 6);
     EXPECT_THROW((void)c.get_or_choose("two words", [] { return 0; }), tessera::Error);
     EXPECT_THROW((void)c.get_or_choose("", [] { return 0; }), tessera::Error);
-    fs::remove_all(d);
 }
 
 TEST(ChoiceCache, ProcessesAskingAtOnceAllGetTheFirstChoice) {
-    const fs::path d = fresh_dir("race");
-    fs::create_directories(d);
+    const tessera::test_support::TempDir scratch("choice_race");
+    const fs::path& d = scratch.path();
     const std::string file = (d / "choices.txt").string();
     std::vector<pid_t> kids;
     for (int i = 0; i < 6; ++i) {
@@ -96,7 +89,6 @@ TEST(ChoiceCache, ProcessesAskingAtOnceAllGetTheFirstChoice) {
     for (int i = 0; i < 6; ++i) got.insert(slurp(d / ("got" + std::to_string(i))));
     ASSERT_EQ(got.size(), 1u) << "processes disagreed";
     EXPECT_EQ(slurp(file), "gemm_x " + *got.begin() + "\n");  // chosen once
-    fs::remove_all(d);
 }
 
 TEST(ChoiceCache, AFileThatCannotBeWrittenStillAnswers) {

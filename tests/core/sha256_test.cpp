@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "tests/support/temp_dir.h"
 
 using tessera::sha256_hex;
 
@@ -37,7 +38,8 @@ TEST(Sha256, StreamingInPiecesEqualsOneShot) {
 }
 
 TEST(Sha256, FileAndMissingFile) {
-    auto path = std::filesystem::temp_directory_path() / "tessera_sha256_test.txt";
+    const tessera::test_support::TempDir scratch("sha256");
+    const auto path = scratch.path() / "abc.txt";
     { std::ofstream(path, std::ios::binary) << "abc"; }
     EXPECT_EQ(tessera::sha256_file_hex(path.string()),
               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");

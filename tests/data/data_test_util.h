@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/data/cache.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::test {
 
@@ -16,22 +17,6 @@ namespace tessera::test {
         << "data cache is missing " << (path) << " (cache: " << ::tessera::data_cache_dir() \
         << "): run scripts/fetch-data.sh first"
 
-// A fresh empty folder under the system temp dir, removed by the destructor.
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        path =
-            std::filesystem::temp_directory_path() /
-            ("tessera-data-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-        std::filesystem::remove_all(path);
-        std::filesystem::create_directories(path);
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    static int& counter() {
-        static int c = 0;
-        return c;
-    }
-};
+using ::tessera::test_support::TempDir;  // a test's scratch folder (tests/support/temp_dir.h)
 
 }  // namespace tessera::test

@@ -59,7 +59,7 @@ TEST(FashionMnist, LoadsTrainAndTest) {
 
 TEST(FashionMnist, RejectsBadFiles) {
     TempDir tmp;
-    std::string dir = tmp.path.string();
+    std::string dir = tmp.path().string();
     EXPECT_NE(load_error(dir).find("not found"), std::string::npos);
 
     std::vector<uint8_t> images = be32s({2051, 2, 2, 2});

@@ -172,7 +172,7 @@ void expect_each_refused(const TempDir& tmp, const std::vector<MalformedCase>& c
     for (const MalformedCase& c : cases) {
         const std::string p = write_tokenizer(tmp, c.text);
         try {
-            load(tmp.path.string());
+            load(tmp.path().string());
             ADD_FAILURE() << "expected InputError for " << c.text.substr(0, 120);
         } catch (const InputError& e) {
             const std::string msg = e.what();
@@ -250,28 +250,28 @@ TEST(HfTokenizer, BosRulesOnASmallFile) {
         return s.insert(s.find("\"normalizer\""), "\"post_processor\": " + post + ",\n  ");
     };
     write_tokenizer(tmp, with_post(tmpl));
-    auto t = tokenizer_hf(tmp.path.string());
+    auto t = tokenizer_hf(tmp.path().string());
     EXPECT_TRUE(t->adds_bos());
     EXPECT_EQ(t->bos_token(), 5);
     write_tokenizer(
         tmp,
         with_post(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}, )" + tmpl + "]}"));
-    EXPECT_EQ(tokenizer_hf(tmp.path.string())->bos_token(), 5);
+    EXPECT_EQ(tokenizer_hf(tmp.path().string())->bos_token(), 5);
     std::ofstream(tmp.file("tokenizer_config.json"))
         << R"({"add_bos_token": false, "bos_token": "<|eot|>"})";
-    t = tokenizer_hf(tmp.path.string());
+    t = tokenizer_hf(tmp.path().string());
     EXPECT_FALSE(t->adds_bos());
     EXPECT_EQ(t->bos_token(), 5);
     write_tokenizer(tmp, base);  // no template: the config alone
     std::ofstream(tmp.file("tokenizer_config.json"))
         << R"({"add_bos_token": true, "bos_token": {"content": "ab"}})";
-    t = tokenizer_hf(tmp.path.string());
+    t = tokenizer_hf(tmp.path().string());
     EXPECT_TRUE(t->adds_bos());
     EXPECT_EQ(t->bos_token(), 2);
     std::ofstream(tmp.file("tokenizer_config.json"))
         << R"({"add_bos_token": true, "bos_token": "<nope>"})";
     try {
-        tokenizer_hf(tmp.path.string());
+        tokenizer_hf(tmp.path().string());
         ADD_FAILURE() << "expected InputError for a bos_token not in the vocabulary";
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find(
@@ -342,18 +342,18 @@ TEST(HfTokenizer, VocabSizeWithoutLoadingEqualsTheFullLoad) {
 
     TempDir tmp;
     write_tokenizer(tmp, kTinyByteLevel);  // vocab ids 0..4, added <|eot|> = 5
-    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), 6);
-    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()),
-              tokenizer_hf(tmp.path.string())->vocab_size());
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path().string()), 6);
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path().string()),
+              tokenizer_hf(tmp.path().string())->vocab_size());
     // added tokens after the model (the scan reads on past model.vocab to them)
     std::string after = kTinyByteLevel;
     after.replace(after.find("\"added_tokens\""), std::string("\"added_tokens\"").size(),
                   "\"unused\"");
     after.insert(after.rfind('}'), ", \"added_tokens\": [{\"id\": 9, \"content\": \"<x>\"}]");
     write_tokenizer(tmp, after);
-    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()), 10);
-    EXPECT_EQ(tokenizer_vocab_size(tmp.path.string()),
-              tokenizer_hf(tmp.path.string())->vocab_size());
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path().string()), 10);
+    EXPECT_EQ(tokenizer_vocab_size(tmp.path().string()),
+              tokenizer_hf(tmp.path().string())->vocab_size());
 }
 
 TEST(HfTokenizer, VocabSizeOfAMalformedFileNamesFileAndKey) {
@@ -393,9 +393,9 @@ TEST(HfTokenizer, MetaspaceFirstMatchesLenmlTokenizers) {
     std::vector<std::string> texts = tricky_strings();
     texts.push_back("</s>hello world");
     texts.push_back("hi</s> there <s>again");
-    Reference ref = node_reference_encode(tmp.path.string(), texts);
+    Reference ref = node_reference_encode(tmp.path().string(), texts);
     ASSERT_EQ(ref.ids.size(), texts.size());
-    auto tok = tokenizer_hf(tmp.path.string());
+    auto tok = tokenizer_hf(tmp.path().string());
     for (size_t i = 0; i < texts.size(); i++) {
         std::vector<int> got = tok->encode(texts[i]);
         EXPECT_EQ(got, ref.ids[i]) << "text " << i << ": " << texts[i];

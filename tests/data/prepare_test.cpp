@@ -159,7 +159,7 @@ TEST(Prepare, ShardsHoldEachDocumentsTokensAndSeparatorsInOrder) {
         EXPECT_EQ(s.eos_token, tok->eot_token());
         EXPECT_EQ(s.bos_token, spec == "gpt2" ? -1 : 1);  // Llama 2 adds <s>
         EXPECT_EQ(shard_version(s.train_path), 1);        // every id fits uint16
-        EXPECT_FALSE(fs::exists(t.file(o.out.substr(t.path.string().size() + 1) + "/.parts")));
+        EXPECT_FALSE(fs::exists(t.file(o.out.substr(t.path().string().size() + 1) + "/.parts")));
     }
     // --no-eos: the documents run together
     PrepareOptions o = options("gpt2", t, "noeos");

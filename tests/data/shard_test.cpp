@@ -54,7 +54,7 @@ TEST(Shard, WriteReadRoundTrip) {
     EXPECT_EQ(header[2], 5000);
     // No temp file is left behind.
     int files = 0;
-    for (auto& e : std::filesystem::directory_iterator(tmp.path / "sub/dir"))
+    for (auto& e : std::filesystem::directory_iterator(tmp.path() / "sub/dir"))
         files += e.is_regular_file();
     EXPECT_EQ(files, 1);
     // Empty shard and overwrite.

@@ -27,6 +27,7 @@
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
 #include "tests/support/reference_train.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -62,10 +63,10 @@ struct Outcome {
     int exit_code = -1;
 };
 
-fs::path work_root() {
-    static fs::path root =
-        fs::temp_directory_path() / ("tessera_equiv_" + std::to_string(::getpid()));
-    return root;
+// this test process's folder, removed when it exits
+const fs::path& work_root() {
+    static const tessera::test_support::TempDir root("equiv");
+    return root.path();
 }
 
 Outcome run_plan(const std::string& tag, const std::vector<std::string>& sets,

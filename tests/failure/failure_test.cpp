@@ -20,6 +20,7 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -28,8 +29,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 fs::path make_project(const std::string& tag, const std::string& extra) {
-    fs::path dir =
-        fs::temp_directory_path() / ("tessera_fail_" + tag + "_" + std::to_string(::getpid()));
+    static const tessera::test_support::TempDir root("fail");  // removed when the process exits
+    fs::path dir = root.path() / tag;
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "project.yaml") << "name: " << tag << R"(

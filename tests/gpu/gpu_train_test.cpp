@@ -15,6 +15,7 @@
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -23,10 +24,10 @@ namespace {
 
 using test_support::tests_dir;
 
-fs::path work() {
-    static fs::path d = fs::temp_directory_path() / ("tessera_gpu_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
+// this test process's folder, removed when it exits
+const fs::path& work() {
+    static const test_support::TempDir d("gpu");
+    return d.path();
 }
 
 // A fresh project folder `tag` holding project.yaml.

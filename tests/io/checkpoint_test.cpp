@@ -12,7 +12,7 @@
 using namespace tessera;
 using tessera::test::expect_input_error;
 using tessera::test::read_bytes;
-using tessera::test::ScratchDir;
+using tessera::test::TempDir;
 using tessera::test::write_bytes;
 namespace fs = std::filesystem;
 
@@ -47,11 +47,12 @@ static std::vector<std::string> list_dir(const std::string& dir) {
 }
 
 TEST(Checkpoint, SaveLoadRoundTrip) {
-    ScratchDir root;
+    TempDir root;
     FakeTrainState s(1.f);
-    std::string dir = checkpoint_save(root.str(), 1200, s.files(), state_at(1200), 3);
+    std::string dir = checkpoint_save(root.path().string(), 1200, s.files(), state_at(1200), 3);
     EXPECT_EQ(dir, root / "step_00001200");
-    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00001200"}));
+    EXPECT_EQ(list_dir(root.path().string()),
+              (std::vector<std::string>{"latest", "step_00001200"}));
     EXPECT_EQ(list_dir(dir), (std::vector<std::string>{"manifest.json", "model.safetensors",
                                                        "optim.safetensors"}));
     EXPECT_EQ(read_bytes(root / "latest"), "step_00001200\n");
@@ -67,7 +68,8 @@ TEST(Checkpoint, SaveLoadRoundTrip) {
     EXPECT_EQ(m["files"][0]["crc32"].get<uint32_t>(),
               io_crc32(model_bytes.data(), model_bytes.size()));
 
-    for (const std::string& path : {root.str(), dir}) {  // from ROOT and from the step dir
+    for (const std::string& path :
+         {root.path().string(), dir}) {  // from ROOT and from the step dir
         Checkpoint ck = checkpoint_load(path);
         EXPECT_EQ(ck.dir, dir);
         EXPECT_EQ(ck.step, 1200);
@@ -87,56 +89,60 @@ TEST(Checkpoint, SaveLoadRoundTrip) {
 }
 
 TEST(Checkpoint, LatestIsNoneForEmptyOrMissingRoot) {
-    ScratchDir root;
-    EXPECT_FALSE(checkpoint_latest(root.str()).has_value());
+    TempDir root;
+    EXPECT_FALSE(checkpoint_latest(root.path().string()).has_value());
     EXPECT_FALSE(checkpoint_latest(root / "nope").has_value());
-    expect_input_error([&] { checkpoint_load(root.str()); },
-                       {"checkpoint " + root.str(), "no complete checkpoint"});
+    expect_input_error([&] { checkpoint_load(root.path().string()); },
+                       {"checkpoint " + root.path().string(), "no complete checkpoint"});
     expect_input_error([&] { checkpoint_load(root / "nope"); },
                        {root / "nope", "no such file or directory"});
 }
 
 TEST(Checkpoint, RotationKeepsExactlyKeepNewest) {
-    ScratchDir root;
+    TempDir root;
     FakeTrainState s(2.f);
     for (int64_t step = 100; step <= 700; step += 100)
-        checkpoint_save(root.str(), step, s.files(), state_at(step), 3);
-    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00000500",
-                                                              "step_00000600", "step_00000700"}));
-    EXPECT_EQ(checkpoint_latest(root.str()), root / "step_00000700");
-    EXPECT_EQ(checkpoint_load(root.str()).step, 700);
+        checkpoint_save(root.path().string(), step, s.files(), state_at(step), 3);
+    EXPECT_EQ(
+        list_dir(root.path().string()),
+        (std::vector<std::string>{"latest", "step_00000500", "step_00000600", "step_00000700"}));
+    EXPECT_EQ(checkpoint_latest(root.path().string()), root / "step_00000700");
+    EXPECT_EQ(checkpoint_load(root.path().string()).step, 700);
 
-    checkpoint_save(root.str(), 800, s.files(), state_at(800), 1);
-    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00000800"}));
+    checkpoint_save(root.path().string(), 800, s.files(), state_at(800), 1);
+    EXPECT_EQ(list_dir(root.path().string()),
+              (std::vector<std::string>{"latest", "step_00000800"}));
 
     // keep <= 0 keeps everything
-    checkpoint_save(root.str(), 900, s.files(), state_at(900), 0);
-    EXPECT_EQ(list_dir(root.str()),
+    checkpoint_save(root.path().string(), 900, s.files(), state_at(900), 0);
+    EXPECT_EQ(list_dir(root.path().string()),
               (std::vector<std::string>{"latest", "step_00000800", "step_00000900"}));
 }
 
 // Two runs set aside in the same second get two folders; each is a checkpoint root of its own
 // (its `latest` went with it) and the root is left empty of checkpoints; temp dirs stay.
 TEST(Checkpoint, SetAsideMovesEveryCompleteCheckpointIntoAFolderOfItsOwn) {
-    ScratchDir root;
-    EXPECT_EQ(checkpoint_set_aside(root.str()).count, 0) << "nothing to move";
+    TempDir root;
+    EXPECT_EQ(checkpoint_set_aside(root.path().string()).count, 0) << "nothing to move";
     EXPECT_FALSE(fs::exists(root / "earlier"));
     FakeTrainState s(3.f);
-    for (int64_t step : {10, 20}) checkpoint_save(root.str(), step, s.files(), state_at(step), 0);
+    for (int64_t step : {10, 20})
+        checkpoint_save(root.path().string(), step, s.files(), state_at(step), 0);
     fs::create_directory(root / ".tmp-step_00000030.1");
-    CheckpointsSetAside a = checkpoint_set_aside(root.str());
+    CheckpointsSetAside a = checkpoint_set_aside(root.path().string());
     EXPECT_EQ(a.count, 2);
     EXPECT_EQ(a.first_step, 10);
     EXPECT_EQ(a.last_step, 20);
     EXPECT_EQ(fs::path(a.dir).parent_path(), root / "earlier");
     EXPECT_EQ(list_dir(a.dir),
               (std::vector<std::string>{"latest", "step_00000010", "step_00000020"}));
-    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{".tmp-step_00000030.1", "earlier"}));
-    EXPECT_FALSE(checkpoint_latest(root.str()));
+    EXPECT_EQ(list_dir(root.path().string()),
+              (std::vector<std::string>{".tmp-step_00000030.1", "earlier"}));
+    EXPECT_FALSE(checkpoint_latest(root.path().string()));
     EXPECT_EQ(checkpoint_load(a.dir).step, 20);
 
-    checkpoint_save(root.str(), 5, s.files(), state_at(5), 0);
-    CheckpointsSetAside b = checkpoint_set_aside(root.str());
+    checkpoint_save(root.path().string(), 5, s.files(), state_at(5), 0);
+    CheckpointsSetAside b = checkpoint_set_aside(root.path().string());
     EXPECT_EQ(b.count, 1);
     EXPECT_NE(b.dir, a.dir);
     EXPECT_EQ(checkpoint_load(b.dir).step, 5);
@@ -144,12 +150,13 @@ TEST(Checkpoint, SetAsideMovesEveryCompleteCheckpointIntoAFolderOfItsOwn) {
 }
 
 TEST(Checkpoint, ResavingAStepReplacesIt) {
-    ScratchDir root;
-    checkpoint_save(root.str(), 5, FakeTrainState(1.f).files(), state_at(5), 2);
+    TempDir root;
+    checkpoint_save(root.path().string(), 5, FakeTrainState(1.f).files(), state_at(5), 2);
     FakeTrainState s2(9.f);
-    checkpoint_save(root.str(), 5, s2.files(), {{"again", true}}, 2);
-    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00000005"}));
-    Checkpoint ck = checkpoint_load(root.str());
+    checkpoint_save(root.path().string(), 5, s2.files(), {{"again", true}}, 2);
+    EXPECT_EQ(list_dir(root.path().string()),
+              (std::vector<std::string>{"latest", "step_00000005"}));
+    Checkpoint ck = checkpoint_load(root.path().string());
     EXPECT_EQ(ck.state, (nlohmann::json{{"again", true}}));
     std::vector<float> wte(12);
     ck.files.at("model").read_f32("wte", {4, 3}, wte.data());
@@ -157,20 +164,22 @@ TEST(Checkpoint, ResavingAStepReplacesIt) {
 }
 
 TEST(Checkpoint, TruncatedFileIsRefusedWithExpectedAndFoundSize) {
-    ScratchDir root;
-    std::string dir = checkpoint_save(root.str(), 3, FakeTrainState(1.f).files(), state_at(3), 2);
+    TempDir root;
+    std::string dir =
+        checkpoint_save(root.path().string(), 3, FakeTrainState(1.f).files(), state_at(3), 2);
     std::string path = dir + "/model.safetensors";
     std::string bytes = read_bytes(path);
     write_bytes(path, bytes.substr(0, bytes.size() - 10));
     expect_input_error(
-        [&] { checkpoint_load(root.str()); },
+        [&] { checkpoint_load(root.path().string()); },
         {"checkpoint " + dir, "file model.safetensors: expected " + std::to_string(bytes.size()) +
                                   " bytes, found " + std::to_string(bytes.size() - 10)});
 }
 
 TEST(Checkpoint, FlippedByteIsRefusedWithExpectedAndFoundCrc) {
-    ScratchDir root;
-    std::string dir = checkpoint_save(root.str(), 3, FakeTrainState(1.f).files(), state_at(3), 2);
+    TempDir root;
+    std::string dir =
+        checkpoint_save(root.path().string(), 3, FakeTrainState(1.f).files(), state_at(3), 2);
     std::string path = dir + "/optim.safetensors";
     std::string bytes = read_bytes(path);
     uint32_t good = io_crc32(bytes.data(), bytes.size());
@@ -189,8 +198,9 @@ TEST(Checkpoint, FlippedByteIsRefusedWithExpectedAndFoundCrc) {
 }
 
 TEST(Checkpoint, MissingFileAndBadManifestAreRefused) {
-    ScratchDir root;
-    std::string dir = checkpoint_save(root.str(), 1, FakeTrainState(1.f).files(), state_at(1), 2);
+    TempDir root;
+    std::string dir =
+        checkpoint_save(root.path().string(), 1, FakeTrainState(1.f).files(), state_at(1), 2);
     fs::remove(dir + "/optim.safetensors");
     expect_input_error([&] { checkpoint_load(dir); },
                        {"checkpoint " + dir, "file optim.safetensors", "found no file"});
@@ -209,9 +219,9 @@ TEST(Checkpoint, MissingFileAndBadManifestAreRefused) {
 }
 
 TEST(Checkpoint, LeftoverTempDirIsIgnoredThenCleanedOnNextSave) {
-    ScratchDir root;
+    TempDir root;
     FakeTrainState s(1.f);
-    checkpoint_save(root.str(), 10, s.files(), state_at(10), 5);
+    checkpoint_save(root.path().string(), 10, s.files(), state_at(10), 5);
 
     // Simulate a crash mid-save of step 20: a temp dir with a partial file and even a manifest,
     // plus an incomplete step dir with no manifest (e.g. copied by hand) and a temp `latest`.
@@ -223,19 +233,20 @@ TEST(Checkpoint, LeftoverTempDirIsIgnoredThenCleanedOnNextSave) {
     write_bytes(root / "step_00000030/model.safetensors", "partial");
     write_bytes(root / "latest.tmp.4242", "step_000");
 
-    EXPECT_EQ(checkpoint_latest(root.str()), root / "step_00000010");
-    EXPECT_EQ(checkpoint_load(root.str()).step, 10);
+    EXPECT_EQ(checkpoint_latest(root.path().string()), root / "step_00000010");
+    EXPECT_EQ(checkpoint_load(root.path().string()).step, 10);
 
     // `latest` pointing at a vanished dir falls back to the newest complete one
     write_bytes(root / "latest", "step_00000099\n");
-    EXPECT_EQ(checkpoint_latest(root.str()), root / "step_00000010");
+    EXPECT_EQ(checkpoint_latest(root.path().string()), root / "step_00000010");
 
-    checkpoint_save(root.str(), 20, s.files(), state_at(20), 5);
+    checkpoint_save(root.path().string(), 20, s.files(), state_at(20), 5);
     EXPECT_FALSE(fs::exists(tmp));
     EXPECT_FALSE(fs::exists(root / "latest.tmp.4242"));
-    EXPECT_EQ(list_dir(root.str()), (std::vector<std::string>{"latest", "step_00000010",
-                                                              "step_00000020", "step_00000030"}));
-    Checkpoint ck = checkpoint_load(root.str());
+    EXPECT_EQ(
+        list_dir(root.path().string()),
+        (std::vector<std::string>{"latest", "step_00000010", "step_00000020", "step_00000030"}));
+    Checkpoint ck = checkpoint_load(root.path().string());
     EXPECT_EQ(ck.step, 20);
     EXPECT_EQ(ck.state, state_at(20));
 }

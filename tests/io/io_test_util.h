@@ -1,4 +1,4 @@
-// Helpers shared by the io tests: a per-test scratch dir and raw file access.
+// Helpers shared by the io tests: a scratch folder and raw file access.
 #pragma once
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,27 +9,11 @@
 #include <string>
 
 #include "engine/core/error.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::test {
 
-// A fresh directory under /tmp for the current test, removed afterwards.
-class ScratchDir {
-  public:
-    ScratchDir() {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = std::filesystem::temp_directory_path() /
-                (std::string("tessera_io_") + info->test_suite_name() + "_" + info->name() + "_" +
-                 std::to_string(::getpid()));
-        std::filesystem::remove_all(path_);
-        std::filesystem::create_directories(path_);
-    }
-    ~ScratchDir() { std::filesystem::remove_all(path_); }
-    std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-    std::string str() const { return path_.string(); }
-
-  private:
-    std::filesystem::path path_;
-};
+using test_support::TempDir;  // a test's scratch folder (tests/support/temp_dir.h)
 
 inline std::string read_bytes(const std::string& path) {
     std::ifstream f(path, std::ios::binary);

@@ -13,7 +13,7 @@
 using namespace tessera;
 using tessera::test::expect_input_error;
 using tessera::test::read_bytes;
-using tessera::test::ScratchDir;
+using tessera::test::TempDir;
 using tessera::test::write_bytes;
 
 // 8-byte little-endian length + header + data, exactly as given (no padding).
@@ -35,7 +35,7 @@ static uint64_t header_len(const std::string& bytes) {
 // Round trips
 
 TEST(Safetensors, RoundTripSeveralDtypesMetadataAndEmptyTensor) {
-    ScratchDir dir;
+    TempDir dir;
     std::vector<float> a = {1.f, -2.f, 3.5f, 0.f, 1e-8f, 6.f};   // (2, 3)
     std::vector<uint16_t> b = {0x3f80, 0xc000, 0x7f80, 0x0001};  // bf16 (4)
     std::vector<int32_t> c = {7, -7, 2147483647};                // (3)
@@ -69,12 +69,12 @@ TEST(Safetensors, RoundTripSeveralDtypesMetadataAndEmptyTensor) {
     }
     EXPECT_EQ(f.find("nope"), nullptr);
     // no temp file left next to the target
-    auto it = std::filesystem::directory_iterator(dir.str());
+    auto it = std::filesystem::directory_iterator(dir.path().string());
     EXPECT_EQ(std::distance(it, std::filesystem::directory_iterator()), 1);
 }
 
 TEST(Safetensors, HeaderIsSpacePaddedToEightBytesAndDataAligned) {
-    ScratchDir dir;
+    TempDir dir;
     std::vector<double> x = {1.0, 2.0};
     for (int name_len = 1; name_len <= 9; ++name_len) {  // vary the header length
         std::string path = dir / "p.safetensors";
@@ -94,7 +94,7 @@ TEST(Safetensors, HeaderIsSpacePaddedToEightBytesAndDataAligned) {
 }
 
 TEST(Safetensors, EmptyFileWithNoTensors) {
-    ScratchDir dir;
+    TempDir dir;
     std::string path = dir / "e.safetensors";
     safetensors_write(path, {});
     SafetensorsFile f = SafetensorsFile::open(path);
@@ -106,7 +106,7 @@ TEST(Safetensors, EmptyFileWithNoTensors) {
 // fp32 conversion
 
 TEST(Safetensors, ReadF32ConvertsBf16AndF16) {
-    ScratchDir dir;
+    TempDir dir;
     std::vector<float> f32 = {0.25f, -3.f};
     std::vector<uint16_t> bf16 = {0x3fc0 /*1.5*/, 0xc000 /*-2*/, 0x7f80 /*inf*/};
     std::vector<uint16_t> f16 = {
@@ -136,7 +136,7 @@ TEST(Safetensors, ReadF32ConvertsBf16AndF16) {
 }
 
 TEST(Safetensors, ReadF32RejectsMissingWrongShapeAndWrongDtype) {
-    ScratchDir dir;
+    TempDir dir;
     std::vector<float> w(6, 1.f);
     std::vector<int32_t> ids = {1, 2};
     std::string path = dir / "m.safetensors";
@@ -165,7 +165,7 @@ static const char* k_python = "/usr/bin/python3";
 
 TEST(Safetensors, ReadsFileWrittenByPython) {
     if (!std::filesystem::exists(k_python)) GTEST_SKIP() << "no " << k_python;
-    ScratchDir dir;
+    TempDir dir;
     std::string path = dir / "py.safetensors";
     std::string script = dir / "write.py";
     write_bytes(script, R"PY(
@@ -215,7 +215,7 @@ with open(sys.argv[1], "wb") as f:
 
 TEST(Safetensors, FileWeWriteIsReadByPython) {
     if (!std::filesystem::exists(k_python)) GTEST_SKIP() << "no " << k_python;
-    ScratchDir dir;
+    TempDir dir;
     std::string path = dir / "ours.safetensors";
     std::vector<float> w = {1.f, 2.f, 3.f, -4.f, 5.f, 6.25f};
     std::vector<uint16_t> h = {0x3c00, 0xc000};  // f16 1, -2
@@ -250,7 +250,7 @@ class SafetensorsReject : public ::testing::Test {
         expect_input_error([&] { SafetensorsFile::open(path); }, {"safetensors " + path});
         expect_input_error([&] { SafetensorsFile::open(path); }, fragments);
     }
-    ScratchDir dir_;
+    TempDir dir_;
 };
 
 TEST_F(SafetensorsReject, FileShorterThanEightBytes) {

@@ -17,19 +17,12 @@
 #include "engine/core/error.h"
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tessera;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/tessera_launch_XXXXXX";
-        path = mkdtemp(tmpl);
-    }
-    ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-};
+using tessera::test_support::TempDir;
 
 // A metric line the script prints with printf: %s = rank, step given.
 std::string metric_printf(const std::string& name, int64_t step, double value) {
@@ -84,7 +77,7 @@ std::vector<pid_t> read_pids(const std::string& dir) {
 
 TEST(Launcher, PrefixesOutputAndStoresTelemetry) {
     TempDir t;
-    std::string db = t.path + "/runs.db";
+    std::string db = t.path().string() + "/runs.db";
     std::string script =
         "echo \"hello from $TESSERA_RANK of $TESSERA_WORLD_SIZE attempt $TESSERA_ATTEMPT\"; "
         "echo \"to stderr\" >&2; " +
@@ -127,13 +120,13 @@ TEST(Launcher, PrefixesOutputAndStoresTelemetry) {
 
 TEST(Launcher, KilledRankTearsDownTheJob) {
     TempDir t;
-    std::string db = t.path + "/runs.db";
+    std::string db = t.path().string() + "/runs.db";
     // Every rank records its shell pid and its sleep's pid; rank 3 dies by SIGKILL at step 5.
     std::string script = metric_printf("train/loss", 1, 3.0) + "if [ $TESSERA_RANK = 3 ]; then " +
                          metric_printf("train/loss", 5, 1.5) +
                          "sleep 0.3; kill -9 $$; fi; "
                          "sleep 30 & echo $$ $! > " +
-                         t.path + "/pid$TESSERA_RANK; wait";
+                         t.path().string() + "/pid$TESSERA_RANK; wait";
     auto t0 = std::chrono::steady_clock::now();
     std::ostringstream out;
     LaunchResult r = launch_job(spec_for({2, 2, 1}, script, db), out);
@@ -143,7 +136,7 @@ TEST(Launcher, KilledRankTearsDownTheJob) {
     EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 3 (dp1.tp1.pp0) killed by signal 9 (SIGKILL) at step 5");
     EXPECT_EQ(r.last_step, 5);
-    auto pids = read_pids(t.path);
+    auto pids = read_pids(t.path().string());
     EXPECT_GE(pids.size(), 6u);  // three survivors x (shell, sleep)
     for (pid_t p : pids) EXPECT_FALSE(process_exists(p)) << "pid " << p << " survived";
 
@@ -168,7 +161,7 @@ TEST(Launcher, RanksIgnoringSigtermAreKilledAfterGrace) {
     LaunchSpec s = spec_for({3, 1, 1},
                             "if [ $TESSERA_RANK = 0 ]; then sleep 0.2; exit 1; fi; "
                             "trap '' TERM; sleep 30",
-                            t.path + "/runs.db");
+                            t.path().string() + "/runs.db");
     s.kill_grace = std::chrono::milliseconds(700);
     LaunchResult r = launch_job(s, out);
     auto ms =
@@ -185,7 +178,7 @@ TEST(Launcher, ExitCodeIsNamed) {
     std::ostringstream out;
     LaunchResult r =
         launch_job(spec_for({2, 1, 1}, "if [ $TESSERA_RANK = 1 ]; then exit 3; fi; sleep 30",
-                            t.path + "/runs.db"),
+                            t.path().string() + "/runs.db"),
                    out);
     EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 1 (dp1.tp0.pp0) exited with code 3 at step 0");
@@ -197,7 +190,7 @@ TEST(Launcher, RankFailureMessageFromRunEnd) {
     std::string script =
         "echo '{\"v\":1,\"type\":\"run_end\",\"status\":\"failed\",\"message\":\"loss is NaN\","
         "\"last_step\":7,\"wall_time\":1.0}' >&$TESSERA_TELEMETRY_FD; exit 1";
-    LaunchResult r = launch_job(spec_for({1, 1, 1}, script, t.path + "/runs.db"), out);
+    LaunchResult r = launch_job(spec_for({1, 1, 1}, script, t.path().string() + "/runs.db"), out);
     EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 7: loss is NaN");
 }
@@ -212,7 +205,7 @@ TEST(Launcher, ARanksRunEndReadAfterItsExitStillNamesTheCause) {
         R"(setsid sh -c "sleep 0.3; echo '{\"v\":1,\"type\":\"run_end\",\"status\":\"failed\",)"
         R"(\"message\":\"loss is NaN\",\"last_step\":7,\"wall_time\":1.0}' )"
         R"(>&$TESSERA_TELEMETRY_FD" & exit 1)";
-    LaunchResult r = launch_job(spec_for({1, 1, 1}, script, t.path + "/runs.db"), out);
+    LaunchResult r = launch_job(spec_for({1, 1, 1}, script, t.path().string() + "/runs.db"), out);
     EXPECT_EQ(r.status, run_status::failed);
     EXPECT_EQ(r.message, "rank 0 (dp0.tp0.pp0) exited with code 1 at step 7: loss is NaN")
         << out.str();
@@ -234,7 +227,7 @@ LaunchResult two_ranks_restarted(const std::string& script, const std::string& d
 // Rank 0 records a checkpoint, then rank 1 fails: the restart appends the resume arguments.
 TEST(Launcher, RestartAppendsResumeArgs) {
     TempDir t;
-    std::string db = t.path + "/runs.db";
+    std::string db = t.path().string() + "/runs.db";
     std::string script =
         "if [ \"$1\" = --resume ]; then echo \"resumed attempt $TESSERA_ATTEMPT run "
         "$TESSERA_RUN_ID\"; exit 0; fi; "
@@ -265,7 +258,7 @@ TEST(Launcher, RestartBeforeAnyCheckpointStartsAfresh) {
         "if [ $TESSERA_ATTEMPT = 1 ] && [ $TESSERA_RANK = 1 ]; then exit 1; fi; "
         "if [ $TESSERA_ATTEMPT = 1 ]; then sleep 30; fi; echo \"fresh attempt $TESSERA_ATTEMPT\"";
     std::ostringstream out;
-    two_ranks_restarted(script, t.path + "/runs.db", 1, out);
+    two_ranks_restarted(script, t.path().string() + "/runs.db", 1, out);
     SCOPED_TRACE(out.str());
     EXPECT_NE(out.str().find("[dp1.tp0.pp0] fresh attempt 2"), std::string::npos);
     EXPECT_EQ(out.str().find("resumed"), std::string::npos);
@@ -276,7 +269,7 @@ TEST(Launcher, RestartBeforeAnyCheckpointStartsAfresh) {
 
 TEST(Launcher, RestartsExhaustedFails) {
     TempDir t;
-    LaunchSpec s = spec_for({1, 1, 1}, "exit 4", t.path + "/runs.db");
+    LaunchSpec s = spec_for({1, 1, 1}, "exit 4", t.path().string() + "/runs.db");
     s.restarts = 1;
     std::ostringstream out;
     LaunchResult r = launch_job(s, out);
@@ -296,7 +289,7 @@ TEST(Launcher, StopForwardsSigint) {
     });
     std::ostringstream out;
     auto t0 = std::chrono::steady_clock::now();
-    LaunchResult r = launch_job(spec_for({2, 1, 1}, script, t.path + "/runs.db"), out);
+    LaunchResult r = launch_job(spec_for({2, 1, 1}, script, t.path().string() + "/runs.db"), out);
     stopper.join();
     SCOPED_TRACE(out.str());
     EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
@@ -311,7 +304,7 @@ TEST(Launcher, StopForwardsSigint) {
 // SshTest.CtrlCStopsEveryHostAfterTheSameStep about once in eight runs).
 TEST(Launcher, ANodeThatSaysDoneAfterItsExitIsReapedStillStoppedTheRun) {
     TempDir t;
-    LaunchSpec spec = spec_for({2, 1, 1}, "true", t.path + "/runs.db");
+    LaunchSpec spec = spec_for({2, 1, 1}, "true", t.path().string() + "/runs.db");
     spec.nodes = {{"node-a", 0, 1}, {"node-b", 1, 1}};
     spec.node_argv = [](int, int, bool, int64_t) {
         return std::vector<std::string>{"/bin/sh", "-c",
@@ -334,7 +327,7 @@ TEST(Launcher, MissingExecutable) {
     TempDir t;
     LaunchSpec s;
     s.argv = {"/nonexistent/tessera-rank"};
-    s.db_path = t.path + "/runs.db";
+    s.db_path = t.path().string() + "/runs.db";
     std::ostringstream out;
     LaunchResult r = launch_job(s, out);
     EXPECT_EQ(r.status, run_status::failed);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "engine/core/error.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
@@ -116,9 +117,8 @@ TEST(PreflightJson, BadReportsNameTheKeyPath) {
 // The probe's checks on this machine: a writable folder, cores against slots, data files named
 // by the config (missing here), each with what to do.
 TEST(PreflightProbe, ChecksThisHost) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("tessera-probe-test-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
+    const tessera::test_support::TempDir scratch("probe");
+    const fs::path& dir = scratch.path();
     PreflightProbe p;
     p.workdir = (dir / "work").string();  // created by the probe
     p.slots = (int)std::thread::hardware_concurrency() + 1;
@@ -143,7 +143,6 @@ TEST(PreflightProbe, ChecksThisHost) {
     const auto fewer = preflight_probe_host(p);
     ASSERT_EQ(fewer.size(), 2u);
     EXPECT_EQ(fewer[1].status, "ok");
-    fs::remove_all(dir);
 }
 
 TEST(PreflightProbe, ListenerAndConnectorMeet) {

@@ -18,19 +18,12 @@
 #include "engine/model/gpt_import.h"
 #include "engine/model/hf_import.h"
 #include "engine/parallel/tp_layers.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
 
 namespace {
-
-fs::path scratch(const std::string& tag) {
-    fs::path d =
-        fs::temp_directory_path() / ("tessera_hf_export_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-}
 
 RunConfig parse_model(const std::string& model) {
     return config_parse("model: " + model + "\ndata: {dataset: brown}\n", "export.yaml");
@@ -69,7 +62,8 @@ TEST(HfExport, LlamaFamilyFolderReadsBackBitForBit) {
     const LlamaDims& d = shape.llama;
     const ParamTable& table = shape.param_table();
     const std::vector<float> v = filled(table);
-    fs::path dir = scratch("llama");
+    const test_support::TempDir dir_tmp("hf_export_llama");
+    const fs::path& dir = dir_tmp.path();
     write_folder(dir, cfg.model, table, v,
                  [&](const ParamInfo& p) { return llama_hf_tensors(p, d); });
 
@@ -125,7 +119,6 @@ TEST(HfExport, LlamaFamilyFolderReadsBackBitForBit) {
     std::vector<float> read(table.total_numel(), -1.0f);
     llama_load_hf_weights(dir.string(), model_shape(back.model, 0).llama, read.data());
     EXPECT_EQ(std::memcmp(read.data(), v.data(), v.size() * sizeof(float)), 0);
-    fs::remove_all(dir);
 }
 
 // A parameter the fused rule does not know (Qwen3's per-head q/k norms) is written under its own
@@ -137,7 +130,8 @@ TEST(HfExport, UnfusedParameterKeepsItsNameAndQkNormIsQwen3) {
     ASSERT_NE(t.find("model.layers.0.self_attn.q_norm.weight"), nullptr);
     ASSERT_NE(t.find("model.layers.0.self_attn.k_norm.weight"), nullptr);
     const std::vector<float> v = filled(t);
-    fs::path dir = scratch("qwen3");
+    const test_support::TempDir dir_tmp("hf_export_qwen3");
+    const fs::path& dir = dir_tmp.path();
     write_folder(dir, cfg.model, t, v, [&](const ParamInfo& p) { return llama_hf_tensors(p, d); });
     SafetensorsFile f = SafetensorsFile::open((dir / "model.safetensors").string());
     for (const char* n :
@@ -155,7 +149,6 @@ TEST(HfExport, UnfusedParameterKeepsItsNameAndQkNormIsQwen3) {
     ModelConfig biased = cfg.model;
     biased.qkv_bias = true;
     EXPECT_THROW(hf_export_architecture(biased), InputError);
-    fs::remove_all(dir);
 }
 
 // A rule that leaves part of a parameter unwritten is caught before anything is written.
@@ -163,11 +156,11 @@ TEST(HfExport, TensorsMustCoverTheirParameter) {
     ParamTable t;
     t.add("w", {4, 3}, true, InitKind::zeros);
     std::vector<float> v(12, 1.0f);
-    fs::path dir = scratch("cover");
+    const test_support::TempDir dir_tmp("hf_export_cover");
+    const fs::path& dir = dir_tmp.path();
     auto half = [](const ParamInfo&) { return std::vector<HfTensor>{{"w.top", {2, 3}, 0}}; };
     EXPECT_ANY_THROW(hf_export_weights(t, v.data(), half, (dir / "model.safetensors").string()));
     EXPECT_FALSE(fs::exists(dir / "model.safetensors"));
-    fs::remove_all(dir);
 }
 
 // GPT-2: "transformer." names, Conv1D weights stored [in, out]; the importer reads them back.
@@ -177,7 +170,8 @@ TEST(HfExport, GptFolderTransposesConv1dAndReadsBack) {
     const ModelShape shape = model_shape(cfg.model, config_tokenizer_vocab_size(cfg.model.vocab));
     const ParamTable& table = shape.param_table();
     const std::vector<float> v = filled(table);
-    fs::path dir = scratch("gpt");
+    const test_support::TempDir dir_tmp("hf_export_gpt");
+    const fs::path& dir = dir_tmp.path();
     write_folder(dir, cfg.model, table, v,
                  [](const ParamInfo& p) { return std::vector<HfTensor>{gpt_hf_tensor(p)}; });
     SafetensorsFile f = SafetensorsFile::open((dir / "model.safetensors").string());
@@ -212,7 +206,6 @@ TEST(HfExport, GptFolderTransposesConv1dAndReadsBack) {
     GptModel model(shape.gpt);
     gpt_load_weights(model, f);
     EXPECT_EQ(std::memcmp(model.params().f32(), v.data(), v.size() * sizeof(float)), 0);
-    fs::remove_all(dir);
 }
 
 // Which class each model exports as, and the keys that keep transformers from adding what

@@ -25,6 +25,7 @@
 #include "engine/model/hf_import.h"
 #include "engine/parallel/tp_layers.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/token_loss.h"
 
 namespace fs = std::filesystem;
@@ -66,14 +67,6 @@ TEST_P(HfFixture, LossMatchesTransformers) {
     EXPECT_NEAR(loss, ref, 1e-4) << GetParam() << " (" << fx.at("architecture") << ")";
 }
 
-fs::path scratch(const std::string& tag) {
-    fs::path d =
-        fs::temp_directory_path() / ("tessera_hf_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-}
-
 // Each tensor file of a folder (the single file, or the shards its index lists), opened.
 std::vector<SafetensorsFile> folder_files(const std::string& dir) {
     std::vector<SafetensorsFile> files;
@@ -103,7 +96,8 @@ TEST_P(HfFixture, ExportWritesWhatTransformersWrote) {
     const ModelShape shape = model_shape(cfg.model, cfg.model.vocab_size);
     std::vector<float> params(shape.param_table().total_numel());
     llama_load_hf_weights(dir, shape.llama, params.data());
-    const fs::path out = scratch("export_" + GetParam());
+    const test_support::TempDir out_tmp(std::string("hf_export_") + GetParam());
+    const fs::path& out = out_tmp.path();
     hf_export_weights(
         shape.param_table(), params.data(),
         [&](const ParamInfo& p) { return llama_hf_tensors(p, shape.llama); },
@@ -140,7 +134,6 @@ TEST_P(HfFixture, ExportWritesWhatTransformersWrote) {
     const double loss = tessera_loss(back, rows), ref = fx.at("loss").get<double>();
     EXPECT_EQ(loss, tessera_loss(open_folder(dir, (int)rows[0].size() - 1), rows));
     EXPECT_NEAR(loss, ref, 1e-4);
-    fs::remove_all(out);
 }
 
 INSTANTIATE_TEST_SUITE_P(Folders, HfFixture,
@@ -149,7 +142,8 @@ INSTANTIATE_TEST_SUITE_P(Folders, HfFixture,
 
 // transformers 4.x writes rope_theta and rope_scaling at the top level
 TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
-    fs::path d = scratch("v4");
+    const test_support::TempDir d_tmp("hf_v4");
+    const fs::path& d = d_tmp.path();
     std::ofstream(d / "config.json")
         << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
         "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -214,12 +208,12 @@ TEST(HfConfig, ReadsTheOlderRopeSpellingAndRefusesOtherArchitectures) {
                   std::string::npos)
             << w;
     }
-    fs::remove_all(d);
 }
 
 // a tensor of the wrong shape is named with what was expected and found
 TEST(HfConfig, MisshapenTensorIsNamed) {
-    fs::path d = scratch("shape");
+    const test_support::TempDir d_tmp("hf_shape");
+    const fs::path& d = d_tmp.path();
     for (const auto& e : fs::directory_iterator(kData + "llama3_tied"))
         fs::copy(e.path(), d / e.path().filename());
     RunConfig c = open_folder(d.string(), 16);
@@ -235,7 +229,6 @@ TEST(HfConfig, MisshapenTensorIsNamed) {
         EXPECT_NE(w.find("40"), std::string::npos) << w;
         EXPECT_NE(w.find("48"), std::string::npos) << w;
     }
-    fs::remove_all(d);
 }
 
 }  // namespace

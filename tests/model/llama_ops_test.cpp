@@ -19,6 +19,7 @@
 #include "engine/kernels/cpu/rope.h"
 #include "engine/kernels/cpu/swiglu.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -38,9 +39,8 @@ struct Io {
 };
 
 SafetensorsFile reference(Io& io) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("tessera_llama_ops_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    static const tessera::test_support::TempDir scratch("llama_ops");  // removed at exit
+    const fs::path& dir = scratch.path();
     std::vector<TensorView> views;
     for (auto& [name, t] : io.in) views.push_back({name, DType::f32, t.first, t.second.data()});
     const std::string in = (dir / "in.safetensors").string(),

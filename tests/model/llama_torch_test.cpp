@@ -20,6 +20,7 @@
 #include "engine/train/sampler.h"
 #include "tests/support/llama_ref_config.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -82,9 +83,8 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
     for (size_t i = layers.size(); i-- > 0;) dx = layers[i]->backward(0, std::move(dx), batch);
 
     // the reference
-    const fs::path dir = fs::temp_directory_path() /
-                         ("tessera_llama_" + GetParam().tag + "_" + std::to_string(::getpid()));
-    fs::create_directories(dir);
+    const test_support::TempDir scratch("llama_" + GetParam().tag);
+    const fs::path& dir = scratch.path();
     std::vector<TensorView> views;
     for (const auto& p : table.entries())
         views.push_back({p.name, DType::f32, p.shape, params.data() + p.offset});
@@ -116,7 +116,6 @@ TEST_P(LlamaTorch, LossAndEveryGradientMatch) {
             << p.name << ": largest difference " << md << " (largest " << mb << ")";
         EXPECT_GT(mb, 0) << p.name << ": a zero reference gradient tests nothing";
     }
-    fs::remove_all(dir);
 }
 
 // Cached decoding (tessera sample) computes what the training forward computes: the logits of

@@ -20,6 +20,7 @@
 #include "engine/parallel/tp_layers.h"
 #include "tests/support/llama_ref_config.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -129,8 +130,8 @@ double rel_max_err(const float* a, const std::vector<float>& b) {
 }
 
 void check_against_torch(Case& c, const std::string& tag) {
-    fs::path dir =
-        fs::temp_directory_path() / ("tessera_torch_" + tag + "_" + std::to_string(::getpid()));
+    const test_support::TempDir scratch("torch_" + tag);
+    const fs::path& dir = scratch.path();
     SafetensorsFile ref = run_reference(c, dir);
     Model& m = *c.model;
     const auto& table = m.param_table();
@@ -169,7 +170,6 @@ void check_against_torch(Case& c, const std::string& tag) {
         // differences, so after 10 steps of lr 3e-3 (up to 3e-2 of movement) we allow 5e-5.
         EXPECT_LE(md, 5e-5) << tag << " final param " << p.name;
     }
-    fs::remove_all(dir);
 }
 
 }  // namespace
@@ -286,7 +286,8 @@ TEST(HfImport, Gpt2LayoutLoadsExactly) {
     c.hyper = base_hyper();
     c.hyper["n_layer"] = d.n_layer;
     c.hyper["n_head"] = d.n_head;
-    fs::path dir = fs::temp_directory_path() / ("tessera_hf_" + std::to_string(::getpid()));
+    const test_support::TempDir scratch("hf");
+    const fs::path& dir = scratch.path();
     SafetensorsFile hf = run_reference(c, dir);
     GptDims got = gpt_dims_from_safetensors(hf);
     EXPECT_EQ(got.n_layer, d.n_layer);
@@ -309,5 +310,4 @@ TEST(HfImport, Gpt2LayoutLoadsExactly) {
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find("h.3.ln_1.weight"), std::string::npos) << e.what();
     }
-    fs::remove_all(dir);
 }

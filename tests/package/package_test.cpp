@@ -8,14 +8,17 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tests/support/commands.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using tessera::test_support::CommandResult;
 using tessera::test_support::run_command;
+using tessera::test_support::TempDir;
 
 namespace {
 
@@ -29,18 +32,15 @@ bool on_path(const char* program) {
 
 class PackageTest : public ::testing::Test {
   protected:
-    static inline fs::path tmp_;   // temp folder for this suite
+    static inline std::optional<TempDir> scratch_;  // this suite's folder
+    static inline fs::path tmp_;
     static inline fs::path deb_;   // the .deb that cpack wrote
     static inline fs::path root_;  // dpkg -x of it
     static inline std::string setup_error_;
 
     static void SetUpTestSuite() {
-        std::string tmpl = (fs::temp_directory_path() / "tessera-package-XXXXXX").string();
-        if (!mkdtemp(tmpl.data())) {
-            setup_error_ = "mkdtemp failed";
-            return;
-        }
-        tmp_ = tmpl;
+        scratch_.emplace("package");
+        tmp_ = scratch_->path();
         root_ = tmp_ / "root";
         const fs::path build = TESSERA_BUILD_DIR;
         CommandResult pack =
@@ -61,10 +61,7 @@ class PackageTest : public ::testing::Test {
         if (x.exit_code != 0) setup_error_ = "dpkg -x failed:\n" + x.output;
     }
 
-    static void TearDownTestSuite() {
-        std::error_code ec;
-        if (!tmp_.empty() && !std::getenv("TESSERA_KEEP_PACKAGE_TMP")) fs::remove_all(tmp_, ec);
-    }
+    static void TearDownTestSuite() { scratch_.reset(); }  // TESSERA_KEEP_TEST_DIRS=1 keeps it
 
     static std::string str_cmd(std::initializer_list<std::string> parts) {
         std::string s;

@@ -20,6 +20,7 @@
 #include "engine/core/error.h"
 #include "engine/parallel/shm_group.h"
 #include "engine/parallel/tcp_store.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tessera;
 
@@ -33,11 +34,6 @@ namespace {
     do {                                                                              \
         if (!(cond)) throw Error(str_cat(__LINE__, ": `", #cond, "` ", __VA_ARGS__)); \
     } while (0)
-
-std::string temp_dir() {
-    char tmpl[] = "/tmp/tessera_comm_XXXXXX";
-    return mkdtemp(tmpl);
-}
 
 std::string read_text(const std::string& path) {
     std::ifstream f(path);
@@ -81,7 +77,8 @@ struct StoreProcess {
 std::vector<std::string> run_ranks(const MeshShape& mesh, std::chrono::milliseconds timeout,
                                    const std::function<std::string(ProcessGroups&)>& body) {
     StoreProcess server;
-    std::string dir = temp_dir();
+    const test_support::TempDir scratch("comm");  // the ranks' results; _exit leaves it be
+    const std::string dir = scratch.path().string();
     std::vector<pid_t> pids;
     for (int r = 0; r < mesh.world(); ++r) {
         pid_t pid = fork();
@@ -114,7 +111,6 @@ std::vector<std::string> run_ranks(const MeshShape& mesh, std::chrono::milliseco
     std::vector<std::string> out;
     for (int r = 0; r < mesh.world(); ++r)
         out.push_back(read_text(str_cat(dir, "/rank", r, ".txt")));
-    std::system(str_cat("rm -rf ", dir).c_str());
     return out;
 }
 

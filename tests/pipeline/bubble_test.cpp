@@ -27,6 +27,7 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/pipeline_spans.h"
 #include "tests/support/commands.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -40,10 +41,8 @@ struct Bubble {
 // kind, v: the schedule the sets choose (pp 4, 8 micro-batches)
 Bubble measured_bubble(const std::string& tag, const std::vector<std::string>& sets,
                        ScheduleKind kind, int v) {
-    fs::path dir =
-        fs::temp_directory_path() / ("tessera_bubble_" + tag + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    const test_support::TempDir scratch("bubble_" + tag);
+    const fs::path& dir = scratch.path();
     std::ofstream(dir / "project.yaml") << R"(name: bubble
 model: {preset: gpt-tiny, n_layer: 8, n_head: 4, d_model: 128, seq_len: 64}
 data: {dataset: brown}

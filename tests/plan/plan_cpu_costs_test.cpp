@@ -16,6 +16,7 @@
 #include "engine/plan/op_costs.h"
 #include "engine/plan/op_sweep.h"
 #include "tests/plan/tiny_plan.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tessera;
 using nlohmann::json;
@@ -59,23 +60,15 @@ json synthetic_costs(int threads, const std::string& cpu_model) {
 // A fresh devices folder for the estimator (TESSERA_DEVICES_DIR), removed after the test.
 class CpuCalibration : public ::testing::Test {
   protected:
-    void SetUp() override {
-        dir_ = std::filesystem::temp_directory_path() /
-               ("tessera_devices_" + std::to_string(::getpid()) + "_" +
-                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::create_directories(dir_);
-        ::setenv("TESSERA_DEVICES_DIR", dir_.c_str(), 1);
-    }
-    void TearDown() override {
-        ::unsetenv("TESSERA_DEVICES_DIR");
-        std::filesystem::remove_all(dir_);
-    }
+    void SetUp() override { ::setenv("TESSERA_DEVICES_DIR", dir_.c_str(), 1); }
+    void TearDown() override { ::unsetenv("TESSERA_DEVICES_DIR"); }
     void write(int threads, const json& j) {
         const std::string path = cpu_costs_path(threads);
         ASSERT_EQ(std::filesystem::path(path).parent_path(), dir_);
         std::ofstream(path) << j.dump();
     }
-    std::filesystem::path dir_;
+    tessera::test_support::TempDir scratch_{"devices"};
+    std::filesystem::path dir_ = scratch_.path();
 };
 
 TEST_F(CpuCalibration, PricesTheTraceWithTheHostsCosts) {

@@ -17,6 +17,7 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/commands.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
@@ -119,10 +120,10 @@ std::vector<Plan> plans() {
     };
 }
 
-fs::path work_root() {
-    static fs::path root =
-        fs::temp_directory_path() / ("tessera_plan_" + std::to_string(::getpid()));
-    return root;
+// this test process's folder, removed when it exits
+const fs::path& work_root() {
+    static const tessera::test_support::TempDir root("plan");
+    return root.path();
 }
 
 class Measured : public ::testing::TestWithParam<Plan> {};

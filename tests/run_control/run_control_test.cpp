@@ -16,25 +16,13 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace tessera;
 
 namespace {
-
-struct TempDir {
-    fs::path p;
-    TempDir() {
-        p = fs::temp_directory_path() /
-            ("tessera_rc_" + std::to_string(::getpid()) + "_" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-        fs::create_directories(p);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(p, ec);
-    }
-};
+using tessera::test_support::TempDir;
 
 std::string bin() {
     return std::string(TESSERA_BIN_DIR) + "/tessera";
@@ -100,20 +88,20 @@ TEST(RunControlParse, RankPrefix) {
 
 TEST(RunControl, ShortRunCompletes) {
     TempDir t;
-    write_project(t.p, 20);
+    write_project(t.path(), 20);
     Lines lines;
     RunController rc;
-    start_run(rc, lines, t.p);
+    start_run(rc, lines, t.path());
     EXPECT_GT(rc.pid(), 0);
     RunPidFile pf;
-    EXPECT_TRUE(run_control_read_pid_file(t.p.string(), &pf));
+    EXPECT_TRUE(run_control_read_pid_file(t.path().string(), &pf));
     EXPECT_EQ(pf.pid, rc.pid());
     ASSERT_TRUE(rc.wait(120));
     EXPECT_EQ(rc.state(), RunState::finished) << rc.message();
     EXPECT_EQ(rc.exit_code(), 0);
     EXPECT_GE(lines.count_containing("step "), 20);
-    EXPECT_FALSE(fs::exists(t.p / kRunPidFileName));
-    auto runs = runs_in(t.p);
+    EXPECT_FALSE(fs::exists(t.path() / kRunPidFileName));
+    auto runs = runs_in(t.path());
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, tessera::run_status::completed);
     EXPECT_EQ(runs[0].last_step, 20);
@@ -121,16 +109,16 @@ TEST(RunControl, ShortRunCompletes) {
 
 TEST(RunControl, StopIsGraceful) {
     TempDir t;
-    write_project(t.p, 100000);
+    write_project(t.path(), 100000);
     Lines lines;
     RunController rc;
-    start_run(rc, lines, t.p);
+    start_run(rc, lines, t.path());
     ASSERT_TRUE(wait_for([&] { return lines.count_containing("step ") >= 3; }, 60));
     rc.stop(20.0);
     ASSERT_TRUE(rc.wait(60));
     EXPECT_EQ(rc.state(), RunState::finished) << rc.message();
     EXPECT_EQ(rc.exit_code(), 130);
-    auto runs = runs_in(t.p);
+    auto runs = runs_in(t.path());
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, tessera::run_status::stopped);
     EXPECT_LT(runs[0].last_step, 100000);
@@ -138,16 +126,16 @@ TEST(RunControl, StopIsGraceful) {
 
 TEST(RunControl, KilledExternallyIsFailed) {
     TempDir t;
-    write_project(t.p, 100000);
+    write_project(t.path(), 100000);
     Lines lines;
     RunController rc;
-    start_run(rc, lines, t.p);
+    start_run(rc, lines, t.path());
     ASSERT_TRUE(wait_for([&] { return lines.count_containing("step ") >= 3; }, 60));
     ASSERT_EQ(::kill(rc.pid(), SIGKILL), 0);
     ASSERT_TRUE(rc.wait(60));
     EXPECT_EQ(rc.state(), RunState::failed);
     EXPECT_NE(rc.message().find("signal 9"), std::string::npos) << rc.message();
-    auto runs = runs_in(t.p);
+    auto runs = runs_in(t.path());
     ASSERT_EQ(runs.size(), 1u);
     EXPECT_EQ(runs[0].status, tessera::run_status::failed);
     EXPECT_NE(runs[0].message.find("signal 9"), std::string::npos) << runs[0].message;
@@ -155,43 +143,43 @@ TEST(RunControl, KilledExternallyIsFailed) {
 
 TEST(RunControl, AttachMarksGoneProcessFailed) {
     TempDir t;
-    write_project(t.p, 100000);
+    write_project(t.path(), 100000);
     pid_t child_pid = 0;
     {
         // a previous "studio session": its run is SIGKILLed while the pid file stays behind
         Lines lines;
         RunController rc;
-        start_run(rc, lines, t.p);
+        start_run(rc, lines, t.path());
         child_pid = rc.pid();
         ASSERT_TRUE(wait_for([&] { return lines.count_containing("step ") >= 2; }, 60));
         // what a crashed studio leaves: a pid file naming a dead process, the run still "running"
         std::string keep;
         {
-            std::ifstream f(t.p / kRunPidFileName);
+            std::ifstream f(t.path() / kRunPidFileName);
             std::getline(f, keep);
         }
         ::kill(child_pid, SIGKILL);
         ASSERT_TRUE(rc.wait(60));
-        RunStore w = RunStore::open((t.p / "runs.db").string(), false);
+        RunStore w = RunStore::open((t.path() / "runs.db").string(), false);
         w.run_finish(w.runs_list().at(0).id, "running", "", 2);  // as if nobody had noticed
-        std::ofstream(t.p / kRunPidFileName) << keep << "\n";
+        std::ofstream(t.path() / kRunPidFileName) << keep << "\n";
     }
-    ASSERT_EQ(runs_in(t.p).at(0).status, tessera::run_status::running);
+    ASSERT_EQ(runs_in(t.path()).at(0).status, tessera::run_status::running);
     RunController rc2;
-    RunState st = rc2.attach(t.p.string(), (t.p / "runs.db").string());
+    RunState st = rc2.attach(t.path().string(), (t.path() / "runs.db").string());
     EXPECT_EQ(st, RunState::failed);
-    EXPECT_FALSE(fs::exists(t.p / kRunPidFileName));
-    auto runs = runs_in(t.p);
+    EXPECT_FALSE(fs::exists(t.path() / kRunPidFileName));
+    auto runs = runs_in(t.path());
     EXPECT_EQ(runs.at(0).status, tessera::run_status::failed);
     EXPECT_NE(runs.at(0).message.find(std::to_string(child_pid)), std::string::npos);
 }
 
 TEST(RunControl, MissingBinaryThrows) {
     TempDir t;
-    write_project(t.p, 5);
+    write_project(t.path(), 5);
     RunController rc;
-    EXPECT_THROW(rc.start((t.p / "no-such-tessera").string(), (t.p / "project.yaml").string(),
-                          (t.p / "runs.db").string()),
+    EXPECT_THROW(rc.start((t.path() / "no-such-tessera").string(),
+                          (t.path() / "project.yaml").string(), (t.path() / "runs.db").string()),
                  std::exception);
     EXPECT_EQ(rc.state(), RunState::failed);
     EXPECT_NE(rc.message().find("no-such-tessera"), std::string::npos);

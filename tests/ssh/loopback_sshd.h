@@ -12,12 +12,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "engine/core/error.h"
 #include "engine/launch/ssh.h"
+#include "tests/support/temp_dir.h"
 
 namespace tessera::test_support {
 
@@ -65,8 +67,8 @@ class LoopbackSshd {
         if (!fs::exists("/usr/sbin/sshd") || !fs::exists("/usr/bin/ssh"))
             return "OpenSSH is missing: install openssh-server and openssh-client "
                    "(scripts/setup.sh does)";
-        dir = fs::temp_directory_path() / str_cat("tessera_", tag, "_", ::getpid());
-        fs::remove_all(dir);
+        scratch_.emplace(tag);  // removed after sshd stops
+        dir = scratch_->path();
         fs::create_directories(dir / "work");
         host_key = (dir / "host_key").string();
         user_key = (dir / "user_key").string();
@@ -129,6 +131,7 @@ class LoopbackSshd {
     }
 
   private:
+    std::optional<TempDir> scratch_;
     pid_t pid_ = -1;
 };
 

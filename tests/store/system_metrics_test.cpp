@@ -11,6 +11,7 @@
 
 #include "engine/core/error.h"
 #include "engine/telemetry/metric_names.h"
+#include "tests/support/temp_dir.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
@@ -76,13 +77,13 @@ TEST(SystemMetrics, ProcSourceReadsThisHostAndSurvivesBadFiles) {
     ASSERT_TRUE(second.has_value());
     EXPECT_GE(second->cpu_percent, 0);
     EXPECT_LE(second->cpu_percent, 100);
-    fs::path bad = fs::temp_directory_path() / ("tessera_meminfo_" + std::to_string(::getpid()));
+    const tessera::test_support::TempDir scratch("meminfo");
+    const fs::path bad = scratch.path() / "meminfo";
     std::ofstream(bad) << "garbage\n";
     ProcHostSource broken("/proc/stat", bad.string());
     EXPECT_FALSE(broken.host().has_value());
     ProcHostSource missing("/nonexistent/stat", "/nonexistent/meminfo");
     EXPECT_FALSE(missing.host().has_value());
-    fs::remove(bad);
 }
 
 TEST(SystemMetrics, SamplerRateAndRecords) {

@@ -21,6 +21,7 @@
 #include "engine/store/run_store.h"
 #include "engine/telemetry/metric_names.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "ui/common/project_document.h"
 #include "ui/common/qcustomplot_qt.h"
 #include "ui/monitor/monitor_device.h"
@@ -31,13 +32,13 @@ using namespace tessera::studio;
 
 namespace {
 
-// One tiny project trained once for the whole suite.
+// One tiny project trained once for the whole suite, in the process's folder (removed when it
+// exits) with the tests' other projects beside it.
 fs::path g_project;
 
 void make_project() {
-    g_project = fs::temp_directory_path() /
-                ("tessera_monitor_" + std::to_string(::getpid()) + "_" +
-                 std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    static const tessera::test_support::TempDir root("monitor");
+    g_project = root.path() / "suite";
     fs::create_directories(g_project);
     std::ofstream(g_project / "project.yaml")
         << "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
@@ -476,8 +477,5 @@ int main(int argc, char** argv) {
     if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();  // ctest discovery: no training
     make_project();
     if (::testing::Test::HasFatalFailure()) return 1;
-    int rc = RUN_ALL_TESTS();
-    std::error_code ec;
-    fs::remove_all(g_project, ec);
-    return rc;
+    return RUN_ALL_TESTS();
 }

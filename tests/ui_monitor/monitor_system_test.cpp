@@ -18,6 +18,7 @@
 
 #include "engine/config/config.h"
 #include "engine/plan/estimator.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/ui_paths.h"
 #include "tests/ui_monitor/gpu_run_fixture.h"
 #include "ui/common/project_document.h"
@@ -45,7 +46,8 @@ double predicted_tok_per_s() {
 TEST(MonitorSystem, ChartsAlertsAndMemoryLayout) {
     const double pred = predicted_tok_per_s();
     ASSERT_GT(pred, 0);
-    fs::path dir = tessera::test_support::unique_temp_dir("monsys_gpu");
+    const tessera::test_support::TempDir scratch("monsys_gpu");
+    const fs::path& dir = scratch.path();
     const int64_t id = tessera::fixture::write_gpu_run(dir, pred);
     ProjectDocument doc;
     QString err;
@@ -142,15 +144,13 @@ TEST(MonitorSystem, ChartsAlertsAndMemoryLayout) {
     page.replotNow();
     EXPECT_TRUE(
         page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_charts.png"));
-    std::error_code ec;
-    fs::remove_all(dir, ec);
 }
 
 // A diverged run: ranks 2 and 1 write NaN at step 7 (rank 1 first), the run fails; the mark
 // names rank 1. A CPU run has only host metrics: the GPU charts stay hidden.
 TEST(MonitorSystem, NanMarkedWithTheFirstRankAndCpuRunShowsHostOnly) {
-    fs::path dir = tessera::test_support::unique_temp_dir("monsys_nan");
-    fs::create_directories(dir);
+    const tessera::test_support::TempDir scratch("monsys_nan");
+    const fs::path& dir = scratch.path();
     const std::string yaml =
         "model: {preset: gpt-tiny, n_layer: 2, d_model: 64, n_head: 2, seq_len: 32}\n"
         "data: {dataset: brown}\ntrain: {steps: 10, micro_batch: 4, eval_every: 0}\nparallel: {dp: "
@@ -202,15 +202,14 @@ TEST(MonitorSystem, NanMarkedWithTheFirstRankAndCpuRunShowsHostOnly) {
     QApplication::processEvents();
     EXPECT_TRUE(
         page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_nan_cpu.png"));
-    std::error_code ec;
-    fs::remove_all(dir, ec);
 }
 
 // At the studio's default window size (1280 x 800: about 1280 x 720 for the page) the System tab
 // fits in the page and all seven charts keep their height: those below the tab's fold scroll
 // into view rather than being cut off at the window's edge.
 TEST(MonitorSystem, EveryChartIsWholeAtTheDefaultWindowSize) {
-    fs::path dir = tessera::test_support::unique_temp_dir("monsys_fit");
+    const tessera::test_support::TempDir scratch("monsys_fit");
+    const fs::path& dir = scratch.path();
     const int64_t id = tessera::fixture::write_gpu_run(dir, 1e5);
     ProjectDocument doc;
     QString err;
@@ -255,8 +254,6 @@ TEST(MonitorSystem, EveryChartIsWholeAtTheDefaultWindowSize) {
     QApplication::processEvents();
     EXPECT_TRUE(
         page.grab().save(tessera::test_support::screenshot_dir() + "/monitor_system_1280x720.png"));
-    std::error_code ec;
-    fs::remove_all(dir, ec);
 }
 
 int main(int argc, char** argv) {

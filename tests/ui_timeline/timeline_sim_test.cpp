@@ -16,6 +16,7 @@
 
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/schedule_sim.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/ui_paths.h"
 #include "tests/ui_monitor/gpu_run_fixture.h"
 #include "ui/common/project_document.h"
@@ -48,7 +49,8 @@ TEST(TimelineSim, MeasuredTimesPerStageTheSlowestRank) {
 }
 
 TEST(TimelineSim, PageSimulatesTheMeasuredStepWithCriticalPathAndBubbles) {
-    fs::path dir = tessera::test_support::unique_temp_dir("tlsim_run");
+    const tessera::test_support::TempDir scratch("tlsim_run");
+    const fs::path& dir = scratch.path();
     const int64_t id = tessera::fixture::write_gpu_run(dir, 50000);
     ProjectDocument doc;
     QString err;
@@ -89,8 +91,6 @@ TEST(TimelineSim, PageSimulatesTheMeasuredStepWithCriticalPathAndBubbles) {
     QApplication::processEvents();
     EXPECT_TRUE(page.grab().save(tessera::test_support::screenshot_dir() +
                                  "/timeline_simulated_measured.png"));
-    std::error_code ec;
-    fs::remove_all(dir, ec);
 }
 
 // The fixture's last step again, with each layer's measured times (LayerTimeRecord, step 199 as
@@ -156,7 +156,8 @@ TEST(TimelineSim, LayerTimesSumOverAnotherPartitionsChunks) {
 // run (here: blocks 3 + 1 instead of the run's 2 + 2) and says when it cannot (another
 // micro-batch); the edit re-simulates at once.
 TEST(TimelineSim, PageSimulatesTheEditedPlanFromTheRunsLayerTimes) {
-    fs::path dir = tessera::test_support::unique_temp_dir("tlsim_layers");
+    const tessera::test_support::TempDir scratch("tlsim_layers");
+    const fs::path& dir = scratch.path();
     const int64_t id = tessera::fixture::write_gpu_run(dir, 50000);
     add_layer_times(dir, id);
     ProjectDocument doc;
@@ -203,13 +204,11 @@ TEST(TimelineSim, PageSimulatesTheEditedPlanFromTheRunsLayerTimes) {
     EXPECT_TRUE(page.statusText().contains(
         "the project's plan is not simulated: train.micro_batch is 8 in the plan but 4 in the run"))
         << page.statusText().toStdString();
-    std::error_code ec;
-    fs::remove_all(dir, ec);
 }
 
 TEST(TimelineSim, BeforeAnyRunThePredictedTimesAndABrokenDbIsOneMessage) {
-    fs::path dir = tessera::test_support::unique_temp_dir("tlsim_norun");
-    fs::create_directories(dir);
+    const tessera::test_support::TempDir scratch("tlsim_norun");
+    const fs::path& dir = scratch.path();
     std::ofstream(dir / "project.yaml") << tessera::fixture::gpu_run_yaml();
     ProjectDocument doc;
     QString err;
@@ -242,8 +241,6 @@ TEST(TimelineSim, BeforeAnyRunThePredictedTimesAndABrokenDbIsOneMessage) {
     page.refresh();
     EXPECT_EQ(failed.count(), 1);
     EXPECT_FALSE(page.statusText().isEmpty());
-    std::error_code ec;
-    fs::remove_all(dir, ec);
 }
 
 int main(int argc, char** argv) {
