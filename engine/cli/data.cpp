@@ -91,8 +91,7 @@ int data_prepare_brown(const CliArgs& args) {
     }
     ShardPaths paths = brown_prepare(vocab, force);
     for (const std::string& p : {paths.train, paths.val}) {
-        size_t n = shard_read(p).size();
-        std::printf("%s  %zu tokens\n", p.c_str(), n);
+        std::printf("%s  %lld tokens\n", p.c_str(), (long long)TokenShard(p).size());
     }
     return 0;
 }

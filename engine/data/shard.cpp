@@ -101,4 +101,28 @@ std::vector<uint32_t> shard_read_range(const std::string& path, int64_t first, i
     return shard_read_tokens(f.get(), path, width, count);
 }
 
+uint32_t TokenView::max() const {
+    uint32_t m = 0;
+    if (width == 2) {
+        const auto* p = static_cast<const uint16_t*>(data);
+        for (int64_t i = 0; i < size; ++i) m = std::max<uint32_t>(m, p[i]);
+    } else {
+        const auto* p = static_cast<const uint32_t*>(data);
+        for (int64_t i = 0; i < size; ++i) m = std::max(m, p[i]);
+    }
+    return m;
+}
+
+TokenShard::TokenShard(const std::string& path) : path_(path) {
+    int32_t count = 0;
+    long width = 0;
+    shard_open(path, count, width);  // validated: the header and the size agree
+    map_ = io_map_file(path);
+    const size_t expected = sizeof(int32_t) * kShardHeaderInts + (size_t)width * (size_t)count;
+    if (map_.size != expected)  // replaced between the two opens
+        throw InputError(str_cat(path, ": the token shard changed while it was opened (", expected,
+                                 " bytes, then ", map_.size, "); open it again"));
+    view_ = TokenView(map_.data.get() + sizeof(int32_t) * kShardHeaderInts, count, (int)width);
+}
+
 }  // namespace tessera

@@ -40,23 +40,28 @@ void check_batch_args(int64_t n_tokens, int64_t first_sample, int n_samples, int
 }
 
 // Row r of (inputs, targets), each (seq_len): the window of seq_len + 1 tokens at `start`.
-void copy_window(const std::vector<uint32_t>& tokens, int64_t start, int seq_len, int64_t r,
-                 int32_t* inputs, int32_t* targets) {
-    const uint32_t* src = tokens.data() + start;
+template <typename T>
+void copy_window(const T* src, int seq_len, int32_t* in, int32_t* tg) {
+    for (int t = 0; t < seq_len; t++) {
+        in[t] = (int32_t)src[t];
+        tg[t] = (int32_t)src[t + 1];
+    }
+}
+void copy_window(TokenView tokens, int64_t start, int seq_len, int64_t r, int32_t* inputs,
+                 int32_t* targets) {
     int32_t* in = inputs + r * seq_len;
     int32_t* tg = targets + r * seq_len;
-    for (int t = 0; t < seq_len; t++) {
-        in[t] = src[t];
-        tg[t] = src[t + 1];
-    }
+    if (tokens.width == 2)
+        copy_window(static_cast<const uint16_t*>(tokens.data) + start, seq_len, in, tg);
+    else
+        copy_window(static_cast<const uint32_t*>(tokens.data) + start, seq_len, in, tg);
 }
 
 }  // namespace
 
-void sample_token_batch(const std::vector<uint32_t>& tokens, uint64_t seed, int64_t step,
-                        int64_t first_sample, int n_samples, int seq_len, int32_t* inputs,
-                        int32_t* targets) {
-    int64_t n = (int64_t)tokens.size();
+void sample_token_batch(TokenView tokens, uint64_t seed, int64_t step, int64_t first_sample,
+                        int n_samples, int seq_len, int32_t* inputs, int32_t* targets) {
+    const int64_t n = tokens.size;
     check_batch_args(n, first_sample, n_samples, seq_len);
     for (int r = 0; r < n_samples; r++)
         copy_window(tokens, token_sampler_start(seed, step, first_sample + r, n, seq_len), seq_len,
@@ -68,11 +73,11 @@ int64_t token_window_count(int64_t n_tokens, int seq_len) {
     return (n_tokens - 1) / seq_len;
 }
 
-void epoch_token_batch(const std::vector<uint32_t>& tokens, uint64_t seed, int64_t step,
-                       int64_t first_sample, int n_samples, int64_t global_batch, int seq_len,
-                       int32_t* inputs, int32_t* targets) {
-    check_batch_args((int64_t)tokens.size(), first_sample, n_samples, seq_len);
-    const int64_t windows = token_window_count((int64_t)tokens.size(), seq_len);
+void epoch_token_batch(TokenView tokens, uint64_t seed, int64_t step, int64_t first_sample,
+                       int n_samples, int64_t global_batch, int seq_len, int32_t* inputs,
+                       int32_t* targets) {
+    check_batch_args(tokens.size, first_sample, n_samples, seq_len);
+    const int64_t windows = token_window_count(tokens.size, seq_len);
     for (int r = 0; r < n_samples; r++) {
         int64_t w = epoch_order_item(seed, step, first_sample + r, global_batch, windows);
         copy_window(tokens, w * seq_len, seq_len, r, inputs, targets);

@@ -20,11 +20,11 @@ struct ReadOrder {
     int64_t global_batch = 1;
 };
 
-// ---- GPT: windows of seq_len + 1 tokens from llm.c token shards -------------------------------
+// ---- GPT: windows of seq_len + 1 tokens from llm.c token shards, mapped (TokenShard) ----------
 class TokenData final : public DataSource {
   public:
-    TokenData(std::vector<uint32_t> train, std::vector<uint32_t> val, int seq_len, uint64_t seed,
-              ReadOrder order, int vocab, std::string desc)
+    TokenData(TokenShard train, TokenShard val, int seq_len, uint64_t seed, ReadOrder order,
+              int vocab, std::string desc)
         : train_(std::move(train)),
           val_(std::move(val)),
           seq_len_(seq_len),
@@ -36,10 +36,10 @@ class TokenData final : public DataSource {
     Batch train_batch(int64_t step, int64_t first, int n) const override {
         Batch b = alloc(n);
         if (order_.epoch)
-            epoch_token_batch(train_, seed_, step, first, n, order_.global_batch, seq_len_,
+            epoch_token_batch(train_.tokens(), seed_, step, first, n, order_.global_batch, seq_len_,
                               b.inputs.data(), b.targets.data());
         else
-            sample_token_batch(train_, seed_, step, first, n, seq_len_, b.inputs.data(),
+            sample_token_batch(train_.tokens(), seed_, step, first, n, seq_len_, b.inputs.data(),
                                b.targets.data());
         return b;
     }
@@ -47,13 +47,11 @@ class TokenData final : public DataSource {
         // random windows in both orders, from a separate stream: evaluation windows never depend
         // on the training seed's progress
         Batch b = alloc(n);
-        sample_token_batch(val_, splitmix64(seed_ ^ 0xE7A1ull), index, first, n, seq_len_,
+        sample_token_batch(val_.tokens(), splitmix64(seed_ ^ 0xE7A1ull), index, first, n, seq_len_,
                            b.inputs.data(), b.targets.data());
         return b;
     }
-    int64_t train_set_size() const override {
-        return token_window_count((int64_t)train_.size(), seq_len_);
-    }
+    int64_t train_set_size() const override { return token_window_count(train_.size(), seq_len_); }
     int vocab_size() const override { return vocab_; }
     std::string describe() const override { return desc_; }
 
@@ -66,7 +64,7 @@ class TokenData final : public DataSource {
         b.targets.resize((size_t)n * seq_len_);
         return b;
     }
-    std::vector<uint32_t> train_, val_;
+    TokenShard train_, val_;
     int seq_len_;
     uint64_t seed_;
     ReadOrder order_;
@@ -163,24 +161,24 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
         train_path = config_resolve_path(cfg, d.train);
         val_path = d.val.empty() ? train_path : config_resolve_path(cfg, d.val);
     }
-    auto train = shard_read(train_path);
-    auto val = shard_read(val_path);
+    TokenShard train(train_path), val(val_path);
     // Ids Tessera tokenized itself lie in the tokenizer's vocabulary; a shard of the user's own
     // ids must fit the model's embedding (a Llama-family vocab_size; GPT's is the tokenizer's).
     const bool own_ids = d.dataset.empty() && cfg.model.vocab_size > 0;
     const int vocab = own_ids ? cfg.model.vocab_size : tokenizer_vocab;
-    for (auto* v : {&train, &val})
-        for (uint32_t t : *v)
-            if (t >= (uint32_t)vocab)
-                throw InputError(
-                    own_ids ? str_cat(v == &train ? train_path : val_path, ": token id ", t,
-                                      " outside the model's vocabulary (vocab_size ", vocab, ")")
-                            : str_cat(v == &train ? train_path : val_path, ": token id ", t,
-                                      " outside the ", cfg.model.vocab, " vocabulary (size ", vocab,
-                                      ")"));
+    for (const TokenShard* v : {&train, &val})
+        if (const uint32_t t = v->tokens().max(); v->size() > 0 && t >= (uint32_t)vocab)
+            throw InputError(own_ids
+                                 ? str_cat(v->path(), ": token id ", t,
+                                           " (the shard's largest) outside the model's vocabulary "
+                                           "(vocab_size ",
+                                           vocab, ")")
+                                 : str_cat(v->path(), ": token id ", t,
+                                           " (the shard's largest) outside the ", cfg.model.vocab,
+                                           " vocabulary (size ", vocab, ")"));
     // A window is seq_len + 1 tokens; say which file is too short before the first step (an empty
     // val.bin is what `tessera data prepare --val-fraction 0` writes)
-    const size_t window = (size_t)cfg.model.seq_len + 1;
+    const int64_t window = (int64_t)cfg.model.seq_len + 1;
     if (train.size() < window)
         throw InputError(str_cat(train_path, ": ", train.size(),
                                  " tokens, expected at least seq_len + 1 = ", window,
@@ -194,8 +192,7 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
         str_cat(d.dataset.empty() ? train_path : d.dataset, " (", train.size(), " train / ",
                 val.size(), " val tokens, vocab ", cfg.model.vocab, ")");
     if (order.epoch)
-        desc += str_cat("; epoch order over ",
-                        token_window_count((int64_t)train.size(), cfg.model.seq_len),
+        desc += str_cat("; epoch order over ", token_window_count(train.size(), cfg.model.seq_len),
                         " windows of ", cfg.model.seq_len, " tokens");
     return std::make_unique<TokenData>(std::move(train), std::move(val), cfg.model.seq_len,
                                        cfg.train.seed, order, vocab, desc);

@@ -1,9 +1,11 @@
 // Token shards (write/read round-trip and each rejection) and the deterministic token sampler.
 #include "engine/data/shard.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "engine/core/error.h"
@@ -15,15 +17,22 @@ using tessera::test::TempDir;
 
 namespace {
 
-// Expects shard_read(path) to throw one InputError whose text contains every `needles` entry.
+// Expects shard_read(path) and mapping it (TokenShard) each to throw one InputError whose text
+// contains every `needles` entry.
 void expect_read_error(const std::string& path, std::vector<std::string> needles) {
-    try {
-        shard_read(path);
-        FAIL() << "expected InputError for " << path;
-    } catch (const InputError& e) {
-        std::string msg = e.what();
-        needles.push_back(path);
-        for (const std::string& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << msg;
+    needles.push_back(path);
+    for (const char* how : {"shard_read", "TokenShard"}) {
+        try {
+            if (how[0] == 's')
+                shard_read(path);
+            else
+                TokenShard mapped(path);
+            ADD_FAILURE() << how << ": expected InputError for " << path;
+        } catch (const InputError& e) {
+            std::string msg = e.what();
+            for (const std::string& n : needles)
+                EXPECT_NE(msg.find(n), std::string::npos) << how << ": " << msg;
+        }
     }
 }
 
@@ -104,6 +113,46 @@ TEST(Shard, ReadRangeOfBothVersions) {
                 << e.what();
         }
     }
+}
+
+// A mapped shard (what a training rank reads) holds the ids shard_read returns, for both
+// versions, and the samplers read the same windows from it as from those ids.
+TEST(Shard, MappedShardReadsWhatShardReadReads) {
+    TempDir tmp;
+    for (uint32_t top : {1000u, 100000u}) {
+        std::vector<uint32_t> ids;
+        for (uint32_t i = 0; i < 5000; i++) ids.push_back((i * 7919u) % top);
+        const std::string p = tmp.file(std::to_string(top) + ".bin");
+        shard_write(p, ids);
+        TokenShard mapped(p);
+        const TokenView v = mapped.tokens();
+        EXPECT_EQ(v.width, top > 0xFFFF ? 4 : 2);
+        ASSERT_EQ(mapped.size(), 5000);
+        std::vector<uint32_t> got;
+        for (int64_t i = 0; i < v.size; ++i) got.push_back(v[i]);
+        EXPECT_EQ(got, shard_read(p));
+        EXPECT_EQ(v.max(), *std::max_element(ids.begin(), ids.end()));
+        const int n = 8, T = 32;
+        std::vector<int32_t> a_in(n * T), a_tg(n * T), b_in(n * T), b_tg(n * T);
+        sample_token_batch(v, 5, 3, 0, n, T, a_in.data(), a_tg.data());
+        sample_token_batch(ids, 5, 3, 0, n, T, b_in.data(), b_tg.data());
+        EXPECT_EQ(a_in, b_in);
+        EXPECT_EQ(a_tg, b_tg);
+        epoch_token_batch(v, 5, 3, 0, n, 16, T, a_in.data(), a_tg.data());
+        epoch_token_batch(ids, 5, 3, 0, n, 16, T, b_in.data(), b_tg.data());
+        EXPECT_EQ(a_in, b_in);
+        // a copy shares the mapping and outlives the shard it was copied from
+        std::optional<TokenShard> copy;
+        {
+            const TokenShard first(p);
+            copy = first;
+        }
+        EXPECT_EQ(copy->tokens()[4999], ids[4999]);
+    }
+    shard_write(tmp.file("empty.bin"), {});
+    TokenShard empty(tmp.file("empty.bin"));
+    EXPECT_EQ(empty.size(), 0);
+    EXPECT_EQ(empty.tokens().max(), 0u);
 }
 
 TEST(Shard, RejectsMissingFile) {
