@@ -36,19 +36,18 @@ void shard_write(const std::string& path, const std::vector<uint32_t>& tokens) {
 }
 
 namespace {
-// Opens and validates a shard; returns the token count and the bytes per token.
-FilePtr shard_open(const std::string& path, int32_t& count, long& width) {
-    FilePtr f(std::fopen(path.c_str(), "rb"));
-    if (!f) throw InputError(str_cat("token shard not found: ", path));
-    std::fseek(f.get(), 0, SEEK_END);
-    long size = std::ftell(f.get());
-    std::fseek(f.get(), 0, SEEK_SET);
-    int32_t header[kShardHeaderInts];
-    if (size < (long)sizeof(header))
-        throw InputError(str_cat(path, ": truncated token shard: expected a ", sizeof(header),
+InputError shard_not_found(const std::string& path) {
+    return InputError(str_cat("token shard not found: ", path));
+}
+
+// Checks a shard of `size` bytes whose first bytes are `header` (read only when the file holds a
+// whole header); returns the token count and the bytes per token.
+void shard_check(const std::string& path, long size, const int32_t* header, int32_t& count,
+                 long& width) {
+    const long header_bytes = (long)sizeof(int32_t) * kShardHeaderInts;
+    if (size < header_bytes)
+        throw InputError(str_cat(path, ": truncated token shard: expected a ", header_bytes,
                                  "-byte header, found a ", size, "-byte file"));
-    if (std::fread(header, sizeof(header), 1, f.get()) != 1)
-        throw InputError(str_cat(path, ": cannot read the shard header"));
     if (header[0] != kShardMagic)
         throw InputError(str_cat(path, ": bad magic in token shard header: expected ", kShardMagic,
                                  ", found ", header[0], " (not an llm.c .bin shard)"));
@@ -58,11 +57,24 @@ FilePtr shard_open(const std::string& path, int32_t& count, long& width) {
                                  " (uint32), found ", header[1]));
     width = header[1] == kShardVersion32 ? 4 : 2;
     count = header[2];
-    long expected = (long)sizeof(header) + width * (count < 0 ? 0 : count);
+    long expected = header_bytes + width * (count < 0 ? 0 : count);
     if (count < 0 || size != expected)
         throw InputError(str_cat(path, ": ", size < expected ? "truncated" : "oversized",
                                  " token shard: header says ", count, " tokens (", expected,
                                  " bytes), found ", size, " bytes"));
+}
+
+// Opens and validates a shard; returns the token count and the bytes per token.
+FilePtr shard_open(const std::string& path, int32_t& count, long& width) {
+    FilePtr f(std::fopen(path.c_str(), "rb"));
+    if (!f) throw shard_not_found(path);
+    std::fseek(f.get(), 0, SEEK_END);
+    long size = std::ftell(f.get());
+    std::fseek(f.get(), 0, SEEK_SET);
+    int32_t header[kShardHeaderInts] = {};
+    if (size >= (long)sizeof(header) && std::fread(header, sizeof(header), 1, f.get()) != 1)
+        throw InputError(str_cat(path, ": cannot read the shard header"));
+    shard_check(path, size, header, count, width);
     return f;
 }
 
@@ -114,15 +126,13 @@ uint32_t TokenView::max() const {
 }
 
 TokenShard::TokenShard(const std::string& path) : path_(path) {
+    if (!std::filesystem::exists(path)) throw shard_not_found(path);
+    map_ = io_map_file(path);  // checked as mapped: one open, no window for a replacement
+    const auto* header = reinterpret_cast<const int32_t*>(map_.data.get());
     int32_t count = 0;
     long width = 0;
-    shard_open(path, count, width);  // validated: the header and the size agree
-    map_ = io_map_file(path);
-    const size_t expected = sizeof(int32_t) * kShardHeaderInts + (size_t)width * (size_t)count;
-    if (map_.size != expected)  // replaced between the two opens
-        throw InputError(str_cat(path, ": the token shard changed while it was opened (", expected,
-                                 " bytes, then ", map_.size, "); open it again"));
-    view_ = TokenView(map_.data.get() + sizeof(int32_t) * kShardHeaderInts, count, (int)width);
+    shard_check(path, (long)map_.size, header, count, width);
+    view_ = TokenView(header + kShardHeaderInts, count, (int)width);
 }
 
 }  // namespace tessera
