@@ -161,12 +161,14 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
         train_path = config_resolve_path(cfg, d.train);
         val_path = d.val.empty() ? train_path : config_resolve_path(cfg, d.val);
     }
-    TokenShard train(train_path), val(val_path);
+    TokenShard train(train_path);
+    TokenShard val = val_path == train_path ? train : TokenShard(val_path);  // one mapping
     // Ids Tessera tokenized itself lie in the tokenizer's vocabulary; a shard of the user's own
     // ids must fit the model's embedding (a Llama-family vocab_size; GPT's is the tokenizer's).
     const bool own_ids = d.dataset.empty() && cfg.model.vocab_size > 0;
     const int vocab = own_ids ? cfg.model.vocab_size : tokenizer_vocab;
-    for (const TokenShard* v : {&train, &val})
+    for (const TokenShard* v : {&train, &val}) {
+        if (v == &val && val_path == train_path) break;  // one file: checked once
         if (const uint32_t t = v->tokens().max(); v->size() > 0 && t >= (uint32_t)vocab)
             throw InputError(own_ids
                                  ? str_cat(v->path(), ": token id ", t,
@@ -176,6 +178,7 @@ std::unique_ptr<DataSource> data_source_open(const RunConfig& cfg) {
                                  : str_cat(v->path(), ": token id ", t,
                                            " (the shard's largest) outside the ", cfg.model.vocab,
                                            " vocabulary (size ", vocab, ")"));
+    }
     // A window is seq_len + 1 tokens; say which file is too short before the first step (an empty
     // val.bin is what `tessera data prepare --val-fraction 0` writes)
     const int64_t window = (int64_t)cfg.model.seq_len + 1;
