@@ -756,6 +756,7 @@ class HeadLayer final : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> layer_create(const ShardSpec& spec_in, int index, Layer* tied_embedding) {
+    spec_in.model.param_table();  // built once: the copy below and every layer share it
     ShardSpec spec = spec_in;
     if (!spec.ops) spec.ops = &layer_ops_cpu();
     if (spec.model.family == ModelShape::Family::mlp) return mlp_layer_create(spec, index);

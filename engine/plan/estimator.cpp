@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -195,6 +198,43 @@ double ring_gather(double bytes, int n) {
     return n > 1 ? (double)(n - 1) / n * bytes : 0.0;
 }
 
+// OpCosts::op_s over a trace: a step repeats the same call for every micro-batch and every
+// identical block, so each distinct call is priced once (the sums are the same: the same values
+// in the same order).
+class TracePrices {
+  public:
+    explicit TracePrices(const OpCosts& costs) : costs_(costs) {}
+    double operator()(const OpCall& c) {
+        Key k;
+        std::memset(&k, 0, sizeof k);  // no indeterminate padding in the bytes hashed
+        k.dims = {c.N, c.C, c.OC, c.B, c.T, c.NH};
+        k.share = c.share;
+        k.kind = (int)c.kind, k.dtype = (int)c.dtype, k.fp8 = c.fp8 ? 1 : 0;
+        auto [it, fresh] = prices_.try_emplace(k, 0.0);
+        if (fresh) it->second = costs_.op_s(c);
+        return it->second;
+    }
+
+  private:
+    struct Key {
+        std::array<int64_t, 6> dims;
+        double share;
+        int kind, dtype, fp8;
+        bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
+    };
+    struct Hash {
+        size_t operator()(const Key& k) const {  // over the key's 64-bit words
+            static_assert(sizeof(Key) % sizeof(uint64_t) == 0);
+            uint64_t w[sizeof(Key) / sizeof(uint64_t)], h = 0;
+            std::memcpy(w, &k, sizeof(Key));
+            for (uint64_t x : w) h = (h ^ x) * 0x9e3779b97f4a7c15ull, h ^= h >> 29;
+            return (size_t)h;
+        }
+    };
+    const OpCosts& costs_;
+    std::unordered_map<Key, double, Hash> prices_;
+};
+
 // A GPU rank's busy time from its step's op trace and the parameter store's passes, priced
 // with the device's measured costs (OpCosts): r.compute_s and its parts. The host launches
 // every kernel: a step of many small ops takes at least their launch time.
@@ -206,8 +246,9 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
     const bool host_optimizer = sim.offload_opt && sim.gpu();  // ParamStore's optimizer offload
     if (host_optimizer && (!costs.host_adamw_measured || host_link_bytes_per_s <= 0)) return false;
     r.gemm_s = r.attention_s = r.other_ops_s = 0;
+    TracePrices price(costs);
     for (const OpCall& c : sim.trace.calls) {
-        const double t = costs.op_s(c);
+        const double t = price(c);
         if (op_is_gemm(c.kind))
             r.gemm_s += t;
         else if (c.kind == OpKind::attention_forward || c.kind == OpKind::attention_backward)
@@ -251,14 +292,15 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
 constexpr double kEfficiencyTokens = 16 * 1024;
 double small_batch_gemm_factor(const OpCosts& costs, const RankSim& sim) {
     double at_n = 0, at_ref = 0;
+    TracePrices price(costs);
     for (OpCall c : sim.trace.calls) {
         if (!op_is_gemm(c.kind)) continue;
         if (!costs.measured[(size_t)c.kind] || c.N < 1) continue;
         c.fp8 = false;
-        at_n += costs.op_s(c);
+        at_n += price(c);
         const double n = (double)c.N;
         c.N = (int64_t)kEfficiencyTokens;
-        at_ref += costs.op_s(c) * n / kEfficiencyTokens;
+        at_ref += price(c) * n / kEfficiencyTokens;
     }
     return at_n > 0 && at_ref > 0 ? at_n / at_ref : 1.0;
 }
@@ -440,7 +482,9 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
         // the efficiency model's small-batch GEMM factor per class (small_batch_gemm_factor)
         std::vector<double> small_batch(cls.size(), 1.0);
         const OpCosts* gemm_curve = gpu ? (measured ? measured : op_costs_for("H200")) : nullptr;
-        // the stages are simulated side by side (each its own RankSim, its own slots)
+        // the stages are simulated side by side (each its own RankSim, its own slots); the
+        // model's parameter table is built here, once, and shared by every layer's copy of shape
+        shape.param_table();
         std::vector<char> stage_priced((size_t)par.pp, 1);
         parallel_for((size_t)par.pp, [&](size_t stage_index) {
             const int s = (int)stage_index;
