@@ -4,16 +4,13 @@
 # Llama-3.2-1B with TESSERA_GEMM_TUNING=off and on (one run each, no peer), all of cuda_ops_test,
 # then both models against the peer. The host's choices go to $OUT/devices.
 set -uo pipefail
-export NCCL_NVLS_ENABLE=0 TESSERA_DATA_DIR="$PWD"/.gpudeps/data TESSERA_DEVICES_DIR="$OUT"/devices
+source scripts/gpu-env.sh >/dev/null
+export TESSERA_DEVICES_DIR="$OUT"/devices
 mkdir -p "$OUT"/devices "$OUT"/tp
-# shellcheck disable=SC1090  # unpack-deps.sh prints the exports
-source <(bash .gpudeps/unpack-deps.sh "$PWD"/.gpudeps "$PWD"/.gpudeps/root) >/dev/null
-[ -d .gpudeps/data ] || tar -xJf .gpudeps/data.tar.xz -C .gpudeps
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 t0=$(date +%s)
 T() { echo "t=$(( $(date +%s)-t0 ))"; }
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_CUDA=ON -DTESSERA_STUDIO=OFF -DTESSERA_TEST_DIRS="cli;gpu;cuda_ops" >"$OUT"/configure.log 2>&1 || { tail -30 "$OUT"/configure.log; exit 1; }
-cmake --build build-gpu -j 16 --target tessera cuda_ops_test >"$OUT"/build.log 2>&1 || { grep -E "error" "$OUT"/build.log | head -30; exit 1; }
+gpu_build "$PWD"/build-gpu "cli;gpu;cuda_ops" "$OUT" tessera cuda_ops_test || exit 1
 T
 timeout 60 build-gpu/bin/cuda_ops_test --gtest_filter="*Matmul*:*Gemm*:*Linear*" >"$OUT"/cuda_ops.log 2>&1; echo "cuda_ops rc=$?"
 grep -E "FAILED|PASSED|Failure" "$OUT"/cuda_ops.log | head -20

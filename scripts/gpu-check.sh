@@ -14,23 +14,14 @@ for a in "$@"; do case "$a" in
   --gpus=*) gpus="${a#*=}";; --no-build) build=0;; --tests-only) bench=0;; --bench-only) tests=0;;
   --prebuilt=*) prebuilt="${a#*=}"; build=0;;
 esac; done
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-if [[ -d "$root/.gpudeps" ]]; then
-  source <(bash "$root/.gpudeps/unpack-deps.sh" "$root/.gpudeps" "$root/.gpudeps/root")
-  if [[ -f "$root/.gpudeps/data.tar.xz" && ! -d "$root/.gpudeps/data" ]]; then
-    tar -xJf "$root/.gpudeps/data.tar.xz" -C "$root/.gpudeps"
-  fi
-  [[ -d "$root/.gpudeps/data" ]] && export TESSERA_DATA_DIR="$root/.gpudeps/data"
-fi
+source "$root/scripts/gpu-env.sh"
 bdir="${TESSERA_BUILD_DIR:-$root/build-gpu}"
 bin="$bdir/bin"
 [[ -n "$prebuilt" ]] && bin="$prebuilt"
 export TESSERA_BIN_DIR="$bin" TESSERA_TESTS_DIR="$root/tests"
 if ((build)); then
-  cmake -S "$root" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_CUDA=ON -DTESSERA_STUDIO=OFF \
-        -DTESSERA_TEST_DIRS="cuda_ops;cuda_attention;gpu" >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-  cmake --build "$bdir" -j "$(nproc)" --target tessera cuda_ops_test cuda_attention_test gpu_train_test \
-        >"$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -30; exit 1; }
+  gpu_build "$bdir" "cuda_ops;cuda_attention;gpu" "$out" tessera cuda_ops_test cuda_attention_test \
+            gpu_train_test || exit 1
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpus.txt"
 status=0
