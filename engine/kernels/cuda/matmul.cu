@@ -203,14 +203,6 @@ GemmPlan make_plan(const GemmShape& g, const float* a_scale, const float* b_scal
     return p;
 }
 
-GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr,
-                    const float* b_scale = nullptr) {
-    thread_local std::map<GemmShape, GemmPlan> plans;
-    auto it = plans.find(g);
-    if (it != plans.end()) return it->second;
-    return plans.emplace(g, make_plan(g, a_scale, b_scale, is_fp8(g.a_type) ? 4 : 1)).first->second;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Choosing among cuBLASLt's candidates. Its heuristic ranks algorithms by a model of the device;
 // on the H200 its first choice ran up to 31% slower than the fastest of its first eight at the
@@ -285,6 +277,18 @@ bool gemm_choice_on() {
     return on;
 }
 
+// A shape's plan, made on its first call with the candidates it needs: FP8's first four (spares
+// for a refusal at run time), bf16 and fp32's first kChoiceCandidates when the choice is on (timed
+// once by gemm_choose, which then keeps one), else the heuristic's first alone.
+GemmPlan& gemm_plan(const GemmShape& g, const float* a_scale = nullptr,
+                    const float* b_scale = nullptr) {
+    thread_local std::map<GemmShape, GemmPlan> plans;
+    auto it = plans.find(g);
+    if (it != plans.end()) return it->second;
+    const int count = is_fp8(g.a_type) ? 4 : gemm_choice_on() ? kChoiceCandidates : 1;
+    return plans.emplace(g, make_plan(g, a_scale, b_scale, count)).first->second;
+}
+
 // The host's choices for this GPU model and cuBLASLt version:
 // devices_cache_dir()/gemm_<device_file_slug(GPU name)>_cublaslt<version>.txt
 ChoiceCache& gemm_choices(int device) {
@@ -317,8 +321,8 @@ void gemm_choose(const GemmShape& g, GemmPlan& p, const void* A, const void* B, 
                  cudaStream_t s) {
     p.chosen = true;
     if (is_fp8(g.a_type) || !gemm_choice_on()) return;
-    const std::vector<cublasLtMatmulAlgo_t> algos =
-        candidates_of(make_plan(g, nullptr, nullptr, kChoiceCandidates));
+    const std::vector<cublasLtMatmulAlgo_t> algos = candidates_of(p);
+    p.spare.clear();  // only FP8 plans fall back to a spare
     if (algos.size() < 2) return;
     const int pick = gemm_choices(g.device).get_or_choose(shape_key(g), [&] {
         const std::vector<float> ms = time_algos(g, p, algos, A, B, D, beta, 3, s);
