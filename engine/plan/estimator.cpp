@@ -205,11 +205,9 @@ class TracePrices {
   public:
     explicit TracePrices(const OpCosts& costs) : costs_(costs) {}
     double operator()(const OpCall& c) {
-        Key k;
-        std::memset(&k, 0, sizeof k);  // no indeterminate padding in the bytes hashed
-        k.dims = {c.N, c.C, c.OC, c.B, c.T, c.NH};
-        k.share = c.share;
-        k.kind = (int)c.kind, k.dtype = (int)c.dtype, k.fp8 = c.fp8 ? 1 : 0;
+        const Key k{{c.N, c.C, c.OC, c.B, c.T, c.NH,
+                     (int64_t)c.kind | (int64_t)c.dtype << 16 | (int64_t)c.fp8 << 32},
+                    c.share};
         auto [it, fresh] = prices_.try_emplace(k, 0.0);
         if (fresh) it->second = costs_.op_s(c);
         return it->second;
@@ -217,18 +215,16 @@ class TracePrices {
 
   private:
     struct Key {
-        std::array<int64_t, 6> dims;
+        std::array<int64_t, 7> ints;  // the dimensions, then kind, dtype and fp8
         double share;
-        int kind, dtype, fp8;
-        bool operator==(const Key& o) const { return std::memcmp(this, &o, sizeof(Key)) == 0; }
+        bool operator==(const Key& o) const { return ints == o.ints && share == o.share; }
     };
     struct Hash {
-        size_t operator()(const Key& k) const {  // over the key's 64-bit words
-            static_assert(sizeof(Key) % sizeof(uint64_t) == 0);
-            uint64_t w[sizeof(Key) / sizeof(uint64_t)], h = 0;
-            std::memcpy(w, &k, sizeof(Key));
-            for (uint64_t x : w) h = (h ^ x) * 0x9e3779b97f4a7c15ull, h ^= h >> 29;
-            return (size_t)h;
+        size_t operator()(const Key& k) const {
+            uint64_t h = 0, share = 0;
+            std::memcpy(&share, &k.share, sizeof share);
+            for (int64_t x : k.ints) h = (h ^ (uint64_t)x) * 0x9e3779b97f4a7c15ull, h ^= h >> 29;
+            return (size_t)((h ^ share) * 0x9e3779b97f4a7c15ull);
         }
     };
     const OpCosts& costs_;
