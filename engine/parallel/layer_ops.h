@@ -64,6 +64,7 @@ struct OpCall {
     // A backward's share of its op (zb-h1 splits it: B the input gradient, W the weights'):
     // 1 whole, 0.5 either part, priced in proportion
     double share = 1.0;
+    bool operator==(const OpCall&) const = default;  // every field: the same op at the same cost
 };
 
 // The ops recorded on this thread while installed (the meta device's calls); returns the

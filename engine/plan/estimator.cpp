@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -205,30 +204,27 @@ class TracePrices {
   public:
     explicit TracePrices(const OpCosts& costs) : costs_(costs) {}
     double operator()(const OpCall& c) {
-        const Key k{{c.N, c.C, c.OC, c.B, c.T, c.NH,
-                     (int64_t)c.kind | (int64_t)c.dtype << 16 | (int64_t)c.fp8 << 32},
-                    c.share};
-        auto [it, fresh] = prices_.try_emplace(k, 0.0);
+        auto [it, fresh] = prices_.try_emplace(c, 0.0);
         if (fresh) it->second = costs_.op_s(c);
         return it->second;
     }
 
   private:
-    struct Key {
-        std::array<int64_t, 7> ints;  // the dimensions, then kind, dtype and fp8
-        double share;
-        bool operator==(const Key& o) const { return ints == o.ints && share == o.share; }
-    };
+    // equal calls (OpCall::operator==, every field) hash equal; a field left out here only
+    // makes more calls share a bucket
     struct Hash {
-        size_t operator()(const Key& k) const {
+        size_t operator()(const OpCall& c) const {
             uint64_t h = 0, share = 0;
-            std::memcpy(&share, &k.share, sizeof share);
-            for (int64_t x : k.ints) h = (h ^ (uint64_t)x) * 0x9e3779b97f4a7c15ull, h ^= h >> 29;
-            return (size_t)((h ^ share) * 0x9e3779b97f4a7c15ull);
+            std::memcpy(&share, &c.share, sizeof share);
+            for (uint64_t x :
+                 {(uint64_t)c.kind, (uint64_t)c.N, (uint64_t)c.C, (uint64_t)c.OC, (uint64_t)c.B,
+                  (uint64_t)c.T, (uint64_t)c.NH, (uint64_t)c.dtype, (uint64_t)c.fp8, share})
+                h = (h ^ x) * 0x9e3779b97f4a7c15ull, h ^= h >> 29;
+            return (size_t)h;
         }
     };
     const OpCosts& costs_;
-    std::unordered_map<Key, double, Hash> prices_;
+    std::unordered_map<OpCall, double, Hash> prices_;
 };
 
 // A GPU rank's busy time from its step's op trace and the parameter store's passes, priced
