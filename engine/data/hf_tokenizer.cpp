@@ -250,7 +250,14 @@ class HfBpeTokenizer final : public Tokenizer {
   private:
     std::string path_;
     // model
-    std::unordered_map<std::string, int> vocab_;
+    // looked up by string_view (merges and pre-tokenized words) without a copy
+    struct ViewHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const noexcept {
+            return std::hash<std::string_view>{}(s);
+        }
+    };
+    std::unordered_map<std::string, int, ViewHash, std::equal_to<>> vocab_;
     std::unordered_map<uint64_t, std::pair<int, int>>
         merges_;  // (left id, right id) -> (rank, merged id)
     bool byte_fallback_ = false, ignore_merges_ = false, fuse_unk_ = false;
@@ -297,38 +304,44 @@ class HfBpeTokenizer final : public Tokenizer {
                 str_cat("expected BPE, found ", type, " (only BPE models are supported)"));
         if (!m.contains("vocab") || !m["vocab"].is_object())
             bad("model.vocab", "expected an object of token -> id");
-        for (auto it = m["vocab"].begin(); it != m["vocab"].end(); ++it) {
-            if (!it.value().is_number_integer() || it.value().get<long long>() < 0 ||
-                it.value().get<long long>() > (1 << 30))
+        const json& vocab = m["vocab"];
+        vocab_.reserve(vocab.size());
+        for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+            const json& id = it.value();
+            if (!id.is_number_integer() || id.get<long long>() < 0 ||
+                id.get<long long>() > (1 << 30))
                 bad(str_cat("model.vocab[\"", it.key(), "\"]"),
-                    str_cat("expected a non-negative integer id, found ", json_kind(it.value())));
-            vocab_[it.key()] = it.value().get<int>();
+                    str_cat("expected a non-negative integer id, found ", json_kind(id)));
+            vocab_.emplace(it.key(), id.get<int>());
         }
         if (!m.contains("merges") || !m["merges"].is_array())
             bad("model.merges", "expected an array of merges");
         const json& merges = m["merges"];
+        merges_.reserve(merges.size());
+        std::string ab;  // the merged token's text
         for (size_t r = 0; r < merges.size(); r++) {
             const json& mj = merges[r];
-            std::string a, b;
+            std::string_view a, b;
             if (mj.is_string()) {
-                std::string s = mj.get<std::string>();
+                const std::string& s = mj.get_ref<const std::string&>();
                 size_t sp = s.find(' ');
                 if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
                     bad(str_cat("model.merges[", r, "]"),
                         str_cat("expected \"left right\", found \"", s, "\""));
-                a = s.substr(0, sp), b = s.substr(sp + 1);
+                a = std::string_view(s).substr(0, sp), b = std::string_view(s).substr(sp + 1);
             } else if (mj.is_array() && mj.size() == 2 && mj[0].is_string() && mj[1].is_string()) {
-                a = mj[0].get<std::string>(), b = mj[1].get<std::string>();
+                a = mj[0].get_ref<const std::string&>(), b = mj[1].get_ref<const std::string&>();
             } else {
                 bad(str_cat("model.merges[", r, "]"),
                     str_cat("expected \"left right\" or [left, right], found ", mj.dump()));
             }
-            int ia = vocab_id(a), ib = vocab_id(b), im = vocab_id(a + b);
+            ab.assign(a).append(b);
+            int ia = vocab_id(a), ib = vocab_id(b), im = vocab_id(ab);
             if (ia < 0 || ib < 0 || im < 0)
                 bad(str_cat("model.merges[", r, "]"), str_cat("\"",
                                                               ia < 0   ? a
                                                               : ib < 0 ? b
-                                                                       : a + b,
+                                                                       : std::string_view(ab),
                                                               "\" is not in model.vocab"));
             merges_.emplace(pair_key(ia, ib),
                             std::make_pair((int)r, im));  // the first (lowest rank) wins
@@ -568,7 +581,7 @@ class HfBpeTokenizer final : public Tokenizer {
         return st.contains("id") && st["id"].is_string() ? st["id"].get<std::string>() : "";
     }
 
-    int vocab_id(const std::string& s) const {
+    int vocab_id(std::string_view s) const {
         auto it = vocab_.find(s);
         return it == vocab_.end() ? -1 : it->second;
     }
@@ -673,8 +686,8 @@ class HfBpeTokenizer final : public Tokenizer {
         for (size_t i = 0; i < word.size();) {
             size_t len = std::max<size_t>(1, utf8_valid_len(word, i));
             int n = (int)sym.size();
-            sym.push_back(
-                {vocab_id(word.substr(i, len)), n - 1, n + 1, (uint32_t)i, (uint32_t)len});
+            sym.push_back({vocab_id(std::string_view(word).substr(i, len)), n - 1, n + 1,
+                           (uint32_t)i, (uint32_t)len});
             i += len;
         }
         if (!sym.empty()) sym.back().next = -1;
