@@ -34,6 +34,10 @@ struct ParamStore::Unit {
     // the gradients' download in flight (an event) until the optimizer step
     Tensor master, host_grad;
     void* grad_download = nullptr;
+    // after an optimizer step, until the next forward first needs the unit (land_update): its
+    // host update (on the store's host thread; invalid where there was nothing to update)
+    std::shared_future<void> updating;
+    bool update_pending = false;
     // ... and with layers in bf16 (ZeRO 0-2), the device keeps only the bf16 image (`full16`,
     // persistent, or the symmetric sym16), no fp32 `full`
     float* grads() { return gsym ? gsym : grad_full.f32(); }  // null when there is none
@@ -109,6 +113,7 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communi
     worker_ = std::make_unique<CommWorker>(dev_ == Device::meta || o_.comm_in_place
                                                ? CommWorker::Mode::lazy
                                                : CommWorker::Mode::thread);
+    if (host_master_ && dev_ != Device::meta) host_worker_ = std::make_unique<CommWorker>();
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
     // symmetric buffers are tried below (see there): ZeRO-1/2's bf16 images, and gradients
     // reduced through copy-engine exchanges
@@ -256,6 +261,7 @@ void ParamStore::set_values(Unit& u, const float* host, int64_t k0, int64_t k1) 
 
 ParamStore::~ParamStore() {
     try {
+        if (host_worker_) host_worker_->drain();
         worker_->drain();
     } catch (...) {
     }
@@ -280,7 +286,8 @@ ParamStore::Unit* ParamStore::unit_of(Layer* l, int param) {
 
 // The compute stream waits for the unit's background all-gather; a bf16 one without a persistent
 // image (no symmetric buffer) is widened into the other ranks' slices of `full`.
-void ParamStore::settle(Unit& u) const {
+void ParamStore::settle(Unit& u) {
+    land_update(u);
     if (!u.gathered) return;
     u.gathered->wait();
     u.gathered.reset();
@@ -310,6 +317,7 @@ void ParamStore::bind(Layer* layer) {
 
 // ZeRO-3: all-gathers a unit's parameters into a fresh full buffer on the worker thread.
 void ParamStore::gather(Unit& u) {
+    land_update(u);  // ZeRO-3 gathers the updated slice
     if (u.gather_posted || u.full.defined()) return;
     Tensor full = Tensor::empty({u.pad}, MemCategory::params, DType::f32, dev_);
     float* out = full.f32();
@@ -452,6 +460,7 @@ void ParamStore::zero_grads() {
 }
 
 void ParamStore::finish_gradients(Communicator* embedding) {
+    land_updates();  // the host's gradient copies are written again below
     flush_accumulates();
     for (auto& u : units_) {
         if (!u->is_wte || !embedding) continue;
@@ -534,36 +543,54 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
     worker_->drain();
 }
 
-// Optimizer offload on a GPU: per unit, once its gradients have reached the host, AdamW on the
-// host's cores (engine/kernels/cpu/adamw.cpp: the device kernel's bits) over the fp32 master,
-// then the updated range back to the device on the copy stream (into the fp32 parameters, or
-// through a staging buffer cast into the bf16 image), the compute stream waiting for it; the
-// next unit's update overlaps that copy.
+// Optimizer offload on a GPU: per unit in forward order, once its gradients have reached the
+// host, AdamW on the host's cores (engine/kernels/cpu/adamw.cpp: the device kernel's bits) over
+// the fp32 master, on the store's host thread while this thread goes on; each unit's update lands
+// on the device when the next forward first needs it (land_update), so the first layers' forward
+// runs while the host still updates the last ones.
 void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper& h,
                                      const float* norm2) {
     float n2 = 0.0f;
     if (norm2 && dev_ != Device::meta) ops_->download(&n2, norm2, 1);
     const float scale = clip_scale(oc.grad_clip, std::sqrt((double)n2));
-    const bool gather = (o_.stage == 1 || o_.stage == 2) && dp_;
     for (auto& up : units_) {
         Unit& u = *up;
         const int64_t r0 = update_begin(u), r1 = update_end(u);
-        device_event_sync(u.grad_download);
-        device_event_free(u.grad_download);
-        u.grad_download = nullptr;
-        if (r0 >= r1) {
-            if (gather) gather_updated(u);
+        void* download = std::exchange(u.grad_download, nullptr);
+        device_event_wait(download);  // what next writes the gradients (zero_grads) waits for it
+        u.update_pending = true;
+        if (r0 >= r1 || !host_worker_) {  // nothing to update here, or the meta device
+            device_event_sync(download);
+            device_event_free(download);
             continue;
         }
-        if (dev_ != Device::meta)
-            for_each_param_range(
-                u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
-                    AdamWHyper hk = h;
-                    hk.weight_decay = info.decay ? static_cast<float>(oc.weight_decay) : 0.0f;
-                    const int64_t i = lo - r0;
-                    adamw_update(u.master.f32() + i, u.host_grad.f32() + i, u.m.f32() + i,
-                                 u.v.f32() + i, hi - lo, hk, scale);
-                });
+        std::vector<AdamWRange> ranges;
+        for_each_param_range(u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
+            const int64_t i = lo - r0;
+            ranges.push_back({u.master.f32() + i, u.host_grad.f32() + i, u.m.f32() + i,
+                              u.v.f32() + i, hi - lo, info.decay ? (float)oc.weight_decay : 0.0f});
+        });
+        u.updating = host_worker_->post([download, ranges = std::move(ranges), h, scale] {
+            device_event_sync(download);
+            device_event_free(download);
+            for (const AdamWRange& r : ranges) {
+                AdamWHyper hk = h;
+                hk.weight_decay = r.weight_decay;
+                adamw_update(r.param, r.grad, r.m, r.v, r.n, hk, scale);
+            }
+        });
+    }
+}
+
+// A unit's update from the last optimizer step, onto the device: once the host has it, the
+// updated range on the copy stream (into the fp32 parameters, or through a staging buffer cast
+// into the bf16 image), the compute stream waiting for it; ZeRO-1/2 then all-gather it.
+void ParamStore::land_update(Unit& u) {
+    if (!u.update_pending) return;
+    u.update_pending = false;
+    if (u.updating.valid()) std::exchange(u.updating, {}).get();  // rethrows the host's failure
+    const int64_t r0 = update_begin(u), r1 = update_end(u);
+    if (r0 < r1) {
         const size_t bytes = sizeof(float) * (r1 - r0);
         if (image_only()) {
             Tensor staging = Tensor::empty({r1 - r0}, MemCategory::comm, DType::f32, dev_);
@@ -578,9 +605,12 @@ void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper
             device_event_wait(ev);
             device_event_free(ev);
         }
-        if (gather) gather_updated(u);
     }
-    worker_->drain();
+    if ((o_.stage == 1 || o_.stage == 2) && dp_) gather_updated(u);
+}
+
+void ParamStore::land_updates() {
+    for (auto& u : units_) land_update(*u);
 }
 
 // ZeRO-1/2: every DP rank updated its slice of the unit; all-gather the full parameters (in the
@@ -616,7 +646,7 @@ void ParamStore::gather_updated(Unit& u) {
     });
 }
 
-std::vector<ParamStore::Held> ParamStore::held() const {
+std::vector<ParamStore::Held> ParamStore::held() {
     std::vector<Held> out;
     for (auto& up : units_) {
         settle(*up);  // values are read after the all-gather, on the compute stream

@@ -107,6 +107,10 @@ class ParamStore {
     // AdamW on this rank's slices, the gradients clipped by the global squared norm at *norm2
     // (device memory on GPUs); zero 1/2 then all-gather the updated parameters.
     void optimizer_step(const OptimizerConfig& oc, int64_t step, const float* norm2);
+    // Optimizer offload on a GPU: the last step's updates onto the device, every unit's (the
+    // next forward lands each as it first binds it; the estimator, which stops after the step,
+    // calls this)
+    void land_updates();
 
     // Checkpoints: visits every element this rank holds authoritatively (its DP slice, TP shard
     // counted once, tied copy excluded) — `fn(layer, param index, local flat index in the
@@ -120,7 +124,7 @@ class ParamStore {
         const float* v;
         bool params_on_host, moments_on_host;  // else on the store's device
     };
-    std::vector<Held> held() const;
+    std::vector<Held> held();
     // Loads parameters and moments for every element this rank stores (its slices) from full
     // tensors: get(name, which, shard, local range) fills a host buffer; it is then uploaded.
     void load(const std::function<void(const std::string& name, int which /*0 param 1 m 2 v*/,
@@ -132,7 +136,8 @@ class ParamStore {
   private:
     struct Unit;
     Unit* unit_of(Layer* l, int param);
-    void settle(Unit& u) const;
+    void settle(Unit& u);
+    void land_update(Unit& u);
     void refresh_images();
     void gather(Unit& u);
     void bind(Layer* layer);
@@ -157,6 +162,7 @@ class ParamStore {
     int dp_rank_ = 0, dp_size_ = 1, tp_rank_ = 0;
     bool last_stage_copy_;
     std::unique_ptr<CommWorker> worker_;
+    std::unique_ptr<CommWorker> host_worker_;  // optimizer offload on a GPU: the host's AdamW
     // the symmetric buffers' sizes (0: none): zero 0/1's gradients and their staging, ZeRO-1/2's
     // bf16 images
     int64_t gsym_bytes_ = 0, stage_bytes_ = 0, gather16_bytes_ = 0;

@@ -264,9 +264,15 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
             }
     if (host_optimizer) {
         // the gradients down and the updated values back on the copy stream (one after the
-        // other), AdamW on the host's cores unit by unit in between: the longer of the two
+        // other), AdamW on the host's cores unit by unit in between: the longer of the two; the
+        // next step's first forward runs under it, each layer once its unit has landed (all of
+        // it hidden but about the last unit's share)
         const double copy_s = 2.0 * sizeof(float) * opt_elems / host_link_bytes_per_s;
-        r.optimizer_s += std::max(copy_s, costs.host_adamw.at(opt_elems));
+        const double host_s = std::max(copy_s, costs.host_adamw.at(opt_elems));
+        const double forward0_s = (r.gemm_s + r.attention_s + r.other_ops_s) / (3.0 * sim.m);
+        const double hidden_s =
+            std::min(host_s, forward0_s * (1.0 - 1.0 / (double)std::max<size_t>(units, 1)));
+        r.optimizer_s += host_s - hidden_s;
     } else {
         r.optimizer_s += costs.adamw.at(opt_elems);
     }

@@ -184,6 +184,9 @@ int RankSim::run_step(const StageSchedule& sched) {
     store_->finish_gradients(nullptr);  // the tied copies' all-reduce moves nothing here
     DeviceOps& ops = device_ops_meta();
     store_->optimizer_step(OptimizerConfig{}, 0, ops.step_scalars(0.0f));
+    // optimizer offload: a run lands each unit's update as its next forward first binds it; the
+    // one simulated step lands them all here (a transient staging buffer each)
+    store_->land_updates();
     tl.record(false);
     tl.repeat_step();  // the pool's layout in the run's later steps
     return max_in_flight;
