@@ -113,11 +113,22 @@ TYPED_TEST(LayernormCuda, BackwardAccumulatesLikeCpu) {
         EXPECT_REL(d_db.get(), db, tol<T>(), what + " dbias (+=)");
 
         // deterministic: a second identical call adds exactly the same amounts
-        auto dw1 = d_dw.get();
+        auto dinp1 = d_dinp.get(), dw1 = d_dw.get(), db1 = d_db.get();
+        d_dinp.set(dinp0);
+        d_dw.set(dw0);
+        d_db.set(db0);
+        layernorm_backward_cuda<T>(d_dinp.p, d_dw.p, d_db.p, d_dout.p, d_inp.p, d_w.p, d_mean.p,
+                                   d_rstd.p, N, C, 0);
+        EXPECT_EQ(d_dinp.get(), dinp1) << what << ": dinp differs between identical runs";
+        EXPECT_EQ(d_dw.get(), dw1) << what << ": dweight differs between identical runs";
+        EXPECT_EQ(d_db.get(), db1) << what << ": dbias differs between identical runs";
+
+        // the parameter gradients alone (no dinp: the two-pass kernels) against the CPU too
         d_dw.set(dw0);
         d_db.set(db0);
         layernorm_backward_cuda<T>(nullptr, d_dw.p, d_db.p, d_dout.p, d_inp.p, d_w.p, d_mean.p,
                                    d_rstd.p, N, C, 0);
-        EXPECT_EQ(d_dw.get(), dw1) << what << ": dweight differs between identical runs";
+        EXPECT_REL(d_dw.get(), dw, tol<T>(), what + " dweight alone (+=)");
+        EXPECT_REL(d_db.get(), db, tol<T>(), what + " dbias alone (+=)");
     }
 }

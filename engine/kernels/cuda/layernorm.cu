@@ -1,7 +1,8 @@
 // LayerNorm and RMSNorm on the GPU: one warp per row for the forward and for dinp, a
-// column-tiled two-pass reduction for dweight/dbias (deterministic). Rows are read with 16-byte
-// vector loads when C and the pointers allow it (VEC = 4 floats or 8 bf16), else element by element
-// (any C works).
+// column-tiled two-pass reduction for dweight/dbias (deterministic); where the columns fit a
+// warp's registers, the backward's gradients all in one pass over the rows. Rows are read with
+// 16-byte vector loads when C and the pointers allow it (VEC = 4 floats or 8 bf16), else element by
+// element (any C works).
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 #include "engine/kernels/cuda/layernorm.cuh"
@@ -288,6 +289,78 @@ static __global__ void __launch_bounds__(32 * WARPS)
     }
 }
 
+// LayerNorm's dinp (added to) and its weight and bias gradients in one pass over the rows, as
+// rmsnorm_backward_fused_kernel: per row a first pass for mean(w·g) and mean(w·g·x̂), a second
+// that adds dinp as layernorm_backward_dinp_kernel does (the same terms in the same order: the
+// same bits) and adds x̂·dout and dout to the lane's columns' sums. The warps' sums are added in
+// warp order into partial (blocks, 2, C): [b, 0, :] the weight's, [b, 1, :] the bias's.
+template <typename T, int VEC, int NCH, int WARPS>
+static __global__ void __launch_bounds__(32 * WARPS)
+    layernorm_backward_fused_kernel(T* dinp, float* partial, const T* dout, const T* inp,
+                                    const T* weight, const float* mean, const float* rstd, int N,
+                                    int C, int rows_per_chunk) {
+    __shared__ float sh[WARPS][32 * VEC + 1];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int r0 = blockIdx.x * rows_per_chunk;
+    const int r1 = min(N, r0 + rows_per_chunk);
+    float aw[NCH][VEC] = {}, ab[NCH][VEC] = {};
+    for (int row = r0 + warp; row < r1; row += WARPS) {
+        const long off = (long)row * C;
+        const float m = mean[row], s = rstd[row];
+        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NCH; ++j) {
+            const int i = (j * 32 + lane) * VEC;
+            if (i >= C) continue;
+            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                        vw = load_vec<VEC>(weight + i);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float norm = (to_float(vx.v[k]) - m) * s;
+                const float dnorm = to_float(vw.v[k]) * to_float(vg.v[k]);
+                dnorm_mean += dnorm;
+                dnorm_norm_mean += dnorm * norm;
+            }
+        }
+        dnorm_mean = warp_sum(dnorm_mean) / C;
+        dnorm_norm_mean = warp_sum(dnorm_norm_mean) / C;
+#pragma unroll
+        for (int j = 0; j < NCH; ++j) {
+            const int i = (j * 32 + lane) * VEC;
+            if (i >= C) continue;
+            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                        vw = load_vec<VEC>(weight + i), vd = load_vec<VEC>(dinp + off + i);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float norm = (to_float(vx.v[k]) - m) * s, gf = to_float(vg.v[k]);
+                aw[j][k] += norm * gf;
+                ab[j][k] += gf;
+                const float dnorm = to_float(vw.v[k]) * gf;
+                vd.v[k] = from_float<T>(to_float(vd.v[k]) +
+                                        (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
+            }
+            store_vec<VEC>(dinp + off + i, vd);
+        }
+    }
+#pragma unroll
+    for (int which = 0; which < 2; ++which)
+#pragma unroll
+        for (int j = 0; j < NCH; ++j) {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k)
+                sh[warp][lane * VEC + k] = which == 0 ? aw[j][k] : ab[j][k];
+            __syncthreads();
+            for (int c = threadIdx.x; c < 32 * VEC; c += blockDim.x) {
+                const int i = j * 32 * VEC + c;
+                if (i >= C) continue;
+                float sum = 0.0f;
+                for (int w = 0; w < WARPS; ++w) sum += sh[w][c];
+                partial[((long)blockIdx.x * 2 + which) * C + i] = sum;
+            }
+            __syncthreads();
+        }
+}
+
 // ---------------------------------------------------------------------------------------------
 // launchers
 
@@ -331,6 +404,42 @@ static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const
                               const float* mean, const float* rstd, int N, int C, cudaStream_t s,
                               RowLayout L);
 
+// dinp and both parameter gradients in one pass (layernorm_backward_fused_kernel) when all three
+// are wanted, the rows take 16-byte loads and a lane's columns fit in registers (C ≤ 128·VEC:
+// 1024 in bf16), with the blocks of rmsnorm_backward_fused; false: the caller runs the passes.
+// On an H100, GPT-2 124M and medium train 0.3-0.6% faster with it (docs/benchmarks.md, "Where
+// GPT-2 124M's step goes"); the parameter gradients' rounding then differs from the passes'.
+template <typename T>
+static bool layernorm_backward_fused(T* dinp, float* dweight, float* dbias, const T* dout,
+                                     const T* inp, const T* weight, const float* mean,
+                                     const float* rstd, int N, int C, cudaStream_t s) {
+    constexpr int V = vec16<T>();
+    constexpr int kWarps = 16;
+    if (!dinp || !dweight || !dbias || !weight) return false;
+    if (!(C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight)))
+        return false;
+    const int nch = ceil_div(C, 32 * V);
+    if (nch > 4) return false;
+    const int rows_per_chunk = std::max(64, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
+    const int chunks = ceil_div(N, rows_per_chunk);
+    float* partial = static_cast<float*>(
+        cuda_scratch(ScratchSlot::layernorm_dparams, sizeof(float) * 2 * (size_t)chunks * C));
+    auto launch = [&](auto kernel) {
+        kernel<<<chunks, 32 * kWarps, 0, s>>>(dinp, partial, dout, inp, weight, mean, rstd, N, C,
+                                              rows_per_chunk);
+    };
+    if (nch == 1)
+        launch(layernorm_backward_fused_kernel<T, V, 1, kWarps>);
+    else if (nch == 2)
+        launch(layernorm_backward_fused_kernel<T, V, 2, kWarps>);
+    else
+        launch(layernorm_backward_fused_kernel<T, V, 4, kWarps>);
+    CUDA_CHECK_LAUNCH("layernorm_backward_fused_kernel");
+    chunk_column_sum(dweight, dbias, partial, chunks, C, 2L * C, s);
+    CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
+    return true;
+}
+
 template <typename T>
 void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, int N, int C,
@@ -339,6 +448,8 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
     TS_CUDA_REQUIRE(dout && inp && mean && rstd,
                     "layernorm_backward_cuda: null dout/inp/mean/rstd");
     if (N == 0) return;
+    if (layernorm_backward_fused<T>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, s))
+        return;
     if (dinp) {
         TS_CUDA_REQUIRE(weight, "layernorm_backward_cuda: dinp needs weight");
         constexpr int V = vec16<T>();
