@@ -17,9 +17,10 @@ std::optional<std::string> text_file_read(const std::string& path) {
 }
 
 nlohmann::json json_parse_text(std::string_view text, const std::string& where,
-                               const std::string& expected) {
+                               const std::string& expected,
+                               const nlohmann::json::parser_callback_t& keep) {
     try {
-        return nlohmann::json::parse(text.begin(), text.end());
+        return nlohmann::json::parse(text.begin(), text.end(), keep);
     } catch (const nlohmann::json::parse_error& e) {
         throw InputError(
             str_cat(where, ": not valid JSON (byte ", e.byte, "): expected ", expected));

@@ -15,9 +15,11 @@ namespace tessera {
 std::optional<std::string> text_file_read(const std::string& path);
 
 // `text` parsed; InputError "WHERE: not valid JSON (byte N): expected EXPECTED" when it is not
-// JSON.
+// JSON. `keep`, when given, is nlohmann's parser callback: what it returns false for stays out of
+// the tree (a reader taking a large part of the file as it is read).
 nlohmann::json json_parse_text(std::string_view text, const std::string& where,
-                               const std::string& expected);
+                               const std::string& expected,
+                               const nlohmann::json::parser_callback_t& keep = nullptr);
 
 // A found value for "expected X, found ...": its type and its text, cut at 40 characters
 // ("string \"abc\"", "number 3", "array [1,2]", "null").

@@ -174,6 +174,62 @@ json json_read(const std::string& path) {
     return json_parse_text(*text, path, "a Hugging Face tokenizer file");
 }
 
+// A tokenizer.json's model.vocab and model.merges as the parser reads them, kept out of the JSON
+// tree (they are most of the file: building the tree's 128K-150K map entries and 150K-280K merge
+// strings was a third of a load); the tree keeps both as empty containers.
+struct ModelLists {
+    std::vector<std::pair<std::string, json>> vocab;  // (token, its id's value), in file order
+    std::vector<json> merges;                         // each "left right" or [left, right]
+    std::string vocab_not_scalar;  // the first token whose value was an object or array
+};
+
+json tokenizer_json_read(const std::string& path, ModelLists& lists) {
+    const std::optional<std::string> text = text_file_read(path);
+    if (!text) throw InputError(str_cat(path, ": cannot open the file"));
+    using Event = json::parse_event_t;
+    std::string key1, key2;  // the keys the parser is under at depths 1 and 2
+    std::string token;       // a model.vocab entry's token until its value comes
+    bool token_pending = false;
+    auto in_model = [&](const char* what) { return key1 == "model" && key2 == what; };
+    // a model.vocab value that is an object or an array never reaches the callback (its key was
+    // left out): its token is still pending when the next key or the end of the vocab comes
+    auto vocab_value_missed = [&] {
+        if (token_pending && lists.vocab_not_scalar.empty()) lists.vocab_not_scalar = token;
+        token_pending = false;
+    };
+    const json::parser_callback_t keep = [&](int depth, Event event, json& parsed) {
+        if (event == Event::key) {
+            if (depth == 1) {
+                key1 = parsed.get_ref<const std::string&>();
+                key2.clear();
+            } else if (depth == 2) {
+                key2 = parsed.get_ref<const std::string&>();
+            } else if (depth == 3 && in_model("vocab")) {
+                vocab_value_missed();
+                token = std::move(parsed.get_ref<std::string&>());
+                token_pending = true;
+                return false;
+            }
+            return true;
+        }
+        if (depth == 2 && event == Event::object_end && in_model("vocab")) vocab_value_missed();
+        if (depth != 3 ||
+            (event != Event::value && event != Event::array_end && event != Event::object_end))
+            return true;
+        if (in_model("vocab") && event == Event::value) {
+            lists.vocab.emplace_back(std::move(token), std::move(parsed));
+            token_pending = false;
+            return false;
+        }
+        if (in_model("merges")) {
+            lists.merges.push_back(std::move(parsed));
+            return false;
+        }
+        return true;
+    };
+    return json_parse_text(*text, path, "a Hugging Face tokenizer file", keep);
+}
+
 // ----------------------------------------------------------------------------------------------
 // The tokenizer
 
@@ -194,9 +250,10 @@ struct PreStep {
 class HfBpeTokenizer final : public Tokenizer {
   public:
     explicit HfBpeTokenizer(const std::string& path) : path_(path) {
-        json j = json_read(path);
+        ModelLists lists;
+        json j = tokenizer_json_read(path, lists);
         if (!j.is_object()) bad("", str_cat("expected a JSON object, found ", json_kind(j)));
-        load_model(j);
+        load_model(j, lists);
         load_normalizer(j.value("normalizer", json()));
         load_pre_tokenizer(j.value("pre_tokenizer", json()));
         load_decoder(j.value("decoder", json()));
@@ -294,7 +351,7 @@ class HfBpeTokenizer final : public Tokenizer {
 
     // ---- loading ----
 
-    void load_model(const json& j) {
+    void load_model(const json& j, const ModelLists& lists) {
         if (!j.contains("model") || !j["model"].is_object())
             bad("model", "expected an object with the BPE model");
         const json& m = j["model"];
@@ -304,19 +361,20 @@ class HfBpeTokenizer final : public Tokenizer {
                 str_cat("expected BPE, found ", type, " (only BPE models are supported)"));
         if (!m.contains("vocab") || !m["vocab"].is_object())
             bad("model.vocab", "expected an object of token -> id");
-        const json& vocab = m["vocab"];
-        vocab_.reserve(vocab.size());
-        for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-            const json& id = it.value();
+        if (!lists.vocab_not_scalar.empty())
+            bad(str_cat("model.vocab[\"", lists.vocab_not_scalar, "\"]"),
+                "expected a non-negative integer id, found an object or an array");
+        vocab_.reserve(lists.vocab.size());
+        for (const auto& [token, id] : lists.vocab) {
             if (!id.is_number_integer() || id.get<long long>() < 0 ||
                 id.get<long long>() > (1 << 30))
-                bad(str_cat("model.vocab[\"", it.key(), "\"]"),
+                bad(str_cat("model.vocab[\"", token, "\"]"),
                     str_cat("expected a non-negative integer id, found ", json_kind(id)));
-            vocab_.emplace(it.key(), id.get<int>());
+            vocab_.insert_or_assign(token, id.get<int>());  // a repeated token: the last wins
         }
         if (!m.contains("merges") || !m["merges"].is_array())
             bad("model.merges", "expected an array of merges");
-        const json& merges = m["merges"];
+        const std::vector<json>& merges = lists.merges;
         merges_.reserve(merges.size());
         std::string ab;  // the merged token's text
         for (size_t r = 0; r < merges.size(); r++) {

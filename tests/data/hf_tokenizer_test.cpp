@@ -300,6 +300,14 @@ TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
         {"{}", "model"},
         {replaced("\"type\": \"BPE\"", "\"type\": \"Unigram\""), "model.type"},
         {replaced("\"ab\": 2", "\"ab\": \"two\""), "model.vocab[\"ab\"]"},
+        // model.vocab and model.merges are read outside the JSON tree: a value that is an object
+        // or an array, within the vocabulary and as its last entry, and merges not an array
+        {replaced("\"ab\": 2", "\"ab\": {\"id\": 2}"),
+         "model.vocab[\"ab\"]: expected a non-negative integer id, found an object or an array"},
+        {replaced("\"abab\": 4", "\"abab\": [4]"),
+         "model.vocab[\"abab\"]: expected a non-negative integer id, found an object or an array"},
+        {replaced("\"merges\": [\"a b\", [\"ab\", \"ab\"]]", "\"merges\": {\"a\": \"a b\"}"),
+         "model.merges: expected an array"},
         {replaced("\"a b\"", "\"a b c\""), "model.merges[0]"},
         {replaced("[\"ab\", \"ab\"]", "[\"ab\", \"zz\"]"), "model.merges[1]"},
         {replaced("\\\\p{L}+|", "(\\\\p{L}+|"), "regex does not compile"},
