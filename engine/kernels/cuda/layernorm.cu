@@ -225,26 +225,71 @@ static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, cons
     }
 }
 
-// RMSNorm's dinp and dweight in one pass over the rows: block b takes rows [b·rows, (b+1)·rows),
-// warp w of it the rows w, w + WARPS, ...; per row a first pass for mean(g·x̂) and a second that
-// writes dinp as rmsnorm_backward_dinp_kernel does and adds x̂·dout to the sums of the lane's
-// columns (lanes own the same NCH·VEC columns in every row). The warps' sums are added in warp
-// order into partial (blocks, C): deterministic. dinp may be dout with accumulate false (a lane
-// reads its elements before writing them).
-template <typename T, int VEC, int NCH, int WARPS>
+// A norm's backward per element for norm_backward_fused_kernel: the row's statistics; each
+// element's terms of the row means its dinp needs (first pass); its dinp and its terms of the
+// parameters' column sums (second pass). Each norm's two-pass kernels use the same expressions in
+// the same order, so the one pass writes the same dinp bits.
+struct RmsBackward {  // mean(g·x̂); the weight's column sums Σ x̂·dout
+    static constexpr int kMeans = 1, kSums = 1;
+    const float* rstd;
+    struct Row {
+        float r;
+    };
+    __device__ Row row(int n) const { return {rstd[n]}; }
+    __device__ void means(const Row& s, float dout, float w, float x, float (&m)[kMeans]) const {
+        m[0] += rms_dot_term(dout, w, x, s.r);
+    }
+    __device__ float dinp(const Row& s, float dout, float w, float x, const float (&m)[kMeans],
+                          float (&sums)[kSums]) const {
+        const float xh = x * s.r;
+        sums[0] += xh * dout;
+        return rms_dinp(dout, w, xh, s.r, m[0]);
+    }
+};
+struct LnBackward {  // mean(w·g), mean(w·g·x̂); the weight's Σ x̂·dout and the bias's Σ dout
+    static constexpr int kMeans = 2, kSums = 2;
+    const float *mean, *rstd;
+    struct Row {
+        float m, s;
+    };
+    __device__ Row row(int n) const { return {mean[n], rstd[n]}; }
+    __device__ void means(const Row& r, float dout, float w, float x, float (&m)[kMeans]) const {
+        const float norm = (x - r.m) * r.s;
+        const float dnorm = w * dout;
+        m[0] += dnorm;
+        m[1] += dnorm * norm;
+    }
+    __device__ float dinp(const Row& r, float dout, float w, float x, const float (&m)[kMeans],
+                          float (&sums)[kSums]) const {
+        const float norm = (x - r.m) * r.s;
+        sums[0] += norm * dout;
+        sums[1] += dout;
+        const float dnorm = w * dout;
+        return (dnorm - m[0] - norm * m[1]) * r.s;
+    }
+};
+
+// A norm's dinp and its parameters' gradients in one pass over the rows: block b takes rows
+// [b·rows, (b+1)·rows), warp w of it the rows w, w + WARPS, ...; per row a first pass for the
+// means, a second that writes dinp (added to it with accumulate) and adds the element's terms to
+// the sums of the lane's columns (lanes own the same NCH·VEC columns in every row). The warps'
+// sums are added in warp order into partial (blocks, kSums, C): deterministic. dinp may be dout
+// with accumulate false (a lane reads its elements before writing them).
+template <typename Norm, typename T, int VEC, int NCH, int WARPS>
 static __global__ void __launch_bounds__(32 * WARPS)
-    rmsnorm_backward_fused_kernel(T* dinp, float* partial, const T* dout, const T* inp,
-                                  const T* weight, const float* rstd, int N, int C,
-                                  int rows_per_chunk, RowLayout L, bool accumulate) {
-    __shared__ float sw[WARPS][32 * VEC + 1];
+    norm_backward_fused_kernel(Norm norm, T* dinp, float* partial, const T* dout, const T* inp,
+                               const T* weight, int N, int C, int rows_per_chunk, RowLayout L,
+                               bool accumulate) {
+    constexpr int S = Norm::kSums;
+    __shared__ float sh[WARPS][32 * VEC + 1];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int r0 = blockIdx.x * rows_per_chunk;
     const int r1 = min(N, r0 + rows_per_chunk);
-    float acc[NCH][VEC] = {};
+    float sums[NCH][VEC][S] = {};
     for (int row = r0 + warp; row < r1; row += WARPS) {
         const long off = L.offset(row, C);
-        const float r = rstd[row];
-        float dot = 0.0f;
+        const typename Norm::Row st = norm.row(row);
+        float m[Norm::kMeans] = {};
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
             const int i = (j * 32 + lane) * VEC;
@@ -253,9 +298,10 @@ static __global__ void __launch_bounds__(32 * WARPS)
                         vw = load_vec<VEC>(weight + i);
 #pragma unroll
             for (int k = 0; k < VEC; ++k)
-                dot += rms_dot_term(to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), r);
+                norm.means(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m);
         }
-        dot = warp_sum(dot) / C;
+#pragma unroll
+        for (int q = 0; q < Norm::kMeans; ++q) m[q] = warp_sum(m[q]) / C;
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
             const int i = (j * 32 + lane) * VEC;
@@ -265,97 +311,26 @@ static __global__ void __launch_bounds__(32 * WARPS)
             if (accumulate) vd = load_vec<VEC>(dinp + off + i);
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
-                const float xh = to_float(vx.v[k]) * r, gf = to_float(vg.v[k]);
-                acc[j][k] += xh * gf;
-                const float g = rms_dinp(gf, to_float(vw.v[k]), xh, r, dot);
+                const float g = norm.dinp(st, to_float(vg.v[k]), to_float(vw.v[k]),
+                                          to_float(vx.v[k]), m, sums[j][k]);
                 vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
             }
             store_vec<VEC>(dinp + off + i, vd);
         }
     }
 #pragma unroll
-    for (int j = 0; j < NCH; ++j) {
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) sw[warp][lane * VEC + k] = acc[j][k];
-        __syncthreads();
-        for (int c = threadIdx.x; c < 32 * VEC; c += blockDim.x) {
-            const int i = j * 32 * VEC + c;
-            if (i >= C) continue;
-            float w = 0.0f;
-            for (int k = 0; k < WARPS; ++k) w += sw[k][c];
-            partial[(long)blockIdx.x * C + i] = w;
-        }
-        __syncthreads();
-    }
-}
-
-// LayerNorm's dinp (added to) and its weight and bias gradients in one pass over the rows, as
-// rmsnorm_backward_fused_kernel: per row a first pass for mean(w·g) and mean(w·g·x̂), a second
-// that adds dinp as layernorm_backward_dinp_kernel does (the same terms in the same order: the
-// same bits) and adds x̂·dout and dout to the lane's columns' sums. The warps' sums are added in
-// warp order into partial (blocks, 2, C): [b, 0, :] the weight's, [b, 1, :] the bias's.
-template <typename T, int VEC, int NCH, int WARPS>
-static __global__ void __launch_bounds__(32 * WARPS)
-    layernorm_backward_fused_kernel(T* dinp, float* partial, const T* dout, const T* inp,
-                                    const T* weight, const float* mean, const float* rstd, int N,
-                                    int C, int rows_per_chunk) {
-    __shared__ float sh[WARPS][32 * VEC + 1];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int r0 = blockIdx.x * rows_per_chunk;
-    const int r1 = min(N, r0 + rows_per_chunk);
-    float aw[NCH][VEC] = {}, ab[NCH][VEC] = {};
-    for (int row = r0 + warp; row < r1; row += WARPS) {
-        const long off = (long)row * C;
-        const float m = mean[row], s = rstd[row];
-        float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NCH; ++j) {
-            const int i = (j * 32 + lane) * VEC;
-            if (i >= C) continue;
-            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                        vw = load_vec<VEC>(weight + i);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float norm = (to_float(vx.v[k]) - m) * s;
-                const float dnorm = to_float(vw.v[k]) * to_float(vg.v[k]);
-                dnorm_mean += dnorm;
-                dnorm_norm_mean += dnorm * norm;
-            }
-        }
-        dnorm_mean = warp_sum(dnorm_mean) / C;
-        dnorm_norm_mean = warp_sum(dnorm_norm_mean) / C;
-#pragma unroll
-        for (int j = 0; j < NCH; ++j) {
-            const int i = (j * 32 + lane) * VEC;
-            if (i >= C) continue;
-            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                        vw = load_vec<VEC>(weight + i), vd = load_vec<VEC>(dinp + off + i);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float norm = (to_float(vx.v[k]) - m) * s, gf = to_float(vg.v[k]);
-                aw[j][k] += norm * gf;
-                ab[j][k] += gf;
-                const float dnorm = to_float(vw.v[k]) * gf;
-                vd.v[k] = from_float<T>(to_float(vd.v[k]) +
-                                        (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
-            }
-            store_vec<VEC>(dinp + off + i, vd);
-        }
-    }
-#pragma unroll
-    for (int which = 0; which < 2; ++which)
+    for (int q = 0; q < S; ++q)
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
 #pragma unroll
-            for (int k = 0; k < VEC; ++k)
-                sh[warp][lane * VEC + k] = which == 0 ? aw[j][k] : ab[j][k];
+            for (int k = 0; k < VEC; ++k) sh[warp][lane * VEC + k] = sums[j][k][q];
             __syncthreads();
             for (int c = threadIdx.x; c < 32 * VEC; c += blockDim.x) {
                 const int i = j * 32 * VEC + c;
                 if (i >= C) continue;
-                float sum = 0.0f;
-                for (int w = 0; w < WARPS; ++w) sum += sh[w][c];
-                partial[((long)blockIdx.x * 2 + which) * C + i] = sum;
+                float w = 0.0f;
+                for (int k = 0; k < WARPS; ++k) w += sh[k][c];
+                partial[((long)blockIdx.x * S + q) * C + i] = w;
             }
             __syncthreads();
         }
@@ -404,38 +379,45 @@ static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const
                               const float* mean, const float* rstd, int N, int C, cudaStream_t s,
                               RowLayout L);
 
-// dinp and both parameter gradients in one pass (layernorm_backward_fused_kernel) when all three
-// are wanted, the rows take 16-byte loads and a lane's columns fit in registers (C ≤ 128·VEC:
-// 1024 in bf16), with the blocks of rmsnorm_backward_fused; false: the caller runs the passes.
-// On an H100, GPT-2 124M and medium train 0.3-0.6% faster with it (docs/benchmarks.md, "Where
-// GPT-2 124M's step goes"); the parameter gradients' rounding then differs from the passes'.
-template <typename T>
-static bool layernorm_backward_fused(T* dinp, float* dweight, float* dbias, const T* dout,
-                                     const T* inp, const T* weight, const float* mean,
-                                     const float* rstd, int N, int C, cudaStream_t s) {
+// A norm's backward in one pass (norm_backward_fused_kernel) when dinp and its parameters'
+// gradients are all wanted, the rows take 16-byte loads and a lane's columns fit in registers
+// (C ≤ 128·VEC: 1024 in bf16, 512 in fp32); false: the caller runs the two passes. Blocks of 16
+// warps over ≥ 64 rows, about 256 blocks whatever N is, so the chunks' column sum stays short.
+// Why these bounds: `bench/kernels_cuda --rmsnorm` on the H200, docs/benchmarks.md ("RMSNorm's
+// backward in one pass"): 1.3-1.5× the two passes up to 1024 columns, 0.97× at Llama-3.2-1B's
+// 2048 (8 column groups per lane), and 8 or 32 warps, or other rows per block, slower. LayerNorm
+// (GPT-2 124M and medium on an H100) trains 0.3-0.6% faster with it ("Where GPT-2 124M's step
+// goes"). dbias: LayerNorm's, null for RMSNorm.
+template <typename Norm, typename T>
+static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float* dbias,
+                                const T* dout, const T* inp, const T* weight, int N, int C,
+                                RowLayout L, bool accumulate, cudaStream_t s) {
     constexpr int V = vec16<T>();
     constexpr int kWarps = 16;
-    if (!dinp || !dweight || !dbias || !weight) return false;
-    if (!(C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight)))
+    if (!dinp || !dweight || !weight || (Norm::kSums > 1 && !dbias)) return false;
+    if (!(C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
+          aligned16(weight)))
         return false;
     const int nch = ceil_div(C, 32 * V);
     if (nch > 4) return false;
     const int rows_per_chunk = std::max(64, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
     const int chunks = ceil_div(N, rows_per_chunk);
-    float* partial = static_cast<float*>(
-        cuda_scratch(ScratchSlot::layernorm_dparams, sizeof(float) * 2 * (size_t)chunks * C));
+    float* partial = static_cast<float*>(cuda_scratch(
+        ScratchSlot::layernorm_dparams, sizeof(float) * Norm::kSums * (size_t)chunks * C));
     auto launch = [&](auto kernel) {
-        kernel<<<chunks, 32 * kWarps, 0, s>>>(dinp, partial, dout, inp, weight, mean, rstd, N, C,
-                                              rows_per_chunk);
+        kernel<<<chunks, 32 * kWarps, 0, s>>>(norm, dinp, partial, dout, inp, weight, N, C,
+                                              rows_per_chunk, L, accumulate);
     };
     if (nch == 1)
-        launch(layernorm_backward_fused_kernel<T, V, 1, kWarps>);
+        launch(norm_backward_fused_kernel<Norm, T, V, 1, kWarps>);
     else if (nch == 2)
-        launch(layernorm_backward_fused_kernel<T, V, 2, kWarps>);
+        launch(norm_backward_fused_kernel<Norm, T, V, 2, kWarps>);
     else
-        launch(layernorm_backward_fused_kernel<T, V, 4, kWarps>);
-    CUDA_CHECK_LAUNCH("layernorm_backward_fused_kernel");
-    chunk_column_sum(dweight, dbias, partial, chunks, C, 2L * C, s);
+        launch(norm_backward_fused_kernel<Norm, T, V, 4, kWarps>);
+    CUDA_CHECK_LAUNCH("norm_backward_fused_kernel");
+    // the weight's sums from rows [c, 0, :], LayerNorm's bias's from rows [c, 1, :]
+    chunk_column_sum(dweight, Norm::kSums > 1 ? dbias : nullptr, partial, chunks, C,
+                     (long)Norm::kSums * C, s);
     CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
     return true;
 }
@@ -448,7 +430,8 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
     TS_CUDA_REQUIRE(dout && inp && mean && rstd,
                     "layernorm_backward_cuda: null dout/inp/mean/rstd");
     if (N == 0) return;
-    if (layernorm_backward_fused<T>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, s))
+    if (norm_backward_fused(LnBackward{mean, rstd}, dinp, dweight, dbias, dout, inp, weight, N, C,
+                            RowLayout{1, C}, true, s))
         return;
     if (dinp) {
         TS_CUDA_REQUIRE(weight, "layernorm_backward_cuda: dinp needs weight");
@@ -512,45 +495,6 @@ static void rmsnorm_forward_rows(T* out, float* rstd, const T* inp, const T* wei
     CUDA_CHECK_LAUNCH("rmsnorm_forward_kernel");
 }
 
-// Both gradients in one pass (rmsnorm_backward_fused_kernel) when both are wanted, the rows take
-// 16-byte loads and a lane's columns fit in registers (C ≤ 128·VEC: 1024 in bf16, 512 in fp32);
-// false: the caller runs the two passes. Blocks of 16 warps over ≥ 64 rows, about 256 blocks
-// whatever N is, so the chunks' column sum stays short. Why these bounds: `bench/kernels_cuda
-// --rmsnorm` on the H200, docs/benchmarks.md ("RMSNorm's backward in one pass"): 1.3-1.5× the two
-// passes up to 1024 columns, 0.97× at Llama-3.2-1B's 2048 (8 column groups per lane), and 8 or
-// 32 warps, or other rows per block, slower.
-template <typename T>
-static bool rmsnorm_backward_fused(T* dinp, float* dweight, const T* dout, const T* inp,
-                                   const T* weight, const float* rstd, int N, int C, RowLayout L,
-                                   bool accumulate, cudaStream_t s) {
-    constexpr int V = vec16<T>();
-    constexpr int kWarps = 16;
-    if (!dinp || !dweight || !weight) return false;
-    if (!(C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
-          aligned16(weight)))
-        return false;
-    const int nch = ceil_div(C, 32 * V);
-    if (nch > 4) return false;
-    const int rows_per_chunk = std::max(64, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
-    const int chunks = ceil_div(N, rows_per_chunk);
-    float* partial = static_cast<float*>(
-        cuda_scratch(ScratchSlot::layernorm_dparams, sizeof(float) * (size_t)chunks * C));
-    auto launch = [&](auto kernel) {
-        kernel<<<chunks, 32 * kWarps, 0, s>>>(dinp, partial, dout, inp, weight, rstd, N, C,
-                                              rows_per_chunk, L, accumulate);
-    };
-    if (nch == 1)
-        launch(rmsnorm_backward_fused_kernel<T, V, 1, kWarps>);
-    else if (nch == 2)
-        launch(rmsnorm_backward_fused_kernel<T, V, 2, kWarps>);
-    else
-        launch(rmsnorm_backward_fused_kernel<T, V, 4, kWarps>);
-    CUDA_CHECK_LAUNCH("rmsnorm_backward_fused_kernel");
-    chunk_column_sum(dweight, nullptr, partial, chunks, C, C, s);
-    CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
-    return true;
-}
-
 // The weight gradient first: with accumulate false, dinp may be dout and is written last.
 template <typename T>
 static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const T* inp,
@@ -559,7 +503,8 @@ static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const 
     TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_backward_cuda: bad shape N=", N, " C=", C);
     TS_CUDA_REQUIRE(dout && inp && rstd, "rmsnorm_backward_cuda: null dout/inp/rstd");
     if (N == 0) return;
-    if (rmsnorm_backward_fused<T>(dinp, dweight, dout, inp, weight, rstd, N, C, L, accumulate, s))
+    if (norm_backward_fused(RmsBackward{rstd}, dinp, dweight, nullptr, dout, inp, weight, N, C, L,
+                            accumulate, s))
         return;
     layernorm_dparams<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C, s, L);
     if (dinp) {
