@@ -258,6 +258,7 @@ class HfBpeTokenizer final : public Tokenizer {
         load_pre_tokenizer(j.value("pre_tokenizer", json()));
         load_decoder(j.value("decoder", json()));
         load_added_tokens(j);
+        split_before_space_ = words_end_before_space();
         load_config(j.value("post_processor", json()));
     }
 
@@ -327,6 +328,10 @@ class HfBpeTokenizer final : public Tokenizer {
     // pre-tokenizer
     std::vector<PreStep> steps_;
     bool byte_level_ = false;  // pieces go through the byte-level alphabet
+    // SentencePiece-style pieces (▁ for a space) may be cut before each ▁ that follows another
+    // character: no merge can join across such a point (words_end_before_space; not with
+    // ignore_merges, whose whole-word lookup would then see the cut words)
+    bool split_before_space_ = false;
     // decoder
     std::vector<std::string> decode_bytes_;
     std::vector<bool> has_id_;
@@ -684,10 +689,44 @@ class HfBpeTokenizer final : public Tokenizer {
                 mapped.clear();
                 for (unsigned char b : piece) mapped += bl.encode[b];
                 bpe_cached(mapped, out);
+            } else if (split_before_space_) {
+                bpe_words(piece, out);
             } else {
                 bpe_cached(piece, out);
             }
         }
+    }
+
+    // A SentencePiece BPE (Llama 2, Mistral, TinyLlama) sees a whole text, spaces as ▁, as one
+    // piece: encoded as one word it is never cached, and long. When no token of the vocabulary has
+    // a ▁ after another character (and ▁ is a token), no merge joins a character to a ▁ after it,
+    // so the piece's merges are those of its words cut before each such ▁, one by one: the same
+    // ids, and the words go through the cache. The ▁ word starts are tokens, so no unknown
+    // character is fused across a cut.
+    bool words_end_before_space() const {
+        static constexpr std::string_view kSpace = "\xE2\x96\x81";
+        if (byte_level_ || ignore_merges_ || vocab_id(kSpace) < 0) return false;
+        for (const auto& entry : vocab_) {
+            const std::string_view t = entry.first;
+            for (size_t p = t.find(kSpace, 1); p != std::string_view::npos;
+                 p = t.find(kSpace, p + 1))
+                if (p < kSpace.size() || t.substr(p - kSpace.size(), kSpace.size()) != kSpace)
+                    return false;
+        }
+        return true;
+    }
+
+    void bpe_words(const std::string& piece, std::vector<int>& out) const {
+        static constexpr std::string_view kSpace = "\xE2\x96\x81";
+        const std::string_view v(piece);
+        size_t start = 0;
+        for (size_t p = v.find(kSpace, 1); p != std::string_view::npos; p = v.find(kSpace, p + 1)) {
+            if (p >= kSpace.size() && v.substr(p - kSpace.size(), kSpace.size()) == kSpace)
+                continue;  // a run of ▁ stays whole
+            if (p > start) bpe_cached(std::string(v.substr(start, p - start)), out);
+            start = p;
+        }
+        bpe_cached(std::string(v.substr(start)), out);
     }
 
     static std::vector<std::string> pre_step(const PreStep& s, const std::vector<std::string>& in,

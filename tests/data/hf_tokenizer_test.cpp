@@ -292,6 +292,30 @@ TEST(HfTokenizer, MergesByRankAndAddedTokens) {
     EXPECT_EQ(tok->eot_token(), -1);  // no tokenizer_config.json, no <|endoftext|>
 }
 
+// A SentencePiece BPE's text is cut into words before each ▁ that follows another character
+// (so that words are cached) only where no token joins a character to a ▁ after it: a vocabulary
+// holding "a▁" keeps its merge across that point.
+TEST(HfTokenizer, SentencePieceWordsAreCutOnlyWhereNoMergeCrosses) {
+    const std::string base = R"({
+  "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"},
+                 {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+  "pre_tokenizer": null, "decoder": null,
+  "model": {"type": "BPE", "vocab": {"▁": 0, "a": 1, "b": 2, "▁a": 3, "▁b": 4, "a▁": 5},
+            "merges": [MERGES]}})";
+    auto with = [&](const std::string& merges) {
+        std::string t = base;
+        return t.replace(t.find("MERGES"), 6, merges);
+    };
+    TempDir tmp;
+    // no merge crosses: the words ▁a, ▁b, ▁a
+    auto cut = tokenizer_hf(write_tokenizer(tmp, with("\"▁ a\", \"▁ b\"")));
+    EXPECT_EQ(cut->encode("a b a"), (std::vector<int>{3, 4, 3}));
+    // "a ▁" ranks first: a and the ▁ after it merge, as in the whole text ("▁a▁b▁a" -> ▁, a▁, b,
+    // ▁a); cutting before each ▁ would have given ▁a ▁b ▁a
+    auto whole = tokenizer_hf(write_tokenizer(tmp, with("\"a ▁\", \"▁ a\", \"▁ b\"")));
+    EXPECT_EQ(whole->encode("a b a"), (std::vector<int>{0, 5, 2, 3}));
+}
+
 TEST(HfTokenizer, MalformedFilesAreOneClearInputError) {
     TempDir tmp;
     const std::vector<MalformedCase> cases = {
