@@ -165,13 +165,28 @@ class Regex {
 const char* kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
+// SentencePiece's space, U+2581 "▁", in UTF-8.
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";
+
+// The first ▁ in s at or after `from` (≥ 1) that follows another character than ▁: where a
+// SentencePiece word begins inside s; npos when none does.
+size_t next_word_start(std::string_view s, size_t from) {
+    for (size_t p = s.find(kMetaspace, from); p != std::string_view::npos;
+         p = s.find(kMetaspace, p + 1))
+        if (p < kMetaspace.size() ||
+            s.substr(p - kMetaspace.size(), kMetaspace.size()) != kMetaspace)
+            return p;
+    return std::string_view::npos;
+}
+
 // ----------------------------------------------------------------------------------------------
 // tokenizer.json reading helpers
 
-json json_read(const std::string& path) {
+// `keep`: the parser callback, as json_parse_text takes it.
+json json_read(const std::string& path, const json::parser_callback_t& keep = nullptr) {
     const std::optional<std::string> text = text_file_read(path);
     if (!text) throw InputError(str_cat(path, ": cannot open the file"));
-    return json_parse_text(*text, path, "a Hugging Face tokenizer file");
+    return json_parse_text(*text, path, "a Hugging Face tokenizer file", keep);
 }
 
 // A tokenizer.json's model.vocab and model.merges as the parser reads them, kept out of the JSON
@@ -184,8 +199,6 @@ struct ModelLists {
 };
 
 json tokenizer_json_read(const std::string& path, ModelLists& lists) {
-    const std::optional<std::string> text = text_file_read(path);
-    if (!text) throw InputError(str_cat(path, ": cannot open the file"));
     using Event = json::parse_event_t;
     std::string key1, key2;  // the keys the parser is under at depths 1 and 2
     std::string token;       // a model.vocab entry's token until its value comes
@@ -227,7 +240,7 @@ json tokenizer_json_read(const std::string& path, ModelLists& lists) {
         }
         return true;
     };
-    return json_parse_text(*text, path, "a Hugging Face tokenizer file", keep);
+    return json_read(path, keep);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -486,7 +499,7 @@ class HfBpeTokenizer final : public Tokenizer {
             std::string scheme =
                 p.value("prepend_scheme",
                         std::string(p.value("add_prefix_space", true) ? "always" : "never"));
-            if (p.value("replacement", std::string("\xE2\x96\x81")) != "\xE2\x96\x81")
+            if (p.value("replacement", std::string(kMetaspace)) != kMetaspace)
                 bad("pre_tokenizer.replacement",
                     "expected \"\xE2\x96\x81\" (the only Metaspace replacement supported)");
             PreStep s{PreStep::metaspace, nullptr};
@@ -543,9 +556,9 @@ class HfBpeTokenizer final : public Tokenizer {
                 out += (char)std::stoi(tok.substr(3, 2), nullptr, 16);
             } else {
                 for (size_t i = 0; i < tok.size();) {
-                    if (tok.compare(i, 3, "\xE2\x96\x81") == 0) {
+                    if (tok.compare(i, kMetaspace.size(), kMetaspace) == 0) {
                         out += ' ';
-                        i += 3;
+                        i += kMetaspace.size();
                     } else
                         out += tok[i++];
                 }
@@ -704,26 +717,19 @@ class HfBpeTokenizer final : public Tokenizer {
     // ids, and the words go through the cache. The ▁ word starts are tokens, so no unknown
     // character is fused across a cut.
     bool words_end_before_space() const {
-        static constexpr std::string_view kSpace = "\xE2\x96\x81";
-        if (byte_level_ || ignore_merges_ || vocab_id(kSpace) < 0) return false;
-        for (const auto& entry : vocab_) {
-            const std::string_view t = entry.first;
-            for (size_t p = t.find(kSpace, 1); p != std::string_view::npos;
-                 p = t.find(kSpace, p + 1))
-                if (p < kSpace.size() || t.substr(p - kSpace.size(), kSpace.size()) != kSpace)
-                    return false;
-        }
+        if (byte_level_ || ignore_merges_ || vocab_id(kMetaspace) < 0) return false;
+        for (const auto& entry : vocab_)
+            if (next_word_start(entry.first, 1) != std::string_view::npos) return false;
         return true;
     }
 
+    // The piece's words one by one (a run of ▁ stays whole, with the word it starts).
     void bpe_words(const std::string& piece, std::vector<int>& out) const {
-        static constexpr std::string_view kSpace = "\xE2\x96\x81";
         const std::string_view v(piece);
         size_t start = 0;
-        for (size_t p = v.find(kSpace, 1); p != std::string_view::npos; p = v.find(kSpace, p + 1)) {
-            if (p >= kSpace.size() && v.substr(p - kSpace.size(), kSpace.size()) == kSpace)
-                continue;  // a run of ▁ stays whole
-            if (p > start) bpe_cached(std::string(v.substr(start, p - start)), out);
+        for (size_t p = next_word_start(v, 1); p != std::string_view::npos;
+             p = next_word_start(v, p + 1)) {
+            bpe_cached(std::string(v.substr(start, p - start)), out);
             start = p;
         }
         bpe_cached(std::string(v.substr(start)), out);
@@ -736,10 +742,10 @@ class HfBpeTokenizer final : public Tokenizer {
             std::string p = p0;
             if (s.kind == PreStep::metaspace) {
                 std::string r;
-                for (char c : p) r += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+                for (char c : p) r += c == ' ' ? std::string(kMetaspace) : std::string(1, c);
                 if (s.prefix_space && (first || !s.metaspace_first_only) &&
-                    r.rfind("\xE2\x96\x81", 0) != 0)
-                    r = "\xE2\x96\x81" + r;
+                    r.rfind(kMetaspace, 0) != 0)
+                    r = std::string(kMetaspace) + r;
                 out.push_back(r);
                 continue;
             }
