@@ -552,7 +552,6 @@ void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper
                                      const float* norm2) {
     float n2 = 0.0f;
     if (norm2 && dev_ != Device::meta) ops_->download(&n2, norm2, 1);
-    const float scale = clip_scale(oc.grad_clip, std::sqrt((double)n2));
     for (auto& up : units_) {
         Unit& u = *up;
         const int64_t r0 = update_begin(u), r1 = update_end(u);
@@ -570,15 +569,13 @@ void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper
             ranges.push_back({u.master.f32() + i, u.host_grad.f32() + i, u.m.f32() + i,
                               u.v.f32() + i, hi - lo, info.decay ? (float)oc.weight_decay : 0.0f});
         });
-        u.updating = host_worker_->post([download, ranges = std::move(ranges), h, scale] {
-            device_event_sync(download);
-            device_event_free(download);
-            for (const AdamWRange& r : ranges) {
-                AdamWHyper hk = h;
-                hk.weight_decay = r.weight_decay;
-                adamw_update(r.param, r.grad, r.m, r.v, r.n, hk, scale);
-            }
-        });
+        // the host's AdamW over the ranges: the CPU device's own (clipped by the same norm)
+        u.updating =
+            host_worker_->post([download, ranges = std::move(ranges), h, clip = oc.grad_clip, n2] {
+                device_event_sync(download);
+                device_event_free(download);
+                device_ops_cpu().adamw_ranges(ranges, h, clip, &n2);
+            });
     }
 }
 
