@@ -78,43 +78,6 @@ static __global__ void layernorm_forward_kernel(T* out, T* resid_out, float* mea
     }
 }
 
-// dinp, dout, inp are (N, C); weight is (C); mean, rstd are (N). dinp += d layernorm / d inp.
-// One warp per row.
-template <typename T, int VEC>
-static __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp,
-                                                      const T* weight, const float* mean,
-                                                      const float* rstd, int N, int C) {
-    const int lane = threadIdx.x % 32;
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (row >= N) return;
-    const long off = (long)row * C;
-    const float m = mean[row], s = rstd[row];
-    float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-    for (int i = lane * VEC; i < C; i += 32 * VEC) {
-        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                    vw = load_vec<VEC>(weight + i);
-        for (int k = 0; k < VEC; ++k) {
-            float norm = (to_float(vx.v[k]) - m) * s;
-            float dnorm = to_float(vw.v[k]) * to_float(vg.v[k]);
-            dnorm_mean += dnorm;
-            dnorm_norm_mean += dnorm * norm;
-        }
-    }
-    dnorm_mean = warp_sum(dnorm_mean) / C;
-    dnorm_norm_mean = warp_sum(dnorm_norm_mean) / C;
-    for (int i = lane * VEC; i < C; i += 32 * VEC) {
-        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                    vw = load_vec<VEC>(weight + i), vd = load_vec<VEC>(dinp + off + i);
-        for (int k = 0; k < VEC; ++k) {
-            float norm = (to_float(vx.v[k]) - m) * s;
-            float dnorm = to_float(vw.v[k]) * to_float(vg.v[k]);
-            vd.v[k] = from_float<T>(to_float(vd.v[k]) +
-                                    (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
-        }
-        store_vec<VEC>(dinp + off + i, vd);
-    }
-}
-
 // dout, inp are (N, C); mean (null: 0, RMSNorm), rstd are (N); partial is (chunks, 2, C):
 // [c, 0, i] = sum of norm * dout, [c, 1, i] = sum of dout over the rows of chunk c. Block of 8
 // warps over VEC * 32 columns: each lane sums VEC adjacent columns (16-byte loads when VEC > 1),
@@ -184,52 +147,11 @@ static __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* inp,
     if (lane == 0 && rstd) rstd[row] = r;
 }
 
-// RMSNorm's backward per element, in the one order both of its dinp kernels use: the element's
-// term of mean(g·x̂) (g = dout·weight, x̂ = inp·r), and its dinp r·(g − x̂·mean(g·x̂)).
-__device__ __forceinline__ float rms_dot_term(float dout, float w, float x, float r) {
-    return dout * w * (x * r);
-}
-__device__ __forceinline__ float rms_dinp(float dout, float w, float xh, float r, float dot) {
-    return r * (dout * w - xh * dot);
-}
-
-// dinp (N, C) += r·(g − x̂·mean(g·x̂)), g = dout·weight, x̂ = inp·r, or (accumulate false) =
-// (dinp may then be dout: a lane reads its elements before writing them). One warp per row.
-template <typename T, int VEC>
-static __global__ void rmsnorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp,
-                                                    const T* weight, const float* rstd, int N,
-                                                    int C, RowLayout L, bool accumulate) {
-    const int lane = threadIdx.x % 32;
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (row >= N) return;
-    const long off = L.offset(row, C);
-    const float r = rstd[row];
-    float dot = 0.0f;
-    for (int i = lane * VEC; i < C; i += 32 * VEC) {
-        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                    vw = load_vec<VEC>(weight + i);
-        for (int k = 0; k < VEC; ++k)
-            dot += rms_dot_term(to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), r);
-    }
-    dot = warp_sum(dot) / C;
-    for (int i = lane * VEC; i < C; i += 32 * VEC) {
-        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                    vw = load_vec<VEC>(weight + i), vd;
-        if (accumulate) vd = load_vec<VEC>(dinp + off + i);
-        for (int k = 0; k < VEC; ++k) {
-            const float xh = to_float(vx.v[k]) * r;
-            const float g = rms_dinp(to_float(vg.v[k]), to_float(vw.v[k]), xh, r, dot);
-            vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
-        }
-        store_vec<VEC>(dinp + off + i, vd);
-    }
-}
-
-// A norm's backward per element for norm_backward_fused_kernel: the row's statistics; each
-// element's terms of the row means its dinp needs (first pass); its dinp and its terms of the
-// parameters' column sums (second pass). Each norm's two-pass kernels use the same expressions in
-// the same order, so the one pass writes the same dinp bits.
-struct RmsBackward {  // mean(g·x̂); the weight's column sums Σ x̂·dout
+// A norm's backward per element, for both of its dinp kernels (norm_backward_fused_kernel and
+// norm_backward_dinp_kernel): the row's statistics; each element's terms of the row means its
+// dinp needs (first pass); its dinp and its terms of the parameters' column sums (second pass).
+// Both kernels take these expressions in the same order, so they write the same dinp bits.
+struct RmsBackward {  // g = dout·w, x̂ = x·r: mean(g·x̂); the weight's column sums Σ x̂·dout
     static constexpr int kMeans = 1, kSums = 1;
     const float* rstd;
     struct Row {
@@ -237,13 +159,13 @@ struct RmsBackward {  // mean(g·x̂); the weight's column sums Σ x̂·dout
     };
     __device__ Row row(int n) const { return {rstd[n]}; }
     __device__ void means(const Row& s, float dout, float w, float x, float (&m)[kMeans]) const {
-        m[0] += rms_dot_term(dout, w, x, s.r);
+        m[0] += dout * w * (x * s.r);
     }
     __device__ float dinp(const Row& s, float dout, float w, float x, const float (&m)[kMeans],
                           float (&sums)[kSums]) const {
         const float xh = x * s.r;
         sums[0] += xh * dout;
-        return rms_dinp(dout, w, xh, s.r, m[0]);
+        return s.r * (dout * w - xh * m[0]);  // r·(g − x̂·mean(g·x̂))
     }
 };
 struct LnBackward {  // mean(w·g), mean(w·g·x̂); the weight's Σ x̂·dout and the bias's Σ dout
@@ -268,6 +190,41 @@ struct LnBackward {  // mean(w·g), mean(w·g·x̂); the weight's Σ x̂·dout a
         return (dnorm - m[0] - norm * m[1]) * r.s;
     }
 };
+
+// dinp (N, C) += a norm's input gradient, or (accumulate false) = it (dinp may then be dout: a
+// lane reads its elements before writing them); the parameters' gradients are
+// layernorm_dparams'. One warp per row.
+template <typename Norm, typename T, int VEC>
+static __global__ void norm_backward_dinp_kernel(Norm norm, T* dinp, const T* dout, const T* inp,
+                                                 const T* weight, int N, int C, RowLayout L,
+                                                 bool accumulate) {
+    const int lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= N) return;
+    const long off = L.offset(row, C);
+    const typename Norm::Row st = norm.row(row);
+    float m[Norm::kMeans] = {};
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                    vw = load_vec<VEC>(weight + i);
+        for (int k = 0; k < VEC; ++k)
+            norm.means(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m);
+    }
+#pragma unroll
+    for (int q = 0; q < Norm::kMeans; ++q) m[q] = warp_sum(m[q]) / C;
+    float unused[Norm::kSums] = {};  // the column sums: not this kernel's
+    for (int i = lane * VEC; i < C; i += 32 * VEC) {
+        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                    vw = load_vec<VEC>(weight + i), vd;
+        if (accumulate) vd = load_vec<VEC>(dinp + off + i);
+        for (int k = 0; k < VEC; ++k) {
+            const float g =
+                norm.dinp(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m, unused);
+            vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
+        }
+        store_vec<VEC>(dinp + off + i, vd);
+    }
+}
 
 // A norm's dinp and its parameters' gradients in one pass over the rows: block b takes rows
 // [b·rows, (b+1)·rows), warp w of it the rows w, w + WARPS, ...; per row a first pass for the
@@ -422,6 +379,31 @@ static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float
     return true;
 }
 
+// A norm's backward: one pass where norm_backward_fused takes it, else the parameters' gradients
+// first (with accumulate false, dinp may be dout and is written last), then dinp. mean: LayerNorm's
+// (null for RMSNorm), as norm holds it.
+template <typename Norm, typename T>
+static void norm_backward(const Norm& norm, T* dinp, float* dweight, float* dbias, const T* dout,
+                          const T* inp, const T* weight, const float* mean, const float* rstd,
+                          int N, int C, RowLayout L, bool accumulate, cudaStream_t s,
+                          const char* what) {
+    if (norm_backward_fused(norm, dinp, dweight, dbias, dout, inp, weight, N, C, L, accumulate, s))
+        return;
+    layernorm_dparams<T>(dweight, dbias, dout, inp, mean, rstd, N, C, s, L);
+    if (!dinp) return;
+    TS_CUDA_REQUIRE(weight, what, ": dinp needs weight");
+    constexpr int V = vec16<T>();
+    const int grid = ceil_div(N, kLnWarps);
+    if (C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) &&
+        aligned16(weight))
+        norm_backward_dinp_kernel<Norm, T, V>
+            <<<grid, 32 * kLnWarps, 0, s>>>(norm, dinp, dout, inp, weight, N, C, L, accumulate);
+    else
+        norm_backward_dinp_kernel<Norm, T, 1>
+            <<<grid, 32 * kLnWarps, 0, s>>>(norm, dinp, dout, inp, weight, N, C, L, accumulate);
+    CUDA_CHECK_LAUNCH("norm_backward_dinp_kernel");
+}
+
 template <typename T>
 void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, int N, int C,
@@ -430,24 +412,8 @@ void layernorm_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dou
     TS_CUDA_REQUIRE(dout && inp && mean && rstd,
                     "layernorm_backward_cuda: null dout/inp/mean/rstd");
     if (N == 0) return;
-    if (norm_backward_fused(LnBackward{mean, rstd}, dinp, dweight, dbias, dout, inp, weight, N, C,
-                            RowLayout{1, C}, true, s))
-        return;
-    if (dinp) {
-        TS_CUDA_REQUIRE(weight, "layernorm_backward_cuda: dinp needs weight");
-        constexpr int V = vec16<T>();
-        const bool vec =
-            C % V == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight);
-        const int grid = ceil_div(N, kLnWarps);
-        if (vec)
-            layernorm_backward_dinp_kernel<T, V>
-                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
-        else
-            layernorm_backward_dinp_kernel<T, 1>
-                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
-        CUDA_CHECK_LAUNCH("layernorm_backward_dinp_kernel");
-    }
-    layernorm_dparams(dweight, dbias, dout, inp, mean, rstd, N, C, s, RowLayout{1, C});
+    norm_backward(LnBackward{mean, rstd}, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                  RowLayout{1, C}, true, s, "layernorm_backward_cuda");
 }
 
 // dweight (C) += Σ_n norm · dout, dbias (C) += Σ_n dout (either may be null), norm = (inp − mean)
@@ -495,7 +461,6 @@ static void rmsnorm_forward_rows(T* out, float* rstd, const T* inp, const T* wei
     CUDA_CHECK_LAUNCH("rmsnorm_forward_kernel");
 }
 
-// The weight gradient first: with accumulate false, dinp may be dout and is written last.
 template <typename T>
 static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const T* inp,
                                   const T* weight, const float* rstd, int N, int C, RowLayout L,
@@ -503,23 +468,8 @@ static void rmsnorm_backward_rows(T* dinp, float* dweight, const T* dout, const 
     TS_CUDA_REQUIRE(N >= 0 && C > 0, "rmsnorm_backward_cuda: bad shape N=", N, " C=", C);
     TS_CUDA_REQUIRE(dout && inp && rstd, "rmsnorm_backward_cuda: null dout/inp/rstd");
     if (N == 0) return;
-    if (norm_backward_fused(RmsBackward{rstd}, dinp, dweight, nullptr, dout, inp, weight, N, C, L,
-                            accumulate, s))
-        return;
-    layernorm_dparams<T>(dweight, nullptr, dout, inp, nullptr, rstd, N, C, s, L);
-    if (dinp) {
-        TS_CUDA_REQUIRE(weight, "rmsnorm_backward_cuda: dinp needs weight");
-        constexpr int V = vec16<T>();
-        const int grid = ceil_div(N, kLnWarps);
-        if (C % V == 0 && L.stride % V == 0 && aligned16(dinp) && aligned16(dout) &&
-            aligned16(inp) && aligned16(weight))
-            rmsnorm_backward_dinp_kernel<T, V>
-                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C, L, accumulate);
-        else
-            rmsnorm_backward_dinp_kernel<T, 1>
-                <<<grid, 32 * kLnWarps, 0, s>>>(dinp, dout, inp, weight, rstd, N, C, L, accumulate);
-        CUDA_CHECK_LAUNCH("rmsnorm_backward_dinp_kernel");
-    }
+    norm_backward(RmsBackward{rstd}, dinp, dweight, nullptr, dout, inp, weight, nullptr, rstd, N, C,
+                  L, accumulate, s, "rmsnorm_backward_cuda");
 }
 
 template <typename T>
