@@ -27,9 +27,6 @@
 namespace tessera {
 namespace att_wgmma {
 
-using att_mma::cp_async16;
-using att_mma::cp_async_commit;
-using att_mma::cp_async_wait;
 using att_mma::fast_exp2;
 using att_mma::LOG2E;
 using att_mma::pack_bf16;
@@ -233,7 +230,7 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
     float s[BN / 2];  // S = Q·K^T of the current key tile, then P
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) s[i] = 0.0f;
-    const uint32_t q_addr = att_mma::smem_addr(qs + wg * 64 * 64);
+    const uint32_t q_addr = smem_addr(qs + wg * 64 * 64);
 
     for (int kt = 0; kt < n_k; ++kt) {
         if (kt + 1 < n_k) {  // prefetch the next K, V tile into the other stage
@@ -251,8 +248,8 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
         // Tiles wholly above this warpgroup's rows are skipped (uniform over the warpgroup).
         // Otherwise every row sees key 0 in tile 0: the running max is finite from then on.
         if (k0 < wgrow + 64) {
-            const uint32_t k_addr = att_mma::smem_addr(ks + (kt & 1) * KT);
-            const uint32_t v_addr = att_mma::smem_addr(vs + (kt & 1) * KT);
+            const uint32_t k_addr = smem_addr(ks + (kt & 1) * KT);
+            const uint32_t v_addr = smem_addr(vs + (kt & 1) * KT);
             pin(s);
             wgmma_fence();
 #pragma unroll
@@ -419,8 +416,8 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
     for (int i = 0; i < 32; ++i) dk[i] = dv[i] = 0.0f;
 #pragma unroll
     for (int i = 0; i < BQ / 2; ++i) s[i] = dp[i] = 0.0f;
-    const uint32_t k_addr = att_mma::smem_addr(ks + wg * 64 * 64);
-    const uint32_t v_addr = att_mma::smem_addr(vs + wg * 64 * 64);
+    const uint32_t k_addr = smem_addr(ks + wg * 64 * 64);
+    const uint32_t v_addr = smem_addr(vs + wg * 64 * 64);
 
     for (int i = 0; i < n_steps; ++i) {
         const int qb = qb0 + i % nq;
@@ -436,8 +433,8 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
         const int q0 = qb * BQ;
         if (wgkey < q0 + BQ) {  // else every key of this warpgroup is past every query: P = 0
             const int st = i & 1;
-            const uint32_t q_addr = att_mma::smem_addr(qs + st * QT);
-            const uint32_t do_addr = att_mma::smem_addr(dos + st * QT);
+            const uint32_t q_addr = smem_addr(qs + st * QT);
+            const uint32_t do_addr = smem_addr(dos + st * QT);
             const float* lse_c = lse_s + st * BQ;
             const float* dd_c = dd_s + st * BQ;
             pin(s);
@@ -560,8 +557,8 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
     for (int i = 0; i < 32; ++i) dq[i] = 0.0f;
 #pragma unroll
     for (int i = 0; i < BK / 2; ++i) s[i] = dp[i] = 0.0f;
-    const uint32_t q_addr = att_mma::smem_addr(qs + wg * 64 * 64);
-    const uint32_t do_addr = att_mma::smem_addr(dos + wg * 64 * 64);
+    const uint32_t q_addr = smem_addr(qs + wg * 64 * 64);
+    const uint32_t do_addr = smem_addr(dos + wg * 64 * 64);
 
     for (int kt = 0; kt < n_k; ++kt) {
         if (kt + 1 < n_k) {
@@ -577,8 +574,8 @@ static __global__ void __launch_bounds__(128 * WGS, MINB)
         __syncthreads();
         const int k0 = kt * BK;
         if (k0 < wgrow + 64) {  // else every key of the tile is past every row of the warpgroup
-            const uint32_t k_addr = att_mma::smem_addr(ks + (kt & 1) * KT);
-            const uint32_t v_addr = att_mma::smem_addr(vs + (kt & 1) * KT);
+            const uint32_t k_addr = smem_addr(ks + (kt & 1) * KT);
+            const uint32_t v_addr = smem_addr(vs + (kt & 1) * KT);
             pin(s);
             pin(dp);
             wgmma_fence();

@@ -1,7 +1,7 @@
 // Device-side helpers shared by the CUDA ops (include from .cu files only: device code):
-// warp/block reductions, 16-byte vector loads/stores, the column reductions' second pass, grid
-// sizing for grid-stride loops, and per-thread scratch buffers for the deterministic two-pass
-// reductions.
+// warp/block reductions, 16-byte vector loads/stores, asynchronous copies to shared memory, the
+// column reductions' second pass, grid sizing for grid-stride loops, and per-thread scratch
+// buffers for the deterministic two-pass reductions.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -77,6 +77,28 @@ constexpr int vec16() {
 
 inline bool aligned16(const void* p) {
     return p == nullptr || ((uintptr_t)p % 16) == 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// asynchronous copies global -> shared (cp.async, sm_80 on)
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// 16 bytes global -> shared, asynchronously; zero-fills the destination when !valid (src must
+// still be a mapped address).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+// Waits until at most N of this thread's committed groups are in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // ---------------------------------------------------------------------------------------------
