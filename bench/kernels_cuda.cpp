@@ -293,6 +293,8 @@ int main(int argc, char** argv) {
         ce_loss_and_grad_cuda<bf16>(stats, logits, stats, stats + N, stats + 2 * N, tokens, 0,
                                     1e-6f, N, V, s, Vp);
     });
+    add("classifier: train, one pass (in place)", 2 * e * (double)N * Vp, 0,
+        [&] { ce_train_cuda<bf16>(nullptr, stats, logits, tokens, 1e-6f, N, V, s, Vp); });
     add("AdamW (124M fp32)", 4.0 * 124475904 * 7, 0,
         [&] { adamw_cuda(p, g, m, vv, 124475904, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f, s); });
     add("cast fp32 -> bf16 (124M)", 6.0 * 124475904, 0,

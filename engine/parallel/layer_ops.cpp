@@ -31,32 +31,16 @@ LayerTraits layer_traits(Device d, DType act, bool fp8) {
 }
 
 const char* op_kind_name(OpKind k) {
-    static const char* names[] = {"matmul_forward",
-                                  "matmul_gelu_forward",
-                                  "matmul_backward",
-                                  "matmul_gelu_backward",
-                                  "layernorm_forward",
-                                  "layernorm_backward",
-                                  "gelu_forward",
-                                  "gelu_backward",
-                                  "relu_forward",
-                                  "relu_backward",
-                                  "attention_forward",
-                                  "attention_backward",
-                                  "rmsnorm_forward",
-                                  "rmsnorm_backward",
-                                  "rope",
-                                  "swiglu_forward",
-                                  "swiglu_backward",
-                                  "add_bias_residual",
-                                  "embedding_forward",
-                                  "embedding_backward",
-                                  "cross_entropy_stats",
-                                  "cross_entropy_loss",
-                                  "accumulate",
-                                  "cast_weights",
-                                  "copy",
-                                  "tp_all_reduce"};
+    static const char* names[] = {
+        "matmul_forward",       "matmul_gelu_forward", "matmul_backward",
+        "matmul_gelu_backward", "layernorm_forward",   "layernorm_backward",
+        "gelu_forward",         "gelu_backward",       "relu_forward",
+        "relu_backward",        "attention_forward",   "attention_backward",
+        "rmsnorm_forward",      "rmsnorm_backward",    "rope",
+        "swiglu_forward",       "swiglu_backward",     "add_bias_residual",
+        "embedding_forward",    "embedding_backward",  "cross_entropy",
+        "accumulate",           "cast_weights",        "copy",
+        "tp_all_reduce"};
     static_assert(sizeof names / sizeof names[0] == (size_t)OpKind::count, "a name per op kind");
     return names[(int)k];
 }
@@ -170,13 +154,9 @@ class MetaLayerOps final : public LayerOps {
                             int C) override {
         rec(OpKind::embedding_backward, (int64_t)B * T, C);
     }
-    void cross_entropy_stats(float*, float*, void*, const int*, int64_t, int N, int, int Vp,
-                             const TpGroup&) override {
-        rec(OpKind::cross_entropy_stats, N, Vp);
-    }
-    void cross_entropy_loss(float*, void*, const float*, const int*, int64_t, int N, int, int Vp,
-                            float, bool) override {
-        rec(OpKind::cross_entropy_loss, N, Vp);
+    void cross_entropy(float*, float*, float*, void*, const int*, int64_t, int N, int, int Vp,
+                       const TpGroup&, float, bool) override {
+        rec(OpKind::cross_entropy, N, Vp);
     }
     void accumulate(float*, const float*, int64_t n) override { rec(OpKind::accumulate, n); }
     void cast_weights(void*, const float*, int64_t n) override { rec(OpKind::cast_weights, n); }

@@ -35,21 +35,20 @@ enum class OpKind {
     relu_forward,          // N elements
     relu_backward,         // N elements
     attention_forward,  // B, T, C (this rank's heads' width), NH (this rank's heads), OC = KV heads
-    attention_backward,   // B, T, C, NH, OC = KV heads
-    rmsnorm_forward,      // N, C
-    rmsnorm_backward,     // N, C
-    rope,                 // N rows, C = heads·hd rotated
-    swiglu_forward,       // N, C = F
-    swiglu_backward,      // N, C = F
-    add_bias_residual,    // N, C
-    embedding_forward,    // N tokens, C
-    embedding_backward,   // N tokens, C
-    cross_entropy_stats,  // N rows, C = padded vocabulary columns
-    cross_entropy_loss,   // N rows, C = padded vocabulary columns
-    accumulate,           // N fp32 elements
-    cast_weights,         // N elements
-    copy,                 // N bytes
-    tp_all_reduce,        // N bytes over the tensor-parallel group of NH ranks
+    attention_backward,  // B, T, C, NH, OC = KV heads
+    rmsnorm_forward,     // N, C
+    rmsnorm_backward,    // N, C
+    rope,                // N rows, C = heads·hd rotated
+    swiglu_forward,      // N, C = F
+    swiglu_backward,     // N, C = F
+    add_bias_residual,   // N, C
+    embedding_forward,   // N tokens, C
+    embedding_backward,  // N tokens, C
+    cross_entropy,       // N rows, C = padded vocabulary columns
+    accumulate,          // N fp32 elements
+    cast_weights,        // N elements
+    copy,                // N bytes
+    tp_all_reduce,       // N bytes over the tensor-parallel group of NH ranks
     count
 };
 const char* op_kind_name(OpKind k);
@@ -214,20 +213,18 @@ class LayerOps {
     virtual void embedding_backward(float* dwte, float* dwpe, const void* dout, const int* tokens,
                                     int64_t v0, int64_t v1, int B, int T, int C) = 0;
     // Vocab-parallel cross-entropy over this rank's logits (N rows of Vp, the first Vl real;
-    // columns are the vocabulary rows from v0). Targets < 0 are ignored (loss 0, no gradient).
-    // First the global row statistics: stats (3, N fp32: row max, sum of exponentials, the
-    // target's term), combined over the TP group; gmax (N fp32) is scratch for that, given only
-    // when tp.size > 1. The logits may be rewritten (the CPU keeps the exponentials there).
-    virtual void cross_entropy_stats(float* stats, float* gmax, void* logits, const int* targets,
-                                     int64_t v0, int N, int Vl, int Vp, const TpGroup& tp) = 0;
-    // Then losses (N fp32) and, with `grad`, the gradient of loss_scale · Σ losses written into
-    // the logits.
-    virtual void cross_entropy_loss(float* losses, void* logits, const float* stats,
-                                    const int* targets, int64_t v0, int N, int Vl, int Vp,
-                                    float loss_scale, bool grad) = 0;
+    // columns are the vocabulary rows from v0): losses (N fp32) and, with `grad`, the gradient of
+    // loss_scale · Σ losses written into the logits. Targets < 0 are ignored (loss 0, no
+    // gradient). The softmax's global row statistics (max, sum of exponentials, the target's
+    // term) are combined over the TP group in stats (3, N fp32, scratch); gmax (N fp32) is
+    // scratch for that, given only when tp.size > 1. Without `grad` the logits may be rewritten
+    // too (the CPU keeps the exponentials there).
+    virtual void cross_entropy(float* losses, float* stats, float* gmax, void* logits,
+                               const int* targets, int64_t v0, int N, int Vl, int Vp,
+                               const TpGroup& tp, float loss_scale, bool grad) = 0;
     // Rows (N, V) whose largest entry is at their target: a classifier's correct answers (read
-    // on the host; the meta device counts none). Call on the logits or on what
-    // cross_entropy_stats left there (a monotone function of them).
+    // on the host; the meta device counts none). Call on the logits or on what cross_entropy
+    // without `grad` left there (a monotone function of them).
     virtual int64_t count_correct(const void* logits, const int* targets, int N, int V) = 0;
     virtual void accumulate(float* dst, const float* src, int64_t n) = 0;  // dst += src
     // dst (act) = src (fp32 masters); bytes copies within the device

@@ -170,9 +170,11 @@ class CpuLayerOps final : public LayerOps {
         }
     }
     // Global max first (all-reduced), then the exponentials (kept in the logits), their sum and
-    // the target's term (all-reduced together).
-    void cross_entropy_stats(float* stats, float*, void* logitsv, const int* targets, int64_t v0,
-                             int N, int Vl, int Vp, const TpGroup& tp) override {
+    // the target's term (all-reduced together); the exponentials become probabilities, then the
+    // gradient.
+    void cross_entropy(float* losses, float* stats, float*, void* logitsv, const int* targets,
+                       int64_t v0, int N, int Vl, int Vp, const TpGroup& tp, float loss_scale,
+                       bool grad) override {
         TS_CHECK(Vp == Vl, "CPU logits are not padded");
         float* logits = F(logitsv);
         float* mx = stats;
@@ -199,13 +201,6 @@ class CpuLayerOps final : public LayerOps {
             tl[n] = (t >= v0 && t < v0 + Vl) ? row[t - v0] : 0.0f;  // exp(logit_t - max)
         }
         tp.all_reduce(sum, 2 * (int64_t)N, DType::f32);  // sums and target terms together
-    }
-    // The exponentials become probabilities, then the gradient.
-    void cross_entropy_loss(float* losses, void* logitsv, const float* stats, const int* targets,
-                            int64_t v0, int N, int Vl, int, float loss_scale, bool grad) override {
-        float* logits = F(logitsv);
-        const float* sum = stats + N;
-        const float* tl = sum + N;
 #pragma omp parallel for
         for (int n = 0; n < N; ++n) {
             float* row = logits + (int64_t)n * Vl;

@@ -150,9 +150,16 @@ class CudaLayerOps final : public LayerOps {
                             int64_t v0, int64_t v1, int B, int T_, int C) override {
         embedding_backward_cuda<T>(dwte, dwpe, P(dout), tokens, v0, v1, B, T_, C, st());
     }
-    // One online pass per shard; tensor parallel combines the shards with a rescale.
-    void cross_entropy_stats(float* stats, float* gmax, void* logits, const int* targets,
-                             int64_t v0, int N, int Vl, int Vp, const TpGroup& tp) override {
+    // Training over the whole vocabulary: one pass. Else one online pass per shard for the
+    // statistics (tensor parallel combines the shards with a rescale), then the loss and the
+    // gradient.
+    void cross_entropy(float* losses, float* stats, float* gmax, void* logits, const int* targets,
+                       int64_t v0, int N, int Vl, int Vp, const TpGroup& tp, float loss_scale,
+                       bool grad) override {
+        if (grad && tp.size == 1 && v0 == 0) {
+            ce_train_cuda<T>(losses, stats, P(logits), targets, loss_scale, N, Vl, st(), Vp);
+            return;
+        }
         float* mx = stats;
         float* sum = mx + N;
         float* tt = sum + N;
@@ -164,11 +171,6 @@ class CudaLayerOps final : public LayerOps {
             ce_rescale_cuda(mx, sum, tt, gmax, N, st());
             tp.all_reduce(sum, 2 * (int64_t)N, DType::f32);
         }
-    }
-    void cross_entropy_loss(float* losses, void* logits, const float* stats, const int* targets,
-                            int64_t v0, int N, int Vl, int Vp, float loss_scale,
-                            bool grad) override {
-        const float *mx = stats, *sum = mx + N, *tt = sum + N;
         if (grad)
             ce_loss_and_grad_cuda<T>(losses, P(logits), mx, sum, tt, targets, v0, loss_scale, N, Vl,
                                      st(), Vp);

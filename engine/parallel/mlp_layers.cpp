@@ -46,11 +46,9 @@ class LinearLayer final : public Layer {
         } else {
             const int* tgt = tokens(micro, b, true);
             Tensor stats = f32({3, B}, MemCategory::workspace);
-            ops_.cross_entropy_stats(stats.f32(), nullptr, pre.data(), tgt, 0, B, out_, out_,
-                                     spec_.tp);
             result = f32({B}, MemCategory::workspace);
-            ops_.cross_entropy_loss(result.f32(), pre.data(), stats.f32(), tgt, 0, B, out_, out_,
-                                    spec_.loss_scale, micro >= 0);
+            ops_.cross_entropy(result.f32(), stats.f32(), nullptr, pre.data(), tgt, 0, B, out_,
+                               out_, spec_.tp, spec_.loss_scale, micro >= 0);
             if (micro < 0) eval_correct += ops_.count_correct(pre.data(), tgt, B, out_);
         }
         if (micro >= 0) {

@@ -631,14 +631,12 @@ class HeadLayer final : public Layer {
         ops_.matmul_forward(s[4].data(), s[1].data(), wte(), nullptr, N, C, Vp);
         Tensor stats = f32({3, N}, kW);
         const int* tgt = tokens(micro, b, true);
+        Tensor losses = f32({N}, kW);
         {
             Tensor gmax = spec_.tp.size > 1 ? f32({N}, kW) : Tensor();  // the combine's scratch
-            ops_.cross_entropy_stats(stats.f32(), gmax.f32(), s[4].data(), tgt, v0_, N, Vl, Vp,
-                                     spec_.tp);
+            ops_.cross_entropy(losses.f32(), stats.f32(), gmax.f32(), s[4].data(), tgt, v0_, N, Vl,
+                               Vp, spec_.tp, spec_.loss_scale, micro >= 0);
         }
-        Tensor losses = f32({N}, kW);
-        ops_.cross_entropy_loss(losses.f32(), s[4].data(), stats.f32(), tgt, v0_, N, Vl, Vp,
-                                spec_.loss_scale, micro >= 0);
         if (micro >= 0) saved_[micro] = std::move(s);
         return losses;
     }

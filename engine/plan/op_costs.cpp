@@ -230,6 +230,21 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
                 break;
             case OpKind::matmul_gelu_backward:  // its own grid, or the GEMM and gelu_backward
                 break;
+            case OpKind::cross_entropy:
+                // sweeps from before it was one op timed its two passes: the statistics, then
+                // the loss and gradient; their sum is the op as it ran then
+                if (!j["linear"].contains("cross_entropy") &&
+                    j["linear"].contains("cross_entropy_stats") &&
+                    j["linear"].contains("cross_entropy_loss")) {
+                    const OpCosts::Linear st =
+                        linear(j["linear"], "cross_entropy_stats", where + ": linear");
+                    const OpCosts::Linear lo =
+                        linear(j["linear"], "cross_entropy_loss", where + ": linear");
+                    o.linear[k] = {st.fixed_s + lo.fixed_s, st.per_unit_s + lo.per_unit_s};
+                    o.measured[k] = true;
+                    break;
+                }
+                [[fallthrough]];
             default:
                 // an op the sweep did not time (one added since) leaves the step to the
                 // efficiency model (the estimator checks measured[])

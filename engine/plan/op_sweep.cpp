@@ -310,23 +310,18 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
     sweep(
         "copy", [&](int N, int C) { ops.copy(O, A, (int64_t)N * C * 2); },
         [](int N, int C) { return (double)N * C * 2; });
-    // the classifier over (N rows, padded vocabulary)
+    // the classifier over (N rows, padded vocabulary): loss and gradient
     {
-        std::vector<std::pair<double, double>> st, lo;
+        std::vector<std::pair<double, double>> ce;
         for (const auto& nv : g.rows_vocab) {
             const int N = nv.first, V = nv.second;
             const int Vl = ops.traits.vocab_align > 1 ? V - 47 : V;  // real columns, padded (GPUs)
-            st.push_back({(double)N * V, dev.time_s([&] {
-                              ops.cross_entropy_stats(stats, nullptr, O, tokens, 0, N, Vl, V,
-                                                      TpGroup{});
-                          })});
-            lo.push_back({(double)N * V, dev.time_s([&] {
-                              ops.cross_entropy_loss(stats + 3 * N, O, stats, tokens, 0, N, Vl, V,
-                                                     1e-6f, true);
+            ce.push_back({(double)N * V, dev.time_s([&] {
+                              ops.cross_entropy(stats + 3 * N, stats, nullptr, O, tokens, 0, N, Vl,
+                                                V, TpGroup{}, 1e-6f, true);
                           })});
         }
-        lin["cross_entropy_stats"] = op_sweep_fit_linear(st);
-        lin["cross_entropy_loss"] = op_sweep_fit_linear(lo);
+        lin["cross_entropy"] = op_sweep_fit_linear(ce);
     }
     out["linear"] = lin;
 

@@ -129,3 +129,59 @@ TYPED_TEST(CrossEntropyCuda, VocabShardsMatchCpu) {
     check_ce<TypeParam>({8, 50257, 4});
     check_ce<TypeParam>({8, 50257, 2, true});
 }
+
+// Training over the whole vocabulary (ce_train_cuda): one pass where the rows take 16-byte
+// accesses (padded) and fit a cluster's shared memory, the two passes elsewhere; the same losses
+// and gradient as the CPU, padding zeroed, ignored rows without a gradient.
+template <typename T>
+static void check_ce_train(int N, int V, bool pad) {
+    std::mt19937 rng(N * 31 + V);
+    const int ld = pad ? (V + 127) / 128 * 128 : V;
+    auto logits = rand_vec<T>((size_t)N * V, rng, -6.0f, 6.0f);
+    std::vector<int32_t> tgt(N);
+    std::uniform_int_distribution<int> td(0, V - 1);
+    for (int n = 0; n < N; ++n) tgt[n] = (n % 5 == 3) ? -1 : td(rng);  // some ignored rows
+    tgt[0] = V - 1;
+    if (N > 1) tgt[1] = 0;
+    const float dloss = 1.0f / 29.0f;
+    std::vector<float> probs = logits, losses(N);
+    cross_entropy_forward(losses.data(), probs.data(), tgt.data(), N, V);
+    cross_entropy_backward(probs.data(), tgt.data(), dloss, N, V);
+
+    std::vector<float> rows((size_t)N * ld, 1.0e4f);  // padding: a huge logit, if read as data
+    for (int n = 0; n < N; ++n)
+        for (int i = 0; i < V; ++i) rows[(size_t)n * ld + i] = logits[(size_t)n * V + i];
+    DevBuf<T> d_logits(rows.size());
+    d_logits.set(rows);
+    DevBuf<int> d_tgt(N);
+    d_tgt.set_raw(tgt);
+    DevBuf<float> d_loss(N), d_stats(3 * (size_t)N);
+    ce_train_cuda<T>(d_loss.p, d_stats.p, d_logits.p, d_tgt.p, dloss, N, V, 0, ld);
+    ck(cudaDeviceSynchronize(), "ce_train_cuda");
+    const std::string what =
+        "N=" + std::to_string(N) + " V=" + std::to_string(V) + " ld=" + std::to_string(ld);
+    // fp32: the CPU's reference sums V exponentials in order, an error growing as √V; 1e-5 of
+    // the largest loss up to GPT-2's vocabulary, in proportion past it
+    const double loss_tol = tol<T>() * std::max(1.0, std::sqrt(V / 50257.0));
+    EXPECT_REL(d_loss.get(), losses, loss_tol, what + " loss");
+    auto g = d_logits.get();
+    std::vector<float> dlogits((size_t)N * V);
+    for (int n = 0; n < N; ++n) {
+        for (int i = 0; i < V; ++i) dlogits[(size_t)n * V + i] = g[(size_t)n * ld + i];
+        for (int i = V; i < ld; ++i)
+            ASSERT_EQ(g[(size_t)n * ld + i], 0.0f) << what << " padding not zeroed at row " << n;
+        if (tgt[n] < 0)
+            for (int i = 0; i < V; ++i)
+                ASSERT_EQ(g[(size_t)n * ld + i], 0.0f) << what << " ignored row " << n;
+    }
+    EXPECT_REL(dlogits, probs, tol<T>(), what + " dlogits");
+}
+
+TYPED_TEST(CrossEntropyCuda, TrainingOverTheWholeVocabularyMatchesCpu) {
+    check_ce_train<TypeParam>(5, 1, true);       // one real column, the rest padding
+    check_ce_train<TypeParam>(37, 333, true);    // one block a row
+    check_ce_train<TypeParam>(37, 333, false);   // rows not 16-byte aligned: the two passes
+    check_ce_train<TypeParam>(9, 50257, true);   // GPT-2: 3 blocks a row in bf16, 5 in fp32
+    check_ce_train<TypeParam>(6, 151936, true);  // Qwen: 7 in bf16; fp32 past 8: the two passes
+    check_ce_train<TypeParam>(3, 300000, true);  // past the largest cluster: the two passes
+}

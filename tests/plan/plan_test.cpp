@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
 #include "engine/kernels/fp8_workspace.h"
@@ -12,6 +13,10 @@
 #include "tests/plan/tiny_plan.h"
 
 using namespace tessera;
+
+namespace tessera {
+const char* device_ops_json(const std::string& name);  // generated from resources/devices
+}
 
 namespace {
 
@@ -250,6 +255,33 @@ TEST(OpCosts, BackwardThroughGeluIsItsOwnGridOrTheGemmAndTheDerivative) {
     EXPECT_DOUBLE_EQ(c->op_s(half), 0.5 * c->op_s(fused));
 }
 
+// The cross-entropy is one op (its loss and gradient); a sweep from before that timed its two
+// passes, and prices it as their sum; a sweep that times the op prices it from its own fit.
+TEST(OpCosts, CrossEntropyIsOneOpOrTheTwoPassesOfOlderSweeps) {
+    const char* text = device_ops_json("h200");
+    ASSERT_NE(text, nullptr);
+    nlohmann::json j = nlohmann::json::parse(text);
+    auto& lin = j["linear"];
+    ASSERT_TRUE(lin.contains("cross_entropy_stats") && lin.contains("cross_entropy_loss"))
+        << "the embedded H200 sweep is one of the older ones";
+    ASSERT_FALSE(lin.contains("cross_entropy"));
+    const OpCall ce{OpKind::cross_entropy, 16384, 50304, 0, 0, 0, 0, DType::bf16};
+    const double units = 16384.0 * 50304.0;
+    auto fit = [&](const char* key) {
+        return lin[key]["fixed_s"].get<double>() + lin[key]["per_unit_s"].get<double>() * units;
+    };
+    const OpCosts older = op_costs_from_json(j, "older.json");
+    ASSERT_TRUE(older.prices(ce));
+    EXPECT_NEAR(older.op_s(ce), fit("cross_entropy_stats") + fit("cross_entropy_loss"),
+                1e-12 * older.op_s(ce));
+    lin["cross_entropy"] = {{"fixed_s", 4e-6}, {"per_unit_s", 1e-12}};
+    const OpCosts newer = op_costs_from_json(j, "newer.json");
+    EXPECT_DOUBLE_EQ(newer.op_s(ce), 4e-6 + 1e-12 * units);
+    lin.erase("cross_entropy");
+    lin.erase("cross_entropy_loss");  // half of the older pair prices nothing
+    EXPECT_FALSE(op_costs_from_json(j, "half.json").prices(ce));
+}
+
 // Grouped-query attention: priced from the sweep's rows of its query heads per key/value head
 // (OpCall::OC: the key/value heads), between them in log space; one key/value head per query
 // head is the heads-only row, and a sweep without the axis prices every group as that row.
@@ -308,7 +340,7 @@ TEST(Estimator, OneStepModelForEveryStage) {
     EXPECT_GT(ops.ranks[1].gemm_s, 0);
 
     OpCosts partial = *measured;
-    partial.measured[(size_t)OpKind::cross_entropy_stats] = false;  // only the last stage runs it
+    partial.measured[(size_t)OpKind::cross_entropy] = false;  // only the last stage runs it
     const PlanEstimate mixed = estimate_plan(tiny(pp2), h200, &partial);
     EXPECT_EQ(mixed.step_model, "efficiency");
     const PlanEstimate none = estimate_plan(tiny(pp2), h200, nullptr);

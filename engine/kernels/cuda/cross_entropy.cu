@@ -1,6 +1,9 @@
 // Vocab-parallel fused softmax cross-entropy: one online pass per row (max and sum of exponentials
 // together, 16-byte loads), then one pass that writes the loss and overwrites the logits with
-// their gradient.
+// their gradient. Training over a whole vocabulary takes one pass instead: a row's logits staged
+// in the shared memory of a cluster of blocks, read from global memory once.
+#include <cooperative_groups.h>
+
 #include "engine/kernels/cuda/cross_entropy.cuh"
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
@@ -138,6 +141,99 @@ static __global__ void ce_loss_only_kernel(float* losses, const float* sumexp,
     losses[n] = targets[n] >= 0 ? -logf(target_term[n] * (1.0f / sumexp[n])) : 0.0f;
 }
 
+// One row's loss and gradient in one read of its logits (a whole vocabulary: v0 = 0). A cluster of
+// blocks takes the row: block r of it stages columns [r·chunk, (r+1)·chunk) of the row (ld
+// columns, a multiple of VEC; chunk one too) in shared memory with asynchronous copies, takes
+// their max and sum of exponentials over the real columns (< V), and puts them with its share of
+// the target's logit where the cluster reads them. Every block merges the cluster's parts in rank
+// order (the same statistics in each), then writes its columns' gradient from shared memory:
+// exp(x − max) · (1 / sum) · dloss, minus dloss at the target, zero on padding and ignored rows.
+// The first block writes the row's loss. Blocks of kCeBlock threads.
+template <typename T, int VEC>
+static __global__ void __launch_bounds__(kCeBlock)
+    ce_one_pass_kernel(float* losses, T* logits, const int* targets, float dloss, int V, int ld,
+                       int chunk) {
+    namespace cg = cooperative_groups;
+    const cg::cluster_group cluster = cg::this_cluster();
+    const int c = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
+    const int n = blockIdx.x / c;
+    extern __shared__ __align__(16) unsigned char ce_row_smem[];
+    T* row = reinterpret_cast<T*>(ce_row_smem);
+    __shared__ float part[3];  // this block's max, sum of exponentials, target logit (or -inf)
+    __shared__ float shm[32], shs[32];
+    T* x = logits + (long)n * ld;
+    const int c0 = rank * chunk, c1 = min(ld, c0 + chunk), r1 = min(c1, V);
+    for (int i = c0 + threadIdx.x * VEC; i < c1; i += kCeBlock * VEC)
+        cp_async16(row + (i - c0), x + i, true);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    float m = -INFINITY, s = 0.0f;
+    for (int i = c0 + threadIdx.x * VEC; i < r1; i += kCeBlock * VEC) {
+        const Vec<T, VEC> v = load_vec<VEC>(row + (i - c0));
+        float f[VEC];
+        float lm = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            f[k] = i + k < r1 ? to_float(v.v[k]) : -INFINITY;
+            lm = fmaxf(lm, f[k]);
+        }
+        if (lm > m) {
+            s = m == -INFINITY ? 0.0f : s * ce_exp<T>(m - lm);
+            m = lm;
+        }
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) s += ce_exp<T>(f[k] - m);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o),
+                    s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        ce_merge<T>(m, s, m2, s2);
+    }
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) {
+        shm[warp] = m;
+        shs[warp] = s;
+    }
+    __syncthreads();
+    const int t = targets[n];
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < kCeBlock / 32; ++w) ce_merge<T>(m, s, shm[w], shs[w]);
+        part[0] = m;
+        part[1] = s;
+        part[2] = (t >= c0 && t < r1) ? to_float(row[t - c0]) : -INFINITY;
+    }
+    cluster.sync();  // every block's part written
+    __shared__ float row_stats[3];
+    if (threadIdx.x == 0) {
+        float M = -INFINITY, S = 0.0f, xt = -INFINITY;
+        for (int r = 0; r < c; ++r) {
+            const float* p = cluster.map_shared_rank(part, r);
+            ce_merge<T>(M, S, p[0], p[1]);
+            xt = fmaxf(xt, p[2]);
+        }
+        row_stats[0] = M;
+        row_stats[1] = S;
+        row_stats[2] = xt;
+    }
+    cluster.sync();  // the parts read: a block may now exit
+    const float M = row_stats[0], inv = 1.0f / row_stats[1];
+    if (rank == 0 && threadIdx.x == 0 && losses)
+        losses[n] = t >= 0 ? -logf(ce_exp<T>(row_stats[2] - M) * inv) : 0.0f;
+    const float scale = t >= 0 ? inv * dloss : 0.0f;  // ignored rows: a zero gradient
+    for (int i = c0 + threadIdx.x * VEC; i < c1; i += kCeBlock * VEC) {
+        Vec<T, VEC> v = load_vec<VEC>(row + (i - c0));
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) {
+            float d = i + k < V ? ce_exp<T>(to_float(v.v[k]) - M) * scale : 0.0f;
+            if (i + k == t) d -= dloss;
+            v.v[k] = from_float<T>(d);
+        }
+        store_vec<VEC>(x + i, v);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // launchers
 
@@ -193,6 +289,54 @@ void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const 
     CUDA_CHECK_LAUNCH("ce_loss_and_grad_kernel");
 }
 
+// Shared memory a block stages at most: a row takes the fewest blocks (a cluster, at most the
+// portable 8) whose chunks fit. 48 KB (GPT-2's rows in 3 blocks of 33.5 KB, 6 on an SM) ran the
+// one pass fastest on an H100 (`bench/kernels_cuda`, GPT-2 B16: 1.27 ms against 1.34 at 64 KB and
+// 1.36 at 32 KB; docs/benchmarks.md, "The cross-entropy in one pass").
+static constexpr int kCeChunkBytes = 48 << 10;
+static constexpr int kCeMaxCluster = 8;
+
+template <typename T>
+void ce_train_cuda(float* losses, float* stats, T* logits, const int* targets, float dloss, int N,
+                   int V, cudaStream_t s, int ld) {
+    if (ld == 0) ld = V;
+    TS_CUDA_REQUIRE(N >= 0 && V > 0 && ld >= V, "ce_train_cuda: bad shape N=", N, " V=", V,
+                    " ld=", ld);
+    if (N == 0) return;
+    TS_CUDA_REQUIRE(logits && targets && stats, "ce_train_cuda: null argument");
+    constexpr int VEC = vec16<T>();
+    const int vecs = ceil_div(ld, VEC);  // 16-byte pieces of a row
+    const int cluster = ceil_div(vecs * 16, kCeChunkBytes);
+    int device = 0, clusters = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
+    if (!ce_vectorizable(logits, ld) || cluster > kCeMaxCluster || !clusters) {
+        // the two passes: statistics, then loss and gradient
+        ce_row_stats_cuda<T>(stats, stats + N, stats + 2 * N, logits, targets, 0, N, V, s, ld);
+        ce_loss_and_grad_cuda<T>(losses, logits, stats, stats + N, stats + 2 * N, targets, 0, dloss,
+                                 N, V, s, ld);
+        return;
+    }
+    const int chunk = ceil_div(vecs, cluster) * VEC;  // columns per block
+    auto kernel = ce_one_pass_kernel<T, VEC>;
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kCeChunkBytes));
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = (unsigned)cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3((unsigned)((long)N * cluster));
+    cfg.blockDim = dim3(kCeBlock);
+    cfg.dynamicSmemBytes = sizeof(T) * (size_t)chunk;
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, losses, logits, targets, dloss, V, ld, chunk));
+    CUDA_CHECK_LAUNCH("ce_one_pass_kernel");
+}
+
 void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_term,
                        const int* targets, int N, cudaStream_t s) {
     TS_CUDA_REQUIRE(N >= 0, "ce_loss_only_cuda: bad N=", N);
@@ -202,11 +346,13 @@ void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_t
     CUDA_CHECK_LAUNCH("ce_loss_only_kernel");
 }
 
-#define TS_INSTANTIATE_CE(T)                                                                     \
-    template void ce_row_stats_cuda<T>(float*, float*, float*, const T*, const int*, long, int,  \
-                                       int, cudaStream_t, int);                                  \
-    template void ce_loss_and_grad_cuda<T>(float*, T*, const float*, const float*, const float*, \
-                                           const int*, long, float, int, int, cudaStream_t, int);
+#define TS_INSTANTIATE_CE(T)                                                                      \
+    template void ce_row_stats_cuda<T>(float*, float*, float*, const T*, const int*, long, int,   \
+                                       int, cudaStream_t, int);                                   \
+    template void ce_loss_and_grad_cuda<T>(float*, T*, const float*, const float*, const float*,  \
+                                           const int*, long, float, int, int, cudaStream_t, int); \
+    template void ce_train_cuda<T>(float*, float*, T*, const int*, float, int, int, cudaStream_t, \
+                                   int);
 TS_INSTANTIATE_CE(float)
 TS_INSTANTIATE_CE(bf16)
 

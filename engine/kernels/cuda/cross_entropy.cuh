@@ -3,6 +3,7 @@
 //   (tensor parallel only: all-reduce(max) a copy of rowmax, ce_rescale_cuda, all-reduce(sum)
 //    sumexp and target_term)
 //   ce_loss_and_grad_cuda (training: logits become dlogits in place) or ce_loss_only_cuda (eval).
+// Training over the whole vocabulary (no tensor parallelism): ce_train_cuda, one pass.
 // With one shard (v0 = 0, V = full vocab) this is engine/kernels/cpu/cross_entropy.h's
 // forward + backward. logits (N, V) are this rank's columns [v0, v0 + V) of the vocabulary.
 #pragma once
@@ -34,6 +35,15 @@ void ce_loss_and_grad_cuda(float* losses, T* logits, const float* rowmax, const 
 
 // ld: the row stride of logits (0 = V). The GPU head pads its vocabulary shard to a multiple of
 // 128 columns (fast GEMMs); columns [V, ld) are padding, ignored, and zeroed in the gradient.
+
+// Training over the whole vocabulary (v0 = 0, V columns of rows ld apart): losses (N, may be
+// null) and the gradient in place, as ce_row_stats_cuda + ce_loss_and_grad_cuda give them, in one
+// read of the logits where the rows take 16-byte accesses and a row fits the shared memory of a
+// cluster of blocks (bf16 up to 196,608 columns, fp32 half that); elsewhere those two passes, with
+// stats (3, N) as their scratch.
+template <typename T>
+void ce_train_cuda(float* losses, float* stats, T* logits, const int* targets, float dloss, int N,
+                   int V, cudaStream_t s, int ld = 0);
 
 // Eval: losses (N) as above, no gradient.
 void ce_loss_only_cuda(float* losses, const float* sumexp, const float* target_term,
