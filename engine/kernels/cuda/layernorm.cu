@@ -344,7 +344,11 @@ static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const
 // backward in one pass"): 1.3-1.5× the two passes up to 1024 columns, 0.97× at Llama-3.2-1B's
 // 2048 (8 column groups per lane), and 8 or 32 warps, or other rows per block, slower. LayerNorm
 // (GPT-2 124M and medium on an H100) trains 0.3-0.6% faster with it ("Where GPT-2 124M's step
-// goes"). dbias: LayerNorm's, null for RMSNorm.
+// goes"). Three column groups per lane (bf16 rows of 513-768, GPT-2 124M's and SmolLM's) have
+// their own kernel: GPT-2 124M's LayerNorm backward 0.061-0.063 ms against 0.066-0.067 rounded up
+// to four (H100, 2026-12-06; on that card 8 warps ran it in 0.057 and did not move GPT-2's
+// tokens/s beyond noise, and were not timed at the Llama widths). dbias: LayerNorm's, null for
+// RMSNorm.
 template <typename Norm, typename T>
 static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float* dbias,
                                 const T* dout, const T* inp, const T* weight, int N, int C,
@@ -369,6 +373,8 @@ static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float
         launch(norm_backward_fused_kernel<Norm, T, V, 1, kWarps>);
     else if (nch == 2)
         launch(norm_backward_fused_kernel<Norm, T, V, 2, kWarps>);
+    else if (nch == 3)  // not rounded up to 4: 115 registers, not 123, and one sum pass fewer
+        launch(norm_backward_fused_kernel<Norm, T, V, 3, kWarps>);
     else
         launch(norm_backward_fused_kernel<Norm, T, V, 4, kWarps>);
     CUDA_CHECK_LAUNCH("norm_backward_fused_kernel");
