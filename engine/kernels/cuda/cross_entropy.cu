@@ -32,6 +32,46 @@ __device__ inline void ce_merge(float& m, float& s, float m2, float s2) {
     m = mx;
 }
 
+// (m, s) <- the online softmax's max and sum with a vector of VEC logits added, the first `valid`
+// of them real (the others are read as -inf: no term).
+template <typename T, int VEC>
+__device__ inline void ce_add_vec(float& m, float& s, const Vec<T, VEC>& v, int valid) {
+    float f[VEC];
+    float lm = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+        f[k] = k < valid ? to_float(v.v[k]) : -INFINITY;
+        lm = fmaxf(lm, f[k]);
+    }
+    if (lm > m) {
+        s = m == -INFINITY ? 0.0f : s * ce_exp<T>(m - lm);
+        m = lm;
+    }
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) s += ce_exp<T>(f[k] - m);
+}
+
+// The block's (m, s): each warp's by shuffles, then the warps' in warp order through shared
+// memory (a fixed order: deterministic). Thread 0 gets the result; every thread calls it.
+template <typename T>
+__device__ inline void ce_block_merge(float& m, float& s) {
+    __shared__ float shm[32], shs[32];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float m2 = __shfl_xor_sync(0xffffffffu, m, o),
+                    s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        ce_merge<T>(m, s, m2, s2);
+    }
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) {
+        shm[warp] = m;
+        shs[warp] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < (int)blockDim.x / 32; ++w) ce_merge<T>(m, s, shm[w], shs[w]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // kernels
 
@@ -45,44 +85,14 @@ static __global__ void ce_row_stats_kernel(float* rowmax, float* sumexp, float* 
     const T* x = logits + (long)n * ld;
     float m = -INFINITY, s = 0.0f;
     const int Vv = V / VEC * VEC;
-    for (int i = threadIdx.x * VEC; i < Vv; i += blockDim.x * VEC) {
-        Vec<T, VEC> v = load_vec<VEC>(x + i);
-        float f[VEC];
-        float lm = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-            f[k] = to_float(v.v[k]);
-            lm = fmaxf(lm, f[k]);
-        }
-        if (lm > m) {
-            s = m == -INFINITY ? 0.0f : s * ce_exp<T>(m - lm);
-            m = lm;
-        }
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) s += ce_exp<T>(f[k] - m);
-    }
+    for (int i = threadIdx.x * VEC; i < Vv; i += blockDim.x * VEC)
+        ce_add_vec<T, VEC>(m, s, load_vec<VEC>(x + i), VEC);
     for (int i = Vv + threadIdx.x; i < V; i += blockDim.x) {  // the tail (VEC > 1)
         const float f = to_float(x[i]);
         ce_merge<T>(m, s, f, 1.0f);
     }
-    // block merge: warps by shuffles, then the warps' results through shared memory (fixed order)
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m, o),
-                    s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        ce_merge<T>(m, s, m2, s2);
-    }
-    __shared__ float shm[32], shs[32];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    if (lane == 0) {
-        shm[warp] = m;
-        shs[warp] = s;
-    }
-    __syncthreads();
+    ce_block_merge<T>(m, s);
     if (threadIdx.x != 0) return;
-    m = shm[0];
-    s = shs[0];
-    for (int w = 1; w < (int)blockDim.x / 32; ++w) ce_merge<T>(m, s, shm[w], shs[w]);
     rowmax[n] = m;
     sumexp[n] = s;
     const long t = targets[n];
@@ -160,7 +170,6 @@ static __global__ void __launch_bounds__(kCeBlock)
     extern __shared__ __align__(16) unsigned char ce_row_smem[];
     T* row = reinterpret_cast<T*>(ce_row_smem);
     __shared__ float part[3];  // this block's max, sum of exponentials, target logit (or -inf)
-    __shared__ float shm[32], shs[32];
     T* x = logits + (long)n * ld;
     const int c0 = rank * chunk, c1 = min(ld, c0 + chunk), r1 = min(c1, V);
     for (int i = c0 + threadIdx.x * VEC; i < c1; i += kCeBlock * VEC)
@@ -169,37 +178,11 @@ static __global__ void __launch_bounds__(kCeBlock)
     cp_async_wait<0>();
     __syncthreads();
     float m = -INFINITY, s = 0.0f;
-    for (int i = c0 + threadIdx.x * VEC; i < r1; i += kCeBlock * VEC) {
-        const Vec<T, VEC> v = load_vec<VEC>(row + (i - c0));
-        float f[VEC];
-        float lm = -INFINITY;
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) {
-            f[k] = i + k < r1 ? to_float(v.v[k]) : -INFINITY;
-            lm = fmaxf(lm, f[k]);
-        }
-        if (lm > m) {
-            s = m == -INFINITY ? 0.0f : s * ce_exp<T>(m - lm);
-            m = lm;
-        }
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) s += ce_exp<T>(f[k] - m);
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        const float m2 = __shfl_xor_sync(0xffffffffu, m, o),
-                    s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        ce_merge<T>(m, s, m2, s2);
-    }
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    if (lane == 0) {
-        shm[warp] = m;
-        shs[warp] = s;
-    }
-    __syncthreads();
+    for (int i = c0 + threadIdx.x * VEC; i < r1; i += kCeBlock * VEC)
+        ce_add_vec<T, VEC>(m, s, load_vec<VEC>(row + (i - c0)), r1 - i);
+    ce_block_merge<T>(m, s);
     const int t = targets[n];
     if (threadIdx.x == 0) {
-        for (int w = 1; w < kCeBlock / 32; ++w) ce_merge<T>(m, s, shm[w], shs[w]);
         part[0] = m;
         part[1] = s;
         part[2] = (t >= c0 && t < r1) ? to_float(row[t - c0]) : -INFINITY;
