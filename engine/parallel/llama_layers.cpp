@@ -196,26 +196,17 @@ class LlamaBlock final : public Layer {
     }
 
   private:
-    // micro's saved tensors, the ones the recompute policy dropped computed again (the whole
-    // backward and B both start here).
+    // micro's saved tensors, the ones the recompute policy dropped computed again (the SwiGLU
+    // output the selective one's cheap activation; the whole backward and B both start here).
     std::vector<Tensor>& saved_for_backward(int micro, int B, int T) {
         const int N = B * T;
-        std::vector<Tensor>& s = saved_at(micro);
-        if (spec_.recompute == Recompute::full) {
-            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
-            r.resize(kCount);
-            s = std::move(r);
-        } else if (spec_.recompute == Recompute::selective) {
-            if (ops_.traits.attention_scores) {
-                s[STATS] = f32({B, NHl_, T, T}, MemCategory::activations);
-                Tensor scratch = work({N, Ql_});
-                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Ql_,
-                                       NHl_, KVl_);
-            }
-            s[ACT] = act({N, Fl_});
-            ops_.swiglu_forward(s[ACT].data(), s[GU].data(), N, Fl_);
-        }
-        return s;
+        return saved_recomputed(
+            micro, spec_.recompute, [&](Tensor x) { return compute(std::move(x), B, T); }, STATS,
+            QKV, {B, T, Ql_, NHl_, KVl_},
+            [&](std::vector<Tensor>& s) {
+                s[ACT] = act({N, Fl_});
+                ops_.swiglu_forward(s[ACT].data(), s[GU].data(), N, Fl_);
+            });
     }
 
     // element `k` of a tensor's rows, in the activation dtype

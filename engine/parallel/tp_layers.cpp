@@ -266,6 +266,27 @@ void Layer::save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, in
     saved_[micro] = std::move(s);
 }
 
+std::vector<Tensor>& Layer::saved_recomputed(
+    int micro, Recompute rc, const std::function<std::vector<Tensor>(Tensor)>& forward, int scores,
+    int qkv, const AttentionShape& att, const std::function<void(std::vector<Tensor>&)>& cheap) {
+    std::vector<Tensor>& s = saved_at(micro);
+    if (rc == Recompute::full) {
+        const size_t count = s.size();
+        std::vector<Tensor> r = forward(std::move(s[0]));
+        r.resize(count);  // the block's output is not kept
+        s = std::move(r);
+    } else if (rc == Recompute::selective) {
+        if (ops_.traits.attention_scores) {
+            s[scores] = f32({att.B, att.NH, att.T, att.T}, MemCategory::activations);
+            Tensor scratch = work({(int64_t)att.B * att.T, att.Cq});
+            ops_.attention_forward(scratch.data(), s[scores].f32(), s[qkv].data(), att.B, att.T,
+                                   att.Cq, att.NH, att.KV);
+        }
+        cheap(s);
+    }
+    return s;
+}
+
 std::vector<Tensor>& Layer::saved_at(int micro) {
     auto it = saved_.find(micro);
     TS_CHECK(it != saved_.end(), name_, ": backward of micro-batch ", micro, " before forward");
@@ -496,26 +517,18 @@ class BlockLayer final : public Layer {
     }
 
   private:
-    // micro's saved tensors, the ones the recompute policy dropped computed again.
+    // micro's saved tensors, the ones the recompute policy dropped computed again (the GELU
+    // output the selective one's cheap activation).
     std::vector<Tensor>& saved_for_backward(int micro, int B, int T) {
         const int N = B * T, Cl = spec_.model.gpt.d_model / spec_.tp.size;
         const int NHl = spec_.model.gpt.n_head / spec_.tp.size;
-        std::vector<Tensor>& s = saved_at(micro);
-        if (spec_.recompute == Recompute::full) {
-            std::vector<Tensor> r = compute(std::move(s[X]), B, T);
-            r.resize(kCount);
-            s = std::move(r);
-        } else if (spec_.recompute == Recompute::selective) {
-            if (ops_.traits.attention_scores) {
-                s[STATS] = f32({B, NHl, T, T}, MemCategory::activations);
-                Tensor scratch = work({N, Cl});
-                ops_.attention_forward(scratch.data(), s[STATS].f32(), s[QKV].data(), B, T, Cl, NHl,
-                                       NHl);
-            }
-            s[FCG] = act({N, 4 * Cl});
-            ops_.gelu_forward(s[FCG].data(), s[FCH].data(), (int64_t)N * 4 * Cl);
-        }
-        return s;
+        return saved_recomputed(
+            micro, spec_.recompute, [&](Tensor x) { return compute(std::move(x), B, T); }, STATS,
+            QKV, {B, T, Cl, NHl, NHl},
+            [&](std::vector<Tensor>& s) {
+                s[FCG] = act({N, 4 * Cl});
+                ops_.gelu_forward(s[FCG].data(), s[FCH].data(), (int64_t)N * 4 * Cl);
+            });
     }
 
     // The block's forward from its input x (B, T, C); returns the saved tensors and, at index

@@ -7,6 +7,7 @@
 // recompute (none / selective / full) and optional activation offload to a host pool. With tp = 1
 // on the CPU the math is GptModel's (MlpModel's).
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -114,6 +115,20 @@ class Layer {
     // full keeps the input only; selective drops the cheap activation output `cheap` and, where
     // the device keeps attention probabilities, `scores` (both recomputed in the backward).
     void save_for_backward(int micro, std::vector<Tensor> s, Recompute rc, int cheap, int scores);
+    // The attention whose probabilities a block keeps: micro-batch B × T, this rank's query width
+    // Cq, its heads NH and key/value heads KV.
+    struct AttentionShape {
+        int B, T, Cq, NH, KV;
+    };
+    // save_for_backward's inverse, what a block's backward (or B) reads: micro's saved tensors
+    // with what the recompute policy dropped computed again. Full: `forward` from the input
+    // (index 0) gives them all again. Selective: the attention probabilities at `scores` from the
+    // queries/keys/values at `qkv`, where the device keeps them; then `cheap` computes the
+    // cheap activation again.
+    std::vector<Tensor>& saved_recomputed(int micro, Recompute rc,
+                                          const std::function<std::vector<Tensor>(Tensor)>& forward,
+                                          int scores, int qkv, const AttentionShape& att,
+                                          const std::function<void(std::vector<Tensor>&)>& cheap);
     Tensor act(Shape s) {
         return Tensor::empty(std::move(s), MemCategory::activations, ops_.traits.act, device);
     }
