@@ -163,6 +163,9 @@ template <typename T, int VEC>
 static __global__ void __launch_bounds__(kCeBlock)
     ce_one_pass_kernel(float* losses, T* logits, const int* targets, float dloss, int V, int ld,
                        int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    __trap();  // clusters need sm_90: ce_train_cuda takes the two passes for this code
+#else
     namespace cg = cooperative_groups;
     const cg::cluster_group cluster = cg::this_cluster();
     const int c = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
@@ -215,6 +218,7 @@ static __global__ void __launch_bounds__(kCeBlock)
         }
         store_vec<VEC>(x + i, v);
     }
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,10 +294,16 @@ void ce_train_cuda(float* losses, float* stats, T* logits, const int* targets, f
     constexpr int VEC = vec16<T>();
     const int vecs = ceil_div(ld, VEC);  // 16-byte pieces of a row
     const int cluster = ceil_div(vecs * 16, kCeChunkBytes);
+    auto kernel = ce_one_pass_kernel<T, VEC>;
+    // clusters: the device launches them and the kernel's code it runs was compiled with them
+    // (from sm_90's PTX on; a build that also targets older chips compiles a trap for those)
     int device = 0, clusters = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
-    if (!ce_vectorizable(logits, ld) || cluster > kCeMaxCluster || !clusters) {
+    cudaFuncAttributes fa{};
+    CUDA_CHECK(cudaFuncGetAttributes(&fa, kernel));
+    if (!ce_vectorizable(logits, ld) || cluster > kCeMaxCluster || !clusters ||
+        fa.ptxVersion < 90) {
         // the two passes: statistics, then loss and gradient
         ce_row_stats_cuda<T>(stats, stats + N, stats + 2 * N, logits, targets, 0, N, V, s, ld);
         ce_loss_and_grad_cuda<T>(losses, logits, stats, stats + N, stats + 2 * N, targets, 0, dloss,
@@ -301,7 +311,6 @@ void ce_train_cuda(float* losses, float* stats, T* logits, const int* targets, f
         return;
     }
     const int chunk = ceil_div(vecs, cluster) * VEC;  // columns per block
-    auto kernel = ce_one_pass_kernel<T, VEC>;
     CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kCeChunkBytes));
     cudaLaunchAttribute attr{};
