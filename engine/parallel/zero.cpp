@@ -469,17 +469,22 @@ void ParamStore::finish_gradients(Communicator* embedding) {
         else
             embedding->all_reduce(u->grad_shard.f32(), u->S);
     }
-    // the ranges this rank owns, adjacent ones merged: a unit's gradients lie back to back
+    // The ranges this rank owns, a unit's adjacent ones merged (its gradients lie back to back).
+    // Never merged across units: whether two units' buffers are adjacent depends on what else the
+    // plan allocated (offload, the ZeRO stage), and the device sums each range in blocks of its
+    // own length, so merging them would make the norm's rounding, and through clipping the
+    // run's bits, depend on the plan.
     std::vector<std::pair<const float*, int64_t>> ranges;
     for (auto& up : units_) {
         Unit& u = *up;
         if (u.tied_copy) continue;
+        const size_t unit_first = ranges.size();
         for_each_param_range(
             u, u.shard_begin, u.shard_end, [&](size_t k, const ParamInfo&, int64_t lo, int64_t hi) {
                 if (tp_rank_ != 0 && replicated(u.layer->shards()[u.params[k]])) return;
                 const float* g =
                     o_.stage < 2 ? u.grads() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
-                if (!ranges.empty() && ranges.back().first + ranges.back().second == g)
+                if (ranges.size() > unit_first && ranges.back().first + ranges.back().second == g)
                     ranges.back().second += hi - lo;
                 else
                     ranges.push_back({g, hi - lo});
