@@ -243,6 +243,9 @@ int main(int argc, char** argv) {
     auto* dqkv = (bf16*)dev(N * 3 * C * 2);
     auto* logits = (bf16*)dev((size_t)N * Vp * 2);
     auto* tokens = (int*)dev_zero(N * 4);
+    auto* zipf_tokens = (int*)dev(N * 4);
+    auto* dwte = (float*)dev_zero((size_t)Vp * C * 4);
+    auto* dwpe = (float*)dev_zero((size_t)T * C * 4);
     auto* wte = (bf16*)dev((size_t)Vp * C * 2);
     auto* p = (float*)dev(124475904ull * 4);
     auto* g = (float*)dev(124475904ull * 4);
@@ -286,6 +289,22 @@ int main(int argc, char** argv) {
         [&] { add_bias_residual_cuda<bf16>(act, bias, act2, N, C, s); });
     add("embedding fwd", e * 2 * N * C, 0,
         [&] { embedding_forward_cuda<bf16>(act, tokens, wte, wte, 0, V, B, T, C, s); });
+    // The backward sums each token's rows in order: text's frequent tokens make long runs. Zipf
+    // over the vocabulary (exponent 1: the commonest token ~9% of the rows, more than GPT-2 BPE
+    // gives English text) and the worst case, every row one token.
+    {
+        std::mt19937 rng(7);
+        std::vector<double> weights(V);
+        for (int v = 0; v < V; ++v) weights[v] = 1.0 / (v + 1);
+        std::discrete_distribution<int> zipf(weights.begin(), weights.end());
+        std::vector<int> host((size_t)N);
+        for (int& t : host) t = zipf(rng);
+        CUDA_CHECK(cudaMemcpy(zipf_tokens, host.data(), sizeof(int) * N, cudaMemcpyHostToDevice));
+    }
+    add("embedding bwd (Zipf tokens)", e * N * C + 4.0 * 2 * (N + T) * C, 0,
+        [&] { embedding_backward_cuda<bf16>(dwte, dwpe, act, zipf_tokens, 0, V, B, T, C, s); });
+    add("embedding bwd (one token)", e * N * C + 4.0 * 2 * (1 + T) * C, 0,
+        [&] { embedding_backward_cuda<bf16>(dwte, dwpe, act, tokens, 0, V, B, T, C, s); });
     add("classifier: row stats (one pass)", e * (double)N * V, 0, [&] {
         ce_row_stats_cuda<bf16>(stats, stats + N, stats + 2 * N, logits, tokens, 0, N, V, s, Vp);
     });

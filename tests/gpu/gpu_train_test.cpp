@@ -39,15 +39,17 @@ fs::path project_dir(const std::string& tag, const std::string& yaml) {
     return dir;
 }
 
-// train/loss of the folder's last run, or of every run in order (a resumed run continues).
-std::vector<double> losses_in(const fs::path& dir, bool every_run = false) {
+// `name` (train/loss unless said) of the folder's last run, or of every run in order (a resumed
+// run continues).
+std::vector<double> losses_in(const fs::path& dir, bool every_run = false,
+                              std::string_view name = metric::train_loss) {
     std::vector<double> losses;
     if (!fs::exists(dir / "runs.db")) return losses;
     RunStore store = RunStore::open((dir / "runs.db").string(), true);
     auto runs = store.runs_list();
     if (!every_run && runs.size() > 1) runs.erase(runs.begin(), runs.end() - 1);
     for (const auto& r : runs)
-        for (const auto& m : store.metrics(r.id, metric::train_loss)) losses.push_back(m.value);
+        for (const auto& m : store.metrics(r.id, name)) losses.push_back(m.value);
     return losses;
 }
 
@@ -302,13 +304,21 @@ TEST(GpuTrain, OptimizerOffloadKeepsTheCurve) {
             sets.push_back(std::string("parallel.zero=") + zero);
             const std::string tag = std::string("optoff_") + prec + "_zero" + zero;
             auto on_device = train_losses(tag + "_plain", yaml, sets);
+            auto on_device_norms =
+                losses_in(work() / (tag + "_plain"), false, metric::train_grad_norm);
             if (plain.empty()) plain = on_device;
             sets.push_back("parallel.offload_optimizer=true");
             auto off = train_losses(tag, yaml, sets);
+            auto off_norms = losses_in(work() / tag, false, metric::train_grad_norm);
             ASSERT_EQ(on_device.size(), 8u) << tag;
             ASSERT_EQ(off.size(), 8u) << tag;
             for (size_t i = 0; i < off.size(); ++i)
                 EXPECT_EQ(off[i], on_device[i]) << tag << " step " << i + 1;
+            // The clipping scale comes from the norm: one float ulp apart (the embedding's
+            // gradient summed by atomics in any order) and a bf16 curve parted later.
+            ASSERT_EQ(off_norms.size(), 8u) << tag;
+            for (size_t i = 0; i < off_norms.size(); ++i)
+                EXPECT_EQ(off_norms[i], on_device_norms[i]) << tag << " norm, step " << i + 1;
         }
         auto sets = base;
         sets.push_back("parallel.offload_optimizer=true");

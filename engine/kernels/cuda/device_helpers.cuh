@@ -167,7 +167,7 @@ inline int grid_for(long n, int block) {
 // are stream-ordered on that thread's stream; two streams of one thread must not run the same
 // op concurrently (they would share the slot).
 
-enum class ScratchSlot { matmul_dbias, layernorm_dparams, sum_squares, count };
+enum class ScratchSlot { matmul_dbias, layernorm_dparams, sum_squares, embedding_sort, count };
 void* cuda_scratch(ScratchSlot slot, size_t bytes);
 
 }  // namespace tessera

@@ -13,8 +13,8 @@ void embedding_forward_cuda(T* out, const int* tokens, const T* wte, const T* wp
                             int B, int Tseq, int C, cudaStream_t s);
 
 // dwte (v1 - v0, C) += dout rows of the tokens in [v0, v1); dwpe (>= Tseq, C) += sum over b of
-// dout[b, t] (or null). fp32 atomicAdd: repeated tokens make the summation order (and the last
-// bits of dwte/dwpe) NON-DETERMINISTIC from run to run.
+// dout[b, t] (or null), fp32. Each token's rows and each position's batch rows are added in row
+// order, as engine/kernels/cpu/embedding.cpp does: deterministic, and in fp32 the CPU's bits.
 template <typename T>
 void embedding_backward_cuda(float* dwte, float* dwpe, const T* dout, const int* tokens, long v0,
                              long v1, int B, int Tseq, int C, cudaStream_t s);
