@@ -118,16 +118,16 @@ static __global__ void __launch_bounds__(kLongWarps * 32)
                 const int qj = q + j * kLongWarps;
                 const long row = qj < end ? row_sorted[qj] : -1;
 #pragma unroll
-                for (int k = 0; k < kPerLane; ++k) {
-                    const int col = c0 + k * 32 + lane;
-                    x[j][k] = row >= 0 && col < C ? to_float(dout[row * C + col]) : 0.0f;
+                for (int c = 0; c < kPerLane; ++c) {
+                    const int col = c0 + c * 32 + lane;
+                    x[j][c] = row >= 0 && col < C ? to_float(dout[row * C + col]) : 0.0f;
                 }
             }
 #pragma unroll
             for (int j = 0; j < kLongRows; ++j)
                 if (q + j * kLongWarps < end)
 #pragma unroll
-                    for (int k = 0; k < kPerLane; ++k) acc[k] += x[j][k];
+                    for (int c = 0; c < kPerLane; ++c) acc[c] += x[j][c];
         }
 #pragma unroll
         for (int c = 0; c < kPerLane; ++c) part[warp][c * 32 + lane] = acc[c];
