@@ -4,10 +4,14 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <ostream>
@@ -246,6 +250,32 @@ bool file_exists(const std::string& path) {
 // open
 
 RunStore RunStore::open(const std::string& path, bool read_only) {
+    if (!read_only && !file_exists(path)) {
+        // Built under a temporary name (closing it folds the WAL into the file), then linked
+        // into place: a link fails where another writer created the file meanwhile, whose
+        // database then stands. A filesystem without hard links gets a rename.
+        static std::atomic<int> serial{0};  // two threads of a process: two names
+        const std::string tmp = str_cat(path, ".new-", ::getpid(), "-", serial++);
+        ::unlink(tmp.c_str());
+        try {
+            RunStore fresh = open_file(tmp, false);
+        } catch (const Error& e) {
+            ::unlink(tmp.c_str());
+            throw InputError(str_cat(path, ": cannot create the run database: ", e.what()));
+        }
+        if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST &&
+            ::rename(tmp.c_str(), path.c_str()) != 0) {
+            const int err = errno;
+            ::unlink(tmp.c_str());
+            throw InputError(
+                str_cat(path, ": cannot create the run database: ", std::strerror(err)));
+        }
+        ::unlink(tmp.c_str());  // after a link (or nothing left after a rename)
+    }
+    return open_file(path, read_only);
+}
+
+RunStore RunStore::open_file(const std::string& path, bool read_only) {
     if (read_only && !file_exists(path))
         throw InputError(str_cat(path,
                                  ": run database not found (expected a runs.db written by "

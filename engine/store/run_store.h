@@ -120,7 +120,9 @@ class RunStore {
   public:
     // Opens (read-write: creating and migrating if needed) the database at `path`. Throws
     // InputError naming the file if it is missing (read-only), not a SQLite file, not a Tessera
-    // run database, or has a newer schema than this build.
+    // run database, or has a newer schema than this build. A new database appears complete (its
+    // schema written under a temporary name, then linked into place): a reader polling for the
+    // file while a run starts never opens it empty.
     static RunStore open(const std::string& path, bool read_only = false);
 
     RunStore(RunStore&&) noexcept = default;
@@ -177,6 +179,7 @@ class RunStore {
 
   private:
     RunStore() = default;
+    static RunStore open_file(const std::string& path, bool read_only);  // open, without the above
     sqlite3_stmt* cached(int slot, const char* sql);  // prepared writer statements
 
     std::string path_;

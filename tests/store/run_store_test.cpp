@@ -4,11 +4,15 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
+#include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include "engine/cli/cli.h"
 #include "engine/core/error.h"
@@ -258,6 +262,40 @@ TEST(RunStoreSchema, NewFileHasCurrentVersionAndApplicationId) {
     EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
     sqlite3_finalize(st);
     sqlite3_close(db);
+}
+
+// A reader polling for runs.db while a run starts (the studio's pages do) opened it between
+// its creation and its schema: "empty file, not a Tessera run database". A new database now
+// appears complete, and the temporary it was built under is gone.
+TEST(RunStoreSchema, ANewFileIsCompleteWhenItAppears) {
+    TempDir tmp;
+    constexpr int kFiles = 40;
+    std::atomic<int> created{0};
+    std::thread writer([&] {
+        for (int i = 0; i < kFiles; ++i) {
+            RunStore s = RunStore::open(tmp.file("runs" + std::to_string(i) + ".db"));
+            created = i + 1;
+        }
+    });
+    int opened = 0;
+    std::vector<std::string> errors;
+    for (int i = 0; i < kFiles; ++i) {
+        const std::string path = tmp.file("runs" + std::to_string(i) + ".db");
+        struct stat st;
+        while (::stat(path.c_str(), &st) != 0 && created.load() <= i) std::this_thread::yield();
+        try {
+            RunStore r = RunStore::open(path, true);
+            EXPECT_TRUE(r.runs_list().empty());
+            ++opened;
+        } catch (const Error& e) {
+            errors.push_back(e.what());
+        }
+    }
+    writer.join();
+    EXPECT_EQ(opened, kFiles) << (errors.empty() ? "" : errors.front());
+    for (const auto& entry : std::filesystem::directory_iterator(tmp.path()))
+        EXPECT_EQ(entry.path().filename().string().find(".new-"), std::string::npos)
+            << entry.path();
 }
 
 TEST(RunStoreSchema, MigratesTaggedVersionZeroFile) {
