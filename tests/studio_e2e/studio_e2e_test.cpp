@@ -4,6 +4,7 @@
 // with the rank and the signal, and every row written before it is intact.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -262,31 +263,37 @@ log: {db: runs.db, every: 1}
     }
 }
 
-// Under a real X server when one can be had: Xvfb on a free display (as a user's desktop, xcb
-// platform); otherwise Qt's offscreen platform.
+// Under a real X server when one can be had: Xvfb on a display it picks itself (as a user's
+// desktop, xcb platform); otherwise Qt's offscreen platform. -displayfd: the server takes a free
+// display and writes its number once it accepts connections, so two of these tests starting
+// together (ctest -j) never pick one display (each once saw the other's server and used it).
 static pid_t start_xvfb() {
     if (std::getenv("DISPLAY") || ::access("/usr/bin/Xvfb", X_OK) != 0) return 0;
-    for (int d = 90; d < 110; ++d) {
-        if (::access(("/tmp/.X11-unix/X" + std::to_string(d)).c_str(), F_OK) == 0) continue;
-        pid_t pid = ::fork();
-        if (pid == 0) {
-            std::string disp = ":" + std::to_string(d);
-            ::execl("/usr/bin/Xvfb", "Xvfb", disp.c_str(), "-screen", "0", "1600x1000x24",
-                    "-nolisten", "tcp", (char*)nullptr);
-            ::_exit(127);
-        }
-        for (int i = 0; i < 50; ++i) {  // wait for its socket
-            if (::access(("/tmp/.X11-unix/X" + std::to_string(d)).c_str(), F_OK) == 0) {
-                ::setenv("DISPLAY", (":" + std::to_string(d)).c_str(), 1);
-                ::setenv("QT_QPA_PLATFORM", "xcb", 1);
-                return pid;
-            }
-            ::usleep(100000);
-        }
+    int fds[2];
+    if (::pipe(fds) != 0) return 0;
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        const std::string fd = std::to_string(fds[1]);
+        ::execl("/usr/bin/Xvfb", "Xvfb", "-displayfd", fd.c_str(), "-screen", "0", "1600x1000x24",
+                "-nolisten", "tcp", (char*)nullptr);
+        ::_exit(127);
+    }
+    ::close(fds[1]);
+    std::string number;
+    pollfd p{fds[0], POLLIN, 0};
+    char c = 0;
+    while (::poll(&p, 1, 10000) == 1 && ::read(fds[0], &c, 1) == 1 && c != '\n') number += c;
+    ::close(fds[0]);
+    if (pid < 0) return 0;
+    if (number.empty() || c != '\n') {  // no display within 10 s
         ::kill(pid, SIGKILL);
         ::waitpid(pid, nullptr, 0);
+        return 0;
     }
-    return 0;
+    ::setenv("DISPLAY", (":" + number).c_str(), 1);
+    ::setenv("QT_QPA_PLATFORM", "xcb", 1);
+    return pid;
 }
 
 int main(int argc, char** argv) {
