@@ -190,7 +190,8 @@ void embedding_backward_cuda(float* dwte, float* dwpe, const T* dout, const int*
         // sorted positions where a token's run begins, the runs longer than kShortRun, then the
         // short runs a thread per column and the long ones a block each. Scratch: the row
         // indices, the keys, the sorted keys and rows, the flags, the run starts, the long
-        // runs, their two counts, then CUB's own storage.
+        // runs, their two counts, then CUB's own storage (each CUB call with its size query's
+        // argument types: one instantiation, one size).
         const int shard_rows = (int)(v1 - v0);
         int key_bits = 1;
         while (key_bits < 31 && (1L << key_bits) <= shard_rows) ++key_bits;
@@ -221,8 +222,8 @@ void embedding_backward_cuda(float* dwte, float* dwpe, const T* dout, const int*
                                                    sorted_rows, n, 0, key_bits, s));
         embedding_run_flags_kernel<<<lines, 256, 0, s>>>(flags, sorted_tok, n);
         CUDA_CHECK_LAUNCH("embedding_run_flags_kernel");
-        CUDA_CHECK(
-            cub::DeviceSelect::Flagged(cub_temp, select_bytes, rows, flags, starts, runs, n, s));
+        CUDA_CHECK(cub::DeviceSelect::Flagged(cub_temp, select_bytes, (const int*)rows,
+                                              (const int*)flags, starts, runs, n, s));
         // a run's blocks stride over the runs: the count stays on the device
         embedding_dwte_short_kernel<T>
             <<<dim3((unsigned)std::min(n, 2048), col_groups), block, 0, s>>>(
@@ -231,8 +232,8 @@ void embedding_backward_cuda(float* dwte, float* dwpe, const T* dout, const int*
         // the runs longer than kShortRun, listed (their count stays on the device too)
         embedding_long_flags_kernel<<<lines, 256, 0, s>>>(flags, starts, runs, n);
         CUDA_CHECK_LAUNCH("embedding_long_flags_kernel");
-        CUDA_CHECK(cub::DeviceSelect::Flagged(cub_temp, select_bytes, rows, flags, long_runs,
-                                              long_count, n, s));
+        CUDA_CHECK(cub::DeviceSelect::Flagged(cub_temp, select_bytes, (const int*)rows,
+                                              (const int*)flags, long_runs, long_count, n, s));
         const unsigned long_blocks = (unsigned)std::max(1, std::min(n / (kShortRun + 1), 128));
         embedding_dwte_long_kernel<T>
             <<<dim3(long_blocks, (unsigned)((C + kLongCols - 1) / kLongCols)), kLongWarps * 32, 0,
