@@ -62,6 +62,8 @@ static __global__ void embedding_long_flags_kernel(int* long_flag, const int* ru
     long_flag[r] = r < nruns && end - run_starts[r] > kShortRun;
 }
 
+// dwte (v1 - v0, C) fp32; dout (n, C); tok_sorted, row_sorted (n): the sorted keys and their rows;
+// run_starts (*runs): where each key's run begins in them.
 // Each run of at most kShortRun rows (blocks stride over the *runs of them) adds its rows, in row
 // order, into its token's dwte row: a thread per column (blockIdx.y: a group of columns).
 template <typename T>
@@ -89,6 +91,7 @@ static __global__ void embedding_dwte_short_kernel(float* dwte, const T* dout,
     }
 }
 
+// Shapes as above; long_runs (*long_count): the runs longer than kShortRun.
 // The longer runs (a frequent token's: text's commonest is ~5% of the rows, hundreds of them):
 // warp w of kLongWarps adds rows w, w + kLongWarps, ... of the run in order, then the warps'
 // sums go into dwte in warp order. Deterministic (a fixed order), not the CPU's. A block takes
@@ -143,7 +146,8 @@ static __global__ void __launch_bounds__(kLongWarps * 32)
     }
 }
 
-// dwpe[t] += dout[b, t] for b = 0, 1, ... in order. Block x: the position; y: a group of columns.
+// dwpe (Tseq, C) fp32, dout (B, Tseq, C): dwpe[t] += dout[b, t] for b = 0, 1, ... in order. Block
+// x: the position; y: a group of columns.
 template <typename T>
 static __global__ void embedding_dwpe_kernel(float* dwpe, const T* dout, int B, int Tseq, int C) {
     const int t = blockIdx.x;
