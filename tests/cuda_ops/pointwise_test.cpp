@@ -64,8 +64,9 @@ TYPED_TEST(PointwiseCuda, EmbeddingMatchesCpu) {
     struct S {
         int B, Tq, C, V;
     };
-    // Tokens repeat (17 of them): the second and the last shapes give some more than 16 rows
-    // (the backward's long runs: its own fixed order), the first two fewer (the CPU's order).
+    // Tokens repeat (17 ids): a shape whose commonest token has at most 16 rows is added in the
+    // CPU's order, one with more takes the backward's long runs (its own fixed order); at least
+    // one shape must be of the first kind.
     int in_cpu_order = 0;
     for (S sh : {S{3, 13, 97, 333}, S{2, 64, 768, 1000}, S{4, 64, 768, 1000}, S{8, 200, 40, 20}}) {
         const int B = sh.B, Tq = sh.Tq, C = sh.C, V = sh.V;

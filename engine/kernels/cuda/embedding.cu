@@ -52,14 +52,19 @@ static __global__ void embedding_run_flags_kernel(int* starts_flag, const int* t
 
 constexpr int kShortRun = 16;  // runs up to this long: a thread per column adds them in row order
 
+// Where run r of nruns ends in the n sorted positions (the next run's start, or n)
+__device__ inline int embedding_run_end(const int* run_starts, int nruns, int r, int n) {
+    return r + 1 < nruns ? run_starts[r + 1] : n;
+}
+
 // long_flag[r]: whether run r (of *runs; 0 past them) is longer than kShortRun
 static __global__ void embedding_long_flags_kernel(int* long_flag, const int* run_starts,
                                                    const int* runs, int n) {
     const int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= n) return;
     const int nruns = *runs;
-    const int end = r + 1 < nruns ? run_starts[r + 1] : n;
-    long_flag[r] = r < nruns && end - run_starts[r] > kShortRun;
+    long_flag[r] =
+        r < nruns && embedding_run_end(run_starts, nruns, r, n) - run_starts[r] > kShortRun;
 }
 
 // dwte (v1 - v0, C) fp32; dout (n, C); tok_sorted, row_sorted (n): the sorted keys and their rows;
@@ -75,7 +80,7 @@ static __global__ void embedding_dwte_short_kernel(float* dwte, const T* dout,
     if (i >= C) return;
     const int nruns = *runs;
     for (int r = blockIdx.x; r < nruns; r += gridDim.x) {
-        const int p = run_starts[r], end = r + 1 < nruns ? run_starts[r + 1] : n;
+        const int p = run_starts[r], end = embedding_run_end(run_starts, nruns, r, n);
         const int tok = tok_sorted[p];
         if (end - p > kShortRun || tok >= shard_rows) continue;
         float x[kShortRun];
@@ -110,7 +115,7 @@ static __global__ void __launch_bounds__(kLongWarps * 32)
     const int nruns = *runs, nlong = *long_count;
     for (int k = blockIdx.x; k < nlong; k += gridDim.x) {
         const int r = long_runs[k];
-        const int p = run_starts[r], end = r + 1 < nruns ? run_starts[r + 1] : n;
+        const int p = run_starts[r], end = embedding_run_end(run_starts, nruns, r, n);
         const int tok = tok_sorted[p];
         if (tok >= shard_rows) continue;  // the whole block alike
         float acc[kPerLane] = {};
@@ -186,7 +191,7 @@ void embedding_backward_cuda(float* dwte, float* dwpe, const T* dout, const int*
     TS_CUDA_REQUIRE(dout && tokens, "embedding_backward_cuda: null dout/tokens");
     if (B == 0 || (!dwte && !dwpe)) return;
     const int block = embedding_block(C);
-    const unsigned col_groups = (unsigned)((C + block - 1) / block);
+    const unsigned col_groups = (unsigned)ceil_div(C, block);
     const int n = B * Tseq;
     if (dwte) {
         // The rows sorted by their token's row in the shard (stable: each token's rows stay in
@@ -219,7 +224,7 @@ void embedding_backward_cuda(float* dwte, float* dwpe, const T* dout, const int*
         int* runs = long_runs + n;
         int* long_count = runs + 1;
         void* cub_temp = scratch + sizeof(int) * ints;
-        const unsigned lines = (unsigned)((n + 255) / 256);
+        const unsigned lines = (unsigned)ceil_div(n, 256);
         embedding_sort_keys_kernel<<<lines, 256, 0, s>>>(rows, keys, tokens, n, v0, v1);
         CUDA_CHECK_LAUNCH("embedding_sort_keys_kernel");
         CUDA_CHECK(cub::DeviceRadixSort::SortPairs(cub_temp, sort_bytes, keys, sorted_tok, rows,
@@ -240,9 +245,9 @@ void embedding_backward_cuda(float* dwte, float* dwpe, const T* dout, const int*
                                               (const int*)flags, long_runs, long_count, n, s));
         const unsigned long_blocks = (unsigned)std::max(1, std::min(n / (kShortRun + 1), 128));
         embedding_dwte_long_kernel<T>
-            <<<dim3(long_blocks, (unsigned)((C + kLongCols - 1) / kLongCols)), kLongWarps * 32, 0,
-               s>>>(dwte, dout, sorted_tok, sorted_rows, starts, runs, long_runs, long_count, n,
-                    shard_rows, C);
+            <<<dim3(long_blocks, (unsigned)ceil_div(C, kLongCols)), kLongWarps * 32, 0, s>>>(
+                dwte, dout, sorted_tok, sorted_rows, starts, runs, long_runs, long_count, n,
+                shard_rows, C);
         CUDA_CHECK_LAUNCH("embedding_dwte_long_kernel");
     }
     if (dwpe) {
