@@ -31,29 +31,63 @@ LayerTraits layer_traits(Device d, DType act, bool fp8) {
 }
 
 const char* op_kind_name(OpKind k) {
-    static const char* names[] = {
-        "matmul_forward",       "matmul_gelu_forward", "matmul_backward",
-        "matmul_gelu_backward", "layernorm_forward",   "layernorm_backward",
-        "gelu_forward",         "gelu_backward",       "relu_forward",
-        "relu_backward",        "attention_forward",   "attention_backward",
-        "rmsnorm_forward",      "rmsnorm_backward",    "rope",
-        "swiglu_forward",       "swiglu_backward",     "add_bias_residual",
-        "embedding_forward",    "embedding_backward",  "cross_entropy",
-        "accumulate",           "cast_weights",        "copy",
-        "tp_all_reduce"};
+    static const char* names[] = {"matmul_forward",
+                                  "matmul_gelu_forward",
+                                  "matmul_backward",
+                                  "matmul_gelu_backward",
+                                  "matmul_residual_forward",
+                                  "layernorm_forward",
+                                  "layernorm_backward",
+                                  "gelu_forward",
+                                  "gelu_backward",
+                                  "relu_forward",
+                                  "relu_backward",
+                                  "attention_forward",
+                                  "attention_backward",
+                                  "rmsnorm_forward",
+                                  "rmsnorm_backward",
+                                  "rope",
+                                  "swiglu_forward",
+                                  "swiglu_backward",
+                                  "add_bias_residual",
+                                  "embedding_forward",
+                                  "embedding_backward",
+                                  "cross_entropy",
+                                  "accumulate",
+                                  "cast_weights",
+                                  "copy",
+                                  "tp_all_reduce"};
     static_assert(sizeof names / sizeof names[0] == (size_t)OpKind::count, "a name per op kind");
     return names[(int)k];
 }
 
 bool op_is_gemm(OpKind k) {
     return k == OpKind::matmul_forward || k == OpKind::matmul_gelu_forward ||
-           k == OpKind::matmul_backward || k == OpKind::matmul_gelu_backward;
+           k == OpKind::matmul_backward || k == OpKind::matmul_gelu_backward ||
+           k == OpKind::matmul_residual_forward;
 }
 
 Tensor LayerOps::fp8_workspace(int N, int C, int OC, bool backward) const {
     if (!traits.fp8 || !Fp8Workspace::eligible(N, C, OC)) return {};
     return Tensor::empty({Fp8Workspace::of(N, C, OC, backward).bytes}, MemCategory::workspace,
                          DType::u8, device());
+}
+
+void LayerOps::matmul_residual_forward(void* out, const void* inp, const void* weight,
+                                       const void* bias, const void* res, int N, int C, int OC) {
+    matmul_forward(out, inp, weight, nullptr, N, C, OC);
+    add_bias_residual(out, bias, res, N, OC);
+}
+
+void LayerOps::projection_residual(void* out, const void* inp, const void* weight, const void* bias,
+                                   const void* res, int N, int C, int OC, const TpGroup& tp) {
+    if (tp.size == 1) {
+        matmul_residual_forward(out, inp, weight, bias, res, N, C, OC);
+        return;
+    }
+    matmul_forward(out, inp, weight, nullptr, N, C, OC);
+    tp.all_reduce(out, (int64_t)N * OC, traits.act);
+    add_bias_residual(out, bias, res, N, OC);
 }
 
 namespace {
@@ -81,6 +115,10 @@ class MetaLayerOps final : public LayerOps {
     void matmul_gelu_forward(void*, void*, const void*, const void*, const void*, int N, int C,
                              int OC) override {
         gemm(OpKind::matmul_gelu_forward, N, C, OC);
+    }
+    void matmul_residual_forward(void*, const void*, const void*, const void*, const void*, int N,
+                                 int C, int OC) override {
+        gemm(OpKind::matmul_residual_forward, N, C, OC);
     }
     void matmul_backward(void* dinp, float* dw, float*, const void*, const void*, const void*,
                          int N, int C, int OC) override {

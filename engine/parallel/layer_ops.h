@@ -24,16 +24,17 @@ namespace tessera {
 // each op the layers call, with the sizes that set its cost, in call order.
 
 enum class OpKind {
-    matmul_forward,        // N, C, OC: (N, C) · (OC, C)ᵀ
-    matmul_gelu_forward,   // N, C, OC, GELU epilogue
-    matmul_backward,       // N, C, OC: input gradient (N, C) and weight gradient (OC, C)
-    matmul_gelu_backward,  // N, C, OC: matmul_backward through a GELU on its input
-    layernorm_forward,     // N, C
-    layernorm_backward,    // N, C
-    gelu_forward,          // N elements
-    gelu_backward,         // N elements
-    relu_forward,          // N elements
-    relu_backward,         // N elements
+    matmul_forward,           // N, C, OC: (N, C) · (OC, C)ᵀ
+    matmul_gelu_forward,      // N, C, OC, GELU epilogue
+    matmul_backward,          // N, C, OC: input gradient (N, C) and weight gradient (OC, C)
+    matmul_gelu_backward,     // N, C, OC: matmul_backward through a GELU on its input
+    matmul_residual_forward,  // N, C, OC: matmul_forward plus a residual (N, OC)
+    layernorm_forward,        // N, C
+    layernorm_backward,       // N, C
+    gelu_forward,             // N elements
+    gelu_backward,            // N elements
+    relu_forward,             // N elements
+    relu_backward,            // N elements
     attention_forward,  // B, T, C (this rank's heads' width), NH (this rank's heads), OC = KV heads
     attention_backward,  // B, T, C, NH, OC = KV heads
     rmsnorm_forward,     // N, C
@@ -52,7 +53,8 @@ enum class OpKind {
     count
 };
 const char* op_kind_name(OpKind k);
-// The GEMMs among the op kinds (matmul forward and backward, with or without a GELU epilogue).
+// The GEMMs among the op kinds (matmul forward and backward, with or without a GELU epilogue,
+// the forward with a residual).
 bool op_is_gemm(OpKind k);
 
 struct OpCall {
@@ -145,6 +147,15 @@ class LayerOps {
     // out (N, OC) = inp (N, C) · weight (OC, C)ᵀ + bias (OC, may be null)
     virtual void matmul_forward(void* out, const void* inp, const void* weight, const void* bias,
                                 int N, int C, int OC) = 0;
+    // out (N, OC) = inp · weightᵀ + bias + res (bias may be null; out is not res). Default:
+    // matmul_forward, then add_bias_residual; CUDA adds both in the GEMM (cuBLASLt's C).
+    virtual void matmul_residual_forward(void* out, const void* inp, const void* weight,
+                                         const void* bias, const void* res, int N, int C, int OC);
+    // A row-parallel projection with its bias and the residual stream: out (N, OC) = the sum
+    // over the tensor-parallel group of inp · weightᵀ (each rank's slice of C), + bias + res. One
+    // rank: matmul_residual_forward; more: matmul_forward, the all-reduce, add_bias_residual.
+    void projection_residual(void* out, const void* inp, const void* weight, const void* bias,
+                             const void* res, int N, int C, int OC, const TpGroup& tp);
     // pre (N, OC) = inp · weightᵀ + bias, out = gelu(pre)
     virtual void matmul_gelu_forward(void* out, void* pre, const void* inp, const void* weight,
                                      const void* bias, int N, int C, int OC) = 0;

@@ -59,6 +59,12 @@ class CudaLayerOps final : public LayerOps {
         matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), false, nullptr,
                                ws.data());
     }
+    void matmul_residual_forward(void* out, const void* inp, const void* w, const void* b,
+                                 const void* res, int N, int C, int OC) override {
+        Tensor ws = fp8_workspace(N, C, OC, false);
+        matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), false, nullptr,
+                               ws.data(), P(res));
+    }
     void matmul_gelu_forward(void* out, void* pre, const void* inp, const void* w, const void* b,
                              int N, int C, int OC) override {
         Tensor ws = fp8_workspace(N, C, OC, false);

@@ -288,9 +288,7 @@ class LlamaBlock final : public Layer {
         }
         // row-parallel projection: partial sums, all-reduced, then the residual
         s[RES1] = act({N, C});
-        ops_.matmul_forward(D(RES1), D(ATTY), w(o_), nullptr, N, Ql_, C);
-        spec_.tp.all_reduce(D(RES1), s[RES1].numel(), ops_.traits.act);
-        ops_.add_bias_residual(D(RES1), nullptr, D(X), N, C);
+        ops_.projection_residual(D(RES1), D(ATTY), w(o_), nullptr, D(X), N, Ql_, C, spec_.tp);
         s[LN2] = act({N, C});
         s[R2] = f32({N}, kA);
         ops_.rmsnorm_forward(D(LN2), s[R2].f32(), D(RES1), w(ln2_), N, C, d_.norm_eps);
@@ -299,9 +297,8 @@ class LlamaBlock final : public Layer {
         s[ACT] = act({N, Fl_});
         ops_.swiglu_forward(D(ACT), D(GU), N, Fl_);
         s[kCount] = act({B, T, C});
-        ops_.matmul_forward(D(kCount), D(ACT), w(down_), nullptr, N, Fl_, C);
-        spec_.tp.all_reduce(D(kCount), s[kCount].numel(), ops_.traits.act);
-        ops_.add_bias_residual(D(kCount), nullptr, D(RES1), N, C);
+        ops_.projection_residual(D(kCount), D(ACT), w(down_), nullptr, D(RES1), N, Fl_, C,
+                                 spec_.tp);
         return s;
     }
 

@@ -550,11 +550,9 @@ class BlockLayer final : public Layer {
         s[ATTY] = act({N, Cl});
         s[STATS] = ops_.traits.attention_scores ? f32({B, NHl, T, T}, kA) : f32({B, NHl, T}, kA);
         ops_.attention_forward(D(ATTY), s[STATS].f32(), D(QKV), B, T, Cl, NHl, NHl);
-        // row-parallel projection: partial sums, all-reduced, then bias and residual
+        // row-parallel projection: partial sums, all-reduced, plus bias and residual
         s[RES1] = act({N, C});
-        ops_.matmul_forward(D(RES1), D(ATTY), w(4), nullptr, N, Cl, C);
-        spec_.tp.all_reduce(D(RES1), s[RES1].numel(), ops_.traits.act);
-        ops_.add_bias_residual(D(RES1), w(5), D(X), N, C);
+        ops_.projection_residual(D(RES1), D(ATTY), w(4), w(5), D(X), N, Cl, C, spec_.tp);
         s[LN2] = act({N, C});
         s[M2] = f32({N}, kA);
         s[R2] = f32({N}, kA);
@@ -563,9 +561,7 @@ class BlockLayer final : public Layer {
         s[FCG] = act({N, 4 * Cl});
         ops_.matmul_gelu_forward(D(FCG), D(FCH), D(LN2), w(8), w(9), N, C, 4 * Cl);
         s[kCount] = act({B, T, C});
-        ops_.matmul_forward(D(kCount), D(FCG), w(10), nullptr, N, 4 * Cl, C);
-        spec_.tp.all_reduce(D(kCount), s[kCount].numel(), ops_.traits.act);
-        ops_.add_bias_residual(D(kCount), w(11), D(RES1), N, C);
+        ops_.projection_residual(D(kCount), D(FCG), w(10), w(11), D(RES1), N, 4 * Cl, C, spec_.tp);
         return s;
     }
 

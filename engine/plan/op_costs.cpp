@@ -116,6 +116,15 @@ double OpCosts::op_s(const OpCall& c) const {
                 return op_s(g) + op_s(d);
             }
             [[fallthrough]];
+        case OpKind::matmul_residual_forward:
+            if (c.kind == OpKind::matmul_residual_forward &&
+                (c.fp8 || gemm_forward_residual_s.empty())) {  // the GEMM, then the residual
+                OpCall g = c;
+                g.kind = OpKind::matmul_forward;
+                const OpCall r{OpKind::add_bias_residual, c.N, c.OC, 0, 0, 0, 0, c.dtype};
+                return op_s(g) + op_s(r);
+            }
+            [[fallthrough]];
         case OpKind::matmul_forward:
         case OpKind::matmul_gelu_forward:
         case OpKind::matmul_backward: {
@@ -125,8 +134,9 @@ double OpCosts::op_s(const OpCall& c) const {
                                 ? (c.fp8 ? gemm_fp8_forward_s : gemm_forward_s)
                             : c.kind == OpKind::matmul_gelu_forward
                                 ? (c.fp8 ? gemm_fp8_forward_gelu_s : gemm_forward_gelu_s)
-                            : c.kind == OpKind::matmul_gelu_backward
-                                ? gemm_backward_gelu_s
+                            : c.kind == OpKind::matmul_gelu_backward ? gemm_backward_gelu_s
+                            : c.kind == OpKind::matmul_residual_forward
+                                ? gemm_forward_residual_s
                                 : (c.fp8 ? gemm_fp8_backward_s : gemm_backward_s);
             TS_CHECK(!c.fp8 || fp8_measured,
                      "op_s: an FP8 GEMM on a device whose sweep has no FP8 rows");
@@ -184,12 +194,18 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
     const size_t ng = o.gemm_N.size() * o.gemm_C.size() * o.gemm_OC.size();
     if (g.contains("backward_gelu_s"))
         o.gemm_backward_gelu_s = doubles(g, "backward_gelu_s", where);
+    if (g.contains("forward_residual_s"))
+        o.gemm_forward_residual_s = doubles(g, "forward_residual_s", where);
     for (const auto* v : {&o.gemm_forward_s, &o.gemm_forward_gelu_s, &o.gemm_backward_s})
         if (v->size() != ng)
             throw InputError(str_cat(where, ": gemm: expected ", ng, " times, found ", v->size()));
     if (!o.gemm_backward_gelu_s.empty() && o.gemm_backward_gelu_s.size() != ng)
         throw InputError(str_cat(where, ": gemm: expected ", ng, " backward_gelu_s times, found ",
                                  o.gemm_backward_gelu_s.size()));
+    if (!o.gemm_forward_residual_s.empty() && o.gemm_forward_residual_s.size() != ng)
+        throw InputError(str_cat(where, ": gemm: expected ", ng,
+                                 " forward_residual_s times, found ",
+                                 o.gemm_forward_residual_s.size()));
     if (j.contains("gemm_fp8")) {  // on the same grid
         const auto& f = j["gemm_fp8"];
         o.gemm_fp8_forward_s = doubles(f, "forward_s", where);
@@ -228,7 +244,8 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
             case OpKind::tp_all_reduce:
                 o.measured[k] = true;
                 break;
-            case OpKind::matmul_gelu_backward:  // its own grid, or the GEMM and gelu_backward
+            case OpKind::matmul_gelu_backward:     // its own grid, or the GEMM and gelu_backward
+            case OpKind::matmul_residual_forward:  // its own grid, or the GEMM and the add
                 break;
             case OpKind::cross_entropy:
                 // sweeps from before it was one op timed its two passes: the statistics, then
@@ -255,6 +272,8 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
     }
     o.measured[(size_t)OpKind::matmul_gelu_backward] =
         !o.gemm_backward_gelu_s.empty() || o.measured[(size_t)OpKind::gelu_backward];
+    o.measured[(size_t)OpKind::matmul_residual_forward] =
+        !o.gemm_forward_residual_s.empty() || o.measured[(size_t)OpKind::add_bias_residual];
     o.adamw = linear(j["optimizer"], "adamw", where + ": optimizer");
     o.sum_squares = linear(j["optimizer"], "sum_squares", where + ": optimizer");
     o.zero = linear(j["optimizer"], "zero", where + ": optimizer");

@@ -33,6 +33,9 @@ struct OpCosts {
     // the backward through a GELU (the derivative in the input gradient's epilogue), where swept;
     // else priced as the backward and a separate gelu_backward over the input gradient
     std::vector<double> gemm_backward_gelu_s;
+    // the forward plus a residual read as the GEMM's C operand, where swept; else priced as the
+    // forward and a separate add_bias_residual
+    std::vector<double> gemm_forward_residual_s;
     // the same GEMMs in FP8 (runtime.precision fp8, quantization included), where swept
     bool fp8_measured = false;
     std::vector<double> gemm_fp8_forward_s, gemm_fp8_forward_gelu_s, gemm_fp8_backward_s;

@@ -168,10 +168,12 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
 
     // ---- GEMMs on a grid: forward, with the GELU epilogue, backward (the backward's output
     // gradient is O, its input A (N, C)); with the device's ops, then (GPUs) its FP8 ones. GPUs'
-    // bf16 GEMMs also backward through a GELU (its pre-activation O2), which their epilogue
-    // fuses; elsewhere that is the backward and a gelu_backward, priced from those.
-    auto time_gemms = [&](LayerOps& o, json& section, bool through_gelu) {
-        json fwd = json::array(), fwdg = json::array(), bwd = json::array(), bwdg = json::array();
+    // bf16 GEMMs also backward through a GELU (its pre-activation O2) and forward plus a residual
+    // (O2), which their epilogues fuse; elsewhere those are the GEMM and a gelu_backward or an
+    // add_bias_residual, priced from those.
+    auto time_gemms = [&](LayerOps& o, json& section, bool fused) {
+        json fwd = json::array(), fwdg = json::array(), bwd = json::array(), bwdg = json::array(),
+             fwdr = json::array();
         for (int N : g.gemm_N)
             for (int C : g.gemm_C)
                 for (int OC : g.gemm_OC) {
@@ -180,14 +182,19 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
                         dev.time_s([&] { o.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
                     bwd.push_back(
                         dev.time_s([&] { o.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
-                    if (through_gelu)
-                        bwdg.push_back(dev.time_s(
-                            [&] { o.matmul_gelu_backward(A2, dW, db, O, A, W, O2, N, C, OC); }));
+                    if (!fused) continue;
+                    bwdg.push_back(dev.time_s(
+                        [&] { o.matmul_gelu_backward(A2, dW, db, O, A, W, O2, N, C, OC); }));
+                    fwdr.push_back(dev.time_s(
+                        [&] { o.matmul_residual_forward(O, A, W, bias, O2, N, C, OC); }));
                 }
         section["forward_s"] = fwd;
         section["forward_gelu_s"] = fwdg;
         section["backward_s"] = bwd;
-        if (through_gelu) section["backward_gelu_s"] = bwdg;
+        if (fused) {
+            section["backward_gelu_s"] = bwdg;
+            section["forward_residual_s"] = fwdr;
+        }
     };
     say("gemm");
     out["gemm"] = {{"N", g.gemm_N},

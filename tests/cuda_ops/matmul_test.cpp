@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -68,6 +69,47 @@ TYPED_TEST(MatmulCuda, ForwardGeluMatchesCpu) {
         check_forward<TypeParam>(sh, true, true, false);
         check_forward<TypeParam>(sh, false, true, true);
     }
+}
+
+// out = inp · weightᵀ + bias + residual, the residual as cuBLASLt's C operand, also one element
+// off 16-byte alignment (cuBLASLt takes it at that alignment; the plan keys on it); the residual
+// is left as it was.
+TYPED_TEST(MatmulCuda, ForwardResidualMatchesCpu) {
+    using T = TypeParam;
+    for (const MmShape& sh : kShapes)
+        for (int with_bias = 0; with_bias < 2; ++with_bias)
+            for (int offset = 0; offset < 2; ++offset) {
+                const int N = sh.N, C = sh.C, OC = sh.OC;
+                std::mt19937 rng(N * 31 + C + OC * 3 + with_bias + 2 * offset);
+                auto inp = rand_vec<T>((size_t)N * C, rng), w = rand_vec<T>((size_t)OC * C, rng);
+                auto b = rand_vec<T>(OC, rng), res = rand_vec<T>((size_t)N * OC, rng);
+                std::vector<float> ref((size_t)N * OC);
+                matmul_forward(ref.data(), inp.data(), w.data(), with_bias ? b.data() : nullptr, N,
+                               C, OC);
+                for (size_t i = 0; i < ref.size(); ++i) ref[i] += res[i];
+
+                DevBuf<T> d_inp(inp.size()), d_w(w.size()), d_b(b.size()),
+                    d_res(res.size() + offset), d_out(ref.size());
+                d_inp.set(inp);
+                d_w.set(w);
+                d_b.set(b);
+                std::vector<float> res_at(offset + res.size(), 0.0f);
+                std::copy(res.begin(), res.end(), res_at.begin() + offset);
+                d_res.set(res_at);
+                matmul_forward_cuda<T>(d_out.p, d_inp.p, d_w.p, with_bias ? d_b.p : nullptr, N, C,
+                                       OC, 0, false, nullptr, nullptr, d_res.p + offset);
+                const std::string what = "forward + residual N=" + std::to_string(N) +
+                                         " C=" + std::to_string(C) + " OC=" + std::to_string(OC) +
+                                         (with_bias ? " bias" : "") +
+                                         (offset ? " residual off alignment" : "");
+                EXPECT_REL(d_out.get(), ref, tol<T>(), what);
+                EXPECT_EQ(d_res.get(), res_at) << what << ": the residual changed";
+            }
+    DevBuf<T> d(16);
+    EXPECT_THROW(
+        matmul_forward_cuda<T>(d.p, d.p, d.p, nullptr, 2, 2, 2, 0, true, nullptr, nullptr, d.p),
+        tessera::Error)
+        << "a residual after a GELU is refused";
 }
 
 TYPED_TEST(MatmulCuda, BackwardMatchesCpu) {

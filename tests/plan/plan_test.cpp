@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "engine/core/error.h"
 #include "engine/kernels/fp8_workspace.h"
 #include "engine/model/gpt.h"
+#include "engine/parallel/layer_ops.h"
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
 #include "engine/plan/partitioner.h"
@@ -253,6 +256,59 @@ TEST(OpCosts, BackwardThroughGeluIsItsOwnGridOrTheGemmAndTheDerivative) {
     OpCall half = fused;  // zb-h1's input-gradient part
     half.share = 0.5;
     EXPECT_DOUBLE_EQ(c->op_s(half), 0.5 * c->op_s(fused));
+}
+
+// A GEMM's forward plus a residual (a row-parallel projection on one TP rank): where the sweep
+// timed it (GPUs: the residual as cuBLASLt's C operand) its own grid; where not (a file swept
+// before it, FP8, the CPU) priced as the forward and a separate add_bias_residual.
+TEST(OpCosts, ForwardPlusResidualIsItsOwnGridOrTheGemmAndTheAdd) {
+    const OpCosts* h200 = op_costs_for("H200");
+    ASSERT_NE(h200, nullptr);
+    const OpCall fused{OpKind::matmul_residual_forward, 16384, 3072, 768, 0, 0, 0, DType::bf16};
+    OpCall gemm = fused;
+    gemm.kind = OpKind::matmul_forward;
+    const OpCall add{OpKind::add_bias_residual, 16384, 768, 0, 0, 0, 0, DType::bf16};
+
+    OpCosts older = *h200;  // a sweep without the grid
+    older.gemm_forward_residual_s.clear();
+    ASSERT_TRUE(older.prices(fused));
+    EXPECT_DOUBLE_EQ(older.op_s(fused), older.op_s(gemm) + older.op_s(add));
+
+    OpCosts swept = older;  // a sweep with it: its own times (here the forward's, 10% more)
+    swept.gemm_forward_residual_s = swept.gemm_forward_s;
+    for (double& t : swept.gemm_forward_residual_s) t *= 1.1;
+    EXPECT_NEAR(swept.op_s(fused), 1.1 * swept.op_s(gemm), 1e-9 * swept.op_s(gemm));
+    OpCall fp8 = fused, fp8_gemm = gemm;
+    fp8.fp8 = fp8_gemm.fp8 = true;
+    EXPECT_DOUBLE_EQ(swept.op_s(fp8), swept.op_s(fp8_gemm) + swept.op_s(add))
+        << "FP8 adds the residual in a kernel of its own";
+}
+
+// A projection and its residual on one TP rank are one op, the GEMM with the residual as its C
+// (what the meta device records is what the estimator prices); over TP ranks the partial sums
+// are all-reduced first, then the bias and residual added.
+TEST(OpTrace, ProjectionResidualIsOneGemmOnOneRankAndAllReducedOverTp) {
+    LayerOps& ops = layer_ops_meta(layer_traits(Device::cuda, DType::bf16));
+    auto record = [&](int tp) {
+        OpTrace trace;
+        OpTrace* before = op_trace_install(&trace);
+        ops.projection_residual(nullptr, nullptr, nullptr, nullptr, nullptr, 4096, 3072 / tp, 768,
+                                TpGroup{nullptr, 0, tp});
+        op_trace_install(before);
+        std::vector<OpKind> kinds;
+        for (const OpCall& c : trace.calls) kinds.push_back(c.kind);
+        return std::make_pair(kinds, trace.calls);
+    };
+    const auto [one, one_calls] = record(1);
+    ASSERT_EQ(one, std::vector<OpKind>{OpKind::matmul_residual_forward});
+    EXPECT_EQ(one_calls[0].N, 4096);
+    EXPECT_EQ(one_calls[0].C, 3072);
+    EXPECT_EQ(one_calls[0].OC, 768);
+    const auto [two, two_calls] = record(2);
+    EXPECT_EQ(two, (std::vector<OpKind>{OpKind::matmul_forward, OpKind::tp_all_reduce,
+                                        OpKind::add_bias_residual}));
+    EXPECT_EQ(two_calls[0].C, 1536);
+    EXPECT_EQ(two_calls[1].N, 4096 * 768 * 2) << "the all-reduce's bytes (bf16)";
 }
 
 // The cross-entropy is one op (its loss and gradient); a sweep from before that timed its two

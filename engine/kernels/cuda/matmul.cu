@@ -23,6 +23,7 @@
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/cuda_handles.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
+#include "engine/kernels/cuda/elementwise.cuh"
 #include "engine/kernels/cuda/fp8.cuh"
 #include "engine/kernels/cuda/gelu.cuh"
 #include "engine/kernels/cuda/matmul.cuh"
@@ -83,7 +84,8 @@ static __global__ void column_sum_partial_kernel(float* partial, const T* dout, 
 
 namespace {
 
-// D (m, n) = op(A) (m, k) * op(B) (k, n) [+ beta * D], column-major, with an epilogue.
+// D (m, n) = op(A) (m, k) * op(B) (k, n) [+ beta * D], column-major, with an epilogue; with
+// c_in, D = op(A) * op(B) + C, C an operand of D's layout (a residual stream).
 struct GemmShape {
     int device;
     cudaDataType_t a_type, b_type, d_type;
@@ -94,9 +96,10 @@ struct GemmShape {
     long aux_ld;
     int align_a, align_b, align_d;  // bytes, up to 256
     bool fast_accum = false;        // FP8: accumulate without cuBLASLt's periodic promotion
+    bool c_in = false;              // C is an operand of its own (beta 1), not D
     auto tie() const {
         return std::tie(device, a_type, b_type, d_type, trans_a, trans_b, m, n, k, lda, ldb, ldd,
-                        epilogue, aux_ld, align_a, align_b, align_d, fast_accum);
+                        epilogue, aux_ld, align_a, align_b, align_d, fast_accum, c_in);
     }
     bool operator<(const GemmShape& o) const { return tie() < o.tie(); }
 };
@@ -229,14 +232,16 @@ size_t dtype_bytes(cudaDataType_t t) {
 }
 
 // Milliseconds per call of each algorithm with the plan's descriptor (its pointers as set), one
-// call then `reps` timed; +inf where cuBLASLt refuses it. With beta != 0 the calls add into D, so
-// D is kept in pinned host memory meanwhile and put back: D ends as it was.
+// call then `reps` timed; +inf where cuBLASLt refuses it. With beta != 0 the calls add into D
+// (C null: C is D), so D is kept in pinned host memory meanwhile and put back: D ends as it was.
 std::vector<float> time_algos(const GemmShape& g, const GemmPlan& p,
                               const std::vector<cublasLtMatmulAlgo_t>& algos, const void* A,
-                              const void* B, void* D, float beta, int reps, cudaStream_t s) {
+                              const void* B, void* D, float beta, int reps, cudaStream_t s,
+                              const void* C = nullptr) {
     const size_t d_bytes = dtype_bytes(g.d_type) * ((size_t)g.ldd * (g.n - 1) + g.m);
     PinnedBuffer<char> kept;
-    if (beta != 0.0f) {
+    if (!C) C = D;
+    if (beta != 0.0f && C == D) {
         kept = cuda_malloc_pinned<char>(d_bytes);
         CUDA_CHECK(cudaMemcpyAsync(kept.get(), D, d_bytes, cudaMemcpyDeviceToHost, s));
     }
@@ -247,7 +252,7 @@ std::vector<float> time_algos(const GemmShape& g, const GemmPlan& p,
     for (const cublasLtMatmulAlgo_t& a : algos) {
         auto call = [&] {
             return lt_api().Matmul(lt.handle, p.desc.get(), &alpha, A, p.a.get(), B, p.b.get(),
-                                   &beta, D, p.d.get(), D, p.d.get(), &a, lt.workspace.get(),
+                                   &beta, C, p.d.get(), D, p.d.get(), &a, lt.workspace.get(),
                                    lt.workspace_bytes, s);
         };
         if (call() != CUBLAS_STATUS_SUCCESS) {
@@ -311,21 +316,22 @@ std::string shape_key(const GemmShape& g) {
     return str_cat("t", (int)g.a_type, ".", (int)g.b_type, ".", (int)g.d_type, "_",
                    g.trans_a ? "T" : "N", g.trans_b ? "T" : "N", "_m", g.m, "n", g.n, "k", g.k,
                    "_ld", g.lda, ".", g.ldb, ".", g.ldd, "_e", (int)g.epilogue, ".", g.aux_ld,
-                   "_al", g.align_a, ".", g.align_b, ".", g.align_d, "_f", g.fast_accum ? 1 : 0);
+                   "_al", g.align_a, ".", g.align_b, ".", g.align_d, "_f", g.fast_accum ? 1 : 0,
+                   g.c_in ? "_c" : "");
 }
 
 // On the plan's first call (its pointers set): the host's choice for the shape, made by timing
 // the candidates where the host has none. The heuristic's first stays unless another is faster
 // by more than 2%.
 void gemm_choose(const GemmShape& g, GemmPlan& p, const void* A, const void* B, void* D, float beta,
-                 cudaStream_t s) {
+                 cudaStream_t s, const void* C) {
     p.chosen = true;
     if (is_fp8(g.a_type) || !gemm_choice_on()) return;
     const std::vector<cublasLtMatmulAlgo_t> algos = candidates_of(p);
     p.spare.clear();  // only FP8 plans fall back to a spare
     if (algos.size() < 2) return;
     const int pick = gemm_choices(g.device).get_or_choose(shape_key(g), [&] {
-        const std::vector<float> ms = time_algos(g, p, algos, A, B, D, beta, 3, s);
+        const std::vector<float> ms = time_algos(g, p, algos, A, B, D, beta, 3, s, C);
         int best = 0;
         for (int i = 1; i < (int)ms.size(); ++i)
             if (ms[i] < ms[best]) best = i;
@@ -334,12 +340,15 @@ void gemm_choose(const GemmShape& g, GemmPlan& p, const void* A, const void* B, 
     if (pick > 0 && pick < (int)algos.size()) p.algo = algos[(size_t)pick];
 }
 
-// Runs D = op(A) op(B) + beta D with the plan's epilogue; returns false when cuBLASLt has no
-// algorithm for it (the caller falls back or fails). FP8 operands: their dequantization factors
-// (device floats) multiply the product.
+// Runs D = op(A) op(B) + beta D (g.c_in: + C) with the plan's epilogue; returns false when
+// cuBLASLt has no algorithm for it (the caller falls back or fails). FP8 operands: their
+// dequantization factors (device floats) multiply the product.
 bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float beta,
               const void* bias, void* aux, cudaStream_t s, const float* a_scale = nullptr,
-              const float* b_scale = nullptr) {
+              const float* b_scale = nullptr, const void* C = nullptr) {
+    TS_CUDA_REQUIRE(g.c_in == (C != nullptr), "gemm_run: C given where the shape has none");
+    if (g.c_in) beta = 1.0f;
+    if (!C) C = D;
     GemmPlan& p = gemm_plan(g, a_scale, b_scale);
     if (!p.supported) return false;
     cublasLtMatmulDesc_t desc = p.desc.get();
@@ -355,12 +364,12 @@ bool gemm_run(const GemmShape& g, const void* A, const void* B, void* D, float b
     if (aux)
         CUBLAS_CHECK(lt_api().MatmulDescSetAttribute(
             desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
-    if (!p.chosen) gemm_choose(g, p, A, B, D, beta, s);
+    if (!p.chosen) gemm_choose(g, p, A, B, D, beta, s, C);
     const float alpha = 1.0f;
     CublasLt& lt = cublaslt();
     for (;;) {
         const cublasStatus_t st = lt_api().Matmul(
-            lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, D, p.d.get(), D, p.d.get(),
+            lt.handle, desc, &alpha, A, p.a.get(), B, p.b.get(), &beta, C, p.d.get(), D, p.d.get(),
             &p.algo, lt.workspace.get(), lt.workspace_bytes, s);
         if (st == CUBLAS_STATUS_SUCCESS) return true;
         // The heuristic's choice may still be refused at run time for FP8 (NVIDIA's FP8 sample
@@ -477,11 +486,13 @@ Fp8Counts matmul_fp8_counts() {
 
 template <typename T>
 void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
-                         cudaStream_t s, bool gelu, T* pre_gelu, void* fp8_workspace) {
+                         cudaStream_t s, bool gelu, T* pre_gelu, void* fp8_workspace,
+                         const T* residual) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_forward_cuda: bad shape N=", N, " C=", C,
                     " OC=", OC);
     TS_CUDA_REQUIRE(out && inp && weight, "matmul_forward_cuda: null out/inp/weight");
     TS_CUDA_REQUIRE(gelu || !pre_gelu, "matmul_forward_cuda: pre_gelu given without gelu");
+    TS_CUDA_REQUIRE(!gelu || !residual, "matmul_forward_cuda: a residual after a GELU");
     if (N == 0) return;
     if constexpr (std::is_same_v<T, bf16>) {
         bool epilogue_done = false;
@@ -492,6 +503,7 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
                     <<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, bias, N, OC, gelu);
                 CUDA_CHECK_LAUNCH("bias_gelu_kernel");
             }
+            if (residual) add_bias_residual_cuda<T>(out, nullptr, residual, N, OC, s);
             return;
         }
     }
@@ -508,19 +520,30 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
                                  pre_gelu ? OC : 0);
         if (gemm_run(g, weight, inp, out, 0.0f, bias, pre_gelu, s)) return;
     }
-    // 2) GEMM (+ bias epilogue when the bias is aligned), then bias/gelu in a kernel if needed
+    // 2) GEMM (+ bias epilogue when the bias is aligned; + the residual as cuBLASLt's C), then
+    // what it could not do in a kernel
+    auto shape = [&](cublasLtEpilogue_t epi, bool with_res) {
+        GemmShape g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, weight, inp, out, epi);
+        if (with_res) {
+            g.c_in = true;
+            g.align_d = std::min(g.align_d, ptr_align(residual));
+        }
+        return g;
+    };
     cublasLtEpilogue_t epi = bias_ok ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    GemmShape g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, weight, inp, out, epi);
-    bool bias_done = bias_ok;
-    if (!gemm_run(g, weight, inp, out, 0.0f, bias_ok ? bias : nullptr, nullptr, s)) {
-        g = gemm_shape(t, t, true, false, OC, N, C, C, C, OC, weight, inp, out);
-        bias_done = false;
-        TS_CUDA_REQUIRE(gemm_run(g, weight, inp, out, 0.0f, nullptr, nullptr, s),
+    bool bias_done = bias_ok, res_done = residual != nullptr;
+    if (!gemm_run(shape(epi, res_done), weight, inp, out, 0.0f, bias_ok ? bias : nullptr, nullptr,
+                  s, nullptr, nullptr, residual)) {
+        bias_done = res_done = false;
+        TS_CUDA_REQUIRE(gemm_run(shape(CUBLASLT_EPILOGUE_DEFAULT, false), weight, inp, out, 0.0f,
+                                 nullptr, nullptr, s),
                         "matmul_forward_cuda: cuBLASLt has no algorithm for N=", N, " C=", C,
                         " OC=", OC);
     }
     const T* kbias = bias_done ? nullptr : bias;
-    if (gelu || kbias) {
+    if (residual && !res_done) {
+        add_bias_residual_cuda<T>(out, kbias, residual, N, OC, s);  // no GELU with a residual
+    } else if (gelu || kbias) {
         bias_gelu_kernel<T>
             <<<grid_for((long)N * OC, 256), 256, 0, s>>>(out, pre_gelu, kbias, N, OC, gelu);
         CUDA_CHECK_LAUNCH("bias_gelu_kernel");
@@ -714,9 +737,9 @@ std::vector<GemmCandidate> matmul_candidates_cuda(int kind, int N, int C, int OC
 }
 
 template void matmul_forward_cuda<float>(float*, const float*, const float*, const float*, int, int,
-                                         int, cudaStream_t, bool, float*, void*);
+                                         int, cudaStream_t, bool, float*, void*, const float*);
 template void matmul_forward_cuda<bf16>(bf16*, const bf16*, const bf16*, const bf16*, int, int, int,
-                                        cudaStream_t, bool, bf16*, void*);
+                                        cudaStream_t, bool, bf16*, void*, const bf16*);
 template void matmul_backward_cuda<float>(float*, float*, float*, const float*, const float*,
                                           const float*, int, int, int, cudaStream_t, void*,
                                           const float*);

@@ -20,10 +20,14 @@ namespace tessera {
 // device memory (256-byte aligned) for the operands quantized to e4m3 with per-tensor current
 // scaling (fp8.cuh); the product accumulates in fp32 and is written in bf16. Where cuBLASLt has no
 // FP8 algorithm for the shape, the bf16 GEMM runs instead. Null: bf16.
+//
+// residual (N, OC), if not null (not with gelu): out = inp @ weight^T + bias + residual, the
+// residual read by cuBLASLt as its C operand (the sum rounded once; out must not be residual);
+// where cuBLASLt has no such algorithm, and after an FP8 GEMM, add_bias_residual_cuda adds it.
 template <typename T>
 void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, int N, int C, int OC,
                          cudaStream_t s, bool gelu = false, T* pre_gelu = nullptr,
-                         void* fp8_workspace = nullptr);
+                         void* fp8_workspace = nullptr, const T* residual = nullptr);
 
 // dinp (N, C)   = dout (N, OC) @ weight (OC, C)        -- OVERWRITTEN (unlike the CPU's +=)
 // dweight (OC, C) += dout^T @ inp (N, C)                -- fp32, accumulates (beta = 1)
