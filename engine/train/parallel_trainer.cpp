@@ -26,6 +26,7 @@
 #include "engine/parallel/tp_layers.h"
 #include "engine/parallel/zero.h"
 #include "engine/plan/estimator.h"
+#include "engine/telemetry/background_sink.h"
 #include "engine/telemetry/metric_names.h"
 #include "engine/telemetry/pipeline_spans.h"
 #include "engine/telemetry/system_metrics.h"
@@ -53,24 +54,21 @@ int p2p_tag(int dir, int g, int micro, bool eval) {
 }
 
 // Fault injection for the failure tests: TESSERA_FAULT_STALL="RANK:STEP" makes that rank sleep
-// (as if stuck) after completing STEP, before the next step's collectives.
-void fault_stall_check(int rank, int64_t step) {
-    const char* f = std::getenv("TESSERA_FAULT_STALL");
+// (as if stuck) after completing STEP, before the next step's collectives;
+// TESSERA_FAULT_CRASH="RANK:STEP" makes it abort after STEP, on the first attempt only (a
+// restarted job then runs through).
+enum class Fault { none, stall, crash };
+Fault fault_injected(int rank, int64_t step) {
     int r = -1;
     long long s = -1;
-    if (f && std::sscanf(f, "%d:%lld", &r, &s) == 2 && r == rank && s == step) {
-        std::fprintf(stderr, "fault injection: rank %d stalls after step %lld\n", r, s);
-        ::sleep(3600);
-    }
-    // TESSERA_FAULT_CRASH="RANK:STEP": that rank aborts after STEP, on the first attempt only
-    // (a restarted job then runs through)
+    const char* f = std::getenv("TESSERA_FAULT_STALL");
+    if (f && std::sscanf(f, "%d:%lld", &r, &s) == 2 && r == rank && s == step) return Fault::stall;
     const char* c = std::getenv("TESSERA_FAULT_CRASH");
     const char* attempt = std::getenv("TESSERA_ATTEMPT");
     if (c && (!attempt || std::atoi(attempt) <= 1) && std::sscanf(c, "%d:%lld", &r, &s) == 2 &&
-        r == rank && s == step) {
-        std::fprintf(stderr, "fault injection: rank %d crashes after step %lld\n", r, s);
-        std::abort();
-    }
+        r == rank && s == step)
+        return Fault::crash;
+    return Fault::none;
 }
 
 // The rank's system metrics (system_metrics.h): the host from /proc and, on a GPU rank, the GPU
@@ -177,7 +175,7 @@ class RankRunner final : private StageEdges {
     // the steps already done. A bad checkpoint or weights file fails here, before run().
     int64_t prepare(const TrainOptions& opts);
     // Trains from step `start` to train.steps, reporting to `sink`.
-    TrainResult run(TelemetrySink& sink, int64_t start, const TrainOptions& opts,
+    TrainResult run(BackgroundSink& sink, int64_t start, const TrainOptions& opts,
                     int64_t* steps_done);
 
   private:
@@ -201,7 +199,13 @@ class RankRunner final : private StageEdges {
     void span_end(bool eval) override;
     void layer_issued(int layer) override;
     void fault_stall(int64_t step) {
-        fault_stall_check(g_.rank, step);
+        const Fault f = fault_injected(g_.rank, step);
+        if (f == Fault::none) return;
+        sink_->drain();  // the steps done are in the store, as a real fault would find them
+        std::fprintf(stderr, "fault injection: rank %d %s after step %lld\n", g_.rank,
+                     f == Fault::stall ? "stalls" : "crashes", (long long)step);
+        if (f == Fault::crash) std::abort();
+        ::sleep(3600);
     }
     void metric(int64_t step, std::string_view name, double v) {
         sink_->write(MetricRecord{step, g_.rank, std::string(name), v, telemetry_now()});
@@ -223,9 +227,9 @@ class RankRunner final : private StageEdges {
 
     const RunConfig& cfg_;
     ProcessGroups& g_;
-    TelemetrySink* sink_ = nullptr;  // run()'s
-    std::string resumed_from_;       // prepare()'s checkpoint, if any
-    CheckpointsSetAside set_aside_;  // an earlier run's checkpoints prepare() moved aside
+    BackgroundSink* sink_ = nullptr;  // run()'s
+    std::string resumed_from_;        // prepare()'s checkpoint, if any
+    CheckpointsSetAside set_aside_;   // an earlier run's checkpoints prepare() moved aside
     std::ostream& out_;
     std::unique_ptr<DataSource> data_;
     ModelShape model_;
@@ -501,7 +505,7 @@ int64_t RankRunner::prepare(const TrainOptions& opts) {
     return start;
 }
 
-TrainResult RankRunner::run(TelemetrySink& sink, int64_t start, const TrainOptions& opts,
+TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOptions& opts,
                             int64_t* steps_done) {
     TrainResult res;
     sink_ = &sink;
@@ -805,7 +809,11 @@ TrainResult parallel_train_rank(const RunConfig& cfg, ProcessGroups& groups,
                                 const TrainOptions& opts, std::ostream& out, int64_t* steps_done) {
     RankRunner r(cfg, groups, out);
     const int64_t start = r.prepare(opts);
-    return r.run(open_sink(), start, opts, steps_done);
+    // the step hands its records over; a thread of their own writes them (background_sink.h)
+    BackgroundSink sink(open_sink());
+    TrainResult res = r.run(sink, start, opts, steps_done);
+    sink.drain();
+    return res;
 }
 
 }  // namespace tessera

@@ -5,10 +5,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/core/error.h"
+#include "engine/telemetry/background_sink.h"
 #include "engine/telemetry/metric_names.h"
 
 using namespace tessera;
@@ -238,4 +244,82 @@ TEST(Telemetry, StreamSinkWritesOneLinePerRecord) {
     EXPECT_EQ(std::get<MetricRecord>(telemetry_decode(all.substr(0, nl))).value, 3.5);
     EXPECT_EQ(std::get<RunEndRecord>(telemetry_decode(all.substr(nl + 1))).status, "completed");
     EXPECT_GT(telemetry_now(), 1.6e9);
+}
+
+// ---- BackgroundSink: the step hands its records over, a thread writes them
+
+namespace {
+
+// Keeps the steps of the metrics it was given, in order; flush() blocks while `hold` is set and
+// counts (5 s at most); write() throws once `fail_at` records were written.
+class RecordingSink final : public TelemetrySink {
+  public:
+    void write(const Record& r) override {
+        std::lock_guard<std::mutex> lk(mu);
+        if ((int)steps.size() == fail_at) throw Error("runs.db: database or disk is full");
+        steps.push_back(std::get<MetricRecord>(r).step);
+    }
+    void flush() override {
+        // a sink whose flush() waited for this one would stall here: give up after 5 s, so that
+        // the test fails on its counts rather than hanging
+        auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (hold.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        flushes.fetch_add(1);
+    }
+    std::vector<int64_t> written() {
+        std::lock_guard<std::mutex> lk(mu);
+        return steps;
+    }
+    std::atomic<bool> hold{false};
+    std::atomic<int> flushes{0};
+    int fail_at = -1;
+
+  private:
+    std::mutex mu;
+    std::vector<int64_t> steps;
+};
+
+MetricRecord step_metric(int64_t step) {
+    return MetricRecord{step, 0, "train/loss", 1.0, 0.0};
+}
+
+}  // namespace
+
+TEST(BackgroundSink, FlushDoesNotWaitForTheWriteAndDrainDoes) {
+    RecordingSink inner;
+    BackgroundSink sink(inner);
+    inner.hold = true;  // the inner sink's flush will not return until released
+    for (int64_t s = 1; s <= 3; ++s) sink.write(step_metric(s));
+    sink.flush();  // returns although the thread is stuck in the inner flush
+    for (int64_t s = 4; s <= 5; ++s) sink.write(step_metric(s));
+    sink.flush();
+    EXPECT_EQ(inner.flushes.load(), 0);
+    inner.hold = false;
+    sink.drain();
+    EXPECT_EQ(inner.written(), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+    EXPECT_GE(inner.flushes.load(), 1);
+}
+
+TEST(BackgroundSink, TheInnerSinksFailureIsRethrownByTheNextDrain) {
+    RecordingSink inner;
+    inner.fail_at = 2;
+    BackgroundSink sink(inner);
+    for (int64_t s = 1; s <= 4; ++s) sink.write(step_metric(s));
+    try {
+        sink.drain();
+        ADD_FAILURE() << "the inner sink's failure was not reported";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("disk is full"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(inner.written(), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(BackgroundSink, DestroyingItWritesWhatWasBuffered) {
+    RecordingSink inner;
+    {
+        BackgroundSink sink(inner);
+        for (int64_t s = 1; s <= 3; ++s) sink.write(step_metric(s));  // never flushed
+    }
+    EXPECT_EQ(inner.written(), (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(inner.flushes.load(), 1);
 }
