@@ -5,7 +5,8 @@
 
 namespace tessera {
 
-BackgroundSink::BackgroundSink(TelemetrySink& inner) : inner_(inner) {
+BackgroundSink::BackgroundSink(TelemetrySink& inner, size_t max_queued)
+    : inner_(inner), max_queued_(max_queued) {
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -38,7 +39,9 @@ void BackgroundSink::write(const Record& r) {
 
 void BackgroundSink::flush() {
     {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::unique_lock<std::mutex> lk(mu_);
+        // a full queue: wait for the thread to take it (it is writing the batch before)
+        taken_cv_.wait(lk, [&] { return handed_.size() <= max_queued_ || failure_; });
         if (failure_) {
             pending_.clear();  // the run is failing: what follows is reported by the caller
         } else if (!pending_.empty()) {
@@ -58,7 +61,7 @@ void BackgroundSink::drain() {
     flush();
     {
         std::unique_lock<std::mutex> lk(mu_);
-        idle_cv_.wait(lk, [&] { return handed_.empty() && !busy_; });
+        taken_cv_.wait(lk, [&] { return handed_.empty() && !busy_; });
     }
     rethrow_failure();
 }
@@ -72,6 +75,7 @@ void BackgroundSink::loop() {
         batch.swap(handed_);
         busy_ = true;
         lk.unlock();
+        taken_cv_.notify_all();
         std::exception_ptr e;
         try {
             for (const Record& r : batch) inner_.write(r);
@@ -82,7 +86,7 @@ void BackgroundSink::loop() {
         lk.lock();
         if (e && !failure_) failure_ = e;
         busy_ = false;
-        idle_cv_.notify_all();
+        taken_cv_.notify_all();
     }
 }
 

@@ -8,8 +8,12 @@
 // flush() or drain() on the training thread (a step later than a direct write would
 // have). drain() is the synchronous point: it returns once everything handed over is written and
 // flushed. The destructor drains too, but cannot report (an exception is usually unwinding).
+// A wrapped sink slower than the steps (a disk that stalls) holds the steps back rather than
+// letting the queue grow: flush() waits while more than `max_queued` records are handed over and
+// not yet taken.
 #pragma once
 #include <condition_variable>
+#include <cstddef>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -22,13 +26,13 @@ namespace tessera {
 class BackgroundSink final : public TelemetrySink {
   public:
     // `inner` must outlive this sink and is written only by its thread until drain() returns.
-    explicit BackgroundSink(TelemetrySink& inner);
+    explicit BackgroundSink(TelemetrySink& inner, size_t max_queued = 1 << 16);
     ~BackgroundSink() override;
     BackgroundSink(const BackgroundSink&) = delete;
     BackgroundSink& operator=(const BackgroundSink&) = delete;
 
     void write(const Record& r) override;  // buffered on the caller's thread
-    void flush() override;                 // hands the buffer over; does not wait
+    void flush() override;                 // hands the buffer over; waits only for a full queue
     void drain();                          // waits until `inner` has written and flushed it all
 
   private:
@@ -36,9 +40,10 @@ class BackgroundSink final : public TelemetrySink {
     void loop();
 
     TelemetrySink& inner_;
+    const size_t max_queued_;
     std::vector<Record> pending_;  // the caller's, not yet handed over
     std::mutex mu_;
-    std::condition_variable work_cv_, idle_cv_;
+    std::condition_variable work_cv_, taken_cv_;  // taken_cv_: a batch taken or written
     std::vector<Record> handed_;  // under mu_: handed over, not yet taken by the thread
     bool busy_ = false;           // under mu_: the thread is writing a batch
     bool stop_ = false;           // under mu_

@@ -323,3 +323,23 @@ TEST(BackgroundSink, DestroyingItWritesWhatWasBuffered) {
     EXPECT_EQ(inner.written(), (std::vector<int64_t>{1, 2, 3}));
     EXPECT_EQ(inner.flushes.load(), 1);
 }
+
+TEST(BackgroundSink, AFullQueueHoldsTheNextFlushBack) {
+    RecordingSink inner;
+    BackgroundSink sink(inner, 2);  // at most 2 records waiting for the thread
+    inner.hold = true;
+    for (int64_t s = 1; s <= 3; ++s) sink.write(step_metric(s));
+    sink.flush();  // the thread takes these and waits in the inner flush
+    for (int64_t s = 4; s <= 6; ++s) sink.write(step_metric(s));
+    sink.flush();  // queued: 3 records, more than 2
+    std::thread release([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        inner.hold = false;
+    });
+    sink.write(step_metric(7));
+    sink.flush();  // must wait until the thread took 4-6, after the inner flush returned
+    EXPECT_GE(inner.flushes.load(), 1) << "flush() returned while the queue was full";
+    release.join();
+    sink.drain();
+    EXPECT_EQ(inner.written(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 7}));
+}
