@@ -31,6 +31,7 @@
 #include "engine/telemetry/pipeline_spans.h"
 #include "engine/telemetry/system_metrics.h"
 #include "engine/train/data_source.h"
+#include "engine/train/step_clock.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "engine/kernels/cuda/device.cuh"
 #endif
@@ -566,9 +567,10 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
     // GPU (NVML) and host (/proc) metrics at a modest rate: every 2 s at most, and the last step
     std::unique_ptr<SystemSource> system = rank_system_source(dev_);
     SystemSampler sampler(*system, g_.rank, opts.host_metrics, 2.0);
+    StepClock step_clock;
     for (int64_t step = start; step < cfg_.train.steps; ++step) {
-        auto t0 = Clock::now();
         double step_t0 = now_s();
+        step_clock.step_begin(step_t0);
         store_->zero_grads();
         batches_.clear();
         runner_->step_begin();
@@ -609,7 +611,7 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
                          g_.rank, (long long)step, (opt.start_s - step_t0) * 1e3,
                          (opt.end_s - opt.start_s) * 1e3);
         sink_->write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", opt.start_s, opt.end_s});
-        double step_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double step_s = step_clock.step_end(now_s());  // since the previous step's end
         double loss = red[1] / (double)targets;
         res.last_train_loss = loss;
         res.steps_done = step + 1;
@@ -660,13 +662,16 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
             }
         }
         if (cfg_.train.eval_every > 0 &&
-            (s1 % cfg_.train.eval_every == 0 || s1 == cfg_.train.steps))
+            (s1 % cfg_.train.eval_every == 0 || s1 == cfg_.train.steps)) {
             eval_and_log(s1);
+            step_clock.interrupted();
+        }
         if (!cfg_.checkpoint.dir.empty() &&
             ((cfg_.checkpoint.every > 0 && s1 % cfg_.checkpoint.every == 0) ||
              s1 == cfg_.train.steps || stop)) {
             res.checkpoint_dir = save_checkpoint(s1);
             if (leader) sink_->write(CheckpointRecord{s1, res.checkpoint_dir, telemetry_now()});
+            step_clock.interrupted();
         }
         sink_->flush();
         if (stop && s1 < cfg_.train.steps) {
