@@ -33,8 +33,9 @@ bin="$bdir/bin"
 [[ -n "$prebuilt" ]] && bin="$prebuilt"
 export TESSERA_BIN_DIR="$bin" TESSERA_TESTS_DIR="$root/tests"
 if ((build)); then
-  gpu_build "$bdir" "cuda_ops;cuda_attention;gpu" "$out" tessera cuda_ops_test cuda_attention_test \
-            gpu_train_test op_sweep || exit 1
+  targets=(tessera cuda_ops_test cuda_attention_test gpu_train_test)
+  ((sweep)) && targets+=(op_sweep)
+  gpu_build "$bdir" "cuda_ops;cuda_attention;gpu" "$out" "${targets[@]}" || exit 1
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$out/gpus.txt"
 status=0

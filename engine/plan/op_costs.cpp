@@ -13,6 +13,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "engine/core/choice_cache.h"  // devices_cache_dir, device_file_slug
 #include "engine/core/error.h"
@@ -192,20 +194,20 @@ OpCosts parse_costs(const nlohmann::json& j, const std::string& where) {
     o.gemm_forward_gelu_s = doubles(g, "forward_gelu_s", where);
     o.gemm_backward_s = doubles(g, "backward_s", where);
     const size_t ng = o.gemm_N.size() * o.gemm_C.size() * o.gemm_OC.size();
-    if (g.contains("backward_gelu_s"))
-        o.gemm_backward_gelu_s = doubles(g, "backward_gelu_s", where);
-    if (g.contains("forward_residual_s"))
-        o.gemm_forward_residual_s = doubles(g, "forward_residual_s", where);
     for (const auto* v : {&o.gemm_forward_s, &o.gemm_forward_gelu_s, &o.gemm_backward_s})
         if (v->size() != ng)
             throw InputError(str_cat(where, ": gemm: expected ", ng, " times, found ", v->size()));
-    if (!o.gemm_backward_gelu_s.empty() && o.gemm_backward_gelu_s.size() != ng)
-        throw InputError(str_cat(where, ": gemm: expected ", ng, " backward_gelu_s times, found ",
-                                 o.gemm_backward_gelu_s.size()));
-    if (!o.gemm_forward_residual_s.empty() && o.gemm_forward_residual_s.size() != ng)
-        throw InputError(str_cat(where, ": gemm: expected ", ng,
-                                 " forward_residual_s times, found ",
-                                 o.gemm_forward_residual_s.size()));
+    // the fused ops' grids, absent from older sweeps (priced then as the GEMM and the other op)
+    const std::pair<const char*, std::vector<double>*> optional[] = {
+        {"backward_gelu_s", &o.gemm_backward_gelu_s},
+        {"forward_residual_s", &o.gemm_forward_residual_s}};
+    for (const auto& [key, v] : optional) {
+        if (!g.contains(key)) continue;
+        *v = doubles(g, key, where);
+        if (v->size() != ng)
+            throw InputError(
+                str_cat(where, ": gemm: expected ", ng, " ", key, " times, found ", v->size()));
+    }
     if (j.contains("gemm_fp8")) {  // on the same grid
         const auto& f = j["gemm_fp8"];
         o.gemm_fp8_forward_s = doubles(f, "forward_s", where);

@@ -10,13 +10,16 @@ using tessera::StepClock;
 TEST(StepClock, StepsCountFromThePreviousStepsEnd) {
     StepClock c;
     c.step_begin(100.0);  // the run's first step: from its own start
-    EXPECT_DOUBLE_EQ(c.step_end(110.0), 10.0);
+    const double first = c.step_end(110.0);
     c.step_begin(110.5);  // 0.5 s of bookkeeping and setup between the two steps
-    EXPECT_DOUBLE_EQ(c.step_end(120.0), 10.0);
+    const double second = c.step_end(120.0);
     c.step_begin(120.25);
-    EXPECT_DOUBLE_EQ(c.step_end(130.0), 10.0);
+    const double third = c.step_end(130.0);
+    EXPECT_DOUBLE_EQ(first, 10.0);
+    EXPECT_DOUBLE_EQ(second, 10.0);
+    EXPECT_DOUBLE_EQ(third, 10.0);
     // over the three steps, their times add up to the wall clock from the first start
-    EXPECT_DOUBLE_EQ(10.0 + 10.0 + 10.0, 130.0 - 100.0);
+    EXPECT_DOUBLE_EQ(first + second + third, 130.0 - 100.0);
 }
 
 TEST(StepClock, AnEvaluationOrACheckpointBetweenStepsIsNotAStepsTime) {
