@@ -244,6 +244,37 @@ TYPED_TEST(MatmulCuda, DbiasIsDeterministic) {
     }
 }
 
+// The bias gradient over more rows than 128 chunks of 256 hold (each chunk then takes more rows),
+// in two column groups (the second short): against the column sums in double, and the same bits
+// in every run (the last block of each group adds the chunks up and sets its counter back).
+TYPED_TEST(MatmulCuda, DbiasOverManyChunksMatchesCpuInEveryRun) {
+    using T = TypeParam;
+    const int N = 40011, OC = 264;
+    std::mt19937 rng(7);
+    auto dout = rand_vec<T>((size_t)N * OC, rng);
+    auto db0 = rand_vec<float>(OC, rng);
+    std::vector<float> ref(OC);
+    for (int o = 0; o < OC; ++o) {
+        double sum = db0[o];
+        for (int n = 0; n < N; ++n) sum += dout[(size_t)n * OC + o];
+        ref[o] = (float)sum;
+    }
+    DevBuf<T> d_dout(dout.size());
+    DevBuf<float> d_db(OC);
+    d_dout.set(dout);
+    std::vector<float> first;
+    for (int rep = 0; rep < 3; ++rep) {
+        d_db.set(db0);
+        matmul_backward_cuda<T>(nullptr, nullptr, d_db.p, d_dout.p, nullptr, nullptr, N, 8, OC, 0);
+        auto got = d_db.get();
+        EXPECT_REL(got, ref, 1e-4, "dbias N=40011 OC=264, run " + std::to_string(rep));
+        if (rep == 0)
+            first = got;
+        else
+            EXPECT_EQ(got, first) << "dbias differs between identical runs";
+    }
+}
+
 TEST(MatmulCudaShapes, RejectsBadShape) {
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
     float* p = nullptr;

@@ -167,7 +167,17 @@ inline int grid_for(long n, int block) {
 // are stream-ordered on that thread's stream; two streams of one thread must not run the same
 // op concurrently (they would share the slot).
 
-enum class ScratchSlot { matmul_dbias, layernorm_dparams, sum_squares, embedding_sort, count };
+enum class ScratchSlot {
+    matmul_dbias,
+    matmul_dbias_done,
+    layernorm_dparams,
+    sum_squares,
+    embedding_sort,
+    count
+};
 void* cuda_scratch(ScratchSlot slot, size_t bytes);
+// The same, zeroed whenever it is (re)allocated: counters that the kernels using them set back to
+// zero when they are done with them.
+void* cuda_scratch_zeroed(ScratchSlot slot, size_t bytes, cudaStream_t s);
 
 }  // namespace tessera

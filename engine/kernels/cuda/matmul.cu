@@ -48,14 +48,18 @@ static __global__ void bias_gelu_kernel(T* out, T* pre, const T* bias, long N, i
     }
 }
 
-// dout is (N, OC); partial is (chunks, OC): partial[c, o] = sum of dout[n, o] over the rows n of
-// chunk c. Block of 8 warps over VEC * 32 columns: each lane sums VEC adjacent columns (one
-// 16-byte load per row when VEC > 1), warp w the chunk's rows w, w + 8, ...; the warps' sums are
-// added in warp order (fixed: deterministic).
+// dbias (OC) += column sums of dout (N, OC), in one kernel. partial is (chunks, OC): partial[c, o]
+// = sum of dout[n, o] over the rows n of chunk c (blockIdx.y). Block of 8 warps over VEC * 32
+// columns: each lane sums VEC adjacent columns (one 16-byte load per row when VEC > 1), warp w the
+// chunk's rows w, w + 8, ...; the warps' sums are added in warp order. The last block of a column
+// group to finish (counted in done[blockIdx.x], which it sets back to zero) adds the group's
+// chunks in chunk order into dbias: every order fixed, so every run gives the same bits, without
+// the second launch the chunks' sum used to take.
 template <typename T, int VEC>
-static __global__ void column_sum_partial_kernel(float* partial, const T* dout, int N, int OC,
-                                                 int rows_per_chunk) {
+static __global__ void column_sum_kernel(float* dbias, float* partial, unsigned* done,
+                                         const T* dout, int N, int OC, int rows_per_chunk) {
     __shared__ float sh[8][32 * VEC + 1];
+    __shared__ bool last;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int o = (blockIdx.x * 32 + lane) * VEC;
     const int r0 = blockIdx.y * rows_per_chunk;
@@ -77,6 +81,21 @@ static __global__ void column_sum_partial_kernel(float* partial, const T* dout, 
         for (int w = 0; w < 8; ++w) s += sh[w][c];
         partial[(long)blockIdx.y * OC + oc] = s;
     }
+    __threadfence();  // this block's partial sums reach L2 before the count says so
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&done[blockIdx.x], 1u) == gridDim.y - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int c = threadIdx.x; c < 32 * VEC; c += blockDim.x) {
+        const int oc = blockIdx.x * 32 * VEC + c;
+        if (oc >= OC) continue;
+        float s = 0.0f;
+#pragma unroll 16
+        for (int k = 0; k < (int)gridDim.y; ++k) s += __ldcg(partial + (long)k * OC + oc);
+        dbias[oc] += s;
+    }
+    if (threadIdx.x == 0) done[blockIdx.x] = 0;  // ready for the next launch on this stream
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -645,23 +664,23 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
                         " C=", C, " OC=", OC);
     }
     if (dbias) {
-        const int rows_per_chunk = std::max(256, ceil_div(N, 65535));
+        // at most 128 chunks: the last block of a column group adds them one after another
+        const int rows_per_chunk = std::max(256, ceil_div(N, 128));
         const int chunks = ceil_div(N, rows_per_chunk);
         float* partial = static_cast<float*>(
             cuda_scratch(ScratchSlot::matmul_dbias, sizeof(float) * (size_t)chunks * OC));
         constexpr int V = 16 / sizeof(T);
-        if (OC % V == 0 && ptr_align(dout) >= 16) {
-            dim3 grid(ceil_div(OC, 32 * V), chunks);
-            column_sum_partial_kernel<T, V>
-                <<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
-        } else {
-            dim3 grid(ceil_div(OC, 32), chunks);
-            column_sum_partial_kernel<T, 1>
-                <<<grid, 256, 0, s>>>(partial, dout, N, OC, rows_per_chunk);
-        }
-        CUDA_CHECK_LAUNCH("column_sum_partial_kernel");
-        chunk_column_sum(dbias, nullptr, partial, chunks, OC, OC, s);
-        CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
+        const bool vec = OC % V == 0 && ptr_align(dout) >= 16;
+        const dim3 grid(ceil_div(OC, 32 * (vec ? V : 1)), chunks);
+        auto* done = static_cast<unsigned*>(
+            cuda_scratch_zeroed(ScratchSlot::matmul_dbias_done, sizeof(unsigned) * grid.x, s));
+        if (vec)
+            column_sum_kernel<T, V>
+                <<<grid, 256, 0, s>>>(dbias, partial, done, dout, N, OC, rows_per_chunk);
+        else
+            column_sum_kernel<T, 1>
+                <<<grid, 256, 0, s>>>(dbias, partial, done, dout, N, OC, rows_per_chunk);
+        CUDA_CHECK_LAUNCH("column_sum_kernel");
     }
 }
 
