@@ -134,6 +134,8 @@ int main(int argc, char** argv) {
     cudaStream_t s = cuda_stream();
     double* acc = nullptr;
     CUDA_CHECK(cudaMalloc(&acc, 8));
+    uint16_t* image = nullptr;
+    int64_t image_n = 0;
     OpSweepDevice sweep_dev{
         ops,
         [](size_t bytes, bool zeros) -> void* {
@@ -142,8 +144,14 @@ int main(int argc, char** argv) {
             return p;
         },
         time_s,
+        // as a bf16 run updates: the multi-range kernel, writing the layers' bf16 image too
         [&](float* p, const float* g, float* m, float* v, int64_t n) {
-            adamw_cuda(p, g, m, v, n, 1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f, s);
+            if (n > image_n) {
+                image = (uint16_t*)dev((size_t)n * 2);
+                image_n = n;
+            }
+            const AdamWRange r{p, g, m, v, n, 0.1f, image};
+            adamw_multi_cuda(&r, 1, 1e-4f, 0.9f, 0.95f, 1e-8f, 1, 1.0f, s);
         },
         [&](const float* g, int64_t n) { sum_squares_cuda(acc, g, n, s); },
         [&](float* g, int64_t n) { CUDA_CHECK(cudaMemsetAsync(g, 0, n * 4, s)); },

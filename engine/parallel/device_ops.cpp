@@ -45,6 +45,7 @@ class CpuOps final : public DeviceOps {
                       const float* norm2) override {
         const float scale = clip_scale(grad_clip, std::sqrt((double)*norm2));
         for (const AdamWRange& r : ranges) {
+            TS_CHECK(!r.image16, "adamw_ranges: bf16 images are kept on GPUs only");
             AdamWHyper hr = h;
             hr.weight_decay = r.weight_decay;
             adamw_update(r.param, r.grad, r.m, r.v, r.n, hr, scale);

@@ -226,6 +226,8 @@ const void* Layer::w(int i) {
                                device);
     }
     if (cache_version_ != weights_version || cache_src_ != param_ptr) {
+        OpTrace* trace = op_trace_current();
+        if (copy_kept_by_optimizer && cache_version_ == 0) op_trace_install(nullptr);
         // the parameter store keeps a layer's parameters back to back: then one cast
         bool contiguous = true;
         for (size_t k = 0; k < es.size(); ++k)
@@ -236,10 +238,22 @@ const void* Layer::w(int i) {
             for (size_t k = 0; k < es.size(); ++k)
                 ops_.cast_weights((char*)cache_.data() + esize * cache_off_[k], param_ptr[k],
                                   es[k].numel);
+        op_trace_install(trace);
         cache_version_ = weights_version;
         cache_src_ = param_ptr;
     }
     return (const char*)cache_.data() + esize * cache_off_[i];
+}
+
+void* Layer::weights_copy(int i) {
+    if (!copy_kept_by_optimizer || !cache_.defined() || cache_src_ != param_ptr ||
+        (i < (int)param16_ptr.size() && param16_ptr[i]))
+        return nullptr;
+    return (char*)cache_.data() + dtype_size(ops_.traits.act) * cache_off_[i];
+}
+
+void Layer::weights_copy_written(uint64_t version) {
+    if (cache_.defined()) cache_version_ = version;
 }
 
 const int* Layer::tokens(int micro, const Batch& b, bool targets) {

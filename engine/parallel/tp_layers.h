@@ -52,6 +52,16 @@ class Layer {
     // a copy of param_ptr (whose other DP ranks' slices the store then leaves stale).
     std::vector<const void*> param16_ptr;
     int param_index(const std::string& n) const;
+    // The layer's own copy of its parameters in the activation dtype (see w()), where the
+    // optimizer keeps it current: the store sets copy_kept_by_optimizer when its AdamW updates
+    // every parameter of the layer on the device, writes each updated value into the copy too
+    // (weights_copy: parameter i's place in it, null until the first forward made it) and then
+    // says that the copy holds the new version (weights_copy_written), so no step casts it
+    // again. The copy's first cast is then the run's setup, not a step's work: the estimator's
+    // op trace leaves it out.
+    bool copy_kept_by_optimizer = false;
+    void* weights_copy(int i);
+    void weights_copy_written(uint64_t version);
 
     // x: the input hidden state (B, T, C) — ownership moves into the layer (saved for backward);
     // null for the embedding. Returns the output (B, T, C); the head returns its per-token losses

@@ -224,6 +224,7 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communi
         }
     refresh_images();
     for (Layer* l : layers_) {
+        l->copy_kept_by_optimizer = optimizer_writes_copies();
         l->param_ptr.assign(l->table().entries().size(), nullptr);
         l->param16_ptr.assign(l->table().entries().size(), nullptr);
         l->grad_ptr.assign(l->table().entries().size(), nullptr);
@@ -530,14 +531,18 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
     for (auto& up : units_) {
         Unit& u = *up;
         const int64_t r0 = update_begin(u), r1 = update_end(u);
-        for_each_param_range(u, r0, r1, [&](size_t, const ParamInfo& info, int64_t lo, int64_t hi) {
-            float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
-            const float* g =
-                o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin) : u.grads() + lo;
-            const int64_t mo = lo - r0;
-            ranges.push_back({p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo,
-                              info.decay ? static_cast<float>(oc.weight_decay) : 0.0f});
-        });
+        for_each_param_range(
+            u, r0, r1, [&](size_t k, const ParamInfo& info, int64_t lo, int64_t hi) {
+                float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
+                const float* g =
+                    o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin) : u.grads() + lo;
+                const int64_t mo = lo - r0;
+                // the layer's bf16 copy of the parameter, where the optimizer keeps it current
+                auto* copy = static_cast<uint16_t*>(u.layer->weights_copy(u.params[k]));
+                ranges.push_back({p, g, u.m.f32() + mo, u.v.f32() + mo, hi - lo,
+                                  info.decay ? static_cast<float>(oc.weight_decay) : 0.0f,
+                                  copy ? copy + (lo - u.offset[k]) : nullptr});
+            });
         if (gather) {
             ops_->adamw_ranges(ranges, h, oc.grad_clip, norm2);
             ranges.clear();
@@ -545,6 +550,8 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
         }
     }
     ops_->adamw_ranges(ranges, h, oc.grad_clip, norm2);
+    if (optimizer_writes_copies())  // every parameter updated above, each copy with it
+        for (Layer* l : layers_) l->weights_copy_written(version_);
     worker_->drain();
 }
 

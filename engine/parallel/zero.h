@@ -153,6 +153,12 @@ class ParamStore {
     // the gradients in pinned host memory, AdamW on the host's cores, the updated values copied
     // back. With layers in bf16 and ZeRO 0-2 the device then keeps only bf16 images.
     bool image_only() const { return host_master_ && o_.gather_bf16 && o_.stage < 3; }
+    // Layers in bf16 whose every parameter this rank's AdamW updates on the device (ZeRO 0, or
+    // 1/2 without DP): the update writes the layers' bf16 copies as well
+    // (Layer::copy_kept_by_optimizer).
+    bool optimizer_writes_copies() const {
+        return o_.gather_bf16 && !host_master_ && (o_.stage == 0 || (o_.stage < 3 && !dp_));
+    }
     std::deque<std::shared_future<void>> in_flight_;      // ZeRO-2/3 reduce-scatters
     std::vector<std::unique_ptr<CommRequest>> reducing_;  // background reductions (GPU DP)
     std::vector<std::unique_ptr<Unit>> units_;

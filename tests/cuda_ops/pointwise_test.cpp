@@ -1,6 +1,7 @@
 // GELU, ReLU, embedding, AdamW and the small elementwise ops against the CPU kernels (or a host
 // loop where the CPU has no twin).
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "engine/kernels/cpu/adamw.h"
@@ -231,16 +232,33 @@ TEST_F(ElementwiseCuda, SumSquaresAccumulatesInDouble) {
     }
 }
 
+// An AdamW state of n elements at random (parameters and gradients in [-1, 1), m small, v small
+// and positive), on the host and uploaded.
+struct AdamWState {
+    std::vector<float> p, g, m, v;
+    DevBuf<float> d_p, d_g, d_m, d_v;
+    AdamWState(long n, std::mt19937& rng)
+        : p(rand_vec<float>(n, rng)),
+          g(rand_vec<float>(n, rng)),
+          m(rand_vec<float>(n, rng, -0.1f, 0.1f)),
+          v(rand_vec<float>(n, rng, 0.0f, 0.01f)),
+          d_p(n),
+          d_g(n),
+          d_m(n),
+          d_v(n) {
+        d_p.set(p);
+        d_g.set(g);
+        d_m.set(m);
+        d_v.set(v);
+    }
+};
+
 TEST_F(ElementwiseCuda, AdamWMatchesCpu) {
     const long n = 10007;
     std::mt19937 rng(9);
-    auto p = rand_vec<float>(n, rng), g = rand_vec<float>(n, rng),
-         m = rand_vec<float>(n, rng, -0.1f, 0.1f), v = rand_vec<float>(n, rng, 0.0f, 0.01f);
-    DevBuf<float> d_p(n), d_g(n), d_m(n), d_v(n);
-    d_p.set(p);
-    d_g.set(g);
-    d_m.set(m);
-    d_v.set(v);
+    AdamWState st(n, rng);
+    auto &p = st.p, &g = st.g, &m = st.m, &v = st.v;
+    auto &d_p = st.d_p, &d_g = st.d_g, &d_m = st.d_m, &d_v = st.d_v;
     for (long t : {1L, 2L, 50L}) {
         AdamWHyper h{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, t};
         adamw_update(p.data(), g.data(), m.data(), v.data(), n, h, 0.5f);
@@ -283,6 +301,47 @@ TEST_F(ElementwiseCuda, AdamWMultiRangeEqualsPerRange) {
     EXPECT_EQ(a_m.get(), b_m.get());
     EXPECT_EQ(a_v.get(), b_v.get());
     EXPECT_EQ(b_p.get()[0], p[0]);  // outside every range
+}
+
+// The bf16 image a range may carry (AdamWRange::image16, what bf16 layers compute with) holds
+// exactly what cast_f32_to_bf16_cuda makes of the updated values, for the ranges that have one;
+// the other ranges' images, and the gaps, are left as they were.
+TEST_F(ElementwiseCuda, AdamWWritesTheBf16ImageTheCastWouldMake) {
+    std::mt19937 rng(17);
+    std::vector<long> lens = {1, 2048, 5000, 3 * 2048 + 7, 333};
+    long total = 1;  // element 0, then each range followed by a gap of 3
+    for (long n : lens) total += n + 3;
+    AdamWState st(total, rng);
+    auto &d_p = st.d_p, &d_g = st.d_g, &d_m = st.d_m, &d_v = st.d_v;
+    DevBuf<bf16> image(total), cast(total);  // poisoned: 0xFFFF, a NaN no update writes
+    std::vector<AdamWRange> ranges;
+    long off = 1;
+    for (size_t k = 0; k < lens.size(); ++k) {
+        uint16_t* img = k % 2 == 0 ? reinterpret_cast<uint16_t*>(image.p + off) : nullptr;
+        ranges.push_back({d_p.p + off, d_g.p + off, d_m.p + off, d_v.p + off, lens[k], 0.1f, img});
+        off += lens[k] + 3;
+    }
+    adamw_multi_cuda(ranges.data(), (int)ranges.size(), 3e-3f, 0.9f, 0.95f, 1e-8f, 2, 1.0f, 0);
+    cast_f32_to_bf16_cuda(cast.p, d_p.p, total, 0);
+    const auto got = image.get_raw(), want = cast.get_raw();
+    auto bits = [](bf16 x) {
+        uint16_t b;
+        std::memcpy(&b, &x, 2);
+        return b;
+    };
+    off = 1;
+    size_t written = 0;
+    for (size_t k = 0; k < lens.size(); ++k) {
+        for (long i = off; i < off + lens[k]; ++i) {
+            const uint16_t expect = k % 2 == 0 ? bits(want[i]) : uint16_t{0xFFFF};
+            ASSERT_EQ(bits(got[i]), expect) << "range " << k << " element " << i - off;
+            written += k % 2 == 0;
+        }
+        for (long i = off + lens[k]; i < off + lens[k] + 3; ++i)  // the gap after the range
+            ASSERT_EQ(bits(got[i]), uint16_t{0xFFFF}) << "gap " << i;
+        off += lens[k] + 3;
+    }
+    EXPECT_EQ(written, (size_t)(1 + 5000 + 333));
 }
 
 // accumulate and the fp32 -> bf16 cast from unaligned starts (scalar paths) and lengths that leave

@@ -13,6 +13,7 @@
 #include "engine/plan/estimator.h"
 #include "engine/plan/op_costs.h"
 #include "engine/plan/partitioner.h"
+#include "engine/plan/rank_sim.h"
 #include "tests/plan/tiny_plan.h"
 
 using namespace tessera;
@@ -309,6 +310,36 @@ TEST(OpTrace, ProjectionResidualIsOneGemmOnOneRankAndAllReducedOverTp) {
                                         OpKind::add_bias_residual}));
     EXPECT_EQ(two_calls[0].C, 1536);
     EXPECT_EQ(two_calls[1].N, 4096 * 768 * 2) << "the all-reduce's bytes (bf16)";
+}
+
+// Layers in bf16 on a GPU compute with bf16 copies of their weights. Where the rank's AdamW
+// updates every parameter on the device (ZeRO 0), it writes the copies as it updates them: a step
+// casts none but the head's padded vocabulary table (the first step's casts that make the copies
+// are the run's setup, left out of the trace). ZeRO-3 gathers fresh fp32 parameters before each
+// layer's forward and backward, which the layer casts each time (optimizer offload keeps a bf16
+// image on the device instead, cast by the store: no layer casts). What the meta device traces is
+// what the estimator prices.
+TEST(RankSim, TheOptimizerWritesTheWeightCopiesWhereItUpdatesEveryParameter) {
+    RunConfig cfg = tiny();
+    auto casts = [&](int zero, int dp, bool offload) {
+        plan_sim::RankSim sim;
+        sim.B = 2, sim.T = 16, sim.N = 32;
+        sim.dp = dp, sim.zero = zero, sim.m = 1, sim.offload_opt = offload;
+        sim.device = layer_traits(Device::cuda, DType::bf16, false);
+        ModelShape shape = model_shape(cfg.model, plan_vocab_size(cfg.model));
+        shape.param_table();
+        sim.build(shape, {8}, 0, 1, Recompute::none);
+        sim.store_init();
+        sim.run_step(schedule_build(ScheduleKind::one_f_one_b, 1, 1, 1)[0]);
+        int n = 0;
+        for (const OpCall& c : sim.trace.calls) n += c.kind == OpKind::cast_weights;
+        return n;
+    };
+    EXPECT_EQ(casts(0, 1, false), 1) << "the head's padded wte only";
+    EXPECT_EQ(casts(1, 1, false), 1) << "ZeRO-1 without DP updates every parameter too";
+    // the embedding, 8 blocks and the head's own parameters twice, its padded wte once
+    EXPECT_EQ(casts(3, 2, false), 21);
+    EXPECT_EQ(casts(0, 1, true), 0);
 }
 
 // The cross-entropy is one op (its loss and gradient); a sweep from before that timed its two

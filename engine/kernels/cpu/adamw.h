@@ -10,7 +10,9 @@ struct AdamWHyper {
 };
 
 // One parameter range of a multi-range update (DeviceOps::adamw_ranges, adamw_multi_cuda): its
-// own weight decay, the other hyperparameters shared.
+// own weight decay, the other hyperparameters shared. image16, where given (GPUs only): the
+// updated values rounded to bf16 are written there as well, the copy bf16 layers compute with,
+// so no separate cast pass reads the fp32 values again.
 struct AdamWRange {
     float* param;
     const float* grad;
@@ -18,6 +20,7 @@ struct AdamWRange {
     float* v;
     int64_t n;
     float weight_decay;
+    uint16_t* image16 = nullptr;
 };
 
 // The factor torch.nn.utils.clip_grad_norm_ scales gradients by: min(1, clip / (norm + 1e-6));

@@ -30,8 +30,8 @@ AdamWConsts adamw_consts(float lr, float beta1, float beta2, float eps, long t, 
 // The update of element i: engine/kernels/cpu/adamw.cpp's formula, each operation rounded on its
 // own (no fused multiply-adds, IEEE sqrt and division), so the host's AdamW (optimizer offload,
 // CPU ranks) gives these bits exactly.
-__device__ inline void adamw_one(float* param, const float* grad, float* m, float* v, long i,
-                                 float weight_decay, const AdamWConsts& c) {
+__device__ inline float adamw_one(float* param, const float* grad, float* m, float* v, long i,
+                                  float weight_decay, const AdamWConsts& c) {
     const float g = __fmul_rn(grad[i], c.grad_scale);
     const float mi = __fadd_rn(m[i], __fmul_rn(__fsub_rn(1.0f, c.beta1), __fsub_rn(g, m[i])));
     const float vi =
@@ -40,7 +40,9 @@ __device__ inline void adamw_one(float* param, const float* grad, float* m, floa
     v[i] = vi;
     const float p = __fmul_rn(param[i], __fsub_rn(1.0f, __fmul_rn(c.lr, weight_decay)));
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), c.bc2_sqrt), c.eps);
-    param[i] = __fsub_rn(p, __fdiv_rn(__fmul_rn(c.step_size, mi), denom));
+    const float updated = __fsub_rn(p, __fdiv_rn(__fmul_rn(c.step_size, mi), denom));
+    param[i] = updated;
+    return updated;
 }
 constexpr int kBlock = 256, kPerThread = 8, kPerBlock = kBlock * kPerThread;
 
@@ -52,6 +54,7 @@ struct MultiArgs {
     float* v[kAdamWMaxSegments];
     long n[kAdamWMaxSegments];
     float wd[kAdamWMaxSegments];
+    bf16* img[kAdamWMaxSegments];  // null: no bf16 image of the range
     long first_block[kAdamWMaxSegments + 1];
     int count;
 };
@@ -76,8 +79,11 @@ static __global__ void adamw_multi_kernel(MultiArgs a, AdamWConsts c, const floa
     while (s + 1 < a.count && blockIdx.x >= a.first_block[s + 1]) ++s;
     const long base = (blockIdx.x - a.first_block[s]) * (long)kPerBlock;
     const long end = min(a.n[s], base + kPerBlock);
-    for (long i = base + threadIdx.x; i < end; i += kBlock)
-        adamw_one(a.p[s], a.g[s], a.m[s], a.v[s], i, a.wd[s], c);
+    bf16* img = a.img[s];
+    for (long i = base + threadIdx.x; i < end; i += kBlock) {
+        const float p = adamw_one(a.p[s], a.g[s], a.m[s], a.v[s], i, a.wd[s], c);
+        if (img) img[i] = from_float<bf16>(p);  // the rounding cast_f32_to_bf16_cuda uses
+    }
 }
 
 void adamw_cuda(float* param, const float* grad, float* m, float* v, long n, float lr, float beta1,
@@ -113,6 +119,7 @@ void adamw_multi_cuda(const AdamWRange* ranges, int count, float lr, float beta1
             a.v[j] = r.v;
             a.n[j] = r.n;
             a.wd[j] = r.weight_decay;
+            a.img[j] = reinterpret_cast<bf16*>(r.image16);
             a.first_block[j] = blocks;
             blocks += (r.n + kPerBlock - 1) / kPerBlock;
         }
