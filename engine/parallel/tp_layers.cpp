@@ -226,8 +226,9 @@ const void* Layer::w(int i) {
                                device);
     }
     if (cache_version_ != weights_version || cache_src_ != param_ptr) {
-        OpTrace* trace = op_trace_current();
-        if (copy_kept_by_optimizer && cache_version_ == 0) op_trace_install(nullptr);
+        // made once where the optimizer keeps it current: the run's setup, not a step's work
+        const bool setup = copy_kept_by_optimizer && cache_version_ == 0;
+        OpTrace* trace = setup ? op_trace_install(nullptr) : op_trace_current();
         // the parameter store keeps a layer's parameters back to back: then one cast
         bool contiguous = true;
         for (size_t k = 0; k < es.size(); ++k)
@@ -246,6 +247,8 @@ const void* Layer::w(int i) {
 }
 
 void* Layer::weights_copy(int i) {
+    // the optimizer's to write while it is the cast of the parameters where they are now (a copy
+    // of moved storage is cast again by w())
     if (!copy_kept_by_optimizer || !cache_.defined() || cache_src_ != param_ptr ||
         (i < (int)param16_ptr.size() && param16_ptr[i]))
         return nullptr;
@@ -253,7 +256,9 @@ void* Layer::weights_copy(int i) {
 }
 
 void Layer::weights_copy_written(uint64_t version) {
-    if (cache_.defined()) cache_version_ = version;
+    // as weights_copy: only a copy the optimizer was given to write is now current
+    if (copy_kept_by_optimizer && cache_.defined() && cache_src_ == param_ptr)
+        cache_version_ = version;
 }
 
 const int* Layer::tokens(int micro, const Batch& b, bool targets) {
