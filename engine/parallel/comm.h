@@ -48,8 +48,8 @@ class Communicator {
     virtual std::unique_ptr<CommRequest> irecv(float* data, int64_t n, int peer, int tag) = 0;
     virtual void barrier() = 0;
     virtual int64_t sequence() const = 0;  // collectives issued so far
-    // How the collectives travel, for the start-up banner and tests: "shared memory", "gloo tcp",
-    // "nccl", "meta".
+    // How the collectives (a pipeline group: its messages) travel, for the start-up banner and
+    // tests: "shared memory", "gloo tcp", "nccl", "meta".
     virtual std::string transport() const = 0;
 
     // A sum all-reduce that runs in the background: null where the backend has none (the caller

@@ -26,6 +26,9 @@ namespace tessera {
 namespace {
 
 constexpr size_t kLine = 64;
+// every page mapped now: a first touch in the middle of a message costs 10-20 µs a page on the
+// 2-core machine (a 128 KB message took 0.4-0.6 ms to copy into pages not yet mapped)
+constexpr int kMapFlags = MAP_SHARED | MAP_POPULATE;
 
 struct alignas(kLine) Counter {
     std::atomic<uint64_t> phase{0};
@@ -103,27 +106,98 @@ uint64_t process_start(int pid) {
 }
 }  // namespace
 
+// A ring's two positions (bytes written and taken since the start), each on a line of its own.
+struct ShmGroup::Ring {
+    alignas(kLine) std::atomic<uint64_t> head{0};
+    alignas(kLine) std::atomic<uint64_t> tail{0};
+};
+
 namespace {
-size_t segment_bytes(int size) {
+constexpr int64_t kMessageHeader = 64;  // tag and length, then the payload from the next line
+
+struct MessageHeader {
+    uint64_t tag;
+    int64_t bytes;
+};
+
+int64_t message_span(int64_t bytes) {  // a message's bytes in its ring, lines whole
+    return kMessageHeader + (bytes + int64_t(kLine) - 1) / int64_t(kLine) * int64_t(kLine);
+}
+
+size_t header_bytes() {
+    return ((sizeof(ShmGroup::Header) + kLine - 1) / kLine) * kLine;
+}
+
+size_t channels(int size) {
+    return size_t(size) * size_t(size - 1);
+}
+
+// The segment: the header, then two buffers of `size` slots and two result buffers (a group for
+// collectives), or a Ring for every ordered pair of members and their bytes (point to point).
+size_t segment_bytes(int size, int64_t ring_bytes) {
+    if (ring_bytes > 0)
+        return header_bytes() + channels(size) * (sizeof(ShmGroup::Ring) + size_t(ring_bytes));
     const size_t slot = sizeof(float) * ShmGroup::kSlotFloats;
-    return ((sizeof(ShmGroup::Header) + kLine - 1) / kLine) * kLine + slot * 2 * (size_t(size) + 1);
+    return header_bytes() + slot * 2 * (size_t(size) + 1);
+}
+
+size_t channel(int size, int from, int to) {
+    return size_t(from) * size_t(size - 1) + size_t(to < from ? to : to - 1);
+}
+
+char* channel_data(void* base, int size, int64_t ring_bytes, int from, int to) {
+    return static_cast<char*>(base) + header_bytes() + channels(size) * sizeof(ShmGroup::Ring) +
+           channel(size, from, to) * size_t(ring_bytes);
+}
+
+// data[pos, pos + n) of a ring of `size` bytes, wrapping at its end
+void ring_put(char* ring, int64_t size, uint64_t pos, const void* data, int64_t n) {
+    const int64_t at = int64_t(pos % uint64_t(size)), first = std::min(n, size - at);
+    std::memcpy(ring + at, data, size_t(first));
+    if (first < n) std::memcpy(ring, static_cast<const char*>(data) + first, size_t(n - first));
+}
+
+void ring_get(void* data, const char* ring, int64_t size, uint64_t pos, int64_t n) {
+    const int64_t at = int64_t(pos % uint64_t(size)), first = std::min(n, size - at);
+    std::memcpy(data, ring + at, size_t(first));
+    if (first < n) std::memcpy(static_cast<char*>(data) + first, ring, size_t(n - first));
 }
 }  // namespace
 
-ShmGroup::ShmGroup(void* base, size_t bytes, int rank, int size, std::chrono::milliseconds timeout)
-    : base_(base), bytes_(bytes), rank_(rank), size_(size), timeout_(timeout) {}
+ShmGroup::ShmGroup(void* base, size_t bytes, int rank, int size, std::chrono::milliseconds timeout,
+                   int64_t ring_bytes)
+    : base_(base),
+      bytes_(bytes),
+      rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      ring_bytes_(ring_bytes),
+      set_aside_(size_t(size)),
+      tickets_(size_t(size), 0),
+      written_(size_t(size), 0) {}
 
 ShmGroup::~ShmGroup() {
+    // messages still set aside go out while their peers take them, for a moment at most
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (int q = 0; q < size_; ++q) {
+        while (!set_aside_[size_t(q)].empty() && std::chrono::steady_clock::now() < until) {
+            p2p_flush(q);
+            if (!set_aside_[size_t(q)].empty())
+                std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
     Mapping m;  // the segment's owner
     m.base = base_;
     m.bytes = bytes_;
 }
 
 std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const std::string& key,
-                                         int rank, int size, std::chrono::milliseconds timeout) {
-    if (size < 2 || size > kMaxMembers) return nullptr;
+                                         int rank, int size, std::chrono::milliseconds timeout,
+                                         int64_t ring_bytes) {
+    if (size < 2 || size > kMaxMembers || ring_bytes < 0 || ring_bytes % int64_t(kLine) != 0)
+        return nullptr;
     if (const char* e = std::getenv("TESSERA_SHM"); e && std::string(e) == "0") return nullptr;
-    const size_t bytes = segment_bytes(size);
+    const size_t bytes = segment_bytes(size, ring_bytes);
     // Member 0 creates a fresh segment, writes a random token into it and names both in the
     // store; the others map it and check the token (a member in another IPC namespace, or on
     // another host with a /dev/shm of its own, would map something else or nothing). Every
@@ -140,10 +214,12 @@ std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const s
         // allocate every page now: a /dev/shm too small for it fails here, not with a SIGBUS
         // in the middle of a collective
         if (fd.get() >= 0 && posix_fallocate(fd.get(), 0, off_t(bytes)) == 0)
-            map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+            map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kMapFlags, fd.get(), 0);
         if (map.ok()) {
             auto* h = new (map.base) Header();
             std::strncpy(h->token, token.c_str(), sizeof(h->token) - 1);
+            for (size_t c = 0; ring_bytes > 0 && c < channels(size); ++c)
+                new (static_cast<char*>(map.base) + header_bytes() + c * sizeof(Ring)) Ring();
         }
         store.set(key + "/shm", bytes_of(map.ok() ? name + " " + token : "-"));
     } else {
@@ -154,7 +230,7 @@ std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const s
             const std::string token = s.substr(sp + 1);
             UniqueFd fd(shm_open(s.substr(0, sp).c_str(), O_RDWR, 0600));
             if (fd.get() >= 0)
-                map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+                map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kMapFlags, fd.get(), 0);
             if (map.ok() && std::strncmp(static_cast<Header*>(map.base)->token, token.c_str(),
                                          sizeof(Header::token) - 1) != 0)
                 map.reset();
@@ -164,6 +240,19 @@ std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const s
         auto& m = static_cast<Header*>(map.base)->member[rank];
         m.pid = getpid();
         m.start = process_start(getpid());
+        // this member's rings mapped for what it does with them (MAP_POPULATE still left a
+        // 128 KB copy at 0.2 ms on the 2-core machine): written where it sends, which nobody
+        // does before every member has answered, read where it receives
+        const long page = sysconf(_SC_PAGESIZE);
+        for (int q = 0; ring_bytes > 0 && q < size; ++q) {
+            if (q == rank) continue;
+            char* out = channel_data(map.base, size, ring_bytes, rank, q);
+            const char* in = channel_data(map.base, size, ring_bytes, q, rank);
+            for (int64_t at = 0; at < ring_bytes; at += page) {
+                out[at] = 0;
+                (void)*static_cast<const volatile char*>(in + at);
+            }
+        }
     }
     store.set(str_cat(key, "/shm_ok/", rank), bytes_of(map.ok() ? "1" : "0"));
     bool all = true;
@@ -179,13 +268,13 @@ std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const s
         watch = watch && m.start != 0 && process_start(m.pid) == m.start;
     }
     void* base = map.release();
-    auto g = std::unique_ptr<ShmGroup>(new ShmGroup(base, bytes, rank, size, timeout));
+    auto g = std::unique_ptr<ShmGroup>(new ShmGroup(base, bytes, rank, size, timeout, ring_bytes));
     g->watch_ = watch;
     return g;
 }
 
 float* ShmGroup::slot(int buffer, int member) const {
-    char* data = static_cast<char*>(base_) + ((sizeof(Header) + kLine - 1) / kLine) * kLine;
+    char* data = static_cast<char*>(base_) + header_bytes();
     return reinterpret_cast<float*>(data) +
            (size_t(buffer) * size_t(size_) + size_t(member)) * size_t(kSlotFloats);
 }
@@ -206,35 +295,38 @@ void ShmGroup::finish(uint64_t phase) {
     static_cast<Header*>(base_)->done[rank_].phase.store(phase, std::memory_order_release);
 }
 
-// Waits until every member's counter has reached `phase`: spinning first (the members usually
-// arrive within microseconds of each other), then yielding (a member that shares this core gets
-// it), then sleeping, looking every few milliseconds whether the awaited member's process is
-// still there; throws after the timeout.
+// Spinning first (the members usually arrive within microseconds of each other), then yielding
+// (a member that shares this core gets it), then sleeping, looking every few milliseconds
+// whether the awaited member's process is still there; throws after the timeout.
+void ShmGroup::backoff(Backoff& b, int peer, const std::string& what) const {
+    const int spins = b.spins++;
+    if (spins < 2000) {
+        cpu_relax();
+        return;
+    }
+    if (spins < 4000) {
+        sched_yield();
+        return;
+    }
+    using Clock = std::chrono::steady_clock;
+    if (b.deadline == Clock::time_point{}) b.deadline = Clock::now() + timeout_;
+    if (Clock::now() > b.deadline)
+        throw std::runtime_error(str_cat("shared memory: group rank ", peer, " did not ", what));
+    const Header* h = static_cast<const Header*>(base_);
+    if (watch_ && spins % 256 == 0 && process_start(h->member[peer].pid) != h->member[peer].start)
+        throw std::runtime_error(str_cat("shared memory: group rank ", peer, " (pid ",
+                                         h->member[peer].pid, ") exited before it ", what));
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+// Waits until every member's counter has reached `phase`.
 void ShmGroup::wait_all(bool done, uint64_t phase) const {
     const Header* h = static_cast<const Header*>(base_);
     const auto* c = reinterpret_cast<const Counter*>(done ? h->done : h->arrive);
-    using Clock = std::chrono::steady_clock;
-    Clock::time_point deadline{};
     for (int r = 0; r < size_; ++r) {
-        for (int spins = 0; c[r].phase.load(std::memory_order_acquire) < phase; ++spins) {
-            if (spins < 2000) {
-                cpu_relax();
-            } else if (spins < 4000) {
-                sched_yield();
-            } else {
-                if (deadline == Clock::time_point{}) deadline = Clock::now() + timeout_;
-                const char* what = done ? "finish" : "arrive at";
-                if (Clock::now() > deadline)
-                    throw std::runtime_error(str_cat("shared memory: group rank ", r, " did not ",
-                                                     what, " phase ", phase));
-                if (watch_ && spins % 256 == 0 &&
-                    process_start(h->member[r].pid) != h->member[r].start)
-                    throw std::runtime_error(str_cat("shared memory: group rank ", r, " (pid ",
-                                                     h->member[r].pid, ") exited before it ", what,
-                                                     " phase ", phase));
-                std::this_thread::sleep_for(std::chrono::microseconds(20));
-            }
-        }
+        Backoff b;
+        while (c[r].phase.load(std::memory_order_acquire) < phase)
+            backoff(b, r, str_cat(done ? "finish" : "arrive at", " phase ", phase));
     }
 }
 
@@ -326,6 +418,142 @@ void ShmGroup::barrier() {
     const uint64_t ph = begin_phase();
     arrive(ph);
     wait_arrived(ph);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Point to point
+
+ShmGroup::Ring* ShmGroup::ring(int from, int to) const {
+    return reinterpret_cast<Ring*>(static_cast<char*>(base_) + header_bytes() +
+                                   channel(size_, from, to) * sizeof(Ring));
+}
+
+char* ShmGroup::ring_data(int from, int to) const {
+    return channel_data(base_, size_, ring_bytes_, from, to);
+}
+
+bool ShmGroup::p2p_fits(int64_t bytes) const {
+    return ring_bytes_ > 0 && bytes >= 0 && message_span(bytes) <= ring_bytes_ / 2;
+}
+
+// The message into peer's ring if it has room now.
+bool ShmGroup::p2p_write(int peer, uint64_t tag, const void* data, int64_t bytes) {
+    Ring* r = ring(rank_, peer);
+    const uint64_t head = r->head.load(std::memory_order_relaxed);  // only this member moves it
+    const int64_t span = message_span(bytes);
+    if (ring_bytes_ - int64_t(head - r->tail.load(std::memory_order_acquire)) < span) return false;
+    char* d = ring_data(rank_, peer);
+    const MessageHeader m{tag, bytes};
+    ring_put(d, ring_bytes_, head, &m, sizeof m);
+    ring_put(d, ring_bytes_, head + kMessageHeader, data, bytes);
+    r->head.store(head + uint64_t(span), std::memory_order_release);
+    return true;
+}
+
+void ShmGroup::p2p_flush(int peer) {
+    auto& q = set_aside_[size_t(peer)];
+    while (!q.empty() &&
+           p2p_write(peer, q.front().tag, q.front().data.data(), int64_t(q.front().data.size()))) {
+        written_[size_t(peer)] = q.front().ticket;
+        q.pop_front();
+    }
+}
+
+uint64_t ShmGroup::p2p_send(int peer, uint64_t tag, const void* data, int64_t bytes) {
+    TS_CHECK(p2p_fits(bytes), "shared memory: a message of ", bytes, " bytes does not fit");
+    const uint64_t ticket = ++tickets_[size_t(peer)];
+    p2p_flush(peer);
+    if (set_aside_[size_t(peer)].empty() && p2p_write(peer, tag, data, bytes)) {
+        written_[size_t(peer)] = ticket;
+    } else {
+        const char* c = static_cast<const char*>(data);
+        set_aside_[size_t(peer)].push_back({ticket, tag, std::vector<char>(c, c + bytes)});
+    }
+    return ticket;
+}
+
+// Takes every message in this member's incoming rings: into the earliest posted receive of its
+// tag, else aside.
+void ShmGroup::p2p_progress() {
+    for (int q = 0; q < size_; ++q) {
+        if (q == rank_) continue;
+        Ring* r = ring(q, rank_);
+        const char* d = ring_data(q, rank_);
+        uint64_t tail = r->tail.load(std::memory_order_relaxed);  // only this member moves it
+        const uint64_t head = r->head.load(std::memory_order_acquire);
+        while (tail < head) {
+            MessageHeader m{};
+            ring_get(&m, d, ring_bytes_, tail, sizeof m);
+            auto it = posted_.begin();
+            while (it != posted_.end() && (it->second.peer != q || it->second.tag != m.tag)) ++it;
+            if (it == posted_.end()) {
+                std::vector<char> data(size_t(m.bytes));
+                ring_get(data.data(), d, ring_bytes_, tail + kMessageHeader, m.bytes);
+                arrived_.push_back({q, m.tag, std::move(data)});
+            } else if (it->second.bytes != m.bytes) {
+                failed_ = str_cat("shared memory: group rank ", q, " sent ", m.bytes,
+                                  " bytes with tag ", m.tag, " to a receive of ", it->second.bytes);
+                posted_.erase(it);
+            } else {
+                ring_get(it->second.data, d, ring_bytes_, tail + kMessageHeader, m.bytes);
+                filled_.insert(it->first);
+                posted_.erase(it);
+            }
+            tail += uint64_t(message_span(m.bytes));
+        }
+        r->tail.store(tail, std::memory_order_release);
+    }
+}
+
+uint64_t ShmGroup::p2p_post_recv(int peer, uint64_t tag, void* data, int64_t bytes) {
+    const uint64_t id = ++recv_ids_;
+    p2p_progress();
+    for (auto it = arrived_.begin(); it != arrived_.end(); ++it) {
+        if (it->peer != peer || it->tag != tag) continue;
+        if (int64_t(it->data.size()) != bytes)
+            throw std::runtime_error(str_cat("shared memory: group rank ", peer, " sent ",
+                                             it->data.size(), " bytes with tag ", tag,
+                                             " to a receive of ", bytes));
+        std::memcpy(data, it->data.data(), it->data.size());
+        arrived_.erase(it);
+        filled_.insert(id);
+        return id;
+    }
+    posted_.emplace(id, Posted{peer, tag, data, bytes});
+    return id;
+}
+
+void ShmGroup::p2p_wait_recv(uint64_t id) {
+    Backoff b;
+    int peer = -1;
+    if (auto it = posted_.find(id); it != posted_.end()) peer = it->second.peer;
+    for (;;) {
+        p2p_progress();
+        if (!failed_.empty()) {
+            posted_.erase(id);
+            throw std::runtime_error(std::exchange(failed_, ""));
+        }
+        if (filled_.erase(id)) return;
+        if (!posted_.count(id)) throw std::runtime_error("shared memory: no such receive");
+        for (int q = 0; q < size_; ++q)
+            if (q != rank_) p2p_flush(q);  // a peer may be waiting for ours meanwhile
+        try {
+            backoff(b, peer, "send the message awaited");
+        } catch (...) {
+            posted_.erase(id);  // the caller's buffer may go
+            throw;
+        }
+    }
+}
+
+void ShmGroup::p2p_wait_sent(int peer, uint64_t ticket) {
+    Backoff b;
+    for (;;) {
+        p2p_flush(peer);
+        if (written_[size_t(peer)] >= ticket) return;
+        p2p_progress();  // the peer may be waiting for ours meanwhile
+        backoff(b, peer, "make room for a message");
+    }
 }
 
 }  // namespace tessera

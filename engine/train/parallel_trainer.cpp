@@ -525,6 +525,7 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
                  << cfg_.parallel.zero << ", schedule " << cfg_.parallel.schedule << "\n";
         // how the collectives travel (the world group spans every rank)
         if (g_.world) out_ << "tessera: collectives through " << g_.world->transport() << "\n";
+        if (g_.pp) out_ << "tessera: pipeline messages through " << g_.pp->transport() << "\n";
         out_ << "tessera: data " << data_->describe() << "\n"
              << "tessera: " << cfg_.train.steps << " steps of " << (int64_t)mb * n_micro_ * dp
              << " samples (" << mb << " x " << n_micro_ << " accumulation x " << dp << " dp), "

@@ -339,6 +339,91 @@ TEST(CommGloo, SendRecvTagsAndOrder) {
     expect_all_ok(results);
 }
 
+// A pipeline's group moves its messages through shared-memory rings on one host: tags still
+// arrive in order and do not block each other while more than a ring holds waits to be taken,
+// a message longer than half a ring goes through gloo, both neighbours may send before either
+// receives, and a receive of the wrong length fails naming the sender. With TESSERA_SHM=0 the
+// same messages go through gloo.
+std::string check_pipeline_messages(ProcessGroups& g) {
+    Communicator* c = g.pp.get();
+    RANK_CHECK(c && c->size() == 3, "pp group missing");
+    const int r = c->rank();
+    auto value = [](int tag, int k, int64_t i) { return float(tag * 1000 + k) + float(i % 97); };
+    const int64_t part = 256 * 1024;  // 1 MiB: 24 of them are more than the 10.7 MiB ring holds
+    if (r == 0) {
+        std::vector<float> v(static_cast<size_t>(part));
+        for (int k = 0; k < 12; ++k)
+            for (int tag : {1, 2}) {
+                for (int64_t i = 0; i < part; ++i) v[size_t(i)] = value(tag, k, i);
+                c->send(v.data(), part, 1, tag);
+            }
+    } else if (r == 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0 sends ahead
+        std::vector<float> v(static_cast<size_t>(part));
+        for (int tag : {2, 1})  // tag 2 first, although its messages went out interleaved
+            for (int k = 0; k < 12; ++k) {
+                c->recv(v.data(), part, 0, tag);
+                for (int64_t i = 0; i < part; i += 1021)
+                    RANK_CHECK(v[size_t(i)] == value(tag, k, i), "tag ", tag, " message ", k);
+            }
+    }
+    // longer than half a ring: gloo
+    const int64_t big = 1536 * 1024;
+    std::vector<float> b(static_cast<size_t>(big), float(r));
+    if (r == 1) c->send(b.data(), big, 2, 5);
+    if (r == 2) {
+        c->recv(b.data(), big, 1, 5);
+        RANK_CHECK(b[0] == 1.f && b[size_t(big - 1)] == 1.f, "the long message");
+    }
+    // every member sends to both neighbours before receiving (a pipeline's forward and backward
+    // crossing, and the last stage's wrap to the first)
+    std::vector<float> to_next(5000, float(r + 1)), to_prev(3000, float(-r - 1));
+    std::vector<float> from_prev(5000), from_next(3000);
+    const int next = (r + 1) % 3, prev = (r + 2) % 3;
+    auto s1 = c->isend(to_next.data(), 5000, next, 7);
+    auto s2 = c->isend(to_prev.data(), 3000, prev, 8);
+    auto r1 = c->irecv(from_prev.data(), 5000, prev, 7);
+    auto r2 = c->irecv(from_next.data(), 3000, next, 8);
+    r2->wait();
+    r1->wait();
+    s1->wait();
+    s2->wait();
+    RANK_CHECK(from_prev[4999] == float(prev + 1) && from_next[0] == float(-next - 1), "exchange");
+    c->barrier();
+    const std::string transport = c->transport();
+    if (transport == "shared memory") {  // last: the communicator is unusable after it
+        float x[12] = {};
+        if (r == 2) c->send(x, 10, 0, 9);
+        if (r == 0) {
+            try {
+                c->recv(x, 12, 2, 9);
+                return std::string("a receive of the wrong length did not fail");
+            } catch (const Error& e) {
+                const std::string what = e.what();
+                RANK_CHECK(what.find("group rank 2 sent 40 bytes with tag 9 to a receive of 48") !=
+                               std::string::npos,
+                           what);
+            }
+        }
+    }
+    return transport;
+}
+
+TEST(CommGloo, PipelineMessagesThroughSharedMemory) {
+    for (const std::string& v : {"", "0"}) {
+        SCOPED_TRACE("TESSERA_SHM=" + v);
+        if (v.empty())
+            unsetenv("TESSERA_SHM");
+        else
+            setenv("TESSERA_SHM", v.c_str(), 1);
+        auto results =
+            run_ranks({1, 1, 3}, std::chrono::milliseconds(20000), check_pipeline_messages);
+        for (size_t r = 0; r < results.size(); ++r)
+            EXPECT_EQ(results[r], v.empty() ? "shared memory" : "gloo tcp") << "rank " << r;
+    }
+    unsetenv("TESSERA_SHM");
+}
+
 // ------------------------------------------------------------------------------------------------
 // Watchdog: rank 2 sleeps past the timeout before the second all_reduce.
 
