@@ -152,12 +152,14 @@ char* channel_data(void* base, int size, int64_t ring_bytes, int from, int to) {
 
 // data[pos, pos + n) of a ring of `size` bytes, wrapping at its end
 void ring_put(char* ring, int64_t size, uint64_t pos, const void* data, int64_t n) {
+    if (n == 0) return;  // data may be null
     const int64_t at = int64_t(pos % uint64_t(size)), first = std::min(n, size - at);
     std::memcpy(ring + at, data, size_t(first));
     if (first < n) std::memcpy(ring, static_cast<const char*>(data) + first, size_t(n - first));
 }
 
 void ring_get(void* data, const char* ring, int64_t size, uint64_t pos, int64_t n) {
+    if (n == 0) return;
     const int64_t at = int64_t(pos % uint64_t(size)), first = std::min(n, size - at);
     std::memcpy(data, ring + at, size_t(first));
     if (first < n) std::memcpy(static_cast<char*>(data) + first, ring, size_t(n - first));
@@ -514,7 +516,7 @@ uint64_t ShmGroup::p2p_post_recv(int peer, uint64_t tag, void* data, int64_t byt
             throw std::runtime_error(str_cat("shared memory: group rank ", peer, " sent ",
                                              it->data.size(), " bytes with tag ", tag,
                                              " to a receive of ", bytes));
-        std::memcpy(data, it->data.data(), it->data.size());
+        if (bytes > 0) std::memcpy(data, it->data.data(), it->data.size());
         arrived_.erase(it);
         filled_.insert(id);
         return id;
