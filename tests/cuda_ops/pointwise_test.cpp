@@ -271,14 +271,22 @@ TEST_F(ElementwiseCuda, AdamWMatchesCpu) {
 }
 
 // The multi-range update equals one adamw_cuda per range, bit for bit: 60 ranges (two launches),
-// odd lengths and offsets, an empty range, and each range its own weight decay.
-TEST_F(ElementwiseCuda, AdamWMultiRangeEqualsPerRange) {
+// odd lengths, an empty range, and each range its own weight decay; once at odd offsets (the
+// element-wise path), once with every range 16-byte aligned (four elements a thread, and the
+// range's last few one by one).
+class AdamWMulti : public ElementwiseCuda, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(Offsets, AdamWMulti, ::testing::Values(false, true),
+                         [](const auto& i) { return i.param ? "Aligned" : "Odd"; });
+TEST_P(AdamWMulti, EqualsOneUpdatePerRange) {
+    const bool aligned = GetParam();
+    auto next = [&](long off) { return aligned ? (off + 3) / 4 * 4 : off; };
     std::mt19937 rng(13);
     std::vector<long> lens;
     for (int k = 0; k < 60; ++k) lens.push_back(k == 7 ? 0 : 1 + (long)(rng() % 5000));
     lens[3] = 3 * 2048 + 1;  // a range over several blocks
-    long total = 0;
-    for (long n : lens) total += n + 3;  // gaps between ranges stay untouched
+    lens[4] = 2 * 2048;      // whole blocks
+    long total = 4;
+    for (long n : lens) total = next(total + n + 3);  // gaps between ranges stay untouched
     auto p = rand_vec<float>(total, rng), g = rand_vec<float>(total, rng),
          m = rand_vec<float>(total, rng, -0.1f, 0.1f), v = rand_vec<float>(total, rng, 0.0f, 0.01f);
     DevBuf<float> a_p(total), a_m(total), a_v(total), b_p(total), b_m(total), b_v(total),
@@ -288,13 +296,13 @@ TEST_F(ElementwiseCuda, AdamWMultiRangeEqualsPerRange) {
     for (auto* b : {&a_v, &b_v}) b->set(v);
     d_g.set(g);
     std::vector<AdamWRange> ranges;
-    long off = 1;
+    long off = aligned ? 4 : 1;
     for (size_t k = 0; k < lens.size(); ++k) {
         const float wd = k % 3 == 0 ? 0.0f : 0.1f;
         adamw_cuda(a_p.p + off, d_g.p + off, a_m.p + off, a_v.p + off, lens[k], 3e-3f, 0.9f, 0.95f,
                    1e-8f, wd, 4, 0.7f, 0);
         ranges.push_back({b_p.p + off, d_g.p + off, b_m.p + off, b_v.p + off, lens[k], wd});
-        off += lens[k] + 3;
+        off = next(off + lens[k] + 3);
     }
     adamw_multi_cuda(ranges.data(), (int)ranges.size(), 3e-3f, 0.9f, 0.95f, 1e-8f, 4, 0.7f, 0);
     EXPECT_EQ(a_p.get(), b_p.get());
@@ -306,20 +314,25 @@ TEST_F(ElementwiseCuda, AdamWMultiRangeEqualsPerRange) {
 // The bf16 image a range may carry (AdamWRange::image16, what bf16 layers compute with) holds
 // exactly what cast_f32_to_bf16_cuda makes of the updated values, for the ranges that have one;
 // the other ranges' images, and the gaps, are left as they were.
-TEST_F(ElementwiseCuda, AdamWWritesTheBf16ImageTheCastWouldMake) {
+class AdamWImage : public ElementwiseCuda, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(Offsets, AdamWImage, ::testing::Values(false, true),
+                         [](const auto& i) { return i.param ? "Aligned" : "Odd"; });
+TEST_P(AdamWImage, WritesWhatTheCastWouldMake) {
+    const bool aligned = GetParam();  // as AdamWMulti: odd offsets, or every range aligned
+    auto next = [&](long off) { return aligned ? (off + 3) / 4 * 4 : off; };
     std::mt19937 rng(17);
     std::vector<long> lens = {1, 2048, 5000, 3 * 2048 + 7, 333};
-    long total = 1;  // element 0, then each range followed by a gap of 3
-    for (long n : lens) total += n + 3;
+    long total = aligned ? 4 : 1;  // the first elements, then each range followed by a gap
+    for (long n : lens) total = next(total + n + 3);
     AdamWState st(total, rng);
     auto &d_p = st.d_p, &d_g = st.d_g, &d_m = st.d_m, &d_v = st.d_v;
     DevBuf<bf16> image(total), cast(total);  // poisoned: 0xFFFF, a NaN no update writes
     std::vector<AdamWRange> ranges;
-    long off = 1;
+    long off = aligned ? 4 : 1;
     for (size_t k = 0; k < lens.size(); ++k) {
         uint16_t* img = k % 2 == 0 ? reinterpret_cast<uint16_t*>(image.p + off) : nullptr;
         ranges.push_back({d_p.p + off, d_g.p + off, d_m.p + off, d_v.p + off, lens[k], 0.1f, img});
-        off += lens[k] + 3;
+        off = next(off + lens[k] + 3);
     }
     adamw_multi_cuda(ranges.data(), (int)ranges.size(), 3e-3f, 0.9f, 0.95f, 1e-8f, 2, 1.0f, 0);
     cast_f32_to_bf16_cuda(cast.p, d_p.p, total, 0);
@@ -329,7 +342,7 @@ TEST_F(ElementwiseCuda, AdamWWritesTheBf16ImageTheCastWouldMake) {
         std::memcpy(&b, &x, 2);
         return b;
     };
-    off = 1;
+    off = aligned ? 4 : 1;
     size_t written = 0;
     for (size_t k = 0; k < lens.size(); ++k) {
         for (long i = off; i < off + lens[k]; ++i) {
@@ -337,9 +350,10 @@ TEST_F(ElementwiseCuda, AdamWWritesTheBf16ImageTheCastWouldMake) {
             ASSERT_EQ(bits(got[i]), expect) << "range " << k << " element " << i - off;
             written += k % 2 == 0;
         }
-        for (long i = off + lens[k]; i < off + lens[k] + 3; ++i)  // the gap after the range
+        const long after = next(off + lens[k] + 3);
+        for (long i = off + lens[k]; i < after; ++i)  // the gap after the range
             ASSERT_EQ(bits(got[i]), uint16_t{0xFFFF}) << "gap " << i;
-        off += lens[k] + 3;
+        off = after;
     }
     EXPECT_EQ(written, (size_t)(1 + 5000 + 333));
 }

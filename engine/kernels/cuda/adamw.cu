@@ -1,6 +1,8 @@
 // AdamW update: one elementwise kernel over one range, and a multi-range form that updates many
-// parameter tensors in one launch (a block per 2048 elements of one range).
+// parameter tensors in one launch (a block per 2048 elements of one range, a thread's elements
+// four at a time, 16-byte loads and stores, where the range's arrays are aligned for them).
 #include <cmath>
+#include <cstdint>
 
 #include "engine/kernels/cuda/adamw.cuh"
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -27,22 +29,31 @@ AdamWConsts adamw_consts(float lr, float beta1, float beta2, float eps, long t, 
             grad_scale};
 }
 
-// The update of element i: engine/kernels/cpu/adamw.cpp's formula, each operation rounded on its
-// own (no fused multiply-adds, IEEE sqrt and division), so the host's AdamW (optimizer offload,
-// CPU ranks) gives these bits exactly.
+// The update of one element: engine/kernels/cpu/adamw.cpp's formula, each operation rounded on
+// its own (no fused multiply-adds, IEEE sqrt and division), so the host's AdamW (optimizer
+// offload, CPU ranks) gives these bits exactly.
+__device__ inline float adamw_value(float& param, float grad, float& m, float& v,
+                                    float weight_decay, const AdamWConsts& c) {
+    const float g = __fmul_rn(grad, c.grad_scale);
+    const float mi = __fadd_rn(m, __fmul_rn(__fsub_rn(1.0f, c.beta1), __fsub_rn(g, m)));
+    const float vi =
+        __fadd_rn(__fmul_rn(c.beta2, v), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, c.beta2), g), g));
+    m = mi;
+    v = vi;
+    const float p = __fmul_rn(param, __fsub_rn(1.0f, __fmul_rn(c.lr, weight_decay)));
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), c.bc2_sqrt), c.eps);
+    param = __fsub_rn(p, __fdiv_rn(__fmul_rn(c.step_size, mi), denom));
+    return param;
+}
+// ... of element i of the arrays
 __device__ inline float adamw_one(float* param, const float* grad, float* m, float* v, long i,
                                   float weight_decay, const AdamWConsts& c) {
-    const float g = __fmul_rn(grad[i], c.grad_scale);
-    const float mi = __fadd_rn(m[i], __fmul_rn(__fsub_rn(1.0f, c.beta1), __fsub_rn(g, m[i])));
-    const float vi =
-        __fadd_rn(__fmul_rn(c.beta2, v[i]), __fmul_rn(__fmul_rn(__fsub_rn(1.0f, c.beta2), g), g));
+    float p = param[i], mi = m[i], vi = v[i];
+    adamw_value(p, grad[i], mi, vi, weight_decay, c);
     m[i] = mi;
     v[i] = vi;
-    const float p = __fmul_rn(param[i], __fsub_rn(1.0f, __fmul_rn(c.lr, weight_decay)));
-    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), c.bc2_sqrt), c.eps);
-    const float updated = __fsub_rn(p, __fdiv_rn(__fmul_rn(c.step_size, mi), denom));
-    param[i] = updated;
-    return updated;
+    param[i] = p;
+    return p;
 }
 constexpr int kBlock = 256, kPerThread = 8, kPerBlock = kBlock * kPerThread;
 
@@ -80,8 +91,49 @@ static __global__ void adamw_multi_kernel(MultiArgs a, AdamWConsts c, const floa
     const long base = (blockIdx.x - a.first_block[s]) * (long)kPerBlock;
     const long end = min(a.n[s], base + kPerBlock);
     bf16* img = a.img[s];
-    for (long i = base + threadIdx.x; i < end; i += kBlock) {
-        const float p = adamw_one(a.p[s], a.g[s], a.m[s], a.v[s], i, a.wd[s], c);
+    float *P = a.p[s], *M = a.m[s], *V = a.v[s];
+    const float* G = a.g[s];
+    const float wd = a.wd[s];
+    long i = base;
+    // four elements a thread at a time where every array is 16-byte aligned (the image 8)
+    if (((uintptr_t)P | (uintptr_t)G | (uintptr_t)M | (uintptr_t)V) % 16 == 0 &&
+        (uintptr_t)img % 8 == 0) {
+        constexpr int Q = kPerThread / 4;  // quads per thread in a whole block
+        const long quads = (end - base) / 4;
+        float4 p[Q], g[Q], m[Q], v[Q];
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+            const long k = threadIdx.x + (long)q * kBlock;
+            if (k < quads) {
+                const long e = base + 4 * k;
+                p[q] = *reinterpret_cast<const float4*>(P + e);
+                g[q] = *reinterpret_cast<const float4*>(G + e);
+                m[q] = *reinterpret_cast<const float4*>(M + e);
+                v[q] = *reinterpret_cast<const float4*>(V + e);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < Q; ++q) {
+            const long k = threadIdx.x + (long)q * kBlock;
+            if (k >= quads) continue;
+            const long e = base + 4 * k;
+            adamw_value(p[q].x, g[q].x, m[q].x, v[q].x, wd, c);
+            adamw_value(p[q].y, g[q].y, m[q].y, v[q].y, wd, c);
+            adamw_value(p[q].z, g[q].z, m[q].z, v[q].z, wd, c);
+            adamw_value(p[q].w, g[q].w, m[q].w, v[q].w, wd, c);
+            *reinterpret_cast<float4*>(P + e) = p[q];
+            *reinterpret_cast<float4*>(M + e) = m[q];
+            *reinterpret_cast<float4*>(V + e) = v[q];
+            if (img) {  // the rounding cast_f32_to_bf16_cuda uses
+                __align__(8) bf16 h[4] = {from_float<bf16>(p[q].x), from_float<bf16>(p[q].y),
+                                          from_float<bf16>(p[q].z), from_float<bf16>(p[q].w)};
+                *reinterpret_cast<uint2*>(img + e) = *reinterpret_cast<const uint2*>(h);
+            }
+        }
+        i = base + 4 * quads;  // the range's last few elements, below
+    }
+    for (i += threadIdx.x; i < end; i += kBlock) {
+        const float p = adamw_one(P, G, M, V, i, wd, c);
         if (img) img[i] = from_float<bf16>(p);  // the rounding cast_f32_to_bf16_cuda uses
     }
 }
