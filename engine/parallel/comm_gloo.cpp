@@ -55,41 +55,55 @@ struct PendingSend {
 
 class GlooCommunicator;
 
-// A posted isend/irecv on the caller's buffer; wait() turns gloo failures into the watchdog's
-// Error through the communicator (which must outlive the request).
-class GlooRequest final : public CommRequest {
+// A posted isend/irecv on the caller's buffer, waited for once: wait() turns a failure into the
+// watchdog's Error through the communicator (which must outlive the request); a request not
+// waited for is waited for when it goes (a receive writes the caller's buffer until then).
+class PostedRequest : public CommRequest {
   public:
-    GlooRequest(GlooCommunicator* comm, std::unique_ptr<gloo::transport::UnboundBuffer> buf,
-                bool is_send, std::string what)
-        : comm_(comm), buf_(std::move(buf)), is_send_(is_send), what_(std::move(what)) {}
-    ~GlooRequest() override;
-    void wait() override;
+    PostedRequest(GlooCommunicator* comm, bool is_send, std::string what)
+        : comm_(comm), is_send_(is_send), what_(std::move(what)) {}
+    ~PostedRequest() override = default;
+    void wait() final;
+
+  protected:
+    // Derived destructors call this: finish() must not run once the derived part is gone.
+    void wait_in_destructor();
+    virtual void finish() = 0;  // until done; throws on failure
+    virtual void abandon() {}   // after a failure, before the communicator reports it
+    GlooCommunicator* comm_;
+    bool is_send_;
 
   private:
-    GlooCommunicator* comm_;
-    std::unique_ptr<gloo::transport::UnboundBuffer> buf_;
-    bool is_send_;
     std::string what_;  // "isend #3 to rank 1 (dp0.tp1.pp0) (tag 2)"
     bool done_ = false;
 };
 
-// A send or receive through the group's shared-memory rings: wait() turns a failure into the
-// watchdog's Error as GlooRequest's does; a receive not waited for is waited for when the
-// request goes (the caller's buffer is written until then), as gloo's is.
-class ShmRequest final : public CommRequest {
+class GlooRequest final : public PostedRequest {
   public:
-    ShmRequest(GlooCommunicator* comm, bool is_send, int peer, uint64_t id, std::string what)
-        : comm_(comm), is_send_(is_send), peer_(peer), id_(id), what_(std::move(what)) {}
-    ~ShmRequest() override;
-    void wait() override;
+    GlooRequest(GlooCommunicator* comm, std::unique_ptr<gloo::transport::UnboundBuffer> buf,
+                bool is_send, std::string what)
+        : PostedRequest(comm, is_send, std::move(what)), buf_(std::move(buf)) {}
+    ~GlooRequest() override { wait_in_destructor(); }
 
   private:
-    GlooCommunicator* comm_;
-    bool is_send_;
+    void finish() override;
+    void abandon() override {
+        (void)buf_.release();  // leaked on purpose: gloo's I/O thread may still refer to it
+    }
+    std::unique_ptr<gloo::transport::UnboundBuffer> buf_;
+};
+
+// A send or receive through the group's shared-memory rings (ShmGroup's ticket or receive number).
+class ShmRequest final : public PostedRequest {
+  public:
+    ShmRequest(GlooCommunicator* comm, bool is_send, int peer, uint64_t id, std::string what)
+        : PostedRequest(comm, is_send, std::move(what)), peer_(peer), id_(id) {}
+    ~ShmRequest() override { wait_in_destructor(); }
+
+  private:
+    void finish() override;
     int peer_;
-    uint64_t id_;  // the send's ticket or the receive's number (ShmGroup)
-    std::string what_;
-    bool done_ = false;
+    uint64_t id_;
 };
 
 class GlooCommunicator final : public Communicator {
@@ -378,29 +392,18 @@ class GlooCommunicator final : public Communicator {
     std::deque<PendingSend> pending_;
 };
 
-ShmRequest::~ShmRequest() {
-    try {
-        wait();
-    } catch (const std::exception&) {
-        // as ~GlooRequest: the communicator is marked broken, the next operation says so
-    }
-}
-
-void ShmRequest::wait() {
+void PostedRequest::wait() {
     if (done_) return;
     done_ = true;
     try {
-        if (is_send_)
-            comm_->shm().p2p_wait_sent(peer_, id_);
-        else
-            comm_->shm().p2p_wait_recv(id_);
+        finish();
     } catch (const std::exception& e) {
+        abandon();
         comm_->fail(what_, e.what(), false);
     }
 }
 
-GlooRequest::~GlooRequest() {
-    if (done_) return;
+void PostedRequest::wait_in_destructor() {
     try {
         wait();
     } catch (const std::exception&) {
@@ -409,18 +412,19 @@ GlooRequest::~GlooRequest() {
     }
 }
 
-void GlooRequest::wait() {
-    if (done_) return;
-    done_ = true;
-    try {
-        bool ok = is_send_ ? buf_->waitSend(comm_->timeout()) : buf_->waitRecv(comm_->timeout());
-        if (!ok) throw std::runtime_error("aborted");
-    } catch (const std::exception& e) {
-        (void)buf_.release();  // leaked on purpose: gloo's I/O thread may still refer to it
-        comm_->fail(what_, e.what(), false);
-    }
+void GlooRequest::finish() {
+    const bool ok = is_send_ ? buf_->waitSend(comm_->timeout()) : buf_->waitRecv(comm_->timeout());
+    if (!ok) throw std::runtime_error("aborted");
 }
 
+void ShmRequest::finish() {
+    if (is_send_)
+        comm_->shm().p2p_wait_sent(peer_, id_);
+    else
+        comm_->shm().p2p_wait_recv(id_);
+}
+
+// A pipeline group's ring size on one host (ShmGroup::join).
 int64_t pipeline_ring_bytes(int members) {
     const int64_t per = (int64_t(64) << 20) / (int64_t(members) * (members - 1));
     return std::clamp<int64_t>(per, int64_t(256) << 10, int64_t(32) << 20) / 4096 * 4096;

@@ -218,19 +218,25 @@ std::string check_large_collectives(ProcessGroups& g) {
     return c->transport();
 }
 
-TEST(CommGloo, RanksOnOneHostReduceThroughSharedMemoryInRankOrder) {
+// body on every rank, once with shared memory allowed and once with TESSERA_SHM=0: each rank
+// returns the transport its group took.
+void expect_shared_memory_then_gloo(const MeshShape& mesh,
+                                    const std::function<std::string(ProcessGroups&)>& body) {
     for (const std::string& v : {"", "0"}) {
         SCOPED_TRACE("TESSERA_SHM=" + v);
         if (v.empty())
             unsetenv("TESSERA_SHM");
         else
             setenv("TESSERA_SHM", v.c_str(), 1);
-        auto results =
-            run_ranks({3, 1, 1}, std::chrono::milliseconds(20000), check_large_collectives);
+        auto results = run_ranks(mesh, std::chrono::milliseconds(20000), body);
         for (size_t r = 0; r < results.size(); ++r)
             EXPECT_EQ(results[r], v.empty() ? "shared memory" : "gloo tcp") << "rank " << r;
     }
     unsetenv("TESSERA_SHM");
+}
+
+TEST(CommGloo, RanksOnOneHostReduceThroughSharedMemoryInRankOrder) {
+    expect_shared_memory_then_gloo({3, 1, 1}, check_large_collectives);
 }
 
 // A member that exits in the middle of a job fails its peers' next collective within moments,
@@ -412,18 +418,7 @@ std::string check_pipeline_messages(ProcessGroups& g) {
 }
 
 TEST(CommGloo, PipelineMessagesThroughSharedMemory) {
-    for (const std::string& v : {"", "0"}) {
-        SCOPED_TRACE("TESSERA_SHM=" + v);
-        if (v.empty())
-            unsetenv("TESSERA_SHM");
-        else
-            setenv("TESSERA_SHM", v.c_str(), 1);
-        auto results =
-            run_ranks({1, 1, 3}, std::chrono::milliseconds(20000), check_pipeline_messages);
-        for (size_t r = 0; r < results.size(); ++r)
-            EXPECT_EQ(results[r], v.empty() ? "shared memory" : "gloo tcp") << "rank " << r;
-    }
-    unsetenv("TESSERA_SHM");
+    expect_shared_memory_then_gloo({1, 1, 3}, check_pipeline_messages);
 }
 
 // ------------------------------------------------------------------------------------------------
