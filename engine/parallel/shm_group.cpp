@@ -26,9 +26,6 @@ namespace tessera {
 namespace {
 
 constexpr size_t kLine = 64;
-// every page mapped now: a first touch in the middle of a message costs 10-20 µs a page on the
-// 2-core machine (a 128 KB message took 0.4-0.6 ms to copy into pages not yet mapped)
-constexpr int kMapFlags = MAP_SHARED | MAP_POPULATE;
 
 struct alignas(kLine) Counter {
     std::atomic<uint64_t> phase{0};
@@ -145,9 +142,18 @@ size_t channel(int size, int from, int to) {
     return size_t(from) * size_t(size - 1) + size_t(to < from ? to : to - 1);
 }
 
+ShmGroup::Ring* rings(void* base) {  // channel c's positions are rings(base)[c]
+    return reinterpret_cast<ShmGroup::Ring*>(static_cast<char*>(base) + header_bytes());
+}
+
 char* channel_data(void* base, int size, int64_t ring_bytes, int from, int to) {
     return static_cast<char*>(base) + header_bytes() + channels(size) * sizeof(ShmGroup::Ring) +
            channel(size, from, to) * size_t(ring_bytes);
+}
+
+std::string length_mismatch(int peer, int64_t sent, uint64_t tag, int64_t posted) {
+    return str_cat("shared memory: group rank ", peer, " sent ", sent, " bytes with tag ", tag,
+                   " to a receive of ", posted);
 }
 
 // data[pos, pos + n) of a ring of `size` bytes, wrapping at its end
@@ -216,12 +222,12 @@ std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const s
         // allocate every page now: a /dev/shm too small for it fails here, not with a SIGBUS
         // in the middle of a collective
         if (fd.get() >= 0 && posix_fallocate(fd.get(), 0, off_t(bytes)) == 0)
-            map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kMapFlags, fd.get(), 0);
+            map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
         if (map.ok()) {
             auto* h = new (map.base) Header();
             std::strncpy(h->token, token.c_str(), sizeof(h->token) - 1);
             for (size_t c = 0; ring_bytes > 0 && c < channels(size); ++c)
-                new (static_cast<char*>(map.base) + header_bytes() + c * sizeof(Ring)) Ring();
+                new (rings(map.base) + c) Ring();
         }
         store.set(key + "/shm", bytes_of(map.ok() ? name + " " + token : "-"));
     } else {
@@ -232,7 +238,7 @@ std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const s
             const std::string token = s.substr(sp + 1);
             UniqueFd fd(shm_open(s.substr(0, sp).c_str(), O_RDWR, 0600));
             if (fd.get() >= 0)
-                map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kMapFlags, fd.get(), 0);
+                map.base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
             if (map.ok() && std::strncmp(static_cast<Header*>(map.base)->token, token.c_str(),
                                          sizeof(Header::token) - 1) != 0)
                 map.reset();
@@ -242,9 +248,10 @@ std::unique_ptr<ShmGroup> ShmGroup::join(gloo::rendezvous::Store& store, const s
         auto& m = static_cast<Header*>(map.base)->member[rank];
         m.pid = getpid();
         m.start = process_start(getpid());
-        // this member's rings mapped for what it does with them (MAP_POPULATE still left a
-        // 128 KB copy at 0.2 ms on the 2-core machine): written where it sends, which nobody
-        // does before every member has answered, read where it receives
+        // this member's rings mapped now for what it does with them: a page touched for the
+        // first time in the middle of a message costs 10-20 µs on the 2-core machine (a 128 KB
+        // send took 0.4 ms); written where it sends, which nobody does before every member has
+        // answered, read where it receives
         const long page = sysconf(_SC_PAGESIZE);
         for (int q = 0; ring_bytes > 0 && q < size; ++q) {
             if (q == rank) continue;
@@ -300,7 +307,7 @@ void ShmGroup::finish(uint64_t phase) {
 // Spinning first (the members usually arrive within microseconds of each other), then yielding
 // (a member that shares this core gets it), then sleeping, looking every few milliseconds
 // whether the awaited member's process is still there; throws after the timeout.
-void ShmGroup::backoff(Backoff& b, int peer, const std::string& what) const {
+void ShmGroup::backoff(Backoff& b, int peer, const char* what, int64_t phase) const {
     const int spins = b.spins++;
     if (spins < 2000) {
         cpu_relax();
@@ -312,12 +319,14 @@ void ShmGroup::backoff(Backoff& b, int peer, const std::string& what) const {
     }
     using Clock = std::chrono::steady_clock;
     if (b.deadline == Clock::time_point{}) b.deadline = Clock::now() + timeout_;
+    const std::string at = phase >= 0 ? str_cat(" phase ", phase) : std::string();
     if (Clock::now() > b.deadline)
-        throw std::runtime_error(str_cat("shared memory: group rank ", peer, " did not ", what));
+        throw std::runtime_error(
+            str_cat("shared memory: group rank ", peer, " did not ", what, at));
     const Header* h = static_cast<const Header*>(base_);
     if (watch_ && spins % 256 == 0 && process_start(h->member[peer].pid) != h->member[peer].start)
         throw std::runtime_error(str_cat("shared memory: group rank ", peer, " (pid ",
-                                         h->member[peer].pid, ") exited before it ", what));
+                                         h->member[peer].pid, ") exited before it ", what, at));
     std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
@@ -328,7 +337,7 @@ void ShmGroup::wait_all(bool done, uint64_t phase) const {
     for (int r = 0; r < size_; ++r) {
         Backoff b;
         while (c[r].phase.load(std::memory_order_acquire) < phase)
-            backoff(b, r, str_cat(done ? "finish" : "arrive at", " phase ", phase));
+            backoff(b, r, done ? "finish" : "arrive at", int64_t(phase));
     }
 }
 
@@ -426,8 +435,7 @@ void ShmGroup::barrier() {
 // Point to point
 
 ShmGroup::Ring* ShmGroup::ring(int from, int to) const {
-    return reinterpret_cast<Ring*>(static_cast<char*>(base_) + header_bytes() +
-                                   channel(size_, from, to) * sizeof(Ring));
+    return rings(base_) + channel(size_, from, to);
 }
 
 char* ShmGroup::ring_data(int from, int to) const {
@@ -493,8 +501,7 @@ void ShmGroup::p2p_progress() {
                 ring_get(data.data(), d, ring_bytes_, tail + kMessageHeader, m.bytes);
                 arrived_.push_back({q, m.tag, std::move(data)});
             } else if (it->second.bytes != m.bytes) {
-                failed_ = str_cat("shared memory: group rank ", q, " sent ", m.bytes,
-                                  " bytes with tag ", m.tag, " to a receive of ", it->second.bytes);
+                failed_ = length_mismatch(q, m.bytes, m.tag, it->second.bytes);
                 posted_.erase(it);
             } else {
                 ring_get(it->second.data, d, ring_bytes_, tail + kMessageHeader, m.bytes);
@@ -513,9 +520,7 @@ uint64_t ShmGroup::p2p_post_recv(int peer, uint64_t tag, void* data, int64_t byt
     for (auto it = arrived_.begin(); it != arrived_.end(); ++it) {
         if (it->peer != peer || it->tag != tag) continue;
         if (int64_t(it->data.size()) != bytes)
-            throw std::runtime_error(str_cat("shared memory: group rank ", peer, " sent ",
-                                             it->data.size(), " bytes with tag ", tag,
-                                             " to a receive of ", bytes));
+            throw std::runtime_error(length_mismatch(peer, int64_t(it->data.size()), tag, bytes));
         if (bytes > 0) std::memcpy(data, it->data.data(), it->data.size());
         arrived_.erase(it);
         filled_.insert(id);

@@ -92,13 +92,13 @@ class ShmGroup {
     bool p2p_write(int peer, uint64_t tag, const void* data, int64_t bytes);
     void p2p_flush(int peer);
     void p2p_progress();
-    // One step of a wait on `peer`: spins, then yields, then sleeps; throws naming `what` after
-    // the timeout, or at once where the peer's process is seen gone.
+    // One step of a wait on `peer`: spins, then yields, then sleeps; throws naming `what` (and
+    // the phase, where >= 0) after the timeout, or at once where the peer's process is seen gone.
     struct Backoff {
         int spins = 0;
         std::chrono::steady_clock::time_point deadline{};
     };
-    void backoff(Backoff& b, int peer, const std::string& what) const;
+    void backoff(Backoff& b, int peer, const char* what, int64_t phase = -1) const;
     float* result(int buffer) const;
     void reduce_slots(float* out, int buffer, int64_t at, int64_t count, ReduceOp op) const;
     uint64_t begin_phase();
