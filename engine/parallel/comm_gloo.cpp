@@ -214,7 +214,7 @@ class GlooCommunicator final : public Communicator {
         int64_t seq = ++p2p_seq_;
         if (shm_p2p(n)) {  // eager: the message is in the ring, or copied aside until it fits
             try {
-                shm_->p2p_send(peer, uint64_t(uint32_t(tag)), data, n * int64_t(sizeof(float)));
+                shm_post(true, const_cast<float*>(data), n, peer, tag);
             } catch (const std::exception& e) {
                 fail(str_cat("send #", seq, " to ", peer_str(peer)), e.what(), false);
             }
@@ -240,9 +240,7 @@ class GlooCommunicator final : public Communicator {
                  " on group ", name_, " of size ", size());
         int64_t seq = ++p2p_seq_;
         try {
-            if (shm_p2p(n))
-                return shm_->p2p_wait_recv(shm_->p2p_post_recv(peer, uint64_t(uint32_t(tag)), data,
-                                                               n * int64_t(sizeof(float))));
+            if (shm_p2p(n)) return shm_->p2p_wait_recv(shm_post(false, data, n, peer, tag));
             auto buf = ctx_->createUnboundBuffer(data, size_t(n) * sizeof(float));
             buf->recv(peer, p2p_slot(tag));
             if (!buf->waitRecv(timeout_)) throw std::runtime_error("receive aborted");
@@ -273,6 +271,15 @@ class GlooCommunicator final : public Communicator {
     }
 
   private:
+    // A message of n floats into or out of the shared-memory rings (shm_p2p(n)): the send's
+    // ticket or the receive's number, for ShmGroup's waits. Tags travel as their 32 bits.
+    uint64_t shm_post(bool is_send, float* data, int64_t n, int peer, int tag) {
+        const uint64_t t = uint64_t(uint32_t(tag));
+        const int64_t bytes = n * int64_t(sizeof(float));
+        return is_send ? shm_->p2p_send(peer, t, data, bytes)
+                       : shm_->p2p_post_recv(peer, t, data, bytes);
+    }
+
     std::unique_ptr<CommRequest> post(const char* what, float* data, int64_t n, int peer, int tag,
                                       bool is_send) {
         check_usable(what);
@@ -282,11 +289,9 @@ class GlooCommunicator final : public Communicator {
         std::string desc = str_cat(what, " #", seq, is_send ? " to " : " from ", peer_str(peer),
                                    " (tag ", tag, ")");
         if (shm_p2p(n)) {
-            const int64_t bytes = n * int64_t(sizeof(float));
             uint64_t id = 0;
             try {
-                id = is_send ? shm_->p2p_send(peer, uint64_t(uint32_t(tag)), data, bytes)
-                             : shm_->p2p_post_recv(peer, uint64_t(uint32_t(tag)), data, bytes);
+                id = shm_post(is_send, data, n, peer, tag);
             } catch (const std::exception& e) {
                 fail(desc, e.what(), false);
             }
