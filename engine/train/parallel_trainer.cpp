@@ -209,7 +209,11 @@ class RankRunner final : private StageEdges {
         ::sleep(3600);
     }
     void metric(int64_t step, std::string_view name, double v) {
-        sink_->write(MetricRecord{step, g_.rank, std::string(name), v, telemetry_now()});
+        metric(step, name, v, telemetry_now());
+    }
+    // at wall time wall_s (a step's own figures: when the step ended)
+    void metric(int64_t step, std::string_view name, double v, double wall_s) {
+        sink_->write(MetricRecord{step, g_.rank, std::string(name), v, wall_s});
     }
     struct EvalSums {
         double loss = 0;
@@ -612,7 +616,10 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
                          g_.rank, (long long)step, (opt.start_s - step_t0) * 1e3,
                          (opt.end_s - opt.start_s) * 1e3);
         sink_->write(SpanRecord{step, g_.rank, stage_, -1, "optimizer", opt.start_s, opt.end_s});
-        const double step_s = step_clock.step_end(now_s());  // since the previous step's end
+        // since the previous step's end; the step's own figures carry the time it ended, so
+        // the steps' times add up to the time between their records
+        const double end_s = now_s();
+        const double step_s = step_clock.step_end(end_s);
         double loss = red[1] / (double)targets;
         res.last_train_loss = loss;
         res.steps_done = step + 1;
@@ -623,7 +630,7 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
         if (!std::isfinite(loss)) {
             // every rank writes the value it saw, with its wall time, so the Monitor marks the
             // step with the rank that saw it first (run_alerts.h), then the run fails
-            metric(s1, metric::train_loss, loss);
+            metric(s1, metric::train_loss, loss, end_s);
             sink_->flush();
             throw Error(str_cat("step ", s1, ": the loss is ", loss,
                                 " (diverged); lower train.lr or enable train.grad_clip"));
@@ -632,27 +639,30 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
             MemoryTracker& mt = memory_tracker();
             for (int c = 0; c < kMemCategoryCount; ++c) {
                 auto cat = static_cast<MemCategory>(c);
-                metric(s1, metric::mem_category_bytes(cat), (double)mt.peak_bytes(cat));
+                metric(s1, metric::mem_category_bytes(cat), (double)mt.peak_bytes(cat), end_s);
             }
-            metric(s1, metric::mem_total_bytes, (double)mt.total_peak_bytes());
-            metric(s1, metric::mem_device_bytes, (double)mt.device_peak_bytes());
+            metric(s1, metric::mem_total_bytes, (double)mt.total_peak_bytes(), end_s);
+            metric(s1, metric::mem_device_bytes, (double)mt.device_peak_bytes(), end_s);
             double pipe_s = opt.start_s - step_t0;
             if (pp_ > 1)
-                metric(s1, metric::pipeline_rank_idle, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
+                metric(s1, metric::pipeline_rank_idle, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0,
+                       end_s);
             if (leader) {
-                metric(s1, metric::train_loss, loss);
-                metric(s1, metric::train_lr, lr);
-                metric(s1, metric::train_grad_norm, norm);
-                metric(
-                    s1, metric::train_epoch,
-                    epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp, data_->train_set_size()));
-                metric(s1, metric::perf_step_ms, step_s * 1e3);
-                metric(s1, metric::perf_tok_per_s, targets / step_s);
-                metric(s1, metric::perf_gflops, targets / step_s * model_flops_per_token_ / 1e9);
+                metric(s1, metric::train_loss, loss, end_s);
+                metric(s1, metric::train_lr, lr, end_s);
+                metric(s1, metric::train_grad_norm, norm, end_s);
+                metric(s1, metric::train_epoch,
+                       epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp, data_->train_set_size()),
+                       end_s);
+                metric(s1, metric::perf_step_ms, step_s * 1e3, end_s);
+                metric(s1, metric::perf_tok_per_s, targets / step_s, end_s);
+                metric(s1, metric::perf_gflops, targets / step_s * model_flops_per_token_ / 1e9,
+                       end_s);
                 if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token
-                    metric(s1, metric::perf_mfu,
-                           targets / step_s * model_flops_per_token_ /
-                               (g_.mesh.world() * peak_flops_));
+                    metric(
+                        s1, metric::perf_mfu,
+                        targets / step_s * model_flops_per_token_ / (g_.mesh.world() * peak_flops_),
+                        end_s);
                 char line[256];
                 std::snprintf(line, sizeof line,
                               "step %6lld/%lld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | "
