@@ -319,14 +319,14 @@ void ShmGroup::backoff(Backoff& b, int peer, const char* what, int64_t phase) co
     }
     using Clock = std::chrono::steady_clock;
     if (b.deadline == Clock::time_point{}) b.deadline = Clock::now() + timeout_;
-    const std::string at = phase >= 0 ? str_cat(" phase ", phase) : std::string();
+    auto at = [&] { return phase >= 0 ? str_cat(" phase ", phase) : std::string(); };
     if (Clock::now() > b.deadline)
         throw std::runtime_error(
-            str_cat("shared memory: group rank ", peer, " did not ", what, at));
+            str_cat("shared memory: group rank ", peer, " did not ", what, at()));
     const Header* h = static_cast<const Header*>(base_);
     if (watch_ && spins % 256 == 0 && process_start(h->member[peer].pid) != h->member[peer].start)
         throw std::runtime_error(str_cat("shared memory: group rank ", peer, " (pid ",
-                                         h->member[peer].pid, ") exited before it ", what, at));
+                                         h->member[peer].pid, ") exited before it ", what, at()));
     std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 

@@ -625,12 +625,14 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
         res.steps_done = step + 1;
         if (steps_done) *steps_done = res.steps_done;
         const int64_t s1 = step + 1;
+        // this step's own figures, at the time it ended
+        auto step_metric = [&](std::string_view name, double v) { metric(s1, name, v, end_s); };
         for (MetricRecord& m : sampler.sample(s1, telemetry_now(), s1 == cfg_.train.steps))
             sink_->write(m);
         if (!std::isfinite(loss)) {
             // every rank writes the value it saw, with its wall time, so the Monitor marks the
             // step with the rank that saw it first (run_alerts.h), then the run fails
-            metric(s1, metric::train_loss, loss, end_s);
+            step_metric(metric::train_loss, loss);
             sink_->flush();
             throw Error(str_cat("step ", s1, ": the loss is ", loss,
                                 " (diverged); lower train.lr or enable train.grad_clip"));
@@ -639,30 +641,25 @@ TrainResult RankRunner::run(BackgroundSink& sink, int64_t start, const TrainOpti
             MemoryTracker& mt = memory_tracker();
             for (int c = 0; c < kMemCategoryCount; ++c) {
                 auto cat = static_cast<MemCategory>(c);
-                metric(s1, metric::mem_category_bytes(cat), (double)mt.peak_bytes(cat), end_s);
+                step_metric(metric::mem_category_bytes(cat), (double)mt.peak_bytes(cat));
             }
-            metric(s1, metric::mem_total_bytes, (double)mt.total_peak_bytes(), end_s);
-            metric(s1, metric::mem_device_bytes, (double)mt.device_peak_bytes(), end_s);
+            step_metric(metric::mem_total_bytes, (double)mt.total_peak_bytes());
+            step_metric(metric::mem_device_bytes, (double)mt.device_peak_bytes());
             double pipe_s = opt.start_s - step_t0;
             if (pp_ > 1)
-                metric(s1, metric::pipeline_rank_idle, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0,
-                       end_s);
+                step_metric(metric::pipeline_rank_idle, pipe_s > 0 ? 1.0 - busy_s_ / pipe_s : 0.0);
             if (leader) {
-                metric(s1, metric::train_loss, loss, end_s);
-                metric(s1, metric::train_lr, lr, end_s);
-                metric(s1, metric::train_grad_norm, norm, end_s);
-                metric(s1, metric::train_epoch,
-                       epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp, data_->train_set_size()),
-                       end_s);
-                metric(s1, metric::perf_step_ms, step_s * 1e3, end_s);
-                metric(s1, metric::perf_tok_per_s, targets / step_s, end_s);
-                metric(s1, metric::perf_gflops, targets / step_s * model_flops_per_token_ / 1e9,
-                       end_s);
+                step_metric(metric::train_loss, loss);
+                step_metric(metric::train_lr, lr);
+                step_metric(metric::train_grad_norm, norm);
+                step_metric(metric::train_epoch, epoch_order_epochs(s1, (int64_t)mb * n_micro_ * dp,
+                                                                    data_->train_set_size()));
+                step_metric(metric::perf_step_ms, step_s * 1e3);
+                step_metric(metric::perf_tok_per_s, targets / step_s);
+                step_metric(metric::perf_gflops, targets / step_s * model_flops_per_token_ / 1e9);
                 if (peak_flops_ > 0)  // model FLOPs utilisation: 6N + 12·L·d·T per token
-                    metric(
-                        s1, metric::perf_mfu,
-                        targets / step_s * model_flops_per_token_ / (g_.mesh.world() * peak_flops_),
-                        end_s);
+                    step_metric(metric::perf_mfu, targets / step_s * model_flops_per_token_ /
+                                                      (g_.mesh.world() * peak_flops_));
                 char line[256];
                 std::snprintf(line, sizeof line,
                               "step %6lld/%lld | loss %.4f | lr %.2e | norm %.3f | %8.0f tok/s | "
