@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "engine/plan/partitioner.h"
 #include "engine/plan/rank_sim.h"
 #include "tests/plan/tiny_plan.h"
+#include "tests/support/paths.h"
 
 using namespace tessera;
 
@@ -343,30 +345,36 @@ TEST(RankSim, TheOptimizerWritesTheWeightCopiesWhereItUpdatesEveryParameter) {
 }
 
 // The cross-entropy is one op (its loss and gradient); a sweep from before that timed its two
-// passes, and prices it as their sum; a sweep that times the op prices it from its own fit.
+// passes (tests/plan/data/h200_ops_2026-12-02.json), and prices it as their sum; a sweep that times
+// the op (the embedded H200 one, since 2026-12-07) prices it from its own fit.
 TEST(OpCosts, CrossEntropyIsOneOpOrTheTwoPassesOfOlderSweeps) {
-    const char* text = device_ops_json("h200");
-    ASSERT_NE(text, nullptr);
-    nlohmann::json j = nlohmann::json::parse(text);
-    auto& lin = j["linear"];
-    ASSERT_TRUE(lin.contains("cross_entropy_stats") && lin.contains("cross_entropy_loss"))
-        << "the embedded H200 sweep is one of the older ones";
-    ASSERT_FALSE(lin.contains("cross_entropy"));
     const OpCall ce{OpKind::cross_entropy, 16384, 50304, 0, 0, 0, 0, DType::bf16};
     const double units = 16384.0 * 50304.0;
-    auto fit = [&](const char* key) {
+    auto fit = [&](const nlohmann::json& lin, const char* key) {
         return lin[key]["fixed_s"].get<double>() + lin[key]["per_unit_s"].get<double>() * units;
     };
+    const std::string older_path =
+        std::string(test_support::tests_dir()) + "/plan/data/h200_ops_2026-12-02.json";
+    std::ifstream f(older_path);
+    ASSERT_TRUE(f) << older_path;
+    nlohmann::json j = nlohmann::json::parse(f);
+    nlohmann::json& lin = j["linear"];
+    ASSERT_TRUE(lin.contains("cross_entropy_stats") && lin.contains("cross_entropy_loss"))
+        << older_path << " is one of the older sweeps";
+    ASSERT_FALSE(lin.contains("cross_entropy"));
     const OpCosts older = op_costs_from_json(j, "older.json");
     ASSERT_TRUE(older.prices(ce));
-    EXPECT_NEAR(older.op_s(ce), fit("cross_entropy_stats") + fit("cross_entropy_loss"),
+    EXPECT_NEAR(older.op_s(ce), fit(lin, "cross_entropy_stats") + fit(lin, "cross_entropy_loss"),
                 1e-12 * older.op_s(ce));
-    lin["cross_entropy"] = {{"fixed_s", 4e-6}, {"per_unit_s", 1e-12}};
-    const OpCosts newer = op_costs_from_json(j, "newer.json");
-    EXPECT_DOUBLE_EQ(newer.op_s(ce), 4e-6 + 1e-12 * units);
-    lin.erase("cross_entropy");
     lin.erase("cross_entropy_loss");  // half of the older pair prices nothing
     EXPECT_FALSE(op_costs_from_json(j, "half.json").prices(ce));
+
+    const char* text = device_ops_json("h200");
+    ASSERT_NE(text, nullptr);
+    const nlohmann::json embedded = nlohmann::json::parse(text);
+    ASSERT_TRUE(embedded["linear"].contains("cross_entropy")) << "the embedded sweep times the op";
+    const OpCosts newer = op_costs_from_json(embedded, "h200_ops.json");
+    EXPECT_NEAR(newer.op_s(ce), fit(embedded["linear"], "cross_entropy"), 1e-12 * newer.op_s(ce));
 }
 
 // Grouped-query attention: priced from the sweep's rows of its query heads per key/value head
