@@ -366,6 +366,9 @@ TEST(OpCosts, CrossEntropyIsOneOpOrTheTwoPassesOfOlderSweeps) {
     ASSERT_TRUE(older.prices(ce));
     EXPECT_NEAR(older.op_s(ce), fit(lin, "cross_entropy_stats") + fit(lin, "cross_entropy_loss"),
                 1e-12 * older.op_s(ce));
+    lin["cross_entropy"] = {{"fixed_s", 4e-6}, {"per_unit_s", 1e-12}};  // the op's own fit wins
+    EXPECT_DOUBLE_EQ(op_costs_from_json(j, "both.json").op_s(ce), 4e-6 + 1e-12 * units);
+    lin.erase("cross_entropy");
     lin.erase("cross_entropy_loss");  // half of the older pair prices nothing
     EXPECT_FALSE(op_costs_from_json(j, "half.json").prices(ce));
 
