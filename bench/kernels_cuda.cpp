@@ -2,6 +2,8 @@
 // with CUDA events and set against its roofline, both measured in the same run: memory-bound ops
 // against the measured device-to-device copy bandwidth (bytes moved / bandwidth), matmul-bound
 // ops against the measured rate of a large bf16 GEMM (FLOPs / rate). Prints one table.
+// One table alone: --attention, --rmsnorm, --bias-grad (the column sums at GPT-2's widths),
+// --gemm-algos (cuBLASLt's candidates at the models' shapes).
 // Without a GPU it says so and exits 0 (it is a benchmark, not a test).
 #ifdef TESSERA_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -54,6 +56,16 @@ double time_ms(const std::function<void()>& f, int reps = 20) {
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
     return ms / reps;
+}
+
+// the device-to-device copy's bandwidth, bytes read + written per second (1 GiB each way)
+double copy_bandwidth() {
+    const size_t big = 1ull << 30;
+    DeviceBuffer<> x(dev(big)), y(dev(big));
+    const double ms = time_ms([&] {
+        CUDA_CHECK(cudaMemcpyAsync(y.get(), x.get(), big, cudaMemcpyDeviceToDevice, cuda_stream()));
+    });
+    return 2.0 * big / (ms * 1e-3);
 }
 
 }  // namespace
@@ -126,6 +138,35 @@ void rmsnorm_shapes() {
         const double dwt = time_ms([&] { call(false, true); });
         std::printf("%-32s %10.4f %10.4f %10.4f %9.2fx\n", x.name, both, di, dwt,
                     (di + dwt) / both);
+    }
+}
+
+// The bias gradients alone (column sums of dout, matmul_backward_cuda with no dinp or dweight) at
+// GPT-2's Linear widths and throughput micro-batches, against the device-to-device copy's
+// bandwidth measured in the same run (the sums read dout once: bytes / copy bandwidth).
+void bias_grad_shapes() {
+    struct Shape {
+        const char* name;
+        int N, OC, layers;  // layers: calls per step at that width
+    };
+    const Shape shapes[] = {
+        {"gpt2 B16: qkv", 16384, 2304, 12},   {"gpt2 B16: proj", 16384, 768, 24},
+        {"gpt2 B16: fc", 16384, 3072, 12},    {"gpt2-xl B8: qkv", 8192, 4800, 48},
+        {"gpt2-xl B8: proj", 8192, 1600, 96}, {"gpt2-xl B8: fc", 8192, 6400, 48},
+    };
+    cudaStream_t s = cuda_stream();
+    const double bw = copy_bandwidth();
+    std::printf("bias gradient (bf16 dout)    %10s %10s %9s %12s\n", "ms", "GB/s", "roofline",
+                "ms per step");
+    for (const Shape& x : shapes) {
+        const long n = (long)x.N * x.OC;
+        DeviceBuffer<> dout(dev(n * 2)), db(dev((size_t)x.OC * 4));
+        const double ms = time_ms([&] {
+            matmul_backward_cuda<bf16>(nullptr, nullptr, (float*)db.get(), (bf16*)dout.get(),
+                                       nullptr, nullptr, x.N, 1, x.OC, s);
+        });
+        std::printf("%-28s %10.4f %10.0f %8.0f%% %12.3f\n", x.name, ms, 2.0 * n / (ms * 1e-3) / 1e9,
+                    100.0 * (2.0 * n / bw) / (ms * 1e-3), ms * x.layers);
     }
 }
 
@@ -206,17 +247,15 @@ int main(int argc, char** argv) {
         rmsnorm_shapes();
         return 0;
     }
+    if (argc > 1 && std::strcmp(argv[1], "--bias-grad") == 0) {  // only the bias gradients
+        bias_grad_shapes();
+        return 0;
+    }
     cudaStream_t s = cuda_stream();
     const int B = 16, T = 1024, C = 768, NH = 12, V = 50257, Vp = 50304;  // Vp: the head's padding
     const long N = (long)B * T;
     // ---- ceilings, measured now
-    const size_t big = 1ull << 30;
-    DeviceBuffer<> xb(dev(big)), yb(dev(big));
-    void* x = xb.get();
-    void* y = yb.get();
-    double copy_ms =
-        time_ms([&] { CUDA_CHECK(cudaMemcpyAsync(y, x, big, cudaMemcpyDeviceToDevice, s)); });
-    const double bw = 2.0 * big / (copy_ms * 1e-3);  // bytes read + written per second
+    const double bw = copy_bandwidth();
     const int G = 8192;
     auto* ga = (bf16*)dev((size_t)G * G * 2);
     auto* gb = (bf16*)dev((size_t)G * G * 2);
@@ -224,8 +263,6 @@ int main(int argc, char** argv) {
     double gemm_ms =
         time_ms([&] { matmul_forward_cuda<bf16>(gc, ga, gb, nullptr, G, G, G, s); }, 10);
     const double rate = 2.0 * G * G * G / (gemm_ms * 1e-3);
-    xb.reset();
-    yb.reset();
     std::printf("ceilings: copy %.0f GB/s (read+write), bf16 GEMM %.0f TFLOP/s (8192^3)\n\n",
                 bw / 1e9, rate / 1e12);
 
