@@ -2,10 +2,15 @@
 """How busy the GPU is over the second half of an Nsight Systems trace (kernels, copies and
 memsets; their union over the window), the gaps between them, and the host's CUDA API time.
 
-usage: bench/gpu_busy.py TRACE.sqlite   (from `nsys profile --trace=cuda -o T tessera train ...`
-then `nsys export --type sqlite -o T.sqlite T.nsys-rep`; docs/benchmarks.md has the H200 commands)
+usage: bench/gpu_busy.py TRACE.sqlite [--kernels [--per NAME]]
+(from `nsys profile --trace=cuda -o T tessera train ...` then `nsys export --type sqlite -o
+T.sqlite T.nsys-rep`; bench/kernel_profile.sh does both). --kernels adds each kernel's time a
+step, largest first, over the second half of the steps: a step is the time between two launches
+of the kernel whose name holds NAME (default ce_one_pass, the loss's pass: one launch per
+micro-batch, so with gradient accumulation "a step" is a micro-batch), and the window runs from
+the middle one of those launches to the last.
 """
-import sqlite3, sys
+import collections, sqlite3, sys
 
 db = sqlite3.connect(sys.argv[1])
 iv = []
@@ -37,3 +42,24 @@ try:
     rows = db.execute("select s.value, count(*), sum(r.end-r.start) from CUPTI_ACTIVITY_KIND_RUNTIME r join StringIds s on r.nameId=s.id where r.start>=? group by s.value order by 3 desc limit 8", (w0,)).fetchall()
     for n, c, t in rows: print(f"   {n}: {c} calls, {t/1e6:.2f} ms")
 except Exception as e: print(e)
+
+if "--kernels" in sys.argv:
+    per = sys.argv[sys.argv.index("--per") + 1] if "--per" in sys.argv else "ce_one_pass"
+    rows = db.execute("select k.start, k.end, s.value from CUPTI_ACTIVITY_KIND_KERNEL k "
+                      "join StringIds s on k.shortName = s.id").fetchall()
+    marks = sorted(start for start, end, name in rows if per in name)
+    if len(marks) < 3:
+        sys.exit(f"--kernels: {len(marks)} launches of *{per}* in the trace; at least 3 wanted")
+    k = len(marks) // 2
+    a, b, steps = marks[k], marks[-1], len(marks) - 1 - k
+    total, count = collections.Counter(), collections.Counter()
+    for start, end, name in rows:
+        if a <= start < b:
+            total[name] += end - start
+            count[name] += 1
+    kernel_sum = sum(total.values())
+    print(f"the {steps} steps between launches {k + 1} and {len(marks)} of *{per}*: "
+          f"{(b - a) / 1e6 / steps:.3f} ms a step, kernels {kernel_sum / 1e6 / steps:.3f} ms")
+    print(f"{'ms':>9} {'share':>6} {'launches':>9}  kernel")
+    for name, t in total.most_common():
+        print(f"{t / 1e6 / steps:9.3f} {100 * t / kernel_sum:5.1f}% {count[name] / steps:9.1f}  {name[:120]}")

