@@ -82,6 +82,7 @@ else:
             ("tessera zero3 dp2", lambda: tessera("z3", ["parallel.dp=2", "parallel.zero=3"])),
             ("torch FSDP2+compile 2 GPUs", lambda: anchor("fsdp", "fsdp", 1, 2)),
             ("tessera pp2 1f1b m8", lambda: tessera("pp2", ["parallel.pp=2", "parallel.schedule=1f1b"], micro=2, accum=8)),
+            ("tessera pp2 zb-h1 m8", lambda: tessera("zb2", ["parallel.pp=2", "parallel.schedule=zb-h1"], micro=2, accum=8)),
             ("tessera tp2", lambda: tessera("tp2", ["parallel.tp=2"]))]
 for rnd in range(a.rounds):  # interleaved: every configuration once per round
     for name, fn in plan:
@@ -105,5 +106,9 @@ for r in rows:
     pred = f"{r['pred_gib']:.1f}" if r.get("pred_gib") is not None else "-"  # anchors: none
     print(f"{r['name']:34} {r['tok_s']:10,.0f} {med} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:10.1f} "
           f"{pred:>9} {r.get('device_gib', 0):10.1f} {bub:>7}")
+if any(" pp2 " in r["name"] for r in rows):  # idle: the measured bubble, against the schedules' theory
+    p, m = 2, 8
+    print(f"pipeline bubble theory at p {p}, m {m} (unit op times): 1F1B (p-1)/(m+p-1) = "
+          f"{100 * (p - 1) / (m + p - 1):.1f}%, ZB-H1 (p-1)/(3m+p-1) = {100 * (p - 1) / (3 * m + p - 1):.1f}%")
 suffix = "" if a.model == "gpt2" else f"_{a.model}"
 json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu{suffix}.json"), "w"), indent=1)
