@@ -462,6 +462,8 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair(std::string("tp2"), std::vector<std::string>{"parallel.tp=2"}),
         std::make_pair(std::string("pp2_1f1b"),
                        std::vector<std::string>{"parallel.pp=2", "parallel.schedule=1f1b"}),
+        std::make_pair(std::string("pp2_zbh1"),
+                       std::vector<std::string>{"parallel.pp=2", "parallel.schedule=zb-h1"}),
         std::make_pair(std::string("zero1"),
                        std::vector<std::string>{"parallel.dp=2", "parallel.zero=1",
                                                 "train.grad_accum=4"}),
