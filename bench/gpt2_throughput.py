@@ -107,8 +107,9 @@ for r in rows:
     print(f"{r['name']:34} {r['tok_s']:10,.0f} {med} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:10.1f} "
           f"{pred:>9} {r.get('device_gib', 0):10.1f} {bub:>7}")
 if any(" pp2 " in r["name"] for r in rows):  # idle: the measured bubble, against the schedules' theory
-    p, m = 2, 8
-    print(f"pipeline bubble theory at p {p}, m {m} (unit op times): 1F1B (p-1)/(m+p-1) = "
-          f"{100 * (p - 1) / (m + p - 1):.1f}%, ZB-H1 (p-1)/(3m+p-1) = {100 * (p - 1) / (3 * m + p - 1):.1f}%")
+    stages, micro = 2, 8
+    print(f"pipeline bubble theory at p {stages}, m {micro} (unit op times): 1F1B (p-1)/(m+p-1) = "
+          f"{100 * (stages - 1) / (micro + stages - 1):.1f}%, ZB-H1 (p-1)/(3m+p-1) = "
+          f"{100 * (stages - 1) / (3 * micro + stages - 1):.1f}%")
 suffix = "" if a.model == "gpt2" else f"_{a.model}"
 json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu{suffix}.json"), "w"), indent=1)
