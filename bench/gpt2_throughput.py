@@ -18,7 +18,7 @@ runs in the same command, and each configuration is run --rounds times, interlea
 import argparse, json, os, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from throughput_runs import anchor_run, model_of, random_shard, tessera_run
+from throughput_runs import anchor_run, bubble_theory, model_of, random_shard, tessera_run
 
 p = argparse.ArgumentParser()
 p.add_argument("--tessera", required=True)
@@ -75,14 +75,15 @@ if a.gpus == 1:
             ("tessera recompute full", lambda: tessera("full", ["parallel.recompute=full"])),
             ("tessera offload activations", lambda: tessera("off", ["parallel.offload_activations=true"]))]
 else:
+    PP_M = 8  # the pipeline plans' micro-batches a step
     plan = [("tessera 1 GPU (reference)", lambda: tessera("t1", [])),
             ("tessera dp2", lambda: tessera("dp2", ["parallel.dp=2"])),
             ("tessera zero1 dp2", lambda: tessera("z1", ["parallel.dp=2", "parallel.zero=1"])),
             ("torch DDP+compile 2 GPUs", lambda: anchor("ddp", "ddp", 1, 2)),
             ("tessera zero3 dp2", lambda: tessera("z3", ["parallel.dp=2", "parallel.zero=3"])),
             ("torch FSDP2+compile 2 GPUs", lambda: anchor("fsdp", "fsdp", 1, 2)),
-            ("tessera pp2 1f1b m8", lambda: tessera("pp2", ["parallel.pp=2", "parallel.schedule=1f1b"], micro=2, accum=8)),
-            ("tessera pp2 zb-h1 m8", lambda: tessera("zb2", ["parallel.pp=2", "parallel.schedule=zb-h1"], micro=2, accum=8)),
+            (f"tessera pp2 1f1b m{PP_M}", lambda: tessera("pp2", ["parallel.pp=2", "parallel.schedule=1f1b"], micro=2, accum=PP_M)),
+            (f"tessera pp2 zb-h1 m{PP_M}", lambda: tessera("zb2", ["parallel.pp=2", "parallel.schedule=zb-h1"], micro=2, accum=PP_M)),
             ("tessera tp2", lambda: tessera("tp2", ["parallel.tp=2"]))]
 for rnd in range(a.rounds):  # interleaved: every configuration once per round
     for name, fn in plan:
@@ -107,9 +108,7 @@ for r in rows:
     print(f"{r['name']:34} {r['tok_s']:10,.0f} {med} {r['tok_s']/gpus:10,.0f} {mfu*100:6.1f}% {r['peak_gib']:10.1f} "
           f"{pred:>9} {r.get('device_gib', 0):10.1f} {bub:>7}")
 if any(" pp2 " in r["name"] for r in rows):  # idle: the measured bubble, against the schedules' theory
-    stages, micro = 2, 8
-    print(f"pipeline bubble theory at p {stages}, m {micro} (unit op times): 1F1B (p-1)/(m+p-1) = "
-          f"{100 * (stages - 1) / (micro + stages - 1):.1f}%, ZB-H1 (p-1)/(3m+p-1) = "
-          f"{100 * (stages - 1) / (3 * micro + stages - 1):.1f}%")
+    print(f"pipeline bubble theory at p 2, m {PP_M} (unit op times): 1F1B "
+          f"{100 * bubble_theory('1f1b', 2, PP_M):.1f}%, ZB-H1 {100 * bubble_theory('zb-h1', 2, PP_M):.1f}%")
 suffix = "" if a.model == "gpt2" else f"_{a.model}"
 json.dump(rows, open(os.path.join(a.out, f"gpt2_throughput_{a.gpus}gpu{suffix}.json"), "w"), indent=1)

@@ -2,7 +2,7 @@
 # On the GPU machine: where a training step's kernel time goes. Trains PRESET (seq as the preset
 # has it, bf16, random tokens) at micro-batch B for STEPS steps under Nsight Systems (CUDA trace
 # only), exports the trace to SQLite and prints bench/gpu_busy.py's busy share and per-kernel table
-# over the trace's second half (past the warm-up and the GEMM choice's timing calls).
+# over the second half of the steps (past the warm-up and the GEMM choice's timing calls).
 #   bench/kernel_profile.sh TESSERA PRESET B [STEPS]      e.g. build-gpu/bin/tessera gpt2-xl 8 24
 # The trace and its export stay in $OUT (or a temporary folder). nsys is looked for on PATH, under
 # /opt/nvidia/nsight-systems and inside Nsight Compute (where the H200 machine has it); its SQLite

@@ -16,6 +16,8 @@
 # script says so). Prints one table.
 import json, os, re, sqlite3, subprocess, sys, tempfile
 
+from throughput_runs import bubble_theory
+
 tess = os.path.abspath(sys.argv[1])
 arg = lambda k, d: sys.argv[sys.argv.index(k) + 1] if k in sys.argv else d
 steps, m = int(arg("--steps", 8)), int(arg("--micro", 8))
@@ -28,10 +30,6 @@ data: {{dataset: brown}}
 train: {{steps: {steps}, micro_batch: 4, grad_accum: {m}, eval_every: 0, threads: 1}}
 log: {{db: runs.db, every: 1}}
 """
-
-
-def theory(kind, p):
-    return (p - 1) / (3 * m + p - 1) if kind == "zb-h1" else (p - 1) / (m + p - 1)
 
 
 work = tempfile.mkdtemp(prefix="pipeline_bubble_")
@@ -82,5 +80,5 @@ for p in pps:
             F, B, W = (sum(x[i] for x in fbw) / len(fbw) for i in range(3))
             idle = (p - 1) * (F + B - W)
             at_times = f"  (theory at these mean times: {idle / (m * (F + B + W) + idle):.3f})"
-        print(f"{kind + ' pp' + str(p):<16} {got:9.3f} {theory(kind, p):8.3f} "
+        print(f"{kind + ' pp' + str(p):<16} {got:9.3f} {bubble_theory(kind, p, m):8.3f} "
               f"{est['bubble_fraction']:10.3f} {step_s:8.3f}  {'  '.join(stages)}{at_times}")

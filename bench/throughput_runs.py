@@ -2,11 +2,9 @@
 wall clock (tokens of the timed steps over the time from the end of the last warm-up step to the
 end of the last step, from the metric records' wall clocks; each step ends with the run's
 synchronisation), and one PyTorch peer run (its RESULT line). Both under the device's own memory
-sampler (NVML per process, bench/device_memory.py). Used by gpt2_throughput.py and
-llama_throughput.py."""
+sampler (NVML per process, bench/device_memory.py). And a pipeline schedule's bubble in theory.
+Used by the bench scripts."""
 import json, os, re, sqlite3, statistics, subprocess, sys, time
-
-import numpy as np
 
 from device_memory import DeviceMemorySampler
 
@@ -14,6 +12,7 @@ from device_memory import DeviceMemorySampler
 def random_shard(path, vocab, n=50_000_000):
     """A token shard (engine/data/shard.h: 256 int32 header; version 1 uint16 tokens, version 2
     uint32 for vocabularies past 65,536) of uniform ids < vocab."""
+    import numpy as np  # here: the scripts that only need the rest run where numpy is not
     rng = np.random.default_rng(0)
     wide = vocab > 65536
     hdr = np.zeros(256, dtype=np.int32)
@@ -22,6 +21,12 @@ def random_shard(path, vocab, n=50_000_000):
         f.write(hdr.tobytes())
         f.write(rng.integers(0, vocab, n, dtype=np.uint32 if wide else np.uint16).tobytes())
 
+
+def bubble_theory(schedule, p, m):
+    """A pipeline schedule's bubble with unit op times (f = b = w = 1, a whole backward 2) over p
+    stages and m micro-batches: 1F1B (p−1)/(m+p−1), ZB-H1 (p−1)/(3m+p−1). ZB-H1's at other op
+    times: engine/parallel/schedule.h."""
+    return (p - 1) / (3 * m + p - 1) if schedule == "zb-h1" else (p - 1) / (m + p - 1)
 
 def model_of(tessera, work, preset, shard):
     """The preset's sizes as the engine builds it (`tessera plan --json`'s "model": layers,
