@@ -2,7 +2,8 @@
 // with CUDA events and set against its roofline, both measured in the same run: memory-bound ops
 // against the measured device-to-device copy bandwidth (bytes moved / bandwidth), matmul-bound
 // ops against the measured rate of a large bf16 GEMM (FLOPs / rate). Prints one table.
-// One table alone: --attention, --rmsnorm, --bias-grad (the column sums at GPT-2's widths),
+// One table alone: --attention, --norms (or --rmsnorm), --bias-grad (the column sums at GPT-2's
+// widths),
 // --gemm-algos (cuBLASLt's candidates at the models' shapes).
 // Without a GPU it says so and exits 0 (it is a benchmark, not a test).
 #ifdef TESSERA_HAVE_CUDA
@@ -108,35 +109,48 @@ void attention_shapes() {
     }
 }
 
-// RMSNorm's backward at the Llama family's rows (bf16): both gradients in one call (one pass over
-// the rows where the kernel fits them) against the two passes it replaced, timed as the dinp-only
-// and dweight-only calls, whose sum is what both cost before 2026-12-04.
-void rmsnorm_shapes() {
+// The norms' backward at the models' rows (bf16): both gradients in one call (one pass over the
+// rows where a kernel takes them: in registers up to 1024 columns, wider in shared memory) against
+// the two passes, timed as the dinp-only and the parameters-only calls, whose sum is what both
+// cost without the one pass. LayerNorm at GPT-2's widths, RMSNorm at the Llama family's.
+void norm_shapes() {
     struct Shape {
         const char* name;
         int N, C;
+        bool layernorm;
     };
-    const Shape shapes[] = {{"smollm-135m (B16 T2048, 576)", 16 * 2048, 576},
-                            {"qwen2.5-0.5b (B8 T2048, 896)", 8 * 2048, 896},
-                            {"qwen3-0.6b (B8 T2048, 1024)", 8 * 2048, 1024},
-                            {"llama-3.2-1b (B8 T2048, 2048)", 8 * 2048, 2048}};
+    const Shape shapes[] = {{"ln gpt2 (B16, 768)", 16 * 1024, 768, true},
+                            {"ln gpt2-medium (B16, 1024)", 16 * 1024, 1024, true},
+                            {"ln gpt2-large (B8, 1280)", 8 * 1024, 1280, true},
+                            {"ln gpt2-xl (B8, 1600)", 8 * 1024, 1600, true},
+                            {"rms smollm-135m (B16 T2048, 576)", 16 * 2048, 576, false},
+                            {"rms qwen2.5-0.5b (B8 T2048, 896)", 8 * 2048, 896, false},
+                            {"rms qwen3-0.6b (B8 T2048, 1024)", 8 * 2048, 1024, false},
+                            {"rms llama-3.2-1b (B8 T2048, 2048)", 8 * 2048, 2048, false},
+                            {"rms llama-3.1-8b (B1 T8192, 4096)", 8192, 4096, false}};
     cudaStream_t s = cuda_stream();
-    std::printf("%-32s %10s %10s %10s %10s\n", "rmsnorm backward (bf16)", "both ms", "dinp ms",
-                "dweight ms", "two/one");
+    std::printf("%-36s %10s %10s %10s %10s\n", "norm backward (bf16)", "both ms", "dinp ms",
+                "params ms", "two/one");
     for (const Shape& x : shapes) {
         const long n = (long)x.N * x.C;
         DeviceBuffer<> dinp(dev(n * 2)), dout(dev(n * 2)), inp(dev(n * 2)), w(dev(x.C * 2)),
-            dw(dev(x.C * 4)), rstd(dev(x.N * 4));
+            dw(dev(x.C * 4 * 2)), stats(dev(x.N * 4 * 2));
         auto call = [&](bool want_dinp, bool want_dw) {
-            rmsnorm_backward_cuda<bf16>(want_dinp ? (bf16*)dinp.get() : nullptr,
-                                        want_dw ? (float*)dw.get() : nullptr, (bf16*)dout.get(),
-                                        (bf16*)inp.get(), (bf16*)w.get(), (float*)rstd.get(), x.N,
-                                        x.C, s);
+            bf16* di = want_dinp ? (bf16*)dinp.get() : nullptr;
+            float* dwp = want_dw ? (float*)dw.get() : nullptr;
+            const float* st = (const float*)stats.get();
+            if (x.layernorm)
+                layernorm_backward_cuda<bf16>(di, dwp, dwp ? dwp + x.C : nullptr, (bf16*)dout.get(),
+                                              (bf16*)inp.get(), (bf16*)w.get(), st, st + x.N, x.N,
+                                              x.C, s);
+            else
+                rmsnorm_backward_cuda<bf16>(di, dwp, (bf16*)dout.get(), (bf16*)inp.get(),
+                                            (bf16*)w.get(), st, x.N, x.C, s);
         };
         const double both = time_ms([&] { call(true, true); });
         const double di = time_ms([&] { call(true, false); });
         const double dwt = time_ms([&] { call(false, true); });
-        std::printf("%-32s %10.4f %10.4f %10.4f %9.2fx\n", x.name, both, di, dwt,
+        std::printf("%-36s %10.4f %10.4f %10.4f %9.2fx\n", x.name, both, di, dwt,
                     (di + dwt) / both);
     }
 }
@@ -243,8 +257,9 @@ int main(int argc, char** argv) {
         attention_shapes();
         return 0;
     }
-    if (argc > 1 && std::strcmp(argv[1], "--rmsnorm") == 0) {  // only the RMSNorm table
-        rmsnorm_shapes();
+    if (argc > 1 && (std::strcmp(argv[1], "--norms") == 0 ||
+                     std::strcmp(argv[1], "--rmsnorm") == 0)) {  // only the norms' table
+        norm_shapes();
         return 0;
     }
     if (argc > 1 && std::strcmp(argv[1], "--bias-grad") == 0) {  // only the bias gradients

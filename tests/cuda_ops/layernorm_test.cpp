@@ -15,8 +15,10 @@ TYPED_TEST_SUITE(LayernormCuda, ActTypes);
 struct LnShape {
     int N, C;
 };
-// odd C (scalar path), C % 8 == 0 (vector path), C < 32, GPT-2 C
-static const LnShape kShapes[] = {{37, 97}, {37, 96}, {3, 5}, {64, 768}, {300, 768}};
+// odd C (scalar path), C % 8 == 0 (vector path), C < 32, GPT-2 C, and gpt2-large's and gpt2-xl's
+// (the backward's shared-memory kernel; in fp32 GPT-2's C as well), over several of its blocks
+static const LnShape kShapes[] = {{37, 97},   {37, 96},    {3, 5},      {64, 768},
+                                  {300, 768}, {300, 1280}, {3000, 1600}};
 
 TYPED_TEST(LayernormCuda, ForwardMatchesCpu) {
     using T = TypeParam;

@@ -24,8 +24,8 @@ struct NC {
     int N, C;
 };
 // odd C (scalar path), C % 8 == 0 (vector path), SmolLM's d_model, Qwen3-0.6B's (the one-pass
-// backward's widest rows in bf16; two passes in fp32), rows over several of its blocks, and
-// Llama-3.2-1B's (two passes)
+// backward's widest rows in bf16 in registers), rows over several of its blocks, and
+// Llama-3.2-1B's (the shared-memory kernel)
 static const NC kNormShapes[] = {{37, 97},    {37, 96},    {3, 5},   {300, 576},
                                  {130, 1024}, {40000, 64}, {9, 2048}};
 

@@ -1,6 +1,7 @@
 // LayerNorm and RMSNorm on the GPU: one warp per row for the forward and for dinp, a
-// column-tiled two-pass reduction for dweight/dbias (deterministic); where the columns fit a
-// warp's registers, the backward's gradients all in one pass over the rows. Rows are read with
+// column-tiled two-pass reduction for dweight/dbias (deterministic); where the columns' sums fit a
+// warp's registers, or its share of shared memory, the backward's gradients all in one pass over
+// the rows. Rows are read with
 // 16-byte vector loads when C and the pointers allow it (VEC = 4 floats or 8 bf16), else element by
 // element (any C works).
 #include "engine/kernels/cuda/cuda_common.cuh"
@@ -293,6 +294,75 @@ static __global__ void __launch_bounds__(32 * WARPS)
         }
 }
 
+// The same one pass for rows too wide for a lane's sums in registers: each warp adds its terms of
+// the column sums into its own row of shared memory (WARPS × kSums × C floats, 16-byte accesses:
+// lane l owns columns l·VEC + 32·VEC·j), in the same row order as norm_backward_fused_kernel
+// keeps them; then the warps' rows in warp order into partial (blocks, kSums, C).
+template <typename Norm, typename T, int VEC, int WARPS>
+static __global__ void __launch_bounds__(32 * WARPS)
+    norm_backward_wide_kernel(Norm norm, T* dinp, float* partial, const T* dout, const T* inp,
+                              const T* weight, int N, int C, int rows_per_chunk, RowLayout L,
+                              bool accumulate) {
+    static_assert(VEC % 4 == 0, "the shared sums move as float4");
+    constexpr int S = Norm::kSums;
+    extern __shared__ float4 wide_sums[];
+    float* sh = reinterpret_cast<float*>(wide_sums);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    float* mine = sh + (long)warp * S * C;
+    for (int i = lane * 4; i < S * C; i += 32 * 4)
+        *reinterpret_cast<float4*>(mine + i) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    __syncwarp();
+    const int r0 = blockIdx.x * rows_per_chunk;
+    const int r1 = min(N, r0 + rows_per_chunk);
+    for (int row = r0 + warp; row < r1; row += WARPS) {
+        const long off = L.offset(row, C);
+        const typename Norm::Row st = norm.row(row);
+        float m[Norm::kMeans] = {};
+#pragma unroll 4
+        for (int i = lane * VEC; i < C; i += 32 * VEC) {
+            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                        vw = load_vec<VEC>(weight + i);
+#pragma unroll
+            for (int k = 0; k < VEC; ++k)
+                norm.means(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m);
+        }
+#pragma unroll
+        for (int q = 0; q < Norm::kMeans; ++q) m[q] = warp_sum(m[q]) / C;
+#pragma unroll 2
+        for (int i = lane * VEC; i < C; i += 32 * VEC) {
+            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                        vw = load_vec<VEC>(weight + i), vd;
+            if (accumulate) vd = load_vec<VEC>(dinp + off + i);
+            float terms[VEC][S] = {};
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                const float g = norm.dinp(st, to_float(vg.v[k]), to_float(vw.v[k]),
+                                          to_float(vx.v[k]), m, terms[k]);
+                vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
+            }
+            store_vec<VEC>(dinp + off + i, vd);
+#pragma unroll
+            for (int q = 0; q < S; ++q)
+#pragma unroll
+                for (int k = 0; k < VEC; k += 4) {
+                    float4* a = reinterpret_cast<float4*>(mine + q * C + i + k);
+                    float4 v = *a;
+                    v.x += terms[k][q];
+                    v.y += terms[k + 1][q];
+                    v.z += terms[k + 2][q];
+                    v.w += terms[k + 3][q];
+                    *a = v;
+                }
+        }
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < S * C; c += blockDim.x) {
+        float w = 0.0f;
+        for (int k = 0; k < WARPS; ++k) w += sh[(long)k * S * C + c];
+        partial[(long)blockIdx.x * S * C + c] = w;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // launchers
 
@@ -336,13 +406,44 @@ static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const
                               const float* mean, const float* rstd, int N, int C, cudaStream_t s,
                               RowLayout L);
 
+// Rows wider than the register kernel takes (more than four column groups a lane): the shared-
+// memory kernel, 8 warps a block, rows in chunks of a multiple of 8 for about 256 blocks, where two
+// blocks' sums fit a SM (LayerNorm to 1808 columns, RMSNorm to 3616); false: the two passes.
+// `bench/kernels_cuda --norms` on an H100 (2026-12-07): 1.31× the two passes at gpt2-large's and
+// gpt2-xl's rows, 1.63× at Llama-3.2-1B's; docs/benchmarks.md ("The norms' one pass at wide rows").
+template <typename Norm, typename T>
+static bool norm_backward_wide(const Norm& norm, T* dinp, float* dweight, float* dbias,
+                               const T* dout, const T* inp, const T* weight, int N, int C,
+                               RowLayout L, bool accumulate, cudaStream_t s) {
+    constexpr int V = vec16<T>();
+    constexpr int kWarps = 8;
+    constexpr size_t kMaxShared = 113 * 1024;  // two blocks a SM
+    const size_t smem = sizeof(float) * kWarps * Norm::kSums * (size_t)C;
+    if (V % 4 != 0 || smem > kMaxShared) return false;
+    const int rows_per_chunk = std::max(kWarps, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
+    const int chunks = ceil_div(N, rows_per_chunk);
+    float* partial = static_cast<float*>(cuda_scratch(
+        ScratchSlot::layernorm_dparams, sizeof(float) * Norm::kSums * (size_t)chunks * C));
+    auto kernel = norm_backward_wide_kernel<Norm, T, V, kWarps>;
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<chunks, 32 * kWarps, smem, s>>>(norm, dinp, partial, dout, inp, weight, N, C,
+                                             rows_per_chunk, L, accumulate);
+    CUDA_CHECK_LAUNCH("norm_backward_wide_kernel");
+    chunk_column_sum(dweight, Norm::kSums > 1 ? dbias : nullptr, partial, chunks, C,
+                     (long)Norm::kSums * C, s);
+    CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
+    return true;
+}
+
 // A norm's backward in one pass (norm_backward_fused_kernel) when dinp and its parameters'
 // gradients are all wanted, the rows take 16-byte loads and a lane's columns fit in registers
-// (C ≤ 128·VEC: 1024 in bf16, 512 in fp32); false: the caller runs the two passes. Blocks of 16
-// warps over ≥ 64 rows, about 256 blocks whatever N is, so the chunks' column sum stays short.
-// Why these bounds: `bench/kernels_cuda --rmsnorm` on the H200, docs/benchmarks.md ("RMSNorm's
-// backward in one pass"): 1.3-1.5× the two passes up to 1024 columns, 0.97× at Llama-3.2-1B's
-// 2048 (8 column groups per lane), and 8 or 32 warps, or other rows per block, slower. LayerNorm
+// (C ≤ 128·VEC: 1024 in bf16, 512 in fp32; wider rows go to norm_backward_wide); false: the
+// caller runs the two passes. Blocks of 16 warps over ≥ 64 rows, about 256 blocks whatever N is,
+// so the chunks' column sum stays short. Why these bounds: `bench/kernels_cuda --rmsnorm` on the
+// H200, docs/benchmarks.md ("RMSNorm's backward in one pass"): 1.3-1.5× the two passes up to 1024
+// columns, 0.97× at Llama-3.2-1B's 2048 (8 column groups per lane in registers: the shared-memory
+// kernel now takes those rows), and 8 or 32 warps, or other rows per block, slower. LayerNorm
 // (GPT-2 124M and medium on an H100) trains 0.3-0.6% faster with it ("Where GPT-2 124M's step
 // goes"). Three column groups per lane (bf16 rows of 513-768, GPT-2 124M's and SmolLM's) have
 // their own kernel: GPT-2 124M's LayerNorm backward 0.061-0.063 ms against 0.066-0.067 rounded up
@@ -360,7 +461,9 @@ static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float
           aligned16(weight)))
         return false;
     const int nch = ceil_div(C, 32 * V);
-    if (nch > 4) return false;
+    if (nch > 4)
+        return norm_backward_wide(norm, dinp, dweight, dbias, dout, inp, weight, N, C, L,
+                                  accumulate, s);
     const int rows_per_chunk = std::max(64, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
     const int chunks = ceil_div(N, rows_per_chunk);
     float* partial = static_cast<float*>(cuda_scratch(
