@@ -65,6 +65,12 @@ if kernels:
     kernel_sum = sum(total.values())
     print(f"the {steps} steps between launches {k + 1} and {len(marks)} of *{per}*: "
           f"{win / 1e6 / steps:.3f} ms a step, kernels {kernel_sum / 1e6 / steps:.3f} ms")
+    for t, what in (("CUPTI_ACTIVITY_KIND_MEMSET", "memsets"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "copies")):
+        try:
+            rows = db.execute(f"select start, end from {t} where start >= ? and start < ?", (w0, w1)).fetchall()
+        except Exception:
+            rows = []
+        print(f"  {what}: {sum(e - s for s, e in rows) / 1e6 / steps:.3f} ms a step, {len(rows) / steps:.1f} a step")
     print(f"{'ms':>9} {'share':>6} {'launches':>9}  kernel")
     for name, t in total.most_common():
         print(f"{t / 1e6 / steps:9.3f} {100 * t / kernel_sum:5.1f}% {count[name] / steps:9.1f}  {name[:120]}")
