@@ -192,6 +192,38 @@ struct LnBackward {  // mean(w·g), mean(w·g·x̂); the weight's Σ x̂·dout a
     }
 };
 
+// The norms' backward kernels' one body, over a row's VEC elements at column i: their terms of the
+// row's means (the first pass over the row) ...
+template <typename Norm, typename T, int VEC>
+__device__ __forceinline__ void norm_means_vec(const Norm& norm, const typename Norm::Row& st,
+                                               const T* dout, const T* inp, const T* weight,
+                                               long off, int i, float (&m)[Norm::kMeans]) {
+    Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                vw = load_vec<VEC>(weight + i);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k)
+        norm.means(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m);
+}
+// ... and (the second) their dinp, written (added to dinp's values with accumulate), each
+// element's terms of the parameters' column sums added to sums[k].
+template <typename Norm, typename T, int VEC>
+__device__ __forceinline__ void norm_dinp_vec(const Norm& norm, const typename Norm::Row& st,
+                                              const float (&m)[Norm::kMeans], T* dinp,
+                                              const T* dout, const T* inp, const T* weight,
+                                              long off, int i, bool accumulate,
+                                              float (&sums)[VEC][Norm::kSums]) {
+    Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
+                vw = load_vec<VEC>(weight + i), vd;
+    if (accumulate) vd = load_vec<VEC>(dinp + off + i);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+        const float g =
+            norm.dinp(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m, sums[k]);
+        vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
+    }
+    store_vec<VEC>(dinp + off + i, vd);
+}
+
 // dinp (N, C) += a norm's input gradient, or (accumulate false) = it (dinp may then be dout: a
 // lane reads its elements before writing them); the parameters' gradients are
 // layernorm_dparams'. One warp per row.
@@ -205,26 +237,14 @@ static __global__ void norm_backward_dinp_kernel(Norm norm, T* dinp, const T* do
     const long off = L.offset(row, C);
     const typename Norm::Row st = norm.row(row);
     float m[Norm::kMeans] = {};
-    for (int i = lane * VEC; i < C; i += 32 * VEC) {
-        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                    vw = load_vec<VEC>(weight + i);
-        for (int k = 0; k < VEC; ++k)
-            norm.means(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m);
-    }
+    for (int i = lane * VEC; i < C; i += 32 * VEC)
+        norm_means_vec<Norm, T, VEC>(norm, st, dout, inp, weight, off, i, m);
 #pragma unroll
     for (int q = 0; q < Norm::kMeans; ++q) m[q] = warp_sum(m[q]) / C;
-    float unused[Norm::kSums] = {};  // the column sums: not this kernel's
-    for (int i = lane * VEC; i < C; i += 32 * VEC) {
-        Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                    vw = load_vec<VEC>(weight + i), vd;
-        if (accumulate) vd = load_vec<VEC>(dinp + off + i);
-        for (int k = 0; k < VEC; ++k) {
-            const float g =
-                norm.dinp(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m, unused);
-            vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
-        }
-        store_vec<VEC>(dinp + off + i, vd);
-    }
+    float unused[VEC][Norm::kSums] = {};  // the column sums: not this kernel's
+    for (int i = lane * VEC; i < C; i += 32 * VEC)
+        norm_dinp_vec<Norm, T, VEC>(norm, st, m, dinp, dout, inp, weight, off, i, accumulate,
+                                    unused);
 }
 
 // A norm's dinp and its parameters' gradients in one pass over the rows: block b takes rows
@@ -251,29 +271,16 @@ static __global__ void __launch_bounds__(32 * WARPS)
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
             const int i = (j * 32 + lane) * VEC;
-            if (i >= C) continue;
-            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                        vw = load_vec<VEC>(weight + i);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k)
-                norm.means(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m);
+            if (i < C) norm_means_vec<Norm, T, VEC>(norm, st, dout, inp, weight, off, i, m);
         }
 #pragma unroll
         for (int q = 0; q < Norm::kMeans; ++q) m[q] = warp_sum(m[q]) / C;
 #pragma unroll
         for (int j = 0; j < NCH; ++j) {
             const int i = (j * 32 + lane) * VEC;
-            if (i >= C) continue;
-            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                        vw = load_vec<VEC>(weight + i), vd;
-            if (accumulate) vd = load_vec<VEC>(dinp + off + i);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float g = norm.dinp(st, to_float(vg.v[k]), to_float(vw.v[k]),
-                                          to_float(vx.v[k]), m, sums[j][k]);
-                vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
-            }
-            store_vec<VEC>(dinp + off + i, vd);
+            if (i < C)
+                norm_dinp_vec<Norm, T, VEC>(norm, st, m, dinp, dout, inp, weight, off, i,
+                                            accumulate, sums[j]);
         }
     }
 #pragma unroll
@@ -319,28 +326,15 @@ static __global__ void __launch_bounds__(32 * WARPS)
         const typename Norm::Row st = norm.row(row);
         float m[Norm::kMeans] = {};
 #pragma unroll 4
-        for (int i = lane * VEC; i < C; i += 32 * VEC) {
-            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                        vw = load_vec<VEC>(weight + i);
-#pragma unroll
-            for (int k = 0; k < VEC; ++k)
-                norm.means(st, to_float(vg.v[k]), to_float(vw.v[k]), to_float(vx.v[k]), m);
-        }
+        for (int i = lane * VEC; i < C; i += 32 * VEC)
+            norm_means_vec<Norm, T, VEC>(norm, st, dout, inp, weight, off, i, m);
 #pragma unroll
         for (int q = 0; q < Norm::kMeans; ++q) m[q] = warp_sum(m[q]) / C;
 #pragma unroll 2
         for (int i = lane * VEC; i < C; i += 32 * VEC) {
-            Vec<T, VEC> vx = load_vec<VEC>(inp + off + i), vg = load_vec<VEC>(dout + off + i),
-                        vw = load_vec<VEC>(weight + i), vd;
-            if (accumulate) vd = load_vec<VEC>(dinp + off + i);
             float terms[VEC][S] = {};
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) {
-                const float g = norm.dinp(st, to_float(vg.v[k]), to_float(vw.v[k]),
-                                          to_float(vx.v[k]), m, terms[k]);
-                vd.v[k] = from_float<T>(accumulate ? to_float(vd.v[k]) + g : g);
-            }
-            store_vec<VEC>(dinp + off + i, vd);
+            norm_dinp_vec<Norm, T, VEC>(norm, st, m, dinp, dout, inp, weight, off, i, accumulate,
+                                        terms);
 #pragma unroll
             for (int q = 0; q < S; ++q)
 #pragma unroll
@@ -406,50 +400,39 @@ static void layernorm_dparams(float* dweight, float* dbias, const T* dout, const
                               const float* mean, const float* rstd, int N, int C, cudaStream_t s,
                               RowLayout L);
 
-// Rows wider than the register kernel takes (more than four column groups a lane): the shared-
-// memory kernel, 8 warps a block, rows in chunks of a multiple of 8 for about 256 blocks, where two
-// blocks' sums fit a SM (LayerNorm to 1808 columns, RMSNorm to 3616); false: the two passes.
-// `bench/kernels_cuda --norms` on an H100 (2026-12-07): 1.31× the two passes at gpt2-large's and
-// gpt2-xl's rows, 1.63× at Llama-3.2-1B's; docs/benchmarks.md ("The norms' one pass at wide rows").
-template <typename Norm, typename T>
-static bool norm_backward_wide(const Norm& norm, T* dinp, float* dweight, float* dbias,
-                               const T* dout, const T* inp, const T* weight, int N, int C,
-                               RowLayout L, bool accumulate, cudaStream_t s) {
-    constexpr int V = vec16<T>();
-    constexpr int kWarps = 8;
-    constexpr size_t kMaxShared = 113 * 1024;  // two blocks a SM
-    const size_t smem = sizeof(float) * kWarps * Norm::kSums * (size_t)C;
-    if (V % 4 != 0 || smem > kMaxShared) return false;
-    const int rows_per_chunk = std::max(kWarps, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
-    const int chunks = ceil_div(N, rows_per_chunk);
-    float* partial = static_cast<float*>(cuda_scratch(
-        ScratchSlot::layernorm_dparams, sizeof(float) * Norm::kSums * (size_t)chunks * C));
-    auto kernel = norm_backward_wide_kernel<Norm, T, V, kWarps>;
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    kernel<<<chunks, 32 * kWarps, smem, s>>>(norm, dinp, partial, dout, inp, weight, N, C,
-                                             rows_per_chunk, L, accumulate);
-    CUDA_CHECK_LAUNCH("norm_backward_wide_kernel");
-    chunk_column_sum(dweight, Norm::kSums > 1 ? dbias : nullptr, partial, chunks, C,
-                     (long)Norm::kSums * C, s);
-    CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
-    return true;
-}
+// The one-pass launchers' chunks of rows (a multiple of `warps`, at least `min_rows`, about 256
+// chunks whatever N is, so the chunks' column sum stays short) and the scratch of their partial
+// column sums (chunks, kSums, C); their sums then go into dweight and dbias (sum_into).
+template <typename Norm>
+struct NormChunks {
+    int rows, count;
+    float* partial;
+    NormChunks(int N, int C, int warps, int min_rows)
+        : rows(std::max(min_rows, ceil_div(ceil_div(N, 256), warps) * warps)),
+          count(ceil_div(N, rows)),
+          partial(static_cast<float*>(cuda_scratch(
+              ScratchSlot::layernorm_dparams, sizeof(float) * Norm::kSums * (size_t)count * C))) {}
+    void sum_into(float* dweight, float* dbias, int C, cudaStream_t s) const {
+        // the weight's sums from rows [c, 0, :], LayerNorm's bias's from rows [c, 1, :]
+        chunk_column_sum(dweight, Norm::kSums > 1 ? dbias : nullptr, partial, count, C,
+                         (long)Norm::kSums * C, s);
+        CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
+    }
+};
 
 // A norm's backward in one pass (norm_backward_fused_kernel) when dinp and its parameters'
 // gradients are all wanted, the rows take 16-byte loads and a lane's columns fit in registers
-// (C ≤ 128·VEC: 1024 in bf16, 512 in fp32; wider rows go to norm_backward_wide); false: the
-// caller runs the two passes. Blocks of 16 warps over ≥ 64 rows, about 256 blocks whatever N is,
-// so the chunks' column sum stays short. Why these bounds: `bench/kernels_cuda --rmsnorm` on the
-// H200, docs/benchmarks.md ("RMSNorm's backward in one pass"): 1.3-1.5× the two passes up to 1024
+// (C ≤ 128·VEC: 1024 in bf16, 512 in fp32), or, wider, its share of shared memory
+// (norm_backward_wide_kernel); false: the caller runs the two passes. Blocks of 16 warps over ≥ 64
+// rows (NormChunks). Why these bounds: `bench/kernels_cuda --rmsnorm` on the H200,
+// docs/benchmarks.md ("RMSNorm's backward in one pass"): 1.3-1.5× the two passes up to 1024
 // columns, 0.97× at Llama-3.2-1B's 2048 (8 column groups per lane in registers: the shared-memory
 // kernel now takes those rows), and 8 or 32 warps, or other rows per block, slower. LayerNorm
 // (GPT-2 124M and medium on an H100) trains 0.3-0.6% faster with it ("Where GPT-2 124M's step
-// goes"). Three column groups per lane (bf16 rows of 513-768, GPT-2 124M's and SmolLM's) have
-// their own kernel: GPT-2 124M's LayerNorm backward 0.061-0.063 ms against 0.066-0.067 rounded up
-// to four (H100, 2026-12-06; on that card 8 warps ran it in 0.057 and did not move GPT-2's
-// tokens/s beyond noise, and were not timed at the Llama widths). dbias: LayerNorm's, null for
-// RMSNorm.
+// goes"). Three column groups per lane (bf16 rows of 513-768, GPT-2 124M's and SmolLM's) have their
+// own kernel: GPT-2 124M's LayerNorm backward 0.061-0.063 ms against 0.066-0.067 rounded up to four
+// (H100, 2026-12-06; on that card 8 warps ran it in 0.057 and did not move GPT-2's tokens/s beyond
+// noise, and were not timed at the Llama widths). dbias: LayerNorm's, null for RMSNorm.
 template <typename Norm, typename T>
 static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float* dbias,
                                 const T* dout, const T* inp, const T* weight, int N, int C,
@@ -461,16 +444,29 @@ static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float
           aligned16(weight)))
         return false;
     const int nch = ceil_div(C, 32 * V);
-    if (nch > 4)
-        return norm_backward_wide(norm, dinp, dweight, dbias, dout, inp, weight, N, C, L,
-                                  accumulate, s);
-    const int rows_per_chunk = std::max(64, ceil_div(ceil_div(N, 256), kWarps) * kWarps);
-    const int chunks = ceil_div(N, rows_per_chunk);
-    float* partial = static_cast<float*>(cuda_scratch(
-        ScratchSlot::layernorm_dparams, sizeof(float) * Norm::kSums * (size_t)chunks * C));
+    if (nch > 4) {
+        // Wider rows: the shared-memory kernel, 8 warps a block, where two blocks' sums fit a SM
+        // (LayerNorm to 1808 columns, RMSNorm to 3616); `bench/kernels_cuda --norms` on an H100
+        // (2026-12-07): 1.31× the two passes at gpt2-large's and gpt2-xl's rows, 1.63× at
+        // Llama-3.2-1B's (docs/benchmarks.md, "The norms' one pass at wide rows").
+        constexpr int kWideWarps = 8;
+        constexpr size_t kMaxShared = 113 * 1024;
+        const size_t smem = sizeof(float) * kWideWarps * Norm::kSums * (size_t)C;
+        if (V % 4 != 0 || smem > kMaxShared) return false;
+        const NormChunks<Norm> ch(N, C, kWideWarps, kWideWarps);
+        auto kernel = norm_backward_wide_kernel<Norm, T, V, kWideWarps>;
+        CUDA_CHECK(
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        kernel<<<ch.count, 32 * kWideWarps, smem, s>>>(norm, dinp, ch.partial, dout, inp, weight, N,
+                                                       C, ch.rows, L, accumulate);
+        CUDA_CHECK_LAUNCH("norm_backward_wide_kernel");
+        ch.sum_into(dweight, dbias, C, s);
+        return true;
+    }
+    const NormChunks<Norm> ch(N, C, kWarps, 64);
     auto launch = [&](auto kernel) {
-        kernel<<<chunks, 32 * kWarps, 0, s>>>(norm, dinp, partial, dout, inp, weight, N, C,
-                                              rows_per_chunk, L, accumulate);
+        kernel<<<ch.count, 32 * kWarps, 0, s>>>(norm, dinp, ch.partial, dout, inp, weight, N, C,
+                                                ch.rows, L, accumulate);
     };
     if (nch == 1)
         launch(norm_backward_fused_kernel<Norm, T, V, 1, kWarps>);
@@ -481,10 +477,7 @@ static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float
     else
         launch(norm_backward_fused_kernel<Norm, T, V, 4, kWarps>);
     CUDA_CHECK_LAUNCH("norm_backward_fused_kernel");
-    // the weight's sums from rows [c, 0, :], LayerNorm's bias's from rows [c, 1, :]
-    chunk_column_sum(dweight, Norm::kSums > 1 ? dbias : nullptr, partial, chunks, C,
-                     (long)Norm::kSums * C, s);
-    CUDA_CHECK_LAUNCH("chunk_column_sum_kernel");
+    ch.sum_into(dweight, dbias, C, s);
     return true;
 }
 
