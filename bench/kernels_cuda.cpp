@@ -3,8 +3,7 @@
 // against the measured device-to-device copy bandwidth (bytes moved / bandwidth), matmul-bound
 // ops against the measured rate of a large bf16 GEMM (FLOPs / rate). Prints one table.
 // One table alone: --attention, --norms (or --rmsnorm), --bias-grad (the column sums at GPT-2's
-// widths),
-// --gemm-algos (cuBLASLt's candidates at the models' shapes).
+// widths), --gemm-algos (cuBLASLt's candidates at the models' shapes).
 // Without a GPU it says so and exits 0 (it is a benchmark, not a test).
 #ifdef TESSERA_HAVE_CUDA
 #include <cuda_runtime.h>
