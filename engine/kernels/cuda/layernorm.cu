@@ -1,9 +1,8 @@
 // LayerNorm and RMSNorm on the GPU: one warp per row for the forward and for dinp, a
 // column-tiled two-pass reduction for dweight/dbias (deterministic); where the columns' sums fit a
 // warp's registers, or its share of shared memory, the backward's gradients all in one pass over
-// the rows. Rows are read with
-// 16-byte vector loads when C and the pointers allow it (VEC = 4 floats or 8 bf16), else element by
-// element (any C works).
+// the rows. Rows are read with 16-byte vector loads when C and the pointers allow it (VEC = 4
+// floats or 8 bf16), else element by element (any C works).
 #include "engine/kernels/cuda/cuda_common.cuh"
 #include "engine/kernels/cuda/device_helpers.cuh"
 #include "engine/kernels/cuda/layernorm.cuh"
@@ -452,7 +451,7 @@ static bool norm_backward_fused(const Norm& norm, T* dinp, float* dweight, float
         constexpr int kWideWarps = 8;
         constexpr size_t kMaxShared = 113 * 1024;
         const size_t smem = sizeof(float) * kWideWarps * Norm::kSums * (size_t)C;
-        if (V % 4 != 0 || smem > kMaxShared) return false;
+        if (smem > kMaxShared) return false;
         const NormChunks<Norm> ch(N, C, kWideWarps, kWideWarps);
         auto kernel = norm_backward_wide_kernel<Norm, T, V, kWideWarps>;
         CUDA_CHECK(
