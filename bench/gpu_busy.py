@@ -14,13 +14,13 @@ window too (the trace's second half may hold the run's start-up).
 import collections, sqlite3, sys
 
 db = sqlite3.connect(sys.argv[1])
-iv = []
-for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+spans = {}  # each activity table's (start, end) rows; a table the trace lacks: none
+for t in ("KERNEL", "MEMCPY", "MEMSET"):
     try:
-        iv += db.execute(f"select start, end from {t}").fetchall()
-    except Exception as e:
-        pass
-iv.sort()
+        spans[t] = db.execute(f"select start, end from CUPTI_ACTIVITY_KIND_{t}").fetchall()
+    except Exception:
+        spans[t] = []
+iv = sorted(x for rows in spans.values() for x in rows)
 t0, t1 = iv[0][0], max(e for s, e in iv)
 w0, w1 = t0 + (t1 - t0) * 0.5, t1
 
@@ -65,11 +65,8 @@ if kernels:
     kernel_sum = sum(total.values())
     print(f"the {steps} steps between launches {k + 1} and {len(marks)} of *{per}*: "
           f"{win / 1e6 / steps:.3f} ms a step, kernels {kernel_sum / 1e6 / steps:.3f} ms")
-    for t, what in (("CUPTI_ACTIVITY_KIND_MEMSET", "memsets"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "copies")):
-        try:
-            rows = db.execute(f"select start, end from {t} where start >= ? and start < ?", (w0, w1)).fetchall()
-        except Exception:
-            rows = []
+    for t, what in (("MEMSET", "memsets"), ("MEMCPY", "copies")):
+        rows = [(s, e) for s, e in spans[t] if w0 <= s < w1]
         print(f"  {what}: {sum(e - s for s, e in rows) / 1e6 / steps:.3f} ms a step, {len(rows) / steps:.1f} a step")
     print(f"{'ms':>9} {'share':>6} {'launches':>9}  kernel")
     for name, t in total.most_common():

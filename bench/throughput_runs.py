@@ -28,6 +28,7 @@ def bubble_theory(schedule, p, m):
     times: engine/parallel/schedule.h."""
     return (p - 1) / (3 * m + p - 1) if schedule == "zb-h1" else (p - 1) / (m + p - 1)
 
+
 def model_of(tessera, work, preset, shard):
     """The preset's sizes as the engine builds it (`tessera plan --json`'s "model": layers,
     d_model, heads, ...), for a peer built to the same shape."""
