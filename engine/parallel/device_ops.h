@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -25,6 +26,10 @@ class DeviceOps {
     // or sum_end returns it (synchronising: evaluation).
     virtual void sum_squares_begin() = 0;
     virtual void sum_squares_add(const float* x, int64_t n) = 0;
+    // sum_squares_add over every range (GPUs: a few launches in all, not one a range)
+    virtual void sum_squares_ranges(const std::vector<std::pair<const float*, int64_t>>& ranges) {
+        for (const auto& [x, n] : ranges) sum_squares_add(x, n);
+    }
     virtual void sum_begin() = 0;
     virtual void sum_add(const float* x, int64_t n) = 0;
     virtual double sum_end() = 0;

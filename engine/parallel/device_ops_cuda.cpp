@@ -45,6 +45,12 @@ class CudaOps final : public DeviceOps {
     void sum_squares_add(const float* x, int64_t n) override {
         sum_squares_cuda(scalar_, x, n, cuda_stream());
     }
+    void sum_squares_ranges(const std::vector<std::pair<const float*, int64_t>>& ranges) override {
+        std::vector<const float*> x;
+        std::vector<long> n;
+        for (const auto& [p, k] : ranges) x.push_back(p), n.push_back((long)k);
+        sum_squares_multi_cuda(scalar_, x.data(), n.data(), (int)x.size(), cuda_stream());
+    }
     void sum_begin() override {
         CUDA_CHECK(cudaMemsetAsync(sum_, 0, sizeof(double), cuda_stream()));
     }

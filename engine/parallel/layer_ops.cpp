@@ -121,12 +121,12 @@ class MetaLayerOps final : public LayerOps {
         gemm(OpKind::matmul_residual_forward, N, C, OC);
     }
     void matmul_backward(void* dinp, float* dw, float*, const void*, const void*, const void*,
-                         int N, int C, int OC) override {
+                         int N, int C, int OC, bool) override {
         gemm(OpKind::matmul_backward, N, C, OC);
         split_share(dinp, dw);
     }
     void matmul_gelu_backward(void* dinp, float* dw, float*, const void*, const void*, const void*,
-                              const void*, int N, int C, int OC) override {
+                              const void*, int N, int C, int OC, bool) override {
         gemm(OpKind::matmul_gelu_backward, N, C, OC);
         split_share(dinp, dw);
     }

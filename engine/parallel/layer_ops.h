@@ -159,14 +159,17 @@ class LayerOps {
     // pre (N, OC) = inp · weightᵀ + bias, out = gelu(pre)
     virtual void matmul_gelu_forward(void* out, void* pre, const void* inp, const void* weight,
                                      const void* bias, int N, int C, int OC) = 0;
-    // dinp (N, C) = (overwritten); dweight (OC, C) +=, dbias (OC) += (each may be null)
+    // dinp (N, C) = (overwritten); dweight (OC, C) +=, dbias (OC) += (each may be null);
+    // dweight_overwrite: dweight = instead (its buffer holds no values yet; the GPU's GEMM
+    // writes it with beta 0, the CPU zeroes it first: the bits of += onto zeros)
     virtual void matmul_backward(void* dinp, float* dweight, float* dbias, const void* dout,
-                                 const void* inp, const void* weight, int N, int C, int OC) = 0;
+                                 const void* inp, const void* weight, int N, int C, int OC,
+                                 bool dweight_overwrite) = 0;
     // matmul_backward for an input that was gelu(pre): dinp (N, C) = gelu'(pre) · (dout · weight)
     // (overwritten), the gradient of pre; dweight, dbias as there (each may be null)
     virtual void matmul_gelu_backward(void* dinp, float* dweight, float* dbias, const void* dout,
                                       const void* inp, const void* weight, const void* pre, int N,
-                                      int C, int OC) = 0;
+                                      int C, int OC, bool dweight_overwrite) = 0;
     virtual void gelu_forward(void* out, const void* inp, int64_t n) = 0;
     // dinp = gelu'(inp) · dout (overwritten; dinp may be dout)
     virtual void gelu_backward(void* dinp, const void* inp, const void* dout, int64_t n) = 0;

@@ -49,13 +49,15 @@ class CpuLayerOps final : public LayerOps {
         tessera::gelu_forward(F(out), F(pre), (int64_t)N * OC);
     }
     void matmul_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
-                         const void* w, int N, int C, int OC) override {
+                         const void* w, int N, int C, int OC, bool dw_overwrite) override {
         if (dinp) std::memset(dinp, 0, sizeof(float) * N * C);
+        if (dw && dw_overwrite) std::memset(dw, 0, sizeof(float) * OC * C);
         tessera::matmul_backward(F(dinp), dw, db, F(dout), F(inp), F(w), N, C, OC);
     }
     void matmul_gelu_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
-                              const void* w, const void* pre, int N, int C, int OC) override {
-        matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC);
+                              const void* w, const void* pre, int N, int C, int OC,
+                              bool dw_overwrite) override {
+        matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC, dw_overwrite);
         gelu_backward_set(F(dinp), F(pre), F(dinp), (int64_t)N * C);
     }
     void gelu_forward(void* out, const void* inp, int64_t n) override {

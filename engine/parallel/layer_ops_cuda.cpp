@@ -71,15 +71,17 @@ class CudaLayerOps final : public LayerOps {
         matmul_forward_cuda<T>(P(out), P(inp), P(w), P(b), N, C, OC, st(), true, P(pre), ws.data());
     }
     void matmul_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
-                         const void* w, int N, int C, int OC) override {
-        Tensor ws = fp8_workspace(N, C, OC, true);
-        matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st(), ws.data());
-    }
-    void matmul_gelu_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
-                              const void* w, const void* pre, int N, int C, int OC) override {
+                         const void* w, int N, int C, int OC, bool dw_overwrite) override {
         Tensor ws = fp8_workspace(N, C, OC, true);
         matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st(), ws.data(),
-                                P(pre));
+                                nullptr, dw_overwrite);
+    }
+    void matmul_gelu_backward(void* dinp, float* dw, float* db, const void* dout, const void* inp,
+                              const void* w, const void* pre, int N, int C, int OC,
+                              bool dw_overwrite) override {
+        Tensor ws = fp8_workspace(N, C, OC, true);
+        matmul_backward_cuda<T>(P(dinp), dw, db, P(dout), P(inp), P(w), N, C, OC, st(), ws.data(),
+                                P(pre), dw_overwrite);
     }
     void gelu_forward(void* out, const void* inp, int64_t n) override {
         gelu_forward_cuda<T>(P(out), P(inp), (long)n, st());

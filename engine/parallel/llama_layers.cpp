@@ -88,6 +88,11 @@ class LlamaBlock final : public Layer {
         return std::move(compute(std::move(x), st.B, st.n, &st)[kCount]);
     }
 
+    // the four projections' weight gradients: each written whole by its GEMM
+    bool grad_written_whole(int i) const override {
+        return i == qkv_ || i == o_ || i == gu_ || i == down_;
+    }
+
     Tensor backward(int micro, Tensor dout, const Batch& b) override {
         const int B = b.batch_size, T = b.seq_len, N = B * T, C = d_.d_model, hd = d_.head_dim;
         const int S = Ql_ + 2 * Kl_;
@@ -98,19 +103,19 @@ class LlamaBlock final : public Layer {
         {
             Tensor dact = work({N, Fl_});
             ops_.matmul_backward(dact.data(), grad_ptr[down_], nullptr, gp, s[ACT].data(), w(down_),
-                                 N, Fl_, C);
+                                 N, Fl_, C, first_write(down_));
             ops_.swiglu_backward(dgu.data(), dact.data(), s[GU].data(), N, Fl_);
         }
         Tensor dln = work({N, C});
         ops_.matmul_backward(dln.data(), grad_ptr[gu_], nullptr, dgu.data(), s[LN2].data(), w(gu_),
-                             N, C, 2 * Fl_);
+                             N, C, 2 * Fl_, first_write(gu_));
         dgu = Tensor();
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.rmsnorm_backward(gp, grad_ptr[ln2_], dln.data(), s[RES1].data(), w(ln2_), s[R2].f32(),
                               N, C);
         Tensor datty = work({N, Ql_});
         ops_.matmul_backward(datty.data(), grad_ptr[o_], nullptr, gp, s[ATTY].data(), w(o_), N, Ql_,
-                             C);
+                             C, first_write(o_));
         Tensor dqkv = work({N, S});
         ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
                                 s[STATS].f32(), B, T, Ql_, NHl_, KVl_);
@@ -119,7 +124,7 @@ class LlamaBlock final : public Layer {
         ops_.rope(dqkv.data(), B, T, NHl_ + KVl_, hd, S, inv_freq_, true);
         if (d_.qk_norm) qk_norm_backward(dqkv, s, N);
         ops_.matmul_backward(dln.data(), grad_ptr[qkv_], qkv_b_ >= 0 ? grad_ptr[qkv_b_] : nullptr,
-                             dqkv.data(), s[LN1].data(), w(qkv_), N, C, S);
+                             dqkv.data(), s[LN1].data(), w(qkv_), N, C, S, first_write(qkv_));
         dqkv = Tensor();
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.rmsnorm_backward(gp, grad_ptr[ln1_], dln.data(), s[X].data(), w(ln1_), s[R1].f32(), N,
@@ -148,18 +153,19 @@ class LlamaBlock final : public Layer {
         {
             Tensor dact = work({N, Fl_});
             ops_.matmul_backward(dact.data(), nullptr, nullptr, gp, s[ACT].data(), w(down_), N, Fl_,
-                                 C);
+                                 C, false);
             ops_.swiglu_backward(dgu.data(), dact.data(), s[GU].data(), N, Fl_);
         }
         Tensor dln2 = act({N, C});
         ops_.matmul_backward(dln2.data(), nullptr, nullptr, dgu.data(), s[LN2].data(), w(gu_), N, C,
-                             2 * Fl_);
+                             2 * Fl_, false);
         spec_.tp.all_reduce(dln2.data(), dln2.numel(), adt);
         ops_.rmsnorm_backward(gp, nullptr, dln2.data(), s[RES1].data(), w(ln2_), s[R2].f32(), N, C);
         Tensor dres1 = act({N, C});
         ops_.copy(dres1.data(), gp, es * N * C);
         Tensor datty = work({N, Ql_});
-        ops_.matmul_backward(datty.data(), nullptr, nullptr, gp, s[ATTY].data(), w(o_), N, Ql_, C);
+        ops_.matmul_backward(datty.data(), nullptr, nullptr, gp, s[ATTY].data(), w(o_), N, Ql_, C,
+                             false);
         Tensor dqkv = act({N, S});
         ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
                                 s[STATS].f32(), B, T, Ql_, NHl_, KVl_);
@@ -167,7 +173,7 @@ class LlamaBlock final : public Layer {
         ops_.rope(dqkv.data(), B, T, NHl_ + KVl_, hd, S, inv_freq_, true);
         Tensor dln1 = act({N, C});
         ops_.matmul_backward(dln1.data(), nullptr, nullptr, dqkv.data(), s[LN1].data(), w(qkv_), N,
-                             C, S);
+                             C, S, false);
         spec_.tp.all_reduce(dln1.data(), dln1.numel(), adt);
         ops_.rmsnorm_backward(gp, nullptr, dln1.data(), s[X].data(), w(ln1_), s[R1].f32(), N, C);
         for (int k : {GU, STATS, QKV}) s[k] = Tensor();  // W reads none of them
@@ -181,15 +187,15 @@ class LlamaBlock final : public Layer {
         std::vector<Tensor>& d =
             w_saved_at(micro);  // d out, d gate/up, d ln2, d res1, d qkv, d ln1
         ops_.matmul_backward(nullptr, grad_ptr[down_], nullptr, d[0].data(), s[ACT].data(), nullptr,
-                             N, Fl_, C);
+                             N, Fl_, C, first_write(down_));
         ops_.matmul_backward(nullptr, grad_ptr[gu_], nullptr, d[1].data(), s[LN2].data(), nullptr,
-                             N, C, 2 * Fl_);
+                             N, C, 2 * Fl_, first_write(gu_));
         ops_.rmsnorm_backward(nullptr, grad_ptr[ln2_], d[2].data(), s[RES1].data(), nullptr,
                               s[R2].f32(), N, C);
         ops_.matmul_backward(nullptr, grad_ptr[o_], nullptr, d[3].data(), s[ATTY].data(), nullptr,
-                             N, Ql_, C);
+                             N, Ql_, C, first_write(o_));
         ops_.matmul_backward(nullptr, grad_ptr[qkv_], qkv_b_ >= 0 ? grad_ptr[qkv_b_] : nullptr,
-                             d[4].data(), s[LN1].data(), nullptr, N, C, S);
+                             d[4].data(), s[LN1].data(), nullptr, N, C, S, first_write(qkv_));
         ops_.rmsnorm_backward(nullptr, grad_ptr[ln1_], d[5].data(), s[X].data(), nullptr,
                               s[R1].f32(), N, C);
         release(micro);

@@ -72,7 +72,7 @@ class LinearLayer final : public Layer {
         }
         Tensor dx = first_ ? Tensor() : act({B, in_});
         ops_.matmul_backward(first_ ? nullptr : dx.data(), grad_ptr[0], grad_ptr[1], dpre,
-                             input(s[X], b), w(0), B, in_, out_);
+                             input(s[X], b), w(0), B, in_, out_, first_write(0));
         release(micro);
         return dx;
     }

@@ -425,6 +425,9 @@ class BlockLayer final : public Layer {
         add_param(global, p + "mlp.c_proj.bias", {C}, rows(0, C), 0, 1);
     }
 
+    // the four weights' gradients: each written whole by its weight-gradient GEMM
+    bool grad_written_whole(int i) const override { return i == 2 || i == 4 || i == 8 || i == 10; }
+
     Tensor forward(int micro, Tensor x, const Batch& b) override {
         std::vector<Tensor> s = compute(std::move(x), b.batch_size, b.seq_len);
         Tensor out = std::move(s[kCount]);
@@ -444,23 +447,23 @@ class BlockLayer final : public Layer {
         void* gp = dout.data();  // d(block output); becomes d(block input) in place
         Tensor dfc = work({N, 4 * Cl});
         ops_.matmul_gelu_backward(dfc.data(), grad_ptr[10], grad_ptr[11], gp, s[FCG].data(), w(10),
-                                  s[FCH].data(), N, 4 * Cl, C);
+                                  s[FCH].data(), N, 4 * Cl, C, first_write(10));
         Tensor dln = work({N, C});
         ops_.matmul_backward(dln.data(), grad_ptr[8], grad_ptr[9], dfc.data(), s[LN2].data(), w(8),
-                             N, C, 4 * Cl);
+                             N, C, 4 * Cl, first_write(8));
         dfc = Tensor();
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.layernorm_backward(gp, grad_ptr[6], grad_ptr[7], dln.data(), s[RES1].data(), w(6),
                                 s[M2].f32(), s[R2].f32(), N, C);
         Tensor datty = work({N, Cl});
         ops_.matmul_backward(datty.data(), grad_ptr[4], grad_ptr[5], gp, s[ATTY].data(), w(4), N,
-                             Cl, C);
+                             Cl, C, first_write(4));
         Tensor dqkv = work({N, 3 * Cl});
         ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
                                 s[STATS].f32(), B, T, Cl, NHl, NHl);
         datty = Tensor();
         ops_.matmul_backward(dln.data(), grad_ptr[2], grad_ptr[3], dqkv.data(), s[LN1].data(), w(2),
-                             N, C, 3 * Cl);
+                             N, C, 3 * Cl, first_write(2));
         dqkv = Tensor();
         spec_.tp.all_reduce(dln.data(), dln.numel(), adt);
         ops_.layernorm_backward(gp, grad_ptr[0], grad_ptr[1], dln.data(), s[X].data(), w(0),
@@ -488,24 +491,25 @@ class BlockLayer final : public Layer {
         void* gp = dx.data();
         Tensor dfc = act({N, 4 * Cl});
         ops_.matmul_gelu_backward(dfc.data(), nullptr, nullptr, gp, s[FCG].data(), w(10),
-                                  s[FCH].data(), N, 4 * Cl, C);
+                                  s[FCH].data(), N, 4 * Cl, C, false);
         Tensor dln2 = act({N, C});
         ops_.matmul_backward(dln2.data(), nullptr, nullptr, dfc.data(), s[LN2].data(), w(8), N, C,
-                             4 * Cl);
+                             4 * Cl, false);
         spec_.tp.all_reduce(dln2.data(), dln2.numel(), adt);
         ops_.layernorm_backward(gp, nullptr, nullptr, dln2.data(), s[RES1].data(), w(6),
                                 s[M2].f32(), s[R2].f32(), N, C);
         Tensor dres1 = act({N, C});
         ops_.copy(dres1.data(), gp, es * N * C);
         Tensor datty = work({N, Cl});
-        ops_.matmul_backward(datty.data(), nullptr, nullptr, gp, s[ATTY].data(), w(4), N, Cl, C);
+        ops_.matmul_backward(datty.data(), nullptr, nullptr, gp, s[ATTY].data(), w(4), N, Cl, C,
+                             false);
         Tensor dqkv = act({N, 3 * Cl});
         ops_.attention_backward(dqkv.data(), datty.data(), s[QKV].data(), s[ATTY].data(),
                                 s[STATS].f32(), B, T, Cl, NHl, NHl);
         datty = Tensor();
         Tensor dln1 = act({N, C});
         ops_.matmul_backward(dln1.data(), nullptr, nullptr, dqkv.data(), s[LN1].data(), w(2), N, C,
-                             3 * Cl);
+                             3 * Cl, false);
         spec_.tp.all_reduce(dln1.data(), dln1.numel(), adt);
         ops_.layernorm_backward(gp, nullptr, nullptr, dln1.data(), s[X].data(), w(0), s[M1].f32(),
                                 s[R1].f32(), N, C);
@@ -521,15 +525,15 @@ class BlockLayer final : public Layer {
         std::vector<Tensor>& d = w_saved_at(micro);  // d out, d fc, d ln_2, d res1, d qkv, d ln_1
         const float* gv = nullptr;                   // W reads no weights
         ops_.matmul_backward(nullptr, grad_ptr[10], grad_ptr[11], d[0].data(), s[FCG].data(), gv, N,
-                             4 * Cl, C);
+                             4 * Cl, C, first_write(10));
         ops_.matmul_backward(nullptr, grad_ptr[8], grad_ptr[9], d[1].data(), s[LN2].data(), gv, N,
-                             C, 4 * Cl);
+                             C, 4 * Cl, first_write(8));
         ops_.layernorm_backward(nullptr, grad_ptr[6], grad_ptr[7], d[2].data(), s[RES1].data(), gv,
                                 s[M2].f32(), s[R2].f32(), N, C);
         ops_.matmul_backward(nullptr, grad_ptr[4], grad_ptr[5], d[3].data(), s[ATTY].data(), gv, N,
-                             Cl, C);
+                             Cl, C, first_write(4));
         ops_.matmul_backward(nullptr, grad_ptr[2], grad_ptr[3], d[4].data(), s[LN1].data(), gv, N,
-                             C, 3 * Cl);
+                             C, 3 * Cl, first_write(2));
         ops_.layernorm_backward(nullptr, grad_ptr[0], grad_ptr[1], d[5].data(), s[X].data(), gv,
                                 s[M1].f32(), s[R1].f32(), N, C);
         release(micro);
@@ -674,12 +678,13 @@ class HeadLayer final : public Layer {
         const int Vl = (int)(v1_ - v0_), Vp = padded_vocab();
         std::vector<Tensor>& s = saved_at(micro);
         Tensor dln = work({N, C});
-        {  // padded logits: the gradient over the padded rows first, then its real rows
+        {  // padded logits: the gradient over the padded rows first (written whole into a
+           // scratch), then its real rows
             Tensor dw = Vp != Vl
-                            ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device)
+                            ? Tensor::empty({Vp, C}, MemCategory::workspace, DType::f32, device)
                             : Tensor();
             ops_.matmul_backward(dln.data(), dw.defined() ? dw.f32() : dwte(), nullptr, s[4].data(),
-                                 s[1].data(), wte(), N, C, Vp);
+                                 s[1].data(), wte(), N, C, Vp, dw.defined());
             if (dw.defined()) ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
         }
         spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
@@ -702,7 +707,7 @@ class HeadLayer final : public Layer {
         std::vector<Tensor>& s = saved_at(micro);
         Tensor dln = act({N, C});
         ops_.matmul_backward(dln.data(), nullptr, nullptr, s[4].data(), s[1].data(), wte(), N, C,
-                             Vp);
+                             Vp, false);
         spec_.tp.all_reduce(dln.data(), dln.numel(), ops_.traits.act);
         Tensor dx = Tensor::zeros({b.batch_size, b.seq_len, C}, MemCategory::activations,
                                   ops_.traits.act, device);
@@ -722,10 +727,10 @@ class HeadLayer final : public Layer {
         const void* dln = w_saved_at(micro)[0].data();
         {  // as backward(): the padded rows' gradient first, then its real rows
             Tensor dw = Vp != Vl
-                            ? Tensor::zeros({Vp, C}, MemCategory::workspace, DType::f32, device)
+                            ? Tensor::empty({Vp, C}, MemCategory::workspace, DType::f32, device)
                             : Tensor();
             ops_.matmul_backward(nullptr, dw.defined() ? dw.f32() : dwte(), nullptr, s[4].data(),
-                                 s[1].data(), nullptr, N, C, Vp);
+                                 s[1].data(), nullptr, N, C, Vp, dw.defined());
             if (dw.defined()) ops_.accumulate(dwte(), dw.f32(), (int64_t)Vl * C);
         }
         if (gpt_)

@@ -7,6 +7,7 @@
 // recompute (none / selective / full) and optional activation offload to a host pool. With tp = 1
 // on the CPU the math is GptModel's (MlpModel's).
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,6 +48,17 @@ class Layer {
     // Where each parameter and its gradient live (one pointer per table entry), bound by the
     // owner before every forward/backward (ZeRO-3 gathers parameters just in time).
     std::vector<float*> param_ptr, grad_ptr;
+    // Marks, one a parameter, that its gradient buffer holds no values yet (set by the store
+    // for a buffer it left unzeroed: split gradients of a parameter the layer declares
+    // grad_written_whole): the step's first write overwrites it (first_write), later ones add.
+    // Empty: every buffer holds values to add to.
+    std::vector<uint8_t> grad_unwritten;
+    // Whether the backward writes parameter i's whole gradient in one product (the weight
+    // gradients' GEMMs), so that a buffer it has not written yet need not be zeroed first.
+    virtual bool grad_written_whole(int i) const {
+        (void)i;
+        return false;
+    }
     // The store's bf16 image of each parameter where it keeps one (ZeRO-1/2 gathering in bf16
     // through a symmetric buffer), else null: layers in bf16 compute with it instead of casting
     // a copy of param_ptr (whose other DP ranks' slices the store then leaves stale).
@@ -113,6 +125,13 @@ class Layer {
 
   protected:
     explicit Layer(LayerOps& ops) : device(ops.device()), ops_(ops) {}
+    // Whether writing parameter i's gradient now overwrites it (its buffer's first write of the
+    // step, grad_unwritten), clearing the mark.
+    bool first_write(int i) {
+        if (i >= (int)grad_unwritten.size() || !grad_unwritten[i]) return false;
+        grad_unwritten[i] = 0;
+        return true;
+    }
     float* g(const std::string& n) { return grad_ptr[param_index(n)]; }
     // Parameter i's weights as the kernels read them (activation dtype): the fp32 masters, the
     // store's bf16 image, or the layer's bf16 copy of its parameters (made on first use in the

@@ -1,7 +1,9 @@
 #include "engine/parallel/zero.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "engine/core/error.h"
 #include "engine/core/memory.h"
@@ -41,6 +43,19 @@ struct ParamStore::Unit {
     // ... and with layers in bf16 (ZeRO 0-2), the device keeps only the bf16 image (`full16`,
     // persistent, or the symmetric sym16), no fp32 `full`
     float* grads() { return gsym ? gsym : grad_full.f32(); }  // null when there is none
+    // Gradients split (ParamStore::split_grads): the buffers of ParamStore::grad_parts, from the
+    // unit's first backward of a step to the next step's start (allocate_grads), and where each
+    // parameter's gradient lies in them
+    bool split = false;
+    std::vector<std::vector<int>> part_params;
+    std::vector<Tensor> grad_parts;
+    std::vector<float*> grad_at;
+    // parameter k's gradient (null when there is none yet)
+    float* grad_of(size_t k) {
+        if (split) return grad_at.empty() ? nullptr : grad_at[k];
+        float* g = grads();
+        return g ? g + offset[k] : nullptr;
+    }
     uint16_t* image16() { return sym16 ? sym16 : static_cast<uint16_t*>(full16.data()); }
 };
 
@@ -92,6 +107,22 @@ std::vector<ParamStore::UnitGroup> ParamStore::unit_groups(const Layer& l) {
     for (UnitGroup* g : {&wte, &rest})
         if (!g->params.empty()) groups.push_back(std::move(*g));
     return groups;
+}
+
+std::vector<std::vector<int>> ParamStore::grad_parts(const Layer& l, const UnitGroup& group,
+                                                     bool gpu) {
+    // a GPU's pool serves up to 1 MiB from small blocks; the CPU's heap has no such rule
+    const int64_t own_buffer = gpu ? (int64_t(1) << 20) / (int64_t)sizeof(float) : 0;
+    const auto& es = l.table().entries();
+    std::vector<std::vector<int>> parts;
+    std::vector<int> small;
+    for (int k = 0; k < (int)group.params.size(); ++k)
+        if (es[group.params[k]].numel > own_buffer)
+            parts.push_back({k});
+        else
+            small.push_back(k);
+    if (!small.empty()) parts.push_back(std::move(small));
+    return parts;
 }
 
 ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communicator* dp_async,
@@ -153,9 +184,11 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communi
             } else {
                 u->full = Tensor::zeros({u->pad}, MemCategory::params, DType::f32, dev_);
             }
+            u->split = split_grads(o_.stage, dp_size_, o_.offload_optimizer);
+            if (u->split) u->part_params = grad_parts(*l, group, o_.gpu);
             if (o_.stage >= 2)
                 u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
-            else if (!symg)
+            else if (!symg && !u->split)
                 u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
             units_.push_back(std::move(u));
         }
@@ -228,6 +261,7 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communi
         l->param_ptr.assign(l->table().entries().size(), nullptr);
         l->param16_ptr.assign(l->table().entries().size(), nullptr);
         l->grad_ptr.assign(l->table().entries().size(), nullptr);
+        l->grad_unwritten.assign(l->table().entries().size(), 0);
         if (o_.stage < 3) bind(l);
     }
 }
@@ -310,8 +344,7 @@ void ParamStore::bind(Layer* layer) {
                 u->full.defined() ? u->full.f32() + u->offset[k] : nullptr;
             layer->param16_ptr[u->params[k]] =
                 u->sym16 || image_only() ? u->image16() + u->offset[k] : nullptr;
-            float* g = u->grads();
-            layer->grad_ptr[u->params[k]] = g ? g + u->offset[k] : nullptr;
+            layer->grad_ptr[u->params[k]] = u->grad_of(k);
         }
     }
 }
@@ -371,24 +404,66 @@ void ParamStore::after_forward(Layer* layer) {
             if (u->layer == l && !u->gather_posted) u->full = Tensor();
 }
 
+// Zeroes a split unit's gradients its layer has not written since they were allocated unzeroed
+// (Layer::grad_unwritten), before anything reads them.
+void ParamStore::settle_unwritten(Unit& u) {
+    std::vector<uint8_t>& unwritten = u.layer->grad_unwritten;
+    const auto& es = u.layer->table().entries();
+    for (size_t k = 0; k < u.params.size(); ++k)
+        if (unwritten[u.params[k]]) {
+            ops_->zero(u.grad_of(k), es[u.params[k]].numel);
+            unwritten[u.params[k]] = 0;
+        }
+}
+
+// The gradients a unit's backward accumulates into, zeroed, where it has none yet: ZeRO-2/3's
+// full gradient each micro-batch (dropped once reduce-scattered), the split gradients once a step
+// (kept over its micro-batches); the other plans' persist.
+void ParamStore::allocate_grads(Unit& u) {
+    if (u.split) {
+        if (!u.grad_parts.empty()) return;
+        const auto& es = u.layer->table().entries();
+        u.grad_at.assign(u.params.size(), nullptr);
+        std::vector<uint8_t>& unwritten = u.layer->grad_unwritten;
+        for (const std::vector<int>& part : u.part_params) {
+            int64_t n = 0;
+            for (int k : part) n += es[u.params[k]].numel;
+            // a parameter alone whose gradient the layer writes whole: left unzeroed, the
+            // layer's first write overwrites it (settle_unwritten zeroes it if none came)
+            const bool whole = part_written_whole(*u.layer, {u.params, u.is_wte}, part);
+            Tensor t = whole ? Tensor::empty({n}, MemCategory::grads, DType::f32, dev_)
+                             : Tensor::zeros({n}, MemCategory::grads, DType::f32, dev_);
+            // on the CPU (where the layers' first write zeroes, then adds) NaN: a layer that
+            // adds to it instead poisons the run, which the plans' equivalence tests catch
+            if (whole && dev_ == Device::cpu)
+                std::fill_n(t.f32(), n, std::numeric_limits<float>::quiet_NaN());
+            float* g = u.grad_parts.emplace_back(std::move(t)).f32();
+            for (int k : part) {
+                u.grad_at[k] = g;
+                unwritten[u.params[k]] = whole;
+                g += es[u.params[k]].numel;
+            }
+        }
+        return;
+    }
+    if (o_.stage < 2 || u.grad_full.defined()) return;
+    // bound the full gradients alive: at most kMaxReductions reduce-scatters in flight (one
+    // overlaps this layer's backward), so ZeRO-2/3 keep about one layer's full gradient besides
+    // the slices
+    while (in_flight_.size() >= kMaxReductions) {
+        in_flight_.front().get();
+        in_flight_.pop_front();
+    }
+    u.grad_full = Tensor::zeros({u.pad}, MemCategory::grads, DType::f32, dev_);
+}
+
 void ParamStore::before_backward(Layer* layer, Layer* next) {
     before_forward(layer, next);
-    if (o_.stage >= 2) {
-        std::vector<Layer*> need{layer};
-        if (layer->tied_embedding()) need.push_back(layer->tied_embedding());
-        for (Layer* l : need)
-            for (auto& u : units_)
-                if (u->layer == l && !u->grad_full.defined()) {
-                    // bound the full gradients alive: at most kMaxReductions reduce-scatters
-                    // in flight (one overlaps this layer's backward), so ZeRO-2/3 keep about
-                    // one layer's full gradient besides the slices
-                    while (in_flight_.size() >= kMaxReductions) {
-                        in_flight_.front().get();
-                        in_flight_.pop_front();
-                    }
-                    u->grad_full = Tensor::zeros({u->pad}, MemCategory::grads, DType::f32, dev_);
-                }
-    }
+    std::vector<Layer*> need{layer};
+    if (layer->tied_embedding()) need.push_back(layer->tied_embedding());
+    for (Layer* l : need)
+        for (auto& u : units_)
+            if (u->layer == l) allocate_grads(*u);
     bind(layer);
     if (layer->tied_embedding()) bind(layer->tied_embedding());
 }
@@ -398,7 +473,7 @@ void ParamStore::after_backward(Layer* layer, bool last_micro) {
         Unit& u = *up;
         if (u.layer != layer) continue;
         if (o_.stage < 2) {
-            if (last_micro && dp_) {
+            if (last_micro && dp_ && !u.split) {  // split: one rank, nothing to reduce
                 float* g = u.grads();
                 int64_t n = u.pad;  // the padding holds zeros on every rank
                 // ZeRO-1 needs only its slice reduced: half the bytes of an all-reduce
@@ -452,6 +527,8 @@ void ParamStore::flush_accumulates() {
 void ParamStore::zero_grads() {
     flush_accumulates();
     for (auto& u : units_) {
+        u->grad_parts.clear();  // the next backward allocates them
+        u->grad_at.clear();
         if (u->gsym)
             ops_->zero(u->gsym, u->pad);
         else if (u->grad_full.defined())
@@ -463,9 +540,16 @@ void ParamStore::zero_grads() {
 void ParamStore::finish_gradients(Communicator* embedding) {
     land_updates();  // the host's gradient copies are written again below
     flush_accumulates();
+    for (auto& u : units_)  // split: zeros where a layer ran no backward or write this step
+        if (u->split) {
+            allocate_grads(*u);
+            settle_unwritten(*u);
+        }
     for (auto& u : units_) {
         if (!u->is_wte || !embedding) continue;
-        if (o_.stage < 2)
+        if (u->split)  // the embedding is a unit of its own: one parameter
+            embedding->all_reduce(u->grad_of(0), u->len);
+        else if (o_.stage < 2)
             embedding->all_reduce(u->grads(), u->len);
         else
             embedding->all_reduce(u->grad_shard.f32(), u->S);
@@ -483,16 +567,17 @@ void ParamStore::finish_gradients(Communicator* embedding) {
         for_each_param_range(
             u, u.shard_begin, u.shard_end, [&](size_t k, const ParamInfo&, int64_t lo, int64_t hi) {
                 if (tp_rank_ != 0 && replicated(u.layer->shards()[u.params[k]])) return;
-                const float* g =
-                    o_.stage < 2 ? u.grads() + lo : u.grad_shard.f32() + (lo - u.shard_begin);
-                if (ranges.size() > unit_first && ranges.back().first + ranges.back().second == g)
+                const float* g = o_.stage < 2 ? u.grad_of(k) + (lo - u.offset[k])
+                                              : u.grad_shard.f32() + (lo - u.shard_begin);
+                if (!u.split && ranges.size() > unit_first &&
+                    ranges.back().first + ranges.back().second == g)
                     ranges.back().second += hi - lo;
                 else
                     ranges.push_back({g, hi - lo});
             });
     }
     ops_->sum_squares_begin();
-    for (const auto& [g, n] : ranges) ops_->sum_squares_add(g, n);
+    ops_->sum_squares_ranges(ranges);
     if (host_master_)  // the gradients of what this rank updates, to the host on the copy stream
         for (auto& u : units_) {
             const int64_t r0 = update_begin(*u), n = update_end(*u) - r0;
@@ -534,8 +619,8 @@ void ParamStore::optimizer_step(const OptimizerConfig& oc, int64_t step, const f
         for_each_param_range(
             u, r0, r1, [&](size_t k, const ParamInfo& info, int64_t lo, int64_t hi) {
                 float* p = o_.stage >= 3 ? u.shard.f32() + (lo - u.shard_begin) : u.full.f32() + lo;
-                const float* g =
-                    o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin) : u.grads() + lo;
+                const float* g = o_.stage >= 2 ? u.grad_shard.f32() + (lo - u.shard_begin)
+                                               : u.grad_of(k) + (lo - u.offset[k]);
                 const int64_t mo = lo - r0;
                 // the layer's bf16 copy of the parameter, where the optimizer keeps it current
                 auto* copy = static_cast<uint16_t*>(u.layer->weights_copy(u.params[k]));

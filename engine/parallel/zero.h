@@ -69,6 +69,27 @@ class ParamStore {
         bool is_wte = false;
     };
     static std::vector<UnitGroup> unit_groups(const Layer& l);
+    // Where a unit's gradients are split (split_grads): on a GPU each parameter larger than a
+    // small block of the pool (1 MiB of fp32) in a buffer of its own, the smaller ones packed
+    // together in one more, in the unit's order; on the CPU each parameter alone. Positions in
+    // group.params, one list a buffer.
+    static std::vector<std::vector<int>> grad_parts(const Layer& l, const UnitGroup& group,
+                                                    bool gpu);
+    // Whether a part is left unzeroed when allocated: one parameter whose gradient the layer's
+    // backward writes whole (Layer::grad_written_whole; the first write overwrites it).
+    static bool part_written_whole(const Layer& l, const UnitGroup& group,
+                                   const std::vector<int>& part) {
+        return part.size() == 1 && l.grad_written_whole(group.params[part[0]]);
+    }
+    // Whether a plan splits its gradients (ZeRO 0, or 1, without DP or optimizer offload): no
+    // reduction or download then needs a unit's gradients in one buffer, so each part is
+    // allocated when the backward first needs it and released at the next step's start. The
+    // parts fit the holes the freed activations leave (a unit's one buffer, larger than any
+    // activation, would take a segment of its own), so the gradients never add to the forward's
+    // peak.
+    static bool split_grads(int stage, int dp, bool offload_optimizer) {
+        return stage < 2 && dp == 1 && !offload_optimizer;
+    }
     // Which of the store's buffers are symmetric (NCCL windows, where the DP communicator
     // provides them): the bf16 parameter images of ZeRO-1/2 gathering in bf16, and the full
     // gradients (and their staging) of zero 0 and of ZeRO-1 with those images (RankSim asks too,
@@ -92,7 +113,8 @@ class ParamStore {
     // Binds a layer's parameter pointers (ZeRO-3: gathers them, and prefetches `next`).
     void before_forward(Layer* layer, Layer* next);
     void after_forward(Layer* layer);
-    // Binds parameters and fresh/persistent gradient buffers for a backward pass.
+    // Binds parameters and gradient buffers for a backward pass (allocate_grads where the layer
+    // has none yet).
     void before_backward(Layer* layer, Layer* next);
     // After a layer's backward on one micro-batch: `last_micro` tells whether it was the last of
     // the step (zero 0/1 reduce then); zero 2/3 reduce-scatter every micro-batch.
@@ -137,6 +159,8 @@ class ParamStore {
     struct Unit;
     Unit* unit_of(Layer* l, int param);
     void settle(Unit& u);
+    void allocate_grads(Unit& u);
+    void settle_unwritten(Unit& u);
     void land_update(Unit& u);
     void refresh_images();
     void gather(Unit& u);

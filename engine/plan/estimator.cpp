@@ -23,6 +23,7 @@
 #include "engine/parallel/layer_ops.h"
 #include "engine/parallel/schedule.h"
 #include "engine/parallel/tp_layers.h"
+#include "engine/parallel/zero.h"
 #include "engine/plan/op_costs.h"
 #include "engine/plan/partitioner.h"
 #include "engine/plan/rank_sim.h"
@@ -248,9 +249,12 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
         else
             r.other_ops_s += t;
     }
-    // per unit: its gradients zeroed, its squared norm summed; one batched AdamW over the
-    // rank's slices (engine/parallel/zero.cpp)
-    double opt_elems = 0;
+    // per unit: its gradients zeroed (split: each of its buffers but those the backward's
+    // first GEMM overwrites); the squared norm over every
+    // unit's ranges (one a parameter where split, else one a unit) in launches of 128; one
+    // batched AdamW over the rank's slices (engine/parallel/zero.cpp)
+    const bool split = ParamStore::split_grads(zero, sim.dp, sim.offload_opt);
+    double opt_elems = 0, zero_calls = 0, norm_ranges = 0;
     size_t units = 0;
     r.optimizer_s = 0;
     for (const auto& ch : sim.chunks)
@@ -259,9 +263,20 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
                 const double n = (double)(zero >= 1 ? u.S : u.len);
                 opt_elems += n;
                 ++units;
-                r.optimizer_s +=
-                    costs.zero.at((double)(zero >= 2 ? u.S : u.pad)) + costs.sum_squares.at(n);
+                if (split) {
+                    for (int64_t part : u.zeroed_parts)
+                        r.optimizer_s += costs.zero.at((double)part);
+                    zero_calls += (double)u.zeroed_parts.size();
+                    norm_ranges += u.params;
+                } else {
+                    r.optimizer_s += costs.zero.at((double)(zero >= 2 ? u.S : u.pad));
+                    zero_calls += 1;
+                    norm_ranges += 1;
+                }
             }
+    const double norm_launches = std::ceil(norm_ranges / 128.0);
+    r.optimizer_s +=
+        norm_launches * costs.sum_squares.fixed_s + costs.sum_squares.per_unit_s * opt_elems;
     if (host_optimizer) {
         // the gradients down and the updated values back on the copy stream (one after the
         // other), AdamW on the host's cores unit by unit in between: the longer of the two; the
@@ -277,7 +292,8 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
         r.optimizer_s += costs.adamw.at(opt_elems);
     }
     const double device_s = r.gemm_s + r.attention_s + r.other_ops_s + r.optimizer_s;
-    const double host_s = (double)(sim.trace.calls.size() + 2 * units + 1) * costs.launch_s;
+    const double host_s =
+        ((double)sim.trace.calls.size() + zero_calls + 2 * norm_launches + 1) * costs.launch_s;
     r.compute_s = std::max(device_s, host_s);
     return true;
 }

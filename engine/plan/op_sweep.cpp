@@ -180,11 +180,11 @@ json op_sweep_run(OpSweepDevice& dev, const OpSweepGrid& g) {
                     fwd.push_back(dev.time_s([&] { o.matmul_forward(O, A, W, bias, N, C, OC); }));
                     fwdg.push_back(
                         dev.time_s([&] { o.matmul_gelu_forward(O2, O, A, W, bias, N, C, OC); }));
-                    bwd.push_back(
-                        dev.time_s([&] { o.matmul_backward(A2, dW, db, O, A, W, N, C, OC); }));
+                    bwd.push_back(dev.time_s(
+                        [&] { o.matmul_backward(A2, dW, db, O, A, W, N, C, OC, false); }));
                     if (!fused) continue;
                     bwdg.push_back(dev.time_s(
-                        [&] { o.matmul_gelu_backward(A2, dW, db, O, A, W, O2, N, C, OC); }));
+                        [&] { o.matmul_gelu_backward(A2, dW, db, O, A, W, O2, N, C, OC, false); }));
                     fwdr.push_back(dev.time_s(
                         [&] { o.matmul_residual_forward(O, A, W, bias, O2, N, C, OC); }));
                 }

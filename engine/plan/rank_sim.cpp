@@ -138,6 +138,13 @@ void RankSim::build(const ModelShape& model, const std::vector<int>& blocks_per_
                 SimUnit u;
                 for (int pi : group.params) u.len += es[pi].numel;
                 u.is_wte = group.is_wte;
+                u.params = (int)group.params.size();
+                for (const auto& part : ParamStore::grad_parts(*l.layer, group, gpu())) {
+                    if (ParamStore::part_written_whole(*l.layer, group, part)) continue;
+                    int64_t n = 0;
+                    for (int k : part) n += es[group.params[k]].numel;
+                    u.zeroed_parts.push_back(n);
+                }
                 l.units.push_back(u);
             }
             ch.push_back(std::move(l));
@@ -187,6 +194,9 @@ int RankSim::run_step(const StageSchedule& sched) {
     // optimizer offload: a run lands each unit's update as its next forward first binds it; the
     // one simulated step lands them all here (a transient staging buffer each)
     store_->land_updates();
+    // the next step's start, where the run releases the gradients its backward allocated (ZeRO 0
+    // without DP: ParamStore::split_grads): transient in the replay, as in the run
+    store_->zero_grads();
     tl.record(false);
     tl.repeat_step();  // the pool's layout in the run's later steps
     return max_in_flight;

@@ -66,6 +66,10 @@ enum class LayerKind { embedding, block, head };
 struct SimUnit {
     int64_t len = 0, S = 0, pad = 0;
     bool is_wte = false;
+    int params = 0;
+    // ParamStore::grad_parts' buffers the store zeroes when it allocates them (elements): all
+    // but those the layer writes whole
+    std::vector<int64_t> zeroed_parts;
 };
 
 struct SimLayer {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -146,6 +147,16 @@ TYPED_TEST(MatmulCuda, BackwardMatchesCpu) {
         std::vector<float> dw2 = dw;
         for (size_t i = 0; i < dw2.size(); ++i) dw2[i] += dw[i] - dw0[i];
         EXPECT_REL(d_dw.get(), dw2, tol<T>(), what + " dweight twice");
+
+        // dweight_overwrite (the step's first write of an unzeroed gradient): a NaN-filled
+        // buffer comes out with the bits of += onto zeros
+        d_dw.set(std::vector<float>(dw.size(), 0.0f));
+        matmul_backward_cuda<T>(nullptr, d_dw.p, nullptr, d_dout.p, d_inp.p, d_w.p, N, C, OC, 0);
+        const std::vector<float> onto_zeros = d_dw.get();
+        d_dw.set(std::vector<float>(dw.size(), std::numeric_limits<float>::quiet_NaN()));
+        matmul_backward_cuda<T>(nullptr, d_dw.p, nullptr, d_dout.p, d_inp.p, d_w.p, N, C, OC, 0,
+                                nullptr, nullptr, true);
+        EXPECT_EQ(d_dw.get(), onto_zeros) << what << " dweight overwritten";
     }
 }
 

@@ -232,6 +232,48 @@ TEST_F(ElementwiseCuda, SumSquaresAccumulatesInDouble) {
     }
 }
 
+// The squared norm over many ranges (the gradient norm of split gradients): every range's squares
+// in double, the same bits however the ranges cut one buffer and however many launches it takes
+// (more than 128 ranges), and the same bits run to run.
+TEST_F(ElementwiseCuda, SumSquaresOverRangesIgnoresWhereTheyCut) {
+    const long n = 2000003;
+    std::mt19937 rng(7);
+    auto x = rand_vec<float>(n, rng);
+    DevBuf<float> d_x(n);
+    d_x.set(x);
+    DevBuf<double> d_out(1);
+    auto run = [&](const std::vector<long>& cuts) {  // ranges [cuts[k], cuts[k + 1])
+        std::vector<const float*> p;
+        std::vector<long> len;
+        for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+            p.push_back(d_x.p + cuts[k]);
+            len.push_back(cuts[k + 1] - cuts[k]);
+        }
+        const double start = 0.5;
+        ck(cudaMemcpy(d_out.p, &start, sizeof(double), cudaMemcpyHostToDevice), "upload");
+        sum_squares_multi_cuda(d_out.p, p.data(), len.data(), (int)p.size(), 0);
+        double got = 0;
+        ck(cudaMemcpy(&got, d_out.p, sizeof(double), cudaMemcpyDeviceToHost), "download");
+        return got;
+    };
+    const double whole = run({0, n});
+    const double ref = 0.5 + sum_squares(x.data(), n);
+    EXPECT_NEAR(whole, ref, 1e-12 * ref);
+    EXPECT_EQ(run({0, n}), whole);
+    // uneven cuts, an empty range among them, within one launch
+    EXPECT_EQ(run({0, 1, 1, 1000, 300000, 1999999, n}), whole);
+    // 200 ranges: two launches, each its own partials: equal to a sum of two halves in double
+    std::vector<long> many;
+    for (int k = 0; k <= 200; ++k) many.push_back(n * k / 200);
+    const double split = run(many);
+    EXPECT_NEAR(split, ref, 1e-12 * ref);
+    EXPECT_EQ(run(many), split);
+    std::vector<long> many2 = many;  // 200 ranges again, the first launch's cut elsewhere
+    many2.insert(many2.begin() + 1, 5);
+    many2.erase(many2.begin() + 3);
+    EXPECT_EQ(run(many2), split);
+}
+
 // An AdamW state of n elements at random (parameters and gradients in [-1, 1), m small, v small
 // and positive), on the host and uploaded.
 struct AdamWState {

@@ -124,6 +124,32 @@ TEST(Estimator, OffloadMovesActivationsToHost) {
     EXPECT_LT(on.device_peak_bytes, off.device_peak_bytes);
 }
 
+// One GPU without DP (ZeRO 0): each parameter's gradient (the blocks' weights alone) is allocated
+// as its layer's backward first needs it, in the holes the freed activations leave, and released
+// at the next step's start, so the device's peak (the pool's segments) stays below what the
+// parameters, the optimizer, the activations and the gradients hold together, by more than half
+// the gradients (GPT-2 124M's shape, 12 blocks: all but about the first block's backward's);
+// with DP the gradients stay one persistent buffer per unit.
+TEST(Estimator, SplitGradientsTakeTheFreedActivationsPlace) {
+    auto rank = [](std::vector<std::string> sets) {
+        for (const char* s : {"runtime.device=cuda", "runtime.precision=bf16", "model.n_layer=12",
+                              "model.d_model=768", "model.n_head=12", "model.seq_len=1024",
+                              "train.micro_batch=4", "train.grad_accum=1"})
+            sets.push_back(s);
+        return estimate_plan(tiny(sets), device_spec("H200")).ranks[0];
+    };
+    auto together = [](const RankEstimate& r) {
+        int64_t sum = 0;
+        for (MemCategory c : {MemCategory::context, MemCategory::libraries, MemCategory::params,
+                              MemCategory::grads, MemCategory::optimizer, MemCategory::activations})
+            sum += cat(r, c);
+        return sum;
+    };
+    const RankEstimate split = rank({}), whole = rank({"parallel.dp=2"});
+    EXPECT_LT(split.device_peak_bytes, together(split) - cat(split, MemCategory::grads) / 2);
+    EXPECT_GE(whole.device_peak_bytes, together(whole));
+}
+
 TEST(Estimator, ScheduleInFlightAndBubble) {
     // 1F1B with pp 4 and 8 micro-batches: stage s holds pp - s in flight; bubble 3 / 11
     PlanEstimate e =

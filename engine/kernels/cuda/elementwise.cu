@@ -7,7 +7,8 @@
 namespace tessera {
 
 static constexpr int kEwBlock = 256;
-static constexpr int kSsqBlocks = 1024;  // partial sums of sum_squares (fixed: deterministic)
+static constexpr int kSsqBlocks = 1024;      // partial sums of sum_squares (fixed: deterministic)
+static constexpr int kSsqMaxSegments = 128;  // ranges per sum_squares_multi_cuda launch
 
 #define TS_GRID_STRIDE(i, n)                                            \
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); \
@@ -91,6 +92,51 @@ static __global__ void sum_squares_partial_kernel(double* partial, const float* 
         double s = 0.0;
         for (int w = 0; w < kEwBlock / 32; ++w) s += sh[w];
         partial[blockIdx.x] = s;
+    }
+}
+
+// Up to kSsqMaxSegments ranges passed by value (about 2 KB of kernel parameters), read as one
+// concatenation: prefix[j] is range j's first index in it, prefix[count] its length.
+struct SsqSegments {
+    const float* x[kSsqMaxSegments];
+    long prefix[kSsqMaxSegments + 1];
+    int count;
+};
+
+// Block b of the grid sums the squares of the concatenation's elements [L·b/G, L·(b+1)/G), its
+// thread t those at offsets t, t + kEwBlock, ... from the block's start, in order, across range
+// boundaries: the partials depend on the values and the concatenation's length only, not on
+// where the ranges split it.
+static __global__ void sum_squares_segments_kernel(double* partial, SsqSegments a) {
+    __shared__ double sh[kEwBlock / 32];
+    const long L = a.prefix[a.count];
+    const long b0 = L * blockIdx.x / gridDim.x, b1 = L * (blockIdx.x + 1) / gridDim.x;
+    int s = 0, hi_s = a.count - 1;  // the range holding b0: the last with prefix <= b0
+    while (s < hi_s) {
+        const int mid = (s + hi_s + 1) / 2;
+        if (a.prefix[mid] <= b0)
+            s = mid;
+        else
+            hi_s = mid - 1;
+    }
+    double acc = 0.0;
+    for (; s < a.count && a.prefix[s] < b1; ++s) {
+        const long lo = max(b0, a.prefix[s]), hi = min(b1, a.prefix[s + 1]);
+        // this thread's first element at or after lo: b0 + t + k·kEwBlock
+        const long first = lo + ((long)threadIdx.x - (lo - b0) % kEwBlock + kEwBlock) % kEwBlock;
+        const float* x = a.x[s];
+        for (long i = first; i < hi; i += kEwBlock) {
+            const float v = x[i - a.prefix[s]];
+            acc += (double)v * v;
+        }
+    }
+    acc = warp_sum_double(acc);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (int w = 0; w < kEwBlock / 32; ++w) t += sh[w];
+        partial[blockIdx.x] = t;
     }
 }
 
@@ -182,6 +228,33 @@ static void reduce_into(double* out, const float* x, long n, bool square, cudaSt
 void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s) {
     TS_EW_REQUIRE("sum_squares_cuda", n, out && x);
     reduce_into(out, x, n, true, s);
+}
+
+void sum_squares_multi_cuda(double* out, const float* const* x, const long* n, int count,
+                            cudaStream_t s) {
+    TS_CUDA_REQUIRE(count >= 0 && out, "sum_squares_multi_cuda: bad count=", count, " or null out");
+    double* partial =
+        static_cast<double*>(cuda_scratch(ScratchSlot::sum_squares, sizeof(double) * kSsqBlocks));
+    int k = 0;
+    while (k < count) {
+        SsqSegments a{};
+        a.prefix[0] = 0;
+        for (; k < count && a.count < kSsqMaxSegments; ++k) {
+            TS_CUDA_REQUIRE(n[k] >= 0, "sum_squares_multi_cuda: range ", k, " has n=", n[k]);
+            if (n[k] == 0) continue;
+            TS_CUDA_REQUIRE(x[k], "sum_squares_multi_cuda: range ", k, " has a null pointer");
+            a.x[a.count] = x[k];
+            a.prefix[a.count + 1] = a.prefix[a.count] + n[k];
+            ++a.count;
+        }
+        if (a.count == 0) continue;
+        const long L = a.prefix[a.count];
+        const int blocks = (int)std::min<long>(kSsqBlocks, (L + kEwBlock - 1) / kEwBlock);
+        sum_squares_segments_kernel<<<blocks, kEwBlock, 0, s>>>(partial, a);
+        CUDA_CHECK_LAUNCH("sum_squares_segments_kernel");
+        sum_squares_final_kernel<<<1, kEwBlock, 0, s>>>(out, partial, blocks);
+        CUDA_CHECK_LAUNCH("sum_squares_final_kernel");
+    }
 }
 
 void sum_cuda(double* out, const float* x, long n, cudaStream_t s) {

@@ -20,6 +20,11 @@ void add_bias_residual_cuda(T* y, const T* bias, const T* res, int N, int C, cud
 // *out (one double on the device) += sum of x[i]^2 (n), in double; deterministic (fixed two-pass
 // order; uses the sum_squares scratch slot).
 void sum_squares_cuda(double* out, const float* x, long n, cudaStream_t s);
+// *out += the sum of x[k][i]^2 over count ranges of n[k] elements, in double: the ranges read as
+// one concatenation, up to 128 a launch (two kernels each); deterministic, and the same bits
+// however the ranges of a launch split the values it reads.
+void sum_squares_multi_cuda(double* out, const float* const* x, const long* n, int count,
+                            cudaStream_t s);
 // *out += sum of x[i] (n), in double; same scheme (and scratch slot) as sum_squares_cuda.
 void sum_cuda(double* out, const float* x, long n, cudaStream_t s);
 // out (3 floats) := {*sum_squares, *sum, stop}: a training step's scalars, packed on the device

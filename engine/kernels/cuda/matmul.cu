@@ -578,13 +578,14 @@ constexpr int kDgeluEpilogueMinRows = 4096;
 template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                           const T* weight, int N, int C, int OC, cudaStream_t s,
-                          void* fp8_workspace, const T* gelu_pre) {
+                          void* fp8_workspace, const T* gelu_pre, bool dweight_overwrite) {
     TS_CUDA_REQUIRE(N >= 0 && C > 0 && OC > 0, "matmul_backward_cuda: bad shape N=", N, " C=", C,
                     " OC=", OC);
     TS_CUDA_REQUIRE(dout, "matmul_backward_cuda: null dout");
     TS_CUDA_REQUIRE(!gelu_pre || dinp, "matmul_backward_cuda: gelu_pre given without dinp");
     if (N == 0) return;
     T* const dinp_out = dinp;  // for the GELU derivative after an FP8 or plain GEMM
+    const float dweight_beta = dweight_overwrite ? 0.0f : 1.0f;
     const cudaDataType_t t = cuda_type<T>();
     if constexpr (std::is_same_v<T, bf16>) {
         // FP8: dout quantized to e5m2 (straight for dinp, transposed for dweight), weight and inp
@@ -629,8 +630,8 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
                 fp8_quantize(gt, sl.scale_inv(1), dout, sl.amax(0), N, OC, Fp8Format::e5m2, true,
                              s);
                 fp8_quantize(xt, sl.scale_inv(2), inp, sl.amax(1), N, C, Fp8Format::e4m3, true, s);
-                if (gemm_run(gw, xt, gt, dweight, 1.0f, nullptr, nullptr, s, sl.scale_inv(2),
-                             sl.scale_inv(1))) {
+                if (gemm_run(gw, xt, gt, dweight, dweight_beta, nullptr, nullptr, s,
+                             sl.scale_inv(2), sl.scale_inv(1))) {
                     fp8_counts_.dweight++;
                     dweight = nullptr;
                 }
@@ -659,7 +660,7 @@ void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, 
         TS_CUDA_REQUIRE(inp, "matmul_backward_cuda: dweight needs inp");
         GemmShape g =
             gemm_shape(t, CUDA_R_32F, false, true, C, OC, N, C, OC, C, inp, dout, dweight);
-        TS_CUDA_REQUIRE(gemm_run(g, inp, dout, dweight, 1.0f, nullptr, nullptr, s),
+        TS_CUDA_REQUIRE(gemm_run(g, inp, dout, dweight, dweight_beta, nullptr, nullptr, s),
                         "matmul_backward_cuda: cuBLASLt has no dweight algorithm for N=", N,
                         " C=", C, " OC=", OC);
     }
@@ -761,9 +762,9 @@ template void matmul_forward_cuda<bf16>(bf16*, const bf16*, const bf16*, const b
                                         cudaStream_t, bool, bf16*, void*, const bf16*);
 template void matmul_backward_cuda<float>(float*, float*, float*, const float*, const float*,
                                           const float*, int, int, int, cudaStream_t, void*,
-                                          const float*);
+                                          const float*, bool);
 template void matmul_backward_cuda<bf16>(bf16*, float*, float*, const bf16*, const bf16*,
                                          const bf16*, int, int, int, cudaStream_t, void*,
-                                         const bf16*);
+                                         const bf16*, bool);
 
 }  // namespace tessera

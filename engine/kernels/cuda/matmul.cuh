@@ -30,7 +30,8 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
                          void* fp8_workspace = nullptr, const T* residual = nullptr);
 
 // dinp (N, C)   = dout (N, OC) @ weight (OC, C)        -- OVERWRITTEN (unlike the CPU's +=)
-// dweight (OC, C) += dout^T @ inp (N, C)                -- fp32, accumulates (beta = 1)
+// dweight (OC, C) += dout^T @ inp (N, C)                -- fp32, accumulates (beta = 1); with
+//                                                          dweight_overwrite, = (beta 0)
 // dbias (OC)    += sum over n of dout[n]               -- fp32, accumulates, deterministic
 // Any of dinp / dweight / dbias may be null to skip it. Uses the matmul_dbias scratch slot.
 // fp8_workspace: Fp8Workspace::of(N, C, OC, true).bytes; dout quantized to e5m2, inp and weight
@@ -43,7 +44,8 @@ void matmul_forward_cuda(T* out, const T* inp, const T* weight, const T* bias, i
 template <typename T>
 void matmul_backward_cuda(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                           const T* weight, int N, int C, int OC, cudaStream_t s,
-                          void* fp8_workspace = nullptr, const T* gelu_pre = nullptr);
+                          void* fp8_workspace = nullptr, const T* gelu_pre = nullptr,
+                          bool dweight_overwrite = false);
 
 // For the benches: cuBLASLt's first `count` heuristic candidates for one of a bf16 linear layer's
 // GEMMs (kind 0 forward, 1 dinp, 2 dweight with fp32 accumulation, beta 1), on buffers of their
