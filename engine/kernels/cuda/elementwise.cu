@@ -78,21 +78,26 @@ static __global__ void add_bias_residual_kernel(T* y, const T* bias, const T* re
     }
 }
 
+// The sum of every thread's `acc` over a block of kEwBlock threads, in a fixed order: its warps'
+// sums, then thread 0 adds them up; thread 0 then stores it to *out (adds it with `add`).
+static __device__ void block_sum_double(double acc, double* out, bool add) {
+    __shared__ double sh[kEwBlock / 32];
+    acc = warp_sum_double(acc);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    double s = 0.0;
+    for (int w = 0; w < kEwBlock / 32; ++w) s += sh[w];
+    *out = add ? *out + s : s;
+}
+
 // partial (gridDim.x) = per-block sums of x^2 (or of x when !square) in double; x is (n).
 // Block of kEwBlock threads.
 static __global__ void sum_squares_partial_kernel(double* partial, const float* x, long n,
                                                   bool square = true) {
-    __shared__ double sh[kEwBlock / 32];
     double acc = 0.0;
     TS_GRID_STRIDE(i, n) acc += square ? (double)x[i] * x[i] : (double)x[i];
-    acc = warp_sum_double(acc);
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double s = 0.0;
-        for (int w = 0; w < kEwBlock / 32; ++w) s += sh[w];
-        partial[blockIdx.x] = s;
-    }
+    block_sum_double(acc, partial + blockIdx.x, false);
 }
 
 // Up to kSsqMaxSegments ranges passed by value (about 2 KB of kernel parameters), read as one
@@ -108,7 +113,6 @@ struct SsqSegments {
 // boundaries: the partials depend on the values and the concatenation's length only, not on
 // where the ranges split it.
 static __global__ void sum_squares_segments_kernel(double* partial, SsqSegments a) {
-    __shared__ double sh[kEwBlock / 32];
     const long L = a.prefix[a.count];
     const long b0 = L * blockIdx.x / gridDim.x, b1 = L * (blockIdx.x + 1) / gridDim.x;
     int s = 0, hi_s = a.count - 1;  // the range holding b0: the last with prefix <= b0
@@ -130,28 +134,14 @@ static __global__ void sum_squares_segments_kernel(double* partial, SsqSegments 
             acc += (double)v * v;
         }
     }
-    acc = warp_sum_double(acc);
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0.0;
-        for (int w = 0; w < kEwBlock / 32; ++w) t += sh[w];
-        partial[blockIdx.x] = t;
-    }
+    block_sum_double(acc, partial + blockIdx.x, false);
 }
 
 // *out += sum of partial (count); one block of kEwBlock threads, a fixed order (deterministic).
 static __global__ void sum_squares_final_kernel(double* out, const double* partial, int count) {
-    __shared__ double sh[kEwBlock / 32];
     double s = 0.0;
     for (int b = threadIdx.x; b < count; b += blockDim.x) s += partial[b];
-    s = warp_sum_double(s);
-    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = s;
-    __syncthreads();
-    if (threadIdx.x != 0) return;
-    s = 0.0;
-    for (int w = 0; w < kEwBlock / 32; ++w) s += sh[w];
-    *out += s;
+    block_sum_double(s, out, true);
 }
 
 // ---------------------------------------------------------------------------------------------
