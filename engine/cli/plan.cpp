@@ -452,6 +452,12 @@ int cli_plan(const CliArgs& args) {
                 mem[std::string(mem_category_name((MemCategory)c)) + "_bytes"] = r.peak_bytes[c];
             mem["total_bytes"] = r.total_peak_bytes;
             mem["device_bytes"] = r.device_peak_bytes;
+            // each category at the moment of the device's peak (they add up to device_bytes;
+            // "memory" holds each category's own peak)
+            nlohmann::json at_peak;
+            for (int c = 0; c < (int)MemCategory::host; ++c)
+                at_peak[std::string(mem_category_name((MemCategory)c)) + "_bytes"] =
+                    r.at_peak_bytes[c];
             nlohmann::json coords = nlohmann::json::array();
             for (int rk : cls) {
                 const MeshCoord& c = e.ranks[rk].coord;
@@ -459,6 +465,7 @@ int cli_plan(const CliArgs& args) {
             }
             j["ranks"].push_back({{"ranks", coords},
                                   {"memory", mem},
+                                  {"memory_at_device_peak", at_peak},
                                   {"max_in_flight", r.max_in_flight},
                                   {"layers", r.layers},
                                   {"flops_per_step", r.flops_per_step},

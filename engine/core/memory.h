@@ -47,6 +47,10 @@ class MemoryTracker {
     // Peak of everything but the host category: what the device (GPU, or the CPU rank's own
     // memory before offload) held at once.
     int64_t device_peak_bytes() const { return device_peak_.load(); }
+    // Each category's bytes at the moment of that peak: they add up to it (host: 0). A category
+    // can peak on its own elsewhere in the step (a one-GPU plan's gradients, after the
+    // activations they replace are gone), so the categories' own peaks need not.
+    int64_t at_device_peak_bytes(MemCategory c) const { return at_device_peak_[idx(c)].load(); }
     void reset_peaks();  // peaks := current values
 
   private:
@@ -54,6 +58,7 @@ class MemoryTracker {
     std::mutex device_peak_mu_;  // a new device peak and the slack within it, together
     std::array<std::atomic<int64_t>, kMemCategoryCount> current_{};
     std::array<std::atomic<int64_t>, kMemCategoryCount> peak_{};
+    std::array<std::atomic<int64_t>, kMemCategoryCount> at_device_peak_{};
     std::atomic<int64_t> total_{0}, total_peak_{0}, device_peak_{0};
 };
 

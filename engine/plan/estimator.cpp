@@ -552,8 +552,10 @@ PlanEstimate estimate_plan(const RunConfig& cfg, const DeviceSpec& dev, const Op
                 sim.store_init();
                 RankEstimate r;
                 r.max_in_flight = sim.run_step(sched[s]);
-                for (int c = 0; c < kMemCategoryCount; ++c)
+                for (int c = 0; c < kMemCategoryCount; ++c) {
                     r.peak_bytes[c] = sim.tl.mem.peak_bytes((MemCategory)c);
+                    r.at_peak_bytes[c] = sim.tl.mem.at_device_peak_bytes((MemCategory)c);
+                }
                 r.total_peak_bytes = sim.tl.mem.total_peak_bytes();
                 r.device_peak_bytes = sim.tl.mem.device_peak_bytes();
                 r.layers = layers;

@@ -59,6 +59,8 @@ struct RankEstimate {
     int rank = 0;
     MeshCoord coord;
     std::array<int64_t, kMemCategoryCount> peak_bytes{};  // per MemCategory (peak of each)
+    // per MemCategory at the moment of the device's peak: they add up to device_peak_bytes
+    std::array<int64_t, kMemCategoryCount> at_peak_bytes{};
     int64_t total_peak_bytes = 0;   // peak of the sum (what mem/total_bytes reports)
     int64_t device_peak_bytes = 0;  // total peak without the host category (vs capacity)
     int max_in_flight = 0;          // most micro-batches with saved activations at once

@@ -221,3 +221,31 @@ TEST(MemoryTracker, CachedPeaksWithTheDeviceSoAPeaksCategoriesAddUp) {
                   mt.peak_bytes(MemCategory::cached),
               mt.device_peak_bytes());
 }
+
+// Each category at the moment of the device's peak, where the categories' own peaks come at
+// different moments (a one-GPU plan's gradients take the place of the activations): those add
+// up to the device's peak, the own peaks do not; host memory is never part of it.
+TEST(MemoryTracker, CategoriesAtTheDevicesPeakAddUpToIt) {
+    using tessera::MemCategory;
+    tessera::MemoryTracker mt;
+    mt.add(MemCategory::params, 100);
+    mt.add(MemCategory::host, 500);
+    mt.add(MemCategory::activations, 80);  // the forward's end: the device's peak, 180
+    mt.sub(MemCategory::activations, 50);  // the backward frees activations ...
+    mt.add(MemCategory::grads, 40);        // ... and the gradients take their place
+    mt.sub(MemCategory::activations, 30);
+    mt.add(MemCategory::grads, 20);
+    EXPECT_EQ(mt.device_peak_bytes(), 180);
+    EXPECT_EQ(mt.peak_bytes(MemCategory::grads), 60);
+    EXPECT_EQ(mt.at_device_peak_bytes(MemCategory::params), 100);
+    EXPECT_EQ(mt.at_device_peak_bytes(MemCategory::activations), 80);
+    EXPECT_EQ(mt.at_device_peak_bytes(MemCategory::grads), 0);
+    EXPECT_EQ(mt.at_device_peak_bytes(MemCategory::host), 0);
+    mt.add(MemCategory::workspace, 150);  // a new peak: 100 + 60 + 150
+    EXPECT_EQ(mt.device_peak_bytes(), 310);
+    int64_t sum = 0;
+    for (int c = 0; c < tessera::kMemCategoryCount; ++c)
+        sum += mt.at_device_peak_bytes(MemCategory(c));
+    EXPECT_EQ(sum, 310);
+    EXPECT_EQ(mt.at_device_peak_bytes(MemCategory::grads), 60);
+}

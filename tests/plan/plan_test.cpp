@@ -148,6 +148,14 @@ TEST(Estimator, SplitGradientsTakeTheFreedActivationsPlace) {
     const RankEstimate split = rank({}), whole = rank({"parallel.dp=2"});
     EXPECT_LT(split.device_peak_bytes, together(split) - cat(split, MemCategory::grads) / 2);
     EXPECT_GE(whole.device_peak_bytes, together(whole));
+    // at the device's peak (the Plan page stacks these): the categories add up to it, and the
+    // split plan holds few of its gradients there
+    for (const RankEstimate* r : {&split, &whole}) {
+        int64_t sum = 0;
+        for (int64_t b : r->at_peak_bytes) sum += b;
+        EXPECT_EQ(sum, r->device_peak_bytes);
+    }
+    EXPECT_LT(split.at_peak_bytes[(int)MemCategory::grads], cat(split, MemCategory::grads) / 2);
 }
 
 TEST(Estimator, ScheduleInFlightAndBubble) {

@@ -645,6 +645,16 @@ TEST(PlanPage, RenderScreenshots) {
         settle(*f.page);
         QApplication::processEvents();
         EXPECT_TRUE(f.page->grab().save(out + "/plan_page_gpt2_large_16.png"));
+        {  // one GPU: its gradients split, the bars (each category at the device's peak) reach
+           // the peak's cross
+            Fixture one(gpt_config(
+                "preset: gpt2-xl, vocab: gpt2",
+                {"runtime.precision=bf16", "train.micro_batch=8", "train.grad_accum=1"}));
+            one.page->updateAnswers();
+            settle(*one.page);
+            QApplication::processEvents();
+            EXPECT_TRUE(one.page->grab().save(out + "/plan_page_gpt2_xl_1gpu.png"));
+        }
         // the same on a small GPU: over capacity in red
         f.page->setDeviceName("A100-40GB");
         f.doc.edit("mb", [](RunConfig& c) {

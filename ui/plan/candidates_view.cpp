@@ -89,7 +89,7 @@ void CandidatesView::paintEvent(QPaintEvent*) {
             double base = 0;
             const double x = mem.left() + r * slot + (slot - bw) / 2;
             for (int k = 0; k < (int)tessera::MemCategory::host; ++k) {
-                const double b = (double)rk.peak_bytes[k];
+                const double b = (double)rk.at_peak_bytes[k];
                 if (b <= 0) continue;
                 const double y1 = yOf(base), y2 = yOf(base + b);
                 p.fillRect(QRectF(x, y2, bw, y1 - y2), mem_category_color(k));

@@ -86,7 +86,7 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
     for (int c = 0; c < (int)tessera::MemCategory::host; ++c) {
         QVector<double> y(n);
         bool any = false;
-        for (int r = 0; r < n; ++r) y[r] = e.ranks[r].peak_bytes[c] / kGiB, any |= y[r] > 0;
+        for (int r = 0; r < n; ++r) y[r] = e.ranks[r].at_peak_bytes[c] / kGiB, any |= y[r] > 0;
         if (!any) continue;
         auto* bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
         bars->setName(
@@ -108,7 +108,7 @@ void MemoryChart::setEstimate(const tessera::PlanEstimate& e, int64_t capacity) 
         py[r] = e.ranks[r].device_peak_bytes / kGiB;
         double stacked = 0;
         for (int c = 0; c < (int)tessera::MemCategory::host; ++c)
-            stacked += e.ranks[r].peak_bytes[c] / kGiB;
+            stacked += e.ranks[r].at_peak_bytes[c] / kGiB;
         ymax = std::max({ymax, py[r], stacked});
         if (e.ranks[r].device_peak_bytes > capacity) {
             auto* band = new QCPItemRect(m_plot);

@@ -607,7 +607,7 @@ void PlanPage::refresh() {
             if (!o || lines.size() >= 4) continue;
             int dom = 0;
             for (int c = 1; c < (int)tessera::MemCategory::host; ++c)
-                if (r.peak_bytes[c] > r.peak_bytes[dom]) dom = c;
+                if (r.at_peak_bytes[c] > r.at_peak_bytes[dom]) dom = c;
             lines << QString("%1 %2 (%3) is over capacity by %4; %5 dominates (%6)")
                          .arg(tessera::device_rank_noun(e.device))
                          .arg(r.rank)
@@ -615,7 +615,7 @@ void PlanPage::refresh() {
                          .arg(bytes_str(double(r.device_peak_bytes - cap)))
                          .arg(QString::fromUtf8(
                              tessera::mem_category_name(tessera::MemCategory(dom)).data()))
-                         .arg(bytes_str(double(r.peak_bytes[dom])));
+                         .arg(bytes_str(double(r.at_peak_bytes[dom])));
         }
         int nOver = (int)std::count(over.begin(), over.end(), true);
         if (nOver > (int)lines.size())
