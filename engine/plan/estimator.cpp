@@ -249,10 +249,10 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
         else
             r.other_ops_s += t;
     }
-    // per unit: its gradients zeroed (split: each of its buffers but those the backward's
-    // first GEMM overwrites); the squared norm over every
-    // unit's ranges (one a parameter where split, else one a unit) in launches of 128; one
-    // batched AdamW over the rank's slices (engine/parallel/zero.cpp)
+    // per unit: its gradients zeroed (split: each of its buffers but those the backward's first
+    // GEMM overwrites); the squared norm over every unit's ranges (one a parameter where split,
+    // else one a unit) in launches of up to 128; one batched AdamW over the rank's slices
+    // (engine/parallel/zero.cpp)
     const bool split = ParamStore::split_grads(zero, sim.dp, sim.offload_opt);
     double opt_elems = 0, zero_calls = 0, norm_ranges = 0;
     size_t units = 0;
