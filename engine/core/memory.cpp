@@ -47,8 +47,7 @@ void MemoryTracker::add(MemCategory c, int64_t bytes) {
         if (device > device_peak_.load()) {
             device_peak_ = device;
             peak_[idx(MemCategory::cached)] = current_[idx(MemCategory::cached)].load();
-            for (int i = 0; i < kMemCategoryCount; ++i)
-                at_device_peak_[i] = i == idx(MemCategory::host) ? 0 : current_[i].load();
+            snapshot_at_device_peak();
         }
     }
 }
@@ -58,11 +57,14 @@ void MemoryTracker::sub(MemCategory c, int64_t bytes) {
     total_.fetch_sub(bytes);
 }
 
-void MemoryTracker::reset_peaks() {
-    for (int i = 0; i < kMemCategoryCount; ++i) {
-        peak_[i] = current_[i].load();
+void MemoryTracker::snapshot_at_device_peak() {
+    for (int i = 0; i < kMemCategoryCount; ++i)
         at_device_peak_[i] = i == idx(MemCategory::host) ? 0 : current_[i].load();
-    }
+}
+
+void MemoryTracker::reset_peaks() {
+    for (int i = 0; i < kMemCategoryCount; ++i) peak_[i] = current_[i].load();
+    snapshot_at_device_peak();
     total_peak_ = total_.load();
     device_peak_ = total_.load() - current_[idx(MemCategory::host)].load();
 }

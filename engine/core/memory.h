@@ -55,7 +55,8 @@ class MemoryTracker {
 
   private:
     static int idx(MemCategory c) { return static_cast<int>(c); }
-    std::mutex device_peak_mu_;  // a new device peak and the slack within it, together
+    void snapshot_at_device_peak();  // at_device_peak_ := the current values, host aside
+    std::mutex device_peak_mu_;      // a new device peak and the slack within it, together
     std::array<std::atomic<int64_t>, kMemCategoryCount> current_{};
     std::array<std::atomic<int64_t>, kMemCategoryCount> peak_{};
     std::array<std::atomic<int64_t>, kMemCategoryCount> at_device_peak_{};

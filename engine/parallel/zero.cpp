@@ -430,7 +430,7 @@ void ParamStore::allocate_grads(Unit& u) {
             for (int k : part) n += es[u.params[k]].numel;
             // a parameter alone whose gradient the layer writes whole: left unzeroed, the
             // layer's first write overwrites it (settle_unwritten zeroes it if none came)
-            const bool whole = part_written_whole(*u.layer, {u.params, u.is_wte}, part);
+            const bool whole = part_written_whole(*u.layer, u.params, part);
             Tensor t = whole ? Tensor::empty({n}, MemCategory::grads, DType::f32, dev_)
                              : Tensor::zeros({n}, MemCategory::grads, DType::f32, dev_);
             // on the CPU (where the layers' first write zeroes, then adds) NaN: a layer that

@@ -75,11 +75,12 @@ class ParamStore {
     // group.params, one list a buffer.
     static std::vector<std::vector<int>> grad_parts(const Layer& l, const UnitGroup& group,
                                                     bool gpu);
-    // Whether a part is left unzeroed when allocated: one parameter whose gradient the layer's
-    // backward writes whole (Layer::grad_written_whole; the first write overwrites it).
-    static bool part_written_whole(const Layer& l, const UnitGroup& group,
+    // Whether a part (positions in `params`, a unit's parameter indices) is left unzeroed when
+    // allocated: one parameter whose gradient the layer's backward writes whole
+    // (Layer::grad_written_whole; the first write overwrites it).
+    static bool part_written_whole(const Layer& l, const std::vector<int>& params,
                                    const std::vector<int>& part) {
-        return part.size() == 1 && l.grad_written_whole(group.params[part[0]]);
+        return part.size() == 1 && l.grad_written_whole(params[part[0]]);
     }
     // Whether a plan splits its gradients (ZeRO 0, or 1, without DP or optimizer offload): no
     // reduction or download then needs a unit's gradients in one buffer, so each part is

@@ -140,7 +140,7 @@ void RankSim::build(const ModelShape& model, const std::vector<int>& blocks_per_
                 u.is_wte = group.is_wte;
                 u.params = (int)group.params.size();
                 for (const auto& part : ParamStore::grad_parts(*l.layer, group, gpu())) {
-                    if (ParamStore::part_written_whole(*l.layer, group, part)) continue;
+                    if (ParamStore::part_written_whole(*l.layer, group.params, part)) continue;
                     int64_t n = 0;
                     for (int k : part) n += es[group.params[k]].numel;
                     u.zeroed_parts.push_back(n);
