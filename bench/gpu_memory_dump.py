@@ -16,6 +16,8 @@ shard = os.path.join(work, "random.bin")
 random_shard(shard, 50257, 5_000_000)
 plans = {"plain": [], "selective": ["parallel.recompute=selective"], "full": ["parallel.recompute=full"],
          "offload": ["parallel.offload_activations=true"], "accum4_mb4": ["train.micro_batch=4", "train.grad_accum=4"],
+         "offload_optimizer": ["parallel.offload_optimizer=true"],
+         "offload_optimizer_accum4": ["parallel.offload_optimizer=true", "train.micro_batch=4", "train.grad_accum=4"],
          "dp2": ["parallel.dp=2"], "zero1_dp2": ["parallel.dp=2", "parallel.zero=1"], "zero2_dp2": ["parallel.dp=2", "parallel.zero=2"],
          "zero3_dp2": ["parallel.dp=2", "parallel.zero=3"], "tp2": ["parallel.tp=2"],
          "pp2": ["parallel.pp=2", "train.micro_batch=2", "train.grad_accum=8"],

@@ -33,9 +33,11 @@ struct ParamStore::Unit {
     float* gstage = nullptr;    // and the staging part the other ranks' slices arrive in
     // Optimizer offload on a GPU (ParamStore::host_master_): the fp32 master values of the range
     // this rank updates and their gradients, in pinned host memory beside m and v (same indexing);
-    // the gradients' download in flight (an event) until the optimizer step
+    // the gradients' download in flight (an event) until the optimizer step, and whether it was
+    // issued this step (download_grads)
     Tensor master, host_grad;
     void* grad_download = nullptr;
+    bool grads_down = false;
     // after an optimizer step, until the next forward first needs the unit (land_update): its
     // host update (on the store's host thread; invalid where there was nothing to update)
     std::shared_future<void> updating;
@@ -184,7 +186,7 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communi
             } else {
                 u->full = Tensor::zeros({u->pad}, MemCategory::params, DType::f32, dev_);
             }
-            u->split = split_grads(o_.stage, dp_size_, o_.offload_optimizer);
+            u->split = split_grads(o_.stage, dp_size_, o_.micro_batches);
             if (u->split) u->part_params = grad_parts(*l, group, o_.gpu);
             if (o_.stage >= 2)
                 u->grad_shard = Tensor::zeros({u->S}, MemCategory::grads, DType::f32, dev_);
@@ -473,7 +475,17 @@ void ParamStore::after_backward(Layer* layer, bool last_micro) {
         Unit& u = *up;
         if (u.layer != layer) continue;
         if (o_.stage < 2) {
-            if (last_micro && dp_ && !u.split) {  // split: one rank, nothing to reduce
+            if (!dp_) {  // one rank: nothing to reduce
+                // optimizer offload: final, so to the host now, under the rest of the backward;
+                // the embedding's gradient, which another layer or stage may add to, waits for
+                // finish_gradients
+                if (last_micro && host_master_ && !u.is_wte) {
+                    if (u.split) settle_unwritten(u);
+                    download_grads(u);
+                }
+                continue;
+            }
+            if (last_micro) {
                 float* g = u.grads();
                 int64_t n = u.pad;  // the padding holds zeros on every rank
                 // ZeRO-1 needs only its slice reduced: half the bytes of an all-reduce
@@ -578,14 +590,41 @@ void ParamStore::finish_gradients(Communicator* embedding) {
     }
     ops_->sum_squares_begin();
     ops_->sum_squares_ranges(ranges);
-    if (host_master_)  // the gradients of what this rank updates, to the host on the copy stream
-        for (auto& u : units_) {
-            const int64_t r0 = update_begin(*u), n = update_end(*u) - r0;
-            const float* g = o_.stage < 2 ? u->grads() + r0 : u->grad_shard.f32();
-            if (n > 0)
-                u->grad_download = device_copy_async(u->host_grad.data(), u->host_grad.device(), g,
-                                                     dev_, sizeof(float) * n);
+    for (auto& u : units_) download_grads(*u);  // those the backward did not offload yet
+}
+
+// Optimizer offload on a GPU: the gradients of the range this rank updates, once final, to the
+// host on the copy stream (host_grad; the last copy's event in grad_download until the optimizer
+// step, the copy stream running them in order). Split gradients go a parameter range at a time,
+// ranges adjacent on both sides merged.
+void ParamStore::download_grads(Unit& u) {
+    if (!host_master_ || u.grads_down) return;
+    u.grads_down = true;
+    land_update(u);  // the host's last update of the unit has read host_grad
+    const int64_t r0 = update_begin(u), r1 = update_end(u);
+    auto copy = [&](float* host, const float* g, int64_t n) {
+        void* ev = device_copy_async(host, u.host_grad.device(), g, dev_, sizeof(float) * n);
+        device_event_free(std::exchange(u.grad_download, ev));
+    };
+    if (r0 >= r1) return;
+    if (!u.split) {
+        copy(u.host_grad.f32(), o_.stage < 2 ? u.grads() + r0 : u.grad_shard.f32(), r1 - r0);
+        return;
+    }
+    float* host = nullptr;
+    const float* dev = nullptr;
+    int64_t n = 0;
+    for_each_param_range(u, r0, r1, [&](size_t k, const ParamInfo&, int64_t lo, int64_t hi) {
+        const float* g = u.grad_of(k) + (lo - u.offset[k]);
+        float* h = u.host_grad.f32() + (lo - r0);
+        if (n > 0 && dev + n == g && host + n == h) {
+            n += hi - lo;
+            return;
         }
+        if (n > 0) copy(host, dev, n);
+        host = h, dev = g, n = hi - lo;
+    });
+    if (n > 0) copy(host, dev, n);
 }
 
 int64_t ParamStore::update_begin(const Unit& u) const {
@@ -653,6 +692,7 @@ void ParamStore::optimizer_step_host(const OptimizerConfig& oc, const AdamWHyper
         Unit& u = *up;
         const int64_t r0 = update_begin(u), r1 = update_end(u);
         void* download = std::exchange(u.grad_download, nullptr);
+        u.grads_down = false;
         device_event_wait(download);  // what next writes the gradients (zero_grads) waits for it
         u.update_pending = true;
         if (r0 >= r1 || !host_worker_) {  // nothing to update here, or the meta device

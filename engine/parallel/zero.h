@@ -13,8 +13,9 @@
 // (wte) alone — so the first and last pipeline stages shard their tied copies identically and
 // can all-reduce their gradients.
 // Optimizer offload: AdamW's moments in host memory; on a GPU (ZeRO-Offload) also the fp32
-// masters and a copy of the gradients (pinned), AdamW on the host's cores (the device kernel's
-// bits), the updated range copied back; with bf16 layers and ZeRO 0-2 the device then keeps a
+// masters and a copy of the gradients (pinned; split gradients go down during the backward, each
+// unit's once final), AdamW on the host's cores (the device kernel's bits), the updated range
+// copied back; with bf16 layers and ZeRO 0-2 the device then keeps a
 // bf16 image of the parameters only (image_only()), ZeRO-3 its fp32 slice.
 // The same store runs in the estimator on the meta device (ZeroOptions::ops =
 // device_ops_meta(), a meta Communicator from comm_meta.h): its buffers are meta tensors that
@@ -51,6 +52,8 @@ struct ZeroOptions {
     // The DP collectives run on the main thread when it waits for them (CommWorker::Mode::lazy)
     // instead of on a comm thread: CPU ranks (cpu_comm_thread says why).
     bool comm_in_place = false;
+    // A step's micro-batches on this rank (gradient accumulation; see ParamStore::split_grads)
+    int micro_batches = 1;
 };
 
 class ParamStore {
@@ -82,14 +85,17 @@ class ParamStore {
                                    const std::vector<int>& part) {
         return part.size() == 1 && l.grad_written_whole(params[part[0]]);
     }
-    // Whether a plan splits its gradients (ZeRO 0, or 1, without DP or optimizer offload): no
-    // reduction or download then needs a unit's gradients in one buffer, so each part is
-    // allocated when the backward first needs it and released at the next step's start. The
-    // parts fit the holes the freed activations leave (a unit's one buffer, larger than any
-    // activation, would take a segment of its own), so the gradients never add to the forward's
-    // peak.
-    static bool split_grads(int stage, int dp, bool offload_optimizer) {
-        return stage < 2 && dp == 1 && !offload_optimizer;
+    // Whether a plan splits its gradients (ZeRO 0, or 1, without DP, one micro-batch a step): no
+    // reduction then needs a unit's gradients in one buffer (optimizer offload downloads them a
+    // parameter range at a time), so each part is allocated when the backward first needs it
+    // and released at the next step's start. The parts fit the holes the freed activations
+    // leave (a unit's one buffer, larger than any activation, would take a segment of its own),
+    // so the gradients never add to the forward's peak. With several micro-batches those holes
+    // are what the next micro-batch's forward needs: gpt2-xl B8 x4 peaked 2.1 GiB higher split
+    // (49.4 GiB on an H100) than with one buffer a unit, and allocating the parts at the step's
+    // start instead was predicted higher still (55.3).
+    static bool split_grads(int stage, int dp, int micro_batches) {
+        return stage < 2 && dp == 1 && micro_batches == 1;
     }
     // Which of the store's buffers are symmetric (NCCL windows, where the DP communicator
     // provides them): the bf16 parameter images of ZeRO-1/2 gathering in bf16, and the full
@@ -163,6 +169,7 @@ class ParamStore {
     void allocate_grads(Unit& u);
     void settle_unwritten(Unit& u);
     void land_update(Unit& u);
+    void download_grads(Unit& u);
     void refresh_images();
     void gather(Unit& u);
     void bind(Layer* layer);

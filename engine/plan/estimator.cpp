@@ -253,7 +253,7 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
     // GEMM overwrites); the squared norm over every unit's ranges (one a parameter where split,
     // else one a unit) in launches of up to 128; one batched AdamW over the rank's slices
     // (engine/parallel/zero.cpp)
-    const bool split = ParamStore::split_grads(zero, sim.dp, sim.offload_opt);
+    const bool split = ParamStore::split_grads(zero, sim.dp, sim.m);
     double opt_elems = 0, zero_calls = 0, norm_ranges = 0;
     size_t units = 0;
     r.optimizer_s = 0;
@@ -279,10 +279,12 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
         norm_launches * costs.sum_squares.fixed_s + costs.sum_squares.per_unit_s * opt_elems;
     if (host_optimizer) {
         // the gradients down and the updated values back on the copy stream (one after the
-        // other), AdamW on the host's cores unit by unit in between: the longer of the two; the
-        // next step's first forward runs under it, each layer once its unit has landed (all of
-        // it hidden but about the last unit's share)
-        const double copy_s = 2.0 * sizeof(float) * opt_elems / host_link_bytes_per_s;
+        // other; without DP the gradients go down during the backward, as each unit's are final),
+        // AdamW on the host's cores unit by unit in between: the longer of the two; the next step's
+        // first forward runs under it, each layer once its unit has landed (all of it hidden but
+        // about the last unit's share)
+        const double copy_s =
+            (split ? 1.0 : 2.0) * sizeof(float) * opt_elems / host_link_bytes_per_s;
         const double host_s = std::max(copy_s, costs.host_adamw.at(opt_elems));
         const double forward0_s = (r.gemm_s + r.attention_s + r.other_ops_s) / (3.0 * sim.m);
         const double hidden_s =

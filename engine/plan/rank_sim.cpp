@@ -166,7 +166,8 @@ void RankSim::store_init() {
                    .offload_optimizer = offload_opt,
                    .seed = 0,
                    .gather_bf16 = gpu() && device.act == DType::bf16,
-                   .gpu = gpu()};
+                   .gpu = gpu(),
+                   .micro_batches = m};
     store_ = std::make_unique<ParamStore>(layers.all(), zo, dp_comm_.get(), 0,
                                           pp > 1 && stage == pp - 1);
     StageRunner::Options so;
@@ -191,12 +192,13 @@ int RankSim::run_step(const StageSchedule& sched) {
     store_->finish_gradients(nullptr);  // the tied copies' all-reduce moves nothing here
     DeviceOps& ops = device_ops_meta();
     store_->optimizer_step(OptimizerConfig{}, 0, ops.step_scalars(0.0f));
-    // optimizer offload: a run lands each unit's update as its next forward first binds it; the
-    // one simulated step lands them all here (a transient staging buffer each)
-    store_->land_updates();
     // the next step's start, where the run releases the gradients its backward allocated (ZeRO 0
     // without DP: ParamStore::split_grads): transient in the replay, as in the run
     store_->zero_grads();
+    // optimizer offload: a run lands each unit's update as its next forward first binds it,
+    // after that release; the one simulated step lands them all here (a transient staging buffer
+    // each)
+    store_->land_updates();
     tl.record(false);
     tl.repeat_step();  // the pool's layout in the run's later steps
     return max_in_flight;

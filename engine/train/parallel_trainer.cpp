@@ -146,7 +146,8 @@ class RankRunner final : private StageEdges {
                        .seed = cfg.train.seed,
                        .gather_bf16 = act_dtype_ == DType::bf16,  // bf16 only on GPUs
                        .gpu = dev_ == Device::cuda,
-                       .comm_in_place = dev_ == Device::cpu && !cpu_comm_thread()};
+                       .comm_in_place = dev_ == Device::cpu && !cpu_comm_thread(),
+                       .micro_batches = n_micro_};
         store_ = std::make_unique<ParamStore>(all_layers_, zo, groups.dp_async.get(),
                                               groups.coord.tp, pp_ > 1 && stage_ == pp_ - 1);
         schedule_ = schedule_build(schedule_kind_parse(par.schedule), pp_, n_micro_, v_)[stage_];

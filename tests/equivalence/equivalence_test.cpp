@@ -243,6 +243,9 @@ std::vector<Plan> plans() {
         P("offload_activations", {"parallel.pp=2", "parallel.offload_activations=true"}, 1),
         P("offload_optimizer",
           {"parallel.dp=2", "parallel.zero=1", "parallel.offload_optimizer=true"}, 2),
+        // without DP: the gradients split (ParamStore::split_grads), each stage's own
+        P("offload_optimizer_tp2_pp2",
+          {"parallel.tp=2", "parallel.pp=2", "parallel.offload_optimizer=true"}, 1),
         P("dp2_accum1", {"parallel.dp=2"}, 2, 1),
         P("dp2_accum4", {"parallel.dp=2"}, 2, 4),
         // epoch order: the windows of a step split over ranks and micro-batches as the

@@ -289,20 +289,23 @@ TEST(GpuTrainLlama, Fp8TracksBf16OnLlama32) {
 // Optimizer offload (fp32 masters, AdamW moments and a gradient copy in pinned host memory, AdamW
 // on the host's cores, which rounds every operation as the device kernel does): the curve is the
 // run without offload's bit for bit, in fp32 and in bf16 (the device's bf16 image is the same
-// round-to-nearest cast of the same masters), ZeRO-1 and ZeRO-3 included; and a checkpoint
-// written from the host masters resumes onto the same curve.
+// round-to-nearest cast of the same masters), ZeRO-1 and ZeRO-3 included, gradients downloaded
+// in the backward from one buffer a unit or split ones; and a checkpoint written from the host
+// masters resumes onto the same curve.
 TEST(GpuTrain, OptimizerOffloadKeepsTheCurve) {
     REQUIRE_GPUS(1);
     const std::string yaml = gpt2_yaml(8);
     for (const char* prec : {"fp32", "bf16"}) {
-        const std::vector<std::string> base{"model.seq_len=256", "train.grad_accum=2",
-                                            "model.n_layer=4",
+        const std::vector<std::string> base{"model.seq_len=256", "model.n_layer=4",
                                             std::string("runtime.precision=") + prec};
         std::vector<double> plain;
-        for (const char* zero : {"0", "1", "3"}) {
+        // accumulation 2: each unit's gradients in one buffer; 1: split (ParamStore::split_grads)
+        for (auto [zero, accum] : {std::pair{"0", "2"}, {"1", "2"}, {"3", "2"}, {"0", "1"}}) {
             auto sets = base;
             sets.push_back(std::string("parallel.zero=") + zero);
-            const std::string tag = std::string("optoff_") + prec + "_zero" + zero;
+            sets.push_back(std::string("train.grad_accum=") + accum);
+            const std::string tag =
+                std::string("optoff_") + prec + "_zero" + zero + "_accum" + accum;
             auto on_device = train_losses(tag + "_plain", yaml, sets);
             auto on_device_norms =
                 losses_in(work() / (tag + "_plain"), false, metric::train_grad_norm);
@@ -321,6 +324,7 @@ TEST(GpuTrain, OptimizerOffloadKeepsTheCurve) {
                 EXPECT_EQ(off_norms[i], on_device_norms[i]) << tag << " norm, step " << i + 1;
         }
         auto sets = base;
+        sets.push_back("train.grad_accum=2");
         sets.push_back("parallel.offload_optimizer=true");
         sets.push_back("checkpoint.dir=ckpt");
         fs::path dir = project_dir(std::string("optoff_resume_") + prec, yaml);

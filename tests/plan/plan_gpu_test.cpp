@@ -145,9 +145,12 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
             for (const Figure& f : fig) {
                 const double m = measured(f.name);
                 // under activation offload the pool's slack at the device's peak follows the
-                // copy engine's timing (when a copied buffer is freed): not compared; the
-                // device and total peaks it is part of are
-                if (f.name == "cached" && tag == "offload") continue;
+                // copy engine's timing (when a copied buffer is freed); under optimizer offload
+                // the run lands each unit's update (a staging buffer) between the next forward's
+                // activations, the replay all of them after its one step (4 MiB of slack apart
+                // on GPT-2 124M): not compared; the device and total peaks it is part of are
+                const bool optimizer_offload = tag.rfind("offload_optimizer", 0) == 0;
+                if (f.name == "cached" && (tag == "offload" || optimizer_offload)) continue;
                 // the pool's segments, where the run placed its tensors in Tessera's own pool
                 // (a cached figure) without offload: the estimator runs the same pool over the
                 // same allocations, step after step, so the device peak holds to 0.5%
@@ -161,8 +164,8 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
             }
         }
     }
-    EXPECT_GE(checked, 13 * 9);    // every plan of the dump, every figure (but one)
-    EXPECT_GE(device_checked, 7);  // the one-GPU plans, gpt2-large and gpt2-xl
+    EXPECT_GE(checked, 15 * 9);    // every plan of the dump, every figure (but a few)
+    EXPECT_GE(device_checked, 9);  // the one-GPU plans, gpt2-large and gpt2-xl
 }
 
 // Step time against tests/plan/data/h200_gpt2_step_time.json: what bench/step_time.py measured

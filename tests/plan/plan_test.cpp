@@ -146,16 +146,21 @@ TEST(Estimator, SplitGradientsTakeTheFreedActivationsPlace) {
         return sum;
     };
     const RankEstimate split = rank({}), whole = rank({"parallel.dp=2"});
-    EXPECT_LT(split.device_peak_bytes, together(split) - cat(split, MemCategory::grads) / 2);
+    // optimizer offload splits them too (each unit's go to the host as its backward ends)
+    const RankEstimate offloaded = rank({"parallel.offload_optimizer=true"});
+    for (const RankEstimate* r : {&split, &offloaded})
+        EXPECT_LT(r->device_peak_bytes, together(*r) - cat(*r, MemCategory::grads) / 2);
     EXPECT_GE(whole.device_peak_bytes, together(whole));
+    EXPECT_LT(offloaded.device_peak_bytes, split.device_peak_bytes);
     // at the device's peak (the Plan page stacks these): the categories add up to it, and the
-    // split plan holds few of its gradients there
-    for (const RankEstimate* r : {&split, &whole}) {
+    // split plans hold few of their gradients there
+    for (const RankEstimate* r : {&split, &whole, &offloaded}) {
         int64_t sum = 0;
         for (int64_t b : r->at_peak_bytes) sum += b;
         EXPECT_EQ(sum, r->device_peak_bytes);
     }
-    EXPECT_LT(split.at_peak_bytes[(int)MemCategory::grads], cat(split, MemCategory::grads) / 2);
+    for (const RankEstimate* r : {&split, &offloaded})
+        EXPECT_LT(r->at_peak_bytes[(int)MemCategory::grads], cat(*r, MemCategory::grads) / 2);
 }
 
 TEST(Estimator, ScheduleInFlightAndBubble) {
