@@ -1,5 +1,7 @@
 #include "engine/parallel/zero.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,6 +11,7 @@
 #include "engine/core/memory.h"
 #include "engine/kernels/cpu/adamw.h"
 #include "engine/kernels/cpu/elementwise.h"
+#include "engine/kernels/cpu/threads.h"
 #include "engine/model/params.h"
 #include "engine/parallel/device_ops.h"
 
@@ -146,7 +149,13 @@ ParamStore::ParamStore(std::vector<Layer*> layers, const ZeroOptions& o, Communi
     worker_ = std::make_unique<CommWorker>(dev_ == Device::meta || o_.comm_in_place
                                                ? CommWorker::Mode::lazy
                                                : CommWorker::Mode::thread);
-    if (host_master_ && dev_ != Device::meta) host_worker_ = std::make_unique<CommWorker>();
+    if (host_master_ && dev_ != Device::meta) {
+        host_worker_ = std::make_unique<CommWorker>();
+        // that thread's own team (a new thread starts from the process's default, not from
+        // this thread's threads_configure)
+        const int team = host_optimizer_threads(omp_get_max_threads());
+        host_worker_->post([team] { omp_set_num_threads(team); });
+    }
     const MemCategory opt_cat = o_.offload_optimizer ? MemCategory::host : MemCategory::optimizer;
     // symmetric buffers are tried below (see there): ZeRO-1/2's bf16 images, and gradients
     // reduced through copy-engine exchanges

@@ -122,6 +122,14 @@ TEST(CpuThreads, ARankLeavesACoreForItsCommThreadFromFourCores) {
     EXPECT_EQ(default_threads_per_rank(2, 4), 1);  // oversubscribed: still one
 }
 
+// A GPU rank's host AdamW under optimizer offload: the rank's threads but two, at least one.
+TEST(CpuThreads, TheHostOptimizerLeavesTwoOfTheRanksThreads) {
+    EXPECT_EQ(host_optimizer_threads(16), 14);
+    EXPECT_EQ(host_optimizer_threads(3), 1);
+    EXPECT_EQ(host_optimizer_threads(2), 1);
+    EXPECT_EQ(host_optimizer_threads(1), 1);
+}
+
 TEST_F(CpuCalibration, RanksSharingTheHostUseTheirThreadCount) {
     const RunConfig dp2 = tiny({"parallel.dp=2"});
     const int threads = plan_cpu_threads(dp2);

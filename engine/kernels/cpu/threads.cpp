@@ -26,6 +26,10 @@ int threads_configure(int threads, int ranks_on_host) {
     return n;
 }
 
+int host_optimizer_threads(int rank_threads) {
+    return std::max(1, rank_threads - 2);
+}
+
 bool cpu_comm_thread() {
     const char* v = std::getenv("TESSERA_COMM_THREAD");
     return v && std::strcmp(v, "1") == 0;

@@ -17,6 +17,15 @@ int default_threads_per_rank(int cores, int ranks_on_host);
 // Returns the number set.
 int threads_configure(int threads, int ranks_on_host = 1);
 
+// The OpenMP team of the host's AdamW under a GPU rank's optimizer offload (the parameter
+// store's host thread; op_sweep --host-optimizer times the same team), from the rank's threads
+// (threads_configure): all but two, left to the training thread, which launches the device's
+// work while the host updates, and to the rank's other threads. gpt2-xl B8 offloaded, 16 threads
+// a rank, on two H100 machines (2026-12-07): a team of 16 10,551 / 10,729 tok/s, 15 11,334, 14
+// 14,955 on one; 16 15,362 / 16,466, 14 16,032 / 16,785, 12 15,565 on the other
+// (docs/benchmarks.md).
+int host_optimizer_threads(int rank_threads);
+
 // Whether this process's CPU rank runs its data-parallel collectives on a comm thread rather
 // than on its main thread when it waits for them (ZeroOptions::comm_in_place): no, unless
 // TESSERA_COMM_THREAD=1 (for tests and measurements). In place was as fast or faster on every
