@@ -488,7 +488,8 @@ void ParamStore::after_backward(Layer* layer, bool last_micro) {
                 // optimizer offload: final, so to the host now, under the rest of the backward;
                 // the embedding's gradient, which another layer or stage may add to, waits for
                 // finish_gradients
-                if (last_micro && host_master_ && !u.is_wte) {
+                if (last_micro && host_master_ && !u.is_wte &&
+                    downloads_in_backward(o_.stage, dp_size_)) {
                     if (u.split) settle_unwritten(u);
                     download_grads(u);
                 }

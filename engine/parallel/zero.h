@@ -13,10 +13,10 @@
 // (wte) alone — so the first and last pipeline stages shard their tied copies identically and
 // can all-reduce their gradients.
 // Optimizer offload: AdamW's moments in host memory; on a GPU (ZeRO-Offload) also the fp32
-// masters and a copy of the gradients (pinned; split gradients go down during the backward, each
+// masters and a copy of the gradients (pinned; without DP they go down during the backward, each
 // unit's once final), AdamW on the host's cores (the device kernel's bits), the updated range
-// copied back; with bf16 layers and ZeRO 0-2 the device then keeps a
-// bf16 image of the parameters only (image_only()), ZeRO-3 its fp32 slice.
+// copied back; with bf16 layers and ZeRO 0-2 the device then keeps a bf16 image of the
+// parameters only (image_only()), ZeRO-3 its fp32 slice.
 // The same store runs in the estimator on the meta device (ZeroOptions::ops =
 // device_ops_meta(), a meta Communicator from comm_meta.h): its buffers are meta tensors that
 // report to the estimator's MetaMemory, nothing is initialised or moved, and the comm thread is
@@ -97,6 +97,10 @@ class ParamStore {
     static bool split_grads(int stage, int dp, int micro_batches) {
         return stage < 2 && dp == 1 && micro_batches == 1;
     }
+    // Optimizer offload on a GPU: whether each unit's gradients go to the host as its last
+    // backward of the step ends, under the rest of the backward (ZeRO 0/1 without DP: nothing
+    // reduces them first), rather than after the backward
+    static bool downloads_in_backward(int stage, int dp) { return stage < 2 && dp == 1; }
     // Which of the store's buffers are symmetric (NCCL windows, where the DP communicator
     // provides them): the bf16 parameter images of ZeRO-1/2 gathering in bf16, and the full
     // gradients (and their staging) of zero 0 and of ZeRO-1 with those images (RankSim asks too,

@@ -283,8 +283,8 @@ bool price_ops(const OpCosts& costs, const RankSim& sim, int zero, double host_l
         // AdamW on the host's cores unit by unit in between: the longer of the two; the next step's
         // first forward runs under it, each layer once its unit has landed (all of it hidden but
         // about the last unit's share)
-        const double copy_s =
-            (split ? 1.0 : 2.0) * sizeof(float) * opt_elems / host_link_bytes_per_s;
+        const double copy_s = (ParamStore::downloads_in_backward(zero, sim.dp) ? 1.0 : 2.0) *
+                              sizeof(float) * opt_elems / host_link_bytes_per_s;
         const double host_s = std::max(copy_s, costs.host_adamw.at(opt_elems));
         const double forward0_s = (r.gemm_s + r.attention_s + r.other_ops_s) / (3.0 * sim.m);
         const double hidden_s =
