@@ -484,18 +484,15 @@ void ParamStore::after_backward(Layer* layer, bool last_micro) {
         Unit& u = *up;
         if (u.layer != layer) continue;
         if (o_.stage < 2) {
-            if (!dp_) {  // one rank: nothing to reduce
-                // optimizer offload: final, so to the host now, under the rest of the backward;
-                // the embedding's gradient, which another layer or stage may add to, waits for
-                // finish_gradients
-                if (last_micro && host_master_ && !u.is_wte &&
-                    downloads_in_backward(o_.stage, dp_size_)) {
-                    if (u.split) settle_unwritten(u);
-                    download_grads(u);
-                }
-                continue;
+            // optimizer offload: final, so to the host now, under the rest of the backward; the
+            // embedding's gradient, which another layer or stage may add to, waits for
+            // finish_gradients
+            if (last_micro && host_master_ && !u.is_wte &&
+                downloads_in_backward(o_.stage, dp_size_)) {
+                if (u.split) settle_unwritten(u);
+                download_grads(u);
             }
-            if (last_micro) {
+            if (last_micro && dp_) {
                 float* g = u.grads();
                 int64_t n = u.pad;  // the padding holds zeros on every rank
                 // ZeRO-1 needs only its slice reduced: half the bytes of an all-reduce
@@ -569,10 +566,8 @@ void ParamStore::finish_gradients(Communicator* embedding) {
         }
     for (auto& u : units_) {
         if (!u->is_wte || !embedding) continue;
-        if (u->split)  // the embedding is a unit of its own: one parameter
+        if (o_.stage < 2)  // the embedding is a unit of its own: one parameter
             embedding->all_reduce(u->grad_of(0), u->len);
-        else if (o_.stage < 2)
-            embedding->all_reduce(u->grads(), u->len);
         else
             embedding->all_reduce(u->grad_shard.f32(), u->S);
     }
