@@ -168,29 +168,42 @@ TEST(EstimatorGpu, H200Gpt2PeaksWithinFivePercentOfTheDevice) {
     EXPECT_GE(device_checked, 9);  // the one-GPU plans, gpt2-large and gpt2-xl
 }
 
-// Step time against tests/plan/data/h200_gpt2_step_time.json: what bench/step_time.py measured
-// on one H200, wall clock (tokens of steps 11-30 over their elapsed time), for GPT-2 plans of
-// every size, recompute policy, offload and micro-batch sizes from 1 to 16. None of these runs
-// entered the prediction: the estimator prices each op of the step from the per-op costs
-// bench/op_sweep measured on its own (resources/devices/h200_ops.json). Every plan within ±10%.
-TEST(EstimatorGpu, H200Gpt2StepTimeWithinTenPercentOfWallClock) {
-    const nlohmann::json data = measured_json("h200_gpt2_step_time.json");
-    ASSERT_TRUE(data.contains("produced_by"));
-    std::printf("%-22s %10s %10s %8s\n", "plan", "measured", "predicted", "error");
+// Step time against what bench/step_time.py or bench/gpt2_throughput.py measured on one GPU, wall
+// clock (tokens of steps 11-30 over their elapsed time), for GPT-2 plans: `fixture` under
+// tests/plan/data, priced on `device`. None of these runs entered the prediction: the estimator
+// prices each op of the step from the per-op costs bench/op_sweep measured on its own
+// (resources/devices/<device>_ops.json). Every plan within ±10%; returns how many were checked.
+int check_gpt2_step_times(const char* fixture, const std::string& device) {
+    const nlohmann::json data = measured_json(fixture);
+    EXPECT_TRUE(data.contains("produced_by")) << fixture;
+    std::printf("%s on %s\n%-22s %10s %10s %8s\n", fixture, device.c_str(), "plan", "measured",
+                "predicted", "error");
     int checked = 0;
     for (const auto& [tag, plan] : data.at("plans").items()) {
         std::vector<std::string> sets = plan.at("sets").get<std::vector<std::string>>();
         RunConfig cfg = config_parse(kConfig, "step.yaml", sets);
-        const PlanEstimate est = estimate_plan(cfg, device_spec("H200"));
+        const PlanEstimate est = estimate_plan(cfg, device_spec(device));
         EXPECT_EQ(est.step_model, "ops") << tag;
         const double meas = plan.at("measured_tok_per_s").get<double>();
         std::printf("%-22s %10.0f %10.0f %+7.1f%%\n", tag.c_str(), meas, est.tokens_per_s,
                     100.0 * (est.tokens_per_s - meas) / meas);
         EXPECT_NEAR(est.tokens_per_s, meas, 0.10 * meas)
-            << tag << ": predicted " << est.tokens_per_s << " tokens/s";
+            << fixture << " " << tag << ": predicted " << est.tokens_per_s << " tokens/s";
         ++checked;
     }
-    EXPECT_GE(checked, 11);
+    return checked;
+}
+
+// tests/plan/data/h200_gpt2_step_time.json: bench/step_time.py on one H200, every size, recompute
+// policy, offload and micro-batch sizes from 1 to 16.
+TEST(EstimatorGpu, H200Gpt2StepTimeWithinTenPercentOfWallClock) {
+    EXPECT_GE(check_gpt2_step_times("h200_gpt2_step_time.json", "H200"), 11);
+}
+
+// tests/plan/data/h100_gpt2_step_time.json: bench/gpt2_throughput.py on one H100, the four sizes,
+// priced with the H100's own sweep (resources/devices/h100_ops.json).
+TEST(EstimatorGpu, H100Gpt2StepTimeWithinTenPercentOfWallClock) {
+    EXPECT_GE(check_gpt2_step_times("h100_gpt2_step_time.json", "H100"), 4);
 }
 
 // The Llama family on one H200, against tests/plan/data/h200_llama_step_time.json: what
