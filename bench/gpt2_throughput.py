@@ -10,9 +10,10 @@ vocab 50257, tied head), micro-batch B (16), sequence 1024, bf16, on random toke
 timed steps over the time from the end of the last warm-up step to the end of the last step (each
 step ends with the run's synchronisation; the times are the metric records' wall clocks), the
 anchor's too; the median of the per-step figures stands beside it, labelled. MFU counts 6·N + 12·L·d·T FLOPs per token (the PaLM formula, as the anchor does) against
-the H200's peak in Tessera's device table (engine/plan, via `tessera plan --json`); peak memory is the largest mem/total_bytes any rank reported (the engine's
+the GPU's peak in Tessera's device table (engine/plan, via `tessera plan --json`); peak memory is the largest mem/total_bytes any rank reported (the engine's
 own accounting) and, beside it, the estimator's prediction for the same config (`tessera plan
---device H200 --json`: the largest per-rank device peak) and the device's own peak (NVML per
+--device D --json`, D this GPU's name in the device table, H100 or H200: the largest per-rank
+device peak) and the device's own peak (NVML per
 process, sampled every 50 ms: bench/device_memory.py). With --gpus 2 the 1-GPU Tessera reference
 runs in the same command, and each configuration is run --rounds times, interleaved."""
 import argparse, json, os, sys, tempfile

@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 # usage: bench/step_time.py TESSERA OUTDIR [--steps N] [--plans a,b,...]   (on the GPU machine)
 # The estimator's step time against the device, plan by plan: each plan trains GPT-2 in bf16 on
-# one H200 through `tessera train` (random tokens, N steps), its wall-clock tokens/s measured as
+# one GPU through `tessera train` (random tokens, N steps), its wall-clock tokens/s measured as
 # tokens of the steps after the first 10 over the time between their metric records (each
-# written after the step's final synchronisation); then `tessera plan --json --device H200` on
-# the same config predicts it. None of these runs entered the prediction: the estimator prices
-# the op trace of each rank's step with the per-op costs bench/op_sweep measured
-# (resources/devices/h200_ops.json). Prints one table and writes OUTDIR/step_time.json.
+# written after the step's final synchronisation); then `tessera plan --json --device D` on the
+# same config predicts it (D: this GPU, H100 or H200; throughput_runs.plan_device). None of these
+# runs entered the prediction: the estimator prices the op trace of each rank's step with the
+# per-op costs bench/op_sweep measured (resources/devices/<d>_ops.json). Prints one table and
+# writes OUTDIR/step_time.json.
 import json, os, sqlite3, subprocess, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from throughput_runs import random_shard
+from throughput_runs import plan_device, random_shard
 
 tess = sys.argv[1]; out = sys.argv[2]
 steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 30
@@ -54,7 +55,7 @@ log: {{db: runs.db, every: 1}}
     rows = db.execute("select step, wall_time from metrics where name='train/loss' and rank=0 order by step").fetchall()
     tok = db.execute("select value from metrics where name='perf/tok_per_s' and rank=0 order by step").fetchall()
     step_ms = [v for (v,) in db.execute("select value from metrics where name='perf/step_ms' and rank=0 order by step")]
-    p = json.loads(subprocess.run([tess, "plan", cfg, "--json", "--device", "H200"] + args,
+    p = json.loads(subprocess.run([tess, "plan", cfg, "--json", "--device", plan_device()] + args,
                                   capture_output=True, text=True, check=True).stdout)
     tokens_per_step = p["tokens_per_step"]
     (s0, t0), (s1, t1) = rows[warm - 1], rows[-1]

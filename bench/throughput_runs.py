@@ -41,10 +41,22 @@ def model_of(tessera, work, preset, shard):
     return json.loads(r.stdout)["model"]
 
 
+def plan_device():
+    """The device table's name for this machine's first GPU (nvidia-smi): H100 or H200, each with
+    its own measured op costs (resources/devices); H200 where it is neither or none answers."""
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=30)
+        name = r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout.strip() else ""
+    except (OSError, subprocess.TimeoutExpired):
+        name = ""
+    return "H100" if "H100" in name else "H200"
+
+
 def plan(tessera, cfg, sets):
-    """`tessera plan --device H200 --json` for the config: (largest per-rank device peak in GiB,
-    the device's peak FLOP/s, predicted step seconds), or Nones."""
-    cmd = [tessera, "plan", cfg, "--device", "H200", "--json"] + sum((["--set", s] for s in sets), [])
+    """`tessera plan --device <plan_device()> --json` for the config: (largest per-rank device
+    peak in GiB, the device's peak FLOP/s, predicted step seconds), or Nones."""
+    cmd = [tessera, "plan", cfg, "--device", plan_device(), "--json"] + sum((["--set", s] for s in sets), [])
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"tessera plan failed for {cfg}: {(r.stdout + r.stderr)[-300:]}", file=sys.stderr)
