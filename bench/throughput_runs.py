@@ -4,7 +4,7 @@ end of the last step, from the metric records' wall clocks; each step ends with 
 synchronisation), and one PyTorch peer run (its RESULT line). Both under the device's own memory
 sampler (NVML per process, bench/device_memory.py). And a pipeline schedule's bubble in theory.
 Used by the bench scripts."""
-import json, os, re, sqlite3, statistics, subprocess, sys, time
+import functools, json, os, re, sqlite3, statistics, subprocess, sys, time
 
 from device_memory import DeviceMemorySampler
 
@@ -41,9 +41,11 @@ def model_of(tessera, work, preset, shard):
     return json.loads(r.stdout)["model"]
 
 
+@functools.lru_cache(maxsize=None)
 def plan_device():
-    """The device table's name for this machine's first GPU (nvidia-smi): H100 or H200, each with
-    its own measured op costs (resources/devices); H200 where it is neither or none answers."""
+    """The device table's name for this machine's first GPU (nvidia-smi, asked once): H100 or
+    H200, each with its own measured op costs (resources/devices); H200 where it is neither or
+    none answers."""
     try:
         r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                            capture_output=True, text=True, timeout=30)
