@@ -43,16 +43,16 @@ def model_of(tessera, work, preset, shard):
 
 @functools.lru_cache(maxsize=None)
 def plan_device():
-    """The device table's name for this machine's first GPU (nvidia-smi, asked once): H100 or
-    H200, each with its own measured op costs (resources/devices); H200 where it is neither or
-    none answers."""
+    """This machine's first GPU as nvidia-smi names it (asked once), which `tessera plan --device`
+    looks up in its device table (each GPU with its own measured op costs, resources/devices); H200
+    where nvidia-smi does not answer. A GPU the table lacks gets no prediction (plan fails)."""
     try:
         r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                            capture_output=True, text=True, timeout=30)
-        name = r.stdout.splitlines()[0] if r.returncode == 0 and r.stdout.strip() else ""
+        name = r.stdout.splitlines()[0].strip() if r.returncode == 0 and r.stdout.strip() else ""
     except (OSError, subprocess.TimeoutExpired):
         name = ""
-    return "H100" if "H100" in name else "H200"
+    return name or "H200"
 
 
 def plan(tessera, cfg, sets):

@@ -40,7 +40,8 @@ const char* kPlanUsage =
     "bubble, step time, tokens/s and MFU for a run config, without running it.\n"
     "\n"
     "options:\n"
-    "  --device NAME   H100 | H200 | A100-80GB | A100-40GB | cpu; default: cpu for\n"
+    "  --device NAME   H100 | H200 | A100-80GB | A100-40GB | cpu, or a GPU as its driver\n"
+    "                  names it (nvidia-smi: \"NVIDIA H100 80GB HBM3\"); default: cpu for\n"
     "                  runtime.device cpu, else H200\n"
     "  --json          the same as JSON, with the model as built (\"model\": family, layers,\n"
     "                  heads, key/value heads, d_model, parameters, ...)\n"
@@ -404,7 +405,12 @@ int cli_plan(const CliArgs& args) {
         calibrate_cpu(threads > 0 ? threads : plan_cpu_threads(cfg), json, keep_faster);
     }
     if (device.empty()) device = device_default_name(cfg);
-    DeviceSpec dev = device_spec(device);
+    DeviceSpec dev;
+    if (!device_spec_for_recorded(device, &dev))
+        throw InputError(str_cat("--device: expected one of ", str_join(device_names(), ", "),
+                                 ", or a GPU the table knows as its driver names it (\"NVIDIA "
+                                 "H100 80GB HBM3\"), found '",
+                                 device, "'"));
     PlanEstimate e = estimate_plan(cfg, dev);
     std::string balanced;
     std::vector<int> blocks;

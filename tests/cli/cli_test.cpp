@@ -349,6 +349,35 @@ TEST(CliPlan, JsonNamesTheModelAsBuilt) {
                                            {"parameters", 494032768}});
 }
 
+// `tessera plan --device` takes the table's name or a GPU as its driver names it (what the benches
+// pass from nvidia-smi): both give the same entry; a GPU the table lacks is one line, exit 2.
+TEST(CliPlan, DeviceByTableOrDriverName) {
+    TempDir t;
+    write_file(t / "p.yaml",
+               "name: d\nmodel: {preset: gpt2}\ndata: {dataset: brown}\n"
+               "runtime: {device: cuda, precision: bf16}\n");
+    auto device = [&](const std::string& name) {
+        ProcResult r = run_tessera({"plan", t / "p.yaml", "--device", name, "--json"});
+        EXPECT_EQ(r.exit_code, 0) << show(r);
+        return r.exit_code == 0 ? nlohmann::json::parse(r.out)["device"] : nlohmann::json();
+    };
+    for (const auto& [table, driver] :
+         {std::pair<std::string, std::string>{"H100", "NVIDIA H100 80GB HBM3"},
+          {"H200", "NVIDIA H200"},
+          {"A100-40GB", "NVIDIA A100-SXM4-40GB"},
+          {"A100-80GB", "NVIDIA A100-SXM4-80GB"}}) {
+        const nlohmann::json a = device(table), b = device(driver);
+        EXPECT_EQ(a.value("name", ""), table) << a.dump();
+        EXPECT_EQ(b, a) << driver;
+    }
+    EXPECT_NE(device("H100")["memory_bytes"], device("H200")["memory_bytes"]);
+    ProcResult e = run_tessera({"plan", t / "p.yaml", "--device", "Tesla T4"});
+    EXPECT_EQ(e.exit_code, 2) << show(e);
+    EXPECT_EQ(count_lines(e.err), 1u) << show(e);
+    EXPECT_NE(e.err.find("'Tesla T4'"), std::string::npos) << show(e);
+    EXPECT_NE(e.err.find("H100, H200"), std::string::npos) << show(e);
+}
+
 // `tessera plan --fits`: the limits it reports are the boundary of `tessera plan` itself (the
 // largest micro-batch fits, one more does not), the plans for a global batch come fastest first
 // with why each loses, and bad numbers are one clear line with exit 2.
