@@ -268,20 +268,20 @@ TEST(OpCosts, InterpolatesTheMeasuredGrid) {
 }
 
 // Each swept GPU's costs are embedded and price its plans: the H100's (bench/op_sweep on an H100,
-// 2026-12-07) beside the H200's; a run on an H100 is no longer priced by the efficiency model.
-// That sweep left out the fused GELU backward (its build timed an experiment's variant), so the
-// H100 prices it as the GEMM's backward plus gelu_backward, both its own.
+// 2026-12-08) beside the H200's; a run on an H100 is no longer priced by the efficiency model.
+// Its sweep times the fused GELU backward as well, which prices below the GEMM's backward plus a
+// separate gelu_backward, as on the H200.
 TEST(OpCosts, TheH100HasItsOwnSweep) {
     const OpCosts* h100 = op_costs_for("H100");
     ASSERT_NE(h100, nullptr) << "resources/devices/h100_ops.json is embedded";
     EXPECT_NE(h100->device.find("H100"), std::string::npos) << h100->device;
     EXPECT_NE(h100, op_costs_for("H200"));
-    EXPECT_TRUE(h100->gemm_backward_gelu_s.empty());
+    EXPECT_FALSE(h100->gemm_backward_gelu_s.empty());
     const OpCall fused{OpKind::matmul_gelu_backward, 16384, 3072, 768, 0, 0, 0, DType::bf16};
     OpCall gemm = fused;
     gemm.kind = OpKind::matmul_backward;
     const OpCall deriv{OpKind::gelu_backward, 16384 * 3072, 0, 0, 0, 0, 0, DType::bf16};
-    EXPECT_DOUBLE_EQ(h100->op_s(fused), h100->op_s(gemm) + h100->op_s(deriv));
+    EXPECT_LT(h100->op_s(fused), h100->op_s(gemm) + h100->op_s(deriv));
     const RunConfig gpt2 = config_parse(
         "name: t\nmodel: {preset: gpt2}\ndata: {dataset: brown}\n"
         "runtime: {device: cuda, precision: bf16}\n",
