@@ -4,10 +4,10 @@
 # one GPU through `tessera train` (random tokens, N steps), its wall-clock tokens/s measured as
 # tokens of the steps after the first 10 over the time between their metric records (each
 # written after the step's final synchronisation); then `tessera plan --json --device D` on the
-# same config predicts it (D: this GPU as nvidia-smi names it; throughput_runs.plan_device). None of these
-# runs entered the prediction: the estimator prices the op trace of each rank's step with the
-# per-op costs bench/op_sweep measured (resources/devices/<d>_ops.json). Prints one table and
-# writes OUTDIR/step_time.json.
+# same config predicts it (D: this GPU as nvidia-smi names it; throughput_runs.plan_device). None
+# of these runs entered the prediction: the estimator prices the op trace of each rank's step
+# with the per-op costs bench/op_sweep measured (resources/devices/<d>_ops.json). Prints one
+# table and writes OUTDIR/step_time.json.
 import json, os, sqlite3, subprocess, sys, tempfile
 import numpy as np
 
