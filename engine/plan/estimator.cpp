@@ -34,7 +34,8 @@ namespace tessera {
 // Devices
 
 const std::vector<std::string>& device_names() {
-    static const std::vector<std::string> n{"H100", "H200", "A100-80GB", "A100-40GB", "cpu"};
+    static const std::vector<std::string> n{"H100",      "H100-PCIe", "H100-NVL", "H200",
+                                            "A100-80GB", "A100-40GB", "cpu"};
     return n;
 }
 
@@ -69,6 +70,14 @@ DeviceSpec device_spec(const std::string& name) {
     if (name == "H100") {
         d.peak_flops = 989 * T, d.hbm_bytes_per_s = 3350 * G, d.memory_bytes = 80 * GiB;
         d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G,
+        d.host_link_bytes_per_s = 55 * G;
+    } else if (name == "H100-PCIe") {  // HBM2e; NVLink through a bridge to one neighbour
+        d.peak_flops = 756 * T, d.hbm_bytes_per_s = 2000 * G, d.memory_bytes = 80 * GiB;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 50 * G,
+        d.host_link_bytes_per_s = 55 * G;
+    } else if (name == "H100-NVL") {
+        d.peak_flops = 835 * T, d.hbm_bytes_per_s = 3900 * G, d.memory_bytes = 94 * GiB;
+        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 50 * G,
         d.host_link_bytes_per_s = 55 * G;
     } else if (name == "H200") {
         d.peak_flops = 989 * T, d.hbm_bytes_per_s = 4800 * G, d.memory_bytes = 141 * GiB;
@@ -109,13 +118,18 @@ DeviceSpec device_spec(const std::string& name) {
 }
 
 bool device_spec_for_gpu(const std::string& n, DeviceSpec* out) {
-    if (n.find("H200") != std::string::npos)
+    auto has = [&n](const char* part) { return n.find(part) != std::string::npos; };
+    if (has("H200"))
         *out = device_spec("H200");
-    else if (n.find("H100") != std::string::npos)
+    else if (has("H100") && has("PCIe"))  // "NVIDIA H100 PCIe"
+        *out = device_spec("H100-PCIe");
+    else if (has("H100") && has("NVL"))  // "NVIDIA H100 NVL"
+        *out = device_spec("H100-NVL");
+    else if (has("H100"))  // the SXM part: "NVIDIA H100 80GB HBM3"
         *out = device_spec("H100");
-    else if (n.find("A100") != std::string::npos && n.find("40GB") != std::string::npos)
+    else if (has("A100") && has("40GB"))
         *out = device_spec("A100-40GB");
-    else if (n.find("A100") != std::string::npos)
+    else if (has("A100"))
         *out = device_spec("A100-80GB");
     else
         return false;

@@ -219,6 +219,38 @@ TEST(Estimator, BadInputIsAnInputError) {
                  InputError);
 }
 
+// A GPU as its driver names it (nvidia-smi, NVML: what a run records and the rank loop's MFU reads)
+// finds its own entry: the H100's PCIe and NVL parts are not the SXM part's figures, and a GPU the
+// table lacks is false, not another GPU's entry. The parts without a sweep price by efficiency.
+TEST(Estimator, DriverNamesFindTheirOwnDevice) {
+    const std::pair<const char*, const char*> known[] = {
+        {"NVIDIA H100 80GB HBM3", "H100"},      {"NVIDIA H100 PCIe", "H100-PCIe"},
+        {"NVIDIA H100 NVL", "H100-NVL"},        {"NVIDIA H200", "H200"},
+        {"NVIDIA A100-SXM4-40GB", "A100-40GB"}, {"NVIDIA A100-SXM4-80GB", "A100-80GB"},
+        {"NVIDIA A100 80GB PCIe", "A100-80GB"}};
+    for (const auto& [driver, table] : known) {
+        DeviceSpec d;
+        ASSERT_TRUE(device_spec_for_gpu(driver, &d)) << driver;
+        EXPECT_EQ(d.name, table) << driver;
+        EXPECT_EQ(d.peak_flops, device_spec(table).peak_flops) << driver;
+        DeviceSpec by_name;  // every table name finds itself
+        ASSERT_TRUE(device_spec_for_recorded(table, &by_name)) << table;
+        EXPECT_EQ(by_name.name, table);
+    }
+    EXPECT_LT(device_spec("H100-PCIe").peak_flops, device_spec("H100").peak_flops);
+    EXPECT_LT(device_spec("H100-PCIe").hbm_bytes_per_s, device_spec("H100").hbm_bytes_per_s);
+    EXPECT_GT(device_spec("H100-NVL").memory_bytes, device_spec("H100").memory_bytes);
+    DeviceSpec none;
+    EXPECT_FALSE(device_spec_for_gpu("Tesla T4", &none));
+    EXPECT_FALSE(device_spec_for_gpu("NVIDIA L40S", &none));
+    const RunConfig gpt2 = config_parse(
+        "name: t\nmodel: {preset: gpt2}\ndata: {dataset: brown}\n"
+        "runtime: {device: cuda, precision: bf16}\n",
+        "t.yaml", {"train.micro_batch=16"});
+    EXPECT_EQ(estimate_plan(gpt2, device_spec("H100")).step_model, "ops");
+    EXPECT_EQ(estimate_plan(gpt2, device_spec("H100-PCIe")).step_model, "efficiency");
+}
+
 // The per-op costs: at a grid point the measured time itself, between grid points between
 // their neighbours, outside the grid in proportion to the work; a bad file is an InputError.
 TEST(OpCosts, InterpolatesTheMeasuredGrid) {
