@@ -33,9 +33,38 @@ namespace tessera {
 // ------------------------------------------------------------------------------------------
 // Devices
 
+namespace {
+
+// The GPUs: dense bf16 (no sparsity) datasheet figures; NVLink: half the bidirectional figure
+// (the PCIe parts: through a bridge to one neighbour); network: one 400 Gb/s NDR port per GPU
+// (A100: 200 Gb/s HDR); host link: PCIe Gen5 x16 (Gen4 for A100) at what pinned copies reach in
+// practice, about 85% of the nominal 64 (32) GB/s per direction. Efficiency: DeviceSpec's
+// default but where measured.
+struct GpuRow {
+    const char* name;
+    double tflops, hbm_gb_s, memory_gib, nvlink_gb_s, network_gb_s, host_link_gb_s;
+    double efficiency;
+};
+const double kDefaultEfficiency = DeviceSpec{}.efficiency;
+const GpuRow kGpus[] = {
+    {"H100", 989, 3350, 80, 450, 50, 55, kDefaultEfficiency},  // the SXM part
+    {"H100-PCIe", 756, 2000, 80, 300, 50, 55, kDefaultEfficiency},
+    {"H100-NVL", 835, 3900, 94, 300, 50, 55, kDefaultEfficiency},
+    // efficiency: Tessera's measured MFU on one H200 (GPT-2 124M, bf16, micro-batch 16)
+    {"H200", 989, 4800, 141, 450, 50, 55, 0.43},
+    {"A100-80GB", 312, 2039, 80, 300, 25, 27, kDefaultEfficiency},
+    {"A100-40GB", 312, 1555, 40, 300, 25, 27, kDefaultEfficiency},
+};
+
+}  // namespace
+
 const std::vector<std::string>& device_names() {
-    static const std::vector<std::string> n{"H100",      "H100-PCIe", "H100-NVL", "H200",
-                                            "A100-80GB", "A100-40GB", "cpu"};
+    static const std::vector<std::string> n = [] {
+        std::vector<std::string> v;
+        for (const GpuRow& g : kGpus) v.emplace_back(g.name);
+        v.emplace_back("cpu");
+        return v;
+    }();
     return n;
 }
 
@@ -63,36 +92,14 @@ DeviceSpec device_spec(const std::string& name) {
     const int64_t GiB = 1LL << 30;
     DeviceSpec d;
     d.name = name;
-    // Dense bf16 (no sparsity) datasheet figures; NVLink: half the bidirectional figure;
-    // network: one 400 Gb/s NDR port per GPU (A100: 200 Gb/s HDR); host link: PCIe Gen5 x16
-    // (Gen4 for A100) at what pinned copies reach in practice, about 85% of the nominal
-    // 64 (32) GB/s per direction.
-    if (name == "H100") {
-        d.peak_flops = 989 * T, d.hbm_bytes_per_s = 3350 * G, d.memory_bytes = 80 * GiB;
-        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G,
-        d.host_link_bytes_per_s = 55 * G;
-    } else if (name == "H100-PCIe") {  // HBM2e; NVLink through a bridge to one neighbour
-        d.peak_flops = 756 * T, d.hbm_bytes_per_s = 2000 * G, d.memory_bytes = 80 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 50 * G,
-        d.host_link_bytes_per_s = 55 * G;
-    } else if (name == "H100-NVL") {
-        d.peak_flops = 835 * T, d.hbm_bytes_per_s = 3900 * G, d.memory_bytes = 94 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 50 * G,
-        d.host_link_bytes_per_s = 55 * G;
-    } else if (name == "H200") {
-        d.peak_flops = 989 * T, d.hbm_bytes_per_s = 4800 * G, d.memory_bytes = 141 * GiB;
-        d.nvlink_bytes_per_s = 450 * G, d.network_bytes_per_s = 50 * G,
-        d.host_link_bytes_per_s = 55 * G;
-        d.efficiency =
-            0.43;  // Tessera's measured MFU on one H200 (GPT-2 124M, bf16, micro-batch 16)
-    } else if (name == "A100-80GB") {
-        d.peak_flops = 312 * T, d.hbm_bytes_per_s = 2039 * G, d.memory_bytes = 80 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G,
-        d.host_link_bytes_per_s = 27 * G;
-    } else if (name == "A100-40GB") {
-        d.peak_flops = 312 * T, d.hbm_bytes_per_s = 1555 * G, d.memory_bytes = 40 * GiB;
-        d.nvlink_bytes_per_s = 300 * G, d.network_bytes_per_s = 25 * G,
-        d.host_link_bytes_per_s = 27 * G;
+    const auto row = std::find_if(std::begin(kGpus), std::end(kGpus),
+                                  [&name](const GpuRow& g) { return name == g.name; });
+    if (row != std::end(kGpus)) {
+        d.peak_flops = row->tflops * T, d.hbm_bytes_per_s = row->hbm_gb_s * G;
+        d.memory_bytes = (int64_t)(row->memory_gib * (double)GiB);
+        d.nvlink_bytes_per_s = row->nvlink_gb_s * G, d.network_bytes_per_s = row->network_gb_s * G;
+        d.host_link_bytes_per_s = row->host_link_gb_s * G;
+        d.efficiency = row->efficiency;
     } else if (name == "cpu") {
         d.peak_flops = cpu_sgemm_flops();
         d.hbm_bytes_per_s = 20 * G;  // a typical dual-channel DDR figure; not measured
