@@ -10,7 +10,7 @@ usage: bench/fp8_throughput.py --tessera BUILD/bin/tessera
 tok/s: wall clock over the steps after the warm-up (bench/throughput_runs.py). Loss: the mean
 train/loss of the last 10 steps (the issue's bar: fp8 within 0.05 of bf16 after 300 steps).
 Device memory: NVML per process, the peak over the run. Prediction: `tessera plan` for this GPU
-(bench/throughput_runs.plan_device: its driver's name, looked up in the device table)
+(bench/throughput_runs.plan_device_args: its driver's name, looked up in the device table)
 step time (tok/s) for each precision."""
 import argparse, json, os, sqlite3, sys, tempfile
 

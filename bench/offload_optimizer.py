@@ -9,8 +9,8 @@ usage: bench/offload_optimizer.py --tessera BUILD/bin/tessera
   a run is MODEL:MICRO_BATCH:GRAD_ACCUM at seq_len 1024, bf16
 
 tok/s: wall clock over the steps after the warm-up (bench/throughput_runs.py). Device GiB: NVML,
-the process's peak; predicted: `tessera plan` for this GPU (bench/throughput_runs.plan_device: its
-driver's name; device bytes and step time). The
+the process's peak; predicted: `tessera plan` for this GPU (bench/throughput_runs.plan_device_args:
+its driver's name; device bytes and step time). The
 issue's bars: the device peak falls by the optimizer state and the master weights, throughput at
 least 50% of the run without offload, the prediction within 5% (memory) and 15% (step time)."""
 import argparse, json, os, sys, tempfile

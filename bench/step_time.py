@@ -4,15 +4,15 @@
 # one GPU through `tessera train` (random tokens, N steps), its wall-clock tokens/s measured as
 # tokens of the steps after the first 10 over the time between their metric records (each
 # written after the step's final synchronisation); then `tessera plan --json --device D` on the
-# same config predicts it (D: this GPU as nvidia-smi names it; throughput_runs.plan_device). None
-# of these runs entered the prediction: the estimator prices the op trace of each rank's step
+# same config predicts it (D: this GPU as nvidia-smi names it; throughput_runs.plan_device_args).
+# None of these runs entered the prediction: the estimator prices the op trace of each rank's step
 # with the per-op costs bench/op_sweep measured (resources/devices/<d>_ops.json). Prints one
 # table and writes OUTDIR/step_time.json.
 import json, os, sqlite3, subprocess, sys, tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from throughput_runs import plan_device, random_shard
+from throughput_runs import plan_device_args, random_shard
 
 tess = sys.argv[1]; out = sys.argv[2]
 steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 30
@@ -55,7 +55,7 @@ log: {{db: runs.db, every: 1}}
     rows = db.execute("select step, wall_time from metrics where name='train/loss' and rank=0 order by step").fetchall()
     tok = db.execute("select value from metrics where name='perf/tok_per_s' and rank=0 order by step").fetchall()
     step_ms = [v for (v,) in db.execute("select value from metrics where name='perf/step_ms' and rank=0 order by step")]
-    p = json.loads(subprocess.run([tess, "plan", cfg, "--json", "--device", plan_device()] + args,
+    p = json.loads(subprocess.run([tess, "plan", cfg, "--json", *plan_device_args()] + args,
                                   capture_output=True, text=True, check=True).stdout)
     tokens_per_step = p["tokens_per_step"]
     (s0, t0), (s1, t1) = rows[warm - 1], rows[-1]

@@ -42,23 +42,24 @@ def model_of(tessera, work, preset, shard):
 
 
 @functools.lru_cache(maxsize=None)
-def plan_device():
-    """This machine's first GPU as nvidia-smi names it (asked once), which `tessera plan --device`
-    looks up in its device table (each GPU with its own measured op costs, resources/devices); H200
-    where nvidia-smi does not answer. A GPU the table lacks gets no prediction (plan fails)."""
+def plan_device_args():
+    """`--device` with this machine's first GPU as nvidia-smi names it (asked once), which
+    `tessera plan` looks up in its device table (each GPU with its own measured op costs,
+    resources/devices); nothing where nvidia-smi does not answer, so that `tessera plan` takes its
+    own default. A GPU the table lacks gets no prediction (plan fails)."""
     try:
         r = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                            capture_output=True, text=True, timeout=30)
         name = r.stdout.splitlines()[0].strip() if r.returncode == 0 and r.stdout.strip() else ""
     except (OSError, subprocess.TimeoutExpired):
         name = ""
-    return name or "H200"
+    return ["--device", name] if name else []
 
 
 def plan(tessera, cfg, sets):
-    """`tessera plan --device <plan_device()> --json` for the config: (largest per-rank device
+    """`tessera plan <plan_device_args()> --json` for the config: (largest per-rank device
     peak in GiB, the device's peak FLOP/s, predicted step seconds), or Nones."""
-    cmd = [tessera, "plan", cfg, "--device", plan_device(), "--json"] + sum((["--set", s] for s in sets), [])
+    cmd = [tessera, "plan", cfg, *plan_device_args(), "--json"] + sum((["--set", s] for s in sets), [])
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         print(f"tessera plan failed for {cfg}: {(r.stdout + r.stderr)[-300:]}", file=sys.stderr)
